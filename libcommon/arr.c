@@ -1,0 +1,294 @@
+#include "arr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "log.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "gnn-dist files are little-endian");
+
+struct gnn_arr_writer {
+	FILE *f;
+	char *path;
+	char *tmp;
+	enum gnn_dtype dtype;
+	uint64_t cols, rows;
+	uint32_t crc;
+};
+
+size_t gnn_dtype_size(enum gnn_dtype dt)
+{
+	switch (dt) {
+	case GNN_DT_U8: return 1;
+	case GNN_DT_I32: return 4;
+	case GNN_DT_I64: return 8;
+	case GNN_DT_F32: return 4;
+	}
+	return 0;
+}
+
+const char *gnn_dtype_name(enum gnn_dtype dt)
+{
+	switch (dt) {
+	case GNN_DT_U8: return "u8";
+	case GNN_DT_I32: return "i32";
+	case GNN_DT_I64: return "i64";
+	case GNN_DT_F32: return "f32";
+	}
+	return "unknown";
+}
+
+/* zlib's crc32 takes a uInt length: feed it in chunks. */
+static uint32_t crc_update(uint32_t crc, const void *data, uint64_t len)
+{
+	const unsigned char *p = data;
+
+	while (len > 0) {
+		uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return crc;
+}
+
+static void header_encode(unsigned char h[GNN_ARR_HEADER_BYTES], const struct gnn_arr_info *in)
+{
+	uint32_t version = GNN_ARR_VERSION, dt = in->dtype, hcrc;
+	uint64_t bytes = in->rows * in->cols * gnn_dtype_size(in->dtype);
+
+	memset(h, 0, GNN_ARR_HEADER_BYTES);
+	memcpy(h, GNN_ARR_MAGIC, 8);
+	memcpy(h + 8, &version, 4);
+	memcpy(h + 12, &dt, 4);
+	memcpy(h + 16, &in->rows, 8);
+	memcpy(h + 24, &in->cols, 8);
+	memcpy(h + 32, &bytes, 8);
+	memcpy(h + 40, &in->data_crc32, 4);
+	hcrc = crc_update(0, h, 44);
+	memcpy(h + 44, &hcrc, 4);
+}
+
+int gnn_arr_writer_open(const char *path, enum gnn_dtype dt, uint64_t cols,
+			struct gnn_arr_writer **out)
+{
+	static const unsigned char zero[GNN_ARR_HEADER_BYTES];
+	struct gnn_arr_writer *w;
+
+	if (gnn_dtype_size(dt) == 0 || cols == 0)
+		return GNN_EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return GNN_ENOMEM;
+	w->path = strdup(path);
+	if (w->path == NULL || asprintf(&w->tmp, "%s.tmp", path) < 0) {
+		w->tmp = NULL;
+		goto out_nomem;
+	}
+	w->f = fopen(w->tmp, "wb");
+	if (w->f == NULL) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->tmp, strerror(errno));
+		free(w->tmp);
+		free(w->path);
+		free(w);
+		return GNN_EIO;
+	}
+	setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+	w->dtype = dt;
+	w->cols = cols;
+	w->crc = (uint32_t)crc32(0, Z_NULL, 0);
+	/* Placeholder header; the real one is written by finish. */
+	if (fwrite(zero, 1, sizeof(zero), w->f) != sizeof(zero)) {
+		gnn_arr_writer_abort(w);
+		return GNN_EIO;
+	}
+	*out = w;
+	return GNN_OK;
+
+out_nomem:
+	free(w->path);
+	free(w);
+	return GNN_ENOMEM;
+}
+
+int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t rows)
+{
+	uint64_t bytes = rows * w->cols * gnn_dtype_size(w->dtype);
+
+	if (bytes == 0)
+		return GNN_OK;
+	if (fwrite(data, 1, bytes, w->f) != bytes) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->tmp, strerror(errno));
+		return GNN_EIO;
+	}
+	w->crc = crc_update(w->crc, data, bytes);
+	w->rows += rows;
+	return GNN_OK;
+}
+
+int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info)
+{
+	unsigned char h[GNN_ARR_HEADER_BYTES];
+	struct gnn_arr_info in = {
+		.dtype = w->dtype, .rows = w->rows, .cols = w->cols, .data_crc32 = w->crc,
+	};
+	int rc = GNN_EIO;
+
+	in.file_bytes = GNN_ARR_HEADER_BYTES + w->rows * w->cols * gnn_dtype_size(w->dtype);
+	header_encode(h, &in);
+	if (fflush(w->f) != 0 || fseek(w->f, 0, SEEK_SET) != 0 ||
+	    fwrite(h, 1, sizeof(h), w->f) != sizeof(h) || fflush(w->f) != 0 ||
+	    fsync(fileno(w->f)) != 0)
+		goto out_error;
+	if (fclose(w->f) != 0) {
+		w->f = NULL;
+		goto out_error;
+	}
+	w->f = NULL;
+	if (rename(w->tmp, w->path) != 0)
+		goto out_error;
+	if (info != NULL)
+		*info = in;
+	free(w->tmp);
+	free(w->path);
+	free(w);
+	return GNN_OK;
+
+out_error:
+	GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->tmp, strerror(errno));
+	gnn_arr_writer_abort(w);
+	return rc;
+}
+
+void gnn_arr_writer_abort(struct gnn_arr_writer *w)
+{
+	if (w == NULL)
+		return;
+	if (w->f != NULL)
+		fclose(w->f);
+	if (w->tmp != NULL)
+		unlink(w->tmp);
+	free(w->tmp);
+	free(w->path);
+	free(w);
+}
+
+int gnn_arr_write(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols,
+		  const void *data, struct gnn_arr_info *info)
+{
+	struct gnn_arr_writer *w;
+	int rc;
+
+	if ((rc = gnn_arr_writer_open(path, dt, cols, &w)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_arr_writer_append(w, data, rows)) != GNN_OK) {
+		gnn_arr_writer_abort(w);
+		return rc;
+	}
+	return gnn_arr_writer_finish(w, info);
+}
+
+static int bad(const char *path, const char *why, int rc)
+{
+	GNN_ERROR("bad_array_file", "file=%s reason=\"%s\"", path, why);
+	return rc;
+}
+
+int gnn_arr_open(const char *path, enum gnn_dtype want, unsigned flags, struct gnn_arr *out)
+{
+	unsigned char *h;
+	struct stat st;
+	struct gnn_arr a = { 0 };
+	uint32_t version, dt, dcrc, hcrc;
+	uint64_t bytes, esize;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		GNN_ERROR("open_failed", "file=%s error=\"%s\"", path, strerror(errno));
+		return errno == ENOENT ? GNN_ENOENT : GNN_EIO;
+	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return bad(path, "cannot stat", GNN_EIO);
+	}
+	if (st.st_size < GNN_ARR_HEADER_BYTES) {
+		close(fd);
+		return bad(path, "shorter than the 64-byte header", GNN_EFORMAT);
+	}
+	a.map_len = (size_t)st.st_size;
+	a.map = mmap(NULL, a.map_len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (a.map == MAP_FAILED)
+		return bad(path, "mmap failed", GNN_EIO);
+	h = a.map;
+	rc = GNN_EFORMAT;
+	if (memcmp(h, GNN_ARR_MAGIC, 8) != 0) {
+		bad(path, "not a gnn-dist array (bad magic)", rc);
+		goto out_unmap;
+	}
+	memcpy(&version, h + 8, 4);
+	memcpy(&dt, h + 12, 4);
+	memcpy(&a.info.rows, h + 16, 8);
+	memcpy(&a.info.cols, h + 24, 8);
+	memcpy(&bytes, h + 32, 8);
+	memcpy(&dcrc, h + 40, 4);
+	memcpy(&hcrc, h + 44, 4);
+	if (crc_update(0, h, 44) != hcrc) {
+		bad(path, "header checksum mismatch", rc = GNN_ECHECKSUM);
+		goto out_unmap;
+	}
+	if (version != GNN_ARR_VERSION) {
+		GNN_ERROR("bad_array_file", "file=%s reason=\"unsupported version\" version=%u supported=%d",
+			  path, version, GNN_ARR_VERSION);
+		rc = GNN_EVERSION;
+		goto out_unmap;
+	}
+	esize = gnn_dtype_size((enum gnn_dtype)dt);
+	if (esize == 0) {
+		bad(path, "unknown dtype", rc);
+		goto out_unmap;
+	}
+	if (want != 0 && dt != (uint32_t)want) {
+		GNN_ERROR("bad_array_file", "file=%s reason=\"wrong dtype\" dtype=%s expected=%s", path,
+			  gnn_dtype_name((enum gnn_dtype)dt), gnn_dtype_name(want));
+		goto out_unmap;
+	}
+	if (a.info.cols == 0 || (a.info.rows != 0 && a.info.cols > UINT64_MAX / esize / a.info.rows) ||
+	    a.info.rows * a.info.cols * esize != bytes ||
+	    bytes != (uint64_t)st.st_size - GNN_ARR_HEADER_BYTES) {
+		bad(path, "sizes in the header do not match the file (truncated?)", rc);
+		goto out_unmap;
+	}
+	a.info.dtype = (enum gnn_dtype)dt;
+	a.info.file_bytes = (uint64_t)st.st_size;
+	a.info.data_crc32 = dcrc;
+	a.data = h + GNN_ARR_HEADER_BYTES;
+	if ((flags & GNN_ARR_VERIFY) &&
+	    crc_update((uint32_t)crc32(0, Z_NULL, 0), a.data, bytes) != dcrc) {
+		bad(path, "data checksum mismatch (file corrupted)", rc = GNN_ECHECKSUM);
+		goto out_unmap;
+	}
+	*out = a;
+	return GNN_OK;
+
+out_unmap:
+	munmap(a.map, a.map_len);
+	return rc;
+}
+
+void gnn_arr_close(struct gnn_arr *a)
+{
+	if (a->map != NULL && a->map != MAP_FAILED)
+		munmap(a->map, a->map_len);
+	memset(a, 0, sizeof(*a));
+}

@@ -1,0 +1,76 @@
+/* arr.h - gnn-dist's binary array file: a 64-byte header then raw
+ * little-endian elements, row-major, so a file maps straight into memory.
+ *
+ *   off  size  field
+ *     0     8  magic "GNNARRAY"
+ *     8     4  version (1)
+ *    12     4  dtype (enum gnn_dtype)
+ *    16     8  rows
+ *    24     8  cols (elements per row; 1 for a vector)
+ *    32     8  data_bytes = rows * cols * element size
+ *    40     4  data_crc32 (zlib CRC-32 of the data bytes)
+ *    44     4  header_crc32 (CRC-32 of bytes 0..43)
+ *    48    16  reserved, zero
+ *    64     -  data
+ *
+ * Writers write to "<path>.tmp" and rename on success, so a reader never
+ * sees a half-written array. See docs/formats.md. */
+#ifndef GNN_ARR_H
+#define GNN_ARR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GNN_ARR_MAGIC "GNNARRAY"
+#define GNN_ARR_VERSION 1
+#define GNN_ARR_HEADER_BYTES 64
+
+enum gnn_dtype { GNN_DT_U8 = 1, GNN_DT_I32 = 2, GNN_DT_I64 = 3, GNN_DT_F32 = 4 };
+
+/* Bytes per element of dt, 0 for an unknown dtype. */
+size_t gnn_dtype_size(enum gnn_dtype dt);
+const char *gnn_dtype_name(enum gnn_dtype dt);
+
+struct gnn_arr_info {
+	enum gnn_dtype dtype;
+	uint64_t rows, cols;
+	uint64_t file_bytes;  /* header included */
+	uint32_t data_crc32;
+};
+
+struct gnn_arr_writer;
+
+/* Opens "<path>.tmp" for writing an array of rows of cols elements. *out is
+ * owned by the caller until gnn_arr_writer_finish or _abort frees it. */
+int gnn_arr_writer_open(const char *path, enum gnn_dtype dt, uint64_t cols,
+			struct gnn_arr_writer **out);
+/* Appends rows full rows from data (rows * cols elements). */
+int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t rows);
+/* Writes the header, flushes, fsyncs and renames to path. Frees w, also on
+ * error (then the temporary file is removed). info may be NULL. */
+int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info);
+/* Removes the temporary file and frees w. Safe on NULL. */
+void gnn_arr_writer_abort(struct gnn_arr_writer *w);
+
+/* Writes a whole array from memory (open + append + finish). */
+int gnn_arr_write(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols,
+		  const void *data, struct gnn_arr_info *info);
+
+/* A read-only mapped array. data is valid until gnn_arr_close. */
+struct gnn_arr {
+	const void *data;
+	struct gnn_arr_info info;
+	void *map;
+	size_t map_len;
+};
+
+enum { GNN_ARR_VERIFY = 1 };  /* also check the data CRC (reads every page) */
+
+/* Maps path and validates the header against the file: magic, version,
+ * dtype (must equal want unless want is 0), header CRC, sizes; with
+ * GNN_ARR_VERIFY the data CRC too. Logs what is wrong and returns
+ * GNN_EFORMAT, GNN_EVERSION, GNN_ECHECKSUM, GNN_ENOENT or GNN_EIO. */
+int gnn_arr_open(const char *path, enum gnn_dtype want, unsigned flags, struct gnn_arr *out);
+void gnn_arr_close(struct gnn_arr *a);
+
+#endif

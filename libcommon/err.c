@@ -1,0 +1,29 @@
+#include "err.h"
+
+#include <stddef.h>
+
+static const char *const messages[GNN_ERR_COUNT] = {
+	[GNN_OK] = "success",
+	[GNN_EINVAL] = "invalid argument",
+	[GNN_ENOMEM] = "out of memory",
+	[GNN_EIO] = "input/output error",
+	[GNN_EFORMAT] = "malformed input",
+	[GNN_ERANGE] = "value out of range",
+	[GNN_EEXIST] = "already exists",
+	[GNN_ENOENT] = "not found",
+	[GNN_ECHECKSUM] = "checksum mismatch",
+	[GNN_EVERSION] = "unsupported version",
+	[GNN_ETIMEDOUT] = "timed out",
+	[GNN_EPROTO] = "protocol error",
+	[GNN_EUNAVAIL] = "peer unavailable",
+	[GNN_ECLOSED] = "closed",
+	[GNN_EHELP] = "help printed",
+	[GNN_EINTERNAL] = "internal error",
+};
+
+const char *gnn_strerror(int err)
+{
+	if (err < 0 || err >= GNN_ERR_COUNT || messages[err] == NULL)
+		return "unknown error";
+	return messages[err];
+}

@@ -1,0 +1,26 @@
+/* json.h - jansson helpers for configuration and metadata files: loading
+ * with a located error message, atomic saving, and typed, range-checked
+ * field access that names the missing or bad key. */
+#ifndef GNN_JSON_H
+#define GNN_JSON_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Loads path into *out (a new reference the caller must json_decref).
+ * Errors (file missing, syntax with line:column) are logged. */
+int gnn_json_load(const char *path, json_t **out);
+
+/* Writes j to "<path>.tmp", fsyncs, renames to path. Does not steal j. */
+int gnn_json_save_atomic(const char *path, const json_t *j);
+
+/* Typed getters: *out is written only on success; a missing key, a wrong
+ * type or a value outside [min, max] is logged with what (e.g. the file
+ * name) and key, and returns GNN_EFORMAT or GNN_ERANGE. The string and
+ * object results are borrowed from obj. */
+int gnn_json_get_int(const json_t *obj, const char *what, const char *key, int64_t min,
+		     int64_t max, int64_t *out);
+int gnn_json_get_str(const json_t *obj, const char *what, const char *key, const char **out);
+int gnn_json_get_array(const json_t *obj, const char *what, const char *key, json_t **out);
+
+#endif

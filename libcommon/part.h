@@ -1,0 +1,59 @@
+/* part.h - reads gnn-partition's output (docs/formats.md): meta.json and
+ * one partition's mapped arrays. Shared by the graph store (which serves a
+ * partition), tools and tests; the partitioner writes the same layout. */
+#ifndef GNN_PART_H
+#define GNN_PART_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arr.h"
+
+#define GNN_PART_FORMAT "gnn-dist-partitions"
+#define GNN_PART_FORMAT_VERSION 1
+
+/* Split membership codes stored in split.arr. */
+enum { GNN_SPLIT_NONE = 0, GNN_SPLIT_TRAIN = 1, GNN_SPLIT_VALID = 2, GNN_SPLIT_TEST = 3 };
+
+struct gnn_meta {
+	int64_t num_nodes, num_edges;
+	int32_t feat_dim, num_classes, num_parts;
+	bool symmetric;
+	int64_t *offsets;   /* [num_parts + 1]: partition p owns [offsets[p], offsets[p+1]) */
+	json_t *json;       /* the whole document (owned), for the remaining fields */
+};
+
+/* Loads and validates DIR/meta.json: format and version, counts and ranges,
+ * offsets strictly increasing from 0 to num_nodes and matching each part's
+ * node_start/node_end. *out owns its memory: gnn_meta_free. */
+int gnn_meta_load(const char *dir, struct gnn_meta *out);
+void gnn_meta_free(struct gnn_meta *m);
+
+/* Partition owning global node gid (binary search over the offsets), or -1
+ * when gid lies outside [0, num_nodes). */
+int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid);
+
+struct gnn_part {
+	int32_t id;
+	int64_t node_start, node_end, num_nodes, num_edges;
+	int32_t feat_dim;
+	const int64_t *indptr;   /* [num_nodes + 1], local rows */
+	const int64_t *indices;  /* [num_edges], global IDs */
+	const float *feat;       /* [num_nodes * feat_dim] */
+	const int32_t *labels;   /* [num_nodes], -1 = unlabeled */
+	const uint8_t *split;    /* [num_nodes], 0 none 1 train 2 valid 3 test */
+	struct gnn_arr arrs[5];
+};
+
+enum { GNN_PART_VERIFY = 1 };  /* check CRCs and every value (reads it all) */
+
+/* Maps partition p of the output in dir. Always checks each file's header
+ * against meta.json (dtype, shape); with GNN_PART_VERIFY also the data
+ * CRCs and the contents: offsets monotone from 0 to num_edges, neighbour IDs
+ * in range, labels in [-1, num_classes), split codes <= 3. */
+int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned flags,
+		  struct gnn_part *out);
+void gnn_part_close(struct gnn_part *part);
+
+#endif

@@ -1,0 +1,131 @@
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "log.h"
+
+static volatile sig_atomic_t stop_flag;
+
+double gnn_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t gnn_peak_rss_bytes(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (uint64_t)ru.ru_maxrss * 1024u;
+}
+
+uint64_t gnn_rss_bytes(void)
+{
+	unsigned long long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int gnn_mkdir_p(const char *dir)
+{
+	char *p, *copy = strdup(dir);
+	int rc = GNN_OK;
+
+	if (copy == NULL)
+		return GNN_ENOMEM;
+	for (p = copy + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(copy, 0755) != 0 && errno != EEXIST) {
+			GNN_ERROR("mkdir_failed", "dir=%s error=\"%s\"", copy, strerror(errno));
+			rc = GNN_EIO;
+			break;
+		}
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_DP ? rmdir(path) : unlink(path)) != 0 && errno != ENOENT) {
+		GNN_ERROR("remove_failed", "path=%s error=\"%s\"", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int gnn_rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? GNN_OK : GNN_EIO;
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) == 0 ? GNN_OK : GNN_EIO;
+}
+
+int gnn_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = GNN_OK;
+
+	if (fd < 0)
+		return GNN_EIO;
+	if (fsync(fd) != 0)
+		rc = GNN_EIO;
+	close(fd);
+	return rc;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+int gnn_signals_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+		return GNN_EIO;
+	signal(SIGPIPE, SIG_IGN);
+	return GNN_OK;
+}
+
+bool gnn_stop_requested(void)
+{
+	return stop_flag != 0;
+}

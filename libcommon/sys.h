@@ -1,0 +1,31 @@
+/* sys.h - small process and filesystem facilities every service needs:
+ * monotonic time, memory use, directory creation/removal with fsync, and
+ * SIGTERM/SIGINT handling (handlers only set a flag; loops poll it). */
+#ifndef GNN_SYS_H
+#define GNN_SYS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Seconds on a monotonic clock (for durations). */
+double gnn_now(void);
+
+/* Peak resident set size of this process (getrusage), in bytes. */
+uint64_t gnn_peak_rss_bytes(void);
+/* Current resident set size (/proc/self/statm), in bytes; 0 if unknown. */
+uint64_t gnn_rss_bytes(void);
+
+/* Creates dir and its missing parents (mode 0755). */
+int gnn_mkdir_p(const char *dir);
+/* Removes path recursively (a file or a directory tree); missing is OK. */
+int gnn_rm_rf(const char *path);
+/* fsyncs a directory so a rename inside it is durable. */
+int gnn_fsync_dir(const char *dir);
+
+/* Installs SIGTERM/SIGINT handlers that set the stop flag, and ignores
+ * SIGPIPE (peers closing sockets must not kill a service). */
+int gnn_signals_install(void);
+/* True once SIGTERM or SIGINT arrived. */
+bool gnn_stop_requested(void);
+
+#endif

@@ -1,0 +1,344 @@
+/* gnn-partition: imports a graph (OGB raw layout or the built-in synthetic
+ * generator), partitions it with METIS (or at random) and writes the
+ * partition layout that the graph stores serve (docs/formats.md).
+ *
+ * Output is atomic: everything goes to OUT.tmp-<pid>, which is renamed to OUT
+ * only when complete; any failure removes it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "graph.h"
+#include "import.h"
+#include "json.h"
+#include "log.h"
+#include "opt.h"
+#include "partition.h"
+#include "synth.h"
+#include "sys.h"
+#include "write.h"
+
+#define VERSION "0.1.0"
+#define EXIT_USAGE 2
+
+struct config {
+	const char *input, *split, *synthetic, *out, *method;
+	bool keep_directed, force;
+	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges;
+};
+
+static struct config cfg;
+
+static const struct gnn_opt options[] = {
+	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
+	  "dataset folder in OGB's node-property raw layout (raw/, split/)" },
+	{ "split", GNN_OPT_STR, &cfg.split, NULL, 0, 0, NULL,
+	  "split folder name under INPUT/split (default: the only one)" },
+	{ "keep-directed", GNN_OPT_BOOL, &cfg.keep_directed, NULL, 0, 0, NULL,
+	  "keep edges as given instead of adding every reverse edge" },
+	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, NULL,
+	  "generate a synthetic graph from a preset instead: tiny|small|medium|products" },
+	{ "nodes", GNN_OPT_INT, &cfg.nodes, "0", 0, INT32_MAX, NULL, "synthetic: node count (0: preset's)" },
+	{ "edges", GNN_OPT_INT, &cfg.edges, "0", 0, 1e12, NULL,
+	  "synthetic: undirected edge count (0: preset's)" },
+	{ "feat-dim", GNN_OPT_INT, &cfg.feat_dim, "0", 0, 65536, NULL,
+	  "synthetic: feature dimension (0: preset's)" },
+	{ "classes", GNN_OPT_INT, &cfg.classes, "0", 0, 65536, NULL,
+	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
+	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
+	{ "method", GNN_OPT_STR, &cfg.method, "metis", 0, 0, "metis|random", "partitioning method" },
+	{ "metis-max-edges", GNN_OPT_INT, &cfg.metis_max_edges, "33554432", 1000, INT32_MAX, NULL,
+	  "above this many directed edges METIS partitions an importance-sampled subgraph, "
+	  "bounding its memory (docs/partitioning.md)" },
+	{ "seed", GNN_OPT_INT, &cfg.seed, "1", 0, INT32_MAX, NULL,
+	  "seed of METIS, of --method random and of the synthetic generator" },
+	{ "out", GNN_OPT_STR, &cfg.out, NULL, 0, 0, NULL, "output folder (must not exist unless --force)" },
+	{ "force", GNN_OPT_BOOL, &cfg.force, NULL, 0, 0, NULL, "replace an existing output folder" },
+	{ NULL },
+};
+
+static int check_config(void)
+{
+	if ((cfg.input == NULL) == (cfg.synthetic == NULL)) {
+		GNN_ERROR("bad_config", "reason=\"give exactly one of --input DIR or --synthetic PRESET\"");
+		return GNN_EINVAL;
+	}
+	if (cfg.out == NULL) {
+		GNN_ERROR("bad_config", "reason=\"--out DIR is required\"");
+		return GNN_EINVAL;
+	}
+	if (cfg.input != NULL && (cfg.nodes || cfg.edges || cfg.feat_dim)) {
+		GNN_ERROR("bad_config", "reason=\"--nodes/--edges/--feat-dim only apply to --synthetic\"");
+		return GNN_EINVAL;
+	}
+	if (cfg.synthetic != NULL && (cfg.split != NULL || cfg.keep_directed)) {
+		GNN_ERROR("bad_config", "reason=\"--split/--keep-directed only apply to --input\"");
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+/* Refuses an existing output (unless --force) and creates the temporary
+ * folder next to it, so an unwritable destination fails before any work. */
+static int prepare_output(char *tmp, size_t len)
+{
+	struct stat st;
+	char *parent, *slash;
+	int rc;
+
+	if (stat(cfg.out, &st) == 0 && !cfg.force) {
+		GNN_ERROR("output_exists", "out=%s reason=\"already exists; use --force to replace it\"", cfg.out);
+		return GNN_EEXIST;
+	}
+	if ((size_t)snprintf(tmp, len, "%s.tmp-%d", cfg.out, (int)getpid()) >= len)
+		return GNN_ERANGE;
+	parent = strdup(cfg.out);
+	if (parent == NULL)
+		return GNN_ENOMEM;
+	slash = strrchr(parent, '/');
+	rc = GNN_OK;
+	if (slash != NULL && slash != parent) {
+		*slash = '\0';
+		rc = gnn_mkdir_p(parent);
+	}
+	free(parent);
+	if (rc != GNN_OK)
+		goto out_unwritable;
+	if (mkdir(tmp, 0755) != 0) {
+		GNN_ERROR("output_unwritable", "out=%s tmp=%s error=\"%s\"", cfg.out, tmp, strerror(errno));
+		return GNN_EIO;
+	}
+	return GNN_OK;
+out_unwritable:
+	GNN_ERROR("output_unwritable", "out=%s reason=\"cannot create its parent folder\"", cfg.out);
+	return rc;
+}
+
+static int synth_config(struct synth_params *p)
+{
+	int rc = synth_preset(cfg.synthetic, (uint64_t)cfg.seed, p);
+	double scale;
+
+	if (rc != GNN_OK)
+		return rc;
+	if (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.classes) {
+		/* Custom sizes keep the preset's split fractions and density. */
+		scale = cfg.nodes ? (double)cfg.nodes / (double)p->nodes : 1.0;
+		p->preset = "custom";
+		if (cfg.nodes) {
+			p->num_train = (int64_t)((double)p->num_train * scale);
+			p->num_valid = (int64_t)((double)p->num_valid * scale);
+			p->num_test = (int64_t)((double)p->num_test * scale);
+			p->edges = (int64_t)((double)p->edges * scale);
+			p->nodes = cfg.nodes;
+		}
+		if (cfg.edges)
+			p->edges = cfg.edges;
+		if (cfg.feat_dim)
+			p->feat_dim = (int32_t)cfg.feat_dim;
+		if (cfg.classes)
+			p->classes = (int32_t)cfg.classes;
+	}
+	return synth_validate(p);
+}
+
+/* Loads the graph and records where it came from in meta["source"]. */
+static int load_graph(struct graph *g, json_t *meta)
+{
+	struct synth_params sp;
+	int rc;
+
+	if (cfg.input != NULL) {
+		struct import_opts io = { .dir = cfg.input, .split = cfg.split,
+					  .keep_directed = cfg.keep_directed, .num_classes = cfg.classes };
+
+		rc = import_ogb(&io, g);
+		json_object_set_new(meta, "source", json_pack("{s:s, s:s, s:s?}", "kind", "ogb", "path",
+							      cfg.input, "split", cfg.split));
+		return rc;
+	}
+	if ((rc = synth_config(&sp)) != GNN_OK)
+		return rc;
+	rc = synth_generate(&sp, g);
+	json_object_set_new(meta, "source",
+			    json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "kind", "synthetic", "preset",
+				      sp.preset, "nodes", (json_int_t)sp.nodes, "undirected_edges",
+				      (json_int_t)sp.edges, "feat_dim", sp.feat_dim, "classes", sp.classes,
+				      "seed", (json_int_t)sp.seed));
+	return rc;
+}
+
+static void count_split(const struct graph *g, int64_t counts[4])
+{
+	memset(counts, 0, 4 * sizeof(counts[0]));
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		counts[g->split[v] & 3]++;
+}
+
+static json_t *meta_new(void)
+{
+	return json_pack("{s:s, s:i, s:s}", "format", "gnn-dist-partitions", "format_version", 1,
+			 "created_by", "gnn-partition " VERSION);
+}
+
+static void meta_graph(json_t *meta, const struct graph *g, const struct partition *pt)
+{
+	json_t *offsets = json_array();
+	int64_t counts[4];
+
+	count_split(g, counts);
+	for (int32_t p = 0; p <= pt->num_parts; p++)
+		json_array_append_new(offsets, json_integer(pt->offsets[p]));
+	json_t *fields = json_pack(
+		"{s:I, s:I, s:b, s:i, s:i, s:I, s:I, s:I, s:i, s:s, s:I, s:I, s:f, s:I, s:I, s:o}",
+		"num_nodes", (json_int_t)g->num_nodes, "num_edges", (json_int_t)g->num_edges,
+		"symmetric", g->symmetric, "feat_dim", g->feat_dim, "num_classes", g->num_classes,
+		"num_train", (json_int_t)counts[GNN_SPLIT_TRAIN], "num_valid",
+		(json_int_t)counts[GNN_SPLIT_VALID], "num_test", (json_int_t)counts[GNN_SPLIT_TEST],
+		"num_parts", pt->num_parts, "method", cfg.method, "seed", (json_int_t)cfg.seed,
+		"edge_cut", (json_int_t)pt->edge_cut, "edge_cut_ratio",
+		g->num_edges ? (double)pt->edge_cut / (double)g->num_edges : 0.0, "train_moves",
+		(json_int_t)pt->train_moves, "metis_input_edges", (json_int_t)pt->metis_edges,
+		"node_offsets", offsets);
+
+	json_object_update(meta, fields);
+	json_decref(fields);
+}
+
+/* Replaces cfg.out by tmp: a plain rename, or with --force an atomic
+ * exchange with the old folder, which is then removed. */
+static int commit_output(const char *tmp)
+{
+	struct stat st;
+
+	if (gnn_fsync_dir(tmp) != GNN_OK)
+		return GNN_EIO;
+	if (stat(cfg.out, &st) == 0) {
+		if (!cfg.force) {
+			GNN_ERROR("output_exists", "out=%s reason=\"appeared while partitioning\"", cfg.out);
+			return GNN_EEXIST;
+		}
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, cfg.out, RENAME_EXCHANGE) != 0) {
+			GNN_ERROR("rename_failed", "from=%s to=%s error=\"%s\"", tmp, cfg.out, strerror(errno));
+			return GNN_EIO;
+		}
+		return gnn_rm_rf(tmp);  /* now holds the old output */
+	}
+	if (rename(tmp, cfg.out) != 0) {
+		GNN_ERROR("rename_failed", "from=%s to=%s error=\"%s\"", tmp, cfg.out, strerror(errno));
+		return GNN_EIO;
+	}
+	return GNN_OK;
+}
+
+static void print_summary(const json_t *meta)
+{
+	json_t *parts = json_object_get(meta, "parts"), *p;
+	size_t i;
+
+	printf("%-6s %12s %14s %10s %10s %10s %10s\n", "part", "nodes", "edges", "remote%", "train",
+	       "valid", "test");
+	json_array_foreach(parts, i, p) {
+		double e = (double)json_integer_value(json_object_get(p, "num_edges"));
+		double r = (double)json_integer_value(json_object_get(p, "num_remote_edges"));
+
+		printf("%-6zu %12lld %14lld %9.1f%% %10lld %10lld %10lld\n", i,
+		       (long long)json_integer_value(json_object_get(p, "num_nodes")), (long long)e,
+		       e > 0 ? 100.0 * r / e : 0.0,
+		       (long long)json_integer_value(json_object_get(p, "num_train")),
+		       (long long)json_integer_value(json_object_get(p, "num_valid")),
+		       (long long)json_integer_value(json_object_get(p, "num_test")));
+	}
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct graph g = { 0 };
+	struct partition pt = { 0 };
+	struct partition_opts popts;
+	json_t *meta = NULL, *mem;
+	char tmp[4096], path[4200];
+	double t0 = gnn_now(), t_load, t_part, t_write;
+	uint64_t ref_bytes;
+	int rc;
+
+	gnn_log_init("gnn-partition");
+	rc = gnn_opt_parse("gnn-partition", "Partition a graph for gnn-dist's graph stores.", options, argc, argv);
+	if (rc == GNN_EHELP)
+		return 0;
+	if (rc != GNN_OK || check_config() != GNN_OK)
+		return EXIT_USAGE;
+	gnn_opt_log(options);
+	gnn_signals_install();
+	if ((rc = prepare_output(tmp, sizeof(tmp))) != GNN_OK)
+		return 1;
+	meta = meta_new();
+	if (meta == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_fail;
+	}
+
+	if ((rc = load_graph(&g, meta)) != GNN_OK)
+		goto out_fail;
+	t_load = gnn_now() - t0;
+	if (cfg.parts > g.num_nodes) {
+		GNN_ERROR("bad_config", "parts=%lld nodes=%lld reason=\"more partitions than nodes\"",
+			  (long long)cfg.parts, (long long)g.num_nodes);
+		rc = GNN_EINVAL;
+		goto out_fail;
+	}
+	popts = (struct partition_opts){ .parts = (int32_t)cfg.parts, .method = cfg.method,
+					 .seed = (uint64_t)cfg.seed, .metis_max_edges = cfg.metis_max_edges };
+	if (gnn_stop_requested() || (rc = partition_compute(&g, &popts, &pt)) != GNN_OK)
+		goto out_fail;
+	t_part = gnn_now() - t0 - t_load;
+	meta_graph(meta, &g, &pt);
+	if (gnn_stop_requested() || (rc = write_partitions(&g, &pt, tmp, meta)) != GNN_OK)
+		goto out_fail;
+	t_write = gnn_now() - t0 - t_load - t_part;
+
+	/* Memory reference: the symmetrised CSR (int64 offsets and IDs, as
+	 * written) plus the float features. */
+	ref_bytes = 8u * ((uint64_t)g.num_nodes + 1) + 8u * (uint64_t)g.num_edges +
+		    4u * (uint64_t)g.num_nodes * (uint64_t)g.feat_dim;
+	mem = json_pack("{s:I, s:I, s:f}", "peak_rss_bytes", (json_int_t)gnn_peak_rss_bytes(),
+			"csr_plus_features_bytes", (json_int_t)ref_bytes, "peak_ratio",
+			(double)gnn_peak_rss_bytes() / (double)ref_bytes);
+	json_object_set_new(meta, "memory", mem);
+	json_object_set_new(meta, "timing_seconds",
+			    json_pack("{s:f, s:f, s:f, s:f}", "load", t_load, "partition", t_part, "write",
+				      t_write, "total", gnn_now() - t0));
+	snprintf(path, sizeof(path), "%s/meta.json", tmp);
+	if (gnn_stop_requested() || (rc = gnn_json_save_atomic(path, meta)) != GNN_OK ||
+	    (rc = commit_output(tmp)) != GNN_OK)
+		goto out_fail;
+
+	GNN_INFO("done", "out=%s nodes=%lld edges=%lld parts=%lld method=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
+		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, (long long)cfg.parts, cfg.method,
+		 json_real_value(json_object_get(meta, "edge_cut_ratio")),
+		 json_real_value(json_object_get(json_object_get(meta, "balance"), "train")),
+		 (double)gnn_peak_rss_bytes() / 1048576.0,
+		 (double)gnn_peak_rss_bytes() / (double)ref_bytes, gnn_now() - t0);
+	print_summary(meta);
+	json_decref(meta);
+	partition_free(&pt);
+	graph_free(&g);
+	return 0;
+
+out_fail:
+	if (gnn_stop_requested())
+		rc = GNN_ECLOSED;
+	GNN_ERROR("failed", "reason=\"%s\" out=%s note=\"nothing was written\"", gnn_strerror(rc), cfg.out);
+	gnn_rm_rf(tmp);
+	json_decref(meta);
+	partition_free(&pt);
+	graph_free(&g);
+	return 1;
+}

@@ -1,0 +1,407 @@
+#include "partition.h"
+
+#include <metis.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "sys.h"
+
+_Static_assert(sizeof(idx_t) == sizeof(int32_t), "graph.h stores node IDs as METIS idx_t");
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static int partition_random(const struct graph *g, int32_t parts, uint64_t seed, int32_t *part)
+{
+	int64_t n = g->num_nodes, *order = malloc((size_t)n * sizeof(*order));
+	int64_t k = 0, dealt[2] = { 0, 0 };
+	uint64_t s = seed;
+
+	if (order == NULL)
+		return GNN_ENOMEM;
+	for (int64_t v = 0; v < n; v++)
+		order[v] = v;
+	for (int64_t i = n - 1; i > 0; i--) {  /* Fisher-Yates */
+		int64_t j = (int64_t)(splitmix64(&s) % (uint64_t)(i + 1)), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	/* Deal training nodes and the others round-robin, each from its own
+	 * counter, so both counts balance exactly. */
+	for (k = 0; k < n; k++) {
+		int64_t v = order[k];
+		int c = g->split[v] == GNN_SPLIT_TRAIN;
+
+		part[v] = (int32_t)(dealt[c]++ % parts);
+	}
+	free(order);
+	return GNN_OK;
+}
+
+/* Builds the symmetric adjacency METIS needs when the stored graph is
+ * directed: every edge in both directions. */
+static int symmetric_copy(const struct graph *g, struct graph *sym)
+{
+	int64_t m = g->num_edges;
+	int32_t *src = malloc((size_t)(m ? m : 1) * sizeof(*src));
+	int32_t *dst = malloc((size_t)(m ? m : 1) * sizeof(*dst));
+
+	if (src == NULL || dst == NULL) {
+		free(src);
+		free(dst);
+		return GNN_ENOMEM;
+	}
+	for (int64_t v = 0; v < g->num_nodes; v++) {
+		for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+			src[e] = g->indices[e];
+			dst[e] = (int32_t)v;
+		}
+	}
+	return graph_build_csr(sym, g->num_nodes, src, dst, m, true);
+}
+
+/* Position of the undirected edge {u, v} in [0, 1), the same from both ends. */
+static double edge_hash(uint64_t seed, int32_t u, int32_t v)
+{
+	uint64_t s = seed ^ ((uint64_t)(uint32_t)(u < v ? u : v) << 32 | (uint32_t)(u < v ? v : u));
+
+	return (double)(splitmix64(&s) >> 11) * 0x1.0p-53;
+}
+
+/* k such that sum over edges of min(1, k / mindeg(e)) is about budget;
+ * cnt[d] counts directed edges whose smaller end-degree is d. */
+static double sample_k(const int64_t *cnt, int64_t maxdeg, int64_t budget)
+{
+	double lo = 0, hi = (double)maxdeg;
+
+	for (int it = 0; it < 60; it++) {
+		double k = (lo + hi) / 2, kept = 0;
+
+		for (int64_t d = 1; d <= maxdeg; d++)
+			kept += (double)cnt[d] * (k >= (double)d ? 1.0 : k / (double)d);
+		if (kept > (double)budget)
+			hi = k;
+		else
+			lo = k;
+	}
+	return lo;
+}
+
+struct metis_graph {
+	idx_t *xadj, *adjncy, *adjwgt;  /* adjncy borrowed from the graph when not sampled */
+	bool own_adjncy;
+	int64_t edges;
+};
+
+/* Builds METIS's adjacency from the symmetric graph a: the graph itself when
+ * it has at most budget edges, else the importance-sampled subgraph. */
+static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, struct metis_graph *mg)
+{
+	int64_t n = a->num_nodes, maxdeg = 0, *cnt = NULL, w = 0;
+	double k;
+
+	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
+	if (mg->xadj == NULL)
+		return GNN_ENOMEM;
+	if (a->num_edges <= budget) {
+		for (int64_t v = 0; v <= n; v++)
+			mg->xadj[v] = (idx_t)a->indptr[v];
+		mg->adjncy = a->indices;
+		mg->edges = a->num_edges;
+		return GNN_OK;
+	}
+	for (int64_t v = 0; v < n; v++)
+		if (a->indptr[v + 1] - a->indptr[v] > maxdeg)
+			maxdeg = a->indptr[v + 1] - a->indptr[v];
+	cnt = calloc((size_t)maxdeg + 1, sizeof(*cnt));
+	if (cnt == NULL)
+		return GNN_ENOMEM;
+	for (int64_t v = 0; v < n; v++) {
+		int64_t dv = a->indptr[v + 1] - a->indptr[v];
+
+		for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+			int32_t u = a->indices[e];
+			int64_t du = a->indptr[u + 1] - a->indptr[u];
+
+			cnt[du < dv ? du : dv]++;
+		}
+	}
+	k = sample_k(cnt, maxdeg, budget);
+	free(cnt);
+	/* Two passes: the same deterministic decisions size, then fill. */
+	for (int pass = 0; pass < 2; pass++) {
+		w = 0;
+		for (int64_t v = 0; v < n; v++) {
+			int64_t dv = a->indptr[v + 1] - a->indptr[v];
+
+			mg->xadj[v] = (idx_t)w;
+			for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+				int32_t u = a->indices[e];
+				int64_t du = a->indptr[u + 1] - a->indptr[u], d = du < dv ? du : dv;
+				double p = k >= (double)d ? 1.0 : k / (double)d;
+
+				if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
+					continue;
+				if (pass == 1) {
+					mg->adjncy[w] = u;
+					mg->adjwgt[w] = (idx_t)(1.0 / p + 0.5);
+				}
+				w++;
+			}
+		}
+		if (w > INT32_MAX) {
+			GNN_ERROR("graph_too_large", "edges=%lld reason=\"METIS 5.1 idx_t is 32-bit; lower --metis-max-edges\"",
+				  (long long)w);
+			return GNN_ERANGE;
+		}
+		mg->xadj[n] = (idx_t)w;
+		if (pass == 0) {
+			mg->adjncy = malloc((size_t)(w ? w : 1) * sizeof(*mg->adjncy));
+			mg->adjwgt = malloc((size_t)(w ? w : 1) * sizeof(*mg->adjwgt));
+			mg->own_adjncy = true;
+			if (mg->adjncy == NULL || mg->adjwgt == NULL)
+				return GNN_ENOMEM;
+		}
+	}
+	mg->edges = w;
+	GNN_INFO("metis_sparsified", "edges=%lld kept=%lld budget=%lld k=%.2f reason=\"METIS memory grows with every coarsening level\"",
+		 (long long)a->num_edges, (long long)w, (long long)budget, k);
+	return GNN_OK;
+}
+
+static void metis_graph_free(struct metis_graph *mg)
+{
+	free(mg->xadj);
+	if (mg->own_adjncy)
+		free(mg->adjncy);
+	free(mg->adjwgt);
+}
+
+static int partition_metis(const struct graph *g, const struct partition_opts *o, int32_t *part,
+			   int64_t *metis_edges)
+{
+	struct graph sym = { 0 };
+	struct metis_graph mg = { 0 };
+	const struct graph *a = g;
+	idx_t nvtxs = (idx_t)g->num_nodes, ncon, nparts = o->parts, objval = 0;
+	idx_t options[METIS_NOPTIONS];
+	idx_t *vwgt = NULL;
+	int64_t num_train = 0;
+	int rc, mrc;
+
+	if (!g->symmetric) {
+		if ((rc = symmetric_copy(g, &sym)) != GNN_OK)
+			return rc;
+		a = &sym;
+	}
+	if ((rc = metis_input(a, o->metis_max_edges, o->seed, &mg)) != GNN_OK)
+		goto out;
+	rc = GNN_ENOMEM;
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		num_train += g->split[v] == GNN_SPLIT_TRAIN;
+	/* A constraint whose weights are all zero confuses METIS: drop it. */
+	ncon = num_train > 0 ? 3 : 2;
+	vwgt = malloc((size_t)nvtxs * (size_t)ncon * sizeof(*vwgt));
+	if (vwgt == NULL)
+		goto out;
+	for (idx_t v = 0; v < nvtxs; v++) {
+		vwgt[v * ncon] = 1;
+		vwgt[v * ncon + 1] = (idx_t)(a->indptr[v + 1] - a->indptr[v]);
+		if (ncon == 3)
+			vwgt[v * ncon + 2] = g->split[v] == GNN_SPLIT_TRAIN;
+	}
+	METIS_SetDefaultOptions(options);
+	options[METIS_OPTION_SEED] = (idx_t)(o->seed & 0x7fffffff);
+	options[METIS_OPTION_NUMBERING] = 0;
+	mrc = METIS_PartGraphKway(&nvtxs, &ncon, mg.xadj, mg.adjncy, vwgt, NULL, mg.adjwgt, &nparts,
+				  NULL, NULL, options, &objval, part);
+	if (mrc != METIS_OK) {
+		GNN_ERROR("metis_failed", "code=%d reason=\"%s\"", mrc,
+			  mrc == METIS_ERROR_MEMORY ? "out of memory" :
+			  mrc == METIS_ERROR_INPUT ? "input rejected" : "METIS error");
+		rc = mrc == METIS_ERROR_MEMORY ? GNN_ENOMEM : GNN_EINTERNAL;
+		goto out;
+	}
+	*metis_edges = mg.edges;
+	rc = GNN_OK;
+out:
+	metis_graph_free(&mg);
+	free(vwgt);
+	graph_free(&sym);
+	return rc;
+}
+
+/* Moves nodes so that no partition is empty (METIS may leave one empty on
+ * tiny graphs): each empty partition takes a node from the largest. */
+static void fill_empty(int64_t n, int32_t parts, int32_t *part, int64_t *count)
+{
+	for (int32_t p = 0; p < parts; p++) {
+		int32_t big = 0;
+
+		if (count[p] > 0)
+			continue;
+		for (int32_t q = 1; q < parts; q++)
+			if (count[q] > count[big])
+				big = q;
+		for (int64_t v = 0; v < n; v++) {
+			if (part[v] == big) {
+				part[v] = p;
+				count[big]--;
+				count[p]++;
+				break;
+			}
+		}
+	}
+}
+
+/* Moves training nodes from the fullest to the emptiest partition (by
+ * training count) until all lie within 5% of the mean (at least +-1 node),
+ * each time choosing the node whose move raises the edge cut least. */
+static int64_t balance_train(const struct graph *g, int32_t parts, int32_t *part)
+{
+	int64_t *train = calloc((size_t)parts, sizeof(*train)), total = 0, moves = 0;
+	int64_t hi, lo;
+
+	if (train == NULL)
+		return 0;
+	for (int64_t v = 0; v < g->num_nodes; v++) {
+		if (g->split[v] == GNN_SPLIT_TRAIN) {
+			train[part[v]]++;
+			total++;
+		}
+	}
+	/* Bounds around the mean: the tightest integers within 5%. */
+	hi = (total * 105 + parts * 100 - 1) / (parts * 100);
+	lo = (total * 95) / (parts * 100);
+	if (hi * parts < total)
+		hi = (total + parts - 1) / parts;
+	if (lo * parts > total)
+		lo = total / parts;
+	for (int64_t guard = 0; guard < total; guard++) {
+		int32_t from = 0, to = 0;
+		int64_t best = -1, best_gain = INT64_MIN;
+
+		for (int32_t p = 1; p < parts; p++) {
+			if (train[p] > train[from])
+				from = p;
+			if (train[p] < train[to])
+				to = p;
+		}
+		if ((train[from] <= hi && train[to] >= lo) || train[from] - train[to] < 2)
+			break;
+		for (int64_t v = 0; v < g->num_nodes; v++) {
+			int64_t gain = 0;
+
+			if (part[v] != from || g->split[v] != GNN_SPLIT_TRAIN)
+				continue;
+			for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+				gain += (part[g->indices[e]] == to) - (part[g->indices[e]] == from);
+			if (gain > best_gain) {
+				best_gain = gain;
+				best = v;
+			}
+		}
+		if (best < 0)
+			break;
+		part[best] = to;
+		train[from]--;
+		train[to]++;
+		moves++;
+	}
+	free(train);
+	return moves;
+}
+
+static int relabel(const struct graph *g, struct partition *pt)
+{
+	int64_t n = g->num_nodes, *next;
+	int32_t parts = pt->num_parts;
+
+	pt->offsets = calloc((size_t)parts + 1, sizeof(*pt->offsets));
+	pt->orig_id = malloc((size_t)n * sizeof(*pt->orig_id));
+	pt->new_id = malloc((size_t)n * sizeof(*pt->new_id));
+	next = malloc((size_t)parts * sizeof(*next));
+	if (pt->offsets == NULL || pt->orig_id == NULL || pt->new_id == NULL || next == NULL) {
+		free(next);
+		return GNN_ENOMEM;
+	}
+	for (int64_t v = 0; v < n; v++)
+		pt->offsets[pt->part[v] + 1]++;
+	for (int32_t p = 0; p < parts; p++)
+		pt->offsets[p + 1] += pt->offsets[p];
+	memcpy(next, pt->offsets, (size_t)parts * sizeof(*next));
+	for (int64_t v = 0; v < n; v++) {
+		int64_t id = next[pt->part[v]]++;
+
+		pt->new_id[v] = id;
+		pt->orig_id[id] = v;
+	}
+	free(next);
+	return GNN_OK;
+}
+
+int partition_compute(const struct graph *g, const struct partition_opts *o, struct partition *out)
+{
+	int32_t parts = o->parts;
+	struct partition pt = { .num_parts = parts };
+	int64_t *count = NULL;
+	double t0 = gnn_now();
+	int rc = GNN_ENOMEM;
+
+	if (parts < 1 || parts > g->num_nodes)
+		return GNN_EINVAL;
+	pt.part = calloc((size_t)g->num_nodes, sizeof(*pt.part));
+	count = calloc((size_t)parts, sizeof(*count));
+	if (pt.part == NULL || count == NULL)
+		goto out_fail;
+	if (parts == 1)
+		rc = GNN_OK;  /* everything in partition 0 */
+	else if (strcmp(o->method, "random") == 0)
+		rc = partition_random(g, parts, o->seed, pt.part);
+	else if (strcmp(o->method, "metis") == 0)
+		rc = partition_metis(g, o, pt.part, &pt.metis_edges);
+	else
+		rc = GNN_EINVAL;
+	if (rc != GNN_OK)
+		goto out_fail;
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		count[pt.part[v]]++;
+	fill_empty(g->num_nodes, parts, pt.part, count);
+	if (parts > 1)
+		pt.train_moves = balance_train(g, parts, pt.part);
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+			pt.edge_cut += pt.part[g->indices[e]] != pt.part[v];
+	if ((rc = relabel(g, &pt)) != GNN_OK)
+		goto out_fail;
+	free(count);
+	GNN_INFO("partition_done", "method=%s parts=%d edge_cut=%lld edge_cut_ratio=%.4f train_moves=%lld seconds=%.2f",
+		 o->method, parts, (long long)pt.edge_cut,
+		 g->num_edges ? (double)pt.edge_cut / (double)g->num_edges : 0.0,
+		 (long long)pt.train_moves, gnn_now() - t0);
+	*out = pt;
+	return GNN_OK;
+
+out_fail:
+	free(count);
+	partition_free(&pt);
+	return rc;
+}
+
+void partition_free(struct partition *pt)
+{
+	free(pt->part);
+	free(pt->offsets);
+	free(pt->orig_id);
+	free(pt->new_id);
+	memset(pt, 0, sizeof(*pt));
+}

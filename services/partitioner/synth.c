@@ -1,0 +1,1144 @@
+/* synth.c - deterministic synthetic graph generator (see synth.h and
+ * docs/synthetic.md).
+ *
+ * Pipeline, with what each step holds at ogbn-products scale:
+ *   1. communities: a seeded permutation of the nodes is cut into Zipf-sized
+ *      communities, one per class, each cut into sub-communities; nodes are
+ *      labelled with their community's class, a few (misfits) with another
+ *      (perm, labels, node_sub: 30 MB);
+ *   2. Chung-Lu weights, and alias tables to draw a node in proportion to its
+ *      weight from everywhere, from one community, from one sub-community
+ *      (90 MB);
+ *   3. exactly `edges` candidates packed as (min << B | max) in a uint64,
+ *      radix-sorted and deduplicated, then topped up round by round with the
+ *      deficit until exactly `edges` unique edges exist (2 x 495 MB while
+ *      sorting the first batch: the peak);
+ *   4. the keys are unpacked in place into src/dst and handed to
+ *      graph_build_csr, which sorts them into the symmetric CSR.
+ * Features are never stored: feat_row recomputes a row from the seed.
+ *
+ * Determinism: all randomness comes from xoshiro256** / splitmix64 streams
+ * derived from the seed and a per-purpose tag; floating point is limited to
+ * + - * / and sqrt, which IEEE-754 rounds identically everywhere (no libm). */
+#include "synth.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "err.h"
+#include "log.h"
+
+/* ---- model constants (documented in docs/synthetic.md) ---- */
+
+/* Of the edges whose second endpoint is drawn inside the first endpoint's
+ * community, this share is drawn inside its sub-community: enough locality for
+ * METIS to find cuts inside big classes. */
+#define SUB_SHARE 0.6
+/* A community is cut into sub-communities of at least SUB_SIZE_PER_CAP
+ * times the degree cap nodes (and SUB_SIZE_MIN), so that a hub's expected
+ * neighbours fit inside its sub-community instead of colliding into
+ * duplicates. */
+#define SUB_SIZE_PER_CAP 4
+#define SUB_SIZE_MIN 256
+/* Top-up rounds drawn from the model before the remaining deficit is filled
+ * with uniform pairs (only reachable for very dense custom graphs). */
+#define MODEL_ROUNDS 64
+/* Mean weight: density exponent 2.5 is tail index a = 1.5, and with
+ * x_min = 1 the mean is a / (a - 1) = 3 (a little less after the cap). */
+#define PARETO_MEAN 3.0
+
+/* Stream tags: each purpose gets its own independent stream of the seed, so
+ * changing how many numbers one step draws never shifts another step. */
+enum {
+	TAG_CLASS_RANK = 1,
+	TAG_CLASS_PERM,
+	TAG_WEIGHTS,
+	TAG_EDGES,
+	TAG_SPLIT,
+	TAG_CENTROIDS,
+	TAG_FEATURES,
+	TAG_MISFIT,
+};
+
+/* ---- random numbers ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	*x += 0x9e3779b97f4a7c15ULL;
+	return mix64(*x);
+}
+
+struct rng {
+	uint64_t s[4];
+};
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman & Vigna), seeded through splitmix64 as its authors
+ * recommend, so that nearby seeds give unrelated streams. */
+static void rng_seed(struct rng *r, uint64_t seed, uint64_t tag)
+{
+	uint64_t x = mix64(seed ^ mix64(tag * 0x9e3779b97f4a7c15ULL));
+
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rng_next(struct rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return out;
+}
+
+/* Uniform in [0, n) for n <= 2^32 by multiply-shift (Lemire); the bias is
+ * below n / 2^32 and, unlike rejection, uses exactly one draw. */
+static uint64_t rng_below(struct rng *r, uint64_t n)
+{
+	return ((rng_next(r) >> 32) * n) >> 32;
+}
+
+/* Uniform in (0, 1], 53 bits. */
+static double rng_unit_open0(struct rng *r)
+{
+	return (double)((rng_next(r) >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+
+/* Standard deviation of the sum of four uniform 16-bit integers. */
+#define IH_MEAN 131070
+static double ih_sd(void)
+{
+	return sqrt((65536.0 * 65536.0 - 1.0) / 3.0);
+}
+
+/* An approximately standard normal number from 64 random bits: the sum of
+ * four 16-bit uniforms (Irwin-Hall, n = 4), centred; times 1 / ih_sd().
+ * Integer arithmetic, so identical everywhere; the tails stop at 3.46 sd. */
+static int32_t ih_sum(uint64_t r)
+{
+	return (int32_t)((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48)) -
+	       IH_MEAN;
+}
+
+/* Cube root of x >= 1 by Newton's method from a power-of-two guess: libm's
+ * cbrt may differ in the last bit between libraries, this may not. The
+ * step is written so that no a * b + c can be fused into an FMA with a
+ * different rounding (2 * y is exact either way). */
+static double det_cbrt(double x)
+{
+	int e;
+	double y;
+
+	frexp(x, &e);
+	y = ldexp(1.0, e / 3);
+	for (int i = 0; i < 10; i++)
+		y = (2.0 * y + x / (y * y)) / 3.0;
+	return y;
+}
+
+/* x rounded to `bits` significant bits. The product of a value of b1 bits
+ * and one of b2 bits is exact when b1 + b2 fits the significand, and then
+ * a compiler that fuses a * b + c into an FMA (clang by default, GCC in
+ * gnu modes with -march=native) gets the same result as one that does not:
+ * this keeps the output bit-identical whatever the build flags. */
+static double round_bits(double x, int bits)
+{
+	int e;
+	double f = frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
+
+	return ldexp((double)(int64_t)(ldexp(f, bits) + (f < 0 ? -0.5 : 0.5)), e - bits);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- presets and validation ---- */
+
+struct preset {
+	const char *name;
+	int64_t nodes, edges;
+	int32_t feat_dim, classes;
+	int64_t train, valid, test;
+};
+
+/* tiny: unit tests. small: the demo. medium: products' density at a fifth of
+ * its size. products: ogbn-products' exact sizes and split. small and medium
+ * use products' split proportions (8% / 1.6% / rest). */
+static const struct preset presets[] = {
+	{ "tiny", 2000, 10000, 32, 5, 400, 200, 1400 },
+	{ "small", 100000, 1000000, 100, 47, 8000, 1600, 90400 },
+	{ "medium", 500000, 12500000, 100, 47, 40000, 8000, 452000 },
+	{ "products", 2449029, 61859140, 100, 47, 196615, 39323, 2213091 },
+};
+
+const char *synth_preset_names(void)
+{
+	return "tiny|small|medium|products";
+}
+
+int synth_preset(const char *name, uint64_t seed, struct synth_params *p)
+{
+	for (size_t i = 0; name != NULL && i < sizeof(presets) / sizeof(presets[0]); i++) {
+		const struct preset *s = &presets[i];
+
+		if (strcmp(name, s->name) != 0)
+			continue;
+		*p = (struct synth_params){
+			.preset = s->name,
+			.nodes = s->nodes,
+			.edges = s->edges,
+			.feat_dim = s->feat_dim,
+			.classes = s->classes,
+			.num_train = s->train,
+			.num_valid = s->valid,
+			.num_test = s->test,
+			.seed = seed,
+		};
+		return GNN_OK;
+	}
+	GNN_ERROR("synth_unknown_preset", "preset=\"%s\" known=%s", name ? name : "(null)",
+		  synth_preset_names());
+	return GNN_ENOENT;
+}
+
+static const char *preset_name(const struct synth_params *p)
+{
+	return p->preset != NULL ? p->preset : "custom";
+}
+
+static int invalid(const struct synth_params *p, const char *field, long long value,
+		   const char *reason)
+{
+	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", preset_name(p),
+		  field, value, reason);
+	return GNN_EINVAL;
+}
+
+int synth_validate(const struct synth_params *p)
+{
+	int64_t pairs;
+
+	if (p == NULL) {
+		GNN_ERROR("synth_invalid", "reason=\"no parameters\"");
+		return GNN_EINVAL;
+	}
+	if (p->nodes < 1 || p->nodes > INT32_MAX)
+		return invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
+	if (p->feat_dim < 1 || p->feat_dim > 65536)
+		return invalid(p, "feat_dim", p->feat_dim, "must be in [1, 65536]");
+	if (p->classes < 2 || p->classes > 65536)
+		return invalid(p, "classes", p->classes, "must be in [2, 65536]");
+	if (p->classes > p->nodes)
+		return invalid(p, "classes", p->classes, "must not exceed nodes (every class gets a node)");
+	pairs = p->nodes * (p->nodes - 1) / 2; /* < 2^61: no overflow */
+	if (p->edges < 0)
+		return invalid(p, "edges", p->edges, "must be >= 0");
+	if (p->edges > pairs)
+		return invalid(p, "edges", p->edges,
+			       "more than nodes*(nodes-1)/2, the number of distinct node pairs");
+	if (p->edges > pairs / 2)
+		return invalid(p, "edges", p->edges,
+			       "more than half of all node pairs: too dense to generate by rejecting duplicates");
+	if (p->num_train < 0 || p->num_train > p->nodes)
+		return invalid(p, "num_train", p->num_train, "must be in [0, nodes]");
+	if (p->num_valid < 0 || p->num_valid > p->nodes)
+		return invalid(p, "num_valid", p->num_valid, "must be in [0, nodes]");
+	if (p->num_test < 0 || p->num_test > p->nodes)
+		return invalid(p, "num_test", p->num_test, "must be in [0, nodes]");
+	if (p->num_train + p->num_valid + p->num_test > p->nodes)
+		return invalid(p, "num_test", p->num_train + p->num_valid + p->num_test,
+			       "num_train + num_valid + num_test exceeds nodes");
+	return GNN_OK;
+}
+
+/* ---- communities ---- */
+
+/* One slot of an alias table, in one cache line access: a draw landing on
+ * the slot yields item when its low 32 bits are below thr, else alt. */
+struct alias_slot {
+	uint32_t thr;
+	int32_t item;
+	int32_t alt;
+};
+
+/* Community c is the set of nodes whose edges follow class c; all but the
+ * misfits among them are labelled c. */
+struct model {
+	int64_t n;
+	int32_t classes;     /* = communities */
+	int64_t nsub;
+	int32_t *perm;       /* [n] nodes ordered by community, then sub-community */
+	int64_t *class_off;  /* [classes + 1] community ranges of perm */
+	int64_t *sub_off;    /* [nsub + 1] sub-community ranges of perm */
+	int32_t *node_sub;   /* [n] sub-community of each node */
+	int32_t *sub_class;  /* [nsub] community of each sub-community */
+	int32_t *labels;     /* [n] label: the community, or another for misfits */
+	double *w;           /* [n] Chung-Lu weight of each node */
+	double weight_cap;
+	double h_in;         /* P(second endpoint drawn inside the community) */
+	/* Alias tables (Vose). Global: slot = node. Class and sub: slot = perm
+	 * index, each community's table over its own perm range. */
+	struct alias_slot *g_tab, *c_tab, *s_tab;
+};
+
+static void model_free(struct model *m)
+{
+	free(m->perm);
+	free(m->class_off);
+	free(m->sub_off);
+	free(m->node_sub);
+	free(m->labels);
+	free(m->w);
+	free(m->sub_class);
+	free(m->g_tab);
+	free(m->c_tab);
+	free(m->s_tab);
+	memset(m, 0, sizeof(*m));
+}
+
+static void shuffle_i32(int32_t *a, int64_t n, struct rng *r)
+{
+	for (int64_t i = n - 1; i > 0; i--) {
+		int64_t j = (int64_t)rng_below(r, (uint64_t)i + 1);
+		int32_t t = a[i];
+
+		a[i] = a[j];
+		a[j] = t;
+	}
+}
+
+/* Class sizes proportional to 1 / rank (Zipf, exponent 1), at least 1 each,
+ * summing to n exactly; which class gets which rank is shuffled so that
+ * class 0 is not always the biggest. */
+static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
+{
+	int32_t *rank = malloc((size_t)k * sizeof(*rank));
+	int32_t *by_rank = malloc((size_t)k * sizeof(*by_rank));
+	double harmonic = 0.0;
+	int64_t sum = 0;
+	struct rng r;
+
+	if (rank == NULL || by_rank == NULL) {
+		free(rank);
+		free(by_rank);
+		return GNN_ENOMEM;
+	}
+	for (int32_t i = 0; i < k; i++) {
+		rank[i] = i;
+		harmonic += 1.0 / (double)(i + 1);
+	}
+	rng_seed(&r, seed, TAG_CLASS_RANK);
+	shuffle_i32(rank, k, &r);
+	for (int32_t c = 0; c < k; c++) {
+		by_rank[rank[c]] = c;
+		size[c] = (int64_t)((double)n / ((double)(rank[c] + 1) * harmonic));
+		if (size[c] < 1)
+			size[c] = 1;
+		sum += size[c];
+	}
+	/* Rounding leftovers go to (or come from) the classes in rank order;
+	 * k <= n, so taking can always stop at sizes of 1. */
+	for (int32_t i = 0; sum != n; i = (i + 1) % k) {
+		int32_t c = by_rank[i];
+
+		if (sum < n) {
+			size[c]++;
+			sum++;
+		} else if (size[c] > 1) {
+			size[c]--;
+			sum--;
+		}
+	}
+	free(rank);
+	free(by_rank);
+	return GNN_OK;
+}
+
+static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
+{
+	int64_t *size = NULL, nsub = 0, s = 0;
+	struct rng r;
+	int rc = GNN_ENOMEM;
+
+	size = malloc((size_t)m->classes * sizeof(*size));
+	m->perm = malloc((size_t)m->n * sizeof(*m->perm));
+	m->labels = malloc((size_t)m->n * sizeof(*m->labels));
+	m->node_sub = malloc((size_t)m->n * sizeof(*m->node_sub));
+	m->class_off = malloc(((size_t)m->classes + 1) * sizeof(*m->class_off));
+	if (size == NULL || m->perm == NULL || m->labels == NULL || m->node_sub == NULL ||
+	    m->class_off == NULL)
+		goto out;
+	rc = class_sizes(m->n, m->classes, seed, size);
+	if (rc != GNN_OK)
+		goto out;
+	rc = GNN_ENOMEM;
+	for (int32_t c = 0; c < m->classes; c++)
+		nsub += size[c] / sub_size > 1 ? size[c] / sub_size : 1;
+	m->nsub = nsub;
+	m->sub_off = malloc(((size_t)nsub + 1) * sizeof(*m->sub_off));
+	m->sub_class = malloc((size_t)nsub * sizeof(*m->sub_class));
+	if (m->sub_off == NULL || m->sub_class == NULL)
+		goto out;
+
+	/* Community membership is a random permutation, so node IDs carry no
+	 * hint of the structure (as in real datasets). */
+	for (int64_t i = 0; i < m->n; i++)
+		m->perm[i] = (int32_t)i;
+	rng_seed(&r, seed, TAG_CLASS_PERM);
+	shuffle_i32(m->perm, m->n, &r);
+	m->class_off[0] = 0;
+	for (int32_t c = 0; c < m->classes; c++) {
+		int64_t b = m->class_off[c], k = size[c] / sub_size > 1 ? size[c] / sub_size : 1;
+
+		m->class_off[c + 1] = b + size[c];
+		for (int64_t j = 0; j < k; j++, s++) {
+			m->sub_off[s] = b + size[c] * j / k;
+			m->sub_class[s] = c;
+			for (int64_t i = m->sub_off[s]; i < b + size[c] * (j + 1) / k; i++) {
+				m->labels[m->perm[i]] = c;
+				m->node_sub[m->perm[i]] = (int32_t)s;
+			}
+		}
+	}
+	m->sub_off[nsub] = m->n;
+	rc = GNN_OK;
+out:
+	free(size);
+	return rc;
+}
+
+/* ---- weights and alias tables ---- */
+
+/* Pareto(2.5) weights with x_min = 1: P(w > x) = x^-1.5, so w = u^(-2/3);
+ * capped at weight_cap, which makes the expected maximum degree about
+ * sqrt(2 * edges), the Chung-Lu limit below which a pair's expected number
+ * of edges stays under one (ogbn-products: sqrt(2 * 61.9M) = 11k, max 17k). */
+static int build_weights(struct model *m, uint64_t seed)
+{
+	double cap = m->weight_cap, cap3 = cap * cap * cap;
+	struct rng r;
+
+	m->w = malloc((size_t)m->n * sizeof(*m->w));
+	if (m->w == NULL)
+		return GNN_ENOMEM;
+	rng_seed(&r, seed, TAG_WEIGHTS);
+	for (int64_t v = 0; v < m->n; v++) {
+		double s = 1.0 / rng_unit_open0(&r), s2 = s * s;
+
+		m->w[v] = s2 >= cap3 ? cap : det_cbrt(s2);
+	}
+	return GNN_OK;
+}
+
+/* Vose's alias method over slots [b, e): slot i holds item(i) = items ?
+ * items[i] : i, of weight w[item(i)]. scaled/small/large: scratch of at
+ * least e - b entries. */
+static void alias_build(const double *w, const int32_t *items, int64_t b, int64_t e,
+			struct alias_slot *tab, double *scaled, int32_t *small, int32_t *large)
+{
+	int64_t k = e - b, ns = 0, nl = 0;
+	double total = 0.0;
+
+	for (int64_t i = b; i < e; i++) {
+		tab[i].item = items ? items[i] : (int32_t)i;
+		total += w[tab[i].item];
+	}
+	for (int64_t i = 0; i < k; i++) {
+		scaled[i] = w[tab[b + i].item] * (double)k / total;
+		if (scaled[i] < 1.0)
+			small[ns++] = (int32_t)i;
+		else
+			large[nl++] = (int32_t)i;
+	}
+	while (ns > 0 && nl > 0) {
+		int32_t sm = small[--ns], l = large[--nl];
+
+		tab[b + sm].thr = (uint32_t)(scaled[sm] * 4294967296.0);
+		tab[b + sm].alt = tab[b + l].item;
+		scaled[l] = (scaled[l] + scaled[sm]) - 1.0;
+		if (scaled[l] < 1.0)
+			small[ns++] = l;
+		else
+			large[nl++] = l;
+	}
+	/* What is left has scaled weight 1 up to rounding: always itself. */
+	while (nl > 0) {
+		int32_t l = large[--nl];
+
+		tab[b + l].thr = UINT32_MAX;
+		tab[b + l].alt = tab[b + l].item;
+	}
+	while (ns > 0) {
+		int32_t sm = small[--ns];
+
+		tab[b + sm].thr = UINT32_MAX;
+		tab[b + sm].alt = tab[b + sm].item;
+	}
+}
+
+static int build_alias_tables(struct model *m)
+{
+	size_t n = (size_t)m->n;
+	double *scaled = malloc(n * sizeof(*scaled));
+	int32_t *small = malloc(n * sizeof(*small)), *large = malloc(n * sizeof(*large));
+	int rc = GNN_ENOMEM;
+
+	m->g_tab = malloc(n * sizeof(*m->g_tab));
+	m->c_tab = malloc(n * sizeof(*m->c_tab));
+	m->s_tab = malloc(n * sizeof(*m->s_tab));
+	if (scaled == NULL || small == NULL || large == NULL || m->g_tab == NULL ||
+	    m->c_tab == NULL || m->s_tab == NULL)
+		goto out;
+	alias_build(m->w, NULL, 0, m->n, m->g_tab, scaled, small, large);
+	for (int32_t c = 0; c < m->classes; c++)
+		alias_build(m->w, m->perm, m->class_off[c], m->class_off[c + 1], m->c_tab, scaled,
+			    small, large);
+	for (int64_t sub = 0; sub < m->nsub; sub++)
+		alias_build(m->w, m->perm, m->sub_off[sub], m->sub_off[sub + 1], m->s_tab, scaled,
+			    small, large);
+	rc = GNN_OK;
+out:
+	free(scaled);
+	free(small);
+	free(large);
+	return rc;
+}
+
+/* x * y with both rounded to 26 significant bits, so that the product is
+ * exact and an FMA-fused sum over such products rounds like an unfused one
+ * (see round_bits). */
+static double exact_mul(double x, double y)
+{
+	return round_bits(x, 26) * round_bits(y, 26);
+}
+
+/* Relabels a share SYNTH_MISFIT of the nodes with another class, drawn in
+ * proportion to class size: they keep their community's edges (so their
+ * neighbours vote for the community's class) while their own features
+ * follow the new label, only weakly. That caps what aggregating neighbours
+ * can reach below 1, as ambiguous labels do in real data; without it the
+ * mean over ~50 neighbours classifies products-scale graphs perfectly.
+ * The first node of each community is never relabelled, so every class
+ * keeps at least one node. */
+static void assign_misfits(struct model *m, uint64_t seed)
+{
+	uint32_t thr = (uint32_t)(SYNTH_MISFIT * 4294967295.0);
+	struct rng r;
+
+	rng_seed(&r, seed, TAG_MISFIT);
+	for (int32_t c = 0; c < m->classes; c++) {
+		for (int64_t i = m->class_off[c] + 1; i < m->class_off[c + 1]; i++) {
+			int32_t other;
+
+			if ((uint32_t)rng_next(&r) >= thr)
+				continue;
+			do {
+				int32_t v = m->perm[rng_below(&r, (uint64_t)m->n)];
+
+				other = m->sub_class[m->node_sub[v]];
+			} while (other == c);
+			m->labels[m->perm[i]] = other;
+		}
+	}
+}
+
+/* In-community probability h_in such that the expected share of candidate
+ * edges whose endpoints carry the same label is SYNTH_HOMOPHILY. With
+ * endpoints drawn in proportion to weight, a partner from u's community
+ * shares u's label with probability A = sum_c (W_c / W) sum_l (W_cl / W_c)^2
+ * (W_cl: weight of community c's nodes labelled l), a partner from
+ * anywhere with q = sum_l (W_l / W)^2; so h_in A + (1 - h_in) q = H. */
+static int solve_homophily(struct model *m)
+{
+	double *in_comm = calloc((size_t)m->classes, sizeof(*in_comm));
+	double *by_label = calloc((size_t)m->classes, sizeof(*by_label));
+	int32_t *touched = malloc((size_t)m->classes * sizeof(*touched));
+	double total = 0.0, a = 0.0, q = 0.0;
+
+	if (in_comm == NULL || by_label == NULL || touched == NULL) {
+		free(in_comm);
+		free(by_label);
+		free(touched);
+		return GNN_ENOMEM;
+	}
+	for (int64_t v = 0; v < m->n; v++)
+		total += m->w[v];
+	for (int32_t c = 0; c < m->classes; c++) {
+		double wc = 0.0, sq = 0.0;
+		int32_t nt = 0;
+
+		for (int64_t i = m->class_off[c]; i < m->class_off[c + 1]; i++) {
+			int32_t v = m->perm[i], l = m->labels[v];
+
+			if (in_comm[l] == 0.0) /* weights are >= 1 */
+				touched[nt++] = l;
+			in_comm[l] += m->w[v];
+			wc += m->w[v];
+		}
+		for (int32_t t = 0; t < nt; t++) {
+			int32_t l = touched[t];
+
+			sq += exact_mul(in_comm[l] / wc, in_comm[l] / wc);
+			by_label[l] += in_comm[l];
+			in_comm[l] = 0.0;
+		}
+		a += exact_mul(sq, wc / total);
+	}
+	for (int32_t l = 0; l < m->classes; l++)
+		q += exact_mul(by_label[l] / total, by_label[l] / total);
+	m->h_in = a > q ? (SYNTH_HOMOPHILY - q) / (a - q) : 0.0;
+	if (m->h_in < 0.0)
+		m->h_in = 0.0;
+	if (m->h_in > 1.0)
+		m->h_in = 1.0;
+	free(in_comm);
+	free(by_label);
+	free(touched);
+	return GNN_OK;
+}
+
+/* ---- edge candidates ---- */
+
+struct gen {
+	const struct model *m;
+	int key_bits;        /* B: a key is min << B | max */
+	uint32_t in_class;   /* thresholds on 32 random bits */
+	uint32_t in_sub;
+	bool uniform;        /* fallback: uniform pairs */
+	struct rng r;
+	int64_t drawn;       /* candidates drawn, self-loops included */
+};
+
+/* Candidates are drawn in batches whose stages run over the whole batch, so
+ * that the random reads of one stage (alias slots, node records) are all
+ * prefetched before they are used: each candidate costs about three cache
+ * misses, which would otherwise be paid one after another. */
+#define GEN_BATCH 256
+
+static int64_t slot_in(int64_t b, int64_t e, uint64_t r)
+{
+	return b + (int64_t)(((r >> 32) * (uint64_t)(e - b)) >> 32);
+}
+
+static int32_t slot_draw(const struct alias_slot *t, uint64_t r)
+{
+	return (uint32_t)r < t->thr ? t->item : t->alt;
+}
+
+/* Writes count candidate keys to out. Attempt i of a batch uses exactly
+ * three numbers of the stream (first endpoint, choice of community, second
+ * endpoint): the first endpoint in proportion to weight; the second, with
+ * probability h_in, from the first's community (and then with probability
+ * SUB_SHARE from its sub-community), else again from everywhere. Both
+ * endpoints are then marginally proportional to weight (Chung-Lu).
+ * Self-loops are dropped; surplus keys of the last batch are discarded. */
+static void gen_keys(struct gen *g, uint64_t *out, size_t count)
+{
+	const struct model *m = g->m;
+	uint64_t r[3 * GEN_BATCH];
+	int64_t slot[GEN_BATCH];
+	int32_t u[GEN_BATCH];
+	const struct alias_slot *tab[GEN_BATCH];
+	size_t done = 0;
+
+	while (done < count) {
+		for (int i = 0; i < 3 * GEN_BATCH; i++)
+			r[i] = rng_next(&g->r);
+		g->drawn += GEN_BATCH;
+		for (int i = 0; i < GEN_BATCH; i++) {
+			slot[i] = slot_in(0, m->n, r[3 * i]);
+			__builtin_prefetch(&m->g_tab[slot[i]]);
+		}
+		for (int i = 0; i < GEN_BATCH; i++) {
+			u[i] = g->uniform ? (int32_t)slot[i] : slot_draw(&m->g_tab[slot[i]], r[3 * i]);
+			__builtin_prefetch(&m->node_sub[u[i]]);
+		}
+		for (int i = 0; i < GEN_BATCH; i++) {
+			uint64_t c = r[3 * i + 1], rv = r[3 * i + 2];
+
+			tab[i] = m->g_tab;
+			slot[i] = slot_in(0, m->n, rv);
+			if (!g->uniform && (uint32_t)c < g->in_class) {
+				int32_t sub = m->node_sub[u[i]], cls = m->sub_class[sub];
+				int64_t sb = m->sub_off[sub], se = m->sub_off[sub + 1];
+				int64_t cb = m->class_off[cls], ce = m->class_off[cls + 1];
+
+				/* A one-node community could only give a self-loop. */
+				if ((uint32_t)(c >> 32) < g->in_sub && se - sb > 1) {
+					tab[i] = m->s_tab;
+					slot[i] = slot_in(sb, se, rv);
+				} else if (ce - cb > 1) {
+					tab[i] = m->c_tab;
+					slot[i] = slot_in(cb, ce, rv);
+				}
+			}
+			__builtin_prefetch(&tab[i][slot[i]]);
+		}
+		for (int i = 0; i < GEN_BATCH && done < count; i++) {
+			int32_t a = u[i], b;
+
+			b = g->uniform ? (int32_t)slot[i] : slot_draw(&tab[i][slot[i]], r[3 * i + 2]);
+			if (a == b)
+				continue;
+			if (a > b) {
+				int32_t t = a;
+
+				a = b;
+				b = t;
+			}
+			out[done++] = ((uint64_t)a << g->key_bits) | (uint64_t)b;
+		}
+	}
+}
+
+/* ---- sorting and merging keys ---- */
+
+#define RADIX_BITS 11
+#define RADIX_SIZE (1 << RADIX_BITS)
+
+/* LSD radix sort of n keys below 2^bits, RADIX_BITS per pass, ping-ponging
+ * between keys and tmp (n entries each); passes in which every key has the
+ * same digit are skipped. *sorted gets whichever buffer holds the result. */
+static int radix_sort(uint64_t *keys, uint64_t *tmp, size_t n, int bits, uint64_t **sorted)
+{
+	int passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+	size_t (*hist)[RADIX_SIZE] = calloc((size_t)passes, sizeof(*hist));
+	uint64_t *from = keys, *to = tmp;
+
+	if (hist == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		for (int p = 0; p < passes; p++)
+			hist[p][(keys[i] >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+	for (int p = 0; p < passes; p++) {
+		size_t sum = 0;
+		bool trivial = false;
+
+		for (int d = 0; d < RADIX_SIZE; d++) {
+			size_t c = hist[p][d];
+
+			if (c == n)
+				trivial = true;
+			hist[p][d] = sum;
+			sum += c;
+		}
+		if (trivial)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t k = from[i];
+
+			to[hist[p][(k >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++] = k;
+		}
+		uint64_t *t = from;
+		from = to;
+		to = t;
+	}
+	free(hist);
+	*sorted = from;
+	return GNN_OK;
+}
+
+/* Removes adjacent duplicates of sorted keys in place; returns the count. */
+static size_t unique_sorted(uint64_t *keys, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || keys[i] != keys[w - 1])
+			keys[w++] = keys[i];
+	return w;
+}
+
+/* Keeps the sorted unique add[0..k) that are not in sorted have[0..u);
+ * returns how many. */
+static size_t drop_present(const uint64_t *have, size_t u, uint64_t *add, size_t k)
+{
+	size_t lo = 0, w = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		size_t hi = u;
+
+		while (lo < hi) { /* first have[j] >= add[i], from the last one */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (have[mid] < add[i])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < u && have[lo] == add[i])
+			continue;
+		add[w++] = add[i];
+	}
+	return w;
+}
+
+/* Merges sorted add[0..k) into sorted have[0..u), which has room for u + k,
+ * from the back so that no second buffer is needed. */
+static void merge_back(uint64_t *have, size_t u, const uint64_t *add, size_t k)
+{
+	size_t i = u, j = k, w = u + k;
+
+	while (j > 0) {
+		if (i > 0 && have[i - 1] > add[j - 1])
+			have[--w] = have[--i];
+		else
+			have[--w] = add[--j];
+	}
+}
+
+/* Fills *keys_out with exactly `edges` sorted unique keys. */
+static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *rounds_out)
+{
+	size_t m = (size_t)edges, u, cap = 0;
+	uint64_t *keys = malloc((m ? m : 1) * sizeof(*keys));
+	uint64_t *tmp = malloc((m ? m : 1) * sizeof(*tmp)), *sorted = NULL;
+	uint64_t *add = NULL, *add_tmp = NULL;
+	int rounds = 0, rc = GNN_ENOMEM;
+
+	if (keys == NULL || tmp == NULL)
+		goto out;
+	gen_keys(g, keys, m);
+	rc = radix_sort(keys, tmp, m, 2 * g->key_bits, &sorted);
+	if (rc != GNN_OK)
+		goto out;
+	/* Keep the sorted buffer, free the other before the top-up rounds. */
+	if (sorted == tmp) {
+		tmp = keys;
+		keys = sorted;
+	}
+	free(tmp);
+	tmp = NULL;
+	u = unique_sorted(keys, m);
+
+	/* Each round draws exactly the deficit, so it can never overshoot: the
+	 * result is deterministic without tracking draw order. Duplicates are
+	 * rarer each round (a few % of candidates at products scale). */
+	while (u < m) {
+		size_t d = m - u, k;
+
+		rounds++;
+		if (rounds > MODEL_ROUNDS && !g->uniform) {
+			g->uniform = true;
+			GNN_WARN("synth_uniform_fill",
+				 "missing=%zu rounds=%d reason=\"model keeps redrawing existing edges; filling with uniform pairs\"",
+				 d, rounds - 1);
+		}
+		if (d > cap) {
+			free(add);
+			free(add_tmp);
+			add = malloc(d * sizeof(*add));
+			add_tmp = malloc(d * sizeof(*add_tmp));
+			if (add == NULL || add_tmp == NULL) {
+				rc = GNN_ENOMEM;
+				goto out;
+			}
+			cap = d;
+		}
+		gen_keys(g, add, d);
+		rc = radix_sort(add, add_tmp, d, 2 * g->key_bits, &sorted);
+		if (rc != GNN_OK)
+			goto out;
+		k = unique_sorted(sorted, d);
+		k = drop_present(keys, u, sorted, k);
+		merge_back(keys, u, sorted, k);
+		u += k;
+	}
+	*keys_out = keys;
+	*rounds_out = rounds;
+	keys = NULL;
+	rc = GNN_OK;
+out:
+	free(keys);
+	free(tmp);
+	free(add);
+	free(add_tmp);
+	return rc;
+}
+
+/* ---- features ---- */
+
+struct synth_feat {
+	uint64_t seed;       /* TAG_FEATURES stream of the graph's seed */
+	int32_t dim;
+	int32_t classes;
+	float scale;         /* noise sd / ih_sd() */
+	float centroid[];    /* [classes * dim] */
+};
+
+/* z = (distance between two centroids) / (2 * noise sd) at which an ideal
+ * nearest-centroid classifier on one node's features is right with
+ * probability SYNTH_RAW_ACCURACY, for equidistant centroids:
+ * P(correct) = E_g[Phi(sqrt(2) z - g)^(K-1)]. Computed offline (numerical
+ * integration), interpolated linearly in K here to stay libm-free. */
+static double noise_z(int32_t k)
+{
+	static const struct {
+		int32_t k;
+		double z;
+	} t[] = {
+		{ 2, 0.253 },   { 3, 0.626 },   { 4, 0.815 },   { 5, 0.940 },   { 7, 1.102 },
+		{ 10, 1.252 },  { 15, 1.402 },  { 20, 1.500 },  { 30, 1.628 },  { 47, 1.759 },
+		{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
+	};
+	size_t n = sizeof(t) / sizeof(t[0]);
+
+	if (k <= t[0].k)
+		return t[0].z;
+	for (size_t i = 1; i < n; i++)
+		if (k <= t[i].k)
+			return t[i - 1].z + (t[i].z - t[i - 1].z) * (double)(k - t[i - 1].k) /
+						    (double)(t[i].k - t[i - 1].k);
+	return t[n - 1].z;
+}
+
+/* Row of node v: centroid of its class plus noise from a stream seeded by
+ * (seed, v) alone, so any row can be computed in any order, on any pod. */
+static int synth_feat_row(const struct graph *g, int64_t node, float *out)
+{
+	const struct synth_feat *f = g->feat_ctx;
+	const float *mu;
+	uint64_t x;
+	int32_t c;
+
+	if (f == NULL || g->labels == NULL || node < 0 || node >= g->num_nodes)
+		return GNN_EINTERNAL;
+	c = g->labels[node];
+	if (c < 0 || c >= f->classes)
+		return GNN_EINTERNAL;
+	mu = f->centroid + (size_t)c * (size_t)f->dim;
+	x = mix64(f->seed ^ mix64((uint64_t)node));
+	for (int32_t j = 0; j < f->dim; j++)
+		out[j] = mu[j] + (float)ih_sum(splitmix64(&x)) * f->scale;
+	return GNN_OK;
+}
+
+/* Centroids ~ N(0, I) per class; noise sd such that centroid distance,
+ * about sqrt(2 * dim), is 2 z noise sds. */
+static int make_features(const struct synth_params *p, struct synth_feat **out, double *sigma)
+{
+	size_t n = (size_t)p->classes * (size_t)p->feat_dim;
+	struct synth_feat *f = malloc(sizeof(*f) + n * sizeof(float));
+	float unit = (float)(1.0 / ih_sd());
+	struct rng r;
+
+	if (f == NULL)
+		return GNN_ENOMEM;
+	rng_seed(&r, p->seed, TAG_FEATURES);
+	f->seed = rng_next(&r);
+	f->dim = p->feat_dim;
+	f->classes = p->classes;
+	*sigma = sqrt((double)p->feat_dim / 2.0) / noise_z(p->classes);
+	/* ih_sum() has at most 18 significant bits, the scale 6: their float
+	 * product is exact, so mu + noise * scale rounds once, fused or not. */
+	f->scale = (float)round_bits(*sigma / ih_sd(), 6);
+	rng_seed(&r, p->seed, TAG_CENTROIDS);
+	for (size_t i = 0; i < n; i++)
+		f->centroid[i] = (float)ih_sum(rng_next(&r)) * unit;
+	*out = f;
+	return GNN_OK;
+}
+
+/* ---- generation ---- */
+
+static int key_bits_for(int64_t n)
+{
+	int b = 1;
+
+	while (b < 31 && ((int64_t)1 << b) < n)
+		b++;
+	return b;
+}
+
+/* Unpacks sorted keys into src (min) and dst (max), reusing the key buffer
+ * for src, so the peak is keys + dst rather than keys + src + dst. Counts
+ * within-class edges on the way. Frees keys in every case. */
+static int unpack_edges(uint64_t *keys, int64_t m, int bits, const int32_t *labels,
+			int32_t **src_out, int32_t **dst_out, int64_t *same_class)
+{
+	int32_t *dst = malloc((size_t)(m ? m : 1) * sizeof(*dst)), *src;
+	uint64_t mask = ((uint64_t)1 << bits) - 1;
+	int64_t same = 0;
+
+	if (dst == NULL) {
+		free(keys);
+		return GNN_ENOMEM;
+	}
+	for (int64_t i = 0; i < m; i++) {
+		uint64_t k = keys[i];
+		int32_t a = (int32_t)(k >> bits), b = (int32_t)(k & mask);
+
+		/* Writes bytes [4i, 4i+4), which lie below the key still to be
+		 * read at [8(i+1), ...); memcpy keeps it free of aliasing UB. */
+		memcpy((char *)keys + (size_t)i * sizeof(int32_t), &a, sizeof(a));
+		dst[i] = b;
+		same += labels[a] == labels[b];
+	}
+	src = realloc(keys, (size_t)(m ? m : 1) * sizeof(*src));
+	if (src == NULL)
+		src = (int32_t *)(void *)keys; /* shrinking failed: keep the big block */
+	*src_out = src;
+	*dst_out = dst;
+	*same_class = same;
+	return GNN_OK;
+}
+
+int synth_generate(const struct synth_params *p, struct graph *g)
+{
+	struct model m = { 0 };
+	struct gen gen = { 0 };
+	struct synth_feat *feat = NULL;
+	uint64_t *keys = NULL;
+	int32_t *src = NULL, *dst = NULL;
+	int64_t same = 0, max_deg = 0, sub_size, nsub;
+	double t0 = now_s(), deg_cap, mean_deg, sigma = 0.0, weight_cap, h_in;
+	int rounds = 0, rc;
+	struct rng r;
+
+	rc = synth_validate(p);
+	if (rc != GNN_OK)
+		return rc;
+	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
+		 preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
+		 (unsigned long long)p->seed);
+
+	m.n = p->nodes;
+	m.classes = p->classes;
+	mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
+	deg_cap = sqrt(2.0 * (double)p->edges);
+	/* Degree is proportional to weight, and a weight-1 node gets
+	 * mean_deg / PARETO_MEAN: the cap that makes deg_cap the top degree. */
+	m.weight_cap = mean_deg > 0.0 ? deg_cap * PARETO_MEAN / mean_deg : 1.0;
+	if (m.weight_cap < 1.0)
+		m.weight_cap = 1.0;
+	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
+	if (sub_size < SUB_SIZE_MIN)
+		sub_size = SUB_SIZE_MIN;
+
+	rc = build_communities(&m, p->seed, sub_size);
+	if (rc == GNN_OK)
+		rc = build_weights(&m, p->seed);
+	if (rc == GNN_OK)
+		rc = build_alias_tables(&m);
+	if (rc != GNN_OK)
+		goto out;
+	assign_misfits(&m, p->seed);
+	rc = solve_homophily(&m);
+	if (rc != GNN_OK)
+		goto out;
+	free(m.w);
+	m.w = NULL;
+	/* Kept for the final log line; the model is freed before the CSR. */
+	weight_cap = m.weight_cap;
+	h_in = m.h_in;
+	nsub = m.nsub;
+
+	gen.m = &m;
+	gen.key_bits = key_bits_for(m.n);
+	gen.in_class = (uint32_t)(m.h_in * 4294967295.0);
+	gen.in_sub = (uint32_t)(SUB_SHARE * 4294967295.0);
+	rng_seed(&gen.r, p->seed, TAG_EDGES);
+	rc = make_edges(&gen, p->edges, &keys, &rounds);
+	if (rc != GNN_OK)
+		goto out;
+
+	/* The alias tables are done: give their 90 MB back before the peaks. */
+	free(m.g_tab);
+	free(m.c_tab);
+	free(m.s_tab);
+	m.g_tab = m.c_tab = m.s_tab = NULL;
+	g->labels = m.labels;
+	m.labels = NULL;
+	rc = unpack_edges(keys, p->edges, gen.key_bits, g->labels, &src, &dst, &same);
+	keys = NULL;
+	if (rc != GNN_OK)
+		goto out;
+
+	/* Split: a fresh permutation, independent of the class layout; the
+	 * first num_train nodes train, the next num_valid validate, ... */
+	g->split = calloc((size_t)m.n, sizeof(*g->split));
+	if (g->split == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (int64_t i = 0; i < m.n; i++)
+		m.perm[i] = (int32_t)i;
+	rng_seed(&r, p->seed, TAG_SPLIT);
+	shuffle_i32(m.perm, m.n, &r);
+	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
+		g->split[m.perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
+				      : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
+									 : GNN_SPLIT_TEST;
+	model_free(&m);
+
+	rc = make_features(p, &feat, &sigma);
+	if (rc != GNN_OK)
+		goto out;
+
+	/* src/dst are in (min, max) order, so graph_build_csr fills each row
+	 * already sorted and its per-row sort has no work to do. */
+	rc = graph_build_csr(g, p->nodes, src, dst, p->edges, true);
+	src = dst = NULL;
+	if (rc != GNN_OK)
+		goto out;
+	if (g->num_edges != 2 * p->edges) {
+		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld",
+			  (long long)g->num_edges, (long long)(2 * p->edges));
+		rc = GNN_EINTERNAL;
+		goto out;
+	}
+	g->feat_dim = p->feat_dim;
+	g->num_classes = p->classes;
+	g->feat = NULL;
+	g->feat_row = synth_feat_row;
+	g->feat_ctx = feat;
+	feat = NULL;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (g->indptr[v + 1] - g->indptr[v] > max_deg)
+			max_deg = g->indptr[v + 1] - g->indptr[v];
+	GNN_INFO("synth_done",
+		 "preset=%s nodes=%lld edges=%lld directed_edges=%lld classes=%d feat_dim=%d "
+		 "homophily=%.4f mean_degree=%.2f max_degree=%lld weight_cap=%.1f "
+		 "in_community_prob=%.4f sub_communities=%lld noise_sd=%.3f candidates=%lld "
+		 "topup_rounds=%d seconds=%.2f",
+		 preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
+		 p->classes, p->feat_dim, p->edges ? (double)same / (double)p->edges : 0.0,
+		 mean_deg, (long long)max_deg, weight_cap, h_in, (long long)nsub, sigma,
+		 (long long)gen.drawn, rounds, now_s() - t0);
+	return GNN_OK;
+
+out:
+	model_free(&m);
+	free(keys);
+	free(src);
+	free(dst);
+	free(feat);
+	graph_free(g);
+	return rc;
+}

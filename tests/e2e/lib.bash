@@ -1,0 +1,32 @@
+# Shared helpers of the end-to-end tests (sourced). Each test prints
+# PASS/FAIL/SKIP lines for tests/run.sh; WORK is a scratch folder removed on exit.
+set -u
+ROOT=${GNN_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${GNN_BUILD:-$ROOT/build}
+BIN=$BUILD/bin
+TOOLS=$BUILD/tests
+DATASETS=${GNN_DATASETS:-$ROOT/../shared/datasets}
+WORK=$(mktemp -d /tmp/gnn-e2e.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+
+# check NAME CONDITION-DESCRIPTION COMMAND...: PASS when the command succeeds.
+check() {
+	local name=$1 what=$2
+	shift 2
+	if "$@"; then pass "$name"; else fail "$name" "$what"; fi
+}
+
+# Tests reading ../shared/datasets say so and skip when it is absent (a
+# user's clone has none); CI always has it.
+have_cora() {
+	[ -f "$DATASETS/cora/raw/edge.csv.gz" ]
+}
+
+# jget FILE FILTER: a value from a JSON file (jq).
+jget() {
+	jq -r "$2" "$1"
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# End-to-end tests of gnn-partition: real binary, real files. The Cora tests
+# read ../shared/datasets/cora and are skipped when it is absent.
+. "$(dirname "$0")/lib.bash"
+P=$BIN/gnn-partition
+CHECK=$TOOLS/partcheck
+
+# ---- command line -------------------------------------------------------
+out=$("$P" --help 2>&1)
+check help_lists_flags_and_env "--help exits 0 and lists --parts and GNN_PARTS" \
+	grep -q -- "--parts N  \[GNN_PARTS\]" <<<"$out"
+
+"$P" --synthetic tiny --out "$WORK/x" --bogus 2>"$WORK/err"; rc=$?
+check unknown_flag_rejected "unknown flag: exit 2 naming it" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'unknown_option option=--bogus' '$WORK/err'"
+
+"$P" --synthetic tiny --out "$WORK/x" --parts 0 2>"$WORK/err"; rc=$?
+check parts_range_checked "--parts 0: exit 2, out of range" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'out of range' '$WORK/err' && [ ! -e '$WORK/x' ]"
+
+"$P" --out "$WORK/x" 2>"$WORK/err"; rc=$?
+check input_required "no --input/--synthetic: exit 2" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'exactly one of --input' '$WORK/err'"
+
+GNN_PARTS=3 GNN_METHOD=random "$P" --synthetic tiny --out "$WORK/env" 2>"$WORK/err" >/dev/null
+check env_vars_configure "GNN_PARTS=3 GNN_METHOD=random give 3 random partitions" \
+	bash -c "[ \"\$(jq -r '.num_parts, .method' '$WORK/env/meta.json' | tr '\n' ' ')\" = '3 random ' ] && grep -q 'config .*parts=3' '$WORK/err'"
+
+GNN_PARTS=3 "$P" --synthetic tiny --parts 2 --out "$WORK/flagwins" 2>/dev/null >/dev/null
+check flag_overrides_env "--parts beats GNN_PARTS" \
+	bash -c "[ \"\$(jq .num_parts '$WORK/flagwins/meta.json')\" = 2 ]"
+
+# ---- synthetic graphs -----------------------------------------------------
+"$P" --synthetic tiny --parts 4 --out "$WORK/t1" 2>/dev/null >/dev/null
+"$P" --synthetic tiny --parts 4 --out "$WORK/t2" 2>/dev/null >/dev/null
+"$P" --synthetic tiny --parts 4 --seed 7 --out "$WORK/t3" 2>/dev/null >/dev/null
+check synthetic_partition_valid "tiny in 4 partitions passes partcheck" \
+	bash -c "'$CHECK' '$WORK/t1' | grep -q 'partcheck: ok'"
+check synthetic_deterministic "same seed gives byte-identical arrays" \
+	bash -c "for f in node-map.arr part-0/indices.arr part-3/feat.arr part-2/label.arr part-1/split.arr; do cmp -s '$WORK/t1/'\$f '$WORK/t2/'\$f || exit 1; done"
+check synthetic_seed_matters "another seed gives another graph" \
+	bash -c "! cmp -s '$WORK/t1/part-0/indices.arr' '$WORK/t3/part-0/indices.arr'"
+
+# ---- output handling ------------------------------------------------------
+before=$(md5sum "$WORK/t1/meta.json")
+"$P" --synthetic tiny --parts 2 --out "$WORK/t1" 2>"$WORK/err"; rc=$?
+check existing_output_refused "existing output without --force: exit 1, untouched" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'already exists' '$WORK/err' && [ \"\$(md5sum '$WORK/t1/meta.json')\" = '$before' ]"
+"$P" --synthetic tiny --parts 2 --out "$WORK/t1" --force 2>/dev/null >/dev/null
+check force_replaces "--force replaces the output" \
+	bash -c "[ \"\$(jq .num_parts '$WORK/t1/meta.json')\" = 2 ] && [ ! -e '$WORK/t1/part-3' ] && [ -z \"\$(ls -d '$WORK'/t1.tmp-* 2>/dev/null)\" ]"
+
+touch "$WORK/afile"
+"$P" --synthetic tiny --out "$WORK/afile/out" 2>"$WORK/err"; rc=$?
+check unwritable_output "output under a regular file: clear error, nothing written" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'output_unwritable' '$WORK/err' && [ -z \"\$(ls -d '$WORK'/afile.* 2>/dev/null)\" ]"
+
+# SIGTERM in the middle: exit non-zero, no output, no temporary folder.
+"$P" --synthetic medium --parts 2 --out "$WORK/killed" 2>"$WORK/err" >/dev/null &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid; rc=$?
+check sigterm_leaves_nothing "SIGTERM: non-zero exit, no output or temporary folder" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'failed reason=\"closed\"' '$WORK/err' && [ ! -e '$WORK/killed' ] && [ -z \"\$(ls -d '$WORK'/killed.tmp-* 2>/dev/null)\" ]"
+
+# ---- Cora -----------------------------------------------------------------
+if ! have_cora; then
+	for t in cora_partitions cora_metis_beats_random cora_keep_directed cora_bad_inputs; do
+		skip $t "reads ../shared/datasets/cora, which is absent"
+	done
+	exit 0
+fi
+CORA=$DATASETS/cora
+
+for parts in 1 2 4 8; do
+	"$P" --input "$CORA" --parts $parts --out "$WORK/cora-$parts" 2>"$WORK/err-$parts" >/dev/null
+	"$CHECK" "$WORK/cora-$parts" --raw "$CORA" --split planetoid >"$WORK/check-$parts"
+	check cora_partitions_P$parts "Cora in $parts: partcheck ok against the raw files, 2708 nodes, 10556 edges, train balanced within 10%" \
+		bash -c "grep -q 'partcheck: ok' '$WORK/check-$parts' &&
+			 [ \"\$(jq -r '[.num_nodes,.num_edges,.feat_dim,.num_classes,.num_train,.num_valid,.num_test]|join(\" \")' '$WORK/cora-$parts/meta.json')\" = '2708 10556 1433 7 140 500 1000' ] &&
+			 awk -F'train_max_over_mean=' '/train_max_over_mean/ { exit !(\$2 <= 1.10) }' '$WORK/check-$parts'"
+done
+
+for parts in 2 4 8; do
+	"$P" --input "$CORA" --parts $parts --method random --out "$WORK/cora-r$parts" 2>/dev/null >/dev/null
+	m=$(jq .edge_cut "$WORK/cora-$parts/meta.json")
+	r=$(jq .edge_cut "$WORK/cora-r$parts/meta.json")
+	echo "cora P=$parts edge_cut metis=$m random=$r"
+	check cora_metis_beats_random_P$parts "METIS edge cut ($m) below half of random's ($r)" \
+		bash -c "[ -n '$m' ] && [ -n '$r' ] && [ \$(( 2 * $m )) -lt $r ]"
+done
+
+"$P" --input "$CORA" --parts 2 --keep-directed --out "$WORK/cora-dir" 2>/dev/null >/dev/null
+check cora_keep_directed "--keep-directed keeps the 5278 given edges" \
+	bash -c "[ \"\$(jq -r '[.num_edges,.symmetric]|join(\" \")' '$WORK/cora-dir/meta.json')\" = '5278 false' ] &&
+		 '$CHECK' '$WORK/cora-dir' --raw '$CORA' --split planetoid --directed | grep -q 'partcheck: ok'"
+
+# ---- bad input: clear message, non-zero exit, nothing left behind ----------
+# bad NAME EXPECTED-MESSAGE [extra flags]: partitions $WORK/bad (prepared by
+# the caller) and checks the outcome.
+bad() {
+	local name=$1 msg=$2
+	shift 2
+	rm -rf "$WORK/bad-out"
+	"$P" --input "$WORK/bad" --parts 2 --out "$WORK/bad-out" "$@" 2>"$WORK/err" >/dev/null
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		fail "bad_input_$name" "exit status 0"
+	elif ! grep -q -- "$msg" "$WORK/err"; then
+		fail "bad_input_$name" "message lacks '$msg': $(grep ERROR "$WORK/err" | head -n 2)"
+	elif [ -e "$WORK/bad-out" ] || ls -d "$WORK"/bad-out.tmp-* >/dev/null 2>&1; then
+		fail "bad_input_$name" "output or temporary folder left behind"
+	else
+		pass "bad_input_$name"
+	fi
+}
+fresh() {  # a writable copy of Cora in $WORK/bad
+	rm -rf "$WORK/bad"
+	cp -r "$CORA" "$WORK/bad"
+	chmod -R u+w "$WORK/bad"
+}
+# edit FILE SED-SCRIPT: rewrites a gzip file of $WORK/bad through sed.
+edit() {
+	zcat "$WORK/bad/$1" | sed "$2" | gzip -c >"$WORK/bad/$1.new" && mv "$WORK/bad/$1.new" "$WORK/bad/$1"
+}
+
+fresh; rm "$WORK/bad/raw/node-label.csv.gz"
+bad missing_file "node-label.csv.gz"
+fresh; head -c $(( $(stat -c %s "$CORA/raw/edge.csv.gz") / 2 )) "$CORA/raw/edge.csv.gz" >"$WORK/bad/raw/edge.csv.gz"
+bad truncated_gzip "edge.csv.gz line=[0-9]* reason=\"truncated gzip file"
+fresh; printf 'garbage that is not gzip\n' >"$WORK/bad/raw/node-label.csv.gz"
+bad not_gzip "node-label.csv.gz line=1 reason=\"label is not a number"
+fresh; edit raw/edge.csv.gz '17s/.*/12,abc/'
+bad non_numeric_field "line=17 reason=\"expected two integer columns"
+fresh; edit raw/edge.csv.gz '9s/$/,3/'
+bad wrong_column_count "line=9 reason=\"expected two integer columns"
+fresh; edit raw/node-feat.csv.gz '5s/,[^,]*$//'
+bad wrong_feature_columns "node-feat.csv.gz line=5 reason=\"expected 1433 numeric columns"
+fresh; edit raw/edge.csv.gz '3s/.*/0,2708/'
+bad node_id_out_of_range "line=3 reason=\"node ID out of range \[0, 2708)"
+fresh; edit raw/node-feat.csv.gz '7s/^[^,]*,/nan,/'
+bad nan_feature "line=7 reason=\"feature is NaN or infinite"
+fresh; edit raw/node-feat.csv.gz '8s/,[^,]*,/,inf,/'
+bad infinite_feature "line=8 reason=\"feature is NaN or infinite"
+fresh; edit raw/node-label.csv.gz '11s/.*/-2/'
+bad negative_label "line=11 reason=\"label out of range"
+fresh; edit raw/node-label.csv.gz '12s/.*/9/'
+bad label_above_classes "line=12 reason=\"label out of range: must be an integer in \[0, 7)" --classes 7
+fresh; printf '0\n' | gzip -c >"$WORK/bad/raw/num-node-list.csv.gz"
+bad empty_graph "empty graph"
+fresh; edit split/planetoid/valid.csv.gz '4s/.*/99999/'
+bad split_id_out_of_range "valid.csv.gz line=4 reason=\"node ID out of range"
+fresh; edit raw/edge.csv.gz '1,4d'
+bad edge_count_mismatch "differs from num-edge-list"
+fresh
+bad more_parts_than_nodes "more partitions than nodes" --parts 3000

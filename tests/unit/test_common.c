@@ -1,0 +1,343 @@
+/* Unit tests of libcommon: err, opt, arr, json, part (meta.json), sys. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "arr.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "opt.h"
+#include "part.h"
+#include "sys.h"
+#include "testlib.h"
+
+static char tmpdir[] = "/tmp/gnn-unit.XXXXXX";
+
+static const char *tmp_path(const char *name)
+{
+	static char buf[8][256];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir, name);
+	return buf[k];
+}
+
+static void test_strerror(void)
+{
+	CHECK(strcmp(gnn_strerror(GNN_OK), "success") == 0);
+	CHECK(strcmp(gnn_strerror(GNN_ECHECKSUM), "checksum mismatch") == 0);
+	CHECK(strcmp(gnn_strerror(-1), "unknown error") == 0);
+	CHECK(strcmp(gnn_strerror(GNN_ERR_COUNT), "unknown error") == 0);
+	for (int e = 0; e < GNN_ERR_COUNT; e++)
+		CHECK(strcmp(gnn_strerror(e), "unknown error") != 0);
+}
+
+/* ---- opt ---- */
+static int64_t o_parts;
+static double o_lr;
+static const char *o_method, *o_list;
+static bool o_force;
+static const struct gnn_opt opts[] = {
+	{ "parts", GNN_OPT_INT, &o_parts, "2", 1, 64, NULL, "partitions" },
+	{ "learning-rate", GNN_OPT_FLOAT, &o_lr, "0.01", 1e-6, 1, NULL, "step size" },
+	{ "method", GNN_OPT_STR, &o_method, "metis", 0, 0, "metis|random", "method" },
+	{ "peers", GNN_OPT_LIST, &o_list, NULL, 0, 0, NULL, "peers" },
+	{ "force", GNN_OPT_BOOL, &o_force, NULL, 0, 0, NULL, "force" },
+	{ NULL },
+};
+
+static int parse(int argc, char **argv)
+{
+	return gnn_opt_parse("t", "test", opts, argc, argv);
+}
+
+static void test_opt_defaults_flags_env(void)
+{
+	char *a0[] = { "t" };
+	char *a1[] = { "t", "--parts", "5", "--learning-rate=0.5", "--method", "random", "--force",
+		       "--peers", "a,b" };
+	char *a2[] = { "t", "--parts", "7" };
+
+	unsetenv("GNN_PARTS");
+	CHECK(parse(1, a0) == GNN_OK);
+	CHECK(o_parts == 2 && o_lr == 0.01 && strcmp(o_method, "metis") == 0 && !o_force && o_list == NULL);
+	CHECK(parse(9, a1) == GNN_OK);
+	CHECK(o_parts == 5 && o_lr == 0.5 && strcmp(o_method, "random") == 0 && o_force &&
+	      strcmp(o_list, "a,b") == 0);
+	/* Environment beats the default, the flag beats the environment. */
+	setenv("GNN_PARTS", "9", 1);
+	setenv("GNN_LEARNING_RATE", "0.25", 1);
+	setenv("GNN_FORCE", "yes", 1);
+	CHECK(parse(1, a0) == GNN_OK);
+	CHECK(o_parts == 9 && o_lr == 0.25 && o_force);
+	CHECK(parse(3, a2) == GNN_OK);
+	CHECK(o_parts == 7);
+	unsetenv("GNN_PARTS");
+	unsetenv("GNN_LEARNING_RATE");
+	unsetenv("GNN_FORCE");
+}
+
+static void test_opt_rejects(void)
+{
+	char *unknown[] = { "t", "--nope" };
+	char *positional[] = { "t", "extra" };
+	char *range[] = { "t", "--parts", "65" };
+	char *notint[] = { "t", "--parts", "3x" };
+	char *nan[] = { "t", "--learning-rate", "nan" };
+	char *choice[] = { "t", "--method", "kmeans" };
+	char *missing[] = { "t", "--parts" };
+	char *empty[] = { "t", "--peers=" };
+
+	gnn_log_set_level(GNN_LOG_ERROR + 1);  /* quiet: these log errors on purpose */
+	CHECK(parse(2, unknown) == GNN_EINVAL);
+	CHECK(parse(2, positional) == GNN_EINVAL);
+	CHECK(parse(3, range) == GNN_ERANGE);
+	CHECK(parse(3, notint) == GNN_EINVAL);
+	CHECK(parse(3, nan) == GNN_EINVAL);
+	CHECK(parse(3, choice) == GNN_EINVAL);
+	CHECK(parse(2, missing) == GNN_EINVAL);
+	CHECK(parse(2, empty) == GNN_EINVAL);
+	setenv("GNN_PARTS", "0", 1);
+	CHECK(parse(1, unknown) == GNN_ERANGE);
+	setenv("GNN_PARTS", "two", 1);
+	CHECK(parse(1, unknown) == GNN_EINVAL);
+	unsetenv("GNN_PARTS");
+	gnn_log_set_level(GNN_LOG_INFO);
+}
+
+static void test_opt_help(void)
+{
+	char *help[] = { "t", "--parts", "3", "--help" };
+	int saved = dup(STDOUT_FILENO), fd = open(tmp_path("help.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char text[2048] = "";
+	FILE *f;
+	int rc;
+
+	fflush(stdout);
+	dup2(fd, STDOUT_FILENO);
+	rc = parse(4, help);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	CHECK(rc == GNN_EHELP);
+	f = fopen(tmp_path("help.txt"), "r");
+	if (!CHECK(f != NULL))
+		return;
+	text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+	fclose(f);
+	CHECK(strstr(text, "--parts N  [GNN_PARTS]") != NULL);
+	CHECK(strstr(text, "--learning-rate X  [GNN_LEARNING_RATE]") != NULL);
+	CHECK(strstr(text, "(default metis)") != NULL);
+	CHECK(strstr(text, "metis|random") != NULL);
+}
+
+/* ---- arr ---- */
+static void test_arr_roundtrip(void)
+{
+	float data[3 * 4];
+	struct gnn_arr_info info;
+	struct gnn_arr a;
+
+	for (int i = 0; i < 12; i++)
+		data[i] = (float)i * 0.5f;
+	CHECK(gnn_arr_write(tmp_path("a.arr"), GNN_DT_F32, 3, 4, data, &info) == GNN_OK);
+	CHECK(info.rows == 3 && info.cols == 4 && info.file_bytes == 64 + 48);
+	CHECK(access(tmp_path("a.arr.tmp"), F_OK) != 0);  /* renamed into place */
+	if (!CHECK(gnn_arr_open(tmp_path("a.arr"), GNN_DT_F32, GNN_ARR_VERIFY, &a) == GNN_OK))
+		return;
+	CHECK(a.info.rows == 3 && a.info.cols == 4 && a.info.data_crc32 == info.data_crc32);
+	CHECK(memcmp(a.data, data, sizeof(data)) == 0);
+	CHECK((uintptr_t)a.data % 64 == 0);  /* mmap-able: data page-offset 64 */
+	gnn_arr_close(&a);
+	/* Empty arrays are valid. */
+	CHECK(gnn_arr_write(tmp_path("e.arr"), GNN_DT_I64, 0, 1, NULL, NULL) == GNN_OK);
+	CHECK(gnn_arr_open(tmp_path("e.arr"), GNN_DT_I64, GNN_ARR_VERIFY, &a) == GNN_OK && a.info.rows == 0);
+	gnn_arr_close(&a);
+}
+
+/* Copies a.arr to b.arr with one byte changed (or the file cut to len). */
+static void damage(long offset, int xor, long len)
+{
+	FILE *in = fopen(tmp_path("a.arr"), "rb"), *out = fopen(tmp_path("b.arr"), "wb");
+	int c;
+
+	for (long i = 0; (c = fgetc(in)) != EOF && (len < 0 || i < len); i++)
+		fputc(i == offset ? c ^ xor : c, out);
+	fclose(in);
+	fclose(out);
+}
+
+static void test_arr_rejects(void)
+{
+	struct gnn_arr a;
+	uint32_t v2 = 2;
+
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	CHECK(gnn_arr_open(tmp_path("missing.arr"), 0, 0, &a) == GNN_ENOENT);
+	CHECK(gnn_arr_open(tmp_path("a.arr"), GNN_DT_I32, 0, &a) == GNN_EFORMAT);  /* wrong dtype */
+	damage(0, 0x20, -1);  /* magic */
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_EFORMAT);
+	damage(20, 0x01, -1);  /* rows: header CRC catches it */
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_ECHECKSUM);
+	damage(70, 0x01, -1);  /* data: only a verifying open reads it */
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_OK);
+	gnn_arr_close(&a);
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, GNN_ARR_VERIFY, &a) == GNN_ECHECKSUM);
+	damage(-1, 0, 100);  /* truncated */
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_EFORMAT);
+	damage(-1, 0, 10);  /* shorter than a header */
+	CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_EFORMAT);
+	/* A future version with a valid header CRC is refused as a version. */
+	{
+		FILE *f;
+		unsigned char h[64];
+		uint32_t crc;
+
+		damage(-1, 0, -1);
+		f = fopen(tmp_path("b.arr"), "r+b");
+		CHECK(fread(h, 1, 64, f) == 64);
+		memcpy(h + 8, &v2, 4);
+		crc = (uint32_t)crc32(0, h, 44);  /* as arr.c computes it */
+		memcpy(h + 44, &crc, 4);
+		fseek(f, 0, SEEK_SET);
+		fwrite(h, 1, 64, f);
+		fclose(f);
+		CHECK(gnn_arr_open(tmp_path("b.arr"), 0, 0, &a) == GNN_EVERSION);
+	}
+	gnn_log_set_level(GNN_LOG_INFO);
+}
+
+static void test_arr_writer_abort(void)
+{
+	struct gnn_arr_writer *w;
+	int64_t x[4] = { 1, 2, 3, 4 };
+
+	CHECK(gnn_arr_writer_open(tmp_path("w.arr"), GNN_DT_I64, 2, &w) == GNN_OK);
+	CHECK(gnn_arr_writer_append(w, x, 2) == GNN_OK);
+	CHECK(access(tmp_path("w.arr.tmp"), F_OK) == 0);
+	gnn_arr_writer_abort(w);
+	CHECK(access(tmp_path("w.arr.tmp"), F_OK) != 0 && access(tmp_path("w.arr"), F_OK) != 0);
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	CHECK(gnn_arr_writer_open(tmp_path("nodir/w.arr"), GNN_DT_I64, 2, &w) == GNN_EIO);
+	gnn_log_set_level(GNN_LOG_INFO);
+}
+
+/* ---- json ---- */
+static void test_json(void)
+{
+	json_t *j = json_pack("{s:i, s:s, s:[i]}", "n", 5, "s", "x", "a", 1), *k = NULL, *arr;
+	const char *s;
+	int64_t n;
+	FILE *f;
+
+	CHECK(gnn_json_save_atomic(tmp_path("j.json"), j) == GNN_OK);
+	CHECK(access(tmp_path("j.json.tmp"), F_OK) != 0);
+	CHECK(gnn_json_load(tmp_path("j.json"), &k) == GNN_OK);
+	CHECK(json_equal(j, k));
+	CHECK(gnn_json_get_int(k, "t", "n", 0, 10, &n) == GNN_OK && n == 5);
+	CHECK(gnn_json_get_str(k, "t", "s", &s) == GNN_OK && strcmp(s, "x") == 0);
+	CHECK(gnn_json_get_array(k, "t", "a", &arr) == GNN_OK && json_array_size(arr) == 1);
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	CHECK(gnn_json_get_int(k, "t", "n", 6, 10, &n) == GNN_ERANGE);
+	CHECK(gnn_json_get_int(k, "t", "s", 0, 10, &n) == GNN_EFORMAT);
+	CHECK(gnn_json_get_int(k, "t", "zz", 0, 10, &n) == GNN_EFORMAT);
+	CHECK(gnn_json_get_str(k, "t", "n", &s) == GNN_EFORMAT);
+	CHECK(gnn_json_load(tmp_path("none.json"), &k) == GNN_ENOENT);
+	f = fopen(tmp_path("bad.json"), "w");
+	fputs("{\"a\": 1,\n \"a\": 2}", f);  /* duplicate key */
+	fclose(f);
+	CHECK(gnn_json_load(tmp_path("bad.json"), &k) == GNN_EFORMAT);
+	CHECK(gnn_json_save_atomic(tmp_path("nodir/x.json"), j) == GNN_EIO);
+	gnn_log_set_level(GNN_LOG_INFO);
+	json_decref(j);
+	json_decref(k);
+}
+
+/* ---- part: meta.json validation and owner lookup ---- */
+static int write_meta(const char *text)
+{
+	FILE *f;
+
+	gnn_mkdir_p(tmp_path("p"));
+	f = fopen(tmp_path("p/meta.json"), "w");
+	if (f == NULL)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	return 0;
+}
+
+#define META_HEAD "{\"format\": \"gnn-dist-partitions\", \"format_version\": 1, \"num_nodes\": 10, " \
+		  "\"num_edges\": 4, \"feat_dim\": 3, \"num_classes\": 2, \"symmetric\": true, "
+
+static void test_meta(void)
+{
+	struct gnn_meta m;
+	int32_t want[] = { -1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, -1 };
+
+	write_meta(META_HEAD "\"num_parts\": 3, \"parts\": [{\"node_start\": 0, \"node_end\": 3}, "
+			     "{\"node_start\": 3, \"node_end\": 9}, {\"node_start\": 9, \"node_end\": 10}]}");
+	if (!CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_OK))
+		return;
+	CHECK(m.num_parts == 3 && m.offsets[0] == 0 && m.offsets[1] == 3 && m.offsets[3] == 10);
+	for (int64_t g = -1; g <= 10; g++)
+		CHECK(gnn_meta_owner(&m, g) == want[g + 1]);
+	gnn_meta_free(&m);
+
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	write_meta(META_HEAD "\"num_parts\": 2, \"parts\": [{\"node_start\": 0, \"node_end\": 4}, "
+			     "{\"node_start\": 5, \"node_end\": 10}]}");  /* gap */
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);
+	write_meta(META_HEAD "\"num_parts\": 2, \"parts\": [{\"node_start\": 0, \"node_end\": 4}]}");
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);  /* count mismatch */
+	write_meta(META_HEAD "\"num_parts\": 1, \"parts\": [{\"node_start\": 0, \"node_end\": 9}]}");
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);  /* does not cover */
+	write_meta("{\"format\": \"gnn-dist-partitions\", \"format_version\": 2}");
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EVERSION);
+	write_meta("{\"format\": \"something-else\"}");
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);
+	write_meta("[1, 2");
+	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);
+	gnn_log_set_level(GNN_LOG_INFO);
+}
+
+static void test_sys(void)
+{
+	CHECK(gnn_mkdir_p(tmp_path("d1/d2/d3")) == GNN_OK);
+	CHECK(gnn_mkdir_p(tmp_path("d1/d2/d3")) == GNN_OK);  /* idempotent */
+	CHECK(gnn_arr_write(tmp_path("d1/d2/d3/x.arr"), GNN_DT_U8, 1, 1, "x", NULL) == GNN_OK);
+	CHECK(gnn_rm_rf(tmp_path("d1")) == GNN_OK);
+	CHECK(access(tmp_path("d1"), F_OK) != 0);
+	CHECK(gnn_rm_rf(tmp_path("d1")) == GNN_OK);  /* missing is fine */
+	CHECK(gnn_peak_rss_bytes() > 0 && gnn_rss_bytes() > 0);
+	CHECK(!gnn_stop_requested());
+	CHECK(gnn_signals_install() == GNN_OK);
+	raise(SIGTERM);
+	CHECK(gnn_stop_requested());
+}
+
+int main(void)
+{
+	gnn_log_init("test_common");
+	if (mkdtemp(tmpdir) == NULL)
+		return 1;
+	RUN(test_strerror);
+	RUN(test_opt_defaults_flags_env);
+	RUN(test_opt_rejects);
+	RUN(test_opt_help);
+	RUN(test_arr_roundtrip);
+	RUN(test_arr_rejects);
+	RUN(test_arr_writer_abort);
+	RUN(test_json);
+	RUN(test_meta);
+	RUN(test_sys);
+	gnn_rm_rf(tmpdir);
+	return t_done();
+}

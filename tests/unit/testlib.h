@@ -1,0 +1,56 @@
+/* testlib.h - the smallest useful unit-test harness.
+ *
+ * Each test binary calls RUN(fn) per test; CHECK records a failure (file,
+ * line, expression) and evaluates to whether it held, so a test may stop
+ * with `if (!CHECK(p != NULL)) return;`. Output is one line per test,
+ * "PASS name", "FAIL name: why" or "SKIP name: why", read by tests/run.sh.
+ * t_done() returns the process exit status. */
+#ifndef GNN_TESTLIB_H
+#define GNN_TESTLIB_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static int t_failed_checks;
+static int t_failed_tests;
+static const char *t_skip_reason;
+
+static inline bool t_check(bool ok, const char *expr, const char *file, int line)
+{
+	if (!ok) {
+		fprintf(stdout, "  check failed: %s (%s:%d)\n", expr, file, line);
+		t_failed_checks++;
+	}
+	return ok;
+}
+
+#define CHECK(c) t_check((c), #c, __FILE__, __LINE__)
+#define SKIP(reason) (t_skip_reason = (reason))
+
+static inline void t_run(const char *name, void (*fn)(void))
+{
+	int before = t_failed_checks;
+
+	t_skip_reason = NULL;
+	fflush(stdout);
+	fn();
+	if (t_failed_checks != before) {
+		printf("FAIL %s: %d check(s) failed\n", name, t_failed_checks - before);
+		t_failed_tests++;
+	} else if (t_skip_reason != NULL) {
+		printf("SKIP %s: %s\n", name, t_skip_reason);
+	} else {
+		printf("PASS %s\n", name);
+	}
+	fflush(stdout);
+}
+
+#define RUN(fn) t_run(#fn, fn)
+
+static inline int t_done(void)
+{
+	return t_failed_tests ? 1 : 0;
+}
+
+#endif
