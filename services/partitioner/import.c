@@ -449,7 +449,7 @@ out:
 	return rc;
 }
 
-int import_ogb(const struct import_opts *o, struct graph *g)
+int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, size_t len)
 {
 	char raw[4096], split[4096];
 	int32_t *src = NULL, *dst = NULL;
@@ -464,6 +464,7 @@ int import_ogb(const struct import_opts *o, struct graph *g)
 	}
 	if ((rc = find_split(o->dir, o->split, split, sizeof(split))) != GNN_OK)
 		return rc;
+	snprintf(split_name, len, "%s", strrchr(split, '/') + 1);
 	if ((rc = read_count(raw, "num-node-list.csv", INT32_MAX, &n)) != GNN_OK)
 		return rc;
 	if (n == 0) {

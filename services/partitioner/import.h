@@ -13,6 +13,7 @@
 #define GNN_PART_IMPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph.h"
@@ -25,7 +26,8 @@ struct import_opts {
 };
 
 /* Fills *g (zeroed by the caller; graph_free releases it, also after an
- * error) from the dataset in o->dir. */
-int import_ogb(const struct import_opts *o, struct graph *g);
+ * error) from the dataset in o->dir, and split_name (len bytes) with the
+ * name of the split folder read. */
+int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, size_t len);
 
 #endif

@@ -108,15 +108,10 @@ static int prepare_output(char *tmp, size_t len)
 		rc = gnn_mkdir_p(parent);
 	}
 	free(parent);
+	if (rc == GNN_OK && mkdir(tmp, 0755) != 0)
+		rc = GNN_EIO;
 	if (rc != GNN_OK)
-		goto out_unwritable;
-	if (mkdir(tmp, 0755) != 0) {
 		GNN_ERROR("output_unwritable", "out=%s tmp=%s error=\"%s\"", cfg.out, tmp, strerror(errno));
-		return GNN_EIO;
-	}
-	return GNN_OK;
-out_unwritable:
-	GNN_ERROR("output_unwritable", "out=%s reason=\"cannot create its parent folder\"", cfg.out);
 	return rc;
 }
 
@@ -148,29 +143,29 @@ static int synth_config(struct synth_params *p)
 	return synth_validate(p);
 }
 
-/* Loads the graph and records where it came from in meta["source"]. */
-static int load_graph(struct graph *g, json_t *meta)
+/* Loads the graph (sp: the checked synthetic parameters, when --synthetic)
+ * and records where it came from in meta["source"]. */
+static int load_graph(const struct synth_params *sp, struct graph *g, json_t *meta)
 {
-	struct synth_params sp;
 	int rc;
 
 	if (cfg.input != NULL) {
 		struct import_opts io = { .dir = cfg.input, .split = cfg.split,
 					  .keep_directed = cfg.keep_directed, .num_classes = cfg.classes };
 
-		rc = import_ogb(&io, g);
-		json_object_set_new(meta, "source", json_pack("{s:s, s:s, s:s?}", "kind", "ogb", "path",
-							      cfg.input, "split", cfg.split));
+		char split[256] = "";
+
+		rc = import_ogb(&io, g, split, sizeof(split));
+		json_object_set_new(meta, "source", json_pack("{s:s, s:s, s:s}", "kind", "ogb", "path",
+							      cfg.input, "split", split));
 		return rc;
 	}
-	if ((rc = synth_config(&sp)) != GNN_OK)
-		return rc;
-	rc = synth_generate(&sp, g);
+	rc = synth_generate(sp, g);
 	json_object_set_new(meta, "source",
 			    json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "kind", "synthetic", "preset",
-				      sp.preset, "nodes", (json_int_t)sp.nodes, "undirected_edges",
-				      (json_int_t)sp.edges, "feat_dim", sp.feat_dim, "classes", sp.classes,
-				      "seed", (json_int_t)sp.seed));
+				      sp->preset, "nodes", (json_int_t)sp->nodes, "undirected_edges",
+				      (json_int_t)sp->edges, "feat_dim", sp->feat_dim, "classes", sp->classes,
+				      "seed", (json_int_t)sp->seed));
 	return rc;
 }
 
@@ -263,6 +258,7 @@ int main(int argc, char **argv)
 	struct graph g = { 0 };
 	struct partition pt = { 0 };
 	struct partition_opts popts;
+	struct synth_params sp;
 	json_t *meta = NULL, *mem;
 	char tmp[4096], path[4200];
 	double t0 = gnn_now(), t_load, t_part, t_write;
@@ -273,7 +269,8 @@ int main(int argc, char **argv)
 	rc = gnn_opt_parse("gnn-partition", "Partition a graph for gnn-dist's graph stores.", options, argc, argv);
 	if (rc == GNN_EHELP)
 		return 0;
-	if (rc != GNN_OK || check_config() != GNN_OK)
+	if (rc != GNN_OK || check_config() != GNN_OK ||
+	    (cfg.synthetic != NULL && synth_config(&sp) != GNN_OK))
 		return EXIT_USAGE;
 	gnn_opt_log(options);
 	gnn_signals_install();
@@ -285,7 +282,7 @@ int main(int argc, char **argv)
 		goto out_fail;
 	}
 
-	if ((rc = load_graph(&g, meta)) != GNN_OK)
+	if ((rc = load_graph(&sp, &g, meta)) != GNN_OK)
 		goto out_fail;
 	t_load = gnn_now() - t0;
 	if (cfg.parts > g.num_nodes) {

@@ -954,7 +954,7 @@ static int make_features(const struct synth_params *p, struct synth_feat **out, 
 	f->dim = p->feat_dim;
 	f->classes = p->classes;
 	*sigma = sqrt((double)p->feat_dim / 2.0) / noise_z(p->classes);
-	/* ih_sum() has at most 18 significant bits, the scale 6: their float
+	/* ih_sum() has at most 17 significant bits, the scale 6: their float
 	 * product is exact, so mu + noise * scale rounds once, fused or not. */
 	f->scale = (float)round_bits(*sigma / ih_sd(), 6);
 	rng_seed(&r, p->seed, TAG_CENTROIDS);

@@ -18,6 +18,10 @@ check unknown_flag_rejected "unknown flag: exit 2 naming it" \
 check parts_range_checked "--parts 0: exit 2, out of range" \
 	bash -c "[ $rc -eq 2 ] && grep -q 'out of range' '$WORK/err' && [ ! -e '$WORK/x' ]"
 
+"$P" --synthetic huge --out "$WORK/x" 2>"$WORK/err"; rc=$?
+check unknown_preset_rejected "unknown preset: exit 2 before any output" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'tiny|small|medium|products' '$WORK/err' && [ -z \"\$(ls -d '$WORK'/x* 2>/dev/null)\" ]"
+
 "$P" --out "$WORK/x" 2>"$WORK/err"; rc=$?
 check input_required "no --input/--synthetic: exit 2" \
 	bash -c "[ $rc -eq 2 ] && grep -q 'exactly one of --input' '$WORK/err'"
@@ -78,7 +82,7 @@ for parts in 1 2 4 8; do
 	"$CHECK" "$WORK/cora-$parts" --raw "$CORA" --split planetoid >"$WORK/check-$parts"
 	check cora_partitions_P$parts "Cora in $parts: partcheck ok against the raw files, 2708 nodes, 10556 edges, train balanced within 10%" \
 		bash -c "grep -q 'partcheck: ok' '$WORK/check-$parts' &&
-			 [ \"\$(jq -r '[.num_nodes,.num_edges,.feat_dim,.num_classes,.num_train,.num_valid,.num_test]|join(\" \")' '$WORK/cora-$parts/meta.json')\" = '2708 10556 1433 7 140 500 1000' ] &&
+			 [ \"\$(jq -r '[.num_nodes,.num_edges,.feat_dim,.num_classes,.num_train,.num_valid,.num_test,.source.split]|join(\" \")' '$WORK/cora-$parts/meta.json')\" = '2708 10556 1433 7 140 500 1000 planetoid' ] &&
 			 awk -F'train_max_over_mean=' '/train_max_over_mean/ { exit !(\$2 <= 1.10) }' '$WORK/check-$parts'"
 done
 

@@ -174,23 +174,12 @@ static bool expect(int port, const char *method, const char *path, int status, c
 	return ok;
 }
 
-/* The value of sample key (name and labels) in a scrape; -1 if absent. */
-static double sample_value(const char *text, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
-		if ((p == text || p[-1] == '\n') && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
-}
-
 static double requests(const char *text, const char *path, int code)
 {
 	char key[128];
 
 	snprintf(key, sizeof(key), "gnn_http_requests_total{path=\"%s\",code=\"%d\"}", path, code);
-	return sample_value(text, key);
+	return t_sample_value(text, key);
 }
 
 static double elapsed_s(const struct timespec *t0)
@@ -338,8 +327,8 @@ static void test_metrics_pass_promtool(void)
 	if (!CHECK(http_req(gnn_http_port(srv), "GET", "/metrics", &r)))
 		goto out_srv;
 	CHECK(r.status == 200);
-	CHECK(sample_value(r.body, "gnn_samples_total") == 42);
-	CHECK(sample_value(r.body, "process_open_fds") >= 3);
+	CHECK(t_sample_value(r.body, "gnn_samples_total") == 42);
+	CHECK(t_sample_value(r.body, "process_open_fds") >= 3);
 	if (CHECK((fd = mkstemp(path)) >= 0) && CHECK((fp = fdopen(fd, "w")) != NULL)) {
 		fwrite(r.body, 1, r.body_len, fp);
 		fclose(fp);

@@ -37,18 +37,6 @@ static bool has_line(const char *text, const char *line)
 	return false;
 }
 
-/* The value of the sample whose name-and-labels part is exactly key; NAN
- * when there is none. */
-static double sample_value(const char *text, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
-		if ((p == text || p[-1] == '\n') && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return NAN;
-}
-
 static void test_render_exact(void)
 {
 	static const char *const kind[] = { "kind" };
@@ -562,17 +550,17 @@ static void test_process_metrics(void)
 	CHECK(has_line(text, "# TYPE process_start_time_seconds gauge"));
 	CHECK(has_line(text, "# TYPE process_open_fds gauge"));
 	CHECK(has_line(text, "# TYPE process_max_fds gauge"));
-	CHECK(sample_value(text, "process_cpu_seconds_total") > 0);
-	v = sample_value(text, "process_resident_memory_bytes");
+	CHECK(t_sample_value(text, "process_cpu_seconds_total") > 0);
+	v = t_sample_value(text, "process_resident_memory_bytes");
 	CHECK(v > 1e5 && v < 1e12);
-	CHECK(sample_value(text, "process_virtual_memory_bytes") >= v);
+	CHECK(t_sample_value(text, "process_virtual_memory_bytes") >= v);
 	/* stdin, stdout and stderr at least; the /proc/self/fd listing itself
 	 * is not counted. */
-	v = sample_value(text, "process_open_fds");
+	v = t_sample_value(text, "process_open_fds");
 	CHECK(v >= 3 && v < 10000);
-	CHECK(sample_value(text, "process_max_fds") >= v);
+	CHECK(t_sample_value(text, "process_max_fds") >= v);
 	clock_gettime(CLOCK_REALTIME, &now);
-	v = sample_value(text, "process_start_time_seconds");
+	v = t_sample_value(text, "process_start_time_seconds");
 	if (!CHECK(v <= (double)now.tv_sec + 1 && v > (double)now.tv_sec - 600))
 		printf("  start_time=%f now=%ld\n", v, (long)now.tv_sec);
 	free(text);

@@ -138,6 +138,7 @@ static void test_import_cora(void)
 	char dir[2048], raw[2100];
 	struct import_opts o = { 0 };
 	struct graph g = { 0 };
+	char split[64];
 	int64_t counts[4] = { 0 }, bad = 0;
 	FILE *f;
 
@@ -148,8 +149,9 @@ static void test_import_cora(void)
 		return;
 	}
 	o.dir = dir;
-	if (!CHECK(import_ogb(&o, &g) == GNN_OK))
+	if (!CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
 		return;
+	CHECK(strcmp(split, "planetoid") == 0);
 	CHECK(g.num_nodes == 2708 && g.num_edges == 10556 && g.feat_dim == 1433 && g.num_classes == 7);
 	CHECK(g.symmetric);
 	for (int64_t v = 0; v < g.num_nodes; v++)
@@ -193,7 +195,7 @@ static void test_import_cora(void)
 
 	graph_free(&g);
 	o.keep_directed = true;
-	CHECK(import_ogb(&o, &g) == GNN_OK && g.num_edges == 5278 && !g.symmetric);
+	CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK && g.num_edges == 5278 && !g.symmetric);
 	graph_free(&g);
 }
 

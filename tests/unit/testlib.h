@@ -8,7 +8,9 @@
 #ifndef GNN_TESTLIB_H
 #define GNN_TESTLIB_H
 
+#include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +49,18 @@ static inline void t_run(const char *name, void (*fn)(void))
 }
 
 #define RUN(fn) t_run(#fn, fn)
+
+/* The value of the Prometheus sample whose name-and-labels part is exactly
+ * key (e.g. `requests_total{code="200"}`) in a scrape; NAN when absent. */
+static inline double t_sample_value(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = text; (p = strstr(p, key)) != NULL; p++)
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return NAN;
+}
 
 static inline int t_done(void)
 {
