@@ -1,0 +1,748 @@
+#include "proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
+
+static const char *const msg_names[GNN_MSG_TYPE_COUNT] = {
+	[GNN_MSG_ERROR] = "error",
+	[GNN_MSG_INFO_REQ] = "info",
+	[GNN_MSG_INFO_RESP] = "info_resp",
+	[GNN_MSG_SAMPLE_REQ] = "sample",
+	[GNN_MSG_SAMPLE_RESP] = "sample_resp",
+	[GNN_MSG_FEAT_REQ] = "features",
+	[GNN_MSG_FEAT_RESP] = "features_resp",
+	[GNN_MSG_LABEL_REQ] = "labels",
+	[GNN_MSG_LABEL_RESP] = "labels_resp",
+	[GNN_MSG_SPLIT_REQ] = "split",
+	[GNN_MSG_SPLIT_RESP] = "split_resp",
+	[GNN_MSG_NODES_REQ] = "nodes",
+	[GNN_MSG_NODES_RESP] = "nodes_resp",
+	[GNN_MSG_MINIBATCH_REQ] = "minibatch",
+	[GNN_MSG_MINIBATCH_RESP] = "minibatch_resp",
+};
+
+const char *gnn_msg_name(uint16_t type)
+{
+	if (type >= GNN_MSG_TYPE_COUNT || msg_names[type] == NULL)
+		return "unknown";
+	return msg_names[type];
+}
+
+/* ---- writing ---- */
+
+void gnn_wbuf_init(struct gnn_wbuf *w)
+{
+	memset(w, 0, sizeof(*w));
+}
+
+void gnn_wbuf_free(struct gnn_wbuf *w)
+{
+	free(w->buf);
+	gnn_wbuf_init(w);
+}
+
+static void put(struct gnn_wbuf *w, const void *p, size_t n)
+{
+	if (w->failed || n == 0)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 256;
+		uint8_t *b;
+
+		while (cap < w->len + n)
+			cap *= 2;
+		b = realloc(w->buf, cap);
+		if (b == NULL) {
+			w->failed = true;
+			return;
+		}
+		w->buf = b;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static void put_u32(struct gnn_wbuf *w, uint32_t v) { put(w, &v, 4); }
+static void put_u64(struct gnn_wbuf *w, uint64_t v) { put(w, &v, 8); }
+
+/* Zero padding up to the next multiple of 8 from the message start. */
+static void pad8(struct gnn_wbuf *w, size_t start)
+{
+	static const uint8_t zero[8];
+
+	put(w, zero, (8 - (w->len - start) % 8) % 8);
+}
+
+/* Starts a message: the header with a length patched in by finish(). */
+static size_t begin(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, uint32_t status)
+{
+	uint32_t magic = GNN_PROTO_MAGIC;
+	uint16_t version = GNN_PROTO_VERSION;
+	size_t start = w->len;
+
+	put(w, &magic, 4);
+	put(w, &version, 2);
+	put(w, &type, 2);
+	put_u64(w, req_id);
+	put_u32(w, 0);
+	put_u32(w, status);
+	return start;
+}
+
+static int finish(struct gnn_wbuf *w, size_t start)
+{
+	uint64_t payload = w->len - start - GNN_PROTO_HDR_BYTES;
+	uint32_t len32 = (uint32_t)payload;
+
+	if (w->failed)
+		return GNN_ENOMEM;
+	if (payload > GNN_PROTO_MAX_MSG_BYTES) {
+		w->len = start;
+		return GNN_ERANGE;
+	}
+	memcpy(w->buf + start + 16, &len32, 4);
+	return GNN_OK;
+}
+
+/* ---- reading ---- */
+
+struct rd {
+	const uint8_t *p;
+	size_t off, len;
+	bool bad;
+};
+
+/* Starts reading a payload; copies it when it is not 8-byte aligned, so
+ * the arrays handed out are aligned. *owned receives the copy (or NULL). */
+static int rd_init(struct rd *r, const void *payload, size_t len, void **owned)
+{
+	*owned = NULL;
+	r->p = payload;
+	r->off = 0;
+	r->len = len;
+	r->bad = false;
+	if (((uintptr_t)payload & 7) != 0 && len > 0) {
+		void *copy = malloc(len);
+
+		if (copy == NULL)
+			return GNN_ENOMEM;
+		memcpy(copy, payload, len);
+		r->p = copy;
+		*owned = copy;
+	}
+	return GNN_OK;
+}
+
+/* Returns a pointer to n items of size bytes and advances, or NULL (and
+ * marks the reader bad) when they do not fit. n * size cannot overflow: n
+ * is checked against the limits first, and both are below 2^32. */
+static const void *take(struct rd *r, uint64_t n, size_t size)
+{
+	uint64_t bytes = n * size;
+	const void *at = r->p + r->off;
+
+	if (r->bad || bytes > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	r->off += bytes;
+	return at;
+}
+
+static uint32_t get_u32(struct rd *r)
+{
+	const void *p = take(r, 1, 4);
+	uint32_t v = 0;
+
+	if (p != NULL)
+		memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t get_u64(struct rd *r)
+{
+	const void *p = take(r, 1, 8);
+	uint64_t v = 0;
+
+	if (p != NULL)
+		memcpy(&v, p, 8);
+	return v;
+}
+
+static void skip8(struct rd *r)
+{
+	take(r, (8 - r->off % 8) % 8, 1);
+}
+
+/* The end of a decoder: everything read, nothing left over. */
+static int rd_done(struct rd *r, void **owned)
+{
+	if (!r->bad && r->off == r->len)
+		return GNN_OK;
+	free(*owned);
+	*owned = NULL;
+	return GNN_EPROTO;
+}
+
+static int rd_fail(void **owned, int rc)
+{
+	free(*owned);
+	*owned = NULL;
+	return rc;
+}
+
+void gnn_proto_release(void *owned)
+{
+	free(owned);
+}
+
+int gnn_proto_decode_hdr(const void *msg, size_t len, struct gnn_hdr *h, const void **payload)
+{
+	const uint8_t *b = msg;
+	uint32_t magic;
+
+	if (len < GNN_PROTO_HDR_BYTES)
+		return GNN_EPROTO;
+	memcpy(&magic, b, 4);
+	memcpy(&h->version, b + 4, 2);
+	memcpy(&h->type, b + 6, 2);
+	memcpy(&h->req_id, b + 8, 8);
+	memcpy(&h->len, b + 16, 4);
+	memcpy(&h->status, b + 20, 4);
+	if (magic != GNN_PROTO_MAGIC)
+		return GNN_EPROTO;
+	if (h->version != GNN_PROTO_VERSION)
+		return GNN_EVERSION;
+	if (h->type == 0 || h->type >= GNN_MSG_TYPE_COUNT)
+		return GNN_EPROTO;
+	if (h->len > GNN_PROTO_MAX_MSG_BYTES)
+		return GNN_ERANGE;
+	if ((uint64_t)h->len != len - GNN_PROTO_HDR_BYTES)
+		return GNN_EPROTO;
+	*payload = b + GNN_PROTO_HDR_BYTES;
+	return GNN_OK;
+}
+
+/* ---- ERROR ---- */
+
+int gnn_encode_error(struct gnn_wbuf *w, uint64_t req_id, uint32_t status, const char *text)
+{
+	size_t start = begin(w, GNN_MSG_ERROR, req_id, status), n = text ? strlen(text) : 0;
+
+	if (n > GNN_PROTO_MAX_ERROR_TEXT)
+		n = GNN_PROTO_MAX_ERROR_TEXT;
+	put_u32(w, (uint32_t)n);
+	put(w, text, n);
+	return finish(w, start);
+}
+
+int gnn_decode_error(const struct gnn_hdr *h, const void *payload, struct gnn_error_msg *out)
+{
+	struct rd r = { .p = payload, .len = h->len };
+	uint32_t n = get_u32(&r);
+	const char *text;
+
+	if (n > GNN_PROTO_MAX_ERROR_TEXT)
+		return GNN_ERANGE;
+	text = take(&r, n, 1);
+	if (r.bad || r.off != r.len)
+		return GNN_EPROTO;
+	out->status = h->status;
+	out->text = text;
+	out->text_len = n;
+	return GNN_OK;
+}
+
+/* ---- INFO ---- */
+
+int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id)
+{
+	return finish(w, begin(w, GNN_MSG_INFO_REQ, req_id, 0));
+}
+
+int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in)
+{
+	size_t start = begin(w, GNN_MSG_INFO_RESP, req_id, 0);
+
+	put_u32(w, in->part_id);
+	put_u32(w, in->num_parts);
+	put_u64(w, (uint64_t)in->num_nodes);
+	put_u64(w, (uint64_t)in->num_edges);
+	put_u32(w, in->feat_dim);
+	put_u32(w, in->num_classes);
+	put_u64(w, (uint64_t)in->part_edges);
+	put_u64(w, in->graph_id);
+	put(w, in->offsets, ((size_t)in->num_parts + 1) * sizeof(int64_t));
+	return finish(w, start);
+}
+
+int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
+{
+	struct gnn_info v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.part_id = get_u32(&r);
+	v.num_parts = get_u32(&r);
+	v.num_nodes = (int64_t)get_u64(&r);
+	v.num_edges = (int64_t)get_u64(&r);
+	v.feat_dim = get_u32(&r);
+	v.num_classes = get_u32(&r);
+	v.part_edges = (int64_t)get_u64(&r);
+	v.graph_id = get_u64(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id >= v.num_parts ||
+	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
+	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.offsets = take(&r, (uint64_t)v.num_parts + 1, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	for (uint32_t p = 0; p < v.num_parts; p++)
+		if (v.offsets[p + 1] <= v.offsets[p])
+			return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.offsets[0] != 0 || v.offsets[v.num_parts] != v.num_nodes)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- ID lists ---- */
+
+int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const int64_t *ids,
+		       uint32_t n)
+{
+	size_t start = begin(w, type, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, 0);
+	put(w, ids, (size_t)n * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out)
+{
+	struct gnn_ids v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	get_u32(&r);
+	if (v.n > GNN_PROTO_MAX_IDS)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.ids = take(&r, v.n, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- SAMPLE ---- */
+
+int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, int32_t fanout,
+			  const int64_t *ids, uint32_t n)
+{
+	size_t start = begin(w, GNN_MSG_SAMPLE_REQ, req_id, 0);
+
+	put_u64(w, seed);
+	put_u32(w, (uint32_t)fanout);
+	put_u32(w, n);
+	put(w, ids, (size_t)n * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_sample_req(const void *payload, size_t len, struct gnn_sample_req *out)
+{
+	struct gnn_sample_req v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.seed = get_u64(&r);
+	v.fanout = (int32_t)get_u32(&r);
+	v.n = get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.n > GNN_PROTO_MAX_IDS || v.fanout == 0 || v.fanout < -1 || v.fanout > GNN_PROTO_MAX_FANOUT)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.ids = take(&r, v.n, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *counts, uint32_t n,
+			   const int64_t *nbrs, uint64_t total)
+{
+	size_t start = begin(w, GNN_MSG_SAMPLE_RESP, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, 0);
+	put_u64(w, total);
+	put(w, counts, (size_t)n * 4);
+	pad8(w, start);
+	put(w, nbrs, (size_t)total * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_resp *out)
+{
+	struct gnn_sample_resp v = { 0 };
+	uint64_t sum = 0;
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	get_u32(&r);
+	v.total = get_u64(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.n > GNN_PROTO_MAX_IDS || v.total > GNN_PROTO_MAX_MSG_BYTES / 8)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.counts = take(&r, v.n, 4);
+	skip8(&r);
+	v.nbrs = take(&r, v.total, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	for (uint32_t i = 0; i < v.n; i++)
+		sum += v.counts[i];
+	if (sum != v.total)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- FEAT / LABEL / SPLIT responses ---- */
+
+int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
+			 uint32_t dim)
+{
+	size_t start = begin(w, GNN_MSG_FEAT_RESP, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, dim);
+	put(w, rows, (size_t)n * dim * 4);
+	return finish(w, start);
+}
+
+int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *out)
+{
+	struct gnn_feat_resp v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	v.dim = get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.rows = take(&r, (uint64_t)v.n * v.dim, 4);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_label_resp(struct gnn_wbuf *w, uint64_t req_id, const int32_t *labels, uint32_t n)
+{
+	size_t start = begin(w, GNN_MSG_LABEL_RESP, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, 0);
+	put(w, labels, (size_t)n * 4);
+	pad8(w, start);
+	return finish(w, start);
+}
+
+int gnn_decode_label_resp(const void *payload, size_t len, struct gnn_label_resp *out)
+{
+	struct gnn_label_resp v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	get_u32(&r);
+	if (v.n > GNN_PROTO_MAX_IDS)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.labels = take(&r, v.n, 4);
+	skip8(&r);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_split_resp(struct gnn_wbuf *w, uint64_t req_id, const uint8_t *codes, uint32_t n)
+{
+	size_t start = begin(w, GNN_MSG_SPLIT_RESP, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, 0);
+	put(w, codes, n);
+	pad8(w, start);
+	return finish(w, start);
+}
+
+int gnn_decode_split_resp(const void *payload, size_t len, struct gnn_split_resp *out)
+{
+	struct rd r = { .p = payload, .len = len };
+	struct gnn_split_resp v = { 0 };
+
+	v.n = get_u32(&r);
+	get_u32(&r);
+	if (v.n > GNN_PROTO_MAX_IDS)
+		return GNN_ERANGE;
+	v.codes = take(&r, v.n, 1);
+	skip8(&r);
+	if (r.bad || r.off != r.len)
+		return GNN_EPROTO;
+	for (uint32_t i = 0; i < v.n; i++)
+		if (v.codes[i] > 3)
+			return GNN_EPROTO;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- NODES ---- */
+
+int gnn_encode_nodes_req(struct gnn_wbuf *w, uint64_t req_id, uint8_t split, uint32_t limit,
+			 int64_t cursor)
+{
+	size_t start = begin(w, GNN_MSG_NODES_REQ, req_id, 0);
+
+	put_u32(w, split);
+	put_u32(w, limit);
+	put_u64(w, (uint64_t)cursor);
+	return finish(w, start);
+}
+
+int gnn_decode_nodes_req(const void *payload, size_t len, struct gnn_nodes_req *out)
+{
+	struct rd r = { .p = payload, .len = len };
+	uint32_t split = get_u32(&r);
+	struct gnn_nodes_req v;
+
+	v.limit = get_u32(&r);
+	v.cursor = (int64_t)get_u64(&r);
+	if (r.bad || r.off != r.len)
+		return GNN_EPROTO;
+	if (split > 3 || v.limit == 0 || v.limit > GNN_PROTO_MAX_IDS || v.cursor < 0)
+		return GNN_ERANGE;
+	v.split = (uint8_t)split;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_nodes_resp(struct gnn_wbuf *w, uint64_t req_id, const int64_t *ids, uint32_t n,
+			  int64_t next_cursor)
+{
+	size_t start = begin(w, GNN_MSG_NODES_RESP, req_id, 0);
+
+	put_u32(w, n);
+	put_u32(w, 0);
+	put_u64(w, (uint64_t)next_cursor);
+	put(w, ids, (size_t)n * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp *out)
+{
+	struct gnn_nodes_resp v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	get_u32(&r);
+	v.next_cursor = (int64_t)get_u64(&r);
+	if (v.n > GNN_PROTO_MAX_IDS || v.next_cursor < -1)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.ids = take(&r, v.n, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- MINIBATCH ---- */
+
+int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch_req *in)
+{
+	size_t start;
+
+	if (in->num_layers > GNN_PROTO_MAX_LAYERS)
+		return GNN_ERANGE;
+	start = begin(w, GNN_MSG_MINIBATCH_REQ, req_id, 0);
+	put_u64(w, in->seed);
+	put_u32(w, in->flags);
+	put_u32(w, in->num_layers);
+	put(w, in->fanouts, (size_t)in->num_layers * 4);
+	pad8(w, start);
+	put_u32(w, in->num_seeds);
+	put_u32(w, 0);
+	put(w, in->seeds, (size_t)in->num_seeds * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibatch_req *out)
+{
+	struct gnn_minibatch_req v = { 0 };
+	const int32_t *fanouts;
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.seed = get_u64(&r);
+	v.flags = get_u32(&r);
+	v.num_layers = get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS ||
+	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	fanouts = take(&r, v.num_layers, 4);
+	skip8(&r);
+	v.num_seeds = get_u32(&r);
+	get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	for (uint32_t l = 0; l < v.num_layers; l++) {
+		v.fanouts[l] = fanouts[l];
+		if (v.fanouts[l] == 0 || v.fanouts[l] < -1 || v.fanouts[l] > GNN_PROTO_MAX_FANOUT)
+			return rd_fail(&v.owned, GNN_ERANGE);
+	}
+	v.seeds = take(&r, v.num_seeds, 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
+{
+	size_t start;
+
+	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS)
+		return GNN_ERANGE;
+	start = begin(w, GNN_MSG_MINIBATCH_RESP, req_id, 0);
+	put_u32(w, in->num_layers);
+	put_u32(w, in->flags);
+	put_u32(w, in->feat_dim);
+	put_u32(w, in->num_seeds);
+	for (uint32_t l = 0; l < in->num_layers; l++) {
+		const struct gnn_block *b = &in->blocks[l];
+
+		put_u32(w, b->num_dst);
+		put_u32(w, b->num_src);
+		put_u64(w, b->num_edges);
+		put(w, b->src_ids, (size_t)b->num_src * 8);
+		put(w, b->indptr, ((size_t)b->num_dst + 1) * 4);
+		pad8(w, start);
+		put(w, b->indices, (size_t)b->num_edges * 4);
+		pad8(w, start);
+	}
+	if (in->flags & GNN_MB_FEATURES) {
+		put(w, in->feat, (size_t)in->blocks[0].num_src * in->feat_dim * 4);
+		pad8(w, start);
+	}
+	if (in->flags & GNN_MB_LABELS) {
+		put(w, in->labels, (size_t)in->num_seeds * 4);
+		pad8(w, start);
+	}
+	return finish(w, start);
+}
+
+/* Checks one decoded block's CSR. */
+static bool block_ok(const struct gnn_block *b)
+{
+	if (b->num_dst > b->num_src || b->indptr[0] != 0 || (uint64_t)b->indptr[b->num_dst] != b->num_edges)
+		return false;
+	for (uint32_t i = 0; i < b->num_dst; i++)
+		if (b->indptr[i + 1] < b->indptr[i])
+			return false;
+	for (uint64_t e = 0; e < b->num_edges; e++)
+		if (b->indices[e] < 0 || (uint32_t)b->indices[e] >= b->num_src)
+			return false;
+	return true;
+}
+
+int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out)
+{
+	struct gnn_minibatch v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.num_layers = get_u32(&r);
+	v.flags = get_u32(&r);
+	v.feat_dim = get_u32(&r);
+	v.num_seeds = get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS ||
+	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0 ||
+	    v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	for (uint32_t l = 0; l < v.num_layers; l++) {
+		struct gnn_block *b = &v.blocks[l];
+
+		b->num_dst = get_u32(&r);
+		b->num_src = get_u32(&r);
+		b->num_edges = get_u64(&r);
+		if (r.bad)
+			return rd_fail(&v.owned, GNN_EPROTO);
+		if (b->num_src > GNN_PROTO_MAX_MSG_BYTES / 8 || b->num_edges > GNN_PROTO_MAX_MSG_BYTES / 4)
+			return rd_fail(&v.owned, GNN_ERANGE);
+		b->src_ids = take(&r, b->num_src, 8);
+		b->indptr = take(&r, (uint64_t)b->num_dst + 1, 4);
+		skip8(&r);
+		b->indices = take(&r, b->num_edges, 4);
+		skip8(&r);
+		if (r.bad || !block_ok(b))
+			return rd_fail(&v.owned, GNN_EPROTO);
+		/* Chaining: block l-1's destinations are this block's sources. */
+		if (l > 0 && (v.blocks[l - 1].num_dst != b->num_src ||
+			      memcmp(v.blocks[l - 1].src_ids, b->src_ids, (size_t)b->num_src * 8) != 0))
+			return rd_fail(&v.owned, GNN_EPROTO);
+	}
+	if (v.blocks[v.num_layers - 1].num_dst != v.num_seeds)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.flags & GNN_MB_FEATURES) {
+		if (v.feat_dim == 0)
+			return rd_fail(&v.owned, GNN_EPROTO);
+		v.feat = take(&r, (uint64_t)v.blocks[0].num_src * v.feat_dim, 4);
+		skip8(&r);
+	}
+	if (v.flags & GNN_MB_LABELS) {
+		v.labels = take(&r, v.num_seeds, 4);
+		skip8(&r);
+	}
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}

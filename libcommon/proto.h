@@ -1,0 +1,262 @@
+/* proto.h - gnn-dist's wire protocol (docs/protocol.md): binary,
+ * little-endian, versioned messages carried over nng req/rep sockets between
+ * trainers, samplers and graph stores.
+ *
+ * Every message is a 24-byte header followed by a payload:
+ *
+ *   off size field
+ *     0    4 magic "GNNP"
+ *     4    2 version (GNN_PROTO_VERSION)
+ *     6    2 type (enum gnn_msg_type)
+ *     8    8 request ID (echoed in the reply)
+ *    16    4 payload length in bytes
+ *    20    4 status: 0 in requests and replies, a GNN_E* code in GNN_MSG_ERROR
+ *
+ * Payload arrays start at 8-byte aligned offsets from the start of the
+ * message (padding is zero), so a reply can be used in place. Decoders check
+ * every length against the buffer and every count against the limits below
+ * and return GNN_EPROTO (malformed), GNN_EVERSION or GNN_ERANGE (over a
+ * limit); range checks of node IDs against a partition are the service's.
+ * Decoded structs point into the message buffer (borrowed: valid while the
+ * buffer is) unless an array was misaligned in memory, in which case the
+ * decoder copied it into the struct's `owned` block: free it with
+ * gnn_proto_release(). */
+#ifndef GNN_PROTO_H
+#define GNN_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
+#define GNN_PROTO_VERSION 1
+#define GNN_PROTO_HDR_BYTES 24
+
+/* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
+#define GNN_PROTO_MAX_IDS (1 << 22)       /* node IDs in one request */
+#define GNN_PROTO_MAX_FANOUT 4096         /* per node; -1 means all neighbours */
+#define GNN_PROTO_MAX_LAYERS 8
+#define GNN_PROTO_MAX_FEAT_DIM 65536
+#define GNN_PROTO_MAX_PARTS 65536
+#define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the sockets' receive limit */
+#define GNN_PROTO_MAX_ERROR_TEXT 1024
+
+enum gnn_msg_type {
+	GNN_MSG_ERROR = 1,          /* reply: status + UTF-8 text */
+	GNN_MSG_INFO_REQ = 2,       /* graph store: partition and layout */
+	GNN_MSG_INFO_RESP = 3,
+	GNN_MSG_SAMPLE_REQ = 4,     /* graph store: sample in-neighbours of owned nodes */
+	GNN_MSG_SAMPLE_RESP = 5,
+	GNN_MSG_FEAT_REQ = 6,       /* graph store: feature rows of owned nodes */
+	GNN_MSG_FEAT_RESP = 7,
+	GNN_MSG_LABEL_REQ = 8,      /* graph store: labels of owned nodes */
+	GNN_MSG_LABEL_RESP = 9,
+	GNN_MSG_SPLIT_REQ = 10,     /* graph store: split codes of owned nodes */
+	GNN_MSG_SPLIT_RESP = 11,
+	GNN_MSG_NODES_REQ = 12,     /* graph store: list owned nodes of one split, paged */
+	GNN_MSG_NODES_RESP = 13,
+	GNN_MSG_MINIBATCH_REQ = 14, /* sampler: build a minibatch */
+	GNN_MSG_MINIBATCH_RESP = 15,
+	GNN_MSG_TYPE_COUNT
+};
+
+/* Name of a message type for logs and metrics labels ("unknown" otherwise). */
+const char *gnn_msg_name(uint16_t type);
+
+struct gnn_hdr {
+	uint16_t version;
+	uint16_t type;
+	uint64_t req_id;
+	uint32_t len;     /* payload bytes */
+	uint32_t status;
+};
+
+/* A growable output buffer: messages are built here and handed to nng.
+ * buf is malloc'd and owned by the builder until taken (gnn_wbuf_take). */
+struct gnn_wbuf {
+	uint8_t *buf;
+	size_t len, cap;
+	bool failed;      /* an allocation failed: the message is unusable */
+};
+
+void gnn_wbuf_init(struct gnn_wbuf *w);
+void gnn_wbuf_free(struct gnn_wbuf *w);
+
+/* Decodes and checks the header of a received message of len bytes: magic,
+ * version, type known, payload length equal to len - 24 and within the
+ * limit. On success *payload points at the payload (borrowed). */
+int gnn_proto_decode_hdr(const void *msg, size_t len, struct gnn_hdr *h, const void **payload);
+
+/* ---- messages ----
+ * Each encoder appends one whole message (header included) to w and returns
+ * GNN_ENOMEM if the buffer could not grow. Each decoder reads a payload of
+ * len bytes (from gnn_proto_decode_hdr) into its struct. */
+
+/* ERROR: status is a GNN_E* code; text is a human-readable reason naming
+ * what failed (e.g. the unreachable graph store), cut to 1024 bytes. */
+int gnn_encode_error(struct gnn_wbuf *w, uint64_t req_id, uint32_t status, const char *text);
+/* text points into the payload and is NOT NUL-terminated: text_len bytes. */
+struct gnn_error_msg {
+	uint32_t status;
+	const char *text;
+	uint32_t text_len;
+};
+int gnn_decode_error(const struct gnn_hdr *h, const void *payload, struct gnn_error_msg *out);
+
+/* INFO_REQ has an empty payload. */
+int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id);
+
+struct gnn_info {
+	uint32_t part_id, num_parts;
+	int64_t num_nodes;        /* whole graph */
+	int64_t num_edges;        /* whole graph, directed */
+	uint32_t feat_dim, num_classes;
+	int64_t part_edges;       /* edges stored in this partition */
+	uint64_t graph_id;        /* identifies the partition output (CRC of its node map
+				   * and sizes): every graph store of one graph sends the same */
+	const int64_t *offsets;   /* [num_parts + 1] partition boundaries */
+	void *owned;
+};
+int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in);
+/* Also checks the offsets: 0, strictly increasing, ending at num_nodes. */
+int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out);
+
+/* A list of node IDs: FEAT_REQ, LABEL_REQ and SPLIT_REQ carry only this. */
+struct gnn_ids {
+	uint32_t n;
+	const int64_t *ids;
+	void *owned;
+};
+int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const int64_t *ids,
+		       uint32_t n);
+int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out);
+
+/* SAMPLE_REQ: up to fanout in-neighbours of each node, uniformly without
+ * replacement (all of them when the degree is at most fanout; fanout -1
+ * means all). The choice for node v depends only on (seed, v, fanout), see
+ * gnn_sample_choose in sample.h, so a request can be split or retried. */
+struct gnn_sample_req {
+	uint64_t seed;
+	int32_t fanout;
+	uint32_t n;
+	const int64_t *ids;
+	void *owned;
+};
+int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, int32_t fanout,
+			  const int64_t *ids, uint32_t n);
+int gnn_decode_sample_req(const void *payload, size_t len, struct gnn_sample_req *out);
+
+/* SAMPLE_RESP: counts[i] neighbours of ids[i], concatenated in nbrs. */
+struct gnn_sample_resp {
+	uint32_t n;
+	uint64_t total;           /* sum of counts */
+	const uint32_t *counts;   /* [n] */
+	const int64_t *nbrs;      /* [total], global IDs */
+	void *owned;
+};
+int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *counts, uint32_t n,
+			   const int64_t *nbrs, uint64_t total);
+/* Checks that the counts add up to total and the arrays fit. */
+int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_resp *out);
+
+/* FEAT_RESP: n rows of dim floats. */
+struct gnn_feat_resp {
+	uint32_t n, dim;
+	const float *rows;        /* [n * dim] */
+	void *owned;
+};
+int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
+			 uint32_t dim);
+int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *out);
+
+/* LABEL_RESP: n int32 labels (-1 = unlabeled). */
+struct gnn_label_resp {
+	uint32_t n;
+	const int32_t *labels;
+	void *owned;
+};
+int gnn_encode_label_resp(struct gnn_wbuf *w, uint64_t req_id, const int32_t *labels, uint32_t n);
+int gnn_decode_label_resp(const void *payload, size_t len, struct gnn_label_resp *out);
+
+/* SPLIT_RESP: n split codes (GNN_SPLIT_* of part.h). */
+struct gnn_split_resp {
+	uint32_t n;
+	const uint8_t *codes;
+};
+int gnn_encode_split_resp(struct gnn_wbuf *w, uint64_t req_id, const uint8_t *codes, uint32_t n);
+int gnn_decode_split_resp(const void *payload, size_t len, struct gnn_split_resp *out);
+
+/* NODES_REQ: up to limit owned nodes whose split code is split, in ID order,
+ * starting at global ID cursor (use the partition's node_start first). */
+struct gnn_nodes_req {
+	uint8_t split;
+	uint32_t limit;
+	int64_t cursor;
+};
+int gnn_encode_nodes_req(struct gnn_wbuf *w, uint64_t req_id, uint8_t split, uint32_t limit,
+			 int64_t cursor);
+int gnn_decode_nodes_req(const void *payload, size_t len, struct gnn_nodes_req *out);
+
+/* NODES_RESP: the nodes found and where to continue (-1 when done). */
+struct gnn_nodes_resp {
+	uint32_t n;
+	int64_t next_cursor;
+	const int64_t *ids;
+	void *owned;
+};
+int gnn_encode_nodes_resp(struct gnn_wbuf *w, uint64_t req_id, const int64_t *ids, uint32_t n,
+			  int64_t next_cursor);
+int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp *out);
+
+/* MINIBATCH_REQ: seed nodes (global IDs) and one fanout per layer in model
+ * order: fanouts[0] belongs to the first (input) layer, fanouts[L-1] to the
+ * layer producing the seeds' outputs, as DGL's NeighborSampler([15, 10, 5]).
+ * Sampling therefore starts at the seeds with fanouts[L-1]. */
+enum { GNN_MB_FEATURES = 1, GNN_MB_LABELS = 2 };
+struct gnn_minibatch_req {
+	uint64_t seed;
+	uint32_t flags;           /* GNN_MB_* */
+	uint32_t num_layers;
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
+	uint32_t num_seeds;
+	const int64_t *seeds;
+	void *owned;
+};
+int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch_req *in);
+int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibatch_req *out);
+
+/* One block (message flow graph) of a minibatch, for layer l. Its
+ * destination nodes are the first num_dst of its source nodes (DGL's
+ * convention), so src_ids[0 .. num_dst) are the dst IDs. Edges are an
+ * in-CSR over the destinations in local source indices. Block l's
+ * destination nodes are block l+1's source nodes; the last block's
+ * destinations are the seeds, in request order. */
+struct gnn_block {
+	uint32_t num_dst, num_src;
+	uint64_t num_edges;
+	const int64_t *src_ids;   /* [num_src] global IDs */
+	const int32_t *indptr;    /* [num_dst + 1] */
+	const int32_t *indices;   /* [num_edges], each < num_src */
+};
+
+/* MINIBATCH_RESP: the blocks in layer order (blocks[0] is the input layer),
+ * then the feature rows of blocks[0]'s source nodes (if asked for), then the
+ * seeds' labels (if asked for). */
+struct gnn_minibatch {
+	uint32_t num_layers, flags, feat_dim, num_seeds;
+	struct gnn_block blocks[GNN_PROTO_MAX_LAYERS];
+	const float *feat;        /* [blocks[0].num_src * feat_dim] or NULL */
+	const int32_t *labels;    /* [num_seeds] or NULL */
+	void *owned;
+};
+int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
+/* Checks the structure completely: chaining (block l's num_dst equals block
+ * l+1's num_src, with the same IDs), num_dst <= num_src, indptr monotone
+ * from 0 to num_edges, indices below num_src, the last block's num_dst equal
+ * to num_seeds. */
+int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out);
+
+/* Frees the copy a decoder made of misaligned arrays (owned may be NULL). */
+void gnn_proto_release(void *owned);
+
+#endif

@@ -1,0 +1,80 @@
+#include "sample.h"
+
+#include <stdbool.h>
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform integer in [0, n) without modulo bias (Lemire's method). */
+static uint32_t below(uint64_t *s, uint32_t n)
+{
+	uint64_t m = (uint64_t)(uint32_t)splitmix64(s) * n;
+	uint32_t low = (uint32_t)m;
+
+	if (low < n) {
+		uint32_t t = (uint32_t)-n % n;
+
+		while (low < t) {
+			m = (uint64_t)(uint32_t)splitmix64(s) * n;
+			low = (uint32_t)m;
+		}
+	}
+	return (uint32_t)(m >> 32);
+}
+
+static void insert_sorted(uint32_t *out, uint32_t n, uint32_t v)
+{
+	uint32_t i = n;
+
+	while (i > 0 && out[i - 1] > v) {
+		out[i] = out[i - 1];
+		i--;
+	}
+	out[i] = v;
+}
+
+uint32_t gnn_sample_choose(uint64_t seed, int64_t node, uint32_t deg, int32_t k, uint32_t *out)
+{
+	uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)node);
+
+	if (k < 0 || deg <= (uint32_t)k) {
+		for (uint32_t i = 0; i < deg; i++)
+			out[i] = i;
+		return deg;
+	}
+	splitmix64(&s);
+	/* Floyd's algorithm: k draws, each a new element, no extra memory;
+	 * membership is a binary search in the sorted output. */
+	for (uint32_t j = deg - (uint32_t)k, n = 0; j < deg; j++, n++) {
+		uint32_t t = below(&s, j + 1), lo = 0, hi = n;
+		bool seen = false;
+
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+
+			if (out[mid] == t) {
+				seen = true;
+				break;
+			}
+			if (out[mid] < t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		insert_sorted(out, n, seen ? j : t);
+	}
+	return (uint32_t)k;
+}
+
+uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer)
+{
+	uint64_t s = seed ^ ((uint64_t)layer << 56 | 0x5851F42D4C957F2Dull);
+
+	return splitmix64(&s);
+}

@@ -1,0 +1,20 @@
+/* sample.h - the neighbour-sampling primitive every component agrees on.
+ *
+ * gnn_sample_choose picks k of a node's deg neighbours uniformly without
+ * replacement, as a function of (seed, node, deg, k) only: the graph store
+ * answering a request, a retry of it, and an in-process reference all pick
+ * the same neighbours. */
+#ifndef GNN_SAMPLE_H
+#define GNN_SAMPLE_H
+
+#include <stdint.h>
+
+/* Writes to out the sorted positions (in [0, deg)) of the chosen neighbours
+ * of node and returns how many: all deg of them when k < 0 or deg <= k,
+ * else exactly k. out must hold min(deg, k) entries (deg when k < 0). */
+uint32_t gnn_sample_choose(uint64_t seed, int64_t node, uint32_t deg, int32_t k, uint32_t *out);
+
+/* The seed for one layer of a minibatch: hashes (minibatch seed, layer). */
+uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer);
+
+#endif

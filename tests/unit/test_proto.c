@@ -1,0 +1,322 @@
+/* Unit tests of the wire protocol (proto.h) and the sampling primitive
+ * (sample.h): round trips of every message, every truncation, limits,
+ * trailing bytes, misaligned buffers, and sampling uniformity. */
+#include <stdlib.h>
+
+#include "err.h"
+#include "proto.h"
+#include "sample.h"
+#include "testlib.h"
+
+/* Decodes the header of w's message; returns the payload or NULL. */
+static const void *open_msg(const struct gnn_wbuf *w, struct gnn_hdr *h)
+{
+	const void *payload = NULL;
+
+	if (!CHECK(gnn_proto_decode_hdr(w->buf, w->len, h, &payload) == GNN_OK))
+		return NULL;
+	return payload;
+}
+
+typedef int (*decode_fn)(const void *payload, size_t len, void *out);
+
+/* Every strict prefix of the payload and one extra byte must be refused;
+ * the payload copied to an odd address must decode the same. */
+static void check_robust(const struct gnn_wbuf *w, decode_fn decode, size_t out_size)
+{
+	struct gnn_hdr h;
+	const void *payload = open_msg(w, &h);
+	uint8_t *shifted = malloc(h.len + 9);
+	void *out = calloc(1, out_size);
+	int bad = 0;
+
+	if (payload == NULL)
+		return;
+	for (size_t cut = 0; cut < h.len; cut++)
+		bad += decode(payload, cut, out) == GNN_OK;
+	CHECK(bad == 0);
+	memcpy(shifted, payload, h.len);
+	shifted[h.len] = 0;
+	CHECK(decode(shifted, h.len + 1, out) != GNN_OK);
+	memcpy(shifted + 1, payload, h.len);
+	CHECK(decode(shifted + 1, h.len, out) == GNN_OK);
+	/* every decoded struct here has `owned` as its last member */
+	gnn_proto_release(*(void **)((char *)out + out_size - sizeof(void *)));
+	free(shifted);
+	free(out);
+}
+
+static void test_header(void)
+{
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_info_req(&w, 77) == GNN_OK && w.len == GNN_PROTO_HDR_BYTES);
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_OK);
+	CHECK(h.type == GNN_MSG_INFO_REQ && h.req_id == 77 && h.len == 0 && h.status == 0);
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len - 1, &h, &p) == GNN_EPROTO);
+	w.buf[0] ^= 1;
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_EPROTO);
+	w.buf[0] ^= 1;
+	w.buf[4] = 2;  /* version */
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_EVERSION);
+	w.buf[4] = 1;
+	w.buf[6] = 99;  /* type */
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_EPROTO);
+	w.buf[6] = GNN_MSG_INFO_REQ;
+	w.buf[16] = 1;  /* claims a payload byte it does not have */
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_EPROTO);
+	w.buf[16] = 0;
+	w.buf[19] = 0x80;  /* 2 GiB */
+	CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &p) == GNN_ERANGE);
+	CHECK(strcmp(gnn_msg_name(GNN_MSG_MINIBATCH_REQ), "minibatch") == 0);
+	CHECK(strcmp(gnn_msg_name(0), "unknown") == 0 && strcmp(gnn_msg_name(500), "unknown") == 0);
+	gnn_wbuf_free(&w);
+}
+
+static void test_error(void)
+{
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	struct gnn_error_msg e;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_error(&w, 5, GNN_EUNAVAIL, "graphstore tcp://x:1 unreachable") == GNN_OK);
+	if ((p = open_msg(&w, &h)) == NULL)
+		return;
+	CHECK(gnn_decode_error(&h, p, &e) == GNN_OK && e.status == GNN_EUNAVAIL);
+	CHECK(e.text_len == 32 && memcmp(e.text, "graphstore tcp://x:1 unreachable", 32) == 0);
+	h.len--;
+	CHECK(gnn_decode_error(&h, p, &e) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+}
+
+static void test_info(void)
+{
+	int64_t offsets[] = { 0, 10, 25 };
+	struct gnn_info in = { .part_id = 1, .num_parts = 2, .num_nodes = 25, .num_edges = 100,
+			       .feat_dim = 8, .num_classes = 3, .part_edges = 60, .graph_id = 0xabc,
+			       .offsets = offsets }, out;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_info_resp(&w, 1, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) == NULL)
+		return;
+	CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_OK);
+	CHECK(out.part_id == 1 && out.num_parts == 2 && out.num_nodes == 25 && out.graph_id == 0xabc &&
+	      out.offsets[1] == 10 && out.offsets[2] == 25 && out.part_edges == 60);
+	check_robust(&w, (decode_fn)gnn_decode_info_resp, sizeof(out));
+	gnn_wbuf_free(&w);
+	offsets[1] = 30;  /* not increasing */
+	gnn_encode_info_resp(&w, 1, &in);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+	offsets[1] = 10;
+	in.part_id = 2;  /* beyond num_parts */
+	gnn_encode_info_resp(&w, 1, &in);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+}
+
+static void test_sample_msgs(void)
+{
+	int64_t ids[] = { 3, 9, 12 }, nbrs[] = { 1, 2, 7, 8, 9 };
+	uint32_t counts[] = { 2, 0, 3 };
+	struct gnn_sample_req rq;
+	struct gnn_sample_resp rs;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_sample_req(&w, 2, 42, 10, ids, 3) == GNN_OK);
+	if ((p = open_msg(&w, &h)) == NULL)
+		return;
+	CHECK(gnn_decode_sample_req(p, h.len, &rq) == GNN_OK);
+	CHECK(rq.seed == 42 && rq.fanout == 10 && rq.n == 3 && rq.ids[2] == 12);
+	check_robust(&w, (decode_fn)gnn_decode_sample_req, sizeof(rq));
+	gnn_wbuf_free(&w);
+	gnn_encode_sample_req(&w, 2, 42, 0, ids, 3);  /* fanout 0 */
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_sample_req(p, h.len, &rq) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+	gnn_encode_sample_req(&w, 2, 42, GNN_PROTO_MAX_FANOUT + 1, ids, 3);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_sample_req(p, h.len, &rq) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+
+	CHECK(gnn_encode_sample_resp(&w, 2, counts, 3, nbrs, 5) == GNN_OK);
+	if ((p = open_msg(&w, &h)) == NULL)
+		return;
+	CHECK(gnn_decode_sample_resp(p, h.len, &rs) == GNN_OK);
+	CHECK(rs.n == 3 && rs.total == 5 && rs.counts[2] == 3 && rs.nbrs[4] == 9);
+	check_robust(&w, (decode_fn)gnn_decode_sample_resp, sizeof(rs));
+	gnn_wbuf_free(&w);
+	counts[1] = 1;  /* counts no longer add up to total */
+	gnn_encode_sample_resp(&w, 2, counts, 3, nbrs, 5);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_sample_resp(p, h.len, &rs) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+}
+
+static void test_row_msgs(void)
+{
+	float rows[6] = { 1, 2, 3, 4, 5, 6 };
+	int32_t labels[3] = { 0, -1, 6 };
+	uint8_t codes[3] = { 1, 0, 3 };
+	int64_t ids[2] = { 5, 6 };
+	struct gnn_feat_resp f;
+	struct gnn_label_resp l;
+	struct gnn_split_resp s;
+	struct gnn_nodes_req nq;
+	struct gnn_nodes_resp nr;
+	struct gnn_ids in;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_ids_req(&w, GNN_MSG_FEAT_REQ, 3, ids, 2) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_FEAT_REQ))
+		CHECK(gnn_decode_ids_req(p, h.len, &in) == GNN_OK && in.n == 2 && in.ids[1] == 6);
+	check_robust(&w, (decode_fn)gnn_decode_ids_req, sizeof(in));
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_feat_resp(&w, 3, rows, 2, 3) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_feat_resp(p, h.len, &f) == GNN_OK && f.n == 2 && f.dim == 3 && f.rows[5] == 6);
+	check_robust(&w, (decode_fn)gnn_decode_feat_resp, sizeof(f));
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_label_resp(&w, 3, labels, 3) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_label_resp(p, h.len, &l) == GNN_OK && l.n == 3 && l.labels[1] == -1);
+	check_robust(&w, (decode_fn)gnn_decode_label_resp, sizeof(l));
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_split_resp(&w, 3, codes, 3) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL) {
+		CHECK(gnn_decode_split_resp(p, h.len, &s) == GNN_OK && s.n == 3 && s.codes[2] == 3);
+		CHECK(gnn_decode_split_resp(p, h.len - 1, &s) == GNN_EPROTO);
+	}
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_nodes_req(&w, 4, 1, 100, 7) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_nodes_req(p, h.len, &nq) == GNN_OK && nq.split == 1 && nq.limit == 100 &&
+		      nq.cursor == 7);
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_nodes_req(&w, 4, 4, 100, 7) == GNN_OK);  /* no split code 4 */
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_nodes_req(p, h.len, &nq) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_nodes_resp(&w, 4, ids, 2, -1) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_nodes_resp(p, h.len, &nr) == GNN_OK && nr.n == 2 && nr.next_cursor == -1);
+	check_robust(&w, (decode_fn)gnn_decode_nodes_resp, sizeof(nr));
+	gnn_wbuf_free(&w);
+}
+
+/* A 2-layer minibatch: seeds {10, 11}; block 1 src {10, 11, 12}; block 0
+ * src {10, 11, 12, 13}. */
+static void test_minibatch(void)
+{
+	int64_t seeds[] = { 10, 11 }, src1[] = { 10, 11, 12 }, src0[] = { 10, 11, 12, 13 };
+	int32_t ptr1[] = { 0, 1, 2 }, idx1[] = { 2, 0 }, ptr0[] = { 0, 1, 2, 3 }, idx0[] = { 3, 2, 0 };
+	float feat[4 * 2] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	int32_t labels[] = { 1, 2 };
+	struct gnn_minibatch_req rq = { .seed = 9, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
+					.fanouts = { 10, 5 }, .num_seeds = 2, .seeds = seeds }, rq2;
+	struct gnn_minibatch mb = { .num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dim = 2,
+				    .num_seeds = 2, .feat = feat, .labels = labels }, out;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	mb.blocks[0] = (struct gnn_block){ 3, 4, 3, src0, ptr0, idx0 };
+	mb.blocks[1] = (struct gnn_block){ 2, 3, 2, src1, ptr1, idx1 };
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_minibatch_req(p, h.len, &rq2) == GNN_OK && rq2.num_layers == 2 &&
+		      rq2.fanouts[1] == 5 && rq2.seeds[1] == 11 && rq2.flags == rq.flags);
+	check_robust(&w, (decode_fn)gnn_decode_minibatch_req, sizeof(rq2));
+	gnn_wbuf_free(&w);
+
+	CHECK(gnn_encode_minibatch_resp(&w, 8, &mb) == GNN_OK);
+	if ((p = open_msg(&w, &h)) == NULL)
+		return;
+	CHECK(((uintptr_t)p & 7) != 0 || gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK);
+	CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK);
+	CHECK(out.blocks[0].num_src == 4 && out.blocks[1].num_dst == 2 && out.blocks[0].indices[0] == 3);
+	CHECK(out.feat[7] == 7 && out.labels[1] == 2 && ((uintptr_t)out.feat & 3) == 0);
+	gnn_proto_release(out.owned);
+	check_robust(&w, (decode_fn)gnn_decode_minibatch_resp, sizeof(out));
+	gnn_wbuf_free(&w);
+
+	idx0[0] = 4;  /* local index beyond num_src */
+	gnn_encode_minibatch_resp(&w, 8, &mb);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+	idx0[0] = 3;
+	src0[2] = 99;  /* block 0's destinations differ from block 1's sources */
+	gnn_encode_minibatch_resp(&w, 8, &mb);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+	src0[2] = 12;
+	ptr1[1] = 3;  /* indptr not monotone */
+	gnn_encode_minibatch_resp(&w, 8, &mb);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_EPROTO);
+	gnn_wbuf_free(&w);
+}
+
+static void test_sample_choose(void)
+{
+	uint32_t out[64], again[64], hits[20] = { 0 };
+	uint32_t n;
+	int bad = 0;
+
+	CHECK(gnn_sample_choose(1, 5, 7, 10, out) == 7 && out[0] == 0 && out[6] == 6);
+	CHECK(gnn_sample_choose(1, 5, 7, -1, out) == 7);
+	CHECK(gnn_sample_choose(1, 5, 0, 3, out) == 0);
+	/* Exactly k distinct sorted positions, repeatable, seed- and node-dependent. */
+	for (int64_t v = 0; v < 2000; v++) {
+		n = gnn_sample_choose(7, v, 20, 5, out);
+		bad += n != 5;
+		for (uint32_t i = 1; i < n; i++)
+			bad += out[i] <= out[i - 1] || out[i] >= 20;
+		gnn_sample_choose(7, v, 20, 5, again);
+		bad += memcmp(out, again, sizeof(uint32_t) * 5) != 0;
+		for (uint32_t i = 0; i < n; i++)
+			hits[out[i]]++;
+	}
+	CHECK(bad == 0);
+	/* Uniform: each position chosen 2000 * 5 / 20 = 500 times; allow 5 sigma
+	 * (sd = sqrt(2000 * 0.25 * 0.75) ~ 19.4). */
+	for (int i = 0; i < 20; i++)
+		bad += hits[i] < 403 || hits[i] > 597;
+	CHECK(bad == 0);
+	gnn_sample_choose(7, 1, 1000, 8, out);
+	gnn_sample_choose(8, 1, 1000, 8, again);
+	CHECK(memcmp(out, again, sizeof(uint32_t) * 8) != 0);
+	CHECK(gnn_sample_layer_seed(1, 0) != gnn_sample_layer_seed(1, 1));
+}
+
+int main(void)
+{
+	RUN(test_header);
+	RUN(test_error);
+	RUN(test_info);
+	RUN(test_sample_msgs);
+	RUN(test_row_msgs);
+	RUN(test_minibatch);
+	RUN(test_sample_choose);
+	return t_done();
+}
