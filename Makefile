@@ -28,12 +28,28 @@ COMMON_SRC := $(wildcard libcommon/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 COMMON_LIB := $(BUILD)/lib/libgnncommon.a
 
-# Partitioner: everything but main.c also goes into a library the unit tests link.
-PART_SRC := $(filter-out services/partitioner/main.c,$(wildcard services/partitioner/*.c))
-PART_OBJ := $(PART_SRC:%.c=$(BUILD)/obj/%.o)
-PART_LIB := $(BUILD)/lib/libpartition.a
+# Every folder services/NAME builds one binary, build/bin/$(BIN_NAME), from
+# its .c files; everything but main.c also goes into build/lib/libNAME.a,
+# which the unit tests link (so non-static names must not collide across
+# services: prefix them with the service's name).
+BIN_partitioner := gnn-partition
+BIN_graphstore := gnn-graphstore
+BIN_sampler := gnn-sampler
+BIN_cli := gnn-cli
+SERVICES := $(notdir $(patsubst %/,%,$(wildcard services/*/)))
+BINS := $(foreach s,$(SERVICES),$(BUILD)/bin/$(BIN_$(s)))
+SVC_LIBS := $(foreach s,$(SERVICES),$(BUILD)/lib/lib$(s).a)
 
-BINS := $(BUILD)/bin/gnn-partition
+define service_rules
+$(1)_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out services/$(1)/main.c,$$(wildcard services/$(1)/*.c)))
+$$(BUILD)/lib/lib$(1).a: $$($(1)_OBJ)
+	@mkdir -p $$(dir $$@)
+	$$(AR) rcs $$@ $$^
+$$(BUILD)/bin/$$(BIN_$(1)): $$(BUILD)/obj/services/$(1)/main.o $$(BUILD)/lib/lib$(1).a $$(COMMON_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach s,$(SERVICES),$(eval $(call service_rules,$(s))))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -64,15 +80,7 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(PART_LIB): $(PART_OBJ)
-	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
-
-$(BUILD)/bin/gnn-partition: $(BUILD)/obj/services/partitioner/main.o $(PART_LIB) $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(PART_LIB) $(COMMON_LIB)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(SVC_LIBS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -80,7 +88,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/tools/%.o $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/obj/tests/unit/%.o: CFLAGS += -Iservices/partitioner -Itests/unit
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(SERVICES),-Iservices/$(s)) -Itests/unit
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -1,0 +1,60 @@
+/* client.h - calling a gnn-dist service: one nng REQ socket per peer,
+ * dialled in the background (nng reconnects by itself when the peer comes
+ * back), with a timeout on every call and a bounded number of retries, so a
+ * caller never hangs on a dead peer.
+ *
+ * Errors say which peer: a call that times out after its retries logs
+ * "call_failed peer=NAME url=URL op=OP attempts=N" and returns
+ * GNN_ETIMEDOUT; an ERROR reply from the peer returns its status code and
+ * its text (gnn_client_last_error). */
+#ifndef GNN_CLIENT_H
+#define GNN_CLIENT_H
+
+#include <nng/nng.h>
+#include <stddef.h>
+
+#include "proto.h"
+
+struct gnn_client;
+
+struct gnn_client_opts {
+	const char *url;           /* "tcp://graphstore-0.graphstore:7000" */
+	const char *name;          /* for logs and errors: "graphstore-0" */
+	int timeout_ms;            /* per attempt */
+	int retries;               /* extra attempts after a timeout (0 = one attempt) */
+};
+
+/* Creates the socket and starts dialling (non-blocking: the peer need not be
+ * up yet). *out is freed by gnn_client_close. */
+int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out);
+void gnn_client_close(struct gnn_client *c);
+const char *gnn_client_name(const struct gnn_client *c);
+
+/* One call in a batch: the request message (built with the proto.h
+ * encoders; borrowed), and on return rc and, when rc is GNN_OK, reply: the
+ * reply message (owned by the caller: nng_msg_free) whose header has been
+ * checked to match the request ID. An ERROR reply gives rc = its status and
+ * err the text (NUL-terminated, cut to fit). */
+struct gnn_call {
+	struct gnn_client *client;
+	const struct gnn_wbuf *req;
+	nng_msg *reply;
+	int rc;
+	int attempts;
+	char err[256];
+};
+
+/* Runs all n calls concurrently (one aio each) and returns when every one
+ * has a reply or has failed after its retries; returns GNN_OK when all
+ * succeeded, else the first failing call's rc (each call has its own). */
+int gnn_client_call_all(struct gnn_call *calls, size_t n);
+
+/* One call, the same semantics. */
+int gnn_client_call(struct gnn_client *c, const struct gnn_wbuf *req, nng_msg **reply,
+		    char *err, size_t err_len);
+
+/* Decodes a successful reply's header and checks its type: *payload and
+ * *len describe the payload inside reply (borrowed from it). */
+int gnn_reply_payload(nng_msg *reply, uint16_t want_type, const void **payload, size_t *len);
+
+#endif
