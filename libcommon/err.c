@@ -27,3 +27,29 @@ const char *gnn_strerror(int err)
 		return "unknown error";
 	return messages[err];
 }
+
+static const char *const names[GNN_ERR_COUNT] = {
+	[GNN_OK] = "ok",
+	[GNN_EINVAL] = "einval",
+	[GNN_ENOMEM] = "enomem",
+	[GNN_EIO] = "eio",
+	[GNN_EFORMAT] = "eformat",
+	[GNN_ERANGE] = "erange",
+	[GNN_EEXIST] = "eexist",
+	[GNN_ENOENT] = "enoent",
+	[GNN_ECHECKSUM] = "echecksum",
+	[GNN_EVERSION] = "eversion",
+	[GNN_ETIMEDOUT] = "etimedout",
+	[GNN_EPROTO] = "eproto",
+	[GNN_EUNAVAIL] = "eunavail",
+	[GNN_ECLOSED] = "eclosed",
+	[GNN_EHELP] = "ehelp",
+	[GNN_EINTERNAL] = "einternal",
+};
+
+const char *gnn_errname(int err)
+{
+	if (err < 0 || err >= GNN_ERR_COUNT || names[err] == NULL)
+		return "unknown";
+	return names[err];
+}

@@ -30,4 +30,8 @@ enum gnn_err {
  * codes outside the enum). Never NULL. */
 const char *gnn_strerror(int err);
 
+/* Returns the code's short name ("erange", "eunavail", ...) for metric labels
+ * and machine-readable fields; "unknown" outside the enum. */
+const char *gnn_errname(int err);
+
 #endif

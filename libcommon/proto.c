@@ -70,12 +70,12 @@ static void put(struct gnn_wbuf *w, const void *p, size_t n)
 static void put_u32(struct gnn_wbuf *w, uint32_t v) { put(w, &v, 4); }
 static void put_u64(struct gnn_wbuf *w, uint64_t v) { put(w, &v, 8); }
 
-/* Zero padding up to the next multiple of 8 from the message start. */
+/* Zero padding up to the next multiple of 8 from the payload start. */
 static void pad8(struct gnn_wbuf *w, size_t start)
 {
 	static const uint8_t zero[8];
 
-	put(w, zero, (8 - (w->len - start) % 8) % 8);
+	put(w, zero, (8 - (w->len - start - GNN_PROTO_HDR_BYTES) % 8) % 8);
 }
 
 /* Starts a message: the header with a length patched in by finish(). */
@@ -91,6 +91,7 @@ static size_t begin(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, uint32_t
 	put_u64(w, req_id);
 	put_u32(w, 0);
 	put_u32(w, status);
+	put_u32(w, 0);
 	return start;
 }
 
@@ -204,7 +205,7 @@ void gnn_proto_release(void *owned)
 int gnn_proto_decode_hdr(const void *msg, size_t len, struct gnn_hdr *h, const void **payload)
 {
 	const uint8_t *b = msg;
-	uint32_t magic;
+	uint32_t magic, reserved;
 
 	if (len < GNN_PROTO_HDR_BYTES)
 		return GNN_EPROTO;
@@ -214,7 +215,8 @@ int gnn_proto_decode_hdr(const void *msg, size_t len, struct gnn_hdr *h, const v
 	memcpy(&h->req_id, b + 8, 8);
 	memcpy(&h->len, b + 16, 4);
 	memcpy(&h->status, b + 20, 4);
-	if (magic != GNN_PROTO_MAGIC)
+	memcpy(&reserved, b + 24, 4);
+	if (magic != GNN_PROTO_MAGIC || reserved != 0)
 		return GNN_EPROTO;
 	if (h->version != GNN_PROTO_VERSION)
 		return GNN_EVERSION;

@@ -2,7 +2,7 @@
  * little-endian, versioned messages carried over nng req/rep sockets between
  * trainers, samplers and graph stores.
  *
- * Every message is a 24-byte header followed by a payload:
+ * Every message is a 28-byte header followed by a payload:
  *
  *   off size field
  *     0    4 magic "GNNP"
@@ -11,9 +11,13 @@
  *     8    8 request ID (echoed in the reply)
  *    16    4 payload length in bytes
  *    20    4 status: 0 in requests and replies, a GNN_E* code in GNN_MSG_ERROR
+ *    24    4 reserved, zero
  *
  * Payload arrays start at 8-byte aligned offsets from the start of the
- * message (padding is zero), so a reply can be used in place. Decoders check
+ * payload (padding is zero). nng's REQ and REP protocols strip a 4-byte
+ * request ID from the front of every received message, which leaves the
+ * body at 4 (mod 8); the 28-byte header puts the payload back on an 8-byte
+ * boundary, so a reply can be used in place. Decoders check
  * every length against the buffer and every count against the limits below
  * and return GNN_EPROTO (malformed), GNN_EVERSION or GNN_ERANGE (over a
  * limit); range checks of node IDs against a partition are the service's.
@@ -30,7 +34,7 @@
 
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
 #define GNN_PROTO_VERSION 1
-#define GNN_PROTO_HDR_BYTES 24
+#define GNN_PROTO_HDR_BYTES 28
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
 #define GNN_PROTO_MAX_IDS (1 << 22)       /* node IDs in one request */
@@ -83,8 +87,8 @@ void gnn_wbuf_init(struct gnn_wbuf *w);
 void gnn_wbuf_free(struct gnn_wbuf *w);
 
 /* Decodes and checks the header of a received message of len bytes: magic,
- * version, type known, payload length equal to len - 24 and within the
- * limit. On success *payload points at the payload (borrowed). */
+ * version, type known, reserved word zero, payload length equal to
+ * len - 28 and within the limit. On success *payload points at the payload (borrowed). */
 int gnn_proto_decode_hdr(const void *msg, size_t len, struct gnn_hdr *h, const void **payload);
 
 /* ---- messages ----

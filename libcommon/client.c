@@ -1,0 +1,235 @@
+#include "client.h"
+
+#include <nng/protocol/reqrep0/req.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+
+struct gnn_client {
+	nng_socket sock;
+	nng_dialer dialer;
+	char *url, *name;
+	int timeout_ms, retries;
+};
+
+int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
+{
+	struct gnn_client *c;
+	int rv;
+
+	if (o->url == NULL || o->timeout_ms <= 0 || o->retries < 0)
+		return GNN_EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return GNN_ENOMEM;
+	c->url = strdup(o->url);
+	c->name = strdup(o->name ? o->name : o->url);
+	c->timeout_ms = o->timeout_ms;
+	c->retries = o->retries;
+	if (c->url == NULL || c->name == NULL) {
+		rv = NNG_ENOMEM;
+		goto out_free;
+	}
+	if ((rv = nng_req0_open(&c->sock)) != 0)
+		goto out_free;
+	/* Retries are ours (bounded, logged), not REQ's silent resends. */
+	nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 100);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 2000);
+	/* Non-blocking: the peer may come up later; nng keeps redialling. */
+	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
+		nng_close(c->sock);
+		goto out_free;
+	}
+	*out = c;
+	return GNN_OK;
+
+out_free:
+	GNN_ERROR("client_failed", "peer=%s url=%s error=\"%s\"", o->name ? o->name : "-", o->url,
+		  nng_strerror(rv));
+	free(c->url);
+	free(c->name);
+	free(c);
+	return rv == NNG_ENOMEM ? GNN_ENOMEM : GNN_EINVAL;
+}
+
+void gnn_client_close(struct gnn_client *c)
+{
+	if (c == NULL)
+		return;
+	nng_close(c->sock);
+	free(c->url);
+	free(c->name);
+	free(c);
+}
+
+const char *gnn_client_name(const struct gnn_client *c)
+{
+	return c->name;
+}
+
+int gnn_reply_payload(nng_msg *reply, uint16_t want_type, const void **payload, size_t *len)
+{
+	struct gnn_hdr h;
+	int rc = gnn_proto_decode_hdr(nng_msg_body(reply), nng_msg_len(reply), &h, payload);
+
+	if (rc != GNN_OK)
+		return rc;
+	if (h.type != want_type)
+		return GNN_EPROTO;
+	*len = h.len;
+	return GNN_OK;
+}
+
+/* Checks a received reply against the request: header valid, same request
+ * ID; an ERROR reply becomes its status code and text. Frees the reply
+ * unless it is returned in call->reply. */
+static void take_reply(struct gnn_call *call, nng_msg *reply, uint64_t req_id)
+{
+	struct gnn_hdr h;
+	struct gnn_error_msg e;
+	const void *payload;
+	int rc = gnn_proto_decode_hdr(nng_msg_body(reply), nng_msg_len(reply), &h, &payload);
+
+	if (rc == GNN_OK && h.req_id != req_id)
+		rc = GNN_EPROTO;
+	if (rc != GNN_OK) {
+		snprintf(call->err, sizeof(call->err), "malformed reply from %s (%s)",
+			 call->client->name, gnn_errname(rc));
+	} else if (h.type == GNN_MSG_ERROR) {
+		rc = gnn_decode_error(&h, payload, &e);
+		if (rc == GNN_OK)
+			rc = e.status > GNN_OK && e.status < GNN_ERR_COUNT ? (int)e.status : GNN_EPROTO;
+		snprintf(call->err, sizeof(call->err), "%s: %.*s", call->client->name,
+			 (int)(rc == GNN_EPROTO ? 0 : e.text_len), e.text);
+	} else {
+		call->reply = reply;
+		call->rc = GNN_OK;
+		return;
+	}
+	call->rc = rc;
+	nng_msg_free(reply);
+}
+
+struct pending {
+	nng_ctx ctx;
+	nng_aio *aio;
+	uint64_t req_id;
+	bool active;   /* still needs an attempt */
+	bool sent;     /* this attempt's request went out: wait for the reply */
+};
+
+/* One attempt for every active call: all sends start, then all receives,
+ * each bounded by its client's timeout. */
+static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		nng_msg *m;
+
+		p[i].sent = false;
+		if (!p[i].active)
+			continue;
+		calls[i].attempts++;
+		if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, calls[i].req->buf, calls[i].req->len) != 0) {
+			calls[i].rc = GNN_ENOMEM;
+			p[i].active = false;
+			continue;
+		}
+		nng_aio_set_timeout(p[i].aio, calls[i].client->timeout_ms);
+		nng_aio_set_msg(p[i].aio, m);
+		nng_ctx_send(p[i].ctx, p[i].aio);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!p[i].active)
+			continue;
+		nng_aio_wait(p[i].aio);
+		if (nng_aio_result(p[i].aio) != 0) {
+			nng_msg_free(nng_aio_get_msg(p[i].aio));
+			calls[i].rc = GNN_ETIMEDOUT;
+			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not accept the request: %s",
+				 calls[i].client->name, calls[i].client->url, nng_strerror(nng_aio_result(p[i].aio)));
+			continue;
+		}
+		p[i].sent = true;
+		nng_ctx_recv(p[i].ctx, p[i].aio);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int rv;
+
+		if (!p[i].sent)
+			continue;
+		nng_aio_wait(p[i].aio);
+		rv = nng_aio_result(p[i].aio);
+		if (rv != 0) {
+			calls[i].rc = GNN_ETIMEDOUT;
+			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",
+				 calls[i].client->name, calls[i].client->url, nng_strerror(rv));
+			continue;
+		}
+		take_reply(&calls[i], nng_aio_get_msg(p[i].aio), p[i].req_id);
+		p[i].active = false;  /* answered: an error reply is final, not retried */
+	}
+}
+
+int gnn_client_call_all(struct gnn_call *calls, size_t n)
+{
+	struct pending *p = calloc(n ? n : 1, sizeof(*p));
+	int first = GNN_OK, max_retries = 0;
+
+	if (p == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		calls[i].reply = NULL;
+		calls[i].rc = GNN_ENOMEM;
+		calls[i].attempts = 0;
+		calls[i].err[0] = '\0';
+		if (calls[i].req->len < GNN_PROTO_HDR_BYTES || calls[i].req->failed) {
+			calls[i].rc = GNN_EINVAL;
+			continue;
+		}
+		memcpy(&p[i].req_id, calls[i].req->buf + 8, 8);
+		if (nng_ctx_open(&p[i].ctx, calls[i].client->sock) != 0 ||
+		    nng_aio_alloc(&p[i].aio, NULL, NULL) != 0)
+			continue;
+		p[i].active = true;
+		if (calls[i].client->retries > max_retries)
+			max_retries = calls[i].client->retries;
+	}
+	for (int round = 0; round <= max_retries; round++) {
+		attempt(calls, p, n);
+		for (size_t i = 0; i < n; i++)  /* a call that timed out tries again */
+			if (p[i].active && round >= calls[i].client->retries)
+				p[i].active = false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].aio != NULL) {
+			nng_aio_free(p[i].aio);
+			nng_ctx_close(p[i].ctx);
+		}
+		if (calls[i].rc == GNN_ETIMEDOUT)
+			GNN_WARN("call_failed", "peer=%s url=%s op=%s attempts=%d reason=\"%s\"",
+				 calls[i].client->name, calls[i].client->url,
+				 gnn_msg_name(calls[i].req->buf[6]), calls[i].attempts, calls[i].err);
+		if (calls[i].rc != GNN_OK && first == GNN_OK)
+			first = calls[i].rc;
+	}
+	free(p);
+	return first;
+}
+
+int gnn_client_call(struct gnn_client *c, const struct gnn_wbuf *req, nng_msg **reply,
+		    char *err, size_t err_len)
+{
+	struct gnn_call call = { .client = c, .req = req };
+	int rc = gnn_client_call_all(&call, 1);
+
+	if (err != NULL && err_len > 0)
+		snprintf(err, err_len, "%s", call.err);
+	if (rc == GNN_OK)
+		*reply = call.reply;
+	return rc;
+}

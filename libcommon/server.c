@@ -1,0 +1,284 @@
+#include "server.h"
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "sys.h"
+
+struct worker {
+	struct gnn_server *s;
+	nng_ctx ctx;
+	nng_aio *aio;
+	pthread_t thread;
+	bool ctx_open, started;
+};
+
+/* Metric series per message type, created up front so every op appears in
+ * /metrics from the start. */
+struct op_metrics {
+	struct gnn_counter *requests;
+	struct gnn_histogram *seconds;
+};
+
+struct gnn_server {
+	char name[32];
+	nng_socket sock;
+	nng_listener listener;
+	int nworkers;
+	struct worker *workers;
+	gnn_handler_fn handler;
+	void *ctx;
+	struct op_metrics ops[GNN_MSG_TYPE_COUNT];
+	struct gnn_counter *errors;      /* {op, code} */
+	struct gnn_counter *bad;         /* {reason} */
+	struct gnn_counter *bytes_in, *bytes_out;
+	struct gnn_gauge *in_flight;
+};
+
+/* Registration that shares the family when another server of the same name
+ * in this process (a restart, a test) registered it first. */
+static int counter(struct gnn_metrics *reg, const char *name, const char *help,
+		   const char *const *labels, size_t n, struct gnn_counter **out)
+{
+	int rc = gnn_metrics_find_counter(reg, name, out);
+
+	return rc == GNN_ENOENT ? gnn_metrics_counter(reg, name, help, labels, n, out) : rc;
+}
+
+static int gauge(struct gnn_metrics *reg, const char *name, const char *help, struct gnn_gauge **out)
+{
+	int rc = gnn_metrics_find_gauge(reg, name, out);
+
+	return rc == GNN_ENOENT ? gnn_metrics_gauge(reg, name, help, NULL, 0, out) : rc;
+}
+
+static int histogram(struct gnn_metrics *reg, const char *name, const char *help,
+		     const char *const *labels, const double *bounds, size_t nb, struct gnn_histogram **out)
+{
+	int rc = gnn_metrics_find_histogram(reg, name, out);
+
+	return rc == GNN_ENOENT ? gnn_metrics_histogram(reg, name, help, labels, 1, bounds, nb, out) : rc;
+}
+
+static int register_metrics(struct gnn_server *s, struct gnn_metrics *reg)
+{
+	static const char *const op_label[] = { "op" };
+	static const char *const err_labels[] = { "op", "code" };
+	static const char *const bad_label[] = { "reason" };
+	struct gnn_counter *req;
+	struct gnn_histogram *sec;
+	double bounds[16];
+	char name[128];
+	int rc;
+
+	gnn_metrics_exp_buckets(50e-6, 2.5, 14, bounds);  /* 50 us .. ~7 min */
+#define NAME(suffix) (snprintf(name, sizeof(name), "gnn_%s_%s", s->name, suffix), name)
+	if ((rc = counter(reg, NAME("requests_total"), "Requests received, by message type", op_label, 1, &req)) ||
+	    (rc = histogram(reg, NAME("request_seconds"), "Time to handle a request, by message type",
+			    op_label, bounds, 14, &sec)) ||
+	    (rc = counter(reg, NAME("request_errors_total"), "Error replies, by message type and error code",
+			  err_labels, 2, &s->errors)) ||
+	    (rc = counter(reg, NAME("bad_messages_total"), "Messages whose header could not be decoded, by reason",
+			  bad_label, 1, &s->bad)) ||
+	    (rc = counter(reg, NAME("received_bytes_total"), "Request bytes received", NULL, 0, &s->bytes_in)) ||
+	    (rc = counter(reg, NAME("sent_bytes_total"), "Reply bytes sent", NULL, 0, &s->bytes_out)) ||
+	    (rc = gauge(reg, NAME("requests_in_flight"), "Requests being handled now", &s->in_flight)))
+		return rc;
+#undef NAME
+	for (uint16_t t = 1; t < GNN_MSG_TYPE_COUNT; t++) {
+		const char *op = gnn_msg_name(t);
+
+		if ((rc = gnn_counter_labels(req, &op, 1, &s->ops[t].requests)) ||
+		    (rc = gnn_histogram_labels(sec, &op, 1, &s->ops[t].seconds)))
+			return rc;
+	}
+	return GNN_OK;
+}
+
+static void count_labelled(struct gnn_counter *fam, const char *a, const char *b)
+{
+	const char *values[2] = { a, b };
+	struct gnn_counter *c;
+
+	if (gnn_counter_labels(fam, values, b ? 2 : 1, &c) == GNN_OK)
+		gnn_counter_inc(c);
+}
+
+/* Builds the reply to one request message into out. */
+static void handle(struct gnn_server *s, const void *body, size_t len, struct gnn_wbuf *out)
+{
+	struct gnn_hdr h;
+	const void *payload;
+	double t0 = gnn_now();
+	int rc = gnn_proto_decode_hdr(body, len, &h, &payload);
+	uint64_t req_id = 0;
+
+	if (rc != GNN_OK) {
+		/* Echo the request ID when there is one, so a client can match it. */
+		if (len >= 16)
+			memcpy(&req_id, (const uint8_t *)body + 8, 8);
+		count_labelled(s->bad, gnn_errname(rc), NULL);
+		GNN_DEBUG("bad_message", "server=%s bytes=%zu reason=%s", s->name, len, gnn_errname(rc));
+		gnn_encode_error(out, req_id, (uint32_t)rc, "undecodable message header");
+		return;
+	}
+	gnn_counter_inc(s->ops[h.type].requests);
+	gnn_gauge_add(s->in_flight, 1);
+	rc = s->handler(s->ctx, &h, payload, h.len, out);
+	gnn_gauge_add(s->in_flight, -1);
+	if (rc != GNN_OK || out->failed) {
+		out->len = 0;
+		out->failed = false;
+		gnn_encode_error(out, h.req_id, (uint32_t)(rc != GNN_OK ? rc : GNN_ENOMEM), gnn_strerror(rc));
+	}
+	if (out->len >= GNN_PROTO_HDR_BYTES && out->buf[6] == GNN_MSG_ERROR) {
+		uint32_t code;
+
+		memcpy(&code, out->buf + 20, 4);
+		count_labelled(s->errors, gnn_msg_name(h.type), gnn_errname((int)code));
+	}
+	gnn_histogram_observe(s->ops[h.type].seconds, gnn_now() - t0);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct gnn_server *s = w->s;
+	struct gnn_wbuf out;
+
+	gnn_wbuf_init(&out);
+	for (;;) {
+		nng_msg *msg;
+		int rv;
+
+		nng_ctx_recv(w->ctx, w->aio);
+		nng_aio_wait(w->aio);
+		rv = nng_aio_result(w->aio);
+		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+			break;
+		if (rv != 0)
+			continue;
+		msg = nng_aio_get_msg(w->aio);
+		gnn_counter_add(s->bytes_in, (double)nng_msg_len(msg));
+		out.len = 0;
+		handle(s, nng_msg_body(msg), nng_msg_len(msg), &out);
+		/* Reuse the request message for the reply. */
+		nng_msg_clear(msg);
+		if (nng_msg_append(msg, out.buf, out.len) != 0) {
+			nng_msg_free(msg);
+			continue;
+		}
+		gnn_counter_add(s->bytes_out, (double)out.len);
+		nng_aio_set_msg(w->aio, msg);
+		nng_ctx_send(w->ctx, w->aio);
+		nng_aio_wait(w->aio);
+		rv = nng_aio_result(w->aio);
+		if (rv != 0) {
+			nng_msg_free(msg);  /* the client went away: nothing to do */
+			if (rv == NNG_ECLOSED)
+				break;
+		}
+	}
+	gnn_wbuf_free(&out);
+	return NULL;
+}
+
+int gnn_server_start(const struct gnn_server_opts *o, struct gnn_server **out)
+{
+	struct gnn_server *s;
+	int rv, rc = GNN_EIO;
+
+	if (o->workers < 1 || o->handler == NULL || o->metrics == NULL || o->listen == NULL)
+		return GNN_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return GNN_ENOMEM;
+	snprintf(s->name, sizeof(s->name), "%s", o->name);
+	s->handler = o->handler;
+	s->ctx = o->ctx;
+	if ((rc = register_metrics(s, o->metrics)) != GNN_OK) {
+		free(s);
+		return rc;
+	}
+	if ((rv = nng_rep0_open(&s->sock)) != 0) {
+		GNN_ERROR("server_failed", "server=%s error=\"%s\"", s->name, nng_strerror(rv));
+		free(s);
+		return GNN_EIO;
+	}
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
+	if ((rv = nng_listen(s->sock, o->listen, &s->listener, 0)) != 0) {
+		GNN_ERROR("listen_failed", "server=%s url=%s error=\"%s\"", s->name, o->listen, nng_strerror(rv));
+		nng_close(s->sock);
+		free(s);
+		return GNN_EIO;
+	}
+	s->workers = calloc((size_t)o->workers, sizeof(*s->workers));
+	if (s->workers == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_stop;
+	}
+	s->nworkers = o->workers;
+	for (int i = 0; i < o->workers; i++) {
+		struct worker *w = &s->workers[i];
+
+		w->s = s;
+		if (nng_ctx_open(&w->ctx, s->sock) != 0) {
+			rc = GNN_ENOMEM;
+			goto out_stop;
+		}
+		w->ctx_open = true;
+		if (nng_aio_alloc(&w->aio, NULL, NULL) != 0 ||
+		    pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			rc = GNN_ENOMEM;
+			goto out_stop;
+		}
+		w->started = true;
+	}
+	GNN_INFO("server_listening", "server=%s url=%s port=%d workers=%d", s->name, o->listen,
+		 gnn_server_port(s), o->workers);
+	*out = s;
+	return GNN_OK;
+
+out_stop:
+	gnn_server_stop(s);
+	return rc;
+}
+
+int gnn_server_port(const struct gnn_server *s)
+{
+	int port;
+
+	if (s == NULL || nng_listener_get_int(s->listener, NNG_OPT_TCP_BOUND_PORT, &port) != 0)
+		return -1;
+	return port;
+}
+
+void gnn_server_stop(struct gnn_server *s)
+{
+	if (s == NULL)
+		return;
+	/* Contexts first: a pending receive completes with NNG_ECLOSED and a
+	 * worker still in its handler gets NNG_ECLOSED from its send. Closing
+	 * the socket while a worker may still call into it panics nng 1.5. */
+	for (int i = 0; i < s->nworkers; i++)
+		if (s->workers[i].ctx_open)
+			nng_ctx_close(s->workers[i].ctx);
+	for (int i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		if (w->aio != NULL)
+			nng_aio_free(w->aio);
+	}
+	nng_close(s->sock);
+	free(s->workers);
+	GNN_INFO("server_stopped", "server=%s", s->name);
+	free(s);
+}
