@@ -91,7 +91,6 @@ int gnn_reply_payload(nng_msg *reply, uint16_t want_type, const void **payload, 
 static void take_reply(struct gnn_call *call, nng_msg *reply, uint64_t req_id)
 {
 	struct gnn_hdr h;
-	struct gnn_error_msg e;
 	const void *payload;
 	int rc = gnn_proto_decode_hdr(nng_msg_body(reply), nng_msg_len(reply), &h, &payload);
 
@@ -101,11 +100,16 @@ static void take_reply(struct gnn_call *call, nng_msg *reply, uint64_t req_id)
 		snprintf(call->err, sizeof(call->err), "malformed reply from %s (%s)",
 			 call->client->name, gnn_errname(rc));
 	} else if (h.type == GNN_MSG_ERROR) {
-		rc = gnn_decode_error(&h, payload, &e);
-		if (rc == GNN_OK)
+		struct gnn_error_msg e = { 0 };
+
+		if (gnn_decode_error(&h, payload, &e) != GNN_OK) {
+			rc = GNN_EPROTO;
+			snprintf(call->err, sizeof(call->err), "%s: malformed error reply", call->client->name);
+		} else {
 			rc = e.status > GNN_OK && e.status < GNN_ERR_COUNT ? (int)e.status : GNN_EPROTO;
-		snprintf(call->err, sizeof(call->err), "%s: %.*s", call->client->name,
-			 (int)(rc == GNN_EPROTO ? 0 : e.text_len), e.text);
+			snprintf(call->err, sizeof(call->err), "%s: %.*s", call->client->name, (int)e.text_len,
+				 e.text);
+		}
 	} else {
 		call->reply = reply;
 		call->rc = GNN_OK;

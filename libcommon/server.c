@@ -11,6 +11,8 @@
 #include "log.h"
 #include "sys.h"
 
+#define KEEP_BUFFER_BYTES (8u << 20)
+
 struct worker {
 	struct gnn_server *s;
 	nng_ctx ctx;
@@ -175,6 +177,9 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		gnn_counter_add(s->bytes_out, (double)out.len);
+		/* Don't keep a worker's largest reply buffer pinned for good. */
+		if (out.cap > KEEP_BUFFER_BYTES)
+			gnn_wbuf_free(&out);
 		nng_aio_set_msg(w->aio, msg);
 		nng_ctx_send(w->ctx, w->aio);
 		nng_aio_wait(w->aio);
