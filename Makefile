@@ -3,14 +3,15 @@
 #   make test   deps + build + every test; last line "N passed, N failed"
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/)
 #   make demo   partition the synthetic `small` graph and print its statistics
-#   make bench  partitioner time and peak memory at ogbn-products scale
+#   make bench  partitioner time and peak memory at ogbn-products scale, and
+#               distributed sampling throughput against in-process sampling
 BUILD ?= build
 CC ?= cc
 OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := build-essential pkg-config libnng-dev libmicrohttpd-dev libmetis-dev \
-	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time
+	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time libclang-rt-14-dev
 
 PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd zlib openblas 2>/dev/null)
 PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd zlib openblas 2>/dev/null)
@@ -106,8 +107,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench.sh $(BUILD)
+	@tests/bench_sampling.sh $(BUILD)
 
 clean:
 	rm -rf build build-asan
 
+-include tests/fuzz.mk
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -134,7 +134,9 @@ void gnn_opt_usage(const char *prog, const char *summary, const struct gnn_opt *
 		printf("  --%s%s  [%s]\n      %s", o->name, arg, env, o->help);
 		if (o->def != NULL)
 			printf(" (default %s)", o->def);
-		if (has_range(o))
+		if (has_range(o) && o->type == GNN_OPT_INT)
+			printf(" (range %.0f..%.0f)", o->min, o->max);
+		else if (has_range(o))
 			printf(" (range %g..%g)", o->min, o->max);
 		printf("\n");
 	}

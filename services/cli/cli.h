@@ -1,0 +1,65 @@
+/* cli.h - gnn-cli's commands (docs/cli.md): each sends requests to a graph
+ * store or a sampler and turns the checked replies into one JSON document.
+ *
+ * Parsing helpers and the reply-to-JSON conversions are separate from the
+ * network calls so that unit tests can check them without a server. */
+#ifndef CLI_H
+#define CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Every option of every command (each command's table uses some). */
+struct cli_config {
+	const char *store, *sampler;      /* nng URLs */
+	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
+	const char *fanouts, *split;
+	int64_t fanout, seed, limit, page, timeout_ms, retries;
+	bool json, no_features, no_labels;
+};
+
+/* Prints "gnn-cli: error: ..." on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses a list of node IDs: decimal integers >= 0 separated by commas or
+ * white space; text "@FILE" reads them from FILE, "@-" from stdin. At least
+ * one, at most GNN_PROTO_MAX_IDS. what names the option in errors
+ * ("--nodes"). *ids is malloc'd, the caller frees it; written only on
+ * success. Returns GNN_EINVAL (error printed), GNN_EIO or GNN_ENOMEM. */
+int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n);
+
+/* Parses "10,5": 1..GNN_PROTO_MAX_LAYERS fanouts, each -1 (all) or in
+ * 1..GNN_PROTO_MAX_FANOUT, into out[]. Returns GNN_EINVAL (error printed). */
+int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint32_t *n);
+
+/* Split names and codes (GNN_SPLIT_* of part.h): "none", "train", "valid",
+ * "test". cli_split_code returns GNN_EINVAL for another name. */
+int cli_split_code(const char *name, uint8_t *out);
+const char *cli_split_name(uint8_t code);
+
+/* A JSON array of the n IDs (a new reference; NULL when out of memory). */
+json_t *cli_id_array(const int64_t *ids, uint64_t n);
+
+/* Reply -> JSON conversions. They return a new reference (NULL when out of
+ * memory); the decoded replies are borrowed. */
+json_t *cli_info_json(const char *url, const struct gnn_info *info);
+json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r);
+json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb);
+
+/* The commands. Each checks its options, calls the service and on success
+ * sets *out to the JSON document to print (a new reference). On failure
+ * the reason is printed and the return value is GNN_EINVAL for bad options
+ * or the call's error code. */
+int cli_cmd_info(const struct cli_config *c, json_t **out);
+int cli_cmd_sample(const struct cli_config *c, json_t **out);
+int cli_cmd_features(const struct cli_config *c, json_t **out);
+int cli_cmd_labels(const struct cli_config *c, json_t **out);
+int cli_cmd_split(const struct cli_config *c, json_t **out);
+int cli_cmd_nodes(const struct cli_config *c, json_t **out);
+int cli_cmd_minibatch(const struct cli_config *c, json_t **out);
+
+#endif

@@ -1,0 +1,364 @@
+/* cmd.c - gnn-cli's commands: build one request (or a series, for nodes),
+ * call the graph store or sampler with a timeout and bounded retries
+ * (client.h), check the reply completely and convert it to JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "client.h"
+#include "err.h"
+#include "part.h"
+
+/* Nodes asked for per NODES request while paging. */
+#define NODES_PAGE 65536
+
+/* Request IDs only have to differ between the requests of one socket. */
+static uint64_t next_req_id = 1;
+
+static int connect_to(const struct cli_config *c, const char *url, const char *what,
+		      struct gnn_client **out)
+{
+	struct gnn_client_opts o = { .url = url, .name = strcmp(what, "--sampler") == 0 ? "sampler" : "graphstore",
+				     .timeout_ms = (int)c->timeout_ms,
+				     .retries = (int)c->retries };
+	int rc;
+
+	if (url == NULL) {
+		cli_error("%s URL is required, e.g. %s tcp://127.0.0.1:7000", what, what);
+		return GNN_EINVAL;
+	}
+	if ((rc = gnn_client_open(&o, out)) != GNN_OK)
+		cli_error("cannot use %s \"%s\": %s (expected an nng URL such as tcp://HOST:PORT)", what, url,
+			  gnn_strerror(rc));
+	return rc;
+}
+
+/* Sends req, waits for the reply and checks that it is a want_type
+ * message: *reply (the caller's: nng_msg_free) holds *payload, *len. */
+static int call(struct gnn_client *cl, const char *url, struct gnn_wbuf *req, uint16_t want_type,
+		nng_msg **reply, const void **payload, size_t *len)
+{
+	char err[512] = "";
+	uint16_t op;
+	int rc;
+
+	if (req->failed) {
+		cli_error("out of memory building the request");
+		return GNN_ENOMEM;
+	}
+	memcpy(&op, req->buf + 6, 2);
+	rc = gnn_client_call(cl, req, reply, err, sizeof(err));
+	if (rc == GNN_ETIMEDOUT) {
+		cli_error("%s request to %s failed: %s (is the service running there? see --timeout-ms, --retries)",
+			  gnn_msg_name(op), url, err);
+		return rc;
+	}
+	if (rc != GNN_OK) {
+		/* An error reply's text comes as "PEER: text": the URL says which peer. */
+		const char *text = err, *colon = strstr(err, ": ");
+
+		if (colon != NULL && strncmp(err, gnn_client_name(cl), (size_t)(colon - err)) == 0)
+			text = colon + 2;
+		cli_error("%s request to %s failed: %s: %s", gnn_msg_name(op), url, gnn_errname(rc), text);
+		return rc;
+	}
+	if ((rc = gnn_reply_payload(*reply, want_type, payload, len)) != GNN_OK) {
+		cli_error("%s request to %s: the reply is not a %s message", gnn_msg_name(op), url,
+			  gnn_msg_name(want_type));
+		nng_msg_free(*reply);
+		*reply = NULL;
+	}
+	return rc;
+}
+
+static int bad_reply(const char *url, const char *what, int rc)
+{
+	cli_error("malformed reply from %s: %s (%s)", url, what, gnn_errname(rc));
+	return rc ? rc : GNN_EPROTO;
+}
+
+static int print_json_failed(void)
+{
+	cli_error("out of memory building the output");
+	return GNN_ENOMEM;
+}
+
+int cli_cmd_info(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_wbuf req;
+	struct gnn_info info = { 0 };
+	nng_msg *reply = NULL;
+	const void *payload;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+		goto out;
+	gnn_encode_info_req(&req, next_req_id++);
+	if ((rc = call(cl, c->store, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_info_resp(payload, len, &info)) != GNN_OK) {
+		rc = bad_reply(c->store, "INFO", rc);
+		goto out;
+	}
+	if ((*out = cli_info_json(c->store, &info)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(info.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	return rc;
+}
+
+int cli_cmd_sample(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_wbuf req;
+	struct gnn_sample_resp r = { 0 };
+	nng_msg *reply = NULL;
+	int64_t *ids = NULL;
+	const void *payload;
+	uint32_t n;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if (c->fanout == 0) {
+		cli_error("--fanout 0: give -1 (all neighbours) or 1..%d", GNN_PROTO_MAX_FANOUT);
+		return GNN_EINVAL;
+	}
+	if ((rc = cli_parse_ids(c->nodes, "--nodes", &ids, &n)) != GNN_OK ||
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+		goto out;
+	gnn_encode_sample_req(&req, next_req_id++, (uint64_t)c->seed, (int32_t)c->fanout, ids, n);
+	if ((rc = call(cl, c->store, &req, GNN_MSG_SAMPLE_RESP, &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK || r.n != n) {
+		rc = bad_reply(c->store, "SAMPLE reply does not match the request", rc ? rc : GNN_EPROTO);
+		goto out;
+	}
+	if ((*out = cli_sample_json((uint64_t)c->seed, (int32_t)c->fanout, ids, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	free(ids);
+	return rc;
+}
+
+/* features, labels, split: one ID list in, one value or row per ID out. */
+static int rows_cmd(const struct cli_config *c, uint16_t req_type, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_wbuf req;
+	nng_msg *reply = NULL;
+	void *owned = NULL;
+	json_t *doc = NULL, *vals = NULL;
+	int64_t *ids = NULL;
+	const void *payload;
+	uint32_t n, got = 0;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = cli_parse_ids(c->nodes, "--nodes", &ids, &n)) != GNN_OK ||
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+		goto out;
+	gnn_encode_ids_req(&req, req_type, next_req_id++, ids, n);
+	if ((rc = call(cl, c->store, &req, (uint16_t)(req_type + 1), &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	vals = json_array();
+	if (req_type == GNN_MSG_FEAT_REQ) {
+		struct gnn_feat_resp r;
+
+		if ((rc = gnn_decode_feat_resp(payload, len, &r)) == GNN_OK) {
+			owned = r.owned;
+			got = r.n;
+			for (uint32_t i = 0; vals != NULL && i < r.n && i < n; i++) {
+				json_t *row = json_array();
+
+				for (uint32_t k = 0; row != NULL && k < r.dim; k++)
+					json_array_append_new(row, json_real(r.rows[(size_t)i * r.dim + k]));
+				json_array_append_new(vals, row);
+			}
+			doc = json_pack("{s:I}", "feat_dim", (json_int_t)r.dim);
+		}
+	} else if (req_type == GNN_MSG_LABEL_REQ) {
+		struct gnn_label_resp r;
+
+		if ((rc = gnn_decode_label_resp(payload, len, &r)) == GNN_OK) {
+			owned = r.owned;
+			got = r.n;
+			for (uint32_t i = 0; vals != NULL && i < r.n && i < n; i++)
+				json_array_append_new(vals, json_integer(r.labels[i]));
+			doc = json_object();
+		}
+	} else {
+		struct gnn_split_resp r;
+
+		if ((rc = gnn_decode_split_resp(payload, len, &r)) == GNN_OK) {
+			got = r.n;
+			for (uint32_t i = 0; vals != NULL && i < r.n && i < n; i++)
+				json_array_append_new(vals, json_string(cli_split_name(r.codes[i])));
+			doc = json_object();
+		}
+	}
+	if (rc != GNN_OK || got != n) {
+		rc = bad_reply(c->store, "the reply does not hold one entry per requested node",
+			       rc ? rc : GNN_EPROTO);
+		goto out;
+	}
+	if (doc == NULL || vals == NULL ||
+	    json_object_set_new(doc, "nodes", cli_id_array(ids, n)) != 0 ||
+	    json_object_set(doc, req_type == GNN_MSG_FEAT_REQ ? "features" :
+			    req_type == GNN_MSG_LABEL_REQ ? "labels" : "split", vals) != 0) {
+		rc = print_json_failed();
+		goto out;
+	}
+	*out = doc;
+	doc = NULL;
+out:
+	json_decref(doc);
+	json_decref(vals);
+	gnn_proto_release(owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	free(ids);
+	return rc;
+}
+
+int cli_cmd_features(const struct cli_config *c, json_t **out)
+{
+	return rows_cmd(c, GNN_MSG_FEAT_REQ, out);
+}
+
+int cli_cmd_labels(const struct cli_config *c, json_t **out)
+{
+	return rows_cmd(c, GNN_MSG_LABEL_REQ, out);
+}
+
+int cli_cmd_split(const struct cli_config *c, json_t **out)
+{
+	return rows_cmd(c, GNN_MSG_SPLIT_REQ, out);
+}
+
+int cli_cmd_nodes(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_wbuf req;
+	json_t *ids = json_array();
+	int64_t cursor = 0, last = -1;
+	uint64_t count = 0, limit = c->limit > 0 ? (uint64_t)c->limit : UINT64_MAX;
+	int pages = 0;
+	uint8_t split;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if (ids == NULL)
+		return print_json_failed();
+	if (cli_split_code(c->split, &split) != GNN_OK) {
+		cli_error("--split is required: train, valid, test or none");
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	if ((rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+		goto out;
+	/* Page through the partition: each reply says where to continue. */
+	while (cursor >= 0 && count < limit) {
+		uint64_t want = limit - count < (uint64_t)c->page ? limit - count : (uint64_t)c->page;
+		struct gnn_nodes_resp r;
+		nng_msg *reply = NULL;
+		const void *payload;
+		size_t len;
+
+		req.len = 0;
+		gnn_encode_nodes_req(&req, next_req_id++, split, (uint32_t)want, cursor);
+		if ((rc = call(cl, c->store, &req, GNN_MSG_NODES_RESP, &reply, &payload, &len)) != GNN_OK)
+			goto out;
+		rc = gnn_decode_nodes_resp(payload, len, &r);
+		if (rc == GNN_OK) {
+			/* IDs ascending, at or past the cursor, and the cursor must move on. */
+			for (uint32_t i = 0; i < r.n && rc == GNN_OK; i++) {
+				if (r.ids[i] < cursor || r.ids[i] <= last)
+					rc = GNN_EPROTO;
+				last = r.ids[i];
+				json_array_append_new(ids, json_integer(r.ids[i]));
+			}
+			if (r.n > want || (r.next_cursor >= 0 && r.next_cursor <= cursor) ||
+			    (r.next_cursor >= 0 && r.next_cursor <= last))
+				rc = GNN_EPROTO;
+			count += r.n;
+			cursor = r.next_cursor;
+			gnn_proto_release(r.owned);
+		}
+		nng_msg_free(reply);
+		pages++;
+		if (rc != GNN_OK) {
+			rc = bad_reply(c->store, "NODES reply out of order or not advancing", rc);
+			goto out;
+		}
+	}
+	*out = json_pack("{s:s, s:s, s:I, s:I, s:i, s:O}", "store", c->store, "split", c->split,
+			 "count", (json_int_t)count, "next_cursor", (json_int_t)cursor, "pages", pages, "nodes",
+			 ids);
+	if (*out == NULL)
+		rc = print_json_failed();
+out:
+	json_decref(ids);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	return rc;
+}
+
+int cli_cmd_minibatch(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_wbuf req;
+	struct gnn_minibatch_req mr = { 0 };
+	struct gnn_minibatch mb = { 0 };
+	nng_msg *reply = NULL;
+	int64_t *seeds = NULL;
+	const void *payload;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = cli_parse_fanouts(c->fanouts, mr.fanouts, &mr.num_layers)) != GNN_OK ||
+	    (rc = cli_parse_ids(c->seeds, "--seeds", &seeds, &mr.num_seeds)) != GNN_OK ||
+	    (rc = connect_to(c, c->sampler, "--sampler", &cl)) != GNN_OK)
+		goto out;
+	mr.seed = (uint64_t)c->seed;
+	mr.seeds = seeds;
+	mr.flags = (c->no_features ? 0 : GNN_MB_FEATURES) | (c->no_labels ? 0 : GNN_MB_LABELS);
+	gnn_encode_minibatch_req(&req, next_req_id++, &mr);
+	if ((rc = call(cl, c->sampler, &req, GNN_MSG_MINIBATCH_RESP, &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	/* The decoder checks the blocks' structure; the seeds and the parts
+	 * asked for are checked here. */
+	if ((rc = gnn_decode_minibatch_resp(payload, len, &mb)) != GNN_OK || mb.num_layers != mr.num_layers ||
+	    mb.num_seeds != mr.num_seeds || mb.flags != mr.flags ||
+	    memcmp(mb.blocks[mb.num_layers - 1].src_ids, seeds, (size_t)mr.num_seeds * 8) != 0) {
+		rc = bad_reply(c->sampler, "MINIBATCH reply does not match the request", rc ? rc : GNN_EPROTO);
+		goto out;
+	}
+	if ((*out = cli_minibatch_json(&mr, &mb)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(mb.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	free(seeds);
+	return rc;
+}

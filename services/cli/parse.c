@@ -1,0 +1,316 @@
+/* parse.c - gnn-cli's argument parsing (node lists, fanouts, split names)
+ * and the conversions of decoded replies into JSON. No network here. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "err.h"
+#include "part.h"
+
+void cli_error(const char *fmt, ...)
+{
+	char text[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "gnn-cli: error: %s\n", text);
+}
+
+/* Reads all of f into a NUL-terminated malloc'd string. */
+static int slurp(FILE *f, char **out)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap), *grown;
+
+	if (buf == NULL)
+		return GNN_ENOMEM;
+	for (;;) {
+		size_t got = fread(buf + len, 1, cap - len - 1, f);
+
+		len += got;
+		if (got == 0)
+			break;
+		if (cap - len - 1 == 0) {
+			if ((grown = realloc(buf, cap * 2)) == NULL) {
+				free(buf);
+				return GNN_ENOMEM;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+	}
+	if (ferror(f)) {
+		free(buf);
+		return GNN_EIO;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return GNN_OK;
+}
+
+static bool is_sep(char c)
+{
+	return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n)
+{
+	char *owned = NULL;
+	const char *p;
+	int64_t *v = NULL, *grown;
+	size_t count = 0, cap = 0;
+	int rc;
+
+	if (text == NULL) {
+		cli_error("%s is required (a list of node IDs such as 1,2,3)", what);
+		return GNN_EINVAL;
+	}
+	if (text[0] == '@') {
+		FILE *f = strcmp(text, "@-") == 0 ? stdin : fopen(text + 1, "r");
+
+		if (f == NULL) {
+			cli_error("%s %s: cannot open: %s", what, text + 1, strerror(errno));
+			return GNN_EIO;
+		}
+		rc = slurp(f, &owned);
+		if (f != stdin)
+			fclose(f);
+		if (rc != GNN_OK) {
+			cli_error("%s %s: cannot read it: %s", what, text, gnn_strerror(rc));
+			return rc;
+		}
+		text = owned;
+	}
+	rc = GNN_EINVAL;
+	for (p = text;;) {
+		const char *start;
+		char *end;
+		long long x;
+
+		p += strspn(p, " \t\r\n");
+		if (*p == '\0')
+			break;
+		start = p;
+		errno = 0;
+		x = strtoll(start, &end, 10);
+		if (end == start || *start == '+' || *start == '-' || errno != 0 ||
+		    (*end != '\0' && !is_sep(*end))) {
+			size_t len = strcspn(start, ", \t\r\n");
+
+			cli_error("%s: \"%.*s\" (entry %zu) is not a node ID: IDs are integers >= 0", what,
+				  (int)(len > 40 ? 40 : len), start, count + 1);
+			goto out;
+		}
+		if (count == GNN_PROTO_MAX_IDS) {
+			cli_error("%s: more than %d node IDs; the protocol takes at most that many per request",
+				  what, GNN_PROTO_MAX_IDS);
+			goto out;
+		}
+		if (count == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((grown = realloc(v, cap * sizeof(*v))) == NULL) {
+				rc = GNN_ENOMEM;
+				goto out;
+			}
+			v = grown;
+		}
+		v[count++] = x;
+		/* After an ID: blanks, then at most one comma that another ID follows. */
+		p = end + strspn(end, " \t\r\n");
+		if (*p == ',') {
+			p++;
+			p += strspn(p, " \t\r\n");
+			if (*p == ',' || *p == '\0') {
+				cli_error("%s: empty entry after ID %lld", what, x);
+				goto out;
+			}
+		}
+	}
+	if (count == 0) {
+		cli_error("%s: no node IDs given", what);
+		goto out;
+	}
+	*ids = v;
+	*n = (uint32_t)count;
+	v = NULL;
+	rc = GNN_OK;
+out:
+	free(v);
+	free(owned);
+	return rc;
+}
+
+int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint32_t *n)
+{
+	uint32_t count = 0;
+	const char *p = text;
+
+	if (text == NULL || *text == '\0') {
+		cli_error("--fanouts is required: one per layer, input layer first, e.g. 10,5");
+		return GNN_EINVAL;
+	}
+	for (;;) {
+		char *end;
+		long x;
+
+		errno = 0;
+		x = strtol(p, &end, 10);
+		if (end == p || (*end != ',' && *end != '\0') || errno != 0 ||
+		    !(x == -1 || (x >= 1 && x <= GNN_PROTO_MAX_FANOUT))) {
+			cli_error("--fanouts \"%s\": each fanout is -1 (all neighbours) or 1..%d", text,
+				  GNN_PROTO_MAX_FANOUT);
+			return GNN_EINVAL;
+		}
+		if (count == GNN_PROTO_MAX_LAYERS) {
+			cli_error("--fanouts \"%s\": at most %d layers", text, GNN_PROTO_MAX_LAYERS);
+			return GNN_EINVAL;
+		}
+		out[count++] = (int32_t)x;
+		if (*end == '\0')
+			break;
+		p = end + 1;
+	}
+	*n = count;
+	return GNN_OK;
+}
+
+static const char *const split_names[] = {
+	[GNN_SPLIT_NONE] = "none", [GNN_SPLIT_TRAIN] = "train", [GNN_SPLIT_VALID] = "valid",
+	[GNN_SPLIT_TEST] = "test",
+};
+
+int cli_split_code(const char *name, uint8_t *out)
+{
+	for (uint8_t i = 0; i < 4; i++) {
+		if (name != NULL && strcmp(name, split_names[i]) == 0) {
+			*out = i;
+			return GNN_OK;
+		}
+	}
+	return GNN_EINVAL;
+}
+
+const char *cli_split_name(uint8_t code)
+{
+	return code < 4 ? split_names[code] : "unknown";
+}
+
+/* ---- replies as JSON ---- */
+
+json_t *cli_id_array(const int64_t *ids, uint64_t n)
+{
+	json_t *a = json_array();
+
+	for (uint64_t i = 0; a != NULL && i < n; i++)
+		if (json_array_append_new(a, json_integer(ids[i])) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *hex64(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)v);
+	return json_string(buf);
+}
+
+json_t *cli_info_json(const char *url, const struct gnn_info *in)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:o}", "store", url,
+			 "part_id", (json_int_t)in->part_id, "num_parts", (json_int_t)in->num_parts,
+			 "num_nodes", (json_int_t)in->num_nodes, "num_edges", (json_int_t)in->num_edges,
+			 "feat_dim", (json_int_t)in->feat_dim, "num_classes", (json_int_t)in->num_classes,
+			 "part_edges", (json_int_t)in->part_edges, "graph_id", hex64(in->graph_id),
+			 "node_start", (json_int_t)in->offsets[in->part_id],
+			 "node_end", (json_int_t)in->offsets[in->part_id + 1],
+			 "offsets", cli_id_array(in->offsets, (uint64_t)in->num_parts + 1));
+}
+
+json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r)
+{
+	json_t *lists = json_array();
+	uint64_t at = 0;
+
+	for (uint32_t i = 0; lists != NULL && i < r->n; i++) {
+		if (json_array_append_new(lists, cli_id_array(r->nbrs + at, r->counts[i])) != 0) {
+			json_decref(lists);
+			return NULL;
+		}
+		at += r->counts[i];
+	}
+	return json_pack("{s:I, s:i, s:o, s:o}", "seed", (json_int_t)seed, "fanout", (int)fanout, "nodes",
+			 cli_id_array(ids, r->n), "neighbours", lists);
+}
+
+/* One block: its dst and src IDs and its edges as [dst_local, src_local]. */
+static json_t *block_json(uint32_t layer, const struct gnn_block *b)
+{
+	json_t *edges = json_array();
+
+	for (uint32_t d = 0; edges != NULL && d < b->num_dst; d++)
+		for (int32_t e = b->indptr[d]; e < b->indptr[d + 1]; e++)
+			if (json_array_append_new(edges, json_pack("[i, i]", (int)d, (int)b->indices[e])) != 0) {
+				json_decref(edges);
+				return NULL;
+			}
+	return json_pack("{s:i, s:I, s:I, s:I, s:o, s:o, s:o}", "layer", (int)layer, "num_dst",
+			 (json_int_t)b->num_dst, "num_src", (json_int_t)b->num_src, "num_edges",
+			 (json_int_t)b->num_edges, "dst", cli_id_array(b->src_ids, b->num_dst), "src",
+			 cli_id_array(b->src_ids, b->num_src), "edges", edges);
+}
+
+json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb)
+{
+	json_t *doc = NULL, *blocks = json_array(), *fanouts = json_array();
+
+	if (blocks == NULL || fanouts == NULL)
+		goto out_fail;
+	for (uint32_t l = 0; l < req->num_layers; l++)
+		if (json_array_append_new(fanouts, json_integer(req->fanouts[l])) != 0)
+			goto out_fail;
+	for (uint32_t l = 0; l < mb->num_layers; l++)
+		if (json_array_append_new(blocks, block_json(l, &mb->blocks[l])) != 0)
+			goto out_fail;
+	doc = json_pack("{s:I, s:O, s:o, s:I, s:O}", "seed", (json_int_t)req->seed, "fanouts", fanouts,
+			"seeds", cli_id_array(req->seeds, req->num_seeds), "num_layers", (json_int_t)mb->num_layers,
+			"blocks", blocks);
+	if (doc == NULL)
+		goto out_fail;
+	if (mb->feat != NULL) {
+		json_t *rows = json_array();
+		uint32_t n = mb->blocks[0].num_src;
+
+		for (uint32_t i = 0; rows != NULL && i < n; i++) {
+			json_t *row = json_array();
+
+			for (uint32_t k = 0; row != NULL && k < mb->feat_dim; k++)
+				json_array_append_new(row, json_real(mb->feat[(size_t)i * mb->feat_dim + k]));
+			json_array_append_new(rows, row);
+		}
+		json_object_set_new(doc, "feat_dim", json_integer(mb->feat_dim));
+		json_object_set_new(doc, "features", rows);
+	}
+	if (mb->labels != NULL) {
+		json_t *labels = json_array();
+
+		for (uint32_t i = 0; labels != NULL && i < mb->num_seeds; i++)
+			json_array_append_new(labels, json_integer(mb->labels[i]));
+		json_object_set_new(doc, "labels", labels);
+	}
+	json_decref(fanouts);
+	json_decref(blocks);
+	return doc;
+
+out_fail:
+	json_decref(fanouts);
+	json_decref(blocks);
+	return NULL;
+}

@@ -1,0 +1,284 @@
+/* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT
+ * and NODES over the mapped partition (store.h).
+ *
+ * Every handler decodes and checks the whole request before any work and
+ * answers with exactly one message: the reply, or an ERROR whose text says
+ * what was wrong (which node, which range, which limit). Requests come from
+ * the network, so nothing in them is trusted: IDs are range-checked against
+ * the partition, and the size of the reply is computed and bounded before
+ * anything is allocated. Handlers run concurrently on the server's workers;
+ * they only read the partition and update atomic metrics. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "sample.h"
+#include "store.h"
+
+/* Payload bytes a reply may have (the protocol's message limit). */
+#define MAX_REPLY GNN_PROTO_MAX_MSG_BYTES
+
+/* Appends an ERROR reply with a formatted text and returns GNN_OK: the
+ * error is the answer, so the server must send it rather than a generic one. */
+__attribute__((format(printf, 4, 5)))
+static int reply_error(struct gnn_wbuf *out, uint64_t req_id, int code, const char *fmt, ...)
+{
+	char text[GNN_PROTO_MAX_ERROR_TEXT];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	GNN_DEBUG("request_error", "req_id=%llu code=%s text=\"%s\"", (unsigned long long)req_id,
+		  gnn_errname(code), text);
+	rc = gnn_encode_error(out, req_id, (uint32_t)code, text);
+	return rc;
+}
+
+static int reply_malformed(struct gnn_wbuf *out, const struct gnn_hdr *h, int code)
+{
+	return reply_error(out, h->req_id, code, "malformed %s request (%zu payload bytes): %s",
+			   gnn_msg_name(h->type), (size_t)h->len,
+			   code == GNN_ERANGE ? "a count or value is over the protocol's limits" : gnn_strerror(code));
+}
+
+/* Checks that every ID is owned by this partition. On the first one that is
+ * not, appends the ERROR reply naming it, the owned range and (when it is
+ * in the graph) its owner, and returns false. */
+static bool check_owned(const struct gs_store *s, const struct gnn_hdr *h, const int64_t *ids,
+			uint32_t n, struct gnn_wbuf *out, int *rc)
+{
+	const struct gnn_part *pt = &s->part;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t v = ids[i];
+		int32_t owner;
+
+		if (v >= pt->node_start && v < pt->node_end)
+			continue;
+		owner = gnn_meta_owner(&s->meta, v);
+		if (owner < 0)
+			*rc = reply_error(out, h->req_id, GNN_ERANGE,
+					  "node %lld (ids[%u]) is outside the graph [0, %lld); graph store %d owns [%lld, %lld)",
+					  (long long)v, i, (long long)s->meta.num_nodes, pt->id,
+					  (long long)pt->node_start, (long long)pt->node_end);
+		else
+			*rc = reply_error(out, h->req_id, GNN_ERANGE,
+					  "node %lld (ids[%u]) is not owned by graph store %d, which owns [%lld, %lld); partition %d owns it",
+					  (long long)v, i, pt->id, (long long)pt->node_start, (long long)pt->node_end,
+					  owner);
+		return false;
+	}
+	return true;
+}
+
+static int on_info(struct gs_store *s, const struct gnn_hdr *h, struct gnn_wbuf *out)
+{
+	struct gnn_info info = {
+		.part_id = (uint32_t)s->part.id,
+		.num_parts = (uint32_t)s->meta.num_parts,
+		.num_nodes = s->meta.num_nodes,
+		.num_edges = s->meta.num_edges,
+		.feat_dim = (uint32_t)s->meta.feat_dim,
+		.num_classes = (uint32_t)s->meta.num_classes,
+		.part_edges = s->part.num_edges,
+		.graph_id = s->graph_id,
+		.offsets = s->meta.offsets,
+	};
+
+	if (h->len != 0)
+		return reply_error(out, h->req_id, GNN_EPROTO, "INFO request carries %u payload bytes; it has none",
+				   h->len);
+	return gnn_encode_info_resp(out, h->req_id, &info);
+}
+
+/* Neighbours node v (local row r) contributes for fanout k. */
+static uint64_t sample_count(const struct gnn_part *pt, int64_t r, int32_t k)
+{
+	uint64_t deg = (uint64_t)(pt->indptr[r + 1] - pt->indptr[r]);
+
+	return (k < 0 || deg <= (uint64_t)k) ? deg : (uint64_t)k;
+}
+
+static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *payload,
+		     struct gnn_wbuf *out)
+{
+	const struct gnn_part *pt = &s->part;
+	struct gnn_sample_req req;
+	uint32_t *counts = NULL, *pos = NULL;
+	int64_t *nbrs = NULL;
+	uint64_t total = 0, at = 0;
+	int rc;
+
+	if ((rc = gnn_decode_sample_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	if (!check_owned(s, h, req.ids, req.n, out, &rc))
+		goto out_release;
+	/* Size the reply first: it must fit one message. */
+	for (uint32_t i = 0; i < req.n; i++) {
+		int64_t r = req.ids[i] - pt->node_start;
+
+		if (pt->indptr[r + 1] - pt->indptr[r] > (int64_t)UINT32_MAX) {
+			rc = reply_error(out, h->req_id, GNN_ERANGE,
+					 "node %lld has %lld in-neighbours, more than sampling supports (2^32 - 1)",
+					 (long long)req.ids[i], (long long)(pt->indptr[r + 1] - pt->indptr[r]));
+			goto out_release;
+		}
+		total += sample_count(pt, r, req.fanout);
+	}
+	if (16 + 4 * (uint64_t)req.n + 8 + 8 * total > MAX_REPLY) {
+		rc = reply_error(out, h->req_id, GNN_ERANGE,
+				 "reply would hold %llu neighbours of %u nodes, over the %u-byte message limit: send fewer nodes per request",
+				 (unsigned long long)total, req.n, MAX_REPLY);
+		goto out_release;
+	}
+	counts = malloc((size_t)req.n * sizeof(*counts) + 1);
+	nbrs = malloc((size_t)total * sizeof(*nbrs) + 1);
+	pos = malloc((req.fanout > 0 ? (size_t)req.fanout : 1) * sizeof(*pos));
+	if (counts == NULL || nbrs == NULL || pos == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_release;
+	}
+	for (uint32_t i = 0; i < req.n; i++) {
+		int64_t v = req.ids[i], r = v - pt->node_start;
+		const int64_t *row = pt->indices + pt->indptr[r];
+		uint32_t deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]), k;
+
+		if (req.fanout < 0 || deg <= (uint32_t)req.fanout) {
+			/* gnn_sample_choose would return every position 0..deg-1
+			 * in order: copy the row instead of listing them. */
+			memcpy(nbrs + at, row, (size_t)deg * sizeof(*nbrs));
+			k = deg;
+		} else {
+			k = gnn_sample_choose(req.seed, v, deg, req.fanout, pos);
+			for (uint32_t j = 0; j < k; j++)
+				nbrs[at + j] = row[pos[j]];
+		}
+		counts[i] = k;
+		at += k;
+	}
+	rc = gnn_encode_sample_resp(out, h->req_id, counts, req.n, nbrs, total);
+	if (rc == GNN_OK)
+		gnn_counter_add(s->sampled_edges, (double)total);
+
+out_release:
+	free(counts);
+	free(nbrs);
+	free(pos);
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
+/* FEAT, LABEL and SPLIT: one value (row) per ID, in request order. */
+static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	const struct gnn_part *pt = &s->part;
+	size_t dim = (size_t)pt->feat_dim, elem;
+	struct gnn_ids req;
+	uint8_t *buf = NULL;
+	int rc;
+
+	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	if (!check_owned(s, h, req.ids, req.n, out, &rc))
+		goto out_release;
+	elem = h->type == GNN_MSG_FEAT_REQ ? dim * sizeof(float) : h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
+	if (8 + (uint64_t)req.n * elem + 8 > MAX_REPLY) {
+		rc = reply_error(out, h->req_id, GNN_ERANGE,
+				 "reply would hold %u rows of %zu bytes, over the %u-byte message limit: send fewer nodes per request",
+				 req.n, elem, MAX_REPLY);
+		goto out_release;
+	}
+	buf = malloc((size_t)req.n * elem + 1);
+	if (buf == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_release;
+	}
+	for (uint32_t i = 0; i < req.n; i++) {
+		size_t r = (size_t)(req.ids[i] - pt->node_start);
+
+		if (h->type == GNN_MSG_FEAT_REQ)
+			memcpy(buf + i * elem, pt->feat + r * dim, elem);
+		else if (h->type == GNN_MSG_LABEL_REQ)
+			memcpy(buf + i * elem, pt->labels + r, elem);
+		else
+			buf[i] = pt->split[r];
+	}
+	if (h->type == GNN_MSG_FEAT_REQ) {
+		rc = gnn_encode_feat_resp(out, h->req_id, (const float *)(void *)buf, req.n, (uint32_t)dim);
+		if (rc == GNN_OK)
+			gnn_counter_add(s->feature_rows, req.n);
+	} else if (h->type == GNN_MSG_LABEL_REQ) {
+		rc = gnn_encode_label_resp(out, h->req_id, (const int32_t *)(void *)buf, req.n);
+	} else {
+		rc = gnn_encode_split_resp(out, h->req_id, buf, req.n);
+	}
+
+out_release:
+	free(buf);
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
+static int on_nodes(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	const struct gnn_part *pt = &s->part;
+	struct gnn_nodes_req req;
+	int64_t *ids = NULL, v, next = -1;
+	uint32_t n = 0;
+	size_t cap;
+	int rc;
+
+	if ((rc = gnn_decode_nodes_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	v = req.cursor < pt->node_start ? pt->node_start : req.cursor;
+	/* Never more room than nodes left, whatever limit the client asks. */
+	cap = v < pt->node_end ? (size_t)(pt->node_end - v) : 0;
+	if (cap > req.limit)
+		cap = req.limit;
+	ids = malloc(cap * sizeof(*ids) + 1);
+	if (ids == NULL)
+		return GNN_ENOMEM;
+	for (; v < pt->node_end && n < req.limit; v++)
+		if (pt->split[v - pt->node_start] == req.split)
+			ids[n++] = v;
+	/* Stopped at the limit with nodes left to look at: continue there. */
+	if (n == req.limit && v < pt->node_end)
+		next = v;
+	rc = gnn_encode_nodes_resp(out, h->req_id, ids, n, next);
+	free(ids);
+	return rc;
+}
+
+int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
+{
+	struct gs_store *s = ctx;
+	int state = atomic_load_explicit(&s->state, memory_order_acquire);
+
+	(void)len; /* equal to h->len: the server checked the header */
+	if (state != GS_READY)
+		return reply_error(out, h->req_id, GNN_EUNAVAIL, "graph store %d is %s", s->part_id,
+				   state == GS_STOPPING ? "stopping" :
+				   state == GS_LOADING ? "still loading its partition" :
+				   "waiting for its partition output");
+	switch (h->type) {
+	case GNN_MSG_INFO_REQ:
+		return on_info(s, h, out);
+	case GNN_MSG_SAMPLE_REQ:
+		return on_sample(s, h, payload, out);
+	case GNN_MSG_FEAT_REQ:
+	case GNN_MSG_LABEL_REQ:
+	case GNN_MSG_SPLIT_REQ:
+		return on_rows(s, h, payload, out);
+	case GNN_MSG_NODES_REQ:
+		return on_nodes(s, h, payload, out);
+	default:
+		return reply_error(out, h->req_id, GNN_EPROTO,
+				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),
+				   h->type);
+	}
+}

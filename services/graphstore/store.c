@@ -1,0 +1,244 @@
+/* store.c - loading and describing the partition a graph store serves:
+ * waiting for the partitioner's output, mapping and verifying partition p,
+ * the graph identifier, readiness and the store's gauges. The request
+ * handlers are in handlers.c. */
+#include "store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "sys.h"
+
+/* How often gs_wait_data looks for meta.json and how often it says so. */
+#define WAIT_POLL_MS 250
+#define WAIT_LOG_EVERY_S 10.0
+
+int gs_store_init(struct gs_store *s, const char *dir, int32_t part, struct gnn_metrics *reg)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	atomic_init(&s->state, GS_WAITING);
+	s->dir = dir;
+	s->part_id = part;
+	if ((rc = gnn_metrics_counter(reg, "gnn_graphstore_sampled_edges_total",
+				      "Neighbour IDs returned by SAMPLE requests", NULL, 0, &s->sampled_edges)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_feature_rows_total",
+				      "Feature rows returned by FEAT requests", NULL, 0, &s->feature_rows)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_ready",
+				    "1 when the partition is loaded and verified and requests are served, else 0",
+				    NULL, 0, &s->ready)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_partition_bytes",
+				    "Bytes of the served partition's files, mapped read-only (headers included)",
+				    NULL, 0, &s->partition_bytes)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_partition_nodes", "Nodes owned by the served partition",
+				    NULL, 0, &s->partition_nodes)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_partition_edges",
+				    "In-edges stored by the served partition", NULL, 0, &s->partition_edges)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_partition_id",
+				    "Number of the served partition", NULL, 0, &s->partition_id)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_load_seconds",
+				    "Seconds taken to map and verify the partition", NULL, 0, &s->load_seconds_gauge)))
+		return rc;
+	gnn_gauge_set(s->partition_id, part);
+	return GNN_OK;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int gs_wait_data(const char *dir, int64_t timeout_s)
+{
+	char path[4200];
+	double t0 = gnn_now(), last_log, waited;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/meta.json", dir) >= sizeof(path))
+		return GNN_ERANGE;
+	if (access(path, F_OK) == 0)
+		return GNN_OK;
+	if (timeout_s == 0) {
+		GNN_ERROR("data_missing", "file=%s error=\"%s\" reason=\"no partition output there (--wait-data 0: not waiting); run gnn-partition --out %s first\"",
+			  path, strerror(errno), dir);
+		return GNN_ENOENT;
+	}
+	GNN_INFO("waiting_for_data", "file=%s timeout_s=%lld reason=\"the partitioner writes it when done\"", path,
+		 (long long)timeout_s);
+	last_log = t0;
+	for (;;) {
+		if (gnn_stop_requested())
+			return GNN_ECLOSED;
+		sleep_ms(WAIT_POLL_MS);
+		if (access(path, F_OK) == 0) {
+			GNN_INFO("data_found", "file=%s waited_s=%.1f", path, gnn_now() - t0);
+			return GNN_OK;
+		}
+		waited = gnn_now() - t0;
+		if (waited >= (double)timeout_s) {
+			GNN_ERROR("data_timeout", "file=%s waited_s=%.0f reason=\"partition output did not appear; is the partitioner Job done and the volume mounted at %s?\"",
+				  path, waited, dir);
+			return GNN_ETIMEDOUT;
+		}
+		if (gnn_now() - last_log >= WAIT_LOG_EVERY_S) {
+			GNN_INFO("waiting_for_data", "file=%s waited_s=%.0f timeout_s=%lld", path, waited,
+				 (long long)timeout_s);
+			last_log = gnn_now();
+		}
+	}
+}
+
+/* splitmix64's finaliser: mixes a word so that every input bit affects
+ * every output bit. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t fold(uint64_t h, uint64_t v)
+{
+	return mix64(h ^ mix64(v + 0x9E3779B97F4A7C15ull));
+}
+
+int gs_graph_id(const struct gnn_meta *m, uint64_t *out)
+{
+	static const char *const files[] = { "indptr", "indices", "feat", "label", "split" };
+	json_t *parts = json_object_get(m->json, "parts");
+	uint64_t h = 0x676e6e2d64697374ull; /* "gnn-dist" */
+	int64_t crc;
+	int rc;
+
+	if ((rc = gnn_json_get_int(json_object_get(m->json, "node_map"), "meta.json node_map", "crc32", 0,
+				   UINT32_MAX, &crc)) != GNN_OK)
+		return GNN_EFORMAT;
+	h = fold(h, (uint64_t)crc);
+	h = fold(h, (uint64_t)m->num_nodes);
+	h = fold(h, (uint64_t)m->num_edges);
+	h = fold(h, (uint64_t)m->num_parts);
+	h = fold(h, (uint64_t)m->feat_dim);
+	h = fold(h, (uint64_t)m->num_classes);
+	for (int32_t p = 0; p <= m->num_parts; p++)
+		h = fold(h, (uint64_t)m->offsets[p]);
+	/* The file checksums make two outputs with equal sizes but different
+	 * contents (another seed, another method) different graphs. */
+	for (int32_t p = 0; p < m->num_parts; p++) {
+		json_t *f = json_object_get(json_array_get(parts, (size_t)p), "files");
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			if ((rc = gnn_json_get_int(json_object_get(f, files[i]), "meta.json parts[].files", "crc32",
+						   0, UINT32_MAX, &crc)) != GNN_OK)
+				return GNN_EFORMAT;
+			h = fold(h, (uint64_t)crc);
+		}
+	}
+	*out = h;
+	return GNN_OK;
+}
+
+int gs_ordinal_from_host(const char *host, int64_t *out)
+{
+	const char *dash = host ? strrchr(host, '-') : NULL;
+	int64_t v = 0;
+
+	if (dash == NULL || dash[1] == '\0')
+		return GNN_EINVAL;
+	for (const char *c = dash + 1; *c != '\0'; c++) {
+		if (*c < '0' || *c > '9')
+			return GNN_EINVAL;
+		v = v * 10 + (*c - '0');
+		if (v > GNN_PROTO_MAX_PARTS - 1)
+			return GNN_EINVAL;
+	}
+	*out = v;
+	return GNN_OK;
+}
+
+int gs_store_load(struct gs_store *s)
+{
+	int32_t p = s->part_id;
+	struct gnn_meta meta = { 0 };
+	struct gnn_part part = { 0 };
+	double t0 = gnn_now();
+	uint64_t id, bytes = 0;
+	int rc;
+
+	atomic_store(&s->state, GS_LOADING);
+	if ((rc = gnn_meta_load(s->dir, &meta)) != GNN_OK)
+		goto out_fail;
+	if (p >= meta.num_parts) {
+		GNN_ERROR("bad_config", "part=%d num_parts=%d data=%s reason=\"no such partition: this output has partitions 0..%d (check --part or the StatefulSet's replicas)\"",
+			  p, meta.num_parts, s->dir, meta.num_parts - 1);
+		rc = GNN_ERANGE;
+		goto out_fail;
+	}
+	if ((rc = gs_graph_id(&meta, &id)) != GNN_OK)
+		goto out_fail;
+	GNN_INFO("loading", "part=%d data=%s nodes=%lld verify=crc32+contents", p, s->dir,
+		 (long long)(meta.offsets[p + 1] - meta.offsets[p]));
+	/* GNN_PART_VERIFY reads every page once: the CRCs and the contents are
+	 * checked before the first request, and the pages are then resident. */
+	if ((rc = gnn_part_open(s->dir, &meta, p, GNN_PART_VERIFY, &part)) != GNN_OK)
+		goto out_fail;
+	for (int i = 0; i < 5; i++)
+		bytes += part.arrs[i].info.file_bytes;
+	s->meta = meta;
+	s->part = part;
+	s->graph_id = id;
+	s->mapped_bytes = bytes;
+	s->load_seconds = gnn_now() - t0;
+	gnn_gauge_set(s->partition_bytes, (double)bytes);
+	gnn_gauge_set(s->partition_nodes, (double)part.num_nodes);
+	gnn_gauge_set(s->partition_edges, (double)part.num_edges);
+	gnn_gauge_set(s->load_seconds_gauge, s->load_seconds);
+	atomic_store_explicit(&s->state, GS_READY, memory_order_release);
+	gnn_gauge_set(s->ready, 1);
+	return GNN_OK;
+
+out_fail:
+	gnn_meta_free(&meta);
+	atomic_store(&s->state, GS_WAITING);
+	return rc;
+}
+
+void gs_store_close(struct gs_store *s)
+{
+	int was = atomic_exchange(&s->state, GS_STOPPING);
+
+	if (s->ready != NULL)
+		gnn_gauge_set(s->ready, 0);
+	if (was == GS_READY) {
+		gnn_part_close(&s->part);
+		gnn_meta_free(&s->meta);
+	}
+}
+
+bool gs_ready(void *ctx, char *reason, size_t reason_size)
+{
+	struct gs_store *s = ctx;
+
+	switch (atomic_load(&s->state)) {
+	case GS_READY:
+		return true;
+	case GS_WAITING:
+		snprintf(reason, reason_size, "waiting for %s/meta.json", s->dir);
+		return false;
+	case GS_LOADING:
+		snprintf(reason, reason_size, "loading partition %d", s->part_id);
+		return false;
+	default:
+		snprintf(reason, reason_size, "stopping");
+		return false;
+	}
+}

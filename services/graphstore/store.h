@@ -1,0 +1,92 @@
+/* store.h - the graph store's state: one partition of a gnn-partition
+ * output (docs/formats.md), mapped read-only and verified, and the request
+ * handler that serves it over the RPC server (docs/graphstore.md).
+ *
+ * Life cycle, driven by main.c:
+ *
+ *   gs_store_init    registers the metrics; state WAITING (not ready)
+ *   gs_wait_data     waits, with a timeout, for DIR/meta.json to appear
+ *   gs_store_load    maps and verifies the partition; state READY
+ *   gs_handle        answers requests (any thread) once READY
+ *   gs_store_close   STOPPING, then unmaps; call after the server stopped
+ *
+ * The state is one atomic, so the HTTP ready probe and the request workers
+ * read it without locks; the partition is written before READY is
+ * published (release) and read only after READY is seen (acquire). */
+#ifndef GS_STORE_H
+#define GS_STORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "part.h"
+#include "proto.h"
+
+enum gs_state { GS_WAITING, GS_LOADING, GS_READY, GS_STOPPING };
+
+struct gs_store {
+	_Atomic int state;          /* enum gs_state */
+	const char *dir;            /* partition output folder (borrowed) */
+	int32_t part_id;            /* the partition served (fixed at init) */
+	struct gnn_meta meta;       /* valid from READY on */
+	struct gnn_part part;       /* mapped arrays, valid from READY on */
+	uint64_t graph_id;          /* gs_graph_id(&meta) */
+	uint64_t mapped_bytes;      /* the partition's five files, headers included */
+	double load_seconds;
+
+	/* metrics, owned by the registry given to gs_store_init */
+	struct gnn_counter *sampled_edges, *feature_rows;
+	struct gnn_gauge *partition_bytes, *ready, *partition_nodes, *partition_edges;
+	struct gnn_gauge *partition_id, *load_seconds_gauge;
+};
+
+/* Prepares s (state WAITING) to serve partition part of the output in dir
+ * and registers the graph store's metrics in reg (borrowed: it must
+ * outlive s). dir is borrowed too. Returns GNN_OK or the registry's error. */
+int gs_store_init(struct gs_store *s, const char *dir, int32_t part, struct gnn_metrics *reg);
+
+/* Waits up to timeout_s seconds for dir/meta.json to exist, logging what it
+ * waits for when it starts and about every 10 s; a SIGTERM ends the wait.
+ * timeout_s 0 checks once. Returns GNN_OK, GNN_ETIMEDOUT (logged with what
+ * is missing), GNN_ENOENT (timeout 0 and missing) or GNN_ECLOSED (stop
+ * requested). */
+int gs_wait_data(const char *dir, int64_t timeout_s);
+
+/* Loads dir/meta.json, checks that the partition exists (GNN_ERANGE,
+ * logged with the partition count, otherwise), maps it with
+ * GNN_PART_VERIFY (checksums and contents: GNN_ECHECKSUM or GNN_EFORMAT,
+ * logged by part.c with the file), then publishes READY. On failure s
+ * holds nothing and stays not ready. */
+int gs_store_load(struct gs_store *s);
+
+/* Marks s STOPPING (readiness goes false) and unmaps the partition. No
+ * request may be in progress: stop the server first. Safe to call twice. */
+void gs_store_close(struct gs_store *s);
+
+/* gnn_http ready callback (ctx is the store): true once READY; otherwise
+ * writes what it is doing into reason ("loading partition 0", ...). */
+bool gs_ready(void *ctx, char *reason, size_t reason_size);
+
+/* A 64-bit identifier of a partition output, the same in every graph store
+ * of one output: a hash of meta.json's node-map CRC-32, the graph's sizes,
+ * the partition offsets and every partition file's CRC-32. Returns
+ * GNN_EFORMAT (logged) when meta.json lacks those fields. */
+int gs_graph_id(const struct gnn_meta *m, uint64_t *out);
+
+/* Partition number from a StatefulSet pod's host name: the number after the
+ * last '-' ("graphstore-3" gives 3). GNN_EINVAL when host does not end in
+ * -<digits> or the number is above 65535. */
+int gs_ordinal_from_host(const char *host, int64_t *out);
+
+/* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
+ * SAMPLE, FEAT, LABEL, SPLIT and NODES requests. Every request is checked
+ * completely before any work: a malformed payload gets an ERROR reply with
+ * the decoder's code, a node outside this partition GNN_ERANGE naming the
+ * node and the owned range, a request before READY GNN_EUNAVAIL. */
+int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
+	      struct gnn_wbuf *out);
+
+#endif

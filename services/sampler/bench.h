@@ -1,0 +1,25 @@
+/* bench.h - `gnn-sampler bench`: the sampling benchmark's in-process
+ * reference. It builds minibatches with the same core (core.h) the service
+ * runs, over the partitions mapped into this process (local.h) instead of
+ * graph stores over the network, and prints their rate. tests/bench_sampling.sh
+ * runs it next to the distributed run and prints the ratio. */
+#ifndef SMP_BENCH_H
+#define SMP_BENCH_H
+
+#include <stdint.h>
+
+/* Seeds of minibatch i of a benchmark run: batch distinct nodes of
+ * [0, num_nodes), drawn uniformly from a splitmix64 stream seeded by
+ * (seed, i). tests/tools/bench_sampling.c draws the same ones. out holds
+ * batch entries; batch <= num_nodes. */
+int smp_bench_seeds(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t batch, int64_t *out);
+
+/* Parses a fanout list "15,10,5" (model order, input layer first) into
+ * fanouts; each value -1 or 1..GNN_PROTO_MAX_FANOUT, 1..GNN_PROTO_MAX_LAYERS
+ * of them. Returns GNN_EINVAL (logged) otherwise. */
+int smp_parse_fanouts(const char *text, int32_t *fanouts, uint32_t *num_layers);
+
+/* Runs the subcommand: argv[0] is "bench". Returns the exit status. */
+int smp_bench_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,621 @@
+#include "core.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "sample.h"
+
+int32_t smp_owner(const struct smp_layout *l, int64_t id)
+{
+	uint32_t lo = 0, hi = l->num_parts;
+
+	if (id < 0 || id >= l->num_nodes)
+		return -1;
+	while (hi - lo > 1) {  /* invariant: offsets[lo] <= id < offsets[hi] */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (l->offsets[mid] <= id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (int32_t)lo;
+}
+
+/* ---- node ID -> local index ----
+ * Open addressing with linear probing, sized to at least twice the keys it
+ * will ever hold (never a global array over all nodes: a minibatch touches
+ * a small part of a large graph). */
+
+struct slot {
+	int64_t key;   /* -1: empty */
+	int64_t val;
+};
+
+struct idmap {
+	struct slot *slots;
+	uint64_t mask;
+	unsigned shift;
+};
+
+static int idmap_init(struct idmap *m, uint64_t max_keys)
+{
+	uint64_t cap = 16;
+	unsigned bits = 4;
+
+	while (cap < 2 * max_keys) {
+		cap <<= 1;
+		bits++;
+	}
+	m->slots = malloc(cap * sizeof(*m->slots));
+	if (m->slots == NULL)
+		return GNN_ENOMEM;
+	memset(m->slots, 0xff, cap * sizeof(*m->slots));
+	m->mask = cap - 1;
+	m->shift = 64 - bits;
+	return GNN_OK;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->slots);
+	m->slots = NULL;
+}
+
+/* The value stored under key; if there is none, stores val and returns it.
+ * key >= 0; the map is never full (see idmap_init). */
+static inline int64_t idmap_get_or_put(struct idmap *m, int64_t key, int64_t val)
+{
+	/* Fibonacci hashing spreads the consecutive IDs of a partition. */
+	for (uint64_t i = ((uint64_t)key * 0x9E3779B97F4A7C15ull) >> m->shift;; i = (i + 1) & m->mask) {
+		struct slot *s = &m->slots[i];
+
+		if (s->key == key)
+			return s->val;
+		if (s->key < 0) {
+			s->key = key;
+			s->val = val;
+			return val;
+		}
+	}
+}
+
+/* ---- grouping by owner ---- */
+
+/* A list of node IDs reordered by owning partition: part p's IDs are
+ * ids[start[p] .. start[p+1]), in list order, and pos[k] is the list
+ * index of ids[k]. */
+struct groups {
+	uint32_t *start;   /* [num_parts + 1] */
+	int64_t *ids;      /* [n] */
+	uint32_t *pos;     /* [n] */
+};
+
+static void groups_free(struct groups *g)
+{
+	free(g->start);
+	free(g->ids);
+	free(g->pos);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Counting sort by owner. Every ID must lie in the graph (the request was
+ * checked; later frontiers come from checked answers). */
+static int group_by_owner(const struct smp_layout *l, const int64_t *ids, uint32_t n, struct groups *g)
+{
+	uint32_t P = l->num_parts, *owner = malloc((n ? n : 1) * sizeof(*owner));
+	uint32_t *next = malloc(P * sizeof(*next));
+	int rc = GNN_ENOMEM;
+
+	g->start = calloc((size_t)P + 1, sizeof(*g->start));
+	g->ids = malloc((n ? n : 1) * sizeof(*g->ids));
+	g->pos = malloc((n ? n : 1) * sizeof(*g->pos));
+	if (owner == NULL || next == NULL || g->start == NULL || g->ids == NULL || g->pos == NULL)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t p = smp_owner(l, ids[i]);
+
+		if (p < 0) {
+			rc = GNN_EINTERNAL;
+			goto out;
+		}
+		owner[i] = (uint32_t)p;
+		g->start[p + 1]++;
+	}
+	for (uint32_t p = 0; p < P; p++) {
+		g->start[p + 1] += g->start[p];
+		next[p] = g->start[p];
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = next[owner[i]]++;
+
+		g->ids[k] = ids[i];
+		g->pos[k] = i;
+	}
+	rc = GNN_OK;
+out:
+	free(owner);
+	free(next);
+	if (rc != GNN_OK)
+		groups_free(g);
+	return rc;
+}
+
+/* ---- one build ---- */
+
+struct job {
+	const struct smp_backend *be;
+	const struct smp_layout *l;
+	uint32_t max_ids, max_feat_ids;
+	char *err;
+	size_t err_len;
+	struct smp_call *calls;
+	size_t ncalls, cap;
+};
+
+static int fail(struct job *j, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(struct job *j, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->err, j->err_len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Appends op calls covering every partition's share of g, each at most
+ * max IDs. */
+static int add_calls(struct job *j, const struct groups *g, enum smp_op op, uint64_t seed, int32_t fanout,
+		     uint32_t max)
+{
+	for (uint32_t p = 0; p < j->l->num_parts; p++) {
+		for (uint32_t k = g->start[p]; k < g->start[p + 1]; k += max) {
+			uint32_t n = g->start[p + 1] - k;
+
+			if (j->ncalls == j->cap) {
+				size_t cap = j->cap ? 2 * j->cap : 16;
+				struct smp_call *c = realloc(j->calls, cap * sizeof(*c));
+
+				if (c == NULL)
+					return fail(j, GNN_ENOMEM, "out of memory");
+				j->calls = c;
+				j->cap = cap;
+			}
+			j->calls[j->ncalls++] = (struct smp_call){
+				.op = op, .part = p, .n = n < max ? n : max, .ids = g->ids + k,
+				.seed = seed, .fanout = fanout, .first = k };
+		}
+	}
+	return GNN_OK;
+}
+
+static int run_calls(struct job *j)
+{
+	if (j->ncalls == 0)
+		return GNN_OK;
+	j->err[0] = '\0';
+	return j->be->run(j->be->ctx, j->calls, j->ncalls, j->err, j->err_len);
+}
+
+static void release_calls(struct job *j)
+{
+	if (j->ncalls > 0)
+		j->be->release(j->be->ctx, j->calls, j->ncalls);
+	j->ncalls = 0;
+}
+
+static void describe(struct job *j, uint32_t part, char *buf, size_t size)
+{
+	j->be->describe(j->be->ctx, part, buf, size);
+}
+
+/* Copies the LABEL answers into labels (list order of g), checking them. */
+static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
+{
+	char who[256];
+
+	for (size_t c = 0; c < j->ncalls; c++) {
+		const struct smp_call *call = &j->calls[c];
+
+		if (call->op != SMP_OP_LABEL)
+			continue;
+		for (uint32_t k = 0; k < call->n; k++) {
+			int32_t y = call->labels[k];
+
+			if (y < -1 || (int64_t)y >= (int64_t)j->l->num_classes) {
+				describe(j, call->part, who, sizeof(who));
+				return fail(j, GNN_EPROTO, "%s: label %" PRId32 " of node %" PRId64
+					    " outside [-1, %" PRIu32 ")", who, y, call->ids[k], j->l->num_classes);
+			}
+			labels[g->pos[call->first + k]] = y;
+		}
+	}
+	return GNN_OK;
+}
+
+/* Bytes of a block in a MINIBATCH_RESP payload (proto.c's layout). */
+static uint64_t block_wire_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges)
+{
+	return 16 + 8 * num_src + ((num_dst + 1) * 4 + 7) / 8 * 8 + (num_edges * 4 + 7) / 8 * 8;
+}
+
+/* Samples block l: its destinations are dst[0 .. num_dst), unique; its
+ * sources are dst followed by every new neighbour in first-seen order
+ * (walking the destinations in order, each one's neighbours in the order
+ * its owner returned them). With labels (the seeds' block) the seeds'
+ * LABEL calls go out in the same batch. */
+static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout, const int64_t *dst,
+			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
+{
+	struct groups g = { 0 };
+	struct idmap map = { 0 };
+	uint32_t *deg = malloc((num_dst ? num_dst : 1) * sizeof(*deg));
+	const int64_t **nbrs = malloc((num_dst ? num_dst : 1) * sizeof(*nbrs));
+	int64_t *src = NULL;
+	int32_t *indptr = NULL, *indices = NULL;
+	uint64_t total = 0, cap, n_src;
+	char who[256];
+	int rc;
+
+	if (deg == NULL || nbrs == NULL) {
+		rc = fail(j, GNN_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = group_by_owner(j->l, dst, num_dst, &g)) != GNN_OK) {
+		rc = fail(j, rc, "grouping layer %" PRIu32 " by owner failed (%s)", l, gnn_strerror(rc));
+		goto out;
+	}
+	if ((rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK ||
+	    (labels != NULL && (rc = add_calls(j, &g, SMP_OP_LABEL, 0, 0, j->max_ids)) != GNN_OK) ||
+	    (rc = run_calls(j)) != GNN_OK)
+		goto out;
+
+	/* Each destination's answer, in destination order. */
+	for (size_t c = 0; c < j->ncalls; c++) {
+		const struct smp_call *call = &j->calls[c];
+		uint64_t off = 0;
+
+		if (call->op != SMP_OP_SAMPLE)
+			continue;
+		for (uint32_t k = 0; k < call->n; k++) {
+			uint32_t i = g.pos[call->first + k], cnt = call->counts[k];
+
+			if (fanout > 0 && cnt > (uint32_t)fanout) {
+				describe(j, call->part, who, sizeof(who));
+				rc = fail(j, GNN_EPROTO, "%s: %" PRIu32 " neighbours of node %" PRId64
+					  " for fanout %" PRId32, who, cnt, call->ids[k], fanout);
+				goto out;
+			}
+			deg[i] = cnt;
+			nbrs[i] = call->nbrs + off;
+			off += cnt;
+		}
+		total += off;
+	}
+	if (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK)
+		goto out;
+	if (total > INT32_MAX) {
+		rc = fail(j, GNN_ERANGE, "layer %" PRIu32 " sampled %" PRIu64 " edges, over the 2^31-1 a block "
+			  "holds: use smaller fanouts or batches", l, total);
+		goto out;
+	}
+
+	/* Every source is a distinct node of the graph: at most num_nodes. */
+	cap = (uint64_t)num_dst + total;
+	if (cap > (uint64_t)j->l->num_nodes)
+		cap = (uint64_t)j->l->num_nodes;
+	src = malloc(cap * sizeof(*src));
+	indptr = malloc(((size_t)num_dst + 1) * sizeof(*indptr));
+	indices = malloc((total ? total : 1) * sizeof(*indices));
+	if (src == NULL || indptr == NULL || indices == NULL || idmap_init(&map, cap) != GNN_OK) {
+		rc = fail(j, GNN_ENOMEM, "out of memory for layer %" PRIu32 " (%" PRIu64 " edges)", l, total);
+		goto out;
+	}
+	memcpy(src, dst, (size_t)num_dst * sizeof(*src));
+	for (uint32_t i = 0; i < num_dst; i++)
+		idmap_get_or_put(&map, dst[i], i);
+	n_src = num_dst;
+	indptr[0] = 0;
+	for (uint32_t i = 0, e = 0; i < num_dst; i++) {
+		for (uint32_t k = 0; k < deg[i]; k++, e++) {
+			int64_t u = nbrs[i][k], idx;
+
+			if (u < 0 || u >= j->l->num_nodes) {
+				describe(j, (uint32_t)smp_owner(j->l, dst[i]), who, sizeof(who));
+				rc = fail(j, GNN_EPROTO, "%s: neighbour %" PRId64 " of node %" PRId64
+					  " outside [0, %" PRId64 ")", who, u, dst[i], j->l->num_nodes);
+				goto out;
+			}
+			idx = idmap_get_or_put(&map, u, (int64_t)n_src);
+			if ((uint64_t)idx == n_src)
+				src[n_src++] = u;
+			indices[e] = (int32_t)idx;
+		}
+		indptr[i + 1] = indptr[i] + (int32_t)deg[i];
+	}
+
+	m->src_ids[l] = src;
+	m->indptr[l] = indptr;
+	m->indices[l] = indices;
+	m->mb.blocks[l] = (struct gnn_block){ .num_dst = num_dst, .num_src = (uint32_t)n_src,
+					      .num_edges = total, .src_ids = src, .indptr = indptr,
+					      .indices = indices };
+	src = NULL;
+	indptr = indices = NULL;
+	rc = GNN_OK;
+out:
+	release_calls(j);
+	groups_free(&g);
+	idmap_free(&map);
+	free(deg);
+	free(nbrs);
+	free(src);
+	free(indptr);
+	free(indices);
+	return rc;
+}
+
+/* Fetches the feature rows of ids[0 .. n) into feat (row i for ids[i]). */
+static int gather_features(struct job *j, const int64_t *ids, uint32_t n, float *feat)
+{
+	struct groups g = { 0 };
+	size_t row = (size_t)j->l->feat_dim * sizeof(float);
+	int rc;
+
+	if ((rc = group_by_owner(j->l, ids, n, &g)) != GNN_OK) {
+		rc = fail(j, rc, "grouping the input nodes by owner failed (%s)", gnn_strerror(rc));
+		goto out;
+	}
+	if ((rc = add_calls(j, &g, SMP_OP_FEAT, 0, 0, j->max_feat_ids)) != GNN_OK || (rc = run_calls(j)) != GNN_OK)
+		goto out;
+	for (size_t c = 0; c < j->ncalls; c++) {
+		const struct smp_call *call = &j->calls[c];
+
+		for (uint32_t k = 0; k < call->n; k++)
+			memcpy((char *)feat + g.pos[call->first + k] * row, (const char *)call->rows + k * row, row);
+	}
+out:
+	release_calls(j);
+	groups_free(&g);
+	return rc;
+}
+
+int smp_check_request(const struct smp_layout *l, const struct gnn_minibatch_req *req, char *err,
+		      size_t err_len)
+{
+	struct idmap map;
+
+	for (uint32_t i = 0; i < req->num_seeds; i++) {
+		if (req->seeds[i] < 0 || req->seeds[i] >= l->num_nodes) {
+			snprintf(err, err_len, "seed %" PRIu32 " is node %" PRId64 ", outside [0, %" PRId64 ")",
+				 i, req->seeds[i], l->num_nodes);
+			return GNN_EINVAL;
+		}
+	}
+	if (idmap_init(&map, req->num_seeds) != GNN_OK) {
+		snprintf(err, err_len, "out of memory");
+		return GNN_ENOMEM;
+	}
+	for (uint32_t i = 0; i < req->num_seeds; i++) {
+		int64_t first = idmap_get_or_put(&map, req->seeds[i], i);
+
+		if (first != i) {
+			snprintf(err, err_len, "seed node %" PRId64 " appears twice (seeds %" PRId64 " and %" PRIu32
+				 "): seeds must be distinct", req->seeds[i], first, i);
+			idmap_free(&map);
+			return GNN_EINVAL;
+		}
+	}
+	idmap_free(&map);
+	return GNN_OK;
+}
+
+static void job_init(struct job *j, const struct smp_backend *be, const struct smp_build_opts *o, char *err,
+		     size_t err_len)
+{
+	uint64_t row = (uint64_t)be->layout->feat_dim * sizeof(float), feat_ids;
+
+	*j = (struct job){ .be = be, .l = be->layout, .err = err, .err_len = err_len };
+	j->max_ids = o != NULL && o->max_ids_per_call > 0 ? o->max_ids_per_call : SMP_DEFAULT_IDS_PER_CALL;
+	if (j->max_ids > GNN_PROTO_MAX_IDS)
+		j->max_ids = GNN_PROTO_MAX_IDS;
+	/* Feature answers stay near SMP_FEAT_CALL_BYTES whatever the dimension. */
+	feat_ids = row > 0 ? SMP_FEAT_CALL_BYTES / row : 1;
+	j->max_feat_ids = feat_ids < 1 ? 1 : feat_ids < j->max_ids ? (uint32_t)feat_ids : j->max_ids;
+	err[0] = '\0';
+}
+
+static uint64_t pad8(uint64_t n)
+{
+	return (n + 7) / 8 * 8;
+}
+
+/* The blocks (from the seeds down to the input layer) and, if asked for,
+ * the seeds' labels, into m; m->wire_bytes counts the payload so far
+ * (blocks, plus the labels' share). Features are the caller's. */
+static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, struct smp_minibatch *m)
+{
+	const int64_t *dst = req->seeds;
+	uint32_t L = req->num_layers, num_dst = req->num_seeds;
+	uint64_t wire = 16, label_bytes = pad8((uint64_t)req->num_seeds * 4);
+	int rc;
+
+	if (L == 0 || L > GNN_PROTO_MAX_LAYERS || req->num_seeds == 0)
+		return fail(j, GNN_EINVAL, "a minibatch needs 1..%d layers and at least one seed",
+			    GNN_PROTO_MAX_LAYERS);
+	m->mb.num_layers = L;
+	m->mb.flags = req->flags;
+	m->mb.feat_dim = j->l->feat_dim;
+	m->mb.num_seeds = req->num_seeds;
+	if ((req->flags & GNN_MB_LABELS) &&
+	    (m->labels = malloc((size_t)req->num_seeds * sizeof(*m->labels))) == NULL)
+		return fail(j, GNN_ENOMEM, "out of memory");
+	if (!(req->flags & GNN_MB_LABELS))
+		label_bytes = 0;
+	for (uint32_t l = L; l-- > 0;) {
+		const struct gnn_block *b = &m->mb.blocks[l];
+
+		rc = sample_block(j, l, gnn_sample_layer_seed(req->seed, l), req->fanouts[l], dst, num_dst,
+				  l == L - 1 ? m->labels : NULL, m);
+		if (rc != GNN_OK)
+			return rc;
+		m->sampled_edges += b->num_edges;
+		wire += block_wire_bytes(b->num_dst, b->num_src, b->num_edges);
+		if (wire + label_bytes > GNN_PROTO_MAX_MSG_BYTES)
+			return fail(j, GNN_ERANGE, "minibatch over the %u-byte message limit after layer %" PRIu32
+				    ": use smaller fanouts or batches", GNN_PROTO_MAX_MSG_BYTES, l);
+		dst = b->src_ids;
+		num_dst = b->num_src;
+	}
+	m->mb.labels = m->labels;
+	m->wire_bytes = wire + label_bytes;
+	return GNN_OK;
+}
+
+/* Checks that the input rows fit the message; sets m->feature_bytes. */
+static int check_feature_bytes(struct job *j, struct smp_minibatch *m)
+{
+	uint32_t n0 = m->mb.blocks[0].num_src;
+	uint64_t bytes = (uint64_t)n0 * j->l->feat_dim * sizeof(float);
+
+	if (m->wire_bytes + pad8(bytes) > GNN_PROTO_MAX_MSG_BYTES)
+		return fail(j, GNN_ERANGE, "%" PRIu32 " input nodes x %" PRIu32 " features exceed the %u-byte "
+			    "message limit: use smaller fanouts or batches", n0, j->l->feat_dim,
+			    GNN_PROTO_MAX_MSG_BYTES);
+	m->feature_bytes = bytes;
+	return GNN_OK;
+}
+
+int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
+	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len)
+{
+	struct smp_minibatch m = { 0 };
+	struct job j;
+	int rc;
+
+	job_init(&j, be, o, err, err_len);
+	if ((rc = build_blocks(&j, req, &m)) != GNN_OK)
+		goto out_fail;
+	if (req->flags & GNN_MB_FEATURES) {
+		if ((rc = check_feature_bytes(&j, &m)) != GNN_OK)
+			goto out_fail;
+		if ((m.feat = malloc(m.feature_bytes ? m.feature_bytes : 1)) == NULL) {
+			rc = fail(&j, GNN_ENOMEM, "out of memory for %" PRIu64 " feature bytes", m.feature_bytes);
+			goto out_fail;
+		}
+		if ((rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src, m.feat)) != GNN_OK)
+			goto out_fail;
+		m.mb.feat = m.feat;
+		m.wire_bytes += pad8(m.feature_bytes);
+	}
+	free(j.calls);
+	*out = m;
+	return GNN_OK;
+
+out_fail:
+	free(j.calls);
+	smp_minibatch_free(&m);
+	return rc;
+}
+
+/* Makes room for extra more bytes in w (as proto.c's builder grows it). */
+static int wbuf_reserve(struct gnn_wbuf *w, size_t extra)
+{
+	size_t cap = w->cap ? w->cap : 256;
+	uint8_t *b;
+
+	if (w->failed)
+		return GNN_ENOMEM;
+	if (w->len + extra <= w->cap)
+		return GNN_OK;
+	while (cap < w->len + extra)
+		cap *= 2;
+	if ((b = realloc(w->buf, cap)) == NULL) {
+		w->failed = true;
+		return GNN_ENOMEM;
+	}
+	w->buf = b;
+	w->cap = cap;
+	return GNN_OK;
+}
+
+/* Appends n bytes from src (or zeros when src is NULL) and zero padding to
+ * an 8-byte boundary of the payload starting at payload. */
+static void wbuf_put_padded(struct gnn_wbuf *w, size_t payload, const void *src, size_t n)
+{
+	size_t padded = (size_t)pad8(w->len + n - payload) + payload;
+
+	if (src != NULL)
+		memcpy(w->buf + w->len, src, n);
+	memset(w->buf + w->len + n, 0, padded - w->len - n);
+	w->len = padded;
+}
+
+int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
+		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,
+		      char *err, size_t err_len)
+{
+	struct smp_minibatch m = { 0 };
+	size_t start = w->len, payload = start + GNN_PROTO_HDR_BYTES, feat_at;
+	uint32_t len32;
+	struct job j;
+	int rc;
+
+	job_init(&j, be, o, err, err_len);
+	if ((rc = build_blocks(&j, req, &m)) != GNN_OK ||
+	    ((req->flags & GNN_MB_FEATURES) && (rc = check_feature_bytes(&j, &m)) != GNN_OK))
+		goto out;
+	/* The blocks as proto.c encodes them; the feature rows and labels that
+	 * follow them are appended here, in the same layout (docs/protocol.md),
+	 * so that the rows go straight from the answers into the message. */
+	m.mb.flags = 0;
+	if ((rc = gnn_encode_minibatch_resp(w, req_id, &m.mb)) != GNN_OK ||
+	    (rc = wbuf_reserve(w, (size_t)pad8(m.feature_bytes) + (size_t)pad8((uint64_t)req->num_seeds * 4))) != GNN_OK) {
+		rc = fail(&j, rc, "cannot encode the minibatch (%s)", gnn_strerror(rc));
+		goto out_reset;
+	}
+	if (req->flags & GNN_MB_FEATURES) {
+		feat_at = w->len;
+		wbuf_put_padded(w, payload, NULL, (size_t)m.feature_bytes);
+		if ((rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src,
+					  (float *)(void *)(w->buf + feat_at))) != GNN_OK)
+			goto out_reset;
+	}
+	if (req->flags & GNN_MB_LABELS)
+		wbuf_put_padded(w, payload, m.labels, (size_t)req->num_seeds * 4);
+	memcpy(w->buf + payload + 4, &req->flags, 4);
+	len32 = (uint32_t)(w->len - payload);
+	memcpy(w->buf + start + 16, &len32, 4);
+	if (st != NULL)
+		*st = (struct smp_minibatch_stats){ .sampled_edges = m.sampled_edges,
+						    .feature_bytes = m.feature_bytes,
+						    .input_nodes = m.mb.blocks[0].num_src,
+						    .wire_bytes = w->len - payload };
+	goto out;
+
+out_reset:
+	w->len = start;
+out:
+	free(j.calls);
+	smp_minibatch_free(&m);
+	return rc;
+}
+
+void smp_minibatch_free(struct smp_minibatch *m)
+{
+	for (int l = 0; l < GNN_PROTO_MAX_LAYERS; l++) {
+		free(m->src_ids[l]);
+		free(m->indptr[l]);
+		free(m->indices[l]);
+	}
+	free(m->feat);
+	free(m->labels);
+	memset(m, 0, sizeof(*m));
+}

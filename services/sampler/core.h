@@ -1,0 +1,143 @@
+/* core.h - builds a minibatch (struct gnn_minibatch of proto.h) from seed
+ * nodes: multi-hop sampled blocks, the input nodes' features and the seeds'
+ * labels (docs/sampler.md).
+ *
+ * The core does the work that does not depend on where the partitions live:
+ * it groups each layer's frontier by owning partition, asks the backend for
+ * every partition's share at once, checks every answer and merges the
+ * answers into a block. The backend answers per-partition SAMPLE, FEAT and
+ * LABEL calls: the graph stores over nng in the service (stores.h), or
+ * partitions mapped into this process (local.h) in tests and in the
+ * benchmark, so both run exactly this code.
+ *
+ * Sampling starts at the seeds with fanouts[L-1] (proto.h's convention: fanouts[0]
+ * belongs to the input layer) and block l is sampled with the seed
+ * gnn_sample_layer_seed(req.seed, l). Since the graph stores choose each
+ * node's neighbours with gnn_sample_choose(layer seed, node, ...) and the
+ * merge walks the destinations in order, the same request gives the same
+ * minibatch however its nodes are split among calls. */
+#ifndef SMP_CORE_H
+#define SMP_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* The graph's shape, as the graph stores report it (INFO). */
+struct smp_layout {
+	int64_t num_nodes;
+	uint32_t num_parts, feat_dim, num_classes;
+	const int64_t *offsets;   /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
+};
+
+/* The partition owning node id (binary search over the offsets), or -1
+ * when id lies outside [0, num_nodes). */
+int32_t smp_owner(const struct smp_layout *l, int64_t id);
+
+enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL };
+
+/* One request to the owner of one partition and, once run, its answer. */
+struct smp_call {
+	/* Set by the core. ids is borrowed from the core for the call. */
+	enum smp_op op;
+	uint32_t part;
+	uint32_t n;
+	const int64_t *ids;       /* [n], every one owned by part */
+	uint64_t seed;            /* SAMPLE: the layer's seed */
+	int32_t fanout;           /* SAMPLE: > 0, or -1 for all neighbours */
+	uint32_t first;           /* the core's bookkeeping: where ids start in its list */
+	/* Set by the backend's run on success; the memory stays the backend's
+	 * until its release. The backend checks the sizes (n answers, feat_dim
+	 * columns); the core checks the values. */
+	const uint32_t *counts;   /* SAMPLE: [n] neighbours per node */
+	const int64_t *nbrs;      /* SAMPLE: [total] global IDs, node after node */
+	uint64_t total;           /* SAMPLE: sum of counts */
+	const float *rows;        /* FEAT: [n * feat_dim] */
+	const int32_t *labels;    /* LABEL: [n] */
+	void *keep;               /* the backend's: what the answers point into */
+};
+
+struct smp_backend {
+	const struct smp_layout *layout;  /* borrowed; outlives the backend */
+	void *ctx;
+	/* Runs n calls (concurrently, when it can) and fills their answers.
+	 * Returns GNN_OK when every call succeeded; otherwise an error code,
+	 * with err (err_len bytes, NUL-terminated) naming the partition's
+	 * server and what failed. Called from many threads at once. release
+	 * must follow in both cases. */
+	int (*run)(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
+	/* Frees what run kept for these calls (safe on calls never run). */
+	void (*release)(void *ctx, struct smp_call *calls, size_t n);
+	/* Writes a name for partition part's server for error texts:
+	 * "graphstore-1 (tcp://...)". */
+	void (*describe)(void *ctx, uint32_t part, char *buf, size_t size);
+};
+
+struct smp_build_opts {
+	uint32_t max_ids_per_call;  /* a partition's share is split into calls of at
+				     * most this many IDs (0: SMP_DEFAULT_IDS_PER_CALL) */
+};
+
+/* Small enough that a partition's share of a large layer becomes several
+ * calls its server handles on several workers at once; large enough that
+ * the per-message cost stays small. */
+#define SMP_DEFAULT_IDS_PER_CALL 8192
+/* FEAT calls carry fewer IDs when rows are wide: about this many bytes of
+ * answer each (below glibc's largest mmap threshold, so answer buffers are
+ * reused rather than mapped and zeroed for every call). */
+#define SMP_FEAT_CALL_BYTES (4u << 20)
+
+/* A built minibatch: mb's arrays point into the arrays below, all owned by
+ * it (mb.owned is NULL). Free with smp_minibatch_free. */
+struct smp_minibatch {
+	struct gnn_minibatch mb;
+	int64_t *src_ids[GNN_PROTO_MAX_LAYERS];
+	int32_t *indptr[GNN_PROTO_MAX_LAYERS];
+	int32_t *indices[GNN_PROTO_MAX_LAYERS];
+	float *feat;
+	int32_t *labels;
+	uint64_t sampled_edges;   /* edges of all blocks */
+	uint64_t feature_bytes;   /* bytes of feat */
+	uint64_t wire_bytes;      /* size of the MINIBATCH_RESP payload it encodes to */
+};
+
+/* Checks a request against the layout: every seed in [0, num_nodes), no
+ * seed twice. (The decoder already checked counts, fanouts and flags.)
+ * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed. */
+int smp_check_request(const struct smp_layout *l, const struct gnn_minibatch_req *req, char *err,
+		      size_t err_len);
+
+/* Builds the minibatch for req (checked with smp_check_request first).
+ * On success *out holds it (the caller's: smp_minibatch_free). Errors:
+ * the backend's code (its err text names the server), GNN_EPROTO for an
+ * answer that breaks the contract (a neighbour ID out of range, more
+ * neighbours than the fanout, a label out of range), GNN_ERANGE when the
+ * minibatch would not fit one message (GNN_PROTO_MAX_MSG_BYTES) or a block
+ * would exceed 2^31-1 edges, GNN_ENOMEM; err says which. *out is written
+ * only on success. */
+int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
+	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len);
+
+/* What smp_build_message built. */
+struct smp_minibatch_stats {
+	uint64_t sampled_edges, feature_bytes, wire_bytes;
+	uint32_t input_nodes;     /* blocks[0].num_src */
+};
+
+/* The same minibatch as smp_build, appended to w as one MINIBATCH_RESP
+ * message (request ID req_id) byte-identical to what
+ * gnn_encode_minibatch_resp makes of smp_build's result, but with the
+ * feature rows copied from the answers straight into the message (the
+ * largest part of it) instead of through an array of their own. The
+ * service and the benchmark use it. On success st (may be NULL) gets the
+ * sizes; on error w is as it was (its failed flag set on GNN_ENOMEM) and
+ * err says what failed, as for smp_build. */
+int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
+		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,
+		      char *err, size_t err_len);
+
+/* Frees the minibatch's arrays. Safe on a zeroed struct. */
+void smp_minibatch_free(struct smp_minibatch *m);
+
+#endif

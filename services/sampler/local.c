@@ -1,0 +1,284 @@
+#include "local.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "part.h"
+#include "sample.h"
+
+struct smp_local {
+	struct smp_layout layout;
+	struct smp_local_part *parts;   /* [num_parts] */
+	/* Only when opened from a folder: */
+	struct gnn_meta meta;
+	struct gnn_part *mapped;        /* [num_parts] */
+	int64_t *offsets;
+	bool own;
+};
+
+int smp_local_wrap(const struct smp_layout *layout, const struct smp_local_part *parts,
+		   struct smp_local **out)
+{
+	struct smp_local *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return GNN_ENOMEM;
+	if (layout->num_parts == 0 || layout->num_nodes <= 0 || layout->feat_dim == 0) {
+		free(l);
+		return GNN_EINVAL;
+	}
+	l->layout = *layout;
+	l->parts = calloc(layout->num_parts, sizeof(*l->parts));
+	if (l->parts == NULL) {
+		free(l);
+		return GNN_ENOMEM;
+	}
+	memcpy(l->parts, parts, layout->num_parts * sizeof(*parts));
+	*out = l;
+	return GNN_OK;
+}
+
+int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
+{
+	struct smp_local *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (l == NULL)
+		return GNN_ENOMEM;
+	l->own = true;
+	if ((rc = gnn_meta_load(dir, &l->meta)) != GNN_OK) {
+		free(l);
+		return rc;
+	}
+	l->layout = (struct smp_layout){ .num_nodes = l->meta.num_nodes,
+					 .num_parts = (uint32_t)l->meta.num_parts,
+					 .feat_dim = (uint32_t)l->meta.feat_dim,
+					 .num_classes = (uint32_t)l->meta.num_classes,
+					 .offsets = l->meta.offsets };
+	l->mapped = calloc(l->layout.num_parts, sizeof(*l->mapped));
+	l->parts = calloc(l->layout.num_parts, sizeof(*l->parts));
+	if (l->mapped == NULL || l->parts == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_fail;
+	}
+	for (uint32_t p = 0; p < l->layout.num_parts; p++) {
+		struct gnn_part *g = &l->mapped[p];
+
+		if ((rc = gnn_part_open(dir, &l->meta, (int32_t)p, verify ? GNN_PART_VERIFY : 0, g)) != GNN_OK)
+			goto out_fail;
+		l->parts[p] = (struct smp_local_part){ .node_start = g->node_start, .node_end = g->node_end,
+						       .indptr = g->indptr, .indices = g->indices,
+						       .feat = g->feat, .labels = g->labels };
+	}
+	*out = l;
+	return GNN_OK;
+
+out_fail:
+	smp_local_close(l);
+	return rc;
+}
+
+void smp_local_close(struct smp_local *l)
+{
+	if (l == NULL)
+		return;
+	if (l->own) {
+		for (uint32_t p = 0; l->mapped != NULL && p < l->layout.num_parts; p++)
+			gnn_part_close(&l->mapped[p]);
+		free(l->mapped);
+		gnn_meta_free(&l->meta);
+	}
+	free(l->parts);
+	free(l);
+}
+
+const struct smp_layout *smp_local_layout(const struct smp_local *l)
+{
+	return &l->layout;
+}
+
+const struct smp_local_part *smp_local_part(const struct smp_local *l, uint32_t p)
+{
+	return p < l->layout.num_parts ? &l->parts[p] : NULL;
+}
+
+/* ---- the backend ---- */
+
+static void local_describe(void *ctx, uint32_t part, char *buf, size_t size)
+{
+	(void)ctx;
+	snprintf(buf, size, "partition %" PRIu32 " (in process)", part);
+}
+
+/* Row of id in part, after checking that part owns it and that its CSR
+ * row is sane (the arrays may come from an unverified file). */
+static int local_row(const struct smp_local_part *pt, int64_t id, int64_t *row)
+{
+	int64_t r = id - pt->node_start;
+
+	if (id < pt->node_start || id >= pt->node_end)
+		return GNN_ERANGE;
+	if (pt->indptr[r] < 0 || pt->indptr[r + 1] < pt->indptr[r] ||
+	    pt->indptr[r + 1] > pt->indptr[pt->node_end - pt->node_start])
+		return GNN_EFORMAT;
+	*row = r;
+	return GNN_OK;
+}
+
+/* SAMPLE: what a graph store does for one request. */
+static int local_sample(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+{
+	uint64_t total = 0, maxk = 0;
+	uint32_t *counts, *pos;
+	int64_t *nbrs, row;
+	size_t head;
+	char *block;
+	int rc;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		uint64_t deg, k;
+
+		if ((rc = local_row(pt, c->ids[i], &row)) != GNN_OK) {
+			*bad = c->ids[i];
+			return rc;
+		}
+		deg = (uint64_t)(pt->indptr[row + 1] - pt->indptr[row]);
+		if (deg > UINT32_MAX) {
+			*bad = c->ids[i];
+			return GNN_ERANGE;
+		}
+		k = c->fanout < 0 || deg <= (uint64_t)c->fanout ? deg : (uint64_t)c->fanout;
+		total += k;
+		if (k > maxk)
+			maxk = k;
+	}
+	head = ((size_t)c->n * 4 + 7) / 8 * 8;
+	block = malloc(head + total * 8 + maxk * 4 + 8);
+	if (block == NULL)
+		return GNN_ENOMEM;
+	counts = (uint32_t *)block;
+	nbrs = (int64_t *)(block + head);
+	pos = (uint32_t *)(nbrs + total);
+	total = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const int64_t *adj;
+		uint32_t deg, k;
+
+		row = c->ids[i] - pt->node_start;
+		adj = pt->indices + pt->indptr[row];
+		deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]);
+		if (c->fanout < 0 || deg <= (uint32_t)c->fanout) {
+			/* gnn_sample_choose would pick all of them, in order. */
+			memcpy(nbrs + total, adj, (size_t)deg * 8);
+			k = deg;
+		} else {
+			k = gnn_sample_choose(c->seed, c->ids[i], deg, c->fanout, pos);
+			for (uint32_t q = 0; q < k; q++)
+				nbrs[total + q] = adj[pos[q]];
+		}
+		counts[i] = k;
+		total += k;
+	}
+	c->counts = counts;
+	c->nbrs = nbrs;
+	c->total = total;
+	c->keep = block;
+	return GNN_OK;
+}
+
+static int local_feat(const struct smp_local_part *pt, uint32_t dim, struct smp_call *c, int64_t *bad)
+{
+	float *rows = malloc((size_t)c->n * dim * sizeof(float) + 1);
+
+	if (rows == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end) {
+			*bad = c->ids[i];
+			free(rows);
+			return GNN_ERANGE;
+		}
+		memcpy(rows + (size_t)i * dim, pt->feat + (size_t)(c->ids[i] - pt->node_start) * dim,
+		       (size_t)dim * sizeof(float));
+	}
+	c->rows = rows;
+	c->keep = rows;
+	return GNN_OK;
+}
+
+static int local_label(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+{
+	int32_t *labels = malloc((size_t)c->n * sizeof(int32_t) + 1);
+
+	if (labels == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end) {
+			*bad = c->ids[i];
+			free(labels);
+			return GNN_ERANGE;
+		}
+		labels[i] = pt->labels[c->ids[i] - pt->node_start];
+	}
+	c->labels = labels;
+	c->keep = labels;
+	return GNN_OK;
+}
+
+static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+{
+	struct smp_local *l = ctx;
+
+	for (size_t i = 0; i < n; i++)
+		calls[i].keep = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct smp_call *c = &calls[i];
+		const struct smp_local_part *pt;
+		int64_t bad = -1;
+		int rc;
+
+		if (c->part >= l->layout.num_parts) {
+			snprintf(err, err_len, "no partition %" PRIu32, c->part);
+			return GNN_ERANGE;
+		}
+		pt = &l->parts[c->part];
+		switch (c->op) {
+		case SMP_OP_SAMPLE:
+			rc = local_sample(pt, c, &bad);
+			break;
+		case SMP_OP_FEAT:
+			rc = local_feat(pt, l->layout.feat_dim, c, &bad);
+			break;
+		case SMP_OP_LABEL:
+			rc = local_label(pt, c, &bad);
+			break;
+		default:
+			rc = GNN_EINVAL;
+		}
+		if (rc != GNN_OK) {
+			snprintf(err, err_len, "partition %" PRIu32 " (in process): node %" PRId64 ": %s", c->part,
+				 bad, gnn_strerror(rc));
+			return rc;
+		}
+	}
+	return GNN_OK;
+}
+
+static void local_release(void *ctx, struct smp_call *calls, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++) {
+		free(calls[i].keep);
+		calls[i].keep = NULL;
+	}
+}
+
+void smp_local_backend(struct smp_local *l, struct smp_backend *be)
+{
+	*be = (struct smp_backend){ .layout = &l->layout, .ctx = l, .run = local_run,
+				    .release = local_release, .describe = local_describe };
+}

@@ -1,0 +1,46 @@
+/* local.h - the in-process backend of the minibatch core (core.h): every
+ * partition's arrays in this process, answering SAMPLE, FEAT and LABEL
+ * calls exactly as a graph store does (gnn_sample_choose per node, rows
+ * gathered into an answer buffer), without the network. The unit tests and
+ * the benchmark's in-process reference (`gnn-sampler bench`) use it. */
+#ifndef SMP_LOCAL_H
+#define SMP_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+
+/* One partition's arrays (docs/formats.md), borrowed. */
+struct smp_local_part {
+	int64_t node_start, node_end;
+	const int64_t *indptr;    /* [node_end - node_start + 1], local rows */
+	const int64_t *indices;   /* [indptr[last]], global IDs */
+	const float *feat;        /* [(node_end - node_start) * feat_dim] */
+	const int32_t *labels;    /* [node_end - node_start] */
+};
+
+struct smp_local;
+
+/* Maps every partition of a gnn-partition output folder (part.h); with
+ * verify, checks CRCs and contents first (reads everything). *out is the
+ * caller's: smp_local_close. */
+int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out);
+
+/* Wraps arrays already in memory (tests): layout->num_parts partitions,
+ * parts[p] owning [layout->offsets[p], layout->offsets[p+1]). The layout
+ * struct and parts[] are copied; the offsets and the arrays they point to
+ * are borrowed and must outlive the returned object (smp_local_close). */
+int smp_local_wrap(const struct smp_layout *layout, const struct smp_local_part *parts,
+		   struct smp_local **out);
+
+/* The layout and partitions (borrowed from l). */
+const struct smp_layout *smp_local_layout(const struct smp_local *l);
+const struct smp_local_part *smp_local_part(const struct smp_local *l, uint32_t p);
+
+/* Fills be with l's backend (l stays the owner; be is valid while l is). */
+void smp_local_backend(struct smp_local *l, struct smp_backend *be);
+
+void smp_local_close(struct smp_local *l);
+
+#endif

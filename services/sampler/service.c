@@ -1,0 +1,100 @@
+#include "service.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "err.h"
+#include "log.h"
+#include "sys.h"
+
+struct smp_service {
+	const struct smp_backend *be;
+	struct smp_build_opts build;
+	struct gnn_counter *minibatches, *edges, *feat_bytes;
+	struct gnn_histogram *seconds;
+};
+
+int smp_service_new(const struct smp_service_opts *o, struct smp_service **out)
+{
+	struct smp_service *s;
+	double bounds[16];
+	int rc;
+
+	if (o->backend == NULL || o->metrics == NULL)
+		return GNN_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return GNN_ENOMEM;
+	s->be = o->backend;
+	s->build.max_ids_per_call = o->max_ids_per_call;
+	gnn_metrics_exp_buckets(0.001, 2, 16, bounds);  /* 1 ms .. 33 s */
+	if ((rc = gnn_metrics_counter(o->metrics, "gnn_sampler_minibatches_total",
+				      "Minibatches built and sent", NULL, 0, &s->minibatches)) ||
+	    (rc = gnn_metrics_histogram(o->metrics, "gnn_sampler_minibatch_seconds",
+					"Time to build one minibatch (sampling, features, labels, encoding)",
+					NULL, 0, bounds, 16, &s->seconds)) ||
+	    (rc = gnn_metrics_counter(o->metrics, "gnn_sampler_sampled_edges_total",
+				      "Edges of the blocks of the minibatches sent", NULL, 0, &s->edges)) ||
+	    (rc = gnn_metrics_counter(o->metrics, "gnn_sampler_feature_bytes_total",
+				      "Bytes of input feature rows in the minibatches sent", NULL, 0,
+				      &s->feat_bytes))) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return GNN_OK;
+}
+
+void smp_service_free(struct smp_service *s)
+{
+	free(s);
+}
+
+/* Replaces whatever is in out by an ERROR for h. */
+static int reply_error(struct gnn_wbuf *out, const struct gnn_hdr *h, int code, const char *text)
+{
+	out->len = 0;
+	out->failed = false;
+	GNN_WARN("minibatch_failed", "req_id=%" PRIu64 " code=%s reason=\"%s\"", h->req_id, gnn_errname(code),
+		 text);
+	return gnn_encode_error(out, h->req_id, (uint32_t)code, text);
+}
+
+int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
+		       struct gnn_wbuf *out)
+{
+	struct smp_service *s = ctx;
+	struct gnn_minibatch_req req;
+	struct smp_minibatch_stats st;
+	double t0 = gnn_now();
+	char err[512], text[640];
+	int rc;
+
+	if (h->type != GNN_MSG_MINIBATCH_REQ) {
+		snprintf(text, sizeof(text), "the sampler answers minibatch requests only, not %s (type %u)",
+			 gnn_msg_name(h->type), (unsigned)h->type);
+		return reply_error(out, h, GNN_EPROTO, text);
+	}
+	if ((rc = gnn_decode_minibatch_req(payload, len, &req)) != GNN_OK) {
+		snprintf(text, sizeof(text), "malformed minibatch request: %s (%s)",
+			 rc == GNN_ERANGE ? "a count, fanout or flag is outside the limits of docs/protocol.md"
+					  : "lengths do not match the payload",
+			 gnn_errname(rc));
+		return reply_error(out, h, rc, text);
+	}
+	if ((rc = smp_check_request(s->be->layout, &req, err, sizeof(err))) != GNN_OK ||
+	    (rc = smp_build_message(s->be, &s->build, h->req_id, &req, out, &st, err, sizeof(err))) != GNN_OK) {
+		gnn_proto_release(req.owned);
+		return reply_error(out, h, rc, err);
+	}
+	gnn_counter_inc(s->minibatches);
+	gnn_counter_add(s->edges, (double)st.sampled_edges);
+	gnn_counter_add(s->feat_bytes, (double)st.feature_bytes);
+	gnn_histogram_observe(s->seconds, gnn_now() - t0);
+	GNN_DEBUG("minibatch", "req_id=%" PRIu64 " seeds=%" PRIu32 " layers=%" PRIu32 " edges=%" PRIu64
+		  " input_nodes=%" PRIu32 " bytes=%" PRIu64 " seconds=%.4f", h->req_id, req.num_seeds,
+		  req.num_layers, st.sampled_edges, st.input_nodes, st.wire_bytes, gnn_now() - t0);
+	gnn_proto_release(req.owned);
+	return GNN_OK;
+}

@@ -1,0 +1,683 @@
+#include "stores.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "err.h"
+#include "log.h"
+#include "sys.h"
+
+/* A store's state as the last INFO saw it. */
+enum { ST_WAITING, ST_UP, ST_DOWN, ST_CHANGED };
+
+struct store {
+	char name[32];                /* "graphstore-<i>" */
+	char *url;
+	struct gnn_client *data;      /* minibatch calls: timeout and retries */
+	struct gnn_client *check;     /* INFO probes: short timeout, no retry */
+	atomic_int state;
+	double down_since;            /* check thread only */
+	struct gnn_info info;         /* from its first INFO (offsets: owned copy) */
+	int64_t *offsets;
+	bool answered;
+	struct gnn_counter *requests, *errors, *retries;
+};
+
+struct smp_stores {
+	struct store *st;
+	size_t n;
+	int check_interval_ms;
+	struct smp_layout layout;
+	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
+	atomic_bool connected;
+	atomic_uint_fast64_t next_req_id;
+	struct gnn_gauge *ready_gauge;
+	pthread_t thread;
+	bool thread_started, stopping;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
+{
+	static const char *const label[] = { "graphstore" };
+	struct gnn_counter *req, *err, *retry;
+	int rc;
+
+	if ((rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_requests_total",
+				      "Calls to a graph store (SAMPLE, FEAT, LABEL), by store", label, 1, &req)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_errors_total",
+				      "Calls to a graph store that failed after their retries or got an error reply",
+				      label, 1, &err)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_retries_total",
+				      "Extra attempts of calls to a graph store after a timeout", label, 1, &retry)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_sampler_graphstores_ready",
+				    "Graph stores that answered their last INFO check", NULL, 0, &s->ready_gauge)))
+		return rc;
+	for (size_t i = 0; i < s->n; i++) {
+		const char *name = s->st[i].name;
+
+		if ((rc = gnn_counter_labels(req, &name, 1, &s->st[i].requests)) ||
+		    (rc = gnn_counter_labels(err, &name, 1, &s->st[i].errors)) ||
+		    (rc = gnn_counter_labels(retry, &name, 1, &s->st[i].retries)))
+			return rc;
+	}
+	return GNN_OK;
+}
+
+int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
+{
+	struct smp_stores *s;
+	pthread_condattr_t ca;
+	int rc = GNN_ENOMEM;
+
+	if (o->n == 0 || o->n > GNN_PROTO_MAX_PARTS || o->timeout_ms <= 0 || o->retries < 0 ||
+	    o->check_interval_ms <= 0 || o->check_timeout_ms <= 0 || o->metrics == NULL)
+		return GNN_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return GNN_ENOMEM;
+	s->st = calloc(o->n, sizeof(*s->st));
+	if (s->st == NULL) {
+		free(s);
+		return GNN_ENOMEM;
+	}
+	s->n = o->n;
+	s->check_interval_ms = o->check_interval_ms;
+	atomic_init(&s->connected, false);
+	atomic_init(&s->next_req_id, 1);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	for (size_t i = 0; i < o->n; i++) {
+		struct store *st = &s->st[i];
+
+		snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
+		atomic_init(&st->state, ST_WAITING);
+		if ((st->url = strdup(o->urls[i])) == NULL)
+			goto out_fail;
+		struct gnn_client_opts data = { .url = st->url, .name = st->name, .timeout_ms = o->timeout_ms,
+						.retries = o->retries };
+		struct gnn_client_opts check = { .url = st->url, .name = st->name,
+						 .timeout_ms = o->check_timeout_ms, .retries = 0 };
+
+		if ((rc = gnn_client_open(&data, &st->data)) != GNN_OK ||
+		    (rc = gnn_client_open(&check, &st->check)) != GNN_OK) {
+			GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
+			goto out_fail;
+		}
+	}
+	if ((rc = register_metrics(s, o->metrics)) != GNN_OK)
+		goto out_fail;
+	*out = s;
+	return GNN_OK;
+
+out_fail:
+	smp_stores_close(s);
+	return rc;
+}
+
+void smp_stores_close(struct smp_stores *s)
+{
+	if (s == NULL)
+		return;
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = true;
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->thread, NULL);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		gnn_client_close(s->st[i].data);
+		gnn_client_close(s->st[i].check);
+		free(s->st[i].url);
+		free(s->st[i].offsets);
+	}
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->st);
+	free(s->part_store);
+	free(s);
+}
+
+const struct smp_layout *smp_stores_layout(const struct smp_stores *s)
+{
+	return &s->layout;
+}
+
+/* ---- INFO probes ---- */
+
+/* One INFO answer; offsets is a malloc'd copy (info.offsets points to it). */
+struct probe {
+	int rc;
+	char err[256];
+	struct gnn_info info;
+	int64_t *offsets;
+};
+
+/* Sends INFO to every store with want[i] set, in parallel, through the
+ * check clients, and decodes the answers into res[i]. */
+static void probe_stores(struct smp_stores *s, const bool *want, struct probe *res)
+{
+	struct gnn_call *calls = calloc(s->n, sizeof(*calls));
+	struct gnn_wbuf *reqs = calloc(s->n, sizeof(*reqs));
+	size_t *idx = calloc(s->n, sizeof(*idx)), nc = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		res[i].rc = GNN_ENOMEM;
+		snprintf(res[i].err, sizeof(res[i].err), "out of memory");
+		res[i].offsets = NULL;
+	}
+	if (calls == NULL || reqs == NULL || idx == NULL)
+		goto out;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!want[i])
+			continue;
+		gnn_wbuf_init(&reqs[nc]);
+		if (gnn_encode_info_req(&reqs[nc], atomic_fetch_add(&s->next_req_id, 1)) != GNN_OK)
+			continue;
+		calls[nc] = (struct gnn_call){ .client = s->st[i].check, .req = &reqs[nc] };
+		idx[nc++] = i;
+	}
+	gnn_client_call_all(calls, nc);
+	for (size_t c = 0; c < nc; c++) {
+		struct probe *r = &res[idx[c]];
+		const void *payload;
+		size_t len;
+
+		r->rc = calls[c].rc;
+		snprintf(r->err, sizeof(r->err), "%s", calls[c].err);
+		if (r->rc != GNN_OK)
+			continue;
+		if ((r->rc = gnn_reply_payload(calls[c].reply, GNN_MSG_INFO_RESP, &payload, &len)) != GNN_OK ||
+		    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
+			snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
+		} else {
+			size_t bytes = ((size_t)r->info.num_parts + 1) * sizeof(int64_t);
+
+			if ((r->offsets = malloc(bytes)) == NULL) {
+				r->rc = GNN_ENOMEM;
+			} else {
+				memcpy(r->offsets, r->info.offsets, bytes);
+				r->info.offsets = r->offsets;
+			}
+			gnn_proto_release(r->info.owned);
+			r->info.owned = NULL;
+		}
+		nng_msg_free(calls[c].reply);
+	}
+out:
+	for (size_t c = 0; reqs != NULL && c < nc; c++)
+		gnn_wbuf_free(&reqs[c]);
+	free(calls);
+	free(reqs);
+	free(idx);
+}
+
+static void probes_free(struct probe *res, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(res[i].offsets);
+}
+
+/* Names of the stores in state st (or not in it, with negate), for logs:
+ * "graphstore-1(tcp://...),graphstore-3(...)". */
+static void list_stores(const struct smp_stores *s, int st, bool negate, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < s->n && used + 1 < size; i++) {
+		bool in = atomic_load(&s->st[i].state) == st;
+
+		if (in != negate) {
+			int k = snprintf(buf + used, size - used, "%s%s(%s)", used ? "," : "", s->st[i].name,
+					 s->st[i].url);
+			used += k > 0 ? (size_t)k : 0;
+		}
+	}
+	if (used >= size && size > 4)
+		memcpy(buf + size - 4, "...", 4);
+}
+
+/* Every store's answer describes the same graph, and together they serve
+ * each partition exactly once. */
+static int check_layout(struct smp_stores *s)
+{
+	const struct gnn_info *ref = &s->st[0].info;
+
+	if (ref->num_parts != s->n) {
+		GNN_ERROR("graphstores_mismatch", "configured=%zu num_parts=%" PRIu32 " reason=\"the graph has %" PRIu32
+			  " partitions but %zu graph stores are configured: give one URL per partition\"",
+			  s->n, ref->num_parts, ref->num_parts, s->n);
+		return GNN_EINVAL;
+	}
+	s->part_store = malloc(s->n * sizeof(*s->part_store));
+	if (s->part_store == NULL)
+		return GNN_ENOMEM;
+	for (size_t p = 0; p < s->n; p++)
+		s->part_store[p] = UINT32_MAX;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct store *st = &s->st[i];
+		const struct gnn_info *in = &st->info;
+		const char *field = NULL;
+
+		if (in->graph_id != ref->graph_id)
+			field = "graph_id";
+		else if (in->num_parts != ref->num_parts)
+			field = "num_parts";
+		else if (in->num_nodes != ref->num_nodes || in->num_edges != ref->num_edges)
+			field = "num_nodes/num_edges";
+		else if (in->feat_dim != ref->feat_dim || in->num_classes != ref->num_classes)
+			field = "feat_dim/num_classes";
+		else if (memcmp(in->offsets, ref->offsets, ((size_t)ref->num_parts + 1) * 8) != 0)
+			field = "node_offsets";
+		if (field != NULL) {
+			GNN_ERROR("graphstores_mismatch", "store=%s url=%s field=%s graph_id=%016" PRIx64
+				  " expected_graph_id=%016" PRIx64 " reason=\"%s serves another graph than %s (%s "
+				  "differs): every store must serve a partition of the same gnn-partition output\"",
+				  st->name, st->url, field, in->graph_id, ref->graph_id, st->name, s->st[0].name, field);
+			return GNN_EINVAL;
+		}
+		if (s->part_store[in->part_id] != UINT32_MAX) {
+			const struct store *other = &s->st[s->part_store[in->part_id]];
+
+			GNN_ERROR("graphstores_mismatch", "store=%s url=%s other=%s other_url=%s part=%" PRIu32
+				  " reason=\"two graph stores serve partition %" PRIu32 "; each must serve its own\"",
+				  st->name, st->url, other->name, other->url, in->part_id, in->part_id);
+			return GNN_EINVAL;
+		}
+		s->part_store[in->part_id] = (uint32_t)i;
+	}
+	s->layout = (struct smp_layout){ .num_nodes = ref->num_nodes, .num_parts = ref->num_parts,
+					 .feat_dim = ref->feat_dim, .num_classes = ref->num_classes,
+					 .offsets = ref->offsets };
+	return GNN_OK;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static size_t count_state(const struct smp_stores *s, int state)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		k += atomic_load(&s->st[i].state) == state;
+	return k;
+}
+
+int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
+{
+	struct probe *res = calloc(s->n, sizeof(*res));
+	bool *want = calloc(s->n, sizeof(*want));
+	double t0 = gnn_now(), last_log = t0;
+	char missing[1024];
+	int rc;
+
+	if (res == NULL || want == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
+	for (;;) {
+		double round = gnn_now();
+		size_t left = 0;
+
+		for (size_t i = 0; i < s->n; i++)
+			want[i] = !s->st[i].answered;
+		probe_stores(s, want, res);
+		for (size_t i = 0; i < s->n; i++) {
+			struct store *st = &s->st[i];
+
+			if (!want[i] || res[i].rc != GNN_OK) {
+				left += !st->answered;
+				continue;
+			}
+			st->info = res[i].info;
+			st->offsets = res[i].offsets;
+			res[i].offsets = NULL;
+			st->answered = true;
+			atomic_store(&st->state, ST_UP);
+			GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
+				 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
+				 st->info.part_id, st->info.num_parts, st->info.graph_id, st->info.num_nodes,
+				 st->info.feat_dim);
+		}
+		probes_free(res, s->n);
+		gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+		if (left == 0)
+			break;
+		list_stores(s, ST_UP, true, missing, sizeof(missing));
+		if (stop != NULL && stop()) {
+			rc = GNN_ECLOSED;
+			goto out;
+		}
+		if (gnn_now() - t0 >= wait_s) {
+			GNN_ERROR("graphstores_unreachable", "missing=%s waited_s=%.0f reason=\"these graph stores did "
+				  "not answer INFO within --wait-stores\"", missing, gnn_now() - t0);
+			rc = GNN_ETIMEDOUT;
+			goto out;
+		}
+		if (gnn_now() - last_log >= 10) {
+			GNN_INFO("waiting_for_graphstores", "missing=%s waited_s=%.0f", missing, gnn_now() - t0);
+			last_log = gnn_now();
+		}
+		/* About one round a second; stop is polled meanwhile. */
+		while (gnn_now() - round < 1.0 && !(stop != NULL && stop()))
+			sleep_ms(50);
+	}
+	if ((rc = check_layout(s)) != GNN_OK)
+		goto out;
+	atomic_store(&s->connected, true);
+	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " classes=%" PRIu32
+		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, s->layout.num_classes,
+		 gnn_now() - t0);
+out:
+	free(res);
+	free(want);
+	return rc;
+}
+
+/* ---- the background check ---- */
+
+static void check_once(struct smp_stores *s)
+{
+	struct probe *res = calloc(s->n, sizeof(*res));
+	bool *want = calloc(s->n, sizeof(*want));
+
+	if (res == NULL || want == NULL)
+		goto out;
+	for (size_t i = 0; i < s->n; i++)
+		want[i] = true;
+	probe_stores(s, want, res);
+	for (size_t i = 0; i < s->n; i++) {
+		struct store *st = &s->st[i];
+		const struct gnn_info *in = &res[i].info;
+		int old = atomic_load(&st->state), now;
+
+		if (res[i].rc != GNN_OK)
+			now = ST_DOWN;
+		else if (in->graph_id != st->info.graph_id || in->part_id != st->info.part_id ||
+			 in->num_parts != st->info.num_parts)
+			now = ST_CHANGED;
+		else
+			now = ST_UP;
+		if (now == old)
+			continue;
+		atomic_store(&st->state, now);
+		if (now == ST_DOWN) {
+			st->down_since = gnn_now();
+			GNN_WARN("graphstore_unreachable", "store=%s url=%s reason=\"%s\"", st->name, st->url,
+				 res[i].err);
+		} else if (now == ST_CHANGED) {
+			GNN_ERROR("graphstore_changed", "store=%s url=%s graph_id=%016" PRIx64 " part=%" PRIu32
+				  " expected_graph_id=%016" PRIx64 " expected_part=%" PRIu32 " reason=\"the store now "
+				  "serves another partition or graph; restart the sampler\"", st->name, st->url,
+				  in->graph_id, in->part_id, st->info.graph_id, st->info.part_id);
+		} else {
+			GNN_INFO("graphstore_reachable_again", "store=%s url=%s down_s=%.1f", st->name, st->url,
+				 old == ST_DOWN ? gnn_now() - st->down_since : 0.0);
+		}
+	}
+	probes_free(res, s->n);
+	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+out:
+	free(res);
+	free(want);
+}
+
+static void *check_main(void *arg)
+{
+	struct smp_stores *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += s->check_interval_ms / 1000;
+		ts.tv_nsec += (long)(s->check_interval_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &ts) == 0)
+			;
+		if (s->stopping)
+			break;
+		pthread_mutex_unlock(&s->mu);
+		check_once(s);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int smp_stores_start_check(struct smp_stores *s)
+{
+	if (pthread_create(&s->thread, NULL, check_main, s) != 0)
+		return GNN_ENOMEM;
+	s->thread_started = true;
+	return GNN_OK;
+}
+
+bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
+{
+	struct smp_stores *s = ctx;
+	char list[256];
+
+	if (!atomic_load(&s->connected)) {
+		list_stores(s, ST_UP, true, list, sizeof(list));
+		snprintf(reason, reason_size, "waiting for graph stores: %s", list[0] ? list : "layout check");
+		return false;
+	}
+	if (count_state(s, ST_UP) == s->n)
+		return true;
+	list_stores(s, ST_UP, true, list, sizeof(list));
+	snprintf(reason, reason_size, "graph stores unreachable or changed: %s", list);
+	return false;
+}
+
+/* ---- the backend ---- */
+
+/* What a call's answer points into. */
+struct held {
+	nng_msg *msg;
+	void *owned;
+};
+
+static void stores_describe(void *ctx, uint32_t part, char *buf, size_t size)
+{
+	const struct smp_stores *s = ctx;
+	const struct store *st;
+
+	if (s->part_store == NULL || part >= s->layout.num_parts) {
+		snprintf(buf, size, "partition %" PRIu32, part);
+		return;
+	}
+	st = &s->st[s->part_store[part]];
+	snprintf(buf, size, "%s (%s)", st->name, st->url);
+}
+
+/* The client's error text without the store name it starts with (the
+ * sampler's text names the store once, with its URL). */
+static const char *client_detail(const struct store *st, const char *err)
+{
+	size_t n = strlen(st->name), u = strlen(st->url);
+
+	if (strncmp(err, st->name, n) != 0)
+		return err;
+	err += n;
+	if (strncmp(err, " (", 2) == 0 && strncmp(err + 2, st->url, u) == 0 && err[2 + u] == ')')
+		err += 3 + u;
+	if (*err == ':')
+		err++;
+	while (*err == ' ')
+		err++;
+	return err;
+}
+
+static int encode_call(struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	switch (c->op) {
+	case SMP_OP_SAMPLE:
+		return gnn_encode_sample_req(w, req_id, c->seed, c->fanout, c->ids, c->n);
+	case SMP_OP_FEAT:
+		return gnn_encode_ids_req(w, GNN_MSG_FEAT_REQ, req_id, c->ids, c->n);
+	case SMP_OP_LABEL:
+		return gnn_encode_ids_req(w, GNN_MSG_LABEL_REQ, req_id, c->ids, c->n);
+	}
+	return GNN_EINVAL;
+}
+
+/* Decodes the answer to c held in h and checks its sizes against c. */
+static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct held *h)
+{
+	static const uint16_t want[] = { [SMP_OP_SAMPLE] = GNN_MSG_SAMPLE_RESP,
+					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
+					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP };
+	const void *payload;
+	size_t len;
+	int rc;
+
+	if ((rc = gnn_reply_payload(h->msg, want[c->op], &payload, &len)) != GNN_OK)
+		return rc;
+	if (c->op == SMP_OP_SAMPLE) {
+		struct gnn_sample_resp r;
+
+		if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK)
+			return rc;
+		h->owned = r.owned;
+		c->counts = r.counts;
+		c->nbrs = r.nbrs;
+		c->total = r.total;
+		return r.n == c->n ? GNN_OK : GNN_EPROTO;
+	}
+	if (c->op == SMP_OP_FEAT) {
+		struct gnn_feat_resp r;
+
+		if ((rc = gnn_decode_feat_resp(payload, len, &r)) != GNN_OK)
+			return rc;
+		h->owned = r.owned;
+		c->rows = r.rows;
+		return r.n == c->n && r.dim == s->layout.feat_dim ? GNN_OK : GNN_EPROTO;
+	}
+	struct gnn_label_resp r;
+
+	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	h->owned = r.owned;
+	c->labels = r.labels;
+	return r.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static const char *op_name(enum smp_op op)
+{
+	return op == SMP_OP_SAMPLE ? "sample" : op == SMP_OP_FEAT ? "features" : "labels";
+}
+
+static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+{
+	struct smp_stores *s = ctx;
+	struct gnn_call *gc = calloc(n, sizeof(*gc));
+	struct gnn_wbuf *reqs = calloc(n, sizeof(*reqs));
+	int rc = GNN_OK;
+
+	for (size_t i = 0; i < n; i++)
+		calls[i].keep = NULL;
+	if (gc == NULL || reqs == NULL) {
+		snprintf(err, err_len, "out of memory");
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		gnn_wbuf_init(&reqs[i]);
+		if (calls[i].part >= s->layout.num_parts ||
+		    encode_call(&reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
+			snprintf(err, err_len, "cannot encode a %s request for partition %" PRIu32,
+				 op_name(calls[i].op), calls[i].part);
+			rc = GNN_ENOMEM;
+			goto out;
+		}
+		gc[i] = (struct gnn_call){ .client = s->st[s->part_store[calls[i].part]].data, .req = &reqs[i] };
+	}
+	gnn_client_call_all(gc, n);
+	for (size_t i = 0; i < n; i++) {
+		struct store *st = &s->st[s->part_store[calls[i].part]];
+		int crc = gc[i].rc;
+
+		gnn_counter_inc(st->requests);
+		if (gc[i].attempts > 1)
+			gnn_counter_add(st->retries, gc[i].attempts - 1);
+		if (gc[i].reply != NULL) {
+			struct held *h = calloc(1, sizeof(*h));
+
+			if (h == NULL) {
+				nng_msg_free(gc[i].reply);
+				crc = GNN_ENOMEM;
+			} else {
+				h->msg = gc[i].reply;
+				calls[i].keep = h;
+				if (crc == GNN_OK && (crc = decode_answer(s, &calls[i], h)) != GNN_OK)
+					snprintf(gc[i].err, sizeof(gc[i].err), "malformed %s answer (%s)",
+						 op_name(calls[i].op), gnn_errname(crc));
+			}
+		}
+		if (crc == GNN_OK)
+			continue;
+		gnn_counter_inc(st->errors);
+		if (rc != GNN_OK)
+			continue;  /* the first failure is the one reported */
+		/* No answer in time (after the retries) means the store is
+		 * unavailable; an error answer keeps the store's own code. */
+		rc = crc == GNN_ETIMEDOUT ? GNN_EUNAVAIL : crc;
+		if (crc == GNN_ETIMEDOUT)
+			snprintf(err, err_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
+				 st->name, st->url, op_name(calls[i].op), gc[i].attempts, client_detail(st, gc[i].err));
+		else
+			snprintf(err, err_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
+				 op_name(calls[i].op), client_detail(st, gc[i].err));
+	}
+out:
+	for (size_t i = 0; reqs != NULL && i < n; i++)
+		gnn_wbuf_free(&reqs[i]);
+	free(reqs);
+	free(gc);
+	return rc;
+}
+
+static void stores_release(void *ctx, struct smp_call *calls, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++) {
+		struct held *h = calls[i].keep;
+
+		if (h == NULL)
+			continue;
+		gnn_proto_release(h->owned);
+		nng_msg_free(h->msg);
+		free(h);
+		calls[i].keep = NULL;
+	}
+}
+
+void smp_stores_backend(struct smp_stores *s, struct smp_backend *be)
+{
+	*be = (struct smp_backend){ .layout = &s->layout, .ctx = s, .run = stores_run,
+				    .release = stores_release, .describe = stores_describe };
+}

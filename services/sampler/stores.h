@@ -1,0 +1,65 @@
+/* stores.h - the graph stores as seen from a sampler: one client per store,
+ * the partition layout learnt from their INFO answers, a background check
+ * that keeps /readyz truthful, and the core's backend (core.h) that sends
+ * each partition's calls to its store over nng.
+ *
+ * Store i of the configured list is named "graphstore-i" in logs, error
+ * texts and the metrics' graphstore label; which partition it serves comes
+ * from its INFO answer. */
+#ifndef SMP_STORES_H
+#define SMP_STORES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core.h"
+#include "metrics.h"
+
+struct smp_stores_opts {
+	const char *const *urls;   /* [n] nng URLs (copied) */
+	size_t n;
+	int timeout_ms;            /* per attempt of a data call */
+	int retries;               /* extra attempts after a timeout */
+	int check_interval_ms;     /* background INFO to every store */
+	int check_timeout_ms;      /* timeout of one INFO (no retries) */
+	struct gnn_metrics *metrics; /* borrowed; outlives the stores */
+};
+
+struct smp_stores;
+
+/* Creates the clients (dialling in the background: the stores need not be
+ * up) and registers the gnn_sampler_graphstore* metrics. *out is the
+ * caller's: smp_stores_close. */
+int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out);
+
+/* Waits up to wait_s seconds until every store has answered INFO, logging
+ * every ~10 s which ones it still waits for, then checks the layout: one
+ * graph_id and shape everywhere, num_parts equal to the number of stores,
+ * each partition served by exactly one store. Returns GNN_OK (the layout
+ * is then fixed), GNN_ETIMEDOUT (the log names the missing stores),
+ * GNN_EINVAL (inconsistent stores; the log says how) or GNN_ECLOSED when
+ * stop() became true. */
+int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void));
+
+/* The layout, valid after smp_stores_connect succeeded (borrowed). */
+const struct smp_layout *smp_stores_layout(const struct smp_stores *s);
+
+/* Starts the background check: every check_interval_ms an INFO to every
+ * store; logs graphstore_unreachable / graphstore_reachable_again and
+ * updates readiness and gnn_sampler_graphstores_ready. */
+int smp_stores_start_check(struct smp_stores *s);
+
+/* gnn_ready_fn: ready when the layout is known and every store answered its
+ * last check. ctx is the struct smp_stores. */
+bool smp_stores_ready(void *ctx, char *reason, size_t reason_size);
+
+/* Fills be with the backend sending calls to the stores (valid while s is).
+ * A failed call makes run return GNN_EUNAVAIL (no answer within the
+ * timeout and retries) or the store's error code, with a text naming the
+ * store and its URL. */
+void smp_stores_backend(struct smp_stores *s, struct smp_backend *be);
+
+/* Stops the check and closes the clients. Safe on NULL. */
+void smp_stores_close(struct smp_stores *s);
+
+#endif

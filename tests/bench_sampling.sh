@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Sampling benchmark: minibatches through the sampler service (2 graph
+# stores + 1 sampler on loopback, several requests in flight) next to the
+# same minibatches built in one process by the same core code over the
+# partitions mapped in memory (`gnn-sampler bench`), in the same run, and
+# the ratio (target: distributed >= 0.5 x in-process). Also the feature
+# bytes/s delivered against one thread gathering the same rows in memory.
+#
+# Graph: synthetic `small` (100,000 nodes, 2,000,000 directed edges, 100
+# features) in 2 partitions; batch 1024, fanouts 15,10,5 (input layer first).
+# Usage: tests/bench_sampling.sh [BUILD_DIR]
+# Knobs: GNN_BENCH_MINIBATCHES (100), GNN_BENCH_INFLIGHT (4), GNN_BENCH_PRESET (small).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+PRESET=${GNN_BENCH_PRESET:-small}
+N=${GNN_BENCH_MINIBATCHES:-100}
+INFLIGHT=${GNN_BENCH_INFLIGHT:-4}
+CPUS=$(nproc)
+DATA=$BUILD/bench/sampling-$PRESET-2
+WORK=$(mktemp -d /tmp/gnn-bench-sampling.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	return 1
+}
+wait_log() {  # FILE PATTERN SECONDS
+	local deadline=$((SECONDS + $3))
+	until grep -q "$2" "$1" 2>/dev/null; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "bench_sampling: gave up waiting for '$2' in $1:" >&2
+			tail -n 5 "$1" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+echo "sampling benchmark: preset=$PRESET parts=2 batch=1024 fanouts=15,10,5 minibatches=$N inflight=$INFLIGHT cpus=$CPUS"
+if [ ! -f "$DATA/meta.json" ]; then
+	"$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 --out "$DATA" --force >/dev/null 2>"$WORK/partition.log"
+fi
+
+p0=$(free_port) p1=$(free_port)
+for p in 0 1; do
+	port=$p0
+	[ $p = 1 ] && port=$p1
+	"$BUILD/bin/gnn-graphstore" --data "$DATA" --part $p --listen "tcp://127.0.0.1:$port" \
+		--http-addr 127.0.0.1 --http-port 0 2>"$WORK/store$p.log" &
+	PIDS+=($!)
+done
+"$BUILD/bin/gnn-sampler" --graphstores "tcp://127.0.0.1:$p0,tcp://127.0.0.1:$p1" --listen tcp://127.0.0.1:0 \
+	--http-addr 127.0.0.1 --http-port 0 2>"$WORK/sampler.log" &
+PIDS+=($!)
+wait_log "$WORK/sampler.log" " ready listen=" 120
+url="tcp://127.0.0.1:$(sed -n 's/.* ready listen=.* port=\([0-9]*\) .*/\1/p' "$WORK/sampler.log")"
+
+"$BUILD/tests/bench_sampling" --sampler "$url" --parts "$DATA" --minibatches "$N" --inflight "$INFLIGHT" \
+	>"$WORK/dist" 2>"$WORK/dist.log"
+cat "$WORK/dist"
+# The graph stores and the sampler are idle from here on.
+"$BUILD/bin/gnn-sampler" bench --parts "$DATA" --minibatches "$N" --threads 1 2>/dev/null | tee "$WORK/local1"
+"$BUILD/bin/gnn-sampler" bench --parts "$DATA" --minibatches "$N" --threads "$CPUS" 2>/dev/null | tee "$WORK/localP"
+
+val() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" "$1"; }
+awk -v d="$(val "$WORK/dist" minibatches_per_s)" -v de="$(val "$WORK/dist" edges_per_s)" \
+	-v l1="$(val "$WORK/local1" minibatches_per_s)" -v lp="$(val "$WORK/localP" minibatches_per_s)" \
+	-v df="$(val "$WORK/dist" feature_bytes_per_s)" -v g="$(grep bench_gather "$WORK/dist" | sed -n 's/.* bytes_per_s=\([0-9.]*\).*/\1/p')" \
+	-v cpus="$CPUS" -v k="$INFLIGHT" 'BEGIN {
+	printf "result distributed minibatches_per_s=%.2f sampled_edges_per_s=%.0f (%d in flight, 2 stores + sampler + client on %d CPUs)\n", d, de, k, cpus
+	printf "result in_process minibatches_per_s=%.2f (1 thread) %.2f (%d threads)\n", l1, lp, cpus
+	printf "ratio distributed/in_process_1_thread=%.2f target>=0.5 %s\n", d / l1, (d / l1 >= 0.5 ? "OK" : "UNDER")
+	printf "ratio distributed/in_process_%d_threads=%.2f\n", cpus, d / lp
+	printf "features distributed_bytes_per_s=%.0f memory_gather_bytes_per_s=%.0f (1 thread) ratio=%.3f\n", df, g, df / g
+}'

@@ -1,0 +1,635 @@
+/* fuzz_proto.c - libFuzzer targets of the wire-protocol decoders (proto.h).
+ *
+ * One source, one target per decoder: built with -DFUZZ_DECODER='"NAME"'
+ * (NAME from the table at the end: error, info_resp, ids_req, ...) the
+ * target exercises that decoder only; built with "proto" (the default) it
+ * exercises all of them. Each input is used as
+ *   - a whole message: gnn_proto_decode_hdr, then the decoder its type
+ *     selects (the path a service takes), and
+ *   - a bare payload handed to the decoder directly, whatever it holds;
+ * each on the input placed at three alignments (see shifts[] below), so
+ * both the in-place and the copying paths of the decoders run.
+ *
+ * Every decoder must refuse with a documented code (GNN_EPROTO, GNN_ERANGE,
+ * GNN_EVERSION, GNN_ENOMEM) leaving its output untouched, or accept a
+ * message that keeps every promise of proto.h (limits, offsets, counts
+ * adding up, CSR structure, chaining). On success the target also reads
+ * every element of every array the decoder handed out (ASan reports a
+ * pointer past the input, UBSan a misaligned one), re-encodes the message
+ * with the matching gnn_encode_*, decodes it again and compares. Any
+ * violation prints "fuzz_proto: WHAT: WHY" and abort()s. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "proto.h"
+
+#ifndef FUZZ_DECODER
+#define FUZZ_DECODER "proto"
+#endif
+
+#define FUZZ_REQ_ID 0x0123456789abcdefull
+
+/* Keeps the reads of the touch_* helpers from being optimised away. */
+static volatile uint64_t sink;
+
+static void touch_i64(const int64_t *a, uint64_t n)
+{
+	uint64_t s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += (uint64_t)a[i];
+	sink += s;
+}
+
+static void touch_i32(const int32_t *a, uint64_t n)
+{
+	uint64_t s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += (uint32_t)a[i];
+	sink += s;
+}
+
+static void touch_f32(const float *a, uint64_t n)
+{
+	double s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += a[i];
+	sink += s == s; /* NaN-safe: no float-to-int conversion of s itself */
+}
+
+static void touch_u8(const void *p, uint64_t n)
+{
+	const uint8_t *a = p;
+	uint64_t s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += a[i];
+	sink += s;
+}
+
+/* A property failed: say which and stop (libFuzzer saves the input). */
+static _Noreturn void broken(const char *msg, const char *what)
+{
+	fprintf(stderr, "fuzz_proto: %s: %s\n", msg, what);
+	abort();
+}
+
+/* memcmp that accepts n == 0 with any pointers. */
+static bool same(const void *a, const void *b, size_t n)
+{
+	return n == 0 || memcmp(a, b, n) == 0;
+}
+
+/* Outputs are filled with this before a decode: a failed decode must leave
+ * them so (results are written only on success). */
+#define FILL 0xa5
+
+/* Judges a decoder's result rc, out being its output of size bytes: true
+ * when it decoded; false when it refused with a documented code. */
+static bool decoded(const char *msg, int rc, const void *out, size_t size)
+{
+	const uint8_t *b = out;
+
+	if (rc == GNN_OK)
+		return true;
+	if (rc != GNN_EPROTO && rc != GNN_ERANGE && rc != GNN_EVERSION && rc != GNN_ENOMEM)
+		broken(msg, "refused with an undocumented error code");
+	for (size_t i = 0; i < size; i++)
+		if (b[i] != FILL)
+			broken(msg, "wrote its output although it failed");
+	return false;
+}
+
+/* Checks the message just encoded into w (rc is the encoder's result) and
+ * returns its payload; *h receives its header. */
+static const void *reopen(const char *msg, int rc, const struct gnn_wbuf *w, uint16_t type,
+			  struct gnn_hdr *h)
+{
+	const void *payload = NULL;
+
+	if (rc != GNN_OK || w->failed)
+		broken(msg, "round trip: the encoder failed");
+	if (gnn_proto_decode_hdr(w->buf, w->len, h, &payload) != GNN_OK)
+		broken(msg, "round trip: the header of the re-encoded message is refused");
+	if (h->type != type || h->req_id != FUZZ_REQ_ID || h->len != w->len - GNN_PROTO_HDR_BYTES)
+		broken(msg, "round trip: the re-encoded header differs");
+	return payload;
+}
+
+static bool fanout_ok(int32_t f)
+{
+	return f == -1 || (f >= 1 && f <= GNN_PROTO_MAX_FANOUT);
+}
+
+/* ---- one checker per decoder ----
+ * Each decodes the payload p of len bytes (h is the message's header, or
+ * one made up for a direct call). On success it checks what proto.h
+ * promises of an accepted message, reading every element of every array,
+ * then re-encodes, decodes again, compares and releases. */
+
+static void check_error(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_error_msg m, m2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	char *text;
+
+	(void)len;
+	memset(&m, FILL, sizeof(m));
+	if (!decoded("error", gnn_decode_error(h, p, &m), &m, sizeof(m)))
+		return;
+	if (m.text_len > GNN_PROTO_MAX_ERROR_TEXT || m.status != h->status)
+		broken("error", "accepted with a text over the limit or another status");
+	touch_u8(m.text, m.text_len);
+	/* The encoder takes a C string: only texts without NUL round-trip. */
+	if (memchr(m.text, 0, m.text_len) != NULL || (text = malloc(m.text_len + 1)) == NULL)
+		return;
+	memcpy(text, m.text, m.text_len);
+	text[m.text_len] = '\0';
+	gnn_wbuf_init(&w);
+	p2 = reopen("error", gnn_encode_error(&w, FUZZ_REQ_ID, m.status, text), &w, GNN_MSG_ERROR, &h2);
+	if (gnn_decode_error(&h2, p2, &m2) != GNN_OK)
+		broken("error", "round trip: the re-encoded message is refused");
+	if (m2.status != m.status || m2.text_len != m.text_len || !same(m2.text, m.text, m.text_len))
+		broken("error", "round trip: status or text differs");
+	gnn_wbuf_free(&w);
+	free(text);
+}
+
+static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_info v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("info_resp", gnn_decode_info_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id >= v.num_parts ||
+	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
+	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
+		broken("info_resp", "accepted with a field out of range");
+	touch_i64(v.offsets, (uint64_t)v.num_parts + 1);
+	for (uint32_t i = 0; i < v.num_parts; i++)
+		if (v.offsets[i + 1] <= v.offsets[i])
+			broken("info_resp", "accepted with offsets not strictly increasing");
+	if (v.offsets[0] != 0 || v.offsets[v.num_parts] != v.num_nodes)
+		broken("info_resp", "accepted with offsets not from 0 to num_nodes");
+	gnn_wbuf_init(&w);
+	p2 = reopen("info_resp", gnn_encode_info_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_INFO_RESP, &h2);
+	if (gnn_decode_info_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("info_resp", "round trip: the re-encoded message is refused");
+	if (v2.part_id != v.part_id || v2.num_parts != v.num_parts || v2.num_nodes != v.num_nodes ||
+	    v2.num_edges != v.num_edges || v2.feat_dim != v.feat_dim ||
+	    v2.num_classes != v.num_classes || v2.part_edges != v.part_edges ||
+	    v2.graph_id != v.graph_id || !same(v2.offsets, v.offsets, ((size_t)v.num_parts + 1) * 8))
+		broken("info_resp", "round trip: a field or the offsets differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_ids_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_ids v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("ids_req", gnn_decode_ids_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS)
+		broken("ids_req", "accepted over the ID limit");
+	touch_i64(v.ids, v.n);
+	gnn_wbuf_init(&w);
+	p2 = reopen("ids_req", gnn_encode_ids_req(&w, h->type, FUZZ_REQ_ID, v.ids, v.n), &w, h->type, &h2);
+	if (gnn_decode_ids_req(p2, h2.len, &v2) != GNN_OK)
+		broken("ids_req", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || !same(v2.ids, v.ids, (size_t)v.n * 8))
+		broken("ids_req", "round trip: the IDs differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_sample_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_sample_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("sample_req", gnn_decode_sample_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || !fanout_ok(v.fanout))
+		broken("sample_req", "accepted over the ID limit or with a bad fanout");
+	touch_i64(v.ids, v.n);
+	gnn_wbuf_init(&w);
+	p2 = reopen("sample_req", gnn_encode_sample_req(&w, FUZZ_REQ_ID, v.seed, v.fanout, v.ids, v.n),
+		    &w, GNN_MSG_SAMPLE_REQ, &h2);
+	if (gnn_decode_sample_req(p2, h2.len, &v2) != GNN_OK)
+		broken("sample_req", "round trip: the re-encoded message is refused");
+	if (v2.seed != v.seed || v2.fanout != v.fanout || v2.n != v.n ||
+	    !same(v2.ids, v.ids, (size_t)v.n * 8))
+		broken("sample_req", "round trip: seed, fanout or IDs differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_sample_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_sample_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	uint64_t sum = 0;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("sample_resp", gnn_decode_sample_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS)
+		broken("sample_resp", "accepted over the ID limit");
+	for (uint32_t i = 0; i < v.n; i++)
+		sum += v.counts[i];
+	if (sum != v.total)
+		broken("sample_resp", "accepted with counts not adding up to total");
+	touch_i64(v.nbrs, v.total);
+	gnn_wbuf_init(&w);
+	p2 = reopen("sample_resp",
+		    gnn_encode_sample_resp(&w, FUZZ_REQ_ID, v.counts, v.n, v.nbrs, v.total), &w,
+		    GNN_MSG_SAMPLE_RESP, &h2);
+	if (gnn_decode_sample_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("sample_resp", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || v2.total != v.total || !same(v2.counts, v.counts, (size_t)v.n * 4) ||
+	    !same(v2.nbrs, v.nbrs, (size_t)v.total * 8))
+		broken("sample_resp", "round trip: counts or neighbours differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_feat_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_feat_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("feat_resp", gnn_decode_feat_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+		broken("feat_resp", "accepted with n or dim out of range");
+	touch_f32(v.rows, (uint64_t)v.n * v.dim);
+	gnn_wbuf_init(&w);
+	p2 = reopen("feat_resp", gnn_encode_feat_resp(&w, FUZZ_REQ_ID, v.rows, v.n, v.dim), &w,
+		    GNN_MSG_FEAT_RESP, &h2);
+	if (gnn_decode_feat_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("feat_resp", "round trip: the re-encoded message is refused");
+	/* bytes, not floats: NaN rows must come back bit for bit */
+	if (v2.n != v.n || v2.dim != v.dim || !same(v2.rows, v.rows, (size_t)v.n * v.dim * 4))
+		broken("feat_resp", "round trip: the rows differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_label_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_label_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("label_resp", gnn_decode_label_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS)
+		broken("label_resp", "accepted over the ID limit");
+	touch_i32(v.labels, v.n);
+	gnn_wbuf_init(&w);
+	p2 = reopen("label_resp", gnn_encode_label_resp(&w, FUZZ_REQ_ID, v.labels, v.n), &w,
+		    GNN_MSG_LABEL_RESP, &h2);
+	if (gnn_decode_label_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("label_resp", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || !same(v2.labels, v.labels, (size_t)v.n * 4))
+		broken("label_resp", "round trip: the labels differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_split_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_split_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("split_resp", gnn_decode_split_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS)
+		broken("split_resp", "accepted over the ID limit");
+	for (uint32_t i = 0; i < v.n; i++)
+		if (v.codes[i] > 3)
+			broken("split_resp", "accepted a split code over 3");
+	gnn_wbuf_init(&w);
+	p2 = reopen("split_resp", gnn_encode_split_resp(&w, FUZZ_REQ_ID, v.codes, v.n), &w,
+		    GNN_MSG_SPLIT_RESP, &h2);
+	if (gnn_decode_split_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("split_resp", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || !same(v2.codes, v.codes, v.n))
+		broken("split_resp", "round trip: the codes differ");
+	gnn_wbuf_free(&w);
+}
+
+static void check_nodes_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_nodes_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("nodes_req", gnn_decode_nodes_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.split > 3 || v.limit == 0 || v.limit > GNN_PROTO_MAX_IDS || v.cursor < 0)
+		broken("nodes_req", "accepted with split, limit or cursor out of range");
+	gnn_wbuf_init(&w);
+	p2 = reopen("nodes_req", gnn_encode_nodes_req(&w, FUZZ_REQ_ID, v.split, v.limit, v.cursor),
+		    &w, GNN_MSG_NODES_REQ, &h2);
+	if (gnn_decode_nodes_req(p2, h2.len, &v2) != GNN_OK)
+		broken("nodes_req", "round trip: the re-encoded message is refused");
+	if (v2.split != v.split || v2.limit != v.limit || v2.cursor != v.cursor)
+		broken("nodes_req", "round trip: split, limit or cursor differs");
+	gnn_wbuf_free(&w);
+}
+
+static void check_nodes_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_nodes_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("nodes_resp", gnn_decode_nodes_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || v.next_cursor < -1)
+		broken("nodes_resp", "accepted over the ID limit or with a cursor below -1");
+	touch_i64(v.ids, v.n);
+	gnn_wbuf_init(&w);
+	p2 = reopen("nodes_resp", gnn_encode_nodes_resp(&w, FUZZ_REQ_ID, v.ids, v.n, v.next_cursor),
+		    &w, GNN_MSG_NODES_RESP, &h2);
+	if (gnn_decode_nodes_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("nodes_resp", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || v2.next_cursor != v.next_cursor || !same(v2.ids, v.ids, (size_t)v.n * 8))
+		broken("nodes_resp", "round trip: IDs or next_cursor differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static bool flags_ok(uint32_t flags)
+{
+	return (flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) == 0;
+}
+
+static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_minibatch_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("minibatch_req", gnn_decode_minibatch_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || !flags_ok(v.flags) ||
+	    v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		broken("minibatch_req", "accepted with layers, flags or seeds out of range");
+	for (uint32_t l = 0; l < v.num_layers; l++)
+		if (!fanout_ok(v.fanouts[l]))
+			broken("minibatch_req", "accepted a bad fanout");
+	touch_i64(v.seeds, v.num_seeds);
+	gnn_wbuf_init(&w);
+	p2 = reopen("minibatch_req", gnn_encode_minibatch_req(&w, FUZZ_REQ_ID, &v), &w,
+		    GNN_MSG_MINIBATCH_REQ, &h2);
+	if (gnn_decode_minibatch_req(p2, h2.len, &v2) != GNN_OK)
+		broken("minibatch_req", "round trip: the re-encoded message is refused");
+	if (v2.seed != v.seed || v2.flags != v.flags || v2.num_layers != v.num_layers ||
+	    !same(v2.fanouts, v.fanouts, (size_t)v.num_layers * 4) || v2.num_seeds != v.num_seeds ||
+	    !same(v2.seeds, v.seeds, (size_t)v.num_seeds * 8))
+		broken("minibatch_req", "round trip: seed, flags, fanouts or seeds differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+/* What proto.h promises of an accepted block: num_dst <= num_src, indptr
+ * monotone from 0 to num_edges, indices below num_src. */
+static void check_block(const struct gnn_block *b)
+{
+	touch_i64(b->src_ids, b->num_src);
+	if (b->num_dst > b->num_src || b->indptr[0] != 0 ||
+	    (uint64_t)(uint32_t)b->indptr[b->num_dst] != b->num_edges)
+		broken("minibatch_resp", "accepted a block with bad sizes or indptr ends");
+	for (uint32_t i = 0; i < b->num_dst; i++)
+		if (b->indptr[i + 1] < b->indptr[i])
+			broken("minibatch_resp", "accepted a block with indptr decreasing");
+	for (uint64_t e = 0; e < b->num_edges; e++)
+		if (b->indices[e] < 0 || (uint32_t)b->indices[e] >= b->num_src)
+			broken("minibatch_resp", "accepted a block with an index out of range");
+}
+
+static bool same_block(const struct gnn_block *a, const struct gnn_block *b)
+{
+	return a->num_dst == b->num_dst && a->num_src == b->num_src &&
+	       a->num_edges == b->num_edges && same(a->src_ids, b->src_ids, (size_t)a->num_src * 8) &&
+	       same(a->indptr, b->indptr, ((size_t)a->num_dst + 1) * 4) &&
+	       same(a->indices, b->indices, (size_t)a->num_edges * 4);
+}
+
+static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_minibatch v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	size_t feat_n;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("minibatch_resp", gnn_decode_minibatch_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || !flags_ok(v.flags) ||
+	    v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		broken("minibatch_resp", "accepted with layers, flags, feat_dim or seeds out of range");
+	for (uint32_t l = 0; l < v.num_layers; l++) {
+		check_block(&v.blocks[l]);
+		if (l > 0 && (v.blocks[l - 1].num_dst != v.blocks[l].num_src ||
+			      !same(v.blocks[l - 1].src_ids, v.blocks[l].src_ids,
+				    (size_t)v.blocks[l].num_src * 8)))
+			broken("minibatch_resp", "accepted blocks that do not chain");
+	}
+	if (v.blocks[v.num_layers - 1].num_dst != v.num_seeds)
+		broken("minibatch_resp", "accepted a last block without num_seeds destinations");
+	feat_n = (size_t)v.blocks[0].num_src * v.feat_dim;
+	if ((v.flags & GNN_MB_FEATURES) && (v.feat == NULL || v.feat_dim == 0))
+		broken("minibatch_resp", "accepted features without rows or with dim 0");
+	if ((v.flags & GNN_MB_LABELS) && v.labels == NULL)
+		broken("minibatch_resp", "accepted labels without the array");
+	if (v.flags & GNN_MB_FEATURES)
+		touch_f32(v.feat, feat_n);
+	if (v.flags & GNN_MB_LABELS)
+		touch_i32(v.labels, v.num_seeds);
+	gnn_wbuf_init(&w);
+	p2 = reopen("minibatch_resp", gnn_encode_minibatch_resp(&w, FUZZ_REQ_ID, &v), &w,
+		    GNN_MSG_MINIBATCH_RESP, &h2);
+	if (gnn_decode_minibatch_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("minibatch_resp", "round trip: the re-encoded message is refused");
+	if (v2.num_layers != v.num_layers || v2.flags != v.flags || v2.feat_dim != v.feat_dim ||
+	    v2.num_seeds != v.num_seeds)
+		broken("minibatch_resp", "round trip: a header field differs");
+	for (uint32_t l = 0; l < v.num_layers; l++)
+		if (!same_block(&v2.blocks[l], &v.blocks[l]))
+			broken("minibatch_resp", "round trip: a block differs");
+	if ((v.flags & GNN_MB_FEATURES) && !same(v2.feat, v.feat, feat_n * 4))
+		broken("minibatch_resp", "round trip: the features differ");
+	if ((v.flags & GNN_MB_LABELS) && !same(v2.labels, v.labels, (size_t)v.num_seeds * 4))
+		broken("minibatch_resp", "round trip: the labels differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+/* ---- targets ---- */
+
+struct decoder {
+	const char *name;          /* the target is fuzz_<name> */
+	uint16_t types[3];         /* message types with this payload; types[0] for direct calls */
+	void (*check)(const struct gnn_hdr *h, const uint8_t *p, size_t len);
+};
+
+static const struct decoder decoders[] = {
+	{ "error", { GNN_MSG_ERROR }, check_error },
+	{ "info_resp", { GNN_MSG_INFO_RESP }, check_info_resp },
+	{ "ids_req", { GNN_MSG_FEAT_REQ, GNN_MSG_LABEL_REQ, GNN_MSG_SPLIT_REQ }, check_ids_req },
+	{ "sample_req", { GNN_MSG_SAMPLE_REQ }, check_sample_req },
+	{ "sample_resp", { GNN_MSG_SAMPLE_RESP }, check_sample_resp },
+	{ "feat_resp", { GNN_MSG_FEAT_RESP }, check_feat_resp },
+	{ "label_resp", { GNN_MSG_LABEL_RESP }, check_label_resp },
+	{ "split_resp", { GNN_MSG_SPLIT_RESP }, check_split_resp },
+	{ "nodes_req", { GNN_MSG_NODES_REQ }, check_nodes_req },
+	{ "nodes_resp", { GNN_MSG_NODES_RESP }, check_nodes_resp },
+	{ "minibatch_req", { GNN_MSG_MINIBATCH_REQ }, check_minibatch_req },
+	{ "minibatch_resp", { GNN_MSG_MINIBATCH_RESP }, check_minibatch_resp },
+};
+#define NUM_DECODERS (sizeof(decoders) / sizeof(decoders[0]))
+
+/* The decoders this target runs: [first, end) of the table. */
+static size_t first, end;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	if (strcmp(FUZZ_DECODER, "proto") == 0) {
+		first = 0;
+		end = NUM_DECODERS;
+		return 0;
+	}
+	for (size_t i = 0; i < NUM_DECODERS; i++) {
+		if (strcmp(FUZZ_DECODER, decoders[i].name) == 0) {
+			first = i;
+			end = i + 1;
+			return 0;
+		}
+	}
+	fprintf(stderr, "fuzz_proto: unknown FUZZ_DECODER \"%s\"\n", FUZZ_DECODER);
+	exit(2);
+}
+
+static bool carries(const struct decoder *d, uint16_t type)
+{
+	for (size_t i = 0; i < sizeof(d->types) / sizeof(d->types[0]); i++)
+		if (d->types[i] != 0 && d->types[i] == type)
+			return true;
+	return false;
+}
+
+/* Runs the selected decoders on buf: as a whole message, then directly. */
+static void fuzz_buffer(const uint8_t *buf, size_t size)
+{
+	static const uint8_t unset;
+	const void *payload = &unset;
+	struct gnn_hdr h;
+	int rc = gnn_proto_decode_hdr(buf, size, &h, &payload);
+
+	if (rc == GNN_OK) {
+		if (payload != buf + GNN_PROTO_HDR_BYTES || h.len != size - GNN_PROTO_HDR_BYTES ||
+		    h.type == 0 || h.type >= GNN_MSG_TYPE_COUNT || h.version != GNN_PROTO_VERSION ||
+		    h.len > GNN_PROTO_MAX_MSG_BYTES)
+			broken("header", "accepted with a wrong field");
+		for (size_t i = first; i < end; i++)
+			if (carries(&decoders[i], h.type))
+				decoders[i].check(&h, payload, h.len);
+	} else if ((rc != GNN_EPROTO && rc != GNN_EVERSION && rc != GNN_ERANGE) || payload != &unset) {
+		broken("header", "refused with an undocumented code or set the payload");
+	}
+	for (size_t i = first; i < end; i++) {
+		struct gnn_hdr direct = { .version = GNN_PROTO_VERSION, .type = decoders[i].types[0],
+					  .len = (uint32_t)size };
+
+		decoders[i].check(&direct, buf, size);
+	}
+}
+
+/* Offsets (mod 8) the input is placed at: libFuzzer's own buffer (aligned);
+ * 4, where nng leaves a message body once it strips its 4-byte request ID
+ * (the payload after the 28-byte header is then aligned and decoded in
+ * place); 1, where every array is misaligned and must be copied. Each copy
+ * ends where its allocation ends, so ASan sees a read past the input. */
+static const size_t shifts[] = { 0, 4, 1 };
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > GNN_PROTO_MAX_MSG_BYTES)
+		return 0;
+	for (size_t i = 0; i < sizeof(shifts) / sizeof(shifts[0]); i++) {
+		uint8_t *copy;
+
+		if (shifts[i] == 0) {
+			fuzz_buffer(data, size);
+			continue;
+		}
+		copy = malloc(size + shifts[i]);
+		if (copy == NULL)
+			return 0;
+		memcpy(copy + shifts[i], data, size);
+		fuzz_buffer(copy + shifts[i], size);
+		free(copy);
+	}
+	return 0;
+}

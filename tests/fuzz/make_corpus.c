@@ -1,0 +1,155 @@
+/* make_corpus.c - writes the seed inputs of the fuzz targets: real messages
+ * built with the encoders of proto.h, so the seeds follow the format when
+ * it changes. Usage: make_corpus OUTDIR
+ *
+ * For every message it writes OUTDIR/<decoder>/msg-<name> (the whole
+ * message, for the path through gnn_proto_decode_hdr),
+ * OUTDIR/<decoder>/payload-<name> (the payload alone, for the direct call
+ * of the decoder) and OUTDIR/proto/<name> (the target of all decoders).
+ * Existing files of those names are overwritten; others are left alone
+ * (the fuzzer adds its finds to the same folders). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "err.h"
+#include "proto.h"
+
+static const char *outdir;
+
+static void die(const char *what, const char *path)
+{
+	fprintf(stderr, "make_corpus: %s %s: %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+static void make_dir(const char *path)
+{
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		die("cannot create", path);
+}
+
+static void write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, dir);
+	make_dir(path);
+	snprintf(path, sizeof(path), "%s/%s/%s", outdir, dir, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(p, 1, n, f) != n || fclose(f) != 0)
+		die("cannot write", path);
+}
+
+/* Writes the message in w (the encoder returned rc) as seeds of target
+ * (NULL: only the all-decoders target), then empties w. */
+static void emit(const char *target, const char *name, int rc, struct gnn_wbuf *w)
+{
+	char file[256];
+
+	if (rc != GNN_OK) {
+		fprintf(stderr, "make_corpus: encoding %s: %s\n", name, gnn_strerror(rc));
+		exit(1);
+	}
+	write_file("proto", name, w->buf, w->len);
+	if (target != NULL) {
+		snprintf(file, sizeof(file), "msg-%s", name);
+		write_file(target, file, w->buf, w->len);
+		snprintf(file, sizeof(file), "payload-%s", name);
+		write_file(target, file, w->buf + GNN_PROTO_HDR_BYTES, w->len - GNN_PROTO_HDR_BYTES);
+	}
+	gnn_wbuf_free(w);
+}
+
+/* A 2-layer minibatch for the seeds {100, 200}: block 1 samples 300 for
+ * 100 and 100 for 200; block 0 samples 400 for 100 and 100 for 300. */
+static void emit_minibatches(struct gnn_wbuf *w)
+{
+	static const int64_t src0[] = { 100, 200, 300, 400 }, src1[] = { 100, 200, 300 };
+	static const int32_t indptr0[] = { 0, 1, 1, 2 }, indices0[] = { 3, 0 };
+	static const int32_t indptr1[] = { 0, 1, 2 }, indices1[] = { 2, 0 };
+	static const float feat[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	static const int32_t labels[] = { 3, -1 };
+	static const int64_t seeds[] = { 100, 200 }, one_seed[] = { 7 };
+	static const int32_t indptr_one[] = { 0, 0 };
+	struct gnn_minibatch mb = {
+		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dim = 2,
+		.num_seeds = 2, .feat = feat, .labels = labels,
+		.blocks = {
+			{ .num_dst = 3, .num_src = 4, .num_edges = 2, .src_ids = src0,
+			  .indptr = indptr0, .indices = indices0 },
+			{ .num_dst = 2, .num_src = 3, .num_edges = 2, .src_ids = src1,
+			  .indptr = indptr1, .indices = indices1 },
+		},
+	};
+	struct gnn_minibatch bare = {
+		.num_layers = 1, .num_seeds = 1,
+		.blocks = { { .num_dst = 1, .num_src = 1, .src_ids = one_seed, .indptr = indptr_one } },
+	};
+	struct gnn_minibatch_req req = {
+		.seed = 42, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
+		.fanouts = { 10, 5 }, .num_seeds = 2, .seeds = seeds,
+	};
+	struct gnn_minibatch_req req3 = {
+		.seed = 1, .num_layers = 3, .fanouts = { -1, 2, 1 }, .num_seeds = 1, .seeds = one_seed,
+	};
+
+	emit("minibatch_resp", "minibatch_resp-2layers", gnn_encode_minibatch_resp(w, 15, &mb), w);
+	emit("minibatch_resp", "minibatch_resp-bare", gnn_encode_minibatch_resp(w, 16, &bare), w);
+	emit("minibatch_req", "minibatch_req-2layers", gnn_encode_minibatch_req(w, 13, &req), w);
+	emit("minibatch_req", "minibatch_req-3layers", gnn_encode_minibatch_req(w, 14, &req3), w);
+}
+
+int main(int argc, char **argv)
+{
+	static const int64_t ids[] = { 5, 1, 9 }, offsets[] = { 0, 4, 9, 12 };
+	static const uint32_t counts[] = { 2, 0, 1 };
+	static const float rows[] = { 0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f };
+	static const int32_t labels[] = { 0, -1, 6 };
+	static const uint8_t codes[] = { 0, 1, 2, 3, 1 };
+	struct gnn_info info = {
+		.part_id = 1, .num_parts = 3, .num_nodes = 12, .num_edges = 40, .feat_dim = 8,
+		.num_classes = 4, .part_edges = 13, .graph_id = 0xfeedu, .offsets = offsets,
+	};
+	struct gnn_info info1 = {
+		.num_parts = 1, .num_nodes = 4, .num_edges = 0, .feat_dim = 1, .num_classes = 1,
+		.offsets = (const int64_t[]){ 0, 4 },
+	};
+	struct gnn_wbuf w;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: make_corpus OUTDIR\n");
+		return 2;
+	}
+	outdir = argv[1];
+	make_dir(outdir);
+	gnn_wbuf_init(&w);
+
+	emit("error", "error-text", gnn_encode_error(&w, 1, GNN_EUNAVAIL, "graph store 2 unreachable"), &w);
+	emit("error", "error-empty", gnn_encode_error(&w, 2, GNN_EPROTO, ""), &w);
+	emit(NULL, "info_req", gnn_encode_info_req(&w, 3), &w);
+	emit("info_resp", "info_resp-3parts", gnn_encode_info_resp(&w, 3, &info), &w);
+	emit("info_resp", "info_resp-1part", gnn_encode_info_resp(&w, 3, &info1), &w);
+	emit("ids_req", "feat_req", gnn_encode_ids_req(&w, GNN_MSG_FEAT_REQ, 4, ids, 3), &w);
+	emit("ids_req", "label_req-empty", gnn_encode_ids_req(&w, GNN_MSG_LABEL_REQ, 5, ids, 0), &w);
+	emit("ids_req", "split_req", gnn_encode_ids_req(&w, GNN_MSG_SPLIT_REQ, 6, ids, 1), &w);
+	emit("sample_req", "sample_req", gnn_encode_sample_req(&w, 7, 99, 5, ids, 3), &w);
+	emit("sample_req", "sample_req-all", gnn_encode_sample_req(&w, 7, 0, -1, ids, 1), &w);
+	emit("sample_resp", "sample_resp", gnn_encode_sample_resp(&w, 7, counts, 3, ids, 3), &w);
+	emit("sample_resp", "sample_resp-empty", gnn_encode_sample_resp(&w, 7, counts, 0, ids, 0), &w);
+	emit("feat_resp", "feat_resp", gnn_encode_feat_resp(&w, 8, rows, 2, 3), &w);
+	emit("feat_resp", "feat_resp-empty", gnn_encode_feat_resp(&w, 8, rows, 0, 1), &w);
+	emit("label_resp", "label_resp", gnn_encode_label_resp(&w, 9, labels, 3), &w);
+	emit("label_resp", "label_resp-empty", gnn_encode_label_resp(&w, 9, labels, 0), &w);
+	emit("split_resp", "split_resp", gnn_encode_split_resp(&w, 10, codes, 5), &w);
+	emit("split_resp", "split_resp-empty", gnn_encode_split_resp(&w, 10, codes, 0), &w);
+	emit("nodes_req", "nodes_req", gnn_encode_nodes_req(&w, 11, 0, 100, 0), &w);
+	emit("nodes_req", "nodes_req-test", gnn_encode_nodes_req(&w, 11, 3, 1, 1000), &w);
+	emit("nodes_resp", "nodes_resp", gnn_encode_nodes_resp(&w, 12, ids, 3, 17), &w);
+	emit("nodes_resp", "nodes_resp-done", gnn_encode_nodes_resp(&w, 12, ids, 0, -1), &w);
+	emit_minibatches(&w);
+	return 0;
+}

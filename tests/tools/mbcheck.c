@@ -1,0 +1,413 @@
+/* mbcheck - checks a running gnn-sampler against the partition files it
+ * serves, independently of the sampler's code: it requests minibatches
+ * over nng (client.h) and reads the graph through libcommon/part.h.
+ *
+ * Default mode: --minibatches N random minibatches (random seeds and batch
+ * sizes; every other one with random fanouts, some -1 = all), each checked:
+ *   - the reply decodes (the decoder checks the block structure: dst prefix,
+ *     chaining, CSR bounds) and the last block's destinations are the seeds
+ *     in request order;
+ *   - every sampled edge u -> v exists in v's stored neighbour list;
+ *   - no node has more than its layer's fanout, a node whose degree is at
+ *     most the fanout has all its neighbours, the neighbours are distinct,
+ *     and they are exactly what gnn_sample_choose picks (docs/protocol.md);
+ *   - source lists hold each node once;
+ *   - every feature row and label equals the partition files';
+ *   - every 4th minibatch, asked again, comes back byte-identical.
+ * Prints statistics and "mbcheck: ok", or "mbcheck: FAIL ..." and exits 1.
+ *
+ * --once: one minibatch; prints "mbcheck: ok seconds=S" (exit 0) or
+ * "mbcheck: error code=NAME seconds=S text=..." (exit 3).
+ * --send FILE: sends FILE's bytes as one message on a plain REQ socket and
+ * prints "mbcheck: reply type=T status=S bytes=N" or "mbcheck: no reply". */
+#include <inttypes.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "err.h"
+#include "log.h"
+#include "opt.h"
+#include "part.h"
+#include "proto.h"
+#include "sample.h"
+#include "sys.h"
+
+static struct {
+	const char *sampler, *parts, *fanouts, *send;
+	int64_t minibatches, batch, seed, timeout_ms, retries;
+	bool once;
+} cfg;
+
+static const struct gnn_opt options[] = {
+	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL, "sampler URL (required)" },
+	{ "parts", GNN_OPT_STR, &cfg.parts, NULL, 0, 0, NULL, "the partition folder the stores serve" },
+	{ "minibatches", GNN_OPT_INT, &cfg.minibatches, "50", 1, 1e6, NULL, "minibatches to check" },
+	{ "batch", GNN_OPT_INT, &cfg.batch, "64", 1, 1e6, NULL, "largest batch (sizes vary up to it)" },
+	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, "15,10,5", 0, 0, NULL, "fanouts, input layer first" },
+	{ "seed", GNN_OPT_INT, &cfg.seed, "1", 0, INT64_MAX, NULL, "seed of the random requests" },
+	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "30000", 1, 1e7, NULL, "timeout of one request" },
+	{ "retries", GNN_OPT_INT, &cfg.retries, "0", 0, 100, NULL, "retries of a request that timed out" },
+	{ "once", GNN_OPT_BOOL, &cfg.once, NULL, 0, 0, NULL, "one minibatch; report its outcome and time" },
+	{ "send", GNN_OPT_STR, &cfg.send, NULL, 0, 0, NULL, "send this file's bytes as one message" },
+	{ NULL },
+};
+
+static struct gnn_meta meta;
+static struct gnn_part *parts;
+static int failures;
+static struct {
+	uint64_t minibatches, edges, input_nodes, full_nodes, capped_nodes, feat_rows, labels, repeats;
+} stats;
+
+#define FAIL(...)                                       \
+	do {                                            \
+		if (failures++ < 10) {                  \
+			printf("mbcheck: FAIL " __VA_ARGS__); \
+			printf("\n");                   \
+		}                                       \
+	} while (0)
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t rnd(uint64_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % n;
+}
+
+static const int64_t *adj_of(int64_t v, uint32_t *deg, const struct gnn_part **pt_out)
+{
+	const struct gnn_part *pt = &parts[gnn_meta_owner(&meta, v)];
+	int64_t r = v - pt->node_start;
+
+	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
+	if (pt_out != NULL)
+		*pt_out = pt;
+	return pt->indices + pt->indptr[r];
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Checks one decoded minibatch against the partition files. */
+static void check(uint64_t n, const struct gnn_minibatch_req *rq, const struct gnn_minibatch *mb)
+{
+	uint32_t L = rq->num_layers, *pos = NULL;
+	size_t pos_cap = 0;
+
+	if (mb->num_layers != L || mb->num_seeds != rq->num_seeds || mb->blocks[L - 1].num_dst != rq->num_seeds ||
+	    memcmp(mb->blocks[L - 1].src_ids, rq->seeds, (size_t)rq->num_seeds * 8) != 0) {
+		FAIL("minibatch=%" PRIu64 " reason=\"last block's destinations are not the seeds\"", n);
+		return;
+	}
+	for (uint32_t l = 0; l < L; l++) {
+		const struct gnn_block *b = &mb->blocks[l];
+		uint64_t seed = gnn_sample_layer_seed(rq->seed, l);
+		int32_t fanout = rq->fanouts[l];
+		int64_t *sorted = malloc(((size_t)b->num_src + 1) * 8);
+
+		for (uint32_t i = 0; i < b->num_dst; i++) {
+			int64_t v = b->src_ids[i];
+			uint32_t deg, got = (uint32_t)(b->indptr[i + 1] - b->indptr[i]), want, k;
+			const int64_t *adj = adj_of(v, &deg, NULL);
+
+			want = fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout;
+			if (got != want) {
+				FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64 " degree=%u fanout=%d sampled=%u "
+				     "reason=\"expected %u neighbours\"", n, l, v, deg, fanout, got, want);
+				continue;
+			}
+			stats.full_nodes += want == deg;
+			stats.capped_nodes += want != deg;
+			if (deg > pos_cap) {
+				pos_cap = deg;
+				pos = realloc(pos, pos_cap * sizeof(*pos));
+			}
+			k = gnn_sample_choose(seed, v, deg, fanout, pos);
+			for (uint32_t e = 0; e < got; e++) {
+				int64_t u = b->src_ids[b->indices[b->indptr[i] + e]];
+
+				if (bsearch(&u, adj, deg, 8, cmp_i64) == NULL)
+					FAIL("minibatch=%" PRIu64 " layer=%u edge=%" PRId64 "->%" PRId64
+					     " reason=\"no such edge in the partition files\"", n, l, u, v);
+				else if (e > 0 && u <= b->src_ids[b->indices[b->indptr[i] + e - 1]])
+					FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64
+					     " reason=\"neighbours repeated or out of order\"", n, l, v);
+				else if (k != got || u != adj[pos[e]])
+					FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64
+					     " reason=\"not the neighbours gnn_sample_choose picks\"", n, l, v);
+			}
+		}
+		memcpy(sorted, b->src_ids, (size_t)b->num_src * 8);
+		qsort(sorted, b->num_src, 8, cmp_i64);
+		for (uint32_t i = 1; i < b->num_src; i++)
+			if (sorted[i] == sorted[i - 1]) {
+				FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64 " reason=\"source listed twice\"", n, l,
+				     sorted[i]);
+				break;
+			}
+		free(sorted);
+		stats.edges += b->num_edges;
+	}
+	free(pos);
+	if (rq->flags & GNN_MB_FEATURES) {
+		const struct gnn_block *b0 = &mb->blocks[0];
+
+		if (mb->feat == NULL || mb->feat_dim != (uint32_t)meta.feat_dim) {
+			FAIL("minibatch=%" PRIu64 " reason=\"no features or wrong feat_dim\"", n);
+		} else {
+			for (uint32_t i = 0; i < b0->num_src; i++) {
+				const struct gnn_part *pt;
+				uint32_t deg;
+				int64_t v = b0->src_ids[i];
+
+				adj_of(v, &deg, &pt);
+				if (memcmp(mb->feat + (size_t)i * meta.feat_dim,
+					   pt->feat + (size_t)(v - pt->node_start) * meta.feat_dim,
+					   (size_t)meta.feat_dim * 4) != 0) {
+					FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"feature row differs\"", n, v);
+					break;
+				}
+				stats.feat_rows++;
+			}
+		}
+		stats.input_nodes += b0->num_src;
+	}
+	if (rq->flags & GNN_MB_LABELS) {
+		for (uint32_t i = 0; mb->labels != NULL && i < rq->num_seeds; i++) {
+			const struct gnn_part *pt;
+			uint32_t deg;
+
+			adj_of(rq->seeds[i], &deg, &pt);
+			if (mb->labels[i] != pt->labels[rq->seeds[i] - pt->node_start]) {
+				FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"label differs\"", n, rq->seeds[i]);
+				break;
+			}
+			stats.labels++;
+		}
+		if (mb->labels == NULL)
+			FAIL("minibatch=%" PRIu64 " reason=\"no labels\"", n);
+	}
+	stats.minibatches++;
+}
+
+/* One request; on GNN_OK *reply is the caller's. */
+static int request(struct gnn_client *c, uint64_t id, const struct gnn_minibatch_req *rq, nng_msg **reply,
+		   char *err, size_t err_len)
+{
+	struct gnn_wbuf w;
+	int rc;
+
+	gnn_wbuf_init(&w);
+	if ((rc = gnn_encode_minibatch_req(&w, id, rq)) == GNN_OK)
+		rc = gnn_client_call(c, &w, reply, err, err_len);
+	gnn_wbuf_free(&w);
+	return rc;
+}
+
+static int parse_fanouts(const char *text, struct gnn_minibatch_req *rq)
+{
+	const char *p = text;
+
+	rq->num_layers = 0;
+	while (*p && rq->num_layers < GNN_PROTO_MAX_LAYERS) {
+		char *end;
+
+		rq->fanouts[rq->num_layers++] = (int32_t)strtol(p, &end, 10);
+		p = *end == ',' ? end + 1 : end;
+		if (end == p && *end != '\0')
+			return GNN_EINVAL;
+	}
+	return rq->num_layers > 0 ? GNN_OK : GNN_EINVAL;
+}
+
+static void random_seeds(uint32_t n, int64_t *out)
+{
+	for (uint32_t i = 0; i < n;) {
+		int64_t v = (int64_t)rnd((uint64_t)meta.num_nodes);
+		bool dup = false;
+
+		for (uint32_t q = 0; q < i && !dup; q++)
+			dup = out[q] == v;
+		if (!dup)
+			out[i++] = v;
+	}
+}
+
+static int send_file(void)
+{
+	FILE *f = fopen(cfg.send, "rb");
+	nng_socket s;
+	char *buf = NULL;
+	void *rep;
+	size_t len = 0, rlen;
+	long size;
+	int rv;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0) {
+		printf("mbcheck: cannot read %s\n", cfg.send);
+		return 1;
+	}
+	rewind(f);
+	buf = malloc((size_t)size + 1);
+	len = fread(buf, 1, (size_t)size, f);
+	fclose(f);
+	if ((rv = nng_req0_open(&s)) != 0 || (rv = nng_dial(s, cfg.sampler, NULL, 0)) != 0) {
+		printf("mbcheck: cannot dial %s: %s\n", cfg.sampler, nng_strerror(rv));
+		free(buf);
+		return 1;
+	}
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, (int)cfg.timeout_ms);
+	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, (int)cfg.timeout_ms);
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	if ((rv = nng_send(s, buf, len, 0)) != 0 || (rv = nng_recv(s, &rep, &rlen, NNG_FLAG_ALLOC)) != 0) {
+		printf("mbcheck: no reply (%s)\n", nng_strerror(rv));
+	} else {
+		struct gnn_hdr h;
+		const void *payload;
+		int rc = gnn_proto_decode_hdr(rep, rlen, &h, &payload);
+
+		if (rc != GNN_OK)
+			printf("mbcheck: reply undecodable bytes=%zu\n", rlen);
+		else
+			printf("mbcheck: reply type=%s status=%s bytes=%zu\n", gnn_msg_name(h.type),
+			       gnn_errname((int)h.status), rlen);
+		nng_free(rep, rlen);
+	}
+	nng_close(s);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct gnn_client *c = NULL;
+	struct gnn_client_opts co;
+	struct gnn_minibatch_req rq = { 0 };
+	int64_t *seeds;
+	char err[512];
+	int rc;
+
+	gnn_log_init("mbcheck");
+	gnn_log_set_level(GNN_LOG_ERROR);
+	if ((rc = gnn_opt_parse("mbcheck", "Check a gnn-sampler's minibatches against partition files.", options,
+				argc, argv)) != GNN_OK)
+		return rc == GNN_EHELP ? 0 : 2;
+	if (cfg.sampler == NULL || (cfg.parts == NULL && cfg.send == NULL)) {
+		printf("mbcheck: --sampler and --parts (or --send) are required\n");
+		return 2;
+	}
+	if (cfg.send != NULL)
+		return send_file();
+	if (gnn_meta_load(cfg.parts, &meta) != GNN_OK || parse_fanouts(cfg.fanouts, &rq) != GNN_OK) {
+		printf("mbcheck: cannot read %s or bad --fanouts\n", cfg.parts);
+		return 2;
+	}
+	parts = calloc((size_t)meta.num_parts, sizeof(*parts));
+	for (int32_t p = 0; p < meta.num_parts; p++)
+		if (gnn_part_open(cfg.parts, &meta, p, 0, &parts[p]) != GNN_OK) {
+			printf("mbcheck: cannot open partition %d of %s\n", p, cfg.parts);
+			return 2;
+		}
+	if (cfg.batch > meta.num_nodes)
+		cfg.batch = meta.num_nodes;
+	rng ^= (uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull;
+	seeds = malloc((size_t)cfg.batch * sizeof(*seeds));
+	co = (struct gnn_client_opts){ .url = cfg.sampler, .name = "sampler", .timeout_ms = (int)cfg.timeout_ms,
+				       .retries = (int)cfg.retries };
+	if (gnn_client_open(&co, &c) != GNN_OK) {
+		printf("mbcheck: cannot dial %s\n", cfg.sampler);
+		return 2;
+	}
+	rq.seeds = seeds;
+	rq.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+
+	if (cfg.once) {
+		nng_msg *reply;
+		double t0 = gnn_now();
+
+		rq.num_seeds = (uint32_t)cfg.batch;
+		rq.seed = (uint64_t)cfg.seed;
+		random_seeds(rq.num_seeds, seeds);
+		rc = request(c, 1, &rq, &reply, err, sizeof(err));
+		if (rc == GNN_OK) {
+			printf("mbcheck: ok seconds=%.3f\n", gnn_now() - t0);
+			nng_msg_free(reply);
+		} else {
+			printf("mbcheck: error code=%s seconds=%.3f text=\"%s\"\n", gnn_errname(rc), gnn_now() - t0, err);
+			failures = -1;  /* exit 3 */
+		}
+		goto out;
+	}
+
+	for (int64_t n = 0; n < cfg.minibatches && failures == 0; n++) {
+		struct gnn_minibatch mb;
+		nng_msg *reply, *again;
+		const void *payload;
+		size_t len;
+
+		rq.seed = rnd(UINT64_MAX);
+		rq.num_seeds = 1 + (uint32_t)rnd((uint64_t)cfg.batch);
+		random_seeds(rq.num_seeds, seeds);
+		if (n % 2 == 1) {
+			rq.num_layers = 1 + (uint32_t)rnd(3);
+			for (uint32_t l = 0; l < rq.num_layers; l++)
+				rq.fanouts[l] = rnd(5) == 0 ? -1 : 1 + (int32_t)rnd(20);
+		} else {
+			parse_fanouts(cfg.fanouts, &rq);
+		}
+		if ((rc = request(c, (uint64_t)n + 1, &rq, &reply, err, sizeof(err))) != GNN_OK) {
+			FAIL("minibatch=%" PRId64 " code=%s reason=\"%s\"", n, gnn_errname(rc), err);
+			break;
+		}
+		if ((rc = gnn_reply_payload(reply, GNN_MSG_MINIBATCH_RESP, &payload, &len)) != GNN_OK ||
+		    (rc = gnn_decode_minibatch_resp(payload, len, &mb)) != GNN_OK) {
+			FAIL("minibatch=%" PRId64 " reason=\"reply does not decode: %s\"", n, gnn_errname(rc));
+			nng_msg_free(reply);
+			break;
+		}
+		check((uint64_t)n, &rq, &mb);
+		if (n % 4 == 0) {
+			const void *p2;
+			size_t len2;
+
+			if (request(c, (uint64_t)n + 1, &rq, &again, err, sizeof(err)) != GNN_OK ||
+			    gnn_reply_payload(again, GNN_MSG_MINIBATCH_RESP, &p2, &len2) != GNN_OK) {
+				FAIL("minibatch=%" PRId64 " reason=\"repeat failed: %s\"", n, err);
+			} else {
+				if (len2 != len || memcmp(p2, payload, len) != 0)
+					FAIL("minibatch=%" PRId64 " reason=\"same request, different minibatch\"", n);
+				stats.repeats++;
+				nng_msg_free(again);
+			}
+		}
+		gnn_proto_release(mb.owned);
+		nng_msg_free(reply);
+	}
+	printf("mbcheck: minibatches=%" PRIu64 " edges=%" PRIu64 " input_nodes=%" PRIu64 " nodes_all_neighbours=%" PRIu64
+	       " nodes_capped_at_fanout=%" PRIu64 " feature_rows=%" PRIu64 " labels=%" PRIu64 " repeats_identical=%" PRIu64
+	       "\n", stats.minibatches, stats.edges, stats.input_nodes, stats.full_nodes, stats.capped_nodes,
+	       stats.feat_rows, stats.labels, stats.repeats);
+	if (failures)
+		printf("mbcheck: FAIL %d problem(s)\n", failures);
+	else
+		printf("mbcheck: ok\n");
+out:
+	gnn_client_close(c);
+	for (int32_t p = 0; p < meta.num_parts; p++)
+		gnn_part_close(&parts[p]);
+	free(parts);
+	free(seeds);
+	gnn_meta_free(&meta);
+	return failures < 0 ? 3 : failures ? 1 : 0;
+}

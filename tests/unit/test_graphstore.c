@@ -1,0 +1,622 @@
+/* Unit tests of the graph store (services/graphstore) and of gnn-cli's
+ * parsing and JSON conversions (services/cli), without sockets: a small
+ * two-partition output is written here with libcommon's array writer, and
+ * requests go straight to gs_handle.
+ *
+ * The graph (6 nodes; partition 0 owns [0, 3), partition 1 owns [3, 6)),
+ * as in-neighbour lists:
+ *   0 <- 1 2 3 4 5     3 <- 0 1
+ *   1 <- 0             4 <- 5
+ *   2 <- (none)        5 <- 0 1 2 3 4 */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arr.h"
+#include "cli.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "part.h"
+#include "proto.h"
+#include "sample.h"
+#include "store.h"
+#include "sys.h"
+#include "testlib.h"
+
+static enum gnn_log_level log_level = GNN_LOG_ERROR; /* between tests */
+static char tmpdir[] = "/tmp/gnn-gs-unit.XXXXXX";
+static char out_dir[256];
+
+static const int64_t indptr0[] = { 0, 5, 6, 6 }, indices0[] = { 1, 2, 3, 4, 5, 0 };
+static const int64_t indptr1[] = { 0, 2, 3, 8 }, indices1[] = { 0, 1, 5, 0, 1, 2, 3, 4 };
+static const float feat[6][2] = { { 0, 0.5f }, { 1, 1.5f }, { 2, 2.5f }, { 3, 3.5f }, { 4, 4.5f }, { 5, 5.5f } };
+static const int32_t labels[6] = { 0, 1, 2, -1, 1, 0 };
+static const uint8_t split[6] = { 1, 0, 1, 2, 1, 3 };
+
+static json_t *file_entry(const char *name, const struct gnn_arr_info *in)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "file", name, "dtype", gnn_dtype_name(in->dtype), "rows",
+			 (json_int_t)in->rows, "cols", (json_int_t)in->cols, "bytes", (json_int_t)in->file_bytes,
+			 "crc32", (json_int_t)in->data_crc32);
+}
+
+/* Writes the graph above as a gnn-partition output in out_dir. */
+static int make_output(void)
+{
+	const int64_t *ptrs[2] = { indptr0, indptr1 }, *idx[2] = { indices0, indices1 };
+	const int64_t nedges[2] = { 6, 8 }, map[6] = { 0, 1, 2, 3, 4, 5 };
+	json_t *meta, *parts = json_array();
+	struct gnn_arr_info info;
+	char path[512];
+
+	snprintf(out_dir, sizeof(out_dir), "%s/out", tmpdir);
+	if (gnn_mkdir_p(out_dir) != GNN_OK)
+		return GNN_EIO;
+	snprintf(path, sizeof(path), "%s/node-map.arr", out_dir);
+	if (gnn_arr_write(path, GNN_DT_I64, 6, 1, map, &info) != GNN_OK)
+		return GNN_EIO;
+	meta = json_pack("{s:s, s:i, s:I, s:I, s:b, s:i, s:i, s:i, s:[i,i,i], s:o}", "format", GNN_PART_FORMAT,
+			 "format_version", 1, "num_nodes", (json_int_t)6, "num_edges", (json_int_t)14, "symmetric", 0,
+			 "feat_dim", 2, "num_classes", 3, "num_parts", 2, "node_offsets", 0, 3, 6, "node_map",
+			 file_entry("node-map.arr", &info));
+	for (int p = 0; p < 2; p++) {
+		json_t *files = json_object();
+		char pdir[400];
+
+		snprintf(pdir, sizeof(pdir), "%s/part-%d", out_dir, p);
+		gnn_mkdir_p(pdir);
+#define WRITE(key, name, dt, rows, cols, data)                                              \
+	snprintf(path, sizeof(path), "%s/%s", pdir, name);                                  \
+	if (gnn_arr_write(path, dt, rows, cols, data, &info) != GNN_OK)                     \
+		return GNN_EIO;                                                             \
+	json_object_set_new(files, key, file_entry(name, &info))
+		WRITE("indptr", "indptr.arr", GNN_DT_I64, 4, 1, ptrs[p]);
+		WRITE("indices", "indices.arr", GNN_DT_I64, (uint64_t)nedges[p], 1, idx[p]);
+		WRITE("feat", "feat.arr", GNN_DT_F32, 3, 2, feat[3 * p]);
+		WRITE("label", "label.arr", GNN_DT_I32, 3, 1, labels + 3 * p);
+		WRITE("split", "split.arr", GNN_DT_U8, 3, 1, split + 3 * p);
+#undef WRITE
+		json_array_append_new(parts, json_pack("{s:i, s:s, s:i, s:i, s:i, s:I, s:o}", "id", p, "dir",
+						       p ? "part-1" : "part-0", "node_start", 3 * p, "node_end",
+						       3 * p + 3, "num_nodes", 3, "num_edges", (json_int_t)nedges[p],
+						       "files", files));
+	}
+	json_object_set_new(meta, "parts", parts);
+	snprintf(path, sizeof(path), "%s/meta.json", out_dir);
+	if (gnn_json_save_atomic(path, meta) != GNN_OK)
+		return GNN_EIO;
+	json_decref(meta);
+	return GNN_OK;
+}
+
+/* A loaded store of partition p with its own registry. */
+struct fixture {
+	struct gnn_metrics *reg;
+	struct gs_store s;
+};
+
+static bool open_store(struct fixture *f, int32_t p, bool load)
+{
+	memset(f, 0, sizeof(*f));
+	if (!CHECK(gnn_metrics_new(&f->reg) == GNN_OK) || !CHECK(gs_store_init(&f->s, out_dir, p, f->reg) == GNN_OK))
+		return false;
+	return !load || CHECK(gs_store_load(&f->s) == GNN_OK);
+}
+
+static void close_store(struct fixture *f)
+{
+	gs_store_close(&f->s);
+	gnn_metrics_free(f->reg);
+}
+
+/* Sends the message in req to the handler; the reply lands in rep and its
+ * header in *h, its payload in *payload. Returns false if either message
+ * is not a well-formed one. */
+static bool call(struct gs_store *s, const struct gnn_wbuf *req, struct gnn_wbuf *rep, struct gnn_hdr *h,
+		 const void **payload)
+{
+	struct gnn_hdr rh;
+	const void *rp;
+
+	rep->len = 0;
+	if (!CHECK(gnn_proto_decode_hdr(req->buf, req->len, &rh, &rp) == GNN_OK))
+		return false;
+	if (!CHECK(gs_handle(s, &rh, rp, rh.len, rep) == GNN_OK) || !CHECK(!rep->failed))
+		return false;
+	return CHECK(gnn_proto_decode_hdr(rep->buf, rep->len, h, payload) == GNN_OK) && CHECK(h->req_id == rh.req_id);
+}
+
+/* The reply must be an ERROR with code and a text containing want. */
+static bool is_error(const struct gnn_hdr *h, const void *payload, int code, const char *want)
+{
+	struct gnn_error_msg e;
+	char text[GNN_PROTO_MAX_ERROR_TEXT + 1];
+
+	if (!CHECK(h->type == GNN_MSG_ERROR) || !CHECK(gnn_decode_error(h, payload, &e) == GNN_OK))
+		return false;
+	snprintf(text, sizeof(text), "%.*s", (int)e.text_len, e.text);
+	if (!CHECK((int)e.status == code) || !CHECK(strstr(text, want) != NULL)) {
+		printf("  error reply: %s (%s)\n", text, gnn_errname((int)e.status));
+		return false;
+	}
+	return true;
+}
+
+static void test_ordinal_from_host(void)
+{
+	int64_t v = -1;
+
+	CHECK(gs_ordinal_from_host("graphstore-3", &v) == GNN_OK && v == 3);
+	CHECK(gs_ordinal_from_host("gnn-dist-graphstore-12", &v) == GNN_OK && v == 12);
+	CHECK(gs_ordinal_from_host("graphstore-007", &v) == GNN_OK && v == 7);
+	CHECK(gs_ordinal_from_host("graphstore", &v) == GNN_EINVAL);
+	CHECK(gs_ordinal_from_host("graphstore-", &v) == GNN_EINVAL);
+	CHECK(gs_ordinal_from_host("graphstore-1a", &v) == GNN_EINVAL);
+	CHECK(gs_ordinal_from_host("graphstore-65536", &v) == GNN_EINVAL);
+	CHECK(gs_ordinal_from_host("graphstore-99999999999999999999999", &v) == GNN_EINVAL);
+	CHECK(gs_ordinal_from_host(NULL, &v) == GNN_EINVAL);
+	CHECK(v == 7);  /* untouched by the failures */
+}
+
+static void test_not_ready_until_loaded(void)
+{
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_hdr h;
+	const void *payload;
+	char reason[128] = "";
+
+	if (!open_store(&f, 0, false))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	CHECK(!gs_ready(&f.s, reason, sizeof(reason)) && strstr(reason, "waiting for") != NULL);
+	gnn_encode_info_req(&req, 5);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EUNAVAIL, "waiting");
+	CHECK(gs_store_load(&f.s) == GNN_OK);
+	CHECK(gs_ready(&f.s, reason, sizeof(reason)));
+	gs_store_close(&f.s);
+	CHECK(!gs_ready(&f.s, reason, sizeof(reason)) && strcmp(reason, "stopping") == 0);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EUNAVAIL, "stopping");
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	gnn_metrics_free(f.reg);
+}
+
+static void test_info(void)
+{
+	struct fixture f0, f1;
+	struct gnn_wbuf req, rep;
+	struct gnn_info info;
+	struct gnn_hdr h;
+	const void *payload;
+	uint64_t id0 = 0;
+
+	if (!open_store(&f0, 0, true) || !open_store(&f1, 1, true))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	gnn_encode_info_req(&req, 9);
+	if (call(&f0.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_INFO_RESP) &&
+	    CHECK(gnn_decode_info_resp(payload, h.len, &info) == GNN_OK)) {
+		CHECK(info.part_id == 0 && info.num_parts == 2 && info.num_nodes == 6 && info.num_edges == 14);
+		CHECK(info.feat_dim == 2 && info.num_classes == 3 && info.part_edges == 6);
+		CHECK(info.offsets[0] == 0 && info.offsets[1] == 3 && info.offsets[2] == 6);
+		CHECK(gs_graph_id(&f0.s.meta, &id0) == GNN_OK && info.graph_id == id0 && id0 != 0);
+		gnn_proto_release(info.owned);
+	}
+	if (call(&f1.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_info_resp(payload, h.len, &info) == GNN_OK)) {
+		CHECK(info.part_id == 1 && info.part_edges == 8 && info.graph_id == id0);
+		gnn_proto_release(info.owned);
+	}
+	/* Another graph (a changed checksum) has another identifier. */
+	json_integer_set(json_object_get(json_object_get(f0.s.meta.json, "node_map"), "crc32"), 12345);
+	uint64_t other = 0;
+	CHECK(gs_graph_id(&f0.s.meta, &other) == GNN_OK && other != id0);
+	/* INFO carries no payload. */
+	rep.len = 0;
+	struct gnn_hdr bad = { .version = 1, .type = GNN_MSG_INFO_REQ, .req_id = 3, .len = 8 };
+	uint64_t junk = 1;
+	if (CHECK(gs_handle(&f0.s, &bad, &junk, 8, &rep) == GNN_OK) &&
+	    CHECK(gnn_proto_decode_hdr(rep.buf, rep.len, &h, &payload) == GNN_OK))
+		is_error(&h, payload, GNN_EPROTO, "carries 8 payload bytes");
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	close_store(&f0);
+	close_store(&f1);
+}
+
+static void test_sample(void)
+{
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_sample_resp r;
+	struct gnn_hdr h;
+	const void *payload;
+	const int64_t ids[] = { 0, 1, 2, 0 };
+	uint32_t pos[8];
+
+	if (!open_store(&f, 0, true))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	gnn_encode_sample_req(&req, 1, 77, 2, ids, 4);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_SAMPLE_RESP) &&
+	    CHECK(gnn_decode_sample_resp(payload, h.len, &r) == GNN_OK)) {
+		/* node 0: 2 of 5, exactly gnn_sample_choose's; node 1: its only
+		 * one; node 2: none; node 0 again: the same two. */
+		CHECK(r.n == 4 && r.total == 5 && r.counts[0] == 2 && r.counts[1] == 1 && r.counts[2] == 0 &&
+		      r.counts[3] == 2);
+		CHECK(gnn_sample_choose(77, 0, 5, 2, pos) == 2);
+		CHECK(r.nbrs[0] == indices0[pos[0]] && r.nbrs[1] == indices0[pos[1]]);
+		CHECK(r.nbrs[2] == 0 && r.nbrs[3] == r.nbrs[0] && r.nbrs[4] == r.nbrs[1]);
+		gnn_proto_release(r.owned);
+	}
+	CHECK(gnn_counter_value(f.s.sampled_edges) == 5);
+	req.len = 0;
+	gnn_encode_sample_req(&req, 2, 77, -1, ids, 2);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_sample_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.total == 6 && memcmp(r.nbrs, indices0, sizeof(indices0)) == 0);
+		gnn_proto_release(r.owned);
+	}
+	/* A node of partition 1, and one outside the graph. */
+	req.len = 0;
+	gnn_encode_sample_req(&req, 3, 77, 2, (const int64_t[]){ 1, 4 }, 2);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_ERANGE, "node 4 (ids[1]) is not owned by graph store 0, which owns [0, 3); partition 1 owns it");
+	req.len = 0;
+	gnn_encode_sample_req(&req, 4, 77, 2, (const int64_t[]){ -3 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_ERANGE, "node -3 (ids[0]) is outside the graph [0, 6)");
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	close_store(&f);
+}
+
+static void test_rows(void)
+{
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_hdr h;
+	const void *payload;
+	const int64_t ids[] = { 5, 3, 5 };
+
+	if (!open_store(&f, 1, true))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 1, ids, 3);
+	struct gnn_feat_resp fr;
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_feat_resp(payload, h.len, &fr) == GNN_OK)) {
+		CHECK(fr.n == 3 && fr.dim == 2 && fr.rows[0] == 5 && fr.rows[1] == 5.5f && fr.rows[2] == 3 &&
+		      fr.rows[3] == 3.5f && fr.rows[5] == 5.5f);
+		gnn_proto_release(fr.owned);
+	}
+	CHECK(gnn_counter_value(f.s.feature_rows) == 3);
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_LABEL_REQ, 2, ids, 3);
+	struct gnn_label_resp lr;
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_label_resp(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 3 && lr.labels[0] == 0 && lr.labels[1] == -1 && lr.labels[2] == 0);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_SPLIT_REQ, 3, ids, 3);
+	struct gnn_split_resp sr;
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_split_resp(payload, h.len, &sr) == GNN_OK))
+		CHECK(sr.n == 3 && sr.codes[0] == 3 && sr.codes[1] == 2 && sr.codes[2] == 3);
+	/* An empty list is a valid request with an empty answer. */
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_LABEL_REQ, 4, NULL, 0);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_label_resp(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 0);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 5, (const int64_t[]){ 2 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_ERANGE, "node 2 (ids[0]) is not owned by graph store 1, which owns [3, 6); partition 0 owns it");
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	close_store(&f);
+}
+
+static void test_nodes_paging(void)
+{
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_nodes_resp r;
+	struct gnn_hdr h;
+	const void *payload;
+
+	if (!open_store(&f, 0, true))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	/* Train nodes of partition 0: 0 and 2. Limit 1 pages one at a time. */
+	gnn_encode_nodes_req(&req, 1, GNN_SPLIT_TRAIN, 1, 0);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.n == 1 && r.ids[0] == 0 && r.next_cursor == 1);
+		gnn_proto_release(r.owned);
+	}
+	req.len = 0;
+	gnn_encode_nodes_req(&req, 2, GNN_SPLIT_TRAIN, 1, 1);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.n == 1 && r.ids[0] == 2 && r.next_cursor == -1);  /* 2 is the last node */
+		gnn_proto_release(r.owned);
+	}
+	req.len = 0;
+	gnn_encode_nodes_req(&req, 3, GNN_SPLIT_TRAIN, 100, 0);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.n == 2 && r.ids[0] == 0 && r.ids[1] == 2 && r.next_cursor == -1);
+		gnn_proto_release(r.owned);
+	}
+	/* A cursor past the partition: nothing, done. A huge limit allocates
+	 * nothing more than the partition. */
+	req.len = 0;
+	gnn_encode_nodes_req(&req, 4, GNN_SPLIT_TEST, GNN_PROTO_MAX_IDS, 1000);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.n == 0 && r.next_cursor == -1);
+		gnn_proto_release(r.owned);
+	}
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	close_store(&f);
+}
+
+/* Every truncation of every request, and trailing bytes, get an ERROR
+ * reply, never a crash or a success. */
+static void test_malformed_requests(void)
+{
+	struct fixture f;
+	struct gnn_wbuf reqs[4], rep;
+	const int64_t ids[] = { 0, 1 };
+	int bad = 0;
+
+	if (!open_store(&f, 0, true))
+		return;
+	for (int i = 0; i < 4; i++)
+		gnn_wbuf_init(&reqs[i]);
+	gnn_wbuf_init(&rep);
+	gnn_encode_sample_req(&reqs[0], 1, 5, 3, ids, 2);
+	gnn_encode_ids_req(&reqs[1], GNN_MSG_FEAT_REQ, 1, ids, 2);
+	gnn_encode_nodes_req(&reqs[2], 1, GNN_SPLIT_TRAIN, 10, 0);
+	gnn_encode_ids_req(&reqs[3], GNN_MSG_MINIBATCH_REQ, 1, ids, 2);  /* not served here */
+	for (int i = 0; i < 4; i++) {
+		size_t plen = reqs[i].len - GNN_PROTO_HDR_BYTES;
+		uint8_t *copy = calloc(1, plen + 8);
+
+		memcpy(copy, reqs[i].buf + GNN_PROTO_HDR_BYTES, plen);
+		for (size_t cut = 0; cut <= plen + 1; cut++) {
+			struct gnn_hdr h = { .version = 1, .req_id = 42, .len = (uint32_t)cut };
+			struct gnn_hdr rh;
+			const void *rp;
+
+			memcpy(&h.type, reqs[i].buf + 6, 2);
+			if (cut == plen && i < 3)
+				continue;  /* the intact request */
+			rep.len = 0;
+			if (gs_handle(&f.s, &h, copy, cut, &rep) != GNN_OK ||
+			    gnn_proto_decode_hdr(rep.buf, rep.len, &rh, &rp) != GNN_OK || rh.type != GNN_MSG_ERROR ||
+			    rh.req_id != 42)
+				bad++;
+		}
+		free(copy);
+	}
+	CHECK(bad == 0);
+	for (int i = 0; i < 4; i++)
+		gnn_wbuf_free(&reqs[i]);
+	gnn_wbuf_free(&rep);
+	close_store(&f);
+}
+
+static void test_load_failures(void)
+{
+	struct fixture f;
+	char path[512], cmd[1200];
+	uint8_t b;
+	FILE *fp;
+
+	gnn_log_set_level(GNN_LOG_ERROR + 1);  /* these log errors on purpose */
+	if (open_store(&f, 2, false)) {
+		CHECK(gs_store_load(&f.s) == GNN_ERANGE);
+		CHECK(!gs_ready(&f.s, path, sizeof(path)));
+		close_store(&f);
+	}
+	CHECK(gs_wait_data(out_dir, 0) == GNN_OK);
+	CHECK(gs_wait_data(tmpdir, 0) == GNN_ENOENT);
+	double t0 = gnn_now();
+	CHECK(gs_wait_data(tmpdir, 1) == GNN_ETIMEDOUT);
+	CHECK(gnn_now() - t0 >= 0.9 && gnn_now() - t0 < 3);
+	/* Flip one byte of partition 1's features: its checksum fails. */
+	snprintf(path, sizeof(path), "%s/part-1/feat.arr", out_dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s.orig'", path, path);
+	CHECK(system(cmd) == 0);
+	fp = fopen(path, "r+b");
+	if (CHECK(fp != NULL)) {
+		fseek(fp, GNN_ARR_HEADER_BYTES + 3, SEEK_SET);
+		b = (uint8_t)fgetc(fp);
+		fseek(fp, GNN_ARR_HEADER_BYTES + 3, SEEK_SET);
+		fputc(b ^ 0x10, fp);
+		fclose(fp);
+	}
+	if (open_store(&f, 1, false)) {
+		CHECK(gs_store_load(&f.s) == GNN_ECHECKSUM);
+		CHECK(atomic_load(&f.s.state) != GS_READY);
+		close_store(&f);
+	}
+	snprintf(cmd, sizeof(cmd), "mv '%s.orig' '%s'", path, path);
+	CHECK(system(cmd) == 0);
+	gnn_log_set_level(log_level);
+}
+
+static void test_metrics_registered(void)
+{
+	struct fixture f;
+	char *text = NULL;
+
+	if (!open_store(&f, 0, true))
+		return;
+	if (CHECK(gnn_metrics_render(f.reg, &text, NULL) == GNN_OK)) {
+		CHECK(t_sample_value(text, "gnn_graphstore_ready") == 1);
+		CHECK(t_sample_value(text, "gnn_graphstore_partition_nodes") == 3);
+		CHECK(t_sample_value(text, "gnn_graphstore_partition_edges") == 6);
+		CHECK(t_sample_value(text, "gnn_graphstore_partition_id") == 0);
+		CHECK(t_sample_value(text, "gnn_graphstore_partition_bytes") == (double)f.s.mapped_bytes);
+		CHECK(f.s.mapped_bytes == 5 * 64 + 4 * 8 + 6 * 8 + 3 * 8 + 3 * 4 + 3);
+		CHECK(t_sample_value(text, "gnn_graphstore_sampled_edges_total") == 0);
+	}
+	free(text);
+	close_store(&f);
+}
+
+/* ---- gnn-cli ---- */
+
+/* The parsers print their reasons on stderr: hide them while failing on
+ * purpose. quiet() returns the saved descriptor for loud(). */
+static int quiet(void)
+{
+	int saved = dup(2), null = open("/dev/null", O_WRONLY);
+
+	fflush(stderr);
+	if (null >= 0) {
+		dup2(null, 2);
+		close(null);
+	}
+	return saved;
+}
+
+static void loud(int saved)
+{
+	fflush(stderr);
+	if (saved >= 0) {
+		dup2(saved, 2);
+		close(saved);
+	}
+}
+
+static void test_cli_parse_ids(void)
+{
+	int64_t *ids = NULL;
+	uint32_t n = 0;
+	char path[300];
+	FILE *fp;
+
+	if (CHECK(cli_parse_ids("1,2, 3 ,40", "--nodes", &ids, &n) == GNN_OK))
+		CHECK(n == 4 && ids[0] == 1 && ids[2] == 3 && ids[3] == 40);
+	free(ids);
+	ids = NULL;
+	int saved = quiet();
+	CHECK(cli_parse_ids("", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids(NULL, "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("1,,2", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("1,2,", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids(",1", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("1;2", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("-1", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("+1", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("1x", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("99999999999999999999", "--nodes", &ids, &n) == GNN_EINVAL);
+	CHECK(cli_parse_ids("@/nonexistent/file", "--nodes", &ids, &n) == GNN_EIO);
+	CHECK(ids == NULL);
+	loud(saved);
+	snprintf(path, sizeof(path), "%s/ids.txt", tmpdir);
+	fp = fopen(path, "w");
+	if (CHECK(fp != NULL)) {
+		fputs("7\n8 9,\n10\n", fp);
+		fclose(fp);
+	}
+	snprintf(path, sizeof(path), "@%s/ids.txt", tmpdir);
+	if (CHECK(cli_parse_ids(path, "--nodes", &ids, &n) == GNN_OK))
+		CHECK(n == 4 && ids[0] == 7 && ids[3] == 10);
+	free(ids);
+}
+
+static void test_cli_parse_fanouts_and_split(void)
+{
+	int32_t f[GNN_PROTO_MAX_LAYERS];
+	uint32_t n = 0;
+	uint8_t code = 9;
+	int saved;
+
+	CHECK(cli_parse_fanouts("10,5", f, &n) == GNN_OK && n == 2 && f[0] == 10 && f[1] == 5);
+	CHECK(cli_parse_fanouts("-1", f, &n) == GNN_OK && n == 1 && f[0] == -1);
+	saved = quiet();
+	CHECK(cli_parse_fanouts("0", f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("5000", f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("1,2,3,4,5,6,7,8,9", f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("3,", f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts(NULL, f, &n) == GNN_EINVAL);
+	loud(saved);
+	CHECK(cli_split_code("train", &code) == GNN_OK && code == GNN_SPLIT_TRAIN);
+	CHECK(cli_split_code("test", &code) == GNN_OK && code == GNN_SPLIT_TEST);
+	CHECK(cli_split_code("bogus", &code) == GNN_EINVAL && code == GNN_SPLIT_TEST);
+	CHECK(strcmp(cli_split_name(GNN_SPLIT_VALID), "valid") == 0 && strcmp(cli_split_name(7), "unknown") == 0);
+}
+
+static void test_cli_minibatch_json(void)
+{
+	/* Two layers over seeds {7, 8}: block 1 (the seeds') has sources
+	 * 7 8 3, block 0 has sources 7 8 3 5. */
+	const int64_t seeds[] = { 7, 8 }, src0[] = { 7, 8, 3, 5 }, src1[] = { 7, 8, 3 };
+	const int32_t ptr0[] = { 0, 1, 2, 4 }, idx0[] = { 2, 3, 0, 1 };
+	const int32_t ptr1[] = { 0, 2, 3 }, idx1[] = { 1, 2, 0 };
+	const float feat4[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const int32_t lab[] = { 1, -1 };
+	struct gnn_minibatch_req req = { .seed = 3, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
+					 .fanouts = { 10, 5 }, .num_seeds = 2, .seeds = seeds };
+	struct gnn_minibatch mb = {
+		.num_layers = 2, .flags = req.flags, .feat_dim = 2, .num_seeds = 2,
+		.blocks = { { .num_dst = 3, .num_src = 4, .num_edges = 4, .src_ids = src0, .indptr = ptr0, .indices = idx0 },
+			    { .num_dst = 2, .num_src = 3, .num_edges = 3, .src_ids = src1, .indptr = ptr1, .indices = idx1 } },
+		.feat = feat4, .labels = lab,
+	};
+	json_t *doc = cli_minibatch_json(&req, &mb);
+	char *s;
+
+	if (!CHECK(doc != NULL))
+		return;
+	s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	CHECK(strstr(s, "\"fanouts\":[10,5]") != NULL);
+	CHECK(strstr(s, "\"seeds\":[7,8]") != NULL);
+	CHECK(strstr(s, "{\"layer\":1,\"num_dst\":2,\"num_src\":3,\"num_edges\":3,\"dst\":[7,8],\"src\":[7,8,3],"
+		      "\"edges\":[[0,1],[0,2],[1,0]]}") != NULL);
+	CHECK(strstr(s, "\"edges\":[[0,2],[1,3],[2,0],[2,1]]") != NULL);
+	CHECK(strstr(s, "\"features\":[[0.0,1.0],[2.0,3.0],[4.0,5.0],[6.0,7.0]]") != NULL);
+	CHECK(strstr(s, "\"labels\":[1,-1]") != NULL);
+	free(s);
+	json_decref(doc);
+}
+
+int main(void)
+{
+	gnn_log_init("test_graphstore");
+	if (getenv("GNN_LOG_LEVEL") == NULL)
+		gnn_log_set_level(log_level);
+	else
+		while (log_level > GNN_LOG_DEBUG && gnn_log_enabled((enum gnn_log_level)(log_level - 1)))
+			log_level--;
+	if (mkdtemp(tmpdir) == NULL || make_output() != GNN_OK) {
+		printf("FAIL setup: cannot write the test partition output under /tmp\n");
+		return 1;
+	}
+	RUN(test_ordinal_from_host);
+	RUN(test_not_ready_until_loaded);
+	RUN(test_info);
+	RUN(test_sample);
+	RUN(test_rows);
+	RUN(test_nodes_paging);
+	RUN(test_malformed_requests);
+	RUN(test_load_failures);
+	RUN(test_metrics_registered);
+	RUN(test_cli_parse_ids);
+	RUN(test_cli_parse_fanouts_and_split);
+	RUN(test_cli_minibatch_json);
+	gnn_rm_rf(tmpdir);
+	return t_done();
+}

@@ -1,0 +1,955 @@
+/* Unit tests of the sampler (services/sampler): the minibatch core over the
+ * in-process backend on graphs built in memory and on a gnn-partition
+ * output, checked against an independent reference (every sampled edge
+ * exists, the fanout holds, low-degree nodes get all their neighbours, the
+ * exact choice of gnn_sample_choose, first-seen source order, features,
+ * labels); determinism and independence from how calls are split; bad
+ * requests and broken backend answers; the request handler; and the graph
+ * store backend against fake graph stores over real nng sockets. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "core.h"
+#include "err.h"
+#include "local.h"
+#include "log.h"
+#include "metrics.h"
+#include "proto.h"
+#include "sample.h"
+#include "server.h"
+#include "service.h"
+#include "stores.h"
+#include "sys.h"
+#include "testlib.h"
+
+/* ---- a graph in memory ---- */
+
+#define G_NODES 600
+#define G_PARTS 3
+#define G_DIM 4
+#define G_CLASSES 6
+
+static int64_t g_offsets[G_PARTS + 1] = { 0, 150, 380, G_NODES };
+static int64_t *g_indptr[G_PARTS], *g_indices[G_PARTS];
+static float *g_feat[G_PARTS];
+static int32_t *g_labels[G_PARTS];
+static struct smp_local *g_local;
+
+static uint64_t rng_state = 12345;
+
+static uint64_t rnd(uint64_t n)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (rng_state >> 33) % n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Degrees: 15% none, 15% exactly 5, the rest 1..60 (a few hubs up to
+ * 200); neighbours distinct, sorted, no self-loops. Features v*10+d. */
+static void make_graph(void)
+{
+	struct smp_local_part parts[G_PARTS];
+	struct smp_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
+				     .num_classes = G_CLASSES, .offsets = g_offsets };
+
+	for (int p = 0; p < G_PARTS; p++) {
+		int64_t n = g_offsets[p + 1] - g_offsets[p], m = 0;
+
+		g_indptr[p] = malloc((size_t)(n + 1) * sizeof(int64_t));
+		g_indices[p] = malloc((size_t)n * 200 * sizeof(int64_t));
+		g_feat[p] = malloc((size_t)n * G_DIM * sizeof(float));
+		g_labels[p] = malloc((size_t)n * sizeof(int32_t));
+		g_indptr[p][0] = 0;
+		for (int64_t r = 0; r < n; r++) {
+			int64_t v = g_offsets[p] + r, deg, k = 0;
+			uint64_t kind = rnd(100);
+
+			deg = kind < 15 ? 0 : kind < 30 ? 5 : kind < 97 ? 1 + (int64_t)rnd(60) : 100 + (int64_t)rnd(100);
+			while (k < deg) {
+				int64_t u = (int64_t)rnd(G_NODES);
+				bool dup = u == v;
+
+				for (int64_t q = 0; q < k && !dup; q++)
+					dup = g_indices[p][m + q] == u;
+				if (!dup)
+					g_indices[p][m + k++] = u;
+			}
+			qsort(g_indices[p] + m, (size_t)deg, sizeof(int64_t), cmp_i64);
+			m += deg;
+			g_indptr[p][r + 1] = m;
+			for (int d = 0; d < G_DIM; d++)
+				g_feat[p][r * G_DIM + d] = (float)(v * 10 + d);
+			g_labels[p][r] = (int32_t)(v % (G_CLASSES + 1)) - 1;
+		}
+		parts[p] = (struct smp_local_part){ .node_start = g_offsets[p], .node_end = g_offsets[p + 1],
+						    .indptr = g_indptr[p], .indices = g_indices[p],
+						    .feat = g_feat[p], .labels = g_labels[p] };
+	}
+	if (smp_local_wrap(&layout, parts, &g_local) != GNN_OK)
+		abort();
+}
+
+static void free_graph(void)
+{
+	smp_local_close(g_local);
+	for (int p = 0; p < G_PARTS; p++) {
+		free(g_indptr[p]);
+		free(g_indices[p]);
+		free(g_feat[p]);
+		free(g_labels[p]);
+	}
+}
+
+/* ---- the reference check ---- */
+
+/* Node v's in-neighbours in l's partitions. */
+static const int64_t *adj_of(const struct smp_local *l, int64_t v, uint32_t *deg)
+{
+	const struct smp_layout *lay = smp_local_layout(l);
+	const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+	int64_t r = v - pt->node_start;
+
+	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
+	return pt->indices + pt->indptr[r];
+}
+
+static bool has_edge(const int64_t *adj, uint32_t deg, int64_t u)
+{
+	return bsearch(&u, adj, deg, sizeof(*adj), cmp_i64) != NULL;
+}
+
+/* Checks mb, built for req over l's graph, independently of the core; also
+ * that its encoding decodes to the same thing. Returns whether all held. */
+static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatch_req *req,
+			    const struct gnn_minibatch *mb)
+{
+	const struct smp_layout *lay = smp_local_layout(l);
+	uint32_t L = req->num_layers, *pos = malloc(100000 * sizeof(*pos));
+	int before = t_failed_checks;
+
+	if (!CHECK(mb->num_layers == L && mb->num_seeds == req->num_seeds))
+		goto out;
+	if (!CHECK(memcmp(mb->blocks[L - 1].src_ids, req->seeds, req->num_seeds * 8) == 0 &&
+		   mb->blocks[L - 1].num_dst == req->num_seeds))
+		goto out;
+	for (uint32_t b = 0; b < L; b++) {
+		const struct gnn_block *blk = &mb->blocks[b];
+		uint64_t seed = gnn_sample_layer_seed(req->seed, b);
+		int32_t fanout = req->fanouts[b];
+		int64_t *expect_src = malloc(((size_t)blk->num_src + 1) * 8), *sorted;
+		uint32_t n_expect = blk->num_dst;
+
+		/* Chaining (block b's destinations are block b+1's sources). */
+		if (b + 1 < L)
+			CHECK(blk->num_dst == mb->blocks[b + 1].num_src &&
+			      memcmp(blk->src_ids, mb->blocks[b + 1].src_ids, (size_t)blk->num_dst * 8) == 0);
+		memcpy(expect_src, blk->src_ids, (size_t)blk->num_dst * 8);
+		for (uint32_t i = 0; i < blk->num_dst && t_failed_checks == before; i++) {
+			int64_t v = blk->src_ids[i];
+			uint32_t deg, k, got = (uint32_t)(blk->indptr[i + 1] - blk->indptr[i]);
+			const int64_t *adj = adj_of(l, v, &deg);
+
+			k = gnn_sample_choose(seed, v, deg, fanout, pos);
+			CHECK(got == (fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout));
+			if (!CHECK(got == k))
+				break;
+			for (uint32_t e = 0; e < got; e++) {
+				int64_t u = blk->src_ids[blk->indices[blk->indptr[i] + e]];
+
+				CHECK(has_edge(adj, deg, u));            /* the edge exists */
+				CHECK(u == adj[pos[e]]);                  /* the agreed choice */
+				if (e > 0)                                /* distinct (ascending) */
+					CHECK(u > blk->src_ids[blk->indices[blk->indptr[i] + e - 1]]);
+				/* first-seen order of new sources */
+				bool seen = false;
+
+				for (uint32_t q = 0; q < n_expect && !seen; q++)
+					seen = expect_src[q] == u;
+				if (!seen && CHECK(n_expect < blk->num_src))
+					expect_src[n_expect++] = u;
+			}
+		}
+		CHECK(n_expect == blk->num_src);
+		CHECK(memcmp(expect_src, blk->src_ids, (size_t)n_expect * 8) == 0);
+		sorted = malloc(((size_t)blk->num_src + 1) * 8);
+		memcpy(sorted, blk->src_ids, (size_t)blk->num_src * 8);
+		qsort(sorted, blk->num_src, 8, cmp_i64);
+		for (uint32_t i = 1; i < blk->num_src; i++)
+			CHECK(sorted[i] != sorted[i - 1]);           /* unique sources */
+		free(sorted);
+		free(expect_src);
+		if (t_failed_checks != before)
+			goto out;
+	}
+	if (req->flags & GNN_MB_FEATURES) {
+		const struct gnn_block *b0 = &mb->blocks[0];
+
+		CHECK(mb->feat != NULL && mb->feat_dim == lay->feat_dim);
+		for (uint32_t i = 0; mb->feat != NULL && i < b0->num_src; i++) {
+			int64_t v = b0->src_ids[i];
+			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+
+			if (!CHECK(memcmp(mb->feat + (size_t)i * lay->feat_dim,
+					  pt->feat + (size_t)(v - pt->node_start) * lay->feat_dim,
+					  lay->feat_dim * sizeof(float)) == 0))
+				break;
+		}
+	}
+	if (req->flags & GNN_MB_LABELS) {
+		CHECK(mb->labels != NULL);
+		for (uint32_t i = 0; mb->labels != NULL && i < req->num_seeds; i++) {
+			int64_t v = req->seeds[i];
+			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+
+			if (!CHECK(mb->labels[i] == pt->labels[v - pt->node_start]))
+				break;
+		}
+	}
+out:
+	free(pos);
+	return t_failed_checks == before;
+}
+
+/* Encodes mb and decodes it again (the decoder checks the structure). */
+static bool roundtrip(const struct gnn_minibatch *mb, struct gnn_wbuf *w, struct gnn_minibatch *back)
+{
+	struct gnn_hdr h;
+	const void *payload;
+
+	w->len = 0;
+	return CHECK(gnn_encode_minibatch_resp(w, 7, mb) == GNN_OK) &&
+	       CHECK(gnn_proto_decode_hdr(w->buf, w->len, &h, &payload) == GNN_OK) &&
+	       CHECK(gnn_decode_minibatch_resp(payload, h.len, back) == GNN_OK);
+}
+
+/* Builds req over be and checks it (and its wire form) against l. */
+static bool build_and_check(const struct smp_backend *be, const struct smp_local *l, uint32_t max_ids,
+			    const struct gnn_minibatch_req *req, struct gnn_wbuf *w)
+{
+	struct smp_build_opts o = { .max_ids_per_call = max_ids };
+	struct smp_minibatch mb;
+	struct gnn_minibatch back;
+	char err[512] = "";
+	bool ok;
+
+	if (!CHECK(smp_check_request(be->layout, req, err, sizeof(err)) == GNN_OK))
+		return false;
+	if (!CHECK(smp_build(be, &o, req, &mb, err, sizeof(err)) == GNN_OK)) {
+		printf("  build failed: %s\n", err);
+		return false;
+	}
+	ok = check_minibatch(l, req, &mb.mb) && roundtrip(&mb.mb, w, &back) && check_minibatch(l, req, &back);
+	if (ok)
+		CHECK(mb.wire_bytes + GNN_PROTO_HDR_BYTES == w->len);
+	gnn_proto_release(back.owned);
+	smp_minibatch_free(&mb);
+	return ok;
+}
+
+static void random_seeds(int64_t num_nodes, uint32_t n, int64_t *out)
+{
+	for (uint32_t i = 0; i < n;) {
+		int64_t v = (int64_t)rnd((uint64_t)num_nodes);
+		bool dup = false;
+
+		for (uint32_t q = 0; q < i && !dup; q++)
+			dup = out[q] == v;
+		if (!dup)
+			out[i++] = v;
+	}
+}
+
+/* ---- tests ---- */
+
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
+static void broken_release(void *ctx, struct smp_call *calls, size_t n);
+enum { BREAK_NONE, BREAK_NBR, BREAK_COUNT, BREAK_LABEL, BREAK_FAIL };
+static int break_mode;
+
+static void test_blocks_valid(void)
+{
+	static const int32_t fanouts[][4] = { { 3, 5 }, { 15, 10, 5 }, { -1 }, { 1, 1, 1, 1 }, { 5, -1 } };
+	static const uint32_t layers[] = { 2, 3, 1, 4, 2 };
+	struct smp_backend be;
+	struct gnn_wbuf w;
+	int64_t seeds[64];
+
+	smp_local_backend(g_local, &be);
+	gnn_wbuf_init(&w);
+	for (int t = 0; t < 40; t++) {
+		struct gnn_minibatch_req req = { .seed = (uint64_t)t * 977 + 1, .num_layers = layers[t % 5],
+						 .num_seeds = 1 + (uint32_t)rnd(64), .seeds = seeds,
+						 .flags = (uint32_t)(t % 4) };
+
+		memcpy(req.fanouts, fanouts[t % 5], sizeof(fanouts[0]));
+		random_seeds(G_NODES, req.num_seeds, seeds);
+		if (!build_and_check(&be, g_local, (uint32_t)(t % 3 == 0 ? 7 : 0), &req, &w)) {
+			printf("  minibatch %d failed\n", t);
+			break;
+		}
+	}
+	gnn_wbuf_free(&w);
+}
+
+/* Degree-0 seeds: empty blocks that still chain; a seed whose degree is
+ * exactly the fanout gets all its neighbours. */
+static void test_edge_cases(void)
+{
+	struct smp_backend be;
+	struct gnn_wbuf w;
+	int64_t zero[8], exact[8];
+	uint32_t nz = 0, ne = 0, deg;
+
+	smp_local_backend(g_local, &be);
+	gnn_wbuf_init(&w);
+	for (int64_t v = 0; v < G_NODES && (nz < 8 || ne < 8); v++) {
+		adj_of(g_local, v, &deg);
+		if (deg == 0 && nz < 8)
+			zero[nz++] = v;
+		if (deg == 5 && ne < 8)
+			exact[ne++] = v;
+	}
+	if (!CHECK(nz == 8 && ne == 8))
+		return;
+	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .fanouts = { 5, 5 }, .num_seeds = 8,
+					 .seeds = zero, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	struct smp_minibatch mb;
+	char err[256];
+
+	build_and_check(&be, g_local, 0, &req, &w);
+	if (CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK)) {
+		CHECK(mb.sampled_edges == 0 && mb.mb.blocks[0].num_src == 8 && mb.mb.blocks[1].num_src == 8);
+		smp_minibatch_free(&mb);
+	}
+	req.seeds = exact;
+	req.num_layers = 1;
+	build_and_check(&be, g_local, 0, &req, &w);
+	if (CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK)) {
+		CHECK(mb.sampled_edges == 8 * 5);
+		smp_minibatch_free(&mb);
+	}
+	gnn_wbuf_free(&w);
+}
+
+/* The same request gives byte-identical minibatches however its nodes are
+ * split into calls; another seed gives another minibatch. */
+static void test_deterministic(void)
+{
+	static const uint32_t splits[] = { 0, 1, 3, 50 };
+	struct smp_backend be;
+	struct gnn_wbuf w[4], other;
+	int64_t seeds[100];
+	struct gnn_minibatch_req req = { .seed = 99, .num_layers = 3, .fanouts = { 4, 3, 2 }, .num_seeds = 100,
+					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	struct smp_build_opts o;
+	struct smp_minibatch mb;
+	char err[256];
+
+	smp_local_backend(g_local, &be);
+	random_seeds(G_NODES, 100, seeds);
+	for (int i = 0; i < 4; i++) {
+		gnn_wbuf_init(&w[i]);
+		o.max_ids_per_call = splits[i];
+		if (!CHECK(smp_build(&be, &o, &req, &mb, err, sizeof(err)) == GNN_OK))
+			return;
+		gnn_encode_minibatch_resp(&w[i], 1, &mb.mb);
+		smp_minibatch_free(&mb);
+		CHECK(w[i].len == w[0].len && memcmp(w[i].buf, w[0].buf, w[0].len) == 0);
+	}
+	req.seed = 100;
+	gnn_wbuf_init(&other);
+	if (CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK)) {
+		gnn_encode_minibatch_resp(&other, 1, &mb.mb);
+		CHECK(other.len != w[0].len || memcmp(other.buf, w[0].buf, other.len) != 0);
+		smp_minibatch_free(&mb);
+	}
+	gnn_wbuf_free(&other);
+	for (int i = 0; i < 4; i++)
+		gnn_wbuf_free(&w[i]);
+}
+
+/* smp_build_message writes what gnn_encode_minibatch_resp makes of
+ * smp_build's minibatch, byte for byte: every flag combination, odd seed
+ * counts and an odd feature dimension (padding after the rows). */
+static void test_message_equals_encoder(void)
+{
+	struct smp_layout odd = *smp_local_layout(g_local);
+	struct smp_local_part parts[G_PARTS];
+	struct smp_local *l3;
+	struct smp_backend be;
+	struct gnn_wbuf a, b;
+	int64_t seeds[33];
+	char err[256];
+
+	for (uint32_t p = 0; p < G_PARTS; p++)
+		parts[p] = *smp_local_part(g_local, p);
+	odd.feat_dim = 3;  /* reads the same arrays as 3 columns */
+	if (!CHECK(smp_local_wrap(&odd, parts, &l3) == GNN_OK))
+		return;
+	gnn_wbuf_init(&a);
+	gnn_wbuf_init(&b);
+	for (int t = 0; t < 16; t++) {
+		struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 2, .fanouts = { 4, 3 },
+						 .num_seeds = 31 + (uint32_t)(t % 3), .seeds = seeds,
+						 .flags = (uint32_t)(t % 4) };
+		struct smp_minibatch_stats st;
+		struct smp_minibatch mb;
+
+		smp_local_backend(t < 8 ? g_local : l3, &be);
+		random_seeds(G_NODES, req.num_seeds, seeds);
+		gnn_encode_info_req(&a, 5);  /* something before: the message is appended */
+		b.len = 0;
+		gnn_encode_info_req(&b, 5);
+		if (!CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK))
+			break;
+		CHECK(gnn_encode_minibatch_resp(&b, 77, &mb.mb) == GNN_OK);
+		CHECK(smp_build_message(&be, NULL, 77, &req, &a, &st, err, sizeof(err)) == GNN_OK);
+		if (!CHECK(a.len == b.len && memcmp(a.buf, b.buf, a.len) == 0))
+			printf("  t=%d flags=%u dim=%u: %zu vs %zu bytes\n", t, req.flags, be.layout->feat_dim, a.len,
+			       b.len);
+		CHECK(st.sampled_edges == mb.sampled_edges && st.feature_bytes == mb.feature_bytes &&
+		      st.wire_bytes == mb.wire_bytes && st.input_nodes == mb.mb.blocks[0].num_src);
+		smp_minibatch_free(&mb);
+		a.len = 0;
+	}
+	/* A failure leaves the buffer as it was. */
+	seeds[0] = seeds[1];
+	smp_local_backend(g_local, &be);
+	gnn_encode_info_req(&a, 5);
+	{
+		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 2,
+						 .seeds = seeds, .flags = 3 };
+		size_t before = a.len;
+
+		be.run = broken_run;
+		be.release = broken_release;
+		break_mode = BREAK_FAIL;
+		CHECK(smp_build_message(&be, NULL, 1, &req, &a, NULL, err, sizeof(err)) == GNN_EUNAVAIL);
+		CHECK(a.len == before && !a.failed);
+		break_mode = BREAK_NONE;
+	}
+	gnn_wbuf_free(&a);
+	gnn_wbuf_free(&b);
+	smp_local_close(l3);
+}
+
+static void test_bad_requests(void)
+{
+	struct smp_backend be;
+	int64_t seeds[3] = { 1, 2, 3 };
+	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 3,
+					 .seeds = seeds };
+	char err[256];
+
+	smp_local_backend(g_local, &be);
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_OK);
+	seeds[1] = G_NODES;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL);
+	CHECK(strstr(err, "outside [0, 600)") != NULL);
+	seeds[1] = -1;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL);
+	seeds[1] = 3;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL);
+	CHECK(strstr(err, "appears twice") != NULL);
+}
+
+/* A backend that breaks its answers after the local backend made them. */
+static void *break_buf;
+
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+{
+	struct smp_backend local;
+	int rc;
+
+	smp_local_backend(ctx, &local);
+	if (break_mode == BREAK_FAIL) {
+		snprintf(err, err_len, "graph store graphstore-9 (tcp://nowhere:1) unavailable");
+		return GNN_EUNAVAIL;
+	}
+	if ((rc = local.run(ctx, calls, n, err, err_len)) != GNN_OK)
+		return rc;
+	for (size_t i = 0; i < n && break_buf == NULL; i++) {
+		struct smp_call *c = &calls[i];
+
+		if (break_mode == BREAK_NBR && c->op == SMP_OP_SAMPLE && c->total > 0) {
+			int64_t *nb = malloc(c->total * 8);
+
+			memcpy(nb, c->nbrs, c->total * 8);
+			nb[c->total - 1] = G_NODES + 5;
+			c->nbrs = nb;
+			break_buf = nb;
+		} else if (break_mode == BREAK_COUNT && c->op == SMP_OP_SAMPLE) {
+			/* One node gets fanout + 1 neighbours (node 0, repeated). */
+			uint32_t extra = (uint32_t)c->fanout + 1;
+			char *b = malloc(c->n * 4 + (c->total + extra) * 8);
+			uint32_t *cnt = (uint32_t *)b;
+			int64_t *nb = (int64_t *)(b + c->n * 4);
+
+			memcpy(cnt, c->counts, c->n * 4);
+			memcpy(nb + extra, c->nbrs + cnt[0], (c->total - cnt[0]) * 8);
+			memset(nb, 0, extra * 8);
+			cnt[0] = extra;
+			c->counts = cnt;
+			c->nbrs = nb;
+			break_buf = b;
+		} else if (break_mode == BREAK_LABEL && c->op == SMP_OP_LABEL) {
+			int32_t *y = malloc(c->n * 4);
+
+			memcpy(y, c->labels, c->n * 4);
+			y[0] = G_CLASSES;
+			c->labels = y;
+			break_buf = y;
+		}
+	}
+	return GNN_OK;
+}
+
+static void broken_release(void *ctx, struct smp_call *calls, size_t n)
+{
+	struct smp_backend local;
+
+	smp_local_backend(ctx, &local);
+	local.release(ctx, calls, n);
+	free(break_buf);
+	break_buf = NULL;
+}
+
+static void test_bad_answers(void)
+{
+	static const struct { int mode, rc; const char *text; } cases[] = {
+		{ BREAK_NBR, GNN_EPROTO, "outside [0, 600)" },
+		{ BREAK_COUNT, GNN_EPROTO, "for fanout 3" },
+		{ BREAK_LABEL, GNN_EPROTO, "label 6" },
+		{ BREAK_FAIL, GNN_EUNAVAIL, "graphstore-9 (tcp://nowhere:1)" },
+	};
+	struct smp_backend be;
+	int64_t seeds[20];
+	struct gnn_minibatch_req req = { .seed = 5, .num_layers = 2, .fanouts = { 3, 3 }, .num_seeds = 20,
+					 .seeds = seeds, .flags = GNN_MB_LABELS };
+	struct smp_minibatch mb;
+	char err[512];
+
+	smp_local_backend(g_local, &be);
+	be.run = broken_run;
+	be.release = broken_release;
+	/* Seeds with neighbours, so every break applies. */
+	for (uint32_t v = 0, k = 0; k < 20; v++) {
+		uint32_t deg;
+
+		adj_of(g_local, v, &deg);
+		if (deg >= 3)
+			seeds[k++] = v;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		break_mode = cases[i].mode;
+		err[0] = '\0';
+		CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == cases[i].rc);
+		if (!CHECK(strstr(err, cases[i].text) != NULL))
+			printf("  case %zu: err=\"%s\"\n", i, err);
+		CHECK(strstr(err, "partition") != NULL || strstr(err, "graphstore") != NULL);
+	}
+	break_mode = BREAK_NONE;
+}
+
+/* ---- the handler ---- */
+
+static struct gnn_metrics *reg;
+
+static double metric(const char *key)
+{
+	char *text;
+	double v;
+
+	if (gnn_metrics_render(reg, &text, NULL) != GNN_OK)
+		return NAN;
+	v = t_sample_value(text, key);
+	free(text);
+	return v;
+}
+
+/* Runs the handler on the message in in; returns the reply's type and
+ * status in *h (and the reply in out). */
+static void handle(struct smp_service *svc, const struct gnn_wbuf *in, size_t cut, struct gnn_wbuf *out,
+		   struct gnn_hdr *rh)
+{
+	struct gnn_hdr h;
+	const void *payload, *rp;
+
+	out->len = 0;
+	if (!CHECK(gnn_proto_decode_hdr(in->buf, in->len, &h, &payload) == GNN_OK))
+		return;
+	CHECK(smp_service_handle(svc, &h, payload, h.len - cut, out) == GNN_OK);
+	memset(rh, 0, sizeof(*rh));
+	CHECK(gnn_proto_decode_hdr(out->buf, out->len, rh, &rp) == GNN_OK && rh->req_id == h.req_id);
+}
+
+static void test_handler(void)
+{
+	struct smp_backend be;
+	struct smp_service *svc;
+	struct smp_service_opts o = { .backend = &be, .metrics = reg };
+	struct gnn_wbuf in, out;
+	struct gnn_hdr rh;
+	int64_t seeds[10];
+	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 2, .fanouts = { 5, 3 }, .num_seeds = 10,
+					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+
+	smp_local_backend(g_local, &be);
+	if (!CHECK(smp_service_new(&o, &svc) == GNN_OK))
+		return;
+	gnn_wbuf_init(&in);
+	gnn_wbuf_init(&out);
+	random_seeds(G_NODES, 10, seeds);
+	gnn_encode_minibatch_req(&in, 11, &req);
+	handle(svc, &in, 0, &out, &rh);
+	if (CHECK(rh.type == GNN_MSG_MINIBATCH_RESP)) {
+		struct gnn_minibatch mb;
+
+		CHECK(gnn_decode_minibatch_resp(out.buf + GNN_PROTO_HDR_BYTES, rh.len, &mb) == GNN_OK &&
+		      check_minibatch(g_local, &req, &mb));
+		gnn_proto_release(mb.owned);
+	}
+	CHECK(metric("gnn_sampler_minibatches_total") == 1);
+	CHECK(metric("gnn_sampler_sampled_edges_total") > 0);
+	CHECK(metric("gnn_sampler_feature_bytes_total") > 0);
+	CHECK(metric("gnn_sampler_minibatch_seconds_count") == 1);
+
+	handle(svc, &in, 5, &out, &rh);  /* truncated payload */
+	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
+	seeds[3] = G_NODES + 1;          /* seed outside the graph */
+	in.len = 0;
+	gnn_encode_minibatch_req(&in, 12, &req);
+	handle(svc, &in, 0, &out, &rh);
+	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EINVAL);
+	CHECK(out.len > 28 && memmem(out.buf, out.len, "outside", 7) != NULL);
+	seeds[3] = seeds[4];             /* a seed twice */
+	in.len = 0;
+	gnn_encode_minibatch_req(&in, 13, &req);
+	handle(svc, &in, 0, &out, &rh);
+	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EINVAL);
+	in.len = 0;                      /* fanout 0: over the limits */
+	req.fanouts[0] = 0;
+	gnn_encode_minibatch_req(&in, 14, &req);
+	handle(svc, &in, 0, &out, &rh);
+	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_ERANGE);
+	in.len = 0;                      /* another message type */
+	gnn_encode_info_req(&in, 15);
+	handle(svc, &in, 0, &out, &rh);
+	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
+	CHECK(metric("gnn_sampler_minibatches_total") == 1);
+	gnn_wbuf_free(&in);
+	gnn_wbuf_free(&out);
+	smp_service_free(svc);
+}
+
+/* ---- the graph store backend against fake graph stores ---- */
+
+/* A fake graph store: answers INFO, SAMPLE, FEAT and LABEL for partition
+ * part of g_local with the in-process backend's answers. */
+struct fake {
+	uint32_t part, claim_part;
+	uint64_t graph_id;
+	struct gnn_server *srv;
+};
+
+static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
+			struct gnn_wbuf *out)
+{
+	struct fake *f = ctx;
+	struct smp_backend be;
+	struct smp_call c = { .part = f->part };
+	struct gnn_sample_req sr = { 0 };
+	struct gnn_ids ir = { 0 };
+	char err[256];
+	int rc;
+
+	smp_local_backend(g_local, &be);
+	if (h->type == GNN_MSG_INFO_REQ) {
+		struct gnn_info in = { .part_id = f->claim_part, .num_parts = G_PARTS, .num_nodes = G_NODES,
+				       .num_edges = 1000, .feat_dim = G_DIM, .num_classes = G_CLASSES,
+				       .graph_id = f->graph_id, .offsets = g_offsets };
+
+		return gnn_encode_info_resp(out, h->req_id, &in);
+	}
+	if (h->type == GNN_MSG_SAMPLE_REQ) {
+		if ((rc = gnn_decode_sample_req(payload, len, &sr)) != GNN_OK)
+			return rc;
+		c = (struct smp_call){ .op = SMP_OP_SAMPLE, .part = f->part, .n = sr.n, .ids = sr.ids,
+				       .seed = sr.seed, .fanout = sr.fanout };
+	} else {
+		if ((rc = gnn_decode_ids_req(payload, len, &ir)) != GNN_OK)
+			return rc;
+		c = (struct smp_call){ .op = h->type == GNN_MSG_FEAT_REQ ? SMP_OP_FEAT : SMP_OP_LABEL,
+				       .part = f->part, .n = ir.n, .ids = ir.ids };
+	}
+	rc = be.run(be.ctx, &c, 1, err, sizeof(err));
+	if (rc != GNN_OK)
+		rc = gnn_encode_error(out, h->req_id, (uint32_t)rc, err);
+	else if (c.op == SMP_OP_SAMPLE)
+		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, c.nbrs, c.total);
+	else if (c.op == SMP_OP_FEAT)
+		rc = gnn_encode_feat_resp(out, h->req_id, c.rows, c.n, G_DIM);
+	else
+		rc = gnn_encode_label_resp(out, h->req_id, c.labels, c.n);
+	be.release(be.ctx, &c, 1);
+	gnn_proto_release(sr.owned);
+	gnn_proto_release(ir.owned);
+	return rc;
+}
+
+static int fake_start(struct fake *f, const char *url)
+{
+	char name[32];
+	struct gnn_server_opts o = { .name = name, .listen = url, .workers = 2, .metrics = reg,
+				     .handler = fake_handler, .ctx = f };
+
+	snprintf(name, sizeof(name), "fake%u", f->part);
+	return gnn_server_start(&o, &f->srv);
+}
+
+static bool stop_never(void)
+{
+	return false;
+}
+
+static int open_stores(struct fake *f, size_t n, int timeout_ms, int retries, struct gnn_metrics *m,
+		       struct smp_stores **out)
+{
+	char urls[G_PARTS + 1][64];
+	const char *u[G_PARTS + 1];
+	struct smp_stores_opts o = { .urls = u, .n = n, .timeout_ms = timeout_ms, .retries = retries,
+				     .check_interval_ms = 200, .check_timeout_ms = 200, .metrics = m };
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(urls[i], sizeof(urls[i]), "tcp://127.0.0.1:%d", gnn_server_port(f[i].srv));
+		u[i] = urls[i];
+	}
+	return smp_stores_open(&o, out);
+}
+
+static void test_stores(void)
+{
+	struct fake f[G_PARTS];
+	struct smp_stores *st = NULL;
+	struct smp_backend net, local;
+	struct gnn_metrics *m;
+	struct smp_minibatch a, b;
+	struct gnn_wbuf wa, wb;
+	int64_t seeds[50];
+	struct gnn_minibatch_req req = { .seed = 8, .num_layers = 2, .fanouts = { 6, 4 }, .num_seeds = 50,
+					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	char err[512], reason[128], url[64];
+	double t0, dt;
+	int port;
+
+	/* Stores listed out of partition order: the INFO part_id decides. */
+	for (int i = 0; i < G_PARTS; i++) {
+		f[i] = (struct fake){ .part = (uint32_t)(G_PARTS - 1 - i), .claim_part = (uint32_t)(G_PARTS - 1 - i),
+				      .graph_id = 42 };
+		if (!CHECK(fake_start(&f[i], "tcp://127.0.0.1:0") == GNN_OK))
+			return;
+	}
+	gnn_metrics_new(&m);
+	if (!CHECK(open_stores(f, G_PARTS, 500, 1, m, &st) == GNN_OK))
+		goto out;
+	CHECK(!smp_stores_ready(st, reason, sizeof(reason)) && strstr(reason, "waiting") != NULL);
+	if (!CHECK(smp_stores_connect(st, 10, stop_never) == GNN_OK))
+		goto out;
+	CHECK(smp_stores_ready(st, reason, sizeof(reason)));
+	CHECK(smp_stores_layout(st)->num_nodes == G_NODES && smp_stores_layout(st)->num_parts == G_PARTS);
+	smp_stores_backend(st, &net);
+	smp_local_backend(g_local, &local);
+	random_seeds(G_NODES, 50, seeds);
+	gnn_wbuf_init(&wa);
+	gnn_wbuf_init(&wb);
+	/* Over the network, equal to in process, byte for byte. */
+	if (CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_OK)) {
+		struct smp_build_opts o = { .max_ids_per_call = 4 };
+
+		CHECK(check_minibatch(g_local, &req, &a.mb));
+		CHECK(smp_build(&local, &o, &req, &b, err, sizeof(err)) == GNN_OK);
+		gnn_encode_minibatch_resp(&wa, 1, &a.mb);
+		gnn_encode_minibatch_resp(&wb, 1, &b.mb);
+		CHECK(wa.len == wb.len && memcmp(wa.buf, wb.buf, wa.len) == 0);
+		smp_minibatch_free(&a);
+		smp_minibatch_free(&b);
+	}
+	gnn_wbuf_free(&wa);
+	gnn_wbuf_free(&wb);
+	CHECK(smp_stores_start_check(st) == GNN_OK);
+
+	/* A store goes down: an error naming it, within the timeouts. */
+	port = gnn_server_port(f[1].srv);
+	gnn_server_stop(f[1].srv);
+	f[1].srv = NULL;
+	t0 = gnn_now();
+	CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_EUNAVAIL);
+	dt = gnn_now() - t0;
+	printf("  store down: error after %.2f s (2 attempts x 500 ms): %s\n", dt, err);
+	CHECK(dt < 2 * 0.5 * 2 + 0.5);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	CHECK(strstr(err, "graphstore-1") != NULL && strstr(err, url) != NULL);
+	usleep(600 * 1000);  /* the check notices */
+	CHECK(!smp_stores_ready(st, reason, sizeof(reason)) && strstr(reason, "graphstore-1") != NULL);
+
+	/* It comes back on the same port: minibatches work again. */
+	if (CHECK(fake_start(&f[1], url) == GNN_OK)) {
+		int rc = GNN_EUNAVAIL;
+
+		t0 = gnn_now();
+		while (rc != GNN_OK && gnn_now() - t0 < 8) {
+			rc = smp_build(&net, NULL, &req, &a, err, sizeof(err));
+			if (rc == GNN_OK)
+				smp_minibatch_free(&a);
+		}
+		CHECK(rc == GNN_OK);
+		t0 = gnn_now();
+		while (!smp_stores_ready(st, reason, sizeof(reason)) && gnn_now() - t0 < 5)
+			usleep(50 * 1000);
+		CHECK(smp_stores_ready(st, reason, sizeof(reason)));
+	}
+	{
+		char *text;
+
+		if (CHECK(gnn_metrics_render(m, &text, NULL) == GNN_OK)) {
+			CHECK(t_sample_value(text, "gnn_sampler_graphstore_errors_total{graphstore=\"graphstore-1\"}") >= 1);
+			CHECK(t_sample_value(text, "gnn_sampler_graphstore_retries_total{graphstore=\"graphstore-1\"}") >= 1);
+			CHECK(t_sample_value(text, "gnn_sampler_graphstore_requests_total{graphstore=\"graphstore-0\"}") >= 2);
+			CHECK(t_sample_value(text, "gnn_sampler_graphstores_ready") == G_PARTS);
+			free(text);
+		}
+	}
+out:
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+	for (int i = 0; i < G_PARTS; i++)
+		gnn_server_stop(f[i].srv);
+}
+
+/* Inconsistent stores are refused with a clear error; a missing one times out. */
+static void test_stores_mismatch(void)
+{
+	struct fake f[G_PARTS];
+	struct smp_stores *st = NULL;
+	struct gnn_metrics *m;
+	int port;
+
+	for (int i = 0; i < G_PARTS; i++) {
+		f[i] = (struct fake){ .part = (uint32_t)i, .claim_part = (uint32_t)i, .graph_id = 42 };
+		if (!CHECK(fake_start(&f[i], "tcp://127.0.0.1:0") == GNN_OK))
+			return;
+	}
+	f[2].claim_part = 0;  /* two stores serve partition 0 */
+	gnn_metrics_new(&m);
+	CHECK(open_stores(f, G_PARTS, 300, 0, m, &st) == GNN_OK && smp_stores_connect(st, 5, stop_never) == GNN_EINVAL);
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+
+	f[2].claim_part = 2;
+	f[1].graph_id = 43;   /* another graph */
+	gnn_metrics_new(&m);
+	CHECK(open_stores(f, G_PARTS, 300, 0, m, &st) == GNN_OK && smp_stores_connect(st, 5, stop_never) == GNN_EINVAL);
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+
+	f[1].graph_id = 42;   /* too few stores for 3 partitions */
+	gnn_metrics_new(&m);
+	CHECK(open_stores(f, 2, 300, 0, m, &st) == GNN_OK && smp_stores_connect(st, 5, stop_never) == GNN_EINVAL);
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+
+	port = gnn_server_port(f[2].srv);  /* one store down for good */
+	gnn_server_stop(f[2].srv);
+	f[2].srv = NULL;
+	gnn_metrics_new(&m);
+	{
+		double t0 = gnn_now();
+		struct smp_stores_opts o;
+		char u0[64], u1[64], u2[64];
+		const char *u[3] = { u0, u1, u2 };
+
+		snprintf(u0, sizeof(u0), "tcp://127.0.0.1:%d", gnn_server_port(f[0].srv));
+		snprintf(u1, sizeof(u1), "tcp://127.0.0.1:%d", gnn_server_port(f[1].srv));
+		snprintf(u2, sizeof(u2), "tcp://127.0.0.1:%d", port);
+		o = (struct smp_stores_opts){ .urls = u, .n = 3, .timeout_ms = 300, .retries = 0,
+					      .check_interval_ms = 200, .check_timeout_ms = 200, .metrics = m };
+		CHECK(smp_stores_open(&o, &st) == GNN_OK && smp_stores_connect(st, 1.5, stop_never) == GNN_ETIMEDOUT);
+		CHECK(gnn_now() - t0 < 4);
+	}
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+	for (int i = 0; i < G_PARTS; i++)
+		gnn_server_stop(f[i].srv);
+}
+
+/* ---- a real gnn-partition output ---- */
+
+static void test_partition_files(void)
+{
+	const char *build = getenv("GNN_BUILD");
+	char dir[] = "/tmp/gnn-test-sampler.XXXXXX", cmd[1024], bin[512], out[64];
+	struct smp_local *l;
+	struct smp_backend be;
+	struct gnn_wbuf w;
+	int64_t seeds[256];
+
+	snprintf(bin, sizeof(bin), "%s/bin/gnn-partition", build ? build : "build");
+	if (access(bin, X_OK) != 0) {
+		SKIP("gnn-partition is not built (set GNN_BUILD)");
+		return;
+	}
+	if (!CHECK(mkdtemp(dir) != NULL))
+		return;
+	snprintf(out, sizeof(out), "%s/t", dir);
+	snprintf(cmd, sizeof(cmd), "'%s' --synthetic tiny --parts 3 --out '%s' >/dev/null 2>&1", bin, out);
+	if (CHECK(system(cmd) == 0) && CHECK(smp_local_open_dir(out, true, &l) == GNN_OK)) {
+		const struct smp_layout *lay = smp_local_layout(l);
+
+		smp_local_backend(l, &be);
+		gnn_wbuf_init(&w);
+		for (int t = 0; t < 10; t++) {
+			struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 3, .fanouts = { 15, 10, 5 },
+							 .num_seeds = 256, .seeds = seeds,
+							 .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+
+			random_seeds(lay->num_nodes, 256, seeds);
+			if (!build_and_check(&be, l, 0, &req, &w))
+				break;
+		}
+		gnn_wbuf_free(&w);
+		smp_local_close(l);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+	gnn_log_init("test_sampler");
+	gnn_log_set_level(GNN_LOG_ERROR);  /* the failures provoked here log warnings */
+	gnn_metrics_new(&reg);
+	make_graph();
+	RUN(test_blocks_valid);
+	RUN(test_edge_cases);
+	RUN(test_deterministic);
+	RUN(test_message_equals_encoder);
+	RUN(test_bad_requests);
+	RUN(test_bad_answers);
+	RUN(test_handler);
+	RUN(test_stores);
+	RUN(test_stores_mismatch);
+	RUN(test_partition_files);
+	free_graph();
+	gnn_metrics_free(reg);
+	return t_done();
+}
