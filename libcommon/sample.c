@@ -1,6 +1,10 @@
 #include "sample.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -77,4 +81,31 @@ uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer)
 	uint64_t s = seed ^ ((uint64_t)layer << 56 | 0x5851F42D4C957F2Dull);
 
 	return splitmix64(&s);
+}
+
+int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n, int64_t *out)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;
+	int64_t *set;
+
+	if (num_nodes <= 0 || n == 0 || (int64_t)n > num_nodes)
+		return GNN_EINVAL;
+	while (cap < 2 * (uint64_t)n)
+		cap <<= 1;
+	if ((set = malloc(cap * sizeof(*set))) == NULL)
+		return GNN_ENOMEM;
+	memset(set, 0xff, cap * sizeof(*set));
+	for (uint32_t k = 0; k < n;) {
+		int64_t v = (int64_t)(splitmix64(&s) % (uint64_t)num_nodes);
+		uint64_t h = ((uint64_t)v * 0x9E3779B97F4A7C15ull) & (cap - 1);
+
+		while (set[h] >= 0 && set[h] != v)  /* open addressing */
+			h = (h + 1) & (cap - 1);
+		if (set[h] == v)
+			continue;  /* drawn before: draw again */
+		set[h] = v;
+		out[k++] = v;
+	}
+	free(set);
+	return GNN_OK;
 }

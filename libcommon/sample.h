@@ -14,6 +14,12 @@
  * else exactly k. out must hold min(deg, k) entries (deg when k < 0). */
 uint32_t gnn_sample_choose(uint64_t seed, int64_t node, uint32_t deg, int32_t k, uint32_t *out);
 
+/* Writes to out n distinct nodes of [0, num_nodes), drawn uniformly from a
+ * stream seeded by (seed, i): batch i of a run. Deterministic, so two
+ * processes (the sampling benchmark's two halves) draw the same batches.
+ * Returns GNN_EINVAL unless 0 < n <= num_nodes, or GNN_ENOMEM. */
+int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n, int64_t *out);
+
 /* The seed for one layer of a minibatch: hashes (minibatch seed, layer). */
 uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer);
 

@@ -26,18 +26,8 @@ cleanup() {
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
+. "$ROOT/tests/proc.bash"
 
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	return 1
-}
 wait_log() {  # FILE PATTERN SECONDS
 	local deadline=$((SECONDS + $3))
 	until grep -q "$2" "$1" 2>/dev/null; do

@@ -12,43 +12,8 @@
 #include "local.h"
 #include "log.h"
 #include "opt.h"
+#include "sample.h"
 #include "sys.h"
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-int smp_bench_seeds(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t batch, int64_t *out)
-{
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;
-	int64_t *set;
-
-	if (num_nodes <= 0 || batch == 0 || (int64_t)batch > num_nodes)
-		return GNN_EINVAL;
-	while (cap < 2 * (uint64_t)batch)
-		cap <<= 1;
-	if ((set = malloc(cap * sizeof(*set))) == NULL)
-		return GNN_ENOMEM;
-	memset(set, 0xff, cap * sizeof(*set));
-	for (uint32_t k = 0; k < batch;) {
-		int64_t v = (int64_t)(splitmix64(&s) % (uint64_t)num_nodes);
-		uint64_t h = ((uint64_t)v * 0x9E3779B97F4A7C15ull) & (cap - 1);
-
-		while (set[h] >= 0 && set[h] != v)
-			h = (h + 1) & (cap - 1);
-		if (set[h] == v)
-			continue;  /* drawn before: draw again */
-		set[h] = v;
-		out[k++] = v;
-	}
-	free(set);
-	return GNN_OK;
-}
 
 int smp_parse_fanouts(const char *text, int32_t *fanouts, uint32_t *num_layers)
 {
@@ -127,7 +92,7 @@ static void *worker_main(void *arg)
 
 		if (i >= w->end)
 			break;
-		if ((w->rc = smp_bench_seeds((uint64_t)bcfg.seed, i, w->be->layout->num_nodes,
+		if ((w->rc = gnn_sample_distinct((uint64_t)bcfg.seed, i, w->be->layout->num_nodes,
 					     (uint32_t)bcfg.batch, seeds)) != GNN_OK)
 			break;
 		w->req.seeds = seeds;

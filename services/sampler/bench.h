@@ -8,12 +8,6 @@
 
 #include <stdint.h>
 
-/* Seeds of minibatch i of a benchmark run: batch distinct nodes of
- * [0, num_nodes), drawn uniformly from a splitmix64 stream seeded by
- * (seed, i). tests/tools/bench_sampling.c draws the same ones. out holds
- * batch entries; batch <= num_nodes. */
-int smp_bench_seeds(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t batch, int64_t *out);
-
 /* Parses a fanout list "15,10,5" (model order, input layer first) into
  * fanouts; each value -1 or 1..GNN_PROTO_MAX_FANOUT, 1..GNN_PROTO_MAX_LAYERS
  * of them. Returns GNN_EINVAL (logged) otherwise. */

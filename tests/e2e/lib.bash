@@ -8,6 +8,7 @@ TOOLS=$BUILD/tests
 DATASETS=${GNN_DATASETS:-$ROOT/../shared/datasets}
 WORK=$(mktemp -d /tmp/gnn-e2e.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
+. "$ROOT/tests/proc.bash"
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }

@@ -11,30 +11,6 @@ MB=$TOOLS/mbcheck
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
-# A TCP port nothing listens on now (the race with other processes is
-# negligible over this range).
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	return 1
-}
-
-# wait_for SECONDS COMMAND...: polls the command every 0.1 s.
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.1
-	done
-}
-
 # store NAME DATA PART PORT: starts a graph store; its pid goes to PID_<NAME>.
 store() {
 	"$G" --data "$2" --part "$3" --listen "tcp://127.0.0.1:$4" --http-addr 127.0.0.1 --http-port 0 \

@@ -10,8 +10,7 @@
  * gathering the same input rows (blocks[0]'s sources of the minibatches
  * received) from the partition files mapped in memory, into one buffer.
  * Minibatch i has the seeds `gnn-sampler bench` draws for its minibatch i
- * (smp_bench_seeds in services/sampler/bench.c; the draw is repeated here
- * because tools link libcommon only) and sampling seed seed + i, so both
+ * (gnn_sample_distinct in libcommon/sample.h) and sampling seed seed + i, so both
  * halves build the same minibatches. */
 #include <inttypes.h>
 #include <malloc.h>
@@ -27,6 +26,7 @@
 #include "opt.h"
 #include "part.h"
 #include "proto.h"
+#include "sample.h"
 #include "sys.h"
 
 static struct {
@@ -46,39 +46,6 @@ static const struct gnn_opt options[] = {
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "120000", 1, 1e7, NULL, "timeout of one request" },
 	{ NULL },
 };
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-/* The same draw as smp_bench_seeds (services/sampler/bench.c). */
-static void bench_seeds(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t batch, int64_t *out)
-{
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;
-	int64_t *set;
-
-	while (cap < 2 * (uint64_t)batch)
-		cap <<= 1;
-	set = malloc(cap * sizeof(*set));
-	memset(set, 0xff, cap * sizeof(*set));
-	for (uint32_t k = 0; k < batch;) {
-		int64_t v = (int64_t)(splitmix64(&s) % (uint64_t)num_nodes);
-		uint64_t h = ((uint64_t)v * 0x9E3779B97F4A7C15ull) & (cap - 1);
-
-		while (set[h] >= 0 && set[h] != v)
-			h = (h + 1) & (cap - 1);
-		if (set[h] == v)
-			continue;
-		set[h] = v;
-		out[k++] = v;
-	}
-	free(set);
-}
 
 struct shared {
 	struct gnn_client *client;
@@ -120,7 +87,13 @@ static void *worker_main(void *arg)
 
 		if (i >= sh->end || atomic_load(&sh->failed))
 			break;
-		bench_seeds((uint64_t)cfg.seed, i, sh->num_nodes, (uint32_t)cfg.batch, seeds);
+		if ((rc = gnn_sample_distinct((uint64_t)cfg.seed, i, sh->num_nodes, (uint32_t)cfg.batch,
+					      seeds)) != GNN_OK) {
+			printf("bench_sampling: FAIL minibatch=%" PRIu64 " code=%s reason=\"seed draw\"\n", i,
+			       gnn_errname(rc));
+			atomic_store(&sh->failed, true);
+			break;
+		}
 		rq.seeds = seeds;
 		rq.seed = (uint64_t)cfg.seed + i;
 		req.len = 0;
