@@ -6,6 +6,7 @@
 #   make bench  partitioner time and peak memory at ogbn-products scale, and
 #               distributed sampling throughput against in-process sampling
 BUILD ?= build
+.DEFAULT_GOAL := all
 CC ?= cc
 OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
@@ -37,6 +38,7 @@ BIN_partitioner := gnn-partition
 BIN_graphstore := gnn-graphstore
 BIN_sampler := gnn-sampler
 BIN_cli := gnn-cli
+BIN_trainer := gnn-trainer
 SERVICES := $(notdir $(patsubst %/,%,$(wildcard services/*/)))
 BINS := $(foreach s,$(SERVICES),$(BUILD)/bin/$(BIN_$(s)))
 SVC_LIBS := $(foreach s,$(SERVICES),$(BUILD)/lib/lib$(s).a)

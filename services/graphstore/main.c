@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "opt.h"
+#include "peers.h"
 #include "server.h"
 #include "store.h"
 #include "sys.h"
@@ -55,31 +56,12 @@ static const struct gnn_opt options[] = {
  * host name and the worker count from the CPUs. */
 static int resolve_config(void)
 {
-	char host[256] = "";
-	const char *src = "HOSTNAME";
-	const char *env = getenv("HOSTNAME");
-
 	if (cfg.data == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--data DIR (GNN_DATA) is required: the partition output folder\"");
 		return GNN_EINVAL;
 	}
-	if (cfg.part < 0) {
-		if (env != NULL && *env != '\0') {
-			snprintf(host, sizeof(host), "%s", env);
-		} else if (gethostname(host, sizeof(host) - 1) == 0) {
-			src = "gethostname";
-		} else {
-			GNN_ERROR("bad_config", "reason=\"--part not given and the host name is unknown (%s); pass --part P or GNN_PART\"",
-				  strerror(errno));
-			return GNN_EINVAL;
-		}
-		if (gs_ordinal_from_host(host, &cfg.part) != GNN_OK) {
-			GNN_ERROR("bad_config", "host=\"%s\" from=%s reason=\"--part not given and the host name does not end in -<number> as StatefulSet pods do (graphstore-0, graphstore-1, ...); pass --part P or GNN_PART\"",
-				  host, src);
-			return GNN_EINVAL;
-		}
-		GNN_INFO("part_from_host", "host=%s part=%lld", host, (long long)cfg.part);
-	}
+	if (cfg.part < 0 && gnn_own_ordinal("part", &cfg.part) != GNN_OK)
+		return GNN_EINVAL;
 	if (cfg.workers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 

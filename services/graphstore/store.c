@@ -147,24 +147,6 @@ int gs_graph_id(const struct gnn_meta *m, uint64_t *out)
 	return GNN_OK;
 }
 
-int gs_ordinal_from_host(const char *host, int64_t *out)
-{
-	const char *dash = host ? strrchr(host, '-') : NULL;
-	int64_t v = 0;
-
-	if (dash == NULL || dash[1] == '\0')
-		return GNN_EINVAL;
-	for (const char *c = dash + 1; *c != '\0'; c++) {
-		if (*c < '0' || *c > '9')
-			return GNN_EINVAL;
-		v = v * 10 + (*c - '0');
-		if (v > GNN_PROTO_MAX_PARTS - 1)
-			return GNN_EINVAL;
-	}
-	*out = v;
-	return GNN_OK;
-}
-
 int gs_store_load(struct gs_store *s)
 {
 	int32_t p = s->part_id;

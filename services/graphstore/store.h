@@ -76,11 +76,6 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size);
  * GNN_EFORMAT (logged) when meta.json lacks those fields. */
 int gs_graph_id(const struct gnn_meta *m, uint64_t *out);
 
-/* Partition number from a StatefulSet pod's host name: the number after the
- * last '-' ("graphstore-3" gives 3). GNN_EINVAL when host does not end in
- * -<digits> or the number is above 65535. */
-int gs_ordinal_from_host(const char *host, int64_t *out);
-
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
  * SAMPLE, FEAT, LABEL, SPLIT and NODES requests. Every request is checked
  * completely before any work: a malformed payload gets an ERROR reply with

@@ -23,6 +23,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "opt.h"
+#include "peers.h"
+#include "proto.h"
 #include "server.h"
 #include "service.h"
 #include "stores.h"
@@ -66,95 +68,6 @@ static const struct gnn_opt options[] = {
 	  "a partition's share of a layer goes out in calls of at most this many node IDs" },
 	{ NULL },
 };
-
-/* Expands --graphstore-pattern: its one "%d" becomes 0..count-1. The
- * pattern is not a printf format: nothing else in it is interpreted. */
-static int expand_pattern(char ***urls, size_t *n)
-{
-	const char *at = strstr(cfg.pattern, "%d");
-	size_t len = strlen(cfg.pattern);
-	char **v;
-
-	if (at == NULL || strstr(at + 2, "%d") != NULL || cfg.count <= 0) {
-		GNN_ERROR("bad_config", "graphstore-pattern=\"%s\" graphstore-count=%" PRId64 " reason=\"the pattern "
-			  "needs exactly one %%d and --graphstore-count at least 1\"", cfg.pattern, cfg.count);
-		return GNN_EINVAL;
-	}
-	if ((v = calloc((size_t)cfg.count, sizeof(*v))) == NULL)
-		return GNN_ENOMEM;
-	for (int64_t i = 0; i < cfg.count; i++) {
-		if ((v[i] = malloc(len + 24)) == NULL) {
-			*urls = v;
-			*n = (size_t)i;
-			return GNN_ENOMEM;
-		}
-		snprintf(v[i], len + 24, "%.*s%" PRId64 "%s", (int)(at - cfg.pattern), cfg.pattern, i, at + 2);
-	}
-	*urls = v;
-	*n = (size_t)cfg.count;
-	return GNN_OK;
-}
-
-/* Splits --graphstores at commas (surrounding blanks dropped). */
-static int split_list(char ***urls, size_t *n)
-{
-	size_t k = 1, used = 0;
-	const char *p = cfg.graphstores;
-	char **v;
-
-	for (const char *c = p; *c; c++)
-		k += *c == ',';
-	if ((v = calloc(k, sizeof(*v))) == NULL)
-		return GNN_ENOMEM;
-	*urls = v;
-	for (;;) {
-		const char *end = strchr(p, ','), *stop = end ? end : p + strlen(p);
-
-		while (p < stop && (*p == ' ' || *p == '\t'))
-			p++;
-		while (stop > p && (stop[-1] == ' ' || stop[-1] == '\t'))
-			stop--;
-		if (stop == p) {
-			*n = used;
-			GNN_ERROR("bad_config", "graphstores=\"%s\" reason=\"empty URL in the list\"", cfg.graphstores);
-			return GNN_EINVAL;
-		}
-		if ((v[used] = strndup(p, (size_t)(stop - p))) == NULL) {
-			*n = used;
-			return GNN_ENOMEM;
-		}
-		used++;
-		if (end == NULL)
-			break;
-		p = end + 1;
-	}
-	*n = used;
-	if (used > 65536) {
-		GNN_ERROR("bad_config", "graphstores=%zu reason=\"at most 65536 graph stores\"", used);
-		return GNN_EINVAL;
-	}
-	return GNN_OK;
-}
-
-/* The graph store URLs from whichever option gave them. */
-static int store_urls(char ***urls, size_t *n)
-{
-	*urls = NULL;
-	*n = 0;
-	if ((cfg.graphstores == NULL) == (cfg.pattern == NULL)) {
-		GNN_ERROR("bad_config", "reason=\"give --graphstores URL,... or --graphstore-pattern with "
-			  "--graphstore-count (exactly one of them)\"");
-		return GNN_EINVAL;
-	}
-	return cfg.graphstores != NULL ? split_list(urls, n) : expand_pattern(urls, n);
-}
-
-static void free_urls(char **urls, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(urls[i]);
-	free(urls);
-}
 
 /* Every minibatch allocates and frees buffers of megabytes: the stores'
  * answers, the blocks, the reply and nng's copy of it (36 MB each on
@@ -206,10 +119,9 @@ int main(int argc, char **argv)
 			   options, argc, argv);
 	if (rc == GNN_EHELP)
 		return 0;
-	if (rc != GNN_OK || store_urls(&urls, &nurls) != GNN_OK) {
-		free_urls(urls, nurls);
+	if (rc != GNN_OK || gnn_peers_parse("graphstore", cfg.graphstores, cfg.pattern, cfg.count,
+					    GNN_PROTO_MAX_PARTS, &urls, &nurls) != GNN_OK)
 		return EXIT_USAGE;
-	}
 	if (cfg.workers == 0)
 		cfg.workers = default_workers();
 	gnn_opt_log(options);
@@ -263,7 +175,7 @@ out:
 	gnn_http_stop(http);
 	smp_service_free(service);
 	gnn_metrics_free(reg);
-	free_urls(urls, nurls);
+	gnn_peers_free(urls, nurls);
 	if (status == 0)
 		GNN_INFO("stopped", "exit=0");
 	return status;

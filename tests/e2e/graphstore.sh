@@ -156,7 +156,7 @@ if wait_log late "waiting_for_data" 10; then
 	"$P" --synthetic tiny --parts 2 --out "$WORK/late" 2>/dev/null >/dev/null
 	wait_log late " ready part=1" 30
 	check wait_data_then_ready "the output appears: part 1 from the host name graphstore-1, ready, /readyz 200" \
-		bash -c "grep -q 'part_from_host host=graphstore-1 part=1' '$WORK/late.log' && grep -q 'data_found' '$WORK/late.log' &&
+		bash -c "grep -q 'ordinal_from_host host=graphstore-1 part=1' '$WORK/late.log' && grep -q 'data_found' '$WORK/late.log' &&
 			 [ \"\$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:${HTTPP[late]}/readyz)\" = 200 ] &&
 			 [ \"\$(curl -s --max-time 5 http://127.0.0.1:${HTTPP[late]}/metrics | awk '/^gnn_graphstore_ready /{print \$2}')\" = 1 ]"
 else

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "opt.h"
 #include "part.h"
+#include "peers.h"
 #include "sys.h"
 #include "testlib.h"
 
@@ -323,6 +324,26 @@ static void test_sys(void)
 	CHECK(gnn_stop_requested());
 }
 
+static void test_peers(void)
+{
+	char **u = NULL;
+	size_t n = 0;
+
+	if (CHECK(gnn_peers_parse("peer", " tcp://a:1 ,tcp://b:2", NULL, 0, 8, &u, &n) == GNN_OK) && CHECK(n == 2))
+		CHECK(strcmp(u[0], "tcp://a:1") == 0 && strcmp(u[1], "tcp://b:2") == 0);
+	gnn_peers_free(u, n);
+	if (CHECK(gnn_peers_parse("peer", NULL, "tcp://t-%d.t:7%d", 3, 8, &u, &n) == GNN_EINVAL))
+		CHECK(u == NULL && n == 0);
+	if (CHECK(gnn_peers_parse("peer", NULL, "tcp://t-%d.t:7200", 3, 8, &u, &n) == GNN_OK) && CHECK(n == 3))
+		CHECK(strcmp(u[2], "tcp://t-2.t:7200") == 0);
+	gnn_peers_free(u, n);
+	CHECK(gnn_peers_parse("peer", "a,,b", NULL, 0, 8, &u, &n) == GNN_EINVAL);
+	CHECK(gnn_peers_parse("peer", "a,b,c", NULL, 0, 2, &u, &n) == GNN_EINVAL);
+	CHECK(gnn_peers_parse("peer", NULL, "x%d", 0, 8, &u, &n) == GNN_EINVAL);
+	CHECK(gnn_peers_parse("peer", NULL, NULL, 0, 8, &u, &n) == GNN_EINVAL);
+	CHECK(gnn_peers_parse("peer", "a", "b%d", 1, 8, &u, &n) == GNN_EINVAL);
+}
+
 int main(void)
 {
 	gnn_log_init("test_common");
@@ -338,6 +359,7 @@ int main(void)
 	RUN(test_json);
 	RUN(test_meta);
 	RUN(test_sys);
+	RUN(test_peers);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

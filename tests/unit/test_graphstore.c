@@ -20,6 +20,7 @@
 #include "json.h"
 #include "log.h"
 #include "part.h"
+#include "peers.h"
 #include "proto.h"
 #include "sample.h"
 #include "store.h"
@@ -149,15 +150,15 @@ static void test_ordinal_from_host(void)
 {
 	int64_t v = -1;
 
-	CHECK(gs_ordinal_from_host("graphstore-3", &v) == GNN_OK && v == 3);
-	CHECK(gs_ordinal_from_host("gnn-dist-graphstore-12", &v) == GNN_OK && v == 12);
-	CHECK(gs_ordinal_from_host("graphstore-007", &v) == GNN_OK && v == 7);
-	CHECK(gs_ordinal_from_host("graphstore", &v) == GNN_EINVAL);
-	CHECK(gs_ordinal_from_host("graphstore-", &v) == GNN_EINVAL);
-	CHECK(gs_ordinal_from_host("graphstore-1a", &v) == GNN_EINVAL);
-	CHECK(gs_ordinal_from_host("graphstore-65536", &v) == GNN_EINVAL);
-	CHECK(gs_ordinal_from_host("graphstore-99999999999999999999999", &v) == GNN_EINVAL);
-	CHECK(gs_ordinal_from_host(NULL, &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal("graphstore-3", &v) == GNN_OK && v == 3);
+	CHECK(gnn_host_ordinal("gnn-dist-graphstore-12", &v) == GNN_OK && v == 12);
+	CHECK(gnn_host_ordinal("graphstore-007", &v) == GNN_OK && v == 7);
+	CHECK(gnn_host_ordinal("graphstore", &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal("graphstore-", &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal("graphstore-1a", &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal("graphstore-65536", &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal("graphstore-99999999999999999999999", &v) == GNN_EINVAL);
+	CHECK(gnn_host_ordinal(NULL, &v) == GNN_EINVAL);
 	CHECK(v == 7);  /* untouched by the failures */
 }
 
