@@ -2,7 +2,8 @@
 #   make deps   install missing Debian packages (no-op when all are there)
 #   make test   deps + build + every test; last line "N passed, N failed"
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/)
-#   make demo   partition the synthetic `small` graph and print its statistics
+#   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
+#               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, and
 #               distributed sampling throughput against in-process sampling
 BUILD ?= build
@@ -39,6 +40,7 @@ BIN_graphstore := gnn-graphstore
 BIN_sampler := gnn-sampler
 BIN_cli := gnn-cli
 BIN_trainer := gnn-trainer
+BIN_local := gnn-local
 SERVICES := $(notdir $(patsubst %/,%,$(wildcard services/*/)))
 BINS := $(foreach s,$(SERVICES),$(BUILD)/bin/$(BIN_$(s)))
 SVC_LIBS := $(foreach s,$(SERVICES),$(BUILD)/lib/lib$(s).a)
@@ -107,9 +109,50 @@ demo: deps
 	@tests/demo.sh $(BUILD)
 
 bench: deps
+	@missing=""; for p in python3-torch python3-numpy; do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make bench: installing$$missing (the PyTorch side of tests/bench_trainer.sh)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		{ $$SUDO apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+		echo "make bench: apt-get failed for:$$missing (the PyTorch comparison will be skipped)" >&2; \
+	fi
 	@$(MAKE) --no-print-directory all
 	@tests/bench.sh $(BUILD)
 	@tests/bench_sampling.sh $(BUILD)
+
+# ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
+# make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile with
+#                   docker (when its engine answers) or podman
+# make test-images  builds it the way a machine without registry access can
+#                   (tests/images.sh) and runs every binary's --help inside
+IMAGE ?= gnn-dist
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/gnn-dist/Chart.yaml)
+IMAGE_ENGINE ?= $(shell if timeout 10 docker info >/dev/null 2>&1; then echo docker; \
+	elif command -v podman >/dev/null 2>&1; then echo podman; fi)
+IMAGE_BASE ?= debian:bookworm-slim
+# podman as root on a host with lowered limits needs these; harmless elsewhere.
+PODMAN_FLAGS ?= --network host --ulimit nofile=1024:1024 --ulimit nproc=1000:1000
+IMAGE_FLAGS ?=
+# IMAGE_DEBOOTSTRAP=1: first make $(IMAGE_BASE) from Debian's archive
+# (docker/debian-base.sh), for engines that cannot pull it.
+IMAGE_DEBOOTSTRAP ?= 0
+
+.PHONY: images test-images
+images:
+	@[ -n "$(IMAGE_ENGINE)" ] || { echo "make images: no docker engine answers and podman is not installed" >&2; exit 1; }
+	@if [ "$(IMAGE_DEBOOTSTRAP)" = 1 ]; then docker/debian-base.sh $(IMAGE_ENGINE) $(BUILD)/image-cache $(IMAGE_BASE); fi
+	@# Only the sources the build reads: a docker daemon would otherwise be
+	@# sent every build folder.
+	@rm -rf $(BUILD)/image-context && mkdir -p $(BUILD)/image-context && \
+		tar -cf - Makefile libcommon services tests | tar -xf - -C $(BUILD)/image-context
+	$(IMAGE_ENGINE) build $(if $(filter podman,$(IMAGE_ENGINE)),$(PODMAN_FLAGS)) $(IMAGE_FLAGS) \
+		--build-arg BASE_IMAGE=$(IMAGE_BASE) -f docker/Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(BUILD)/image-context
+
+test-images:
+	@tests/images.sh $(BUILD)
 
 clean:
 	rm -rf build build-asan

@@ -301,7 +301,8 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 	v.graph_id = get_u64(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id >= v.num_parts ||
+	/* part_id == num_parts: a sampler answering for the whole graph. */
+	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id > v.num_parts ||
 	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
 	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
@@ -633,7 +634,8 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 		return rd_fail(&v.owned, GNN_ERANGE);
 	for (uint32_t l = 0; l < v.num_layers; l++) {
 		v.fanouts[l] = fanouts[l];
-		if (v.fanouts[l] == 0 || v.fanouts[l] < -1 || v.fanouts[l] > GNN_PROTO_MAX_FANOUT)
+		/* 0 is allowed here (no neighbours for that layer), unlike in SAMPLE_REQ. */
+		if (v.fanouts[l] < -1 || v.fanouts[l] > GNN_PROTO_MAX_FANOUT)
 			return rd_fail(&v.owned, GNN_ERANGE);
 	}
 	v.seeds = take(&r, v.num_seeds, 8);

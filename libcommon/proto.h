@@ -38,7 +38,7 @@
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
 #define GNN_PROTO_MAX_IDS (1 << 22)       /* node IDs in one request */
-#define GNN_PROTO_MAX_FANOUT 4096         /* per node; -1 means all neighbours */
+#define GNN_PROTO_MAX_FANOUT 4096         /* per node; -1 means all neighbours (0: see MINIBATCH_REQ) */
 #define GNN_PROTO_MAX_LAYERS 8
 #define GNN_PROTO_MAX_FEAT_DIM 65536
 #define GNN_PROTO_MAX_PARTS 65536
@@ -47,7 +47,7 @@
 
 enum gnn_msg_type {
 	GNN_MSG_ERROR = 1,          /* reply: status + UTF-8 text */
-	GNN_MSG_INFO_REQ = 2,       /* graph store: partition and layout */
+	GNN_MSG_INFO_REQ = 2,       /* graph store: partition and layout; sampler: the whole graph's layout */
 	GNN_MSG_INFO_RESP = 3,
 	GNN_MSG_SAMPLE_REQ = 4,     /* graph store: sample in-neighbours of owned nodes */
 	GNN_MSG_SAMPLE_RESP = 5,
@@ -57,7 +57,8 @@ enum gnn_msg_type {
 	GNN_MSG_LABEL_RESP = 9,
 	GNN_MSG_SPLIT_REQ = 10,     /* graph store: split codes of owned nodes */
 	GNN_MSG_SPLIT_RESP = 11,
-	GNN_MSG_NODES_REQ = 12,     /* graph store: list owned nodes of one split, paged */
+	GNN_MSG_NODES_REQ = 12,     /* graph store: list owned nodes of one split, paged;
+				     * sampler: the same across the whole graph */
 	GNN_MSG_NODES_RESP = 13,
 	GNN_MSG_MINIBATCH_REQ = 14, /* sampler: build a minibatch */
 	GNN_MSG_MINIBATCH_RESP = 15,
@@ -111,18 +112,22 @@ int gnn_decode_error(const struct gnn_hdr *h, const void *payload, struct gnn_er
 int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id);
 
 struct gnn_info {
-	uint32_t part_id, num_parts;
+	uint32_t part_id;         /* a graph store's partition, below num_parts; a sampler
+				   * answers num_parts: the whole graph, no one partition */
+	uint32_t num_parts;
 	int64_t num_nodes;        /* whole graph */
 	int64_t num_edges;        /* whole graph, directed */
 	uint32_t feat_dim, num_classes;
-	int64_t part_edges;       /* edges stored in this partition */
+	int64_t part_edges;       /* edges stored in this partition (a sampler: num_edges) */
 	uint64_t graph_id;        /* identifies the partition output (CRC of its node map
 				   * and sizes): every graph store of one graph sends the same */
 	const int64_t *offsets;   /* [num_parts + 1] partition boundaries */
 	void *owned;
 };
 int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in);
-/* Also checks the offsets: 0, strictly increasing, ending at num_nodes. */
+/* Also checks the offsets: 0, strictly increasing, ending at num_nodes, and
+ * part_id <= num_parts (so offsets[part_id + 1] exists only when
+ * part_id < num_parts: callers indexing by part_id check that first). */
 int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out);
 
 /* A list of node IDs: FEAT_REQ, LABEL_REQ and SPLIT_REQ carry only this. */
@@ -191,7 +196,11 @@ int gnn_encode_split_resp(struct gnn_wbuf *w, uint64_t req_id, const uint8_t *co
 int gnn_decode_split_resp(const void *payload, size_t len, struct gnn_split_resp *out);
 
 /* NODES_REQ: up to limit owned nodes whose split code is split, in ID order,
- * starting at global ID cursor (use the partition's node_start first). */
+ * starting at global ID cursor (use the partition's node_start, or 0, first).
+ * Sent to a sampler it lists the whole graph: cursor must lie in
+ * [0, num_nodes), and a page never crosses a partition boundary (it ends
+ * with next_cursor = the next partition's first node), so a client loops
+ * "cursor = 0; while (cursor != -1) ..." over the whole graph. */
 struct gnn_nodes_req {
 	uint8_t split;
 	uint32_t limit;
@@ -215,7 +224,10 @@ int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp
 /* MINIBATCH_REQ: seed nodes (global IDs) and one fanout per layer in model
  * order: fanouts[0] belongs to the first (input) layer, fanouts[L-1] to the
  * layer producing the seeds' outputs, as DGL's NeighborSampler([15, 10, 5]).
- * Sampling therefore starts at the seeds with fanouts[L-1]. */
+ * Sampling therefore starts at the seeds with fanouts[L-1]. Each fanout is
+ * 1..GNN_PROTO_MAX_FANOUT, -1 (all neighbours) or 0: no neighbours, the
+ * layer's block has num_src == num_dst and no edges (a features-only
+ * model); SAMPLE_REQ refuses 0. */
 enum { GNN_MB_FEATURES = 1, GNN_MB_LABELS = 2 };
 struct gnn_minibatch_req {
 	uint64_t seed;

@@ -108,8 +108,7 @@ int gnn_fsync_dir(const char *dir)
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_flag = 1;
+	stop_flag = sig;
 }
 
 int gnn_signals_install(void)
@@ -128,4 +127,9 @@ int gnn_signals_install(void)
 bool gnn_stop_requested(void)
 {
 	return stop_flag != 0;
+}
+
+int gnn_stop_signal(void)
+{
+	return (int)stop_flag;
 }

@@ -27,5 +27,7 @@ int gnn_fsync_dir(const char *dir);
 int gnn_signals_install(void);
 /* True once SIGTERM or SIGINT arrived. */
 bool gnn_stop_requested(void);
+/* The signal that arrived (the last one), 0 when none. */
+int gnn_stop_signal(void);
 
 #endif

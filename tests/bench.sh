@@ -30,3 +30,5 @@ jq -r --slurpfile r "$r" '
   "edge_cut metis=\(.edge_cut) random=\($r[0].edge_cut) ratio=\(.edge_cut/$r[0].edge_cut*1000|round/1000) target<0.5 \(if .edge_cut*2 < $r[0].edge_cut then "OK" else "OVER" end)",
   "balance metis nodes=\(.balance.nodes*1000|round/1000) edges=\(.balance.edges*1000|round/1000) train=\(.balance.train*1000|round/1000)"' "$m"
 grep -h "Maximum resident set size" "$DIR/$PRESET-metis.log" | sed 's/^\s*/time -v (metis): /'
+"$ROOT/tests/bench_trainer.sh" "$BUILD"
+"$ROOT/tests/bench_epoch.sh" "$BUILD"

@@ -83,4 +83,6 @@ $(FUZZ_RUNS): fuzz-run-%: $(FUZZ_DIR)/fuzz_% $(FUZZ_DIR)/corpus.stamp
 		exit 1; \
 	fi
 
+# Dependency files are only ever included, never built.
+$(FUZZ_DIR)/obj/%.d: ;
 -include $(wildcard $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/obj/libcommon/*.d)

@@ -46,7 +46,9 @@ json_t *cli_id_array(const int64_t *ids, uint64_t n);
 
 /* Reply -> JSON conversions. They return a new reference (NULL when out of
  * memory); the decoded replies are borrowed. */
-json_t *cli_info_json(const char *url, const struct gnn_info *info);
+/* key names the URL's field: "store" or "sampler". A sampler's answer
+ * (part_id == num_parts: the whole graph) has no node_start/node_end. */
+json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *info);
 json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r);
 json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb);
 

@@ -1,6 +1,8 @@
 /* cmd.c - gnn-cli's commands: build one request (or a series, for nodes),
  * call the graph store or sampler with a timeout and bounded retries
- * (client.h), check the reply completely and convert it to JSON. */
+ * (client.h), check the reply completely and convert it to JSON. info and
+ * nodes ask a graph store (--store: its partition) or a sampler
+ * (--sampler: the whole graph), which answer the same messages. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,20 @@ static int call(struct gnn_client *cl, const char *url, struct gnn_wbuf *req, ui
 	return rc;
 }
 
+/* The one service info and nodes talk to: *url and *opt ("--store" or
+ * "--sampler"). Neither or both is bad usage. */
+static int pick_target(const struct cli_config *c, const char **url, const char **opt)
+{
+	if ((c->store == NULL) == (c->sampler == NULL)) {
+		cli_error("give either --store URL (a graph store: its partition) or --sampler URL (a sampler: the "
+			  "whole graph)%s", c->store != NULL ? ", not both" : ", e.g. --store tcp://127.0.0.1:7000");
+		return GNN_EINVAL;
+	}
+	*url = c->store != NULL ? c->store : c->sampler;
+	*opt = c->store != NULL ? "--store" : "--sampler";
+	return GNN_OK;
+}
+
 static int bad_reply(const char *url, const char *what, int rc)
 {
 	cli_error("malformed reply from %s: %s (%s)", url, what, gnn_errname(rc));
@@ -91,20 +107,21 @@ int cli_cmd_info(const struct cli_config *c, json_t **out)
 	struct gnn_info info = { 0 };
 	nng_msg *reply = NULL;
 	const void *payload;
+	const char *url, *opt;
 	size_t len;
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
 	gnn_encode_info_req(&req, next_req_id++);
-	if ((rc = call(cl, c->store, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK)
+	if ((rc = call(cl, url, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
 	if ((rc = gnn_decode_info_resp(payload, len, &info)) != GNN_OK) {
-		rc = bad_reply(c->store, "INFO", rc);
+		rc = bad_reply(url, "INFO", rc);
 		goto out;
 	}
-	if ((*out = cli_info_json(c->store, &info)) == NULL)
+	if ((*out = cli_info_json(opt + 2, url, &info)) == NULL)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(info.owned);
@@ -259,6 +276,7 @@ int cli_cmd_nodes(const struct cli_config *c, json_t **out)
 	json_t *ids = json_array();
 	int64_t cursor = 0, last = -1;
 	uint64_t count = 0, limit = c->limit > 0 ? (uint64_t)c->limit : UINT64_MAX;
+	const char *url, *opt;
 	int pages = 0;
 	uint8_t split;
 	int rc;
@@ -271,9 +289,10 @@ int cli_cmd_nodes(const struct cli_config *c, json_t **out)
 		rc = GNN_EINVAL;
 		goto out;
 	}
-	if ((rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
-	/* Page through the partition: each reply says where to continue. */
+	/* Page through the partition (a sampler: the whole graph, a partition
+	 * after another): each reply says where to continue. */
 	while (cursor >= 0 && count < limit) {
 		uint64_t want = limit - count < (uint64_t)c->page ? limit - count : (uint64_t)c->page;
 		struct gnn_nodes_resp r;
@@ -283,7 +302,7 @@ int cli_cmd_nodes(const struct cli_config *c, json_t **out)
 
 		req.len = 0;
 		gnn_encode_nodes_req(&req, next_req_id++, split, (uint32_t)want, cursor);
-		if ((rc = call(cl, c->store, &req, GNN_MSG_NODES_RESP, &reply, &payload, &len)) != GNN_OK)
+		if ((rc = call(cl, url, &req, GNN_MSG_NODES_RESP, &reply, &payload, &len)) != GNN_OK)
 			goto out;
 		rc = gnn_decode_nodes_resp(payload, len, &r);
 		if (rc == GNN_OK) {
@@ -304,11 +323,11 @@ int cli_cmd_nodes(const struct cli_config *c, json_t **out)
 		nng_msg_free(reply);
 		pages++;
 		if (rc != GNN_OK) {
-			rc = bad_reply(c->store, "NODES reply out of order or not advancing", rc);
+			rc = bad_reply(url, "NODES reply out of order or not advancing", rc);
 			goto out;
 		}
 	}
-	*out = json_pack("{s:s, s:s, s:I, s:I, s:i, s:O}", "store", c->store, "split", c->split,
+	*out = json_pack("{s:s, s:s, s:I, s:I, s:i, s:O}", opt + 2, url, "split", c->split,
 			 "count", (json_int_t)count, "next_cursor", (json_int_t)cursor, "pages", pages, "nodes",
 			 ids);
 	if (*out == NULL)

@@ -25,12 +25,20 @@ static struct cli_config cfg;
 
 #define STORE_ROW { "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL, \
 		    "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000" }
+#define SAMPLER_ROW { "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL, \
+		      "sampler's nng URL, e.g. tcp://sampler:7100" }
+/* info and nodes ask either one store or a sampler (the whole graph). */
+#define STORE_OR_SAMPLER_ROWS \
+	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL, \
+	  "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000 (its partition)" }, \
+	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL, \
+	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (the whole graph)" }
 #define NODES_ROW { "nodes", GNN_OPT_LIST, &cfg.nodes, NULL, 0, 0, NULL, \
 		    "node IDs (global): 1,2,3, or @FILE / @- to read them from a file / stdin" }
 #define SEED_ROW { "seed", GNN_OPT_INT, &cfg.seed, "0", 0, (double)INT64_MAX, NULL, \
 		   "sampling seed: the same seed gives the same sample" }
 
-static const struct gnn_opt info_rows[] = { STORE_ROW, { NULL } };
+static const struct gnn_opt info_rows[] = { STORE_OR_SAMPLER_ROWS, { NULL } };
 static const struct gnn_opt sample_rows[] = {
 	STORE_ROW, NODES_ROW,
 	{ "fanout", GNN_OPT_INT, &cfg.fanout, "10", -1, GNN_PROTO_MAX_FANOUT, NULL,
@@ -39,15 +47,14 @@ static const struct gnn_opt sample_rows[] = {
 };
 static const struct gnn_opt rows_rows[] = { STORE_ROW, NODES_ROW, { NULL } };
 static const struct gnn_opt nodes_rows[] = {
-	STORE_ROW,
+	STORE_OR_SAMPLER_ROWS,
 	{ "split", GNN_OPT_STR, &cfg.split, NULL, 0, 0, "train|valid|test|none", "which nodes to list" },
 	{ "limit", GNN_OPT_INT, &cfg.limit, "0", 0, (double)INT64_MAX, NULL, "at most this many (0: all)" },
 	{ "page", GNN_OPT_INT, &cfg.page, "65536", 1, GNN_PROTO_MAX_IDS, NULL, "nodes per request while paging" },
 	{ NULL },
 };
 static const struct gnn_opt minibatch_rows[] = {
-	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
-	  "sampler's nng URL, e.g. tcp://sampler:7100" },
+	SAMPLER_ROW,
 	{ "seeds", GNN_OPT_LIST, &cfg.seeds, NULL, 0, 0, NULL,
 	  "seed nodes (global IDs): 0,5,9, or @FILE / @-" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
@@ -72,12 +79,13 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "info", "Partition and graph layout of a graph store.", info_rows, cli_cmd_info },
+	{ "info", "Graph layout from a graph store (and its partition) or a sampler.", info_rows, cli_cmd_info },
 	{ "sample", "Sampled in-neighbours of nodes the store owns.", sample_rows, cli_cmd_sample },
 	{ "features", "Feature rows of nodes the store owns.", rows_rows, cli_cmd_features },
 	{ "labels", "Labels of nodes the store owns (-1: unlabeled).", rows_rows, cli_cmd_labels },
 	{ "split", "Split (train, valid, test, none) of nodes the store owns.", rows_rows, cli_cmd_split },
-	{ "nodes", "The store's nodes of one split, in ID order (pages through all).", nodes_rows, cli_cmd_nodes },
+	{ "nodes", "Nodes of one split in ID order: one store's, or the whole graph's through a sampler.",
+	  nodes_rows, cli_cmd_nodes },
 	{ "minibatch", "A minibatch from a sampler: sampled blocks, features, labels.", minibatch_rows,
 	  cli_cmd_minibatch },
 	{ NULL },

@@ -161,8 +161,8 @@ int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint3
 		errno = 0;
 		x = strtol(p, &end, 10);
 		if (end == p || (*end != ',' && *end != '\0') || errno != 0 ||
-		    !(x == -1 || (x >= 1 && x <= GNN_PROTO_MAX_FANOUT))) {
-			cli_error("--fanouts \"%s\": each fanout is -1 (all neighbours) or 1..%d", text,
+		    !(x >= -1 && x <= GNN_PROTO_MAX_FANOUT)) {
+			cli_error("--fanouts \"%s\": each fanout is -1 (all neighbours), 0 (none) or 1..%d", text,
 				  GNN_PROTO_MAX_FANOUT);
 			return GNN_EINVAL;
 		}
@@ -222,16 +222,23 @@ static json_t *hex64(uint64_t v)
 	return json_string(buf);
 }
 
-json_t *cli_info_json(const char *url, const struct gnn_info *in)
+json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *in)
 {
-	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:o}", "store", url,
-			 "part_id", (json_int_t)in->part_id, "num_parts", (json_int_t)in->num_parts,
-			 "num_nodes", (json_int_t)in->num_nodes, "num_edges", (json_int_t)in->num_edges,
-			 "feat_dim", (json_int_t)in->feat_dim, "num_classes", (json_int_t)in->num_classes,
-			 "part_edges", (json_int_t)in->part_edges, "graph_id", hex64(in->graph_id),
-			 "node_start", (json_int_t)in->offsets[in->part_id],
-			 "node_end", (json_int_t)in->offsets[in->part_id + 1],
-			 "offsets", cli_id_array(in->offsets, (uint64_t)in->num_parts + 1));
+	json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", key, url,
+				"part_id", (json_int_t)in->part_id, "num_parts", (json_int_t)in->num_parts,
+				"num_nodes", (json_int_t)in->num_nodes, "num_edges", (json_int_t)in->num_edges,
+				"feat_dim", (json_int_t)in->feat_dim, "num_classes", (json_int_t)in->num_classes,
+				"part_edges", (json_int_t)in->part_edges, "graph_id", hex64(in->graph_id),
+				"offsets", cli_id_array(in->offsets, (uint64_t)in->num_parts + 1));
+
+	/* The decoder allows part_id == num_parts (a sampler), which owns no range. */
+	if (doc != NULL && in->part_id < in->num_parts &&
+	    (json_object_set_new(doc, "node_start", json_integer(in->offsets[in->part_id])) != 0 ||
+	     json_object_set_new(doc, "node_end", json_integer(in->offsets[in->part_id + 1])) != 0)) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r)

@@ -250,13 +250,15 @@ static uint64_t block_wire_bytes(uint64_t num_dst, uint64_t num_src, uint64_t nu
  * sources are dst followed by every new neighbour in first-seen order
  * (walking the destinations in order, each one's neighbours in the order
  * its owner returned them). With labels (the seeds' block) the seeds'
- * LABEL calls go out in the same batch. */
+ * LABEL calls go out in the same batch. Fanout 0 makes no SAMPLE calls:
+ * every degree is 0, so the sources are the destinations and there are no
+ * edges. */
 static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout, const int64_t *dst,
 			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
 {
 	struct groups g = { 0 };
 	struct idmap map = { 0 };
-	uint32_t *deg = malloc((num_dst ? num_dst : 1) * sizeof(*deg));
+	uint32_t *deg = calloc(num_dst ? num_dst : 1, sizeof(*deg));
 	const int64_t **nbrs = malloc((num_dst ? num_dst : 1) * sizeof(*nbrs));
 	int64_t *src = NULL;
 	int32_t *indptr = NULL, *indices = NULL;
@@ -272,7 +274,7 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout
 		rc = fail(j, rc, "grouping layer %" PRIu32 " by owner failed (%s)", l, gnn_strerror(rc));
 		goto out;
 	}
-	if ((rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK ||
+	if ((fanout != 0 && (rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK) ||
 	    (labels != NULL && (rc = add_calls(j, &g, SMP_OP_LABEL, 0, 0, j->max_ids)) != GNN_OK) ||
 	    (rc = run_calls(j)) != GNN_OK)
 		goto out;
@@ -618,4 +620,70 @@ void smp_minibatch_free(struct smp_minibatch *m)
 	free(m->feat);
 	free(m->labels);
 	memset(m, 0, sizeof(*m));
+}
+
+/* ---- NODES ---- */
+
+int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
+		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len)
+{
+	const struct smp_layout *l = be->layout;
+	int32_t p = smp_owner(l, req->cursor);
+	size_t start = w->len;
+	struct smp_call c;
+	int64_t lo, hi, prev, next;
+	char who[256];
+	int rc;
+
+	err[0] = '\0';
+	if (p < 0) {
+		snprintf(err, err_len, "cursor %" PRId64 " is outside the graph's nodes [0, %" PRId64 "): start at 0 "
+			 "and continue at each reply's next_cursor until it is -1", req->cursor, l->num_nodes);
+		return GNN_ERANGE;
+	}
+	c = (struct smp_call){ .op = SMP_OP_NODES, .part = (uint32_t)p, .split = req->split,
+			       .limit = req->limit, .cursor = req->cursor };
+	if ((rc = be->run(be->ctx, &c, 1, err, err_len)) != GNN_OK)
+		goto out;
+	/* The store's page lies in [cursor, end of its partition), ascending,
+	 * and its next_cursor moves past the page (progress is guaranteed). */
+	lo = req->cursor;
+	hi = l->offsets[p + 1];
+	prev = lo - 1;
+	be->describe(be->ctx, (uint32_t)p, who, sizeof(who));
+	if (c.num_found > req->limit) {
+		snprintf(err, err_len, "%s: %" PRIu32 " nodes listed for a limit of %" PRIu32, who, c.num_found,
+			 req->limit);
+		rc = GNN_EPROTO;
+		goto out;
+	}
+	for (uint32_t i = 0; i < c.num_found; i++) {
+		if (c.found[i] <= prev || c.found[i] >= hi) {
+			snprintf(err, err_len, "%s: listed node %" PRId64 " (entry %" PRIu32 ") out of order or outside "
+				 "[%" PRId64 ", %" PRId64 ")", who, c.found[i], i, lo, hi);
+			rc = GNN_EPROTO;
+			goto out;
+		}
+		prev = c.found[i];
+	}
+	next = c.next_cursor;
+	if (next != -1 && (next <= prev || next <= lo || next >= hi)) {
+		snprintf(err, err_len, "%s: next_cursor %" PRId64 " does not move forward inside [%" PRId64 ", %" PRId64
+			 ") after node %" PRId64, who, next, lo, hi, prev);
+		rc = GNN_EPROTO;
+		goto out;
+	}
+	/* This partition is done: continue with the next one. */
+	if (next == -1 && (uint32_t)p + 1 < l->num_parts)
+		next = l->offsets[p + 1];
+	if ((rc = gnn_encode_nodes_resp(w, req_id, c.found, c.num_found, next)) != GNN_OK) {
+		snprintf(err, err_len, "cannot encode %" PRIu32 " nodes (%s)", c.num_found, gnn_strerror(rc));
+		w->len = start;
+		goto out;
+	}
+	if (n != NULL)
+		*n = c.num_found;
+out:
+	be->release(be->ctx, &c, 1);
+	return rc;
 }

@@ -1,12 +1,13 @@
 /* core.h - builds a minibatch (struct gnn_minibatch of proto.h) from seed
  * nodes: multi-hop sampled blocks, the input nodes' features and the seeds'
- * labels (docs/sampler.md).
+ * labels (docs/sampler.md); and pages through one split's nodes across the
+ * whole graph (NODES).
  *
  * The core does the work that does not depend on where the partitions live:
  * it groups each layer's frontier by owning partition, asks the backend for
  * every partition's share at once, checks every answer and merges the
- * answers into a block. The backend answers per-partition SAMPLE, FEAT and
- * LABEL calls: the graph stores over nng in the service (stores.h), or
+ * answers into a block. The backend answers per-partition SAMPLE, FEAT,
+ * LABEL and NODES calls: the graph stores over nng in the service (stores.h), or
  * partitions mapped into this process (local.h) in tests and in the
  * benchmark, so both run exactly this code.
  *
@@ -19,6 +20,7 @@
 #ifndef SMP_CORE_H
 #define SMP_CORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,7 +29,9 @@
 /* The graph's shape, as the graph stores report it (INFO). */
 struct smp_layout {
 	int64_t num_nodes;
+	int64_t num_edges;        /* directed, whole graph */
 	uint32_t num_parts, feat_dim, num_classes;
+	uint64_t graph_id;        /* the stores' graph_id (0 when unknown: in process) */
 	const int64_t *offsets;   /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
 };
 
@@ -35,7 +39,7 @@ struct smp_layout {
  * when id lies outside [0, num_nodes). */
 int32_t smp_owner(const struct smp_layout *l, int64_t id);
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL };
+enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES };
 
 /* One request to the owner of one partition and, once run, its answer. */
 struct smp_call {
@@ -47,6 +51,9 @@ struct smp_call {
 	uint64_t seed;            /* SAMPLE: the layer's seed */
 	int32_t fanout;           /* SAMPLE: > 0, or -1 for all neighbours */
 	uint32_t first;           /* the core's bookkeeping: where ids start in its list */
+	uint8_t split;            /* NODES (n = 0, ids unused): the partition's nodes of */
+	uint32_t limit;           /*   this split, at most limit (>= 1) of them, */
+	int64_t cursor;           /*   from this global ID on, as a NODES_REQ to its store */
 	/* Set by the backend's run on success; the memory stays the backend's
 	 * until its release. The backend checks the sizes (n answers, feat_dim
 	 * columns); the core checks the values. */
@@ -55,6 +62,9 @@ struct smp_call {
 	uint64_t total;           /* SAMPLE: sum of counts */
 	const float *rows;        /* FEAT: [n * feat_dim] */
 	const int32_t *labels;    /* LABEL: [n] */
+	const int64_t *found;     /* NODES: [num_found] node IDs (num_found <= limit) */
+	uint32_t num_found;
+	int64_t next_cursor;      /* NODES: where the store continues, -1 when done */
 	void *keep;               /* the backend's: what the answers point into */
 };
 
@@ -72,6 +82,11 @@ struct smp_backend {
 	/* Writes a name for partition part's server for error texts:
 	 * "graphstore-1 (tcp://...)". */
 	void (*describe)(void *ctx, uint32_t part, char *buf, size_t size);
+	/* Optional (NULL: always true). Whether layout is filled in yet; the
+	 * other calls may be used only once it returned true. When false,
+	 * reason (NUL-terminated) says what is awaited: "waiting for graph
+	 * stores: graphstore-1(tcp://...)". Thread-safe. */
+	bool (*layout_known)(void *ctx, char *reason, size_t size);
 };
 
 struct smp_build_opts {
@@ -139,5 +154,19 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 
 /* Frees the minibatch's arrays. Safe on a zeroed struct. */
 void smp_minibatch_free(struct smp_minibatch *m);
+
+/* NODES across the whole graph: req (decoded) is forwarded to the
+ * partition owning req->cursor; its answer is checked (IDs ascending,
+ * inside that partition, at or after the cursor, at most limit; a
+ * next_cursor that moves forward) and appended to w as one NODES_RESP
+ * (request ID req_id). When the partition is exhausted and more follow,
+ * next_cursor is the next partition's first node, so a client's loop from
+ * cursor 0 to -1 visits every partition in ID order. On success *n (may
+ * be NULL) gets the number of nodes listed. Errors, with err saying which:
+ * GNN_ERANGE for a cursor outside [0, num_nodes), the backend's code (its
+ * text names the store), GNN_EPROTO for an answer breaking the contract,
+ * GNN_ENOMEM; w is then as it was (its failed flag set on GNN_ENOMEM). */
+int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
+		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len);
 
 #endif

@@ -54,7 +54,7 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 		free(l);
 		return rc;
 	}
-	l->layout = (struct smp_layout){ .num_nodes = l->meta.num_nodes,
+	l->layout = (struct smp_layout){ .num_nodes = l->meta.num_nodes, .num_edges = l->meta.num_edges,
 					 .num_parts = (uint32_t)l->meta.num_parts,
 					 .feat_dim = (uint32_t)l->meta.feat_dim,
 					 .num_classes = (uint32_t)l->meta.num_classes,
@@ -72,7 +72,7 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 			goto out_fail;
 		l->parts[p] = (struct smp_local_part){ .node_start = g->node_start, .node_end = g->node_end,
 						       .indptr = g->indptr, .indices = g->indices,
-						       .feat = g->feat, .labels = g->labels };
+						       .feat = g->feat, .labels = g->labels, .split = g->split };
 	}
 	*out = l;
 	return GNN_OK;
@@ -229,6 +229,32 @@ static int local_label(const struct smp_local_part *pt, struct smp_call *c, int6
 	return GNN_OK;
 }
 
+/* NODES: what a graph store does (a cursor below the partition starts at
+ * its first node; next_cursor -1 once the partition is exhausted). */
+static int local_nodes(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+{
+	int64_t v = c->cursor < pt->node_start ? pt->node_start : c->cursor, *found;
+	uint64_t cap = v < pt->node_end ? (uint64_t)(pt->node_end - v) : 0;
+	uint32_t n = 0;
+
+	if (pt->split == NULL) {
+		*bad = c->cursor;
+		return GNN_EINVAL;
+	}
+	if (cap > c->limit)
+		cap = c->limit;
+	if ((found = malloc(cap * sizeof(*found) + 1)) == NULL)
+		return GNN_ENOMEM;
+	for (; v < pt->node_end && n < c->limit; v++)
+		if (pt->split[v - pt->node_start] == c->split)
+			found[n++] = v;
+	c->found = found;
+	c->num_found = n;
+	c->next_cursor = n == c->limit && v < pt->node_end ? v : -1;
+	c->keep = found;
+	return GNN_OK;
+}
+
 static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
 {
 	struct smp_local *l = ctx;
@@ -256,8 +282,15 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 		case SMP_OP_LABEL:
 			rc = local_label(pt, c, &bad);
 			break;
+		case SMP_OP_NODES:
+			rc = local_nodes(pt, c, &bad);
+			break;
 		default:
 			rc = GNN_EINVAL;
+		}
+		if (rc != GNN_OK && c->op == SMP_OP_NODES && rc == GNN_EINVAL) {
+			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no split codes", c->part);
+			return rc;
 		}
 		if (rc != GNN_OK) {
 			snprintf(err, err_len, "partition %" PRIu32 " (in process): node %" PRId64 ": %s", c->part,

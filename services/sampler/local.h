@@ -1,6 +1,6 @@
 /* local.h - the in-process backend of the minibatch core (core.h): every
- * partition's arrays in this process, answering SAMPLE, FEAT and LABEL
- * calls exactly as a graph store does (gnn_sample_choose per node, rows
+ * partition's arrays in this process, answering SAMPLE, FEAT, LABEL and
+ * NODES calls exactly as a graph store does (gnn_sample_choose per node, rows
  * gathered into an answer buffer), without the network. The unit tests and
  * the benchmark's in-process reference (`gnn-sampler bench`) use it. */
 #ifndef SMP_LOCAL_H
@@ -18,12 +18,15 @@ struct smp_local_part {
 	const int64_t *indices;   /* [indptr[last]], global IDs */
 	const float *feat;        /* [(node_end - node_start) * feat_dim] */
 	const int32_t *labels;    /* [node_end - node_start] */
+	const uint8_t *split;     /* [node_end - node_start] GNN_SPLIT_* codes, or NULL:
+				   * NODES calls then fail with GNN_EINVAL */
 };
 
 struct smp_local;
 
 /* Maps every partition of a gnn-partition output folder (part.h); with
- * verify, checks CRCs and contents first (reads everything). *out is the
+ * verify, checks CRCs and contents first (reads everything). The layout's
+ * graph_id is 0 (the graph stores' ID is theirs to compute). *out is the
  * caller's: smp_local_close. */
 int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out);
 

@@ -4,9 +4,11 @@
  * need.
  *
  *   options -> dial the graph stores -> /healthz,/readyz,/metrics ->
- *   wait for every store's INFO (the layout) -> serve MINIBATCH_REQ on
- *   --listen with --workers threads, a background INFO check keeping
- *   /readyz honest -> SIGTERM: stop serving, close, exit 0.
+ *   listen on --listen with --workers threads (requests get ERROR eunavail
+ *   "waiting for graph stores: ..." for now) -> wait for every store's
+ *   INFO (the layout) -> serve MINIBATCH_REQ, INFO_REQ and NODES_REQ, a
+ *   background INFO check keeping /readyz honest -> SIGTERM: stop
+ *   serving, close, exit 0.
  *
  * `gnn-sampler bench ...` runs the in-process benchmark instead (bench.h). */
 #include <inttypes.h>
@@ -48,7 +50,8 @@ static const struct gnn_opt options[] = {
 	  "expanded for 0..COUNT-1" },
 	{ "graphstore-count", GNN_OPT_INT, &cfg.count, "0", 0, 65536, NULL,
 	  "number of graph stores for --graphstore-pattern" },
-	{ "listen", GNN_OPT_STR, &cfg.listen, "tcp://0.0.0.0:7100", 0, 0, NULL, "nng URL to serve minibatches on" },
+	{ "listen", GNN_OPT_STR, &cfg.listen, "tcp://0.0.0.0:7100", 0, 0, NULL,
+	  "nng URL to serve minibatch, info and nodes requests on" },
 	{ "http-port", GNN_OPT_INT, &cfg.http_port, "9101", 0, 65535, NULL,
 	  "port of /healthz, /readyz, /metrics (0: any free port)" },
 	{ "http-addr", GNN_OPT_STR, &cfg.http_addr, "0.0.0.0", 0, 0, NULL, "address the HTTP server binds" },
@@ -139,14 +142,10 @@ int main(int argc, char **argv)
 	if ((rc = gnn_http_start(cfg.http_addr, (int)cfg.http_port, reg, smp_stores_ready, stores, &http)) != GNN_OK)
 		goto out;
 
-	rc = smp_stores_connect(stores, (double)cfg.wait_stores, gnn_stop_requested);
-	if (rc == GNN_ECLOSED) {
-		status = 0;
-		goto out;
-	}
-	if (rc != GNN_OK)
-		goto out;
-
+	/* Listening before the stores answer lets a trainer that is already
+	 * asking get "waiting for graph stores: ..." (the backend's
+	 * layout_known) instead of a timeout, and a busy --listen port fail
+	 * at once. */
 	smp_stores_backend(stores, &be);
 	sv = (struct smp_service_opts){ .backend = &be, .metrics = reg,
 				       .max_ids_per_call = (uint32_t)cfg.ids_per_call };
@@ -155,7 +154,15 @@ int main(int argc, char **argv)
 	if ((rc = smp_service_new(&sv, &service)) != GNN_OK)
 		goto out;
 	srv.ctx = service;
-	if ((rc = gnn_server_start(&srv, &server)) != GNN_OK || (rc = smp_stores_start_check(stores)) != GNN_OK)
+	if ((rc = gnn_server_start(&srv, &server)) != GNN_OK)
+		goto out;
+
+	rc = smp_stores_connect(stores, (double)cfg.wait_stores, gnn_stop_requested);
+	if (rc == GNN_ECLOSED) {
+		status = 0;
+		goto out;
+	}
+	if (rc != GNN_OK || (rc = smp_stores_start_check(stores)) != GNN_OK)
 		goto out;
 	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64, cfg.listen,
 		 gnn_server_port(server), gnn_http_port(http), nurls, cfg.workers);

@@ -51,31 +51,71 @@ void smp_service_free(struct smp_service *s)
 	free(s);
 }
 
-/* Replaces whatever is in out by an ERROR for h. */
+/* Replaces whatever is in out by an ERROR for h, logged as "<op>_failed"
+ * (minibatch_failed, nodes_failed, info_failed, request_failed). */
 static int reply_error(struct gnn_wbuf *out, const struct gnn_hdr *h, int code, const char *text)
 {
+	const char *event = h->type == GNN_MSG_MINIBATCH_REQ ? "minibatch_failed" :
+			    h->type == GNN_MSG_NODES_REQ ? "nodes_failed" :
+			    h->type == GNN_MSG_INFO_REQ ? "info_failed" : "request_failed";
+
 	out->len = 0;
 	out->failed = false;
-	GNN_WARN("minibatch_failed", "req_id=%" PRIu64 " code=%s reason=\"%s\"", h->req_id, gnn_errname(code),
-		 text);
+	GNN_WARN(event, "req_id=%" PRIu64 " code=%s reason=\"%s\"", h->req_id, gnn_errname(code), text);
 	return gnn_encode_error(out, h->req_id, (uint32_t)code, text);
 }
 
-int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
-		       struct gnn_wbuf *out)
+/* INFO: the whole graph's layout. part_id = num_parts says that the answer
+ * is not one partition's (docs/protocol.md); part_edges is every edge. */
+static int on_info(struct smp_service *s, const struct gnn_hdr *h, size_t len, struct gnn_wbuf *out)
 {
-	struct smp_service *s = ctx;
+	const struct smp_layout *l = s->be->layout;
+	struct gnn_info info = { .part_id = l->num_parts, .num_parts = l->num_parts, .num_nodes = l->num_nodes,
+				 .num_edges = l->num_edges, .feat_dim = l->feat_dim,
+				 .num_classes = l->num_classes, .part_edges = l->num_edges,
+				 .graph_id = l->graph_id, .offsets = l->offsets };
+	char text[128];
+
+	if (len != 0) {
+		snprintf(text, sizeof(text), "INFO request carries %zu payload bytes; it has none", len);
+		return reply_error(out, h, GNN_EPROTO, text);
+	}
+	if (gnn_encode_info_resp(out, h->req_id, &info) != GNN_OK)
+		return reply_error(out, h, GNN_ENOMEM, "out of memory");
+	return GNN_OK;
+}
+
+static int on_nodes(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
+		    struct gnn_wbuf *out)
+{
+	struct gnn_nodes_req req;
+	char err[512], text[640];
+	uint32_t n = 0;
+	int rc;
+
+	if ((rc = gnn_decode_nodes_req(payload, len, &req)) != GNN_OK) {
+		snprintf(text, sizeof(text), "malformed nodes request: %s (%s)",
+			 rc == GNN_ERANGE ? "split over 3, limit 0 or over 2^22, or a negative cursor"
+					  : "its payload is not 16 bytes",
+			 gnn_errname(rc));
+		return reply_error(out, h, rc, text);
+	}
+	if ((rc = smp_nodes_message(s->be, h->req_id, &req, out, &n, err, sizeof(err))) != GNN_OK)
+		return reply_error(out, h, rc, err);
+	GNN_DEBUG("nodes", "req_id=%" PRIu64 " split=%u cursor=%" PRId64 " limit=%" PRIu32 " listed=%" PRIu32,
+		  h->req_id, (unsigned)req.split, req.cursor, req.limit, n);
+	return GNN_OK;
+}
+
+static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
+			struct gnn_wbuf *out)
+{
 	struct gnn_minibatch_req req;
 	struct smp_minibatch_stats st;
 	double t0 = gnn_now();
 	char err[512], text[640];
 	int rc;
 
-	if (h->type != GNN_MSG_MINIBATCH_REQ) {
-		snprintf(text, sizeof(text), "the sampler answers minibatch requests only, not %s (type %u)",
-			 gnn_msg_name(h->type), (unsigned)h->type);
-		return reply_error(out, h, GNN_EPROTO, text);
-	}
 	if ((rc = gnn_decode_minibatch_req(payload, len, &req)) != GNN_OK) {
 		snprintf(text, sizeof(text), "malformed minibatch request: %s (%s)",
 			 rc == GNN_ERANGE ? "a count, fanout or flag is outside the limits of docs/protocol.md"
@@ -97,4 +137,26 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 		  req.num_layers, st.sampled_edges, st.input_nodes, st.wire_bytes, gnn_now() - t0);
 	gnn_proto_release(req.owned);
 	return GNN_OK;
+}
+
+int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
+		       struct gnn_wbuf *out)
+{
+	struct smp_service *s = ctx;
+	char text[640];
+
+	if (h->type != GNN_MSG_MINIBATCH_REQ && h->type != GNN_MSG_NODES_REQ && h->type != GNN_MSG_INFO_REQ) {
+		snprintf(text, sizeof(text), "the sampler answers info, nodes and minibatch requests only, not %s "
+			 "(type %u)", gnn_msg_name(h->type), (unsigned)h->type);
+		return reply_error(out, h, GNN_EPROTO, text);
+	}
+	/* Until the stores have told the layout there is nothing to answer
+	 * with: say so, rather than let the client time out. */
+	if (s->be->layout_known != NULL && !s->be->layout_known(s->be->ctx, text, sizeof(text)))
+		return reply_error(out, h, GNN_EUNAVAIL, text);
+	if (h->type == GNN_MSG_INFO_REQ)
+		return on_info(s, h, len, out);
+	if (h->type == GNN_MSG_NODES_REQ)
+		return on_nodes(s, h, payload, len, out);
+	return on_minibatch(s, h, payload, len, out);
 }

@@ -52,7 +52,7 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 	int rc;
 
 	if ((rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_requests_total",
-				      "Calls to a graph store (SAMPLE, FEAT, LABEL), by store", label, 1, &req)) ||
+				      "Calls to a graph store (SAMPLE, FEAT, LABEL, NODES), by store", label, 1, &req)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_errors_total",
 				      "Calls to a graph store that failed after their retries or got an error reply",
 				      label, 1, &err)) ||
@@ -272,6 +272,13 @@ static int check_layout(struct smp_stores *s)
 		const struct gnn_info *in = &st->info;
 		const char *field = NULL;
 
+		/* part_id == num_parts is how a sampler answers INFO. */
+		if (in->part_id >= in->num_parts) {
+			GNN_ERROR("graphstores_mismatch", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
+				  " reason=\"%s answers for the whole graph, not for one partition: it is a sampler, "
+				  "not a graph store\"", st->name, st->url, in->part_id, in->num_parts, st->name);
+			return GNN_EINVAL;
+		}
 		if (in->graph_id != ref->graph_id)
 			field = "graph_id";
 		else if (in->num_parts != ref->num_parts)
@@ -299,8 +306,9 @@ static int check_layout(struct smp_stores *s)
 		}
 		s->part_store[in->part_id] = (uint32_t)i;
 	}
-	s->layout = (struct smp_layout){ .num_nodes = ref->num_nodes, .num_parts = ref->num_parts,
-					 .feat_dim = ref->feat_dim, .num_classes = ref->num_classes,
+	s->layout = (struct smp_layout){ .num_nodes = ref->num_nodes, .num_edges = ref->num_edges,
+					 .num_parts = ref->num_parts, .feat_dim = ref->feat_dim,
+					 .num_classes = ref->num_classes, .graph_id = ref->graph_id,
 					 .offsets = ref->offsets };
 	return GNN_OK;
 }
@@ -476,16 +484,26 @@ int smp_stores_start_check(struct smp_stores *s)
 	return GNN_OK;
 }
 
+/* The backend's layout_known: the layout is fixed once connect succeeded. */
+static bool stores_layout_known(void *ctx, char *reason, size_t size)
+{
+	struct smp_stores *s = ctx;
+	char list[256];
+
+	if (atomic_load(&s->connected))
+		return true;
+	list_stores(s, ST_UP, true, list, sizeof(list));
+	snprintf(reason, size, "waiting for graph stores: %s", list[0] ? list : "layout check");
+	return false;
+}
+
 bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 
-	if (!atomic_load(&s->connected)) {
-		list_stores(s, ST_UP, true, list, sizeof(list));
-		snprintf(reason, reason_size, "waiting for graph stores: %s", list[0] ? list : "layout check");
+	if (!stores_layout_known(s, reason, reason_size))
 		return false;
-	}
 	if (count_state(s, ST_UP) == s->n)
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
@@ -541,6 +559,8 @@ static int encode_call(struct gnn_wbuf *w, uint64_t req_id, const struct smp_cal
 		return gnn_encode_ids_req(w, GNN_MSG_FEAT_REQ, req_id, c->ids, c->n);
 	case SMP_OP_LABEL:
 		return gnn_encode_ids_req(w, GNN_MSG_LABEL_REQ, req_id, c->ids, c->n);
+	case SMP_OP_NODES:
+		return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
 	}
 	return GNN_EINVAL;
 }
@@ -550,7 +570,8 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 {
 	static const uint16_t want[] = { [SMP_OP_SAMPLE] = GNN_MSG_SAMPLE_RESP,
 					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
-					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP };
+					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
+					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
@@ -577,6 +598,17 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 		c->rows = r.rows;
 		return r.n == c->n && r.dim == s->layout.feat_dim ? GNN_OK : GNN_EPROTO;
 	}
+	if (c->op == SMP_OP_NODES) {
+		struct gnn_nodes_resp r;
+
+		if ((rc = gnn_decode_nodes_resp(payload, len, &r)) != GNN_OK)
+			return rc;
+		h->owned = r.owned;
+		c->found = r.ids;
+		c->num_found = r.n;
+		c->next_cursor = r.next_cursor;
+		return r.n <= c->limit ? GNN_OK : GNN_EPROTO;
+	}
 	struct gnn_label_resp r;
 
 	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
@@ -588,7 +620,7 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 
 static const char *op_name(enum smp_op op)
 {
-	return op == SMP_OP_SAMPLE ? "sample" : op == SMP_OP_FEAT ? "features" : "labels";
+	return op == SMP_OP_SAMPLE ? "sample" : op == SMP_OP_FEAT ? "features" : op == SMP_OP_LABEL ? "labels" : "nodes";
 }
 
 static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
@@ -600,6 +632,11 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 
 	for (size_t i = 0; i < n; i++)
 		calls[i].keep = NULL;
+	/* Callers ask layout_known first; this only keeps a slip harmless. */
+	if (!stores_layout_known(s, err, err_len)) {
+		rc = GNN_EUNAVAIL;
+		goto out;
+	}
 	if (gc == NULL || reqs == NULL) {
 		snprintf(err, err_len, "out of memory");
 		rc = GNN_ENOMEM;
@@ -679,5 +716,6 @@ static void stores_release(void *ctx, struct smp_call *calls, size_t n)
 void smp_stores_backend(struct smp_stores *s, struct smp_backend *be)
 {
 	*be = (struct smp_backend){ .layout = &s->layout, .ctx = s, .run = stores_run,
-				    .release = stores_release, .describe = stores_describe };
+				    .release = stores_release, .describe = stores_describe,
+				    .layout_known = stores_layout_known };
 }

@@ -35,7 +35,8 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out);
 /* Waits up to wait_s seconds until every store has answered INFO, logging
  * every ~10 s which ones it still waits for, then checks the layout: one
  * graph_id and shape everywhere, num_parts equal to the number of stores,
- * each partition served by exactly one store. Returns GNN_OK (the layout
+ * each partition served by exactly one store (an answer for the whole
+ * graph, part_id == num_parts, is a sampler's and refused). Returns GNN_OK (the layout
  * is then fixed), GNN_ETIMEDOUT (the log names the missing stores),
  * GNN_EINVAL (inconsistent stores; the log says how) or GNN_ECLOSED when
  * stop() became true. */
@@ -53,10 +54,12 @@ int smp_stores_start_check(struct smp_stores *s);
  * last check. ctx is the struct smp_stores. */
 bool smp_stores_ready(void *ctx, char *reason, size_t reason_size);
 
-/* Fills be with the backend sending calls to the stores (valid while s is).
- * A failed call makes run return GNN_EUNAVAIL (no answer within the
- * timeout and retries) or the store's error code, with a text naming the
- * store and its URL. */
+/* Fills be with the backend sending calls to the stores (valid while s is);
+ * it may be filled before smp_stores_connect: its layout_known says false,
+ * naming the stores awaited, until the layout is fixed. A failed call
+ * makes run return GNN_EUNAVAIL (no answer within the timeout and retries,
+ * or the layout not known yet) or the store's error code, with a text
+ * naming the store and its URL. */
 void smp_stores_backend(struct smp_stores *s, struct smp_backend *be);
 
 /* Stops the check and closes the clients. Safe on NULL. */

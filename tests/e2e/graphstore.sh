@@ -130,7 +130,7 @@ check part_out_of_range "--part 5 of 2 partitions: non-zero exit, says which exi
 
 HOSTNAME=laptop "$GS" --data "$WORK/tiny" --wait-data 0 2>"$WORK/err"; rc=$?
 check part_needs_ordinal "no --part, host name without -<n>: exit 2 naming the host" \
-	bash -c "[ $rc -eq 2 ] && grep -q 'host=\"laptop\".*pass --part P' '$WORK/err'"
+	bash -c "[ $rc -eq 2 ] && grep -q 'host=\"laptop\".*pass --part' '$WORK/err'"
 
 cp -r "$WORK/tiny" "$WORK/corrupt"
 f=$WORK/corrupt/part-0/feat.arr

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # End-to-end tests of gnn-sampler: real graph stores and a real sampler on
 # 127.0.0.1 (random free ports), checked from outside by tests/tools/mbcheck
-# against the partition files. The Cora parts read ../shared/datasets/cora
+# against the partition files, and by gnn-cli (INFO and NODES through the
+# sampler against the stores' own answers and meta.json). The Cora parts read ../shared/datasets/cora
 # and are skipped when it is absent; a synthetic graph covers the basics
 # without it. Every process started here is killed on exit.
 . "$(dirname "$0")/lib.bash"
 S=$BIN/gnn-sampler
 G=$BIN/gnn-graphstore
 MB=$TOOLS/mbcheck
+CLI=$BIN/gnn-cli
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
@@ -42,6 +44,51 @@ http_port_of() {  # the HTTP port a process logged (before it is ready)
 metric() {  # metric PORT 'name{labels}': the sample's value
 	curl -s "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k { print $2 }'
 }
+# le32 N / hdr TYPE VERSION LEN: bytes of a 28-byte header (magic, version,
+# type, req_id 9, len, status 0, reserved 0) for hand-made messages.
+# (the inner printf writes octal escapes, the outer one turns them into bytes)
+le32() { printf "$(printf '\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
+le64() { le32 $(($1 & 0xffffffff)); le32 $(($1 >> 32 & 0xffffffff)); }
+hdr() { printf 'GNNP'; printf "$(printf '\\%03o\\000\\%03o\\000' "$2" "$1")"; printf '\011\0\0\0\0\0\0\0'; le32 "$3"; le32 0; le32 0; }
+# nodes_req SPLIT LIMIT CURSOR: a NODES_REQ message.
+nodes_req() { hdr 12 1 16; le32 "$1"; le32 "$2"; le64 "$3"; }
+
+# info_and_nodes TAG DIR SAMPLER_URL STORE_URL...: INFO through the sampler
+# describes the stores' graph (graph_id, sizes, offsets; part_id = num_parts
+# and part_edges = num_edges, the stores' part_edges adding up to it);
+# NODES through the sampler, 97 a page so that pages end inside and at the
+# partitions' ends, lists for train, valid and test exactly meta.json's
+# count of nodes, ascending, equal to the stores' own lists one after the
+# other. Prints what differs (nothing when all holds).
+info_and_nodes() {
+	local tag=$1 dir=$2 su=$3 shape='[.num_parts,.num_nodes,.num_edges,.feat_dim,.num_classes,.graph_id,.offsets]'
+	shift 3
+	local sum=0 i=0 u sp want
+	"$CLI" info --sampler "$su" >"$WORK/$tag-info.json" 2>>"$WORK/$tag-cli.err" || echo "info through the sampler failed"
+	jq -e '.part_id == .num_parts and .part_edges == .num_edges and (has("node_start") | not)' \
+		"$WORK/$tag-info.json" >/dev/null || echo "sampler INFO: part_id/part_edges not the whole graph's"
+	for u in "$@"; do
+		"$CLI" info --store "$u" >"$WORK/$tag-info-$i.json" 2>>"$WORK/$tag-cli.err"
+		[ "$(jq -c "$shape" "$WORK/$tag-info-$i.json")" = "$(jq -c "$shape" "$WORK/$tag-info.json")" ] ||
+			echo "sampler INFO differs from store $i's"
+		sum=$((sum + $(jq .part_edges "$WORK/$tag-info-$i.json")))
+		i=$((i + 1))
+	done
+	[ "$sum" = "$(jq .num_edges "$WORK/$tag-info.json")" ] || echo "stores' part_edges add up to $sum"
+	for sp in train valid test; do
+		"$CLI" nodes --sampler "$su" --split $sp --page 97 >"$WORK/$tag-$sp.json" 2>>"$WORK/$tag-cli.err" ||
+			echo "nodes --split $sp through the sampler failed"
+		for u in "$@"; do "$CLI" nodes --store "$u" --split $sp; done 2>>"$WORK/$tag-cli.err" |
+			jq -s -c '[.[].nodes[]]' >"$WORK/$tag-$sp-stores"
+		want=$(jq ".num_$sp" "$dir/meta.json")
+		jq -e --argjson n "$want" '.count == $n and (.nodes | length) == $n and .next_cursor == -1 and
+			.nodes == (.nodes | unique)' "$WORK/$tag-$sp.json" >/dev/null ||
+			echo "$sp: $(jq .count "$WORK/$tag-$sp.json") nodes listed, meta.json says $want"
+		[ "$(jq -c .nodes "$WORK/$tag-$sp.json")" = "$(cat "$WORK/$tag-$sp-stores")" ] ||
+			echo "$sp: the sampler's list is not the stores' lists together"
+		echo "$tag $sp: $(jq .count "$WORK/$tag-$sp.json") nodes in $(jq .pages "$WORK/$tag-$sp.json") pages" >&2
+	done
+}
 
 # ---- command line and start-up --------------------------------------------
 "$S" --help >"$WORK/help" 2>&1
@@ -58,22 +105,32 @@ check pattern_needs_placeholder "pattern without %d: exit 2" \
 
 # Stores that never come: the pattern from the environment expands to
 # graphstore-0 and -1, /healthz answers and /readyz names them while the
-# sampler waits, and it gives up after --wait-stores naming both.
+# sampler waits, requests already get an ERROR naming them, and it gives up
+# after --wait-stores naming both.
 t0=$SECONDS
 GNN_GRAPHSTORE_PATTERN='tcp://127.0.0.1:1%d' GNN_GRAPHSTORE_COUNT=2 GNN_WAIT_STORES=3 \
-	"$S" --http-addr 127.0.0.1 --http-port 0 --check-timeout-ms 300 2>"$WORK/wait.log" &
+	"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --check-timeout-ms 300 2>"$WORK/wait.log" &
 pid=$!
 PIDS+=($pid)
 hp=$(http_port_of wait)
 health=$(curl -s "http://127.0.0.1:$hp/healthz")
 ready=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$hp/readyz" | tr -d '\n')
+wait_for 5 grep -q "server_listening" "$WORK/wait.log"
+sp=$(sed -n 's/.*server_listening .*port=\([0-9]*\).*/\1/p' "$WORK/wait.log" | head -n 1)
+"$CLI" info --sampler "tcp://127.0.0.1:$sp" --timeout-ms 1000 --retries 0 >/dev/null 2>"$WORK/wait-info.err"; info_rc=$?
+"$CLI" nodes --sampler "tcp://127.0.0.1:$sp" --split train --timeout-ms 1000 --retries 0 >/dev/null 2>"$WORK/wait-nodes.err"; nodes_rc=$?
 wait $pid; rc=$?
+cat "$WORK/wait-info.err"
+check requests_while_waiting "INFO and NODES before the stores answered: ERROR eunavail 'waiting for graph stores: ...' naming both" \
+	bash -c "[ $info_rc -eq 1 ] && [ $nodes_rc -eq 1 ] &&
+		 grep -q 'eunavail: waiting for graph stores: graphstore-0(tcp://127.0.0.1:10),graphstore-1(tcp://127.0.0.1:11)' '$WORK/wait-info.err' &&
+		 grep -q 'eunavail: waiting for graph stores: graphstore-0' '$WORK/wait-nodes.err'"
 check startup_wait_times_out "unreachable stores: alive, not ready, exit 1 after --wait-stores naming both" \
 	bash -c "[ $rc -eq 1 ] && [ $((SECONDS - t0)) -le 8 ] && [ '$health' = ok ] &&
 		 grep -q 'waiting for graph stores: graphstore-0(tcp://127.0.0.1:10),graphstore-1(tcp://127.0.0.1:11) 503' <<<'$ready' &&
 		 grep -q 'graphstores_unreachable missing=graphstore-0(tcp://127.0.0.1:10),graphstore-1(tcp://127.0.0.1:11)' '$WORK/wait.log'"
 
-GNN_GRAPHSTORES=tcp://127.0.0.1:10 "$S" --http-addr 127.0.0.1 --http-port 0 2>"$WORK/term.log" &
+GNN_GRAPHSTORES=tcp://127.0.0.1:10 "$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 2>"$WORK/term.log" &
 pid=$!
 PIDS+=($pid)
 wait_for 10 grep -q waiting_for_graphstores "$WORK/term.log"
@@ -92,8 +149,47 @@ if sampler_ready tiny; then
 	"$MB" --sampler "$URL_tiny" --parts "$WORK/tiny" --minibatches 40 --batch 128 >"$WORK/mb-tiny"
 	check synthetic_minibatches_valid "40 minibatches on synthetic tiny pass mbcheck" \
 		grep -q '^mbcheck: ok' "$WORK/mb-tiny"
+
+	info_and_nodes tiny "$WORK/tiny" "$URL_tiny" "tcp://127.0.0.1:$pa" "tcp://127.0.0.1:$pb" >"$WORK/tiny-bad"
+	cat "$WORK/tiny-bad"
+	check synthetic_info_matches_stores "INFO through the sampler is the stores' graph (part_id = num_parts, part_edges = all edges)" \
+		bash -c "[ -s '$WORK/tiny-info.json' ] && ! grep -qiE 'info|part_edges' '$WORK/tiny-bad'"
+	check synthetic_nodes_lists_splits "NODES through the sampler: exactly meta.json's train/valid/test counts, ascending, the stores' lists together" \
+		bash -c "[ -s '$WORK/tiny-train.json' ] && ! grep -qE '^(train|valid|test|nodes)' '$WORK/tiny-bad'"
+	nodes_req 1 10 2000 >"$WORK/n-range"     # tiny has 2000 nodes
+	nodes_req 1 10 1999 >"$WORK/n-last"
+	got=$("$MB" --sampler "$URL_tiny" --send "$WORK/n-range" --timeout-ms 3000)
+	last=$("$MB" --sampler "$URL_tiny" --send "$WORK/n-last" --timeout-ms 3000)
+	echo "cursor 2000: $got; cursor 1999: $last"
+	check synthetic_nodes_cursor_range "NODES cursor = num_nodes: ERROR erange; the last node's cursor is answered" \
+		bash -c "[[ '$got' == *'type=error status=erange'* && '$last' == *'type=nodes_resp'* ]]"
+
+	# Fanout 0: mbcheck's even minibatches ask 0,0,0 (features only); a
+	# hand-made request for seeds 5,6,7 with fanouts 0,0,0 and no features
+	# or labels must come back as 3 blocks of 3 sources and no edges: a
+	# 212-byte reply (28 header + 16 + 3 x (16 + 3 x 8 + 16)).
+	"$MB" --sampler "$URL_tiny" --parts "$WORK/tiny" --minibatches 20 --batch 64 --fanouts 0,0,0 >"$WORK/mb-zero"
+	{ hdr 14 1 64; le64 1; le32 0; le32 3; le32 0; le32 0; le32 0; le32 0; le32 3; le32 0; le64 5; le64 6; le64 7; } >"$WORK/mb0"
+	got=$("$MB" --sampler "$URL_tiny" --send "$WORK/mb0" --timeout-ms 3000)
+	echo "fanouts 0,0,0 for 3 seeds: $got"
+	check synthetic_fanout_zero "fanouts 0,0,0: minibatches pass mbcheck; 3 seeds give 3 blocks of 3 sources, no edges" \
+		bash -c "grep -q '^mbcheck: ok' '$WORK/mb-zero' && [[ '$got' == *'type=minibatch_resp status=ok bytes=212'* ]]"
+	mi=$(metric "$HTTP_tiny" 'gnn_sampler_requests_total{op="info"}')
+	mn=$(metric "$HTTP_tiny" 'gnn_sampler_requests_total{op="nodes"}')
+	me=$(metric "$HTTP_tiny" 'gnn_sampler_request_errors_total{op="nodes",code="erange"}')
+	echo "metrics: info=$mi nodes=$mn nodes_erange=$me"
+	check synthetic_info_nodes_counted "INFO and NODES counted in gnn_sampler_requests_total{op}, the bad cursor in request_errors_total" \
+		bash -c "[ '${mi:-0}' -ge 1 ] && [ '${mn:-0}' -ge 6 ] && [ '${me:-0}' -ge 1 ]"
+	# A sampler listed as a graph store: refused at start-up, saying so.
+	sampler notstore --graphstores "$URL_tiny,$URL_tiny" --wait-stores 10
+	wait "$PID_notstore"; rc=$?
+	check sampler_as_store_refused "a sampler's URL given as graph stores: exit 1, 'it is a sampler, not a graph store'" \
+		bash -c "[ $rc -eq 1 ] && grep -q 'it is a sampler, not a graph store' '$WORK/notstore.log'"
 else
-	fail synthetic_minibatches_valid "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
+	for t in synthetic_minibatches_valid synthetic_info_matches_stores synthetic_nodes_lists_splits \
+		synthetic_nodes_cursor_range synthetic_fanout_zero synthetic_info_nodes_counted sampler_as_store_refused; do
+		fail $t "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
+	done
 fi
 # The same store listed twice: a clear refusal.
 sampler dup --graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pa" --wait-stores 10
@@ -106,7 +202,8 @@ check sigterm_clean_exit "SIGTERM while serving: exit 0" bash -c "[ $rc -eq 0 ] 
 
 # ---- Cora ------------------------------------------------------------------
 if ! have_cora; then
-	for t in cora_sampler_waits_for_stores cora_minibatches_valid cora_garbage_answered cora_healthy_after_garbage \
+	for t in cora_sampler_waits_for_stores cora_minibatches_valid cora_info_nodes cora_fanout_zero \
+		cora_garbage_answered cora_healthy_after_garbage \
 		cora_store_down_error cora_store_down_not_ready cora_store_back cora_metrics_promtool cora_metrics_counted \
 		cora_sigterm_clean_exit; do
 		skip $t "reads ../shared/datasets/cora, which is absent"
@@ -138,12 +235,14 @@ check cora_sampler_waits_for_stores "/readyz 503 naming both stores before they 
 cat "$WORK/mb-cora" | grep -v '^mbcheck: ok'
 check cora_minibatches_valid "300 random minibatches: edges exist, fanouts hold, all neighbours when degree <= fanout, features/labels equal, repeats identical" \
 	grep -q '^mbcheck: ok' "$WORK/mb-cora"
+info_and_nodes cora "$WORK/cora" "$URL_cora" "tcp://127.0.0.1:$p0" "tcp://127.0.0.1:$p1" >"$WORK/cora-bad"
+cat "$WORK/cora-bad"
+check cora_info_nodes "INFO through the sampler is the stores' graph; NODES lists exactly meta.json's train/valid/test nodes, as the stores do" \
+	bash -c "[ -s '$WORK/cora-info.json' ] && [ -s '$WORK/cora-test.json' ] && [ ! -s '$WORK/cora-bad' ]"
+"$MB" --sampler "$URL_cora" --parts "$WORK/cora" --minibatches 40 --batch 64 --fanouts 0,0,0 --seed 3 >"$WORK/mb-cora0"
+check cora_fanout_zero "fanouts 0,0,0 (features only): 40 minibatches pass mbcheck" grep -q '^mbcheck: ok' "$WORK/mb-cora0"
 
-# ---- garbage to the sampler port -----------------------------------------
-# hdr TYPE VERSION LEN: a 28-byte header (magic, version, type, req_id 9, len, status 0, reserved 0).
-# (the inner printf writes octal escapes, the outer one turns them into bytes)
-le32() { printf "$(printf '\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
-hdr() { printf 'GNNP'; printf "$(printf '\\%03o\\000\\%03o\\000' "$2" "$1")"; printf '\011\0\0\0\0\0\0\0'; le32 "$3"; le32 0; le32 0; }
+# ---- garbage to the sampler port (hdr, le32: above) ------------------------
 head -c 300 /dev/urandom | sed 's/^GNNP/XXXX/' >"$WORK/g-random"
 printf 'GNN' >"$WORK/g-short"
 hdr 14 2 0 >"$WORK/g-version"
@@ -153,8 +252,13 @@ hdr 14 1 4294967280 >"$WORK/g-oversized"
 { hdr 14 1 32; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 5; le32 0; le32 4194305; le32 0; } >"$WORK/g-toomany"
 # A well-formed request for node 99999 (Cora has 2708).
 { hdr 14 1 40; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 5; le32 0; le32 1; le32 0; printf '\x9f\x86\x01\0\0\0\0\0'; } >"$WORK/g-range"
-hdr 2 1 0 >"$WORK/g-info"
-expect=(random:eproto short:none version:eversion truncated:eproto oversized:erange toomany:erange range:einval info:eproto)
+hdr 4 1 0 >"$WORK/g-sample"                               # a graph store's message
+{ hdr 2 1 8; le64 0; } >"$WORK/g-infopayload"             # INFO has no payload
+{ hdr 12 1 8; le64 0; } >"$WORK/g-nodesshort"             # NODES_REQ is 16 bytes
+nodes_req 1 0 0 >"$WORK/g-nodeslimit"                     # limit 0
+nodes_req 1 10 2708 >"$WORK/g-nodesrange"                 # Cora has 2708 nodes
+expect=(random:eproto short:none version:eversion truncated:eproto oversized:erange toomany:erange range:einval
+	sample:eproto infopayload:eproto nodesshort:eproto nodeslimit:erange nodesrange:erange)
 bad=""
 for e in "${expect[@]}"; do
 	f=${e%%:*} want=${e#*:}

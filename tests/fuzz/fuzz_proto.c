@@ -122,9 +122,15 @@ static const void *reopen(const char *msg, int rc, const struct gnn_wbuf *w, uin
 	return payload;
 }
 
+/* A SAMPLE_REQ fanout; a MINIBATCH_REQ one may also be 0 (no neighbours). */
 static bool fanout_ok(int32_t f)
 {
 	return f == -1 || (f >= 1 && f <= GNN_PROTO_MAX_FANOUT);
+}
+
+static bool layer_fanout_ok(int32_t f)
+{
+	return f == 0 || fanout_ok(f);
 }
 
 /* ---- one checker per decoder ----
@@ -174,7 +180,8 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("info_resp", gnn_decode_info_resp(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id >= v.num_parts ||
+	/* part_id == num_parts: a sampler's answer (the whole graph). */
+	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id > v.num_parts ||
 	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
 	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
 		broken("info_resp", "accepted with a field out of range");
@@ -430,7 +437,7 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 	    v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
 		broken("minibatch_req", "accepted with layers, flags or seeds out of range");
 	for (uint32_t l = 0; l < v.num_layers; l++)
-		if (!fanout_ok(v.fanouts[l]))
+		if (!layer_fanout_ok(v.fanouts[l]))
 			broken("minibatch_req", "accepted a bad fanout");
 	touch_i64(v.seeds, v.num_seeds);
 	gnn_wbuf_init(&w);

@@ -96,11 +96,16 @@ static void emit_minibatches(struct gnn_wbuf *w)
 	struct gnn_minibatch_req req3 = {
 		.seed = 1, .num_layers = 3, .fanouts = { -1, 2, 1 }, .num_seeds = 1, .seeds = one_seed,
 	};
+	struct gnn_minibatch_req req0 = {  /* features only: no neighbours */
+		.seed = 2, .flags = GNN_MB_FEATURES, .num_layers = 3, .fanouts = { 0, 0, 0 }, .num_seeds = 2,
+		.seeds = seeds,
+	};
 
 	emit("minibatch_resp", "minibatch_resp-2layers", gnn_encode_minibatch_resp(w, 15, &mb), w);
 	emit("minibatch_resp", "minibatch_resp-bare", gnn_encode_minibatch_resp(w, 16, &bare), w);
 	emit("minibatch_req", "minibatch_req-2layers", gnn_encode_minibatch_req(w, 13, &req), w);
 	emit("minibatch_req", "minibatch_req-3layers", gnn_encode_minibatch_req(w, 14, &req3), w);
+	emit("minibatch_req", "minibatch_req-fanout0", gnn_encode_minibatch_req(w, 14, &req0), w);
 }
 
 int main(int argc, char **argv)
@@ -133,6 +138,9 @@ int main(int argc, char **argv)
 	emit(NULL, "info_req", gnn_encode_info_req(&w, 3), &w);
 	emit("info_resp", "info_resp-3parts", gnn_encode_info_resp(&w, 3, &info), &w);
 	emit("info_resp", "info_resp-1part", gnn_encode_info_resp(&w, 3, &info1), &w);
+	info.part_id = info.num_parts;  /* a sampler's answer: the whole graph */
+	info.part_edges = info.num_edges;
+	emit("info_resp", "info_resp-sampler", gnn_encode_info_resp(&w, 3, &info), &w);
 	emit("ids_req", "feat_req", gnn_encode_ids_req(&w, GNN_MSG_FEAT_REQ, 4, ids, 3), &w);
 	emit("ids_req", "label_req-empty", gnn_encode_ids_req(&w, GNN_MSG_LABEL_REQ, 5, ids, 0), &w);
 	emit("ids_req", "split_req", gnn_encode_ids_req(&w, GNN_MSG_SPLIT_REQ, 6, ids, 1), &w);

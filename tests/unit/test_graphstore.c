@@ -548,7 +548,8 @@ static void test_cli_parse_fanouts_and_split(void)
 	CHECK(cli_parse_fanouts("10,5", f, &n) == GNN_OK && n == 2 && f[0] == 10 && f[1] == 5);
 	CHECK(cli_parse_fanouts("-1", f, &n) == GNN_OK && n == 1 && f[0] == -1);
 	saved = quiet();
-	CHECK(cli_parse_fanouts("0", f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("0,-1", f, &n) == GNN_OK && n == 2 && f[0] == 0);
+	CHECK(cli_parse_fanouts("-2", f, &n) == GNN_EINVAL);
 	CHECK(cli_parse_fanouts("5000", f, &n) == GNN_EINVAL);
 	CHECK(cli_parse_fanouts("1,2,3,4,5,6,7,8,9", f, &n) == GNN_EINVAL);
 	CHECK(cli_parse_fanouts("3,", f, &n) == GNN_EINVAL);

@@ -128,7 +128,15 @@ static void test_info(void)
 		CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_EPROTO);
 	gnn_wbuf_free(&w);
 	offsets[1] = 10;
-	in.part_id = 2;  /* beyond num_parts */
+	in.part_id = 2;  /* num_parts: a sampler's answer for the whole graph */
+	in.part_edges = 100;
+	gnn_encode_info_resp(&w, 1, &in);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_OK)) {
+		CHECK(out.part_id == 2 && out.num_parts == 2 && out.part_edges == 100);
+		gnn_proto_release(out.owned);
+	}
+	gnn_wbuf_free(&w);
+	in.part_id = 3;  /* beyond num_parts */
 	gnn_encode_info_resp(&w, 1, &in);
 	if ((p = open_msg(&w, &h)) != NULL)
 		CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_ERANGE);
@@ -255,6 +263,26 @@ static void test_minibatch(void)
 		      rq2.fanouts[1] == 5 && rq2.seeds[1] == 11 && rq2.flags == rq.flags);
 	check_robust(&w, (decode_fn)gnn_decode_minibatch_req, sizeof(rq2));
 	gnn_wbuf_free(&w);
+	/* Fanout 0 (no neighbours for that layer) is a valid minibatch fanout,
+	 * though SAMPLE_REQ refuses it; below -1 and over the limit are not. */
+	static const int32_t fanouts[][2] = { { 0, 0 }, { 0, 5 }, { -1, 0 }, { -2, 5 }, { 5, 4097 } };
+	for (int t = 0; t < 5; t++) {
+		memcpy(rq.fanouts, fanouts[t], sizeof(fanouts[t]));
+		gnn_encode_minibatch_req(&w, 8, &rq);
+		if ((p = open_msg(&w, &h)) != NULL) {
+			int rc = gnn_decode_minibatch_req(p, h.len, &rq2);
+
+			if (!CHECK(rc == (t < 3 ? GNN_OK : GNN_ERANGE)))
+				printf("  fanouts %d,%d: %s\n", fanouts[t][0], fanouts[t][1], gnn_errname(rc));
+			if (rc == GNN_OK) {
+				CHECK(rq2.fanouts[0] == fanouts[t][0] && rq2.fanouts[1] == fanouts[t][1]);
+				gnn_proto_release(rq2.owned);
+			}
+		}
+		gnn_wbuf_free(&w);
+	}
+	rq.fanouts[0] = 10;
+	rq.fanouts[1] = 5;
 
 	CHECK(gnn_encode_minibatch_resp(&w, 8, &mb) == GNN_OK);
 	if ((p = open_msg(&w, &h)) == NULL)

@@ -15,9 +15,12 @@
 #include "client.h"
 #include "core.h"
 #include "err.h"
+/* By path: services/local/ (gnn-local) has a local.h too, earlier on the
+ * unit tests' include path. */
 #include "local.h"
 #include "log.h"
 #include "metrics.h"
+#include "part.h"
 #include "proto.h"
 #include "sample.h"
 #include "server.h"
@@ -33,10 +36,14 @@
 #define G_DIM 4
 #define G_CLASSES 6
 
+#define G_GRAPH_ID 0x5eed0f5eed0full
+
 static int64_t g_offsets[G_PARTS + 1] = { 0, 150, 380, G_NODES };
 static int64_t *g_indptr[G_PARTS], *g_indices[G_PARTS];
 static float *g_feat[G_PARTS];
 static int32_t *g_labels[G_PARTS];
+static uint8_t *g_split[G_PARTS];
+static int64_t g_edges;
 static struct smp_local *g_local;
 
 static uint64_t rng_state = 12345;
@@ -55,12 +62,14 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Degrees: 15% none, 15% exactly 5, the rest 1..60 (a few hubs up to
- * 200); neighbours distinct, sorted, no self-loops. Features v*10+d. */
+ * 200); neighbours distinct, sorted, no self-loops. Features v*10+d.
+ * Splits: random codes, except that partition 1 has no test node (so a
+ * NODES listing crosses an empty partition). */
 static void make_graph(void)
 {
 	struct smp_local_part parts[G_PARTS];
 	struct smp_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
-				     .num_classes = G_CLASSES, .offsets = g_offsets };
+				     .num_classes = G_CLASSES, .graph_id = G_GRAPH_ID, .offsets = g_offsets };
 
 	for (int p = 0; p < G_PARTS; p++) {
 		int64_t n = g_offsets[p + 1] - g_offsets[p], m = 0;
@@ -69,6 +78,7 @@ static void make_graph(void)
 		g_indices[p] = malloc((size_t)n * 200 * sizeof(int64_t));
 		g_feat[p] = malloc((size_t)n * G_DIM * sizeof(float));
 		g_labels[p] = malloc((size_t)n * sizeof(int32_t));
+		g_split[p] = malloc((size_t)n);
 		g_indptr[p][0] = 0;
 		for (int64_t r = 0; r < n; r++) {
 			int64_t v = g_offsets[p] + r, deg, k = 0;
@@ -90,11 +100,14 @@ static void make_graph(void)
 			for (int d = 0; d < G_DIM; d++)
 				g_feat[p][r * G_DIM + d] = (float)(v * 10 + d);
 			g_labels[p][r] = (int32_t)(v % (G_CLASSES + 1)) - 1;
+			g_split[p][r] = (uint8_t)rnd(p == 1 ? 3 : 4);
 		}
+		g_edges += m;
 		parts[p] = (struct smp_local_part){ .node_start = g_offsets[p], .node_end = g_offsets[p + 1],
 						    .indptr = g_indptr[p], .indices = g_indices[p],
-						    .feat = g_feat[p], .labels = g_labels[p] };
+						    .feat = g_feat[p], .labels = g_labels[p], .split = g_split[p] };
 	}
+	layout.num_edges = g_edges;
 	if (smp_local_wrap(&layout, parts, &g_local) != GNN_OK)
 		abort();
 }
@@ -107,6 +120,7 @@ static void free_graph(void)
 		free(g_indices[p]);
 		free(g_feat[p]);
 		free(g_labels[p]);
+		free(g_split[p]);
 	}
 }
 
@@ -273,7 +287,8 @@ static void random_seeds(int64_t num_nodes, uint32_t n, int64_t *out)
 
 static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
 static void broken_release(void *ctx, struct smp_call *calls, size_t n);
-enum { BREAK_NONE, BREAK_NBR, BREAK_COUNT, BREAK_LABEL, BREAK_FAIL };
+enum { BREAK_NONE, BREAK_NBR, BREAK_COUNT, BREAK_LABEL, BREAK_FAIL, BREAK_NODES_ORDER, BREAK_NODES_RANGE,
+       BREAK_NODES_NEXT };
 static int break_mode;
 
 static void test_blocks_valid(void)
@@ -509,6 +524,21 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			y[0] = G_CLASSES;
 			c->labels = y;
 			break_buf = y;
+		} else if ((break_mode == BREAK_NODES_ORDER || break_mode == BREAK_NODES_RANGE) &&
+			   c->op == SMP_OP_NODES && c->num_found >= 2) {
+			int64_t *ids = malloc(c->num_found * 8);
+
+			memcpy(ids, c->found, c->num_found * 8);
+			if (break_mode == BREAK_NODES_ORDER) {
+				ids[0] = c->found[1];
+				ids[1] = c->found[0];
+			} else {  /* the next partition's first node */
+				ids[c->num_found - 1] = g_offsets[c->part + 1];
+			}
+			c->found = ids;
+			break_buf = ids;
+		} else if (break_mode == BREAK_NODES_NEXT && c->op == SMP_OP_NODES) {
+			c->next_cursor = c->cursor;  /* no progress */
 		}
 	}
 	return GNN_OK;
@@ -637,25 +667,363 @@ static void test_handler(void)
 	gnn_encode_minibatch_req(&in, 13, &req);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EINVAL);
-	in.len = 0;                      /* fanout 0: over the limits */
-	req.fanouts[0] = 0;
+	in.len = 0;                      /* fanout -2: over the limits */
+	req.fanouts[0] = -2;
 	gnn_encode_minibatch_req(&in, 14, &req);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_ERANGE);
-	in.len = 0;                      /* another message type */
-	gnn_encode_info_req(&in, 15);
+	in.len = 0;                      /* a message type samplers do not serve */
+	gnn_encode_sample_req(&in, 15, 1, 5, seeds, 2);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
+	CHECK(out.len > 28 && memmem(out.buf, out.len, "info, nodes and minibatch", 25) != NULL);
 	CHECK(metric("gnn_sampler_minibatches_total") == 1);
 	gnn_wbuf_free(&in);
 	gnn_wbuf_free(&out);
 	smp_service_free(svc);
 }
 
+/* ---- fanout 0 ---- */
+
+/* Calls the in-process backend was asked for, by operation. */
+static struct {
+	size_t calls[SMP_OP_NODES + 1];
+	size_t zero_fanout;      /* SAMPLE calls with fanout 0: must never happen */
+} counted;
+
+static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+{
+	struct smp_backend local;
+
+	smp_local_backend(ctx, &local);
+	for (size_t i = 0; i < n; i++) {
+		counted.calls[calls[i].op]++;
+		counted.zero_fanout += calls[i].op == SMP_OP_SAMPLE && calls[i].fanout == 0;
+	}
+	return local.run(ctx, calls, n, err, err_len);
+}
+
+/* A fanout-0 layer's block is its destinations as sources, no edges, and
+ * costs no SAMPLE call; the other layers are sampled as usual; labels and
+ * features still come. The reply message equals the encoder's. */
+static void test_fanout_zero(void)
+{
+	static const int32_t fanouts[][3] = { { 0, 0, 0 }, { 0, 5, 0 }, { 5, 0, 3 }, { 0 }, { -1, 0 } };
+	static const uint32_t layers[] = { 3, 3, 3, 1, 2 };
+	struct smp_backend be;
+	struct gnn_wbuf a, b;
+	int64_t seeds[40];
+	char err[256];
+
+	smp_local_backend(g_local, &be);
+	be.run = counting_run;
+	gnn_wbuf_init(&a);
+	gnn_wbuf_init(&b);
+	for (int t = 0; t < 5; t++) {
+		struct gnn_minibatch_req req = { .seed = 40 + (uint64_t)t, .num_layers = layers[t], .num_seeds = 40,
+						 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+		struct smp_minibatch mb;
+		bool sampled = false, shape = true;
+
+		memcpy(req.fanouts, fanouts[t], sizeof(fanouts[t]));
+		random_seeds(G_NODES, 40, seeds);
+		memset(&counted, 0, sizeof(counted));
+		if (!CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK)) {
+			printf("  t=%d: %s\n", t, err);
+			break;
+		}
+		CHECK(check_minibatch(g_local, &req, &mb.mb));
+		for (uint32_t l = 0; l < req.num_layers; l++) {
+			const struct gnn_block *blk = &mb.mb.blocks[l];
+
+			if (req.fanouts[l] != 0) {
+				sampled = true;
+				continue;
+			}
+			shape = shape && blk->num_src == blk->num_dst && blk->num_edges == 0;
+			for (uint32_t i = 0; shape && i <= blk->num_dst; i++)
+				shape = blk->indptr[i] == 0;
+		}
+		if (!CHECK(shape))
+			printf("  t=%d: a fanout-0 block has edges or new sources\n", t);
+		CHECK(counted.zero_fanout == 0);
+		CHECK((counted.calls[SMP_OP_SAMPLE] > 0) == sampled);
+		CHECK(counted.calls[SMP_OP_LABEL] > 0 && counted.calls[SMP_OP_FEAT] > 0);
+		if (t == 0 || t == 3)  /* features only: the input nodes are the seeds */
+			CHECK(mb.sampled_edges == 0 && mb.mb.blocks[0].num_src == 40 &&
+			      memcmp(mb.mb.blocks[0].src_ids, seeds, sizeof(seeds)) == 0 &&
+			      mb.feature_bytes == 40 * G_DIM * sizeof(float));
+		a.len = b.len = 0;
+		CHECK(gnn_encode_minibatch_resp(&b, 9, &mb.mb) == GNN_OK);
+		CHECK(smp_build_message(&be, NULL, 9, &req, &a, NULL, err, sizeof(err)) == GNN_OK);
+		CHECK(a.len == b.len && memcmp(a.buf, b.buf, a.len) == 0);
+		smp_minibatch_free(&mb);
+	}
+	gnn_wbuf_free(&a);
+	gnn_wbuf_free(&b);
+}
+
+/* ---- INFO and NODES ---- */
+
+/* Every node of split in ID order from node from on, read straight from
+ * the partitions' arrays. */
+static size_t ref_split(uint8_t split, int64_t from, int64_t *out)
+{
+	size_t n = 0;
+
+	for (int p = 0; p < G_PARTS; p++)
+		for (int64_t v = g_offsets[p]; v < g_offsets[p + 1]; v++)
+			if (v >= from && g_split[p][v - g_offsets[p]] == split)
+				out[n++] = v;
+	return n;
+}
+
+/* Lists split through svc's NODES, limit nodes a page, from cursor until
+ * next_cursor is -1, checking each page: at most limit nodes, ascending,
+ * inside the partition owning the cursor, next_cursor moving forward to at
+ * most that partition's end, -1 only after the last partition. Returns
+ * the number of nodes (in out), or -1 when a reply was wrong. */
+static long list_nodes(struct smp_service *svc, uint8_t split, uint32_t limit, int64_t cursor, int64_t *out,
+		       int *pages)
+{
+	const struct smp_layout *lay = smp_local_layout(g_local);
+	struct gnn_wbuf in, rep;
+	long n = 0;
+
+	*pages = 0;
+	gnn_wbuf_init(&in);
+	gnn_wbuf_init(&rep);
+	while (cursor != -1 && *pages <= G_NODES + G_PARTS) {
+		int32_t part = smp_owner(lay, cursor);
+		struct gnn_nodes_resp r;
+		struct gnn_hdr rh;
+		bool ok = true;
+
+		in.len = 0;
+		gnn_encode_nodes_req(&in, 100 + (uint64_t)*pages, split, limit, cursor);
+		handle(svc, &in, 0, &rep, &rh);
+		(*pages)++;
+		if (!CHECK(rh.type == GNN_MSG_NODES_RESP) ||
+		    !CHECK(gnn_decode_nodes_resp(rep.buf + GNN_PROTO_HDR_BYTES, rh.len, &r) == GNN_OK)) {
+			n = -1;
+			break;
+		}
+		ok = part >= 0 && r.n <= limit;
+		for (uint32_t i = 0; ok && i < r.n; i++) {
+			ok = r.ids[i] >= cursor && r.ids[i] < g_offsets[part + 1] && (i == 0 || r.ids[i] > r.ids[i - 1]);
+			out[n++] = r.ids[i];
+		}
+		ok = ok && (r.next_cursor == -1 ? part == G_PARTS - 1
+						: r.next_cursor > cursor && r.next_cursor <= g_offsets[part + 1]);
+		cursor = r.next_cursor;
+		gnn_proto_release(r.owned);
+		if (!CHECK(ok)) {
+			printf("  split %u limit %u: page %d is wrong\n", split, limit, *pages);
+			n = -1;
+			break;
+		}
+	}
+	CHECK(cursor == -1);
+	gnn_wbuf_free(&in);
+	gnn_wbuf_free(&rep);
+	return n;
+}
+
+/* Sends the message in in and checks that the answer is an ERROR with
+ * code and text containing what. */
+static void expect_error(struct smp_service *svc, const struct gnn_wbuf *in, size_t cut, int code, const char *what)
+{
+	struct gnn_wbuf out;
+	struct gnn_hdr rh;
+
+	gnn_wbuf_init(&out);
+	handle(svc, in, cut, &out, &rh);
+	if (!CHECK(rh.type == GNN_MSG_ERROR && rh.status == (uint32_t)code) ||
+	    !CHECK(out.len > GNN_PROTO_HDR_BYTES && memmem(out.buf, out.len, what, strlen(what)) != NULL))
+		printf("  expected %s \"%s\": got type %u status %s \"%.*s\"\n", gnn_errname(code), what, rh.type,
+		       gnn_errname((int)rh.status), out.len > 32 ? (int)(out.len - 32) : 0, (const char *)out.buf + 32);
+	gnn_wbuf_free(&out);
+}
+
+static bool never_known(void *ctx, char *reason, size_t size)
+{
+	(void)ctx;
+	snprintf(reason, size, "waiting for graph stores: graphstore-1(tcp://nowhere:1)");
+	return false;
+}
+
+/* INFO describes the whole graph; NODES pages through every partition and
+ * lists exactly each split's nodes in ID order, whatever the page size;
+ * bad cursors, failing stores and broken answers give clear errors. */
+static void test_info_nodes(void)
+{
+	static const uint32_t limits[] = { 1, 7, 64, 1000, GNN_PROTO_MAX_IDS };
+	struct smp_backend be, bad;
+	struct smp_service *svc, *svc_bad;
+	struct smp_service_opts o = { .backend = &be }, ob = { .backend = &bad };
+	struct gnn_metrics *m = NULL, *mb = NULL;
+	struct gnn_wbuf in, out;
+	struct gnn_hdr rh;
+	int64_t got[G_NODES], want[G_NODES];
+	size_t total = 0;
+	int pages;
+
+	smp_local_backend(g_local, &be);
+	/* A registry per service: each registers the same metric names. */
+	gnn_metrics_new(&m);
+	o.metrics = m;
+	if (!CHECK(smp_service_new(&o, &svc) == GNN_OK)) {
+		gnn_metrics_free(m);
+		return;
+	}
+	gnn_wbuf_init(&in);
+	gnn_wbuf_init(&out);
+
+	gnn_encode_info_req(&in, 20);
+	handle(svc, &in, 0, &out, &rh);
+	if (CHECK(rh.type == GNN_MSG_INFO_RESP)) {
+		struct gnn_info info;
+
+		if (CHECK(gnn_decode_info_resp(out.buf + GNN_PROTO_HDR_BYTES, rh.len, &info) == GNN_OK)) {
+			CHECK(info.part_id == G_PARTS && info.num_parts == G_PARTS && info.num_nodes == G_NODES &&
+			      info.num_edges == g_edges && info.part_edges == g_edges && info.feat_dim == G_DIM &&
+			      info.num_classes == G_CLASSES && info.graph_id == G_GRAPH_ID);
+			CHECK(memcmp(info.offsets, g_offsets, sizeof(g_offsets)) == 0);
+			gnn_proto_release(info.owned);
+		}
+	}
+	{	/* an INFO request with a payload */
+		struct gnn_hdr h = { .version = GNN_PROTO_VERSION, .type = GNN_MSG_INFO_REQ, .req_id = 21, .len = 8 };
+		uint64_t junk = 0;
+
+		out.len = 0;
+		CHECK(smp_service_handle(svc, &h, &junk, 8, &out) == GNN_OK);
+		CHECK(gnn_proto_decode_hdr(out.buf, out.len, &rh, &(const void *){ NULL }) == GNN_OK &&
+		      rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
+	}
+
+	for (uint8_t split = 0; split < 4; split++) {
+		size_t nref = ref_split(split, 0, want);
+
+		CHECK(nref > 0);
+		total += nref;
+		for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
+			long n = list_nodes(svc, split, limits[k], 0, got, &pages);
+
+			if (!CHECK(n == (long)nref && memcmp(got, want, nref * 8) == 0))
+				printf("  split %u limit %u: %ld nodes listed, %zu expected\n", split, limits[k], n, nref);
+			if (limits[k] >= G_NODES)  /* one page per partition, the empty ones too */
+				CHECK(pages == G_PARTS);
+			else
+				CHECK(pages >= (int)((nref + limits[k] - 1) / limits[k]));
+		}
+		/* From the middle of partition 1. */
+		nref = ref_split(split, 200, want);
+		CHECK(list_nodes(svc, split, 13, 200, got, &pages) == (long)nref && memcmp(got, want, nref * 8) == 0);
+	}
+	CHECK(total == G_NODES);
+	CHECK(ref_split(GNN_SPLIT_TEST, 0, want) > 0);  /* partition 1 holds none: an empty page between */
+
+	/* Cursors outside the graph, and malformed requests. */
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 30, GNN_SPLIT_TRAIN, 10, G_NODES);
+	expect_error(svc, &in, 0, GNN_ERANGE, "cursor 600 is outside the graph's nodes [0, 600)");
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 31, GNN_SPLIT_TRAIN, 10, INT64_MAX);
+	expect_error(svc, &in, 0, GNN_ERANGE, "outside the graph");
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 32, GNN_SPLIT_TRAIN, 10, -1);
+	expect_error(svc, &in, 0, GNN_ERANGE, "malformed nodes request");
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 33, GNN_SPLIT_TRAIN, 0, 0);
+	expect_error(svc, &in, 0, GNN_ERANGE, "limit 0");
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 34, 4, 10, 0);
+	expect_error(svc, &in, 0, GNN_ERANGE, "split over 3");
+	in.len = 0;
+	gnn_encode_nodes_req(&in, 35, GNN_SPLIT_TRAIN, 10, 0);
+	expect_error(svc, &in, 1, GNN_EPROTO, "malformed nodes request");
+
+	/* A failing store, and stores breaking the contract. */
+	smp_local_backend(g_local, &bad);
+	bad.run = broken_run;
+	bad.release = broken_release;
+	gnn_metrics_new(&mb);
+	ob.metrics = mb;
+	if (CHECK(smp_service_new(&ob, &svc_bad) == GNN_OK)) {
+		static const struct { int mode, rc; const char *text; } cases[] = {
+			{ BREAK_FAIL, GNN_EUNAVAIL, "graph store graphstore-9 (tcp://nowhere:1) unavailable" },
+			{ BREAK_NODES_ORDER, GNN_EPROTO, "out of order" },
+			{ BREAK_NODES_RANGE, GNN_EPROTO, "outside [160, 380)" },
+			{ BREAK_NODES_NEXT, GNN_EPROTO, "does not move forward" },
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			break_mode = cases[i].mode;
+			in.len = 0;
+			gnn_encode_nodes_req(&in, 40 + i, GNN_SPLIT_NONE, 5, 160);
+			expect_error(svc_bad, &in, 0, cases[i].rc, cases[i].text);
+		}
+		break_mode = BREAK_NONE;
+		smp_service_free(svc_bad);
+	}
+	gnn_metrics_free(mb);
+
+	/* Before the layout is known every request is told what is awaited. */
+	bad = be;
+	bad.layout_known = never_known;
+	gnn_metrics_new(&mb);
+	ob.metrics = mb;
+	if (CHECK(smp_service_new(&ob, &svc_bad) == GNN_OK)) {
+		int64_t seeds[1] = { 3 };
+		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 1,
+						 .seeds = seeds };
+
+		in.len = 0;
+		gnn_encode_info_req(&in, 50);
+		expect_error(svc_bad, &in, 0, GNN_EUNAVAIL, "waiting for graph stores: graphstore-1");
+		in.len = 0;
+		gnn_encode_nodes_req(&in, 51, GNN_SPLIT_TRAIN, 10, 0);
+		expect_error(svc_bad, &in, 0, GNN_EUNAVAIL, "waiting for graph stores: graphstore-1");
+		in.len = 0;
+		gnn_encode_minibatch_req(&in, 52, &req);
+		expect_error(svc_bad, &in, 0, GNN_EUNAVAIL, "waiting for graph stores: graphstore-1");
+		smp_service_free(svc_bad);
+	}
+	gnn_metrics_free(mb);
+
+	/* A partition without split codes (in process only). */
+	{
+		struct smp_local_part parts[G_PARTS];
+		struct smp_local *nosplit;
+
+		for (uint32_t p = 0; p < G_PARTS; p++)
+			parts[p] = *smp_local_part(g_local, p);
+		parts[2].split = NULL;
+		if (CHECK(smp_local_wrap(smp_local_layout(g_local), parts, &nosplit) == GNN_OK)) {
+			smp_local_backend(nosplit, &bad);
+			gnn_metrics_new(&mb);
+			ob.metrics = mb;
+			if (CHECK(smp_service_new(&ob, &svc_bad) == GNN_OK)) {
+				in.len = 0;
+				gnn_encode_nodes_req(&in, 60, GNN_SPLIT_TRAIN, 10, 500);
+				expect_error(svc_bad, &in, 0, GNN_EINVAL, "partition 2 (in process) has no split codes");
+				smp_service_free(svc_bad);
+			}
+			gnn_metrics_free(mb);
+			smp_local_close(nosplit);
+		}
+	}
+	gnn_wbuf_free(&in);
+	gnn_wbuf_free(&out);
+	smp_service_free(svc);
+	gnn_metrics_free(m);
+}
+
 /* ---- the graph store backend against fake graph stores ---- */
 
-/* A fake graph store: answers INFO, SAMPLE, FEAT and LABEL for partition
- * part of g_local with the in-process backend's answers. */
+/* A fake graph store: answers INFO, SAMPLE, FEAT, LABEL and NODES for
+ * partition part of g_local with the in-process backend's answers. */
 struct fake {
 	uint32_t part, claim_part;
 	uint64_t graph_id;
@@ -681,7 +1049,14 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 
 		return gnn_encode_info_resp(out, h->req_id, &in);
 	}
-	if (h->type == GNN_MSG_SAMPLE_REQ) {
+	if (h->type == GNN_MSG_NODES_REQ) {
+		struct gnn_nodes_req nr;
+
+		if ((rc = gnn_decode_nodes_req(payload, len, &nr)) != GNN_OK)
+			return rc;
+		c = (struct smp_call){ .op = SMP_OP_NODES, .part = f->part, .split = nr.split, .limit = nr.limit,
+				       .cursor = nr.cursor };
+	} else if (h->type == GNN_MSG_SAMPLE_REQ) {
 		if ((rc = gnn_decode_sample_req(payload, len, &sr)) != GNN_OK)
 			return rc;
 		c = (struct smp_call){ .op = SMP_OP_SAMPLE, .part = f->part, .n = sr.n, .ids = sr.ids,
@@ -699,6 +1074,8 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, c.nbrs, c.total);
 	else if (c.op == SMP_OP_FEAT)
 		rc = gnn_encode_feat_resp(out, h->req_id, c.rows, c.n, G_DIM);
+	else if (c.op == SMP_OP_NODES)
+		rc = gnn_encode_nodes_resp(out, h->req_id, c.found, c.num_found, c.next_cursor);
 	else
 		rc = gnn_encode_label_resp(out, h->req_id, c.labels, c.n);
 	be.release(be.ctx, &c, 1);
@@ -744,8 +1121,10 @@ static void test_stores(void)
 	struct smp_backend net, local;
 	struct gnn_metrics *m;
 	struct smp_minibatch a, b;
+	struct smp_service *svc = NULL;
+	struct smp_service_opts so = { .backend = &net };
 	struct gnn_wbuf wa, wb;
-	int64_t seeds[50];
+	int64_t seeds[50], got[G_NODES], want[G_NODES];
 	struct gnn_minibatch_req req = { .seed = 8, .num_layers = 2, .fanouts = { 6, 4 }, .num_seeds = 50,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	char err[512], reason[128], url[64];
@@ -763,12 +1142,46 @@ static void test_stores(void)
 	if (!CHECK(open_stores(f, G_PARTS, 500, 1, m, &st) == GNN_OK))
 		goto out;
 	CHECK(!smp_stores_ready(st, reason, sizeof(reason)) && strstr(reason, "waiting") != NULL);
+	/* The service may run before the layout is known: it says so. */
+	smp_stores_backend(st, &net);
+	so.metrics = m;
+	if (!CHECK(smp_service_new(&so, &svc) == GNN_OK))
+		goto out;
+	gnn_wbuf_init(&wa);
+	gnn_encode_info_req(&wa, 1);
+	expect_error(svc, &wa, 0, GNN_EUNAVAIL, "waiting for graph stores: graphstore-0(tcp://127.0.0.1:");
+	gnn_wbuf_free(&wa);
 	if (!CHECK(smp_stores_connect(st, 10, stop_never) == GNN_OK))
 		goto out;
 	CHECK(smp_stores_ready(st, reason, sizeof(reason)));
 	CHECK(smp_stores_layout(st)->num_nodes == G_NODES && smp_stores_layout(st)->num_parts == G_PARTS);
-	smp_stores_backend(st, &net);
 	smp_local_backend(g_local, &local);
+
+	/* INFO: the stores' graph; NODES: the split lists, over nng. */
+	gnn_wbuf_init(&wa);
+	gnn_wbuf_init(&wb);
+	gnn_encode_info_req(&wa, 2);
+	handle(svc, &wa, 0, &wb, &(struct gnn_hdr){ 0 });
+	{
+		struct gnn_hdr rh;
+		const void *payload;
+		struct gnn_info info;
+
+		if (CHECK(gnn_proto_decode_hdr(wb.buf, wb.len, &rh, &payload) == GNN_OK && rh.type == GNN_MSG_INFO_RESP) &&
+		    CHECK(gnn_decode_info_resp(payload, rh.len, &info) == GNN_OK)) {
+			CHECK(info.graph_id == 42 && info.num_edges == 1000 && info.part_id == G_PARTS &&
+			      memcmp(info.offsets, g_offsets, sizeof(g_offsets)) == 0);
+			gnn_proto_release(info.owned);
+		}
+	}
+	gnn_wbuf_free(&wa);
+	gnn_wbuf_free(&wb);
+	for (uint8_t split = 0; split < 4; split++) {
+		size_t k = ref_split(split, 0, want);
+		int pages;
+
+		CHECK(list_nodes(svc, split, 50, 0, got, &pages) == (long)k && memcmp(got, want, k * 8) == 0);
+	}
 	random_seeds(G_NODES, 50, seeds);
 	gnn_wbuf_init(&wa);
 	gnn_wbuf_init(&wb);
@@ -799,6 +1212,15 @@ static void test_stores(void)
 	CHECK(dt < 2 * 0.5 * 2 + 0.5);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
 	CHECK(strstr(err, "graphstore-1") != NULL && strstr(err, url) != NULL);
+	{	/* NODES in its partition: the same error */
+		char text[128];
+
+		gnn_wbuf_init(&wa);
+		gnn_encode_nodes_req(&wa, 3, GNN_SPLIT_TRAIN, 10, 150);
+		snprintf(text, sizeof(text), "graph store graphstore-1 (%s) unavailable: nodes call failed", url);
+		expect_error(svc, &wa, 0, GNN_EUNAVAIL, text);
+		gnn_wbuf_free(&wa);
+	}
 	usleep(600 * 1000);  /* the check notices */
 	CHECK(!smp_stores_ready(st, reason, sizeof(reason)) && strstr(reason, "graphstore-1") != NULL);
 
@@ -830,6 +1252,7 @@ static void test_stores(void)
 		}
 	}
 out:
+	smp_service_free(svc);
 	smp_stores_close(st);
 	gnn_metrics_free(m);
 	for (int i = 0; i < G_PARTS; i++)
@@ -862,7 +1285,14 @@ static void test_stores_mismatch(void)
 	smp_stores_close(st);
 	gnn_metrics_free(m);
 
-	f[1].graph_id = 42;   /* too few stores for 3 partitions */
+	f[1].graph_id = 42;
+	f[2].claim_part = G_PARTS;  /* answers for the whole graph: a sampler */
+	gnn_metrics_new(&m);
+	CHECK(open_stores(f, G_PARTS, 300, 0, m, &st) == GNN_OK && smp_stores_connect(st, 5, stop_never) == GNN_EINVAL);
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+
+	f[2].claim_part = 2;  /* too few stores for 3 partitions */
 	gnn_metrics_new(&m);
 	CHECK(open_stores(f, 2, 300, 0, m, &st) == GNN_OK && smp_stores_connect(st, 5, stop_never) == GNN_EINVAL);
 	smp_stores_close(st);
@@ -926,6 +1356,47 @@ static void test_partition_files(void)
 			if (!build_and_check(&be, l, 0, &req, &w))
 				break;
 		}
+		/* NODES over the files: each split's count is meta.json's, in
+		 * ascending order, every node carrying that split code. */
+		static const char *const keys[] = { NULL, "num_train", "num_valid", "num_test" };
+		struct gnn_meta meta;
+		int64_t total = 0;
+
+		if (CHECK(gnn_meta_load(out, &meta) == GNN_OK)) {
+			for (uint8_t split = 0; split < 4; split++) {
+				int64_t cursor = 0, count = 0, prev = -1;
+				bool ok = true;
+				char err[256];
+
+				while (ok && cursor != -1) {
+					struct gnn_nodes_req nr = { .split = split, .limit = 100, .cursor = cursor };
+					struct gnn_nodes_resp r = { 0 };
+					struct gnn_hdr h;
+					const void *payload;
+
+					w.len = 0;
+					ok = CHECK(smp_nodes_message(&be, 1, &nr, &w, NULL, err, sizeof(err)) == GNN_OK) &&
+					     CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &payload) == GNN_OK) &&
+					     CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK);
+					for (uint32_t i = 0; ok && i < r.n; i++) {
+						const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, r.ids[i]));
+
+						ok = CHECK(r.ids[i] > prev && pt->split[r.ids[i] - pt->node_start] == split);
+						prev = r.ids[i];
+					}
+					if (ok) {
+						count += r.n;
+						cursor = r.next_cursor;
+					}
+					gnn_proto_release(r.owned);
+				}
+				total += count;
+				if (keys[split] != NULL)
+					CHECK(count == json_integer_value(json_object_get(meta.json, keys[split])));
+			}
+			CHECK(total == meta.num_nodes);
+			gnn_meta_free(&meta);
+		}
 		gnn_wbuf_free(&w);
 		smp_local_close(l);
 	}
@@ -946,6 +1417,8 @@ int main(void)
 	RUN(test_bad_requests);
 	RUN(test_bad_answers);
 	RUN(test_handler);
+	RUN(test_fanout_zero);
+	RUN(test_info_nodes);
 	RUN(test_stores);
 	RUN(test_stores_mismatch);
 	RUN(test_partition_files);

@@ -1,0 +1,233 @@
+{{/*
+Names. Objects are named after their component (trainer, graphstore,
+sampler, ...) so that `kubectl logs trainer-0` works; prefixWithRelease
+puts "RELEASE-" in front of every name, and of every DNS name passed to the
+binaries, so that two releases can share a namespace.
+*/}}
+{{- define "gnn-dist.prefix" -}}
+{{- if .Values.prefixWithRelease -}}{{ printf "%s-" .Release.Name }}{{- end -}}
+{{- end -}}
+
+{{/* gnn-dist.name: prefix + component ("graphstore"), checked against the
+StatefulSet limit: its pods carry a controller-revision-hash label
+"NAME-<10 chars>", which must fit the 63-character label limit. */}}
+{{- define "gnn-dist.name" -}}
+{{- $name := printf "%s%s" (include "gnn-dist.prefix" .root) .component -}}
+{{- if gt (len $name) 52 -}}
+{{- fail (printf "object name %q is longer than 52 characters: use a shorter release name or prefixWithRelease=false" $name) -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
+
+{{- define "gnn-dist.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of one component: {root, component}. */}}
+{{- define "gnn-dist.selectorLabels" -}}
+app.kubernetes.io/name: gnn-dist
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "gnn-dist.labels" -}}
+{{ include "gnn-dist.selectorLabels" . }}
+app.kubernetes.io/part-of: gnn-dist
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ include "gnn-dist.chart" .root }}
+{{- end -}}
+
+{{- define "gnn-dist.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+Where things live on the volumes. The partition output folder and the
+checkpoint folder are named after a hash of the settings that determine
+their contents: the same settings find the finished output (the Job does
+not partition again, a finished run is not retrained), changed settings get
+a fresh folder instead of a stale or mismatched one.
+*/}}
+{{- define "gnn-dist.datasetName" -}}
+{{- if .Values.dataset.name -}}
+{{- .Values.dataset.name -}}
+{{- else if eq .Values.dataset.source "synthetic" -}}
+{{- printf "synthetic-%s" .Values.dataset.synthetic.preset -}}
+{{- else -}}
+{{- base (trimSuffix "/" .Values.dataset.ogb.path) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The partitioner's settings, as environment variables (GNN_*: each is
+one of gnn-partition's options). */}}
+{{- define "gnn-dist.partitionEnv" -}}
+- name: GNN_PARTS
+  value: {{ int64 .Values.partition.parts | quote }}
+- name: GNN_METHOD
+  value: {{ .Values.partition.method | quote }}
+- name: GNN_SEED
+  value: {{ int64 .Values.partition.seed | quote }}
+- name: GNN_METIS_MAX_EDGES
+  value: {{ int64 .Values.partition.metisMaxEdges | quote }}
+{{- if eq .Values.dataset.source "synthetic" }}
+- name: GNN_SYNTHETIC
+  value: {{ .Values.dataset.synthetic.preset | quote }}
+{{- with .Values.dataset.synthetic }}
+{{- if .nodes }}
+- name: GNN_NODES
+  value: {{ int64 .nodes | quote }}
+{{- end }}
+{{- if .edges }}
+- name: GNN_EDGES
+  value: {{ int64 .edges | quote }}
+{{- end }}
+{{- if .featDim }}
+- name: GNN_FEAT_DIM
+  value: {{ int64 .featDim | quote }}
+{{- end }}
+{{- if .classes }}
+- name: GNN_CLASSES
+  value: {{ int64 .classes | quote }}
+{{- end }}
+{{- end }}
+{{- else }}
+- name: GNN_INPUT
+  value: {{ printf "%s/%s" .Values.storage.data.mountPath (trimSuffix "/" .Values.dataset.ogb.path) | quote }}
+{{- with .Values.dataset.ogb }}
+{{- if .split }}
+- name: GNN_SPLIT
+  value: {{ .split | quote }}
+{{- end }}
+{{- if .keepDirected }}
+- name: GNN_KEEP_DIRECTED
+  value: "1"
+{{- end }}
+{{- if .classes }}
+- name: GNN_CLASSES
+  value: {{ int64 .classes | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "gnn-dist.partitionHash" -}}
+{{- include "gnn-dist.partitionEnv" . | sha256sum | trunc 10 -}}
+{{- end -}}
+
+{{- define "gnn-dist.partitionDir" -}}
+{{- printf "%s/partitions/%s-%s" .Values.storage.data.mountPath (include "gnn-dist.datasetName" .) (include "gnn-dist.partitionHash" .) -}}
+{{- end -}}
+
+{{/* What identifies a run: the graph (the partition output) and what the
+trainer's checkpoints are tied to (layers, widths: the model hash) plus the
+seed. Epochs, batch size, learning rate and the number of trainers may
+change between attempts of one run, as gnn-trainer allows: a larger
+trainer.epochs continues a finished run (docs/training.md). */}}
+{{- define "gnn-dist.runKey" -}}
+{{- with .Values.trainer -}}
+partition={{ include "gnn-dist.partitionHash" $ }} layers={{ len .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
+{{- end -}}
+{{- end -}}
+
+{{- define "gnn-dist.runName" -}}
+{{- if .Values.trainer.runName -}}
+{{- .Values.trainer.runName -}}
+{{- else -}}
+{{- printf "%s-%s" (include "gnn-dist.datasetName" .) (include "gnn-dist.runKey" . | sha256sum | trunc 10) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gnn-dist.checkpointDir" -}}
+{{- printf "%s/%s" .Values.storage.checkpoints.mountPath (include "gnn-dist.runName" .) -}}
+{{- end -}}
+
+{{/* The data claim's name. */}}
+{{- define "gnn-dist.dataClaim" -}}
+{{- default (include "gnn-dist.name" (dict "root" . "component" "gnn-data")) .Values.storage.data.existingClaim -}}
+{{- end -}}
+
+{{/* DNS names the binaries dial: short names, resolved through the pod's
+search domains (NAMESPACE.svc.CLUSTER-DOMAIN), so they need neither the
+namespace nor the cluster domain. A headless Service name resolves to the
+addresses of all its (ready, unless publishNotReadyAddresses) pods, a
+StatefulSet pod as POD.SERVICE. */}}
+{{- define "gnn-dist.graphstorePattern" -}}
+{{- $n := include "gnn-dist.name" (dict "root" . "component" "graphstore") -}}
+{{- printf "tcp://%s-%%d.%s:%d" $n $n (int64 .Values.graphstore.port) -}}
+{{- end -}}
+{{- define "gnn-dist.trainerPattern" -}}
+{{- $n := include "gnn-dist.name" (dict "root" . "component" "trainer") -}}
+{{- printf "tcp://%s-%%d.%s:%d" $n $n (int64 .Values.trainer.port) -}}
+{{- end -}}
+{{- define "gnn-dist.samplerURL" -}}
+{{- printf "tcp://%s:%d" (include "gnn-dist.name" (dict "root" . "component" "sampler")) (int64 .Values.sampler.port) -}}
+{{- end -}}
+
+{{/* Pod-level pieces shared by every workload: {root, comp (values of the
+component)}. */}}
+{{- define "gnn-dist.podCommon" -}}
+automountServiceAccountToken: false
+# No NAME_SERVICE_HOST/_PORT variables: the binaries find each other by DNS,
+# and any Service of the namespace named gnn-* would inject GNN_* variables,
+# which the binaries read as options.
+enableServiceLinks: false
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .comp.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .comp.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .comp.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod annotations: Prometheus' scrape convention, then the user's. */}}
+{{- define "gnn-dist.podAnnotations" -}}
+{{- if and .root.Values.metrics.podAnnotations .httpPort }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .httpPort | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- with .comp.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Probes on the HTTP port: liveness /healthz (answers from the first
+moment, so no startup probe is needed), readiness /readyz. */}}
+{{- define "gnn-dist.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 6
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: http
+  periodSeconds: 5
+  timeoutSeconds: 5
+  failureThreshold: 2
+{{- end -}}
+
+{{/* The writable scratch space the read-only root filesystem lacks. */}}
+{{- define "gnn-dist.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}

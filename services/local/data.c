@@ -1,0 +1,145 @@
+/* data.c - where the partitions come from: a given --partition-dir, a
+ * reusable WORKDIR/partition, or a fresh gnn-partition run. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "pipeline.h"
+#include "log.h"
+#include "part.h"
+#include "sys.h"
+
+/* Whether the partition output in dir was made from what this run asks
+ * for: the same number of parts, and the same dataset folder (absolute
+ * path) or synthetic preset. why explains a mismatch. */
+static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why, size_t size)
+{
+	const json_t *src = json_object_get(m->json, "source");
+	const char *kind = json_string_value(json_object_get(src, "kind"));
+	const char *path = json_string_value(json_object_get(src, "path"));
+	const char *preset = json_string_value(json_object_get(src, "preset"));
+
+	if (m->num_parts != r->parts) {
+		snprintf(why, size, "it has %d parts, %d asked for", m->num_parts, r->parts);
+		return false;
+	}
+	if (r->cfg->synthetic != NULL) {
+		if (kind == NULL || strcmp(kind, "synthetic") != 0 || preset == NULL ||
+		    strcmp(preset, r->cfg->synthetic) != 0) {
+			snprintf(why, size, "it was not made from synthetic preset %s", r->cfg->synthetic);
+			return false;
+		}
+		return true;
+	}
+	if (kind == NULL || strcmp(kind, "ogb") != 0 || path == NULL || strcmp(path, r->dataset) != 0) {
+		snprintf(why, size, "it was not made from %s", r->dataset);
+		return false;
+	}
+	return true;
+}
+
+/* Runs gnn-partition into r->partdir and waits for it (bounded). */
+static int run_partitioner(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	struct loc_argv a = { 0 };
+	struct loc_proc *p = NULL, *done;
+	double t0 = gnn_now(), deadline = t0 + (double)cfg->timeout_s;
+	int rc;
+
+	if ((rc = loc_argv_add(&a, "gnn-partition")) != GNN_OK)
+		goto out;
+	if (cfg->synthetic != NULL)
+		rc = loc_argv_add(&a, "--synthetic=%s", cfg->synthetic);
+	else
+		rc = loc_argv_add(&a, "--input=%s", r->dataset);
+	/* --force: WORKDIR/partition is gnn-local's own, and a stale one must go. */
+	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
+	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK)
+		goto out;
+	if ((rc = loc_proc_start(&r->procs, "partition", LOC_ROLE_PARTITION, &a, &p)) != GNN_OK)
+		goto out;
+	GNN_INFO("partitioning", "source=%s parts=%d out=%s log=%s", cfg->synthetic ? cfg->synthetic : r->dataset,
+		 r->parts, r->partdir, p->log);
+	while (p->running) {
+		if ((rc = loc_tick(r, &done)) != GNN_OK)
+			goto out;
+		if (p->running && gnn_now() > deadline) {
+			r->failed = p;
+			r->failure = "partitioning ran past --timeout-s";
+			rc = GNN_ETIMEDOUT;
+			goto out;
+		}
+	}
+	GNN_INFO("partitioned", "dir=%s parts=%d seconds=%.1f", r->partdir, r->parts, gnn_now() - t0);
+out:
+	loc_argv_free(&a);
+	return rc;
+}
+
+int loc_partition_prepare(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	struct gnn_meta m = { 0 };
+	char meta[PATH_MAX + 16], why[PATH_MAX + 64];
+	double t0 = gnn_now();
+	int rc;
+
+	if (cfg->partition_dir != NULL) {
+		if (realpath(cfg->partition_dir, r->partdir) == NULL) {
+			GNN_ERROR("bad_config", "option=--partition-dir value=%s reason=\"%s\"", cfg->partition_dir,
+				  strerror(errno));
+			return GNN_EINVAL;
+		}
+		if (gnn_meta_load(r->partdir, &m) != GNN_OK) {
+			GNN_ERROR("bad_config", "option=--partition-dir value=%s reason=\"not a complete gnn-partition output (meta.json, see above)\"",
+				  r->partdir);
+			return GNN_EINVAL;
+		}
+		if (cfg->parts > 0 && cfg->parts != m.num_parts) {
+			GNN_ERROR("bad_config", "option=--parts value=%lld reason=\"%s has %d partitions\"",
+				  (long long)cfg->parts, r->partdir, m.num_parts);
+			gnn_meta_free(&m);
+			return GNN_EINVAL;
+		}
+		r->parts = m.num_parts;
+		gnn_meta_free(&m);
+		GNN_INFO("partition_given", "dir=%s parts=%d", r->partdir, r->parts);
+		return GNN_OK;
+	}
+	r->parts = (int)cfg->parts;
+	if ((size_t)snprintf(r->partdir, sizeof(r->partdir), "%.*s/partition", PATH_MAX - 16, r->workdir) >=
+	    sizeof(r->partdir)) {
+		GNN_ERROR("bad_config", "option=--workdir reason=\"path too long\"");
+		return GNN_EINVAL;
+	}
+	snprintf(meta, sizeof(meta), "%s/meta.json", r->partdir);
+	/* gnn-partition renames its output into place only when complete, so a
+	 * meta.json that loads means a whole output. */
+	if (access(meta, F_OK) == 0) {
+		if (gnn_meta_load(r->partdir, &m) == GNN_OK && matches(r, &m, why, sizeof(why))) {
+			gnn_meta_free(&m);
+			GNN_INFO("partition_reused", "dir=%s parts=%d reason=\"meta.json matches the parts and the source\"",
+				 r->partdir, r->parts);
+			r->t_partition = gnn_now() - t0;
+			return GNN_OK;
+		}
+		if (m.json == NULL)
+			snprintf(why, sizeof(why), "its meta.json does not load");
+		gnn_meta_free(&m);
+		GNN_INFO("partition_stale", "dir=%s reason=\"%s\" action=repartition", r->partdir, why);
+	}
+	if ((rc = run_partitioner(r)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_meta_load(r->partdir, &m)) != GNN_OK)
+		return rc;
+	if (m.num_parts != r->parts) {
+		GNN_ERROR("bad_partition", "dir=%s parts=%d expected=%d", r->partdir, m.num_parts, r->parts);
+		rc = GNN_EFORMAT;
+	}
+	gnn_meta_free(&m);
+	r->t_partition = gnn_now() - t0;
+	return rc;
+}

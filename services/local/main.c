@@ -1,0 +1,150 @@
+/* gnn-local: the whole gnn-dist system on 127.0.0.1 as separate processes,
+ * wired the way the Helm chart wires the pods (docs/local.md):
+ *
+ *   options -> partition (or reuse a partition output) -> P graph stores and
+ *   S samplers on free ports -> wait for their /readyz -> T trainers ->
+ *   wait for them (any child dying early ends the run) -> [--baseline: the
+ *   trainers again without neighbours] -> stop everything -> result block.
+ *
+ * Exit status: 0 on success; 1 when a component failed or a wait timed out
+ * (its log tail is printed); 2 for a bad configuration (ours, or a
+ * component's exit status 2); 128+N when stopped by signal N (130 for
+ * Ctrl-C, 143 for SIGTERM), after stopping every child. */
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "pipeline.h"
+#include "log.h"
+#include "opt.h"
+#include "sys.h"
+
+static struct loc_config cfg;
+
+static const struct gnn_opt options[] = {
+	{ "dataset", GNN_OPT_STR, &cfg.dataset, NULL, 0, 0, NULL,
+	  "graph in OGB's node-property layout (raw/, split/), partitioned with gnn-partition --input" },
+	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, "tiny|small|medium|products",
+	  "instead: the built-in synthetic graph of this preset" },
+	{ "partition-dir", GNN_OPT_STR, &cfg.partition_dir, NULL, 0, 0, NULL,
+	  "instead: an existing gnn-partition output to serve (not partitioned again)" },
+	{ "parts", GNN_OPT_INT, &cfg.parts, NULL, 1, 1024, NULL,
+	  "partitions = graph stores (default 2; with --partition-dir, its count)" },
+	{ "samplers", GNN_OPT_INT, &cfg.samplers, "1", 1, 256, NULL, "sampler processes" },
+	{ "trainers", GNN_OPT_INT, &cfg.trainers, "1", 1, 256, NULL, "trainer processes (ranks)" },
+	{ "workdir", GNN_OPT_STR, &cfg.workdir, "gnn-local-work", 0, 0, NULL,
+	  "folder for partition/, logs/ and checkpoints/ (created)" },
+	{ "checkpoint-dir", GNN_OPT_STR, &cfg.checkpoint_dir, NULL, 0, 0, NULL,
+	  "trainers' checkpoints (default WORKDIR/checkpoints; the baseline's get the suffix -features-only)" },
+	{ "fresh", GNN_OPT_BOOL, &cfg.fresh, NULL, 0, 0, NULL,
+	  "remove the checkpoints first: train from scratch instead of resuming or reporting a finished run" },
+	{ "baseline", GNN_OPT_BOOL, &cfg.baseline, NULL, 0, 0, NULL,
+	  "then train the same model without neighbours (fanouts 0,..,0: features only) and print both test accuracies" },
+	{ "epochs", GNN_OPT_INT, &cfg.epochs, NULL, 1, 100000, NULL, "gnn-trainer --epochs (not given: its default)" },
+	{ "batch-size", GNN_OPT_INT, &cfg.batch_size, NULL, 1, 1 << 22, NULL, "gnn-trainer --batch-size" },
+	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, LOC_MAX_LAYERS, NULL,
+	  "gnn-trainer --layers (not given: the number of --fanouts)" },
+	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
+	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
+	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
+	{ "eval-batch-size", GNN_OPT_INT, &cfg.eval_batch_size, NULL, 1, 1 << 22, NULL,
+	  "gnn-trainer --eval-batch-size" },
+	{ "hidden", GNN_OPT_INT, &cfg.hidden, NULL, 1, 1 << 16, NULL, "gnn-trainer --hidden" },
+	{ "lr", GNN_OPT_FLOAT, &cfg.lr, NULL, 1e-9, 10, NULL, "gnn-trainer --lr" },
+	{ "weight-decay", GNN_OPT_FLOAT, &cfg.weight_decay, NULL, 0, 1, NULL, "gnn-trainer --weight-decay" },
+	{ "dropout", GNN_OPT_FLOAT, &cfg.dropout, NULL, 0, 0.95, NULL, "gnn-trainer --dropout" },
+	{ "seed", GNN_OPT_INT, &cfg.seed, NULL, 0, 9223372036854775807.0, NULL, "gnn-trainer --seed" },
+	{ "prefetch", GNN_OPT_INT, &cfg.prefetch, NULL, 1, 64, NULL, "gnn-trainer --prefetch" },
+	{ "threads", GNN_OPT_INT, &cfg.threads, NULL, 0, 1024, NULL,
+	  "gnn-trainer --threads (not given: the CPUs divided among the trainers)" },
+	{ "store-workers", GNN_OPT_INT, &cfg.store_workers, "0", 0, 1024, NULL,
+	  "gnn-graphstore --workers (0: its default)" },
+	{ "sampler-workers", GNN_OPT_INT, &cfg.sampler_workers, "0", 0, 1024, NULL,
+	  "gnn-sampler --workers (0: its default)" },
+	{ "ready-timeout-s", GNN_OPT_INT, &cfg.ready_timeout_s, "600", 1, 86400, NULL,
+	  "longest wait for the graph stores and samplers to be ready (also the trainers' --wait-s)" },
+	{ "timeout-s", GNN_OPT_INT, &cfg.timeout_s, "86400", 1, 31536000, NULL,
+	  "longest partitioning, and longest training run" },
+	{ "stop-timeout-s", GNN_OPT_INT, &cfg.stop_timeout_s, "10", 1, 3600, NULL,
+	  "on stopping, seconds between SIGTERM and SIGKILL per kind of component" },
+	{ NULL },
+};
+
+/* Model options not given stay at -1 (NULL for lists): not passed on. */
+static void unset_model_options(void)
+{
+	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
+	cfg.seed = cfg.prefetch = cfg.threads = -1;
+	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
+}
+
+static int exit_status(const struct loc_run *r, int rc)
+{
+	if (gnn_stop_signal() != 0)
+		return 128 + gnn_stop_signal();
+	if (rc == GNN_OK)
+		return 0;
+	if (rc == GNN_EINVAL)
+		return LOC_EXIT_USAGE;
+	/* A component that rejects its configuration (exit 2) is a bad
+	 * configuration of the whole run. */
+	if (r->failed != NULL && !r->failed->running && WIFEXITED(r->failed->status) &&
+	    WEXITSTATUS(r->failed->status) == LOC_EXIT_USAGE)
+		return LOC_EXIT_USAGE;
+	return LOC_EXIT_FAILED;
+}
+
+int main(int argc, char **argv)
+{
+	static struct loc_run run;
+	const char *why;
+	int rc, status;
+
+	gnn_log_init("gnn-local");
+	unset_model_options();
+	rc = gnn_opt_parse("gnn-local",
+			   "Run gnn-dist on this machine: partitioner, graph stores, samplers and trainers as "
+			   "processes on 127.0.0.1 (docs/local.md).\nThe gnn-trainer options (--epochs to "
+			   "--threads) are passed to every trainer when given; otherwise the trainer's defaults apply.",
+			   options, argc, argv);
+	if (rc == GNN_EHELP)
+		return 0;
+	if (rc != GNN_OK || loc_config_check(&cfg) != GNN_OK)
+		return LOC_EXIT_USAGE;
+	if (cfg.parts < 0 && cfg.partition_dir == NULL)
+		cfg.parts = 2;
+	GNN_INFO("start", "pid=%d", (int)getpid());
+	gnn_opt_log(options);
+	gnn_signals_install();
+
+	rc = loc_run_init(&run, &cfg);
+	if (rc == GNN_OK)
+		rc = loc_partition_prepare(&run);
+	if (rc == GNN_OK)
+		rc = loc_services_start(&run);
+	if (rc == GNN_OK)
+		rc = loc_services_wait_ready(&run);
+	if (rc == GNN_OK)
+		rc = loc_train(&run, false);
+	if (rc == GNN_OK && cfg.baseline)
+		rc = loc_train(&run, true);
+
+	if (gnn_stop_signal() != 0)
+		GNN_WARN("interrupted", "signal=%d reason=\"stopping every component\"", gnn_stop_signal());
+	loc_procs_stop(&run.procs, (double)cfg.stop_timeout_s);
+	status = exit_status(&run, rc);
+	if (status == 0)
+		loc_report_result(&run);
+	else if (gnn_stop_signal() == 0)
+		loc_report_failure(&run);
+	if (status == 0)
+		why = "done";
+	else if (gnn_stop_signal() != 0)
+		why = "stopped by signal";
+	else
+		why = run.failure != NULL ? run.failure : gnn_strerror(rc);
+	GNN_LOG(status == 0 ? GNN_LOG_INFO : GNN_LOG_ERROR, "exit", "status=%d reason=\"%s\"", status, why);
+	loc_run_free(&run);
+	return status;
+}

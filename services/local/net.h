@@ -1,0 +1,23 @@
+/* net.h - what gnn-local needs from the network: free loopback ports for
+ * the components it starts, and a tiny HTTP/1.0 client for their /readyz. */
+#ifndef LOC_NET_H
+#define LOC_NET_H
+
+#include <stddef.h>
+
+/* Fills ports[0..n-1] with distinct TCP ports free on 127.0.0.1 now: binds n
+ * sockets to port 0 at once (so the kernel cannot hand out one twice), reads
+ * their ports, closes them. Another process may still take one before the
+ * component binds it; the component then fails and says so in its log.
+ * Returns GNN_EIO (logged) when a socket cannot be bound. */
+int loc_free_ports(int *ports, size_t n);
+
+/* GET http://127.0.0.1:port/path over HTTP/1.0 with a whole-exchange
+ * timeout. On GNN_OK *code holds the status code and body (body_size bytes,
+ * NUL-terminated, cut when longer) the response body. Returns GNN_EUNAVAIL
+ * when the connection is refused or fails, GNN_ETIMEDOUT, GNN_EPROTO for a
+ * response that is not HTTP; then body holds a short reason. Logs nothing:
+ * the caller decides whether a failure is worth a line. */
+int loc_http_get(int port, const char *path, int timeout_ms, int *code, char *body, size_t body_size);
+
+#endif

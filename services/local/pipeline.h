@@ -1,0 +1,104 @@
+/* pipeline.h - gnn-local's configuration and the state of one run: the whole
+ * system (partitioner, graph stores, samplers, trainers) as processes on
+ * 127.0.0.1, wired the way the Helm chart wires the pods (docs/local.md). */
+#ifndef LOC_PIPELINE_H
+#define LOC_PIPELINE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proc.h"
+
+#define LOC_EXIT_FAILED 1 /* a component failed, a wait timed out */
+#define LOC_EXIT_USAGE 2  /* bad configuration (ours, or a component's exit status 2) */
+
+/* The trainer's layer count when neither --layers nor --fanouts is given
+ * (gnn-trainer's default fanouts 15,10,5); the baseline needs it. */
+#define LOC_TRAINER_DEFAULT_LAYERS 3
+#define LOC_MAX_LAYERS 8 /* gnn-trainer's limit */
+
+/* Options (main.c's table). Model options left unset (-1, NULL) are not
+ * passed, so the trainer's own defaults apply. */
+struct loc_config {
+	const char *dataset, *synthetic, *partition_dir, *workdir, *checkpoint_dir;
+	int64_t parts, samplers, trainers;
+	int64_t epochs, batch_size, layers, hidden, eval_batch_size, seed, prefetch, threads;
+	const char *fanouts, *eval_fanouts;
+	double lr, weight_decay, dropout;
+	bool baseline, fresh;
+	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
+
+	/* Derived by loc_config_check. */
+	int layers_eff;                  /* layers the trainers will build */
+	int fanout[LOC_MAX_LAYERS];      /* parsed --fanouts (when given) */
+};
+
+/* One training pass: the GraphSAGE run or the features-only baseline. */
+struct loc_result {
+	bool done;
+	char summary[1024];   /* trainer-0's summary key=values */
+	char test_acc[32];
+	char params_crc[32];
+	double seconds;
+};
+
+struct loc_run {
+	const struct loc_config *cfg;
+	char bindir[PATH_MAX];    /* where gnn-local lives: the sibling binaries */
+	char workdir[PATH_MAX];   /* absolute */
+	char logdir[PATH_MAX];    /* WORKDIR/logs */
+	char partdir[PATH_MAX];   /* the partition output in use */
+	char dataset[PATH_MAX];   /* absolute --dataset, "" for --synthetic */
+	char ckptdir[PATH_MAX], ckptdir_baseline[PATH_MAX];
+	int parts;
+	struct loc_procs procs;
+	char *store_urls, *sampler_urls; /* comma-separated nng URLs (owned) */
+	int *sampler_http, *store_http;  /* HTTP ports (owned), [samplers] and [parts] */
+	struct loc_proc *failed;         /* the component whose failure ended the run */
+	const char *failure;             /* what went wrong, for the report */
+	double t_start, t_partition, t_ready;
+	struct loc_result main, baseline;
+};
+
+/* Checks the options that the table's ranges cannot (one data source,
+ * fanouts against layers, ...) and fills the derived fields. Logs a
+ * bad_config line naming the option and returns GNN_EINVAL. */
+int loc_config_check(struct loc_config *cfg);
+
+/* Fills the paths (creating WORKDIR/logs) and checks that the sibling
+ * binaries exist. GNN_EINVAL (logged) for a missing binary or dataset. */
+int loc_run_init(struct loc_run *r, const struct loc_config *cfg);
+/* Frees what r owns (its children must have been stopped). */
+void loc_run_free(struct loc_run *r);
+
+/* One supervision step: reaps children that exited. A graph store or
+ * sampler that exits, or any child that exits non-zero without having been
+ * told to stop, sets r->failed and returns GNN_EUNAVAIL; a stop signal
+ * returns GNN_ECLOSED. *exited (may be NULL) is a child that exited cleanly
+ * this step, else NULL. Sleeps about 50 ms when nothing happened. */
+int loc_tick(struct loc_run *r, struct loc_proc **exited);
+
+/* Uses --partition-dir, reuses WORKDIR/partition when its meta.json matches
+ * (same --parts and the same dataset path or synthetic preset), or runs
+ * gnn-partition into it. Sets r->partdir and r->parts. */
+int loc_partition_prepare(struct loc_run *r);
+
+/* Picks free ports and starts the P graph stores and S samplers. */
+int loc_services_start(struct loc_run *r);
+/* Polls every graph store's and sampler's /readyz until all answer 200,
+ * within --ready-timeout-s, logging waiting_for lines every 10 s. */
+int loc_services_wait_ready(struct loc_run *r);
+
+/* Starts T trainers (the features-only MLP with fanouts 0,..,0 when
+ * baseline), follows trainer-0's progress, waits for all within
+ * --timeout-s and reads their summary lines into the run's result. A
+ * trainer without a summary, or ranks whose params_crc differ, fail. */
+int loc_train(struct loc_run *r, bool baseline);
+
+/* After a failure: the failing component's status and log tail to stderr. */
+void loc_report_failure(const struct loc_run *r);
+/* After success: the result block on stdout. */
+void loc_report_result(const struct loc_run *r);
+
+#endif

@@ -1,0 +1,247 @@
+/* run.c - configuration checks, the run's paths, supervision of the
+ * children and the final report. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "pipeline.h"
+#include "log.h"
+#include "sys.h"
+
+static const char *const binaries[] = { "gnn-partition", "gnn-graphstore", "gnn-sampler", "gnn-trainer" };
+
+/* Parses "a,b,c" into at most LOC_MAX_LAYERS integers >= -1. */
+static int parse_fanouts(const char *opt, const char *text, int *out, int *n)
+{
+	const char *p = text;
+
+	*n = 0;
+	for (;;) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno != 0 || v < -1 || v > 1000000 || (*end != ',' && *end != '\0')) {
+			GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"expected comma-separated integers >= -1 (-1: all neighbours, 0: none)\"",
+				  opt, text);
+			return GNN_EINVAL;
+		}
+		if (*n == LOC_MAX_LAYERS) {
+			GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"more than %d layers\"", opt, text,
+				  LOC_MAX_LAYERS);
+			return GNN_EINVAL;
+		}
+		out[(*n)++] = (int)v;
+		if (*end == '\0')
+			return GNN_OK;
+		p = end + 1;
+	}
+}
+
+int loc_config_check(struct loc_config *cfg)
+{
+	int sources = (cfg->dataset != NULL) + (cfg->synthetic != NULL) + (cfg->partition_dir != NULL);
+	int eval[LOC_MAX_LAYERS], n_eval, n_fan = 0;
+
+	if (sources != 1) {
+		GNN_ERROR("bad_config", "reason=\"give exactly one of --dataset DIR, --synthetic PRESET, --partition-dir DIR (got %d)\"",
+			  sources);
+		return GNN_EINVAL;
+	}
+	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, cfg->fanout, &n_fan) != GNN_OK)
+		return GNN_EINVAL;
+	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != n_fan) {
+		GNN_ERROR("bad_config", "option=--fanouts value=\"%s\" layers=%lld reason=\"one fanout per layer: %d fanouts for %lld layers\"",
+			  cfg->fanouts, (long long)cfg->layers, n_fan, (long long)cfg->layers);
+		return GNN_EINVAL;
+	}
+	if (cfg->fanouts == NULL && cfg->layers >= 0 && cfg->layers != LOC_TRAINER_DEFAULT_LAYERS) {
+		GNN_ERROR("bad_config", "option=--layers value=%lld reason=\"give --fanouts with %lld values (the trainer's default fanouts have %d)\"",
+			  (long long)cfg->layers, (long long)cfg->layers, LOC_TRAINER_DEFAULT_LAYERS);
+		return GNN_EINVAL;
+	}
+	cfg->layers_eff = cfg->fanouts != NULL ? n_fan : LOC_TRAINER_DEFAULT_LAYERS;
+	if (cfg->eval_fanouts != NULL) {
+		if (parse_fanouts("eval-fanouts", cfg->eval_fanouts, eval, &n_eval) != GNN_OK)
+			return GNN_EINVAL;
+		if (n_eval != cfg->layers_eff) {
+			GNN_ERROR("bad_config", "option=--eval-fanouts value=\"%s\" reason=\"one fanout per layer: %d values for %d layers\"",
+				  cfg->eval_fanouts, n_eval, cfg->layers_eff);
+			return GNN_EINVAL;
+		}
+	}
+	return GNN_OK;
+}
+
+/* PATH_MAX-bounded snprintf that logs instead of truncating silently. */
+static int path_fmt(char *dst, const char *what, const char *fmt, const char *a, const char *b)
+{
+	if ((size_t)snprintf(dst, PATH_MAX, fmt, a, b) >= PATH_MAX) {
+		GNN_ERROR("bad_config", "reason=\"%s path too long\"", what);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+int loc_run_init(struct loc_run *r, const struct loc_config *cfg)
+{
+	char exe[PATH_MAX], path[PATH_MAX];
+	ssize_t k;
+	char *slash;
+	int rc;
+
+	r->cfg = cfg;
+	r->t_start = gnn_now();
+	r->procs.bindir = r->bindir;
+	r->procs.logdir = r->logdir;
+	/* The components are the binaries next to this one (build/bin). */
+	k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (k <= 0) {
+		GNN_ERROR("no_self", "reason=\"cannot read /proc/self/exe: %s\"", strerror(errno));
+		return GNN_EIO;
+	}
+	exe[k] = '\0';
+	slash = strrchr(exe, '/');
+	*slash = '\0';
+	snprintf(r->bindir, sizeof(r->bindir), "%s", exe);
+	for (size_t i = 0; i < sizeof(binaries) / sizeof(binaries[0]); i++) {
+		if (path_fmt(path, "binary", "%s/%s", r->bindir, binaries[i]) != GNN_OK)
+			return GNN_EINVAL;
+		if (access(path, X_OK) != 0) {
+			GNN_ERROR("bad_config", "binary=%s reason=\"%s; gnn-local runs the components built next to it (make)\"",
+				  path, strerror(errno));
+			return GNN_EINVAL;
+		}
+	}
+	if (cfg->dataset != NULL && realpath(cfg->dataset, r->dataset) == NULL) {
+		GNN_ERROR("bad_config", "option=--dataset value=%s reason=\"%s\"", cfg->dataset, strerror(errno));
+		return GNN_EINVAL;
+	}
+	if ((rc = gnn_mkdir_p(cfg->workdir)) != GNN_OK)
+		return rc;
+	if (realpath(cfg->workdir, r->workdir) == NULL) {
+		GNN_ERROR("bad_config", "option=--workdir value=%s reason=\"%s\"", cfg->workdir, strerror(errno));
+		return GNN_EINVAL;
+	}
+	if (path_fmt(r->logdir, "log", "%s/%s", r->workdir, "logs") != GNN_OK)
+		return GNN_EINVAL;
+	if (cfg->checkpoint_dir != NULL)
+		rc = path_fmt(r->ckptdir, "checkpoint", "%s%s", cfg->checkpoint_dir, "");
+	else
+		rc = path_fmt(r->ckptdir, "checkpoint", "%s/%s", r->workdir, "checkpoints");
+	if (rc != GNN_OK || path_fmt(r->ckptdir_baseline, "checkpoint", "%s%s", r->ckptdir, "-features-only") != GNN_OK)
+		return GNN_EINVAL;
+	if ((rc = gnn_mkdir_p(r->logdir)) != GNN_OK)
+		return rc;
+	if (cfg->fresh) {
+		GNN_INFO("fresh", "removing=%s,%s reason=\"--fresh: train from scratch\"", r->ckptdir,
+			 r->ckptdir_baseline);
+		if ((rc = gnn_rm_rf(r->ckptdir)) != GNN_OK || (rc = gnn_rm_rf(r->ckptdir_baseline)) != GNN_OK)
+			return rc;
+	}
+	GNN_INFO("workdir", "dir=%s logs=%s checkpoints=%s bin=%s", r->workdir, r->logdir, r->ckptdir, r->bindir);
+	return GNN_OK;
+}
+
+void loc_run_free(struct loc_run *r)
+{
+	loc_procs_free(&r->procs);
+	free(r->store_urls);
+	free(r->sampler_urls);
+	free(r->store_http);
+	free(r->sampler_http);
+	r->store_urls = r->sampler_urls = NULL;
+	r->store_http = r->sampler_http = NULL;
+}
+
+int loc_tick(struct loc_run *r, struct loc_proc **exited)
+{
+	const struct timespec tick = { 0, 50 * 1000000L };
+	struct loc_proc *p;
+
+	if (exited != NULL)
+		*exited = NULL;
+	if (gnn_stop_signal() != 0)
+		return GNN_ECLOSED;
+	p = loc_procs_reap(&r->procs);
+	if (p == NULL) {
+		nanosleep(&tick, NULL);
+		return gnn_stop_signal() != 0 ? GNN_ECLOSED : GNN_OK;
+	}
+	if (p->stopping)
+		return GNN_OK;
+	/* Servers never end on their own; anything else must end with 0. */
+	if (p->role == LOC_ROLE_STORE || p->role == LOC_ROLE_SAMPLER ||
+	    !WIFEXITED(p->status) || WEXITSTATUS(p->status) != 0) {
+		r->failed = p;
+		if (p->role == LOC_ROLE_STORE)
+			r->failure = "the graph store exited while the run needed it";
+		else if (p->role == LOC_ROLE_SAMPLER)
+			r->failure = "the sampler exited while the run needed it";
+		else if (WIFEXITED(p->status) && WEXITSTATUS(p->status) == LOC_EXIT_USAGE)
+			r->failure = "it rejected its configuration";
+		else
+			r->failure = "it exited with an error";
+		return GNN_EUNAVAIL;
+	}
+	if (exited != NULL)
+		*exited = p;
+	return GNN_OK;
+}
+
+void loc_report_failure(const struct loc_run *r)
+{
+	char text[96];
+
+	if (r->failed == NULL)
+		return;
+	if (r->failed->running || r->failed->stopping)
+		snprintf(text, sizeof(text), "still running when gnn-local gave up; stopped");
+	else
+		loc_status_text(r->failed->status, text, sizeof(text));
+	GNN_ERROR("component_failed", "component=%s status=\"%s\" reason=\"%s\" log=%s", r->failed->name, text,
+		  r->failure ? r->failure : "failed", r->failed->log);
+	fprintf(stderr, "gnn-local: %s: %s (%s); its log ends with:\n", r->failed->name,
+		r->failure ? r->failure : "failed", text);
+	loc_log_tail(r->failed->log, 20, stderr);
+}
+
+static void print_result(const char *label, const struct loc_result *res)
+{
+	printf("%-14s %s\n", label, res->summary);
+}
+
+void loc_report_result(const struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	double now = gnn_now();
+
+	printf("\n== gnn-local result ==\n");
+	if (cfg->synthetic != NULL)
+		printf("graph          synthetic '%s', %d partitions in %s\n", cfg->synthetic, r->parts, r->partdir);
+	else
+		printf("graph          %s, %d partitions in %s\n", cfg->dataset ? r->dataset : "(given)", r->parts,
+		       r->partdir);
+	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
+	       (long long)cfg->samplers, (long long)cfg->trainers);
+	print_result("graphsage", &r->main);
+	if (r->baseline.done)
+		print_result("features_only", &r->baseline);
+	printf("params_crc     %s on all %lld ranks\n", r->main.params_crc, (long long)cfg->trainers);
+	if (r->baseline.done)
+		printf("test_acc graphsage=%s features_only=%s\n", r->main.test_acc, r->baseline.test_acc);
+	else
+		printf("test_acc graphsage=%s\n", r->main.test_acc);
+	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
+	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);
+	if (r->baseline.done)
+		printf(", features-only training %.1f s", r->baseline.seconds);
+	printf("\nlogs           %s\ncheckpoints    %s\n", r->logdir, r->ckptdir);
+	fflush(stdout);
+}

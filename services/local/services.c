@@ -1,0 +1,181 @@
+/* services.c - the graph stores and samplers: start them on free loopback
+ * ports and wait until every one's /readyz says 200. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "pipeline.h"
+#include "log.h"
+#include "net.h"
+#include "sys.h"
+
+#define WAIT_LOG_PERIOD_S 10.0
+#define READYZ_TIMEOUT_MS 1000
+
+/* "tcp://127.0.0.1:P0,tcp://127.0.0.1:P1,..." (owned by the caller). */
+static char *url_list(const int *ports, size_t n)
+{
+	size_t cap = n * 32 + 1, len = 0;
+	char *s = malloc(cap);
+
+	if (s == NULL)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%stcp://127.0.0.1:%d", i ? "," : "", ports[i]);
+	return s;
+}
+
+int loc_services_start(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers;
+	int *ports = calloc(2 * (P + S), sizeof(*ports));
+	struct loc_argv a = { 0 };
+	char name[LOC_NAME_MAX];
+	int rc = GNN_ENOMEM;
+
+	r->store_http = calloc(P, sizeof(*r->store_http));
+	r->sampler_http = calloc(S, sizeof(*r->sampler_http));
+	if (ports == NULL || r->store_http == NULL || r->sampler_http == NULL)
+		goto out;
+	/* ports: [store nng | store http | sampler nng | sampler http] */
+	if ((rc = loc_free_ports(ports, 2 * (P + S))) != GNN_OK)
+		goto out;
+	memcpy(r->store_http, ports + P, P * sizeof(*ports));
+	memcpy(r->sampler_http, ports + 2 * P + S, S * sizeof(*ports));
+	r->store_urls = url_list(ports, P);
+	r->sampler_urls = url_list(ports + 2 * P, S);
+	if (r->store_urls == NULL || r->sampler_urls == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (size_t p = 0; p < P; p++) {
+		snprintf(name, sizeof(name), "graphstore-%zu", p);
+		/* --wait-data 0: the partition output is complete already. */
+		if ((rc = loc_argv_add(&a, "gnn-graphstore")) || (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
+		    (rc = loc_argv_add(&a, "--part=%zu", p)) ||
+		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[p])) ||
+		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
+		    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
+		    (rc = loc_argv_add(&a, "--wait-data=0")) ||
+		    (cfg->store_workers > 0 && (rc = loc_argv_add(&a, "--workers=%lld", (long long)cfg->store_workers))) ||
+		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL)))
+			goto out;
+		loc_argv_free(&a);
+	}
+	for (size_t s = 0; s < S; s++) {
+		snprintf(name, sizeof(name), "sampler-%zu", s);
+		if ((rc = loc_argv_add(&a, "gnn-sampler")) || (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls)) ||
+		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[2 * P + s])) ||
+		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
+		    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * P + S + s])) ||
+		    (rc = loc_argv_add(&a, "--wait-stores=%lld", (long long)cfg->ready_timeout_s)) ||
+		    (cfg->sampler_workers > 0 &&
+		     (rc = loc_argv_add(&a, "--workers=%lld", (long long)cfg->sampler_workers))) ||
+		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL)))
+			goto out;
+		loc_argv_free(&a);
+	}
+	GNN_INFO("services_started", "graphstores=%s samplers=%s", r->store_urls, r->sampler_urls);
+out:
+	loc_argv_free(&a);
+	free(ports);
+	return rc;
+}
+
+/* One server to wait for. */
+struct pending {
+	struct loc_proc *proc;
+	int port;
+	bool ready;
+	char reason[192];
+};
+
+/* The body of a 503 without its newline, quotes made harmless for the
+ * key="value" log format. */
+static void clean_reason(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p == '"' || *p == '\n' || *p == '\r')
+			*p = *p == '"' ? '\'' : ' ';
+	for (size_t n = strlen(s); n > 0 && s[n - 1] == ' '; n--)
+		s[n - 1] = '\0';
+}
+
+int loc_services_wait_ready(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers, n = 0, ns = 0, nm = 0, left;
+	struct pending *w = calloc(P + S, sizeof(*w));
+	double t0 = gnn_now(), next_log = t0 + WAIT_LOG_PERIOD_S;
+	int rc = GNN_OK, code;
+
+	if (w == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < r->procs.n; i++) {
+		struct loc_proc *p = r->procs.v[i];
+
+		if (p->role == LOC_ROLE_STORE && ns < P)
+			w[n++] = (struct pending){ .proc = p, .port = r->store_http[ns++] };
+		else if (p->role == LOC_ROLE_SAMPLER && nm < S)
+			w[n++] = (struct pending){ .proc = p, .port = r->sampler_http[nm++] };
+	}
+	for (left = n; left > 0;) {
+		for (size_t i = 0; i < n; i++) {
+			char body[128];
+
+			if (w[i].ready)
+				continue;
+			rc = loc_http_get(w[i].port, "/readyz", READYZ_TIMEOUT_MS, &code, body, sizeof(body));
+			if (rc == GNN_OK && code == 200) {
+				w[i].ready = true;
+				left--;
+				GNN_INFO("component_ready", "component=%s url=http://127.0.0.1:%d/readyz waited_s=%.1f",
+					 w[i].proc->name, w[i].port, gnn_now() - t0);
+				continue;
+			}
+			if (rc == GNN_OK)
+				snprintf(w[i].reason, sizeof(w[i].reason), "%d %s", code, body);
+			else
+				snprintf(w[i].reason, sizeof(w[i].reason), "%s", body);
+			clean_reason(w[i].reason);
+		}
+		if (left == 0)
+			break;
+		if ((rc = loc_tick(r, NULL)) != GNN_OK)
+			goto out;
+		if (gnn_now() >= next_log || gnn_now() - t0 > (double)cfg->ready_timeout_s) {
+			bool timed_out = gnn_now() - t0 > (double)cfg->ready_timeout_s;
+
+			for (size_t i = 0; i < n; i++) {
+				if (w[i].ready)
+					continue;
+				GNN_LOG(timed_out ? GNN_LOG_ERROR : GNN_LOG_INFO, timed_out ? "not_ready" : "waiting_for",
+					"component=%s url=http://127.0.0.1:%d/readyz reason=\"%s\" waited_s=%.0f",
+					w[i].proc->name, w[i].port, w[i].reason, gnn_now() - t0);
+				if (timed_out && r->failed == NULL) {
+					r->failed = w[i].proc;
+					r->failure = "not ready within --ready-timeout-s";
+				}
+			}
+			if (timed_out) {
+				rc = GNN_ETIMEDOUT;
+				goto out;
+			}
+			next_log += WAIT_LOG_PERIOD_S;
+		}
+		/* Do not hammer servers that are still loading. */
+		for (int k = 0; k < 4 && rc == GNN_OK; k++)
+			rc = loc_tick(r, NULL);
+		if (rc != GNN_OK)
+			goto out;
+	}
+	r->t_ready = gnn_now() - t0;
+	GNN_INFO("services_ready", "graphstores=%zu samplers=%zu seconds=%.1f", P, S, r->t_ready);
+	rc = GNN_OK;
+out:
+	free(w);
+	return rc;
+}

@@ -1,0 +1,305 @@
+/* train.c - the trainers: start T ranks wired into a ring over the
+ * samplers, follow rank 0's progress, wait for all, read their summaries. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "pipeline.h"
+#include "log.h"
+#include "net.h"
+#include "sys.h"
+
+#define FOLLOW_BUF 8192
+
+/* Re-logs rank 0's progress lines as they are written, so the person at
+ * the terminal sees training advance without opening the log. */
+struct follow {
+	int fd;
+	char buf[FOLLOW_BUF];
+	size_t len;
+};
+
+static const char *const followed[] = { "epoch", "checkpoint_saved", "resumed", "already_finished", "stopping" };
+
+/* Splits "TIMESTAMP LEVEL SERVICE EVENT key=value..." into the event word
+ * and the key=value rest; false for lines of another shape. */
+static bool split_line(const char *line, char *event, size_t event_size, const char **rest)
+{
+	int off = 0;
+	char fmt[32];
+
+	snprintf(fmt, sizeof(fmt), "%%*s %%*s %%*s %%%zus %%n", event_size - 1);
+	if (sscanf(line, fmt, event, &off) != 1 || off == 0)
+		return false;
+	*rest = line + off;
+	return true;
+}
+
+static void follow_line(const char *line, const char *who)
+{
+	char event[64];
+	const char *rest;
+
+	if (!split_line(line, event, sizeof(event), &rest))
+		return;
+	for (size_t i = 0; i < sizeof(followed) / sizeof(followed[0]); i++)
+		if (strcmp(event, followed[i]) == 0)
+			GNN_INFO(event, "component=%s %s", who, rest);
+}
+
+static void follow_poll(struct follow *f, const char *who)
+{
+	ssize_t k;
+
+	if (f->fd < 0)
+		return;
+	while ((k = read(f->fd, f->buf + f->len, sizeof(f->buf) - 1 - f->len)) > 0) {
+		char *start = f->buf, *nl;
+
+		f->len += (size_t)k;
+		f->buf[f->len] = '\0';
+		while ((nl = strchr(start, '\n')) != NULL) {
+			*nl = '\0';
+			follow_line(start, who);
+			start = nl + 1;
+		}
+		f->len -= (size_t)(start - f->buf);
+		memmove(f->buf, start, f->len);
+		if (f->len == sizeof(f->buf) - 1)
+			f->len = 0; /* an absurdly long line: drop it */
+	}
+}
+
+/* The key=value part of the last line whose event is `event` in the log at
+ * path (the summary is near the end: the last 256 KiB are read). */
+static bool last_event(const char *path, const char *event, char *out, size_t size)
+{
+	enum { TAIL = 256 * 1024 };
+	char *buf = malloc(TAIL + 1), *line, *save = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+	off_t end;
+	ssize_t got;
+
+	if (buf == NULL || fd < 0)
+		goto out;
+	end = lseek(fd, 0, SEEK_END);
+	got = pread(fd, buf, TAIL, end > TAIL ? end - TAIL : 0);
+	if (got <= 0)
+		goto out;
+	buf[got] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		char ev[64];
+		const char *rest;
+
+		if (split_line(line, ev, sizeof(ev), &rest) && strcmp(ev, event) == 0) {
+			snprintf(out, size, "%s", rest);
+			found = true;
+		}
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return found;
+}
+
+/* The value of key in a "k=v k=v" string ("" when absent). */
+static void kv_get(const char *kvs, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+
+	out[0] = '\0';
+	for (const char *p = kvs; (p = strstr(p, key)) != NULL; p += klen) {
+		if ((p == kvs || p[-1] == ' ') && p[klen] == '=') {
+			size_t n = strcspn(p + klen + 1, " ");
+
+			snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p + klen + 1);
+			return;
+		}
+	}
+}
+
+static int add_fanouts(struct loc_argv *a, const char *flag, const int *f, int n, bool zeros)
+{
+	char list[LOC_MAX_LAYERS * 12] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "", zeros ? 0 : f[i]);
+	return loc_argv_add(a, "--%s=%s", flag, list);
+}
+
+/* The model flags: those given to gnn-local, passed on as they are; the
+ * baseline replaces the fanouts with zeros (no neighbours: an MLP on the
+ * node's own features with the same layers). */
+static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool baseline)
+{
+	int rc = GNN_OK;
+
+#define INT_ARG(field, flag) \
+	if (rc == GNN_OK && cfg->field >= 0) \
+		rc = loc_argv_add(a, "--" flag "=%lld", (long long)cfg->field)
+#define FLOAT_ARG(field, flag) \
+	if (rc == GNN_OK && cfg->field >= 0) \
+		rc = loc_argv_add(a, "--" flag "=%.17g", cfg->field)
+	INT_ARG(epochs, "epochs");
+	INT_ARG(batch_size, "batch-size");
+	INT_ARG(eval_batch_size, "eval-batch-size");
+	INT_ARG(hidden, "hidden");
+	INT_ARG(seed, "seed");
+	INT_ARG(prefetch, "prefetch");
+	FLOAT_ARG(lr, "lr");
+	FLOAT_ARG(weight_decay, "weight-decay");
+	FLOAT_ARG(dropout, "dropout");
+#undef INT_ARG
+#undef FLOAT_ARG
+	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
+		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
+	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
+		rc = add_fanouts(a, "fanouts", cfg->fanout, cfg->layers_eff, baseline);
+	if (rc == GNN_OK && baseline)
+		rc = add_fanouts(a, "eval-fanouts", cfg->fanout, cfg->layers_eff, true);
+	else if (rc == GNN_OK && cfg->eval_fanouts != NULL)
+		rc = loc_argv_add(a, "--eval-fanouts=%s", cfg->eval_fanouts);
+	return rc;
+}
+
+/* OpenBLAS threads per trainer: given, or the CPUs shared among the ranks
+ * (T trainers each using every CPU would oversubscribe the machine). */
+static long trainer_threads(const struct loc_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cfg->threads >= 0)
+		return (long)cfg->threads;
+	if (cpus < 1)
+		cpus = 1;
+	return cpus / cfg->trainers > 0 ? cpus / cfg->trainers : 1;
+}
+
+static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr)
+{
+	const struct loc_config *cfg = r->cfg;
+	size_t T = (size_t)cfg->trainers;
+	int *ports = calloc(2 * T, sizeof(*ports));
+	char *peers = NULL, name[LOC_NAME_MAX];
+	struct loc_argv a = { 0 };
+	size_t cap = T * 32 + 1, len = 0;
+	int rc = GNN_ENOMEM;
+
+	peers = malloc(cap);
+	if (ports == NULL || peers == NULL)
+		goto out;
+	/* ports: [ring | http] */
+	if ((rc = loc_free_ports(ports, 2 * T)) != GNN_OK)
+		goto out;
+	peers[0] = '\0';
+	for (size_t i = 0; i < T; i++)
+		len += (size_t)snprintf(peers + len, cap - len, "%stcp://127.0.0.1:%d", i ? "," : "", ports[i]);
+	for (size_t i = 0; i < T; i++) {
+		snprintf(name, sizeof(name), "%strainer-%zu", baseline ? "baseline-" : "", i);
+		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "--rank=%zu", i)) ||
+		    (rc = loc_argv_add(&a, "--world-size=%zu", T)) || (rc = loc_argv_add(&a, "--peers=%s", peers)) ||
+		    (rc = loc_argv_add(&a, "--samplers=%s", r->sampler_urls)) ||
+		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
+		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
+		    (rc = loc_argv_add(&a, "--http-port=%d", ports[T + i])) ||
+		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", baseline ? r->ckptdir_baseline : r->ckptdir)) ||
+		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->ready_timeout_s)) ||
+		    (rc = loc_argv_add(&a, "--threads=%ld", trainer_threads(cfg))) ||
+		    (rc = model_args(cfg, &a, baseline)) ||
+		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &tr[i])))
+			goto out;
+		loc_argv_free(&a);
+	}
+	GNN_INFO("trainers_started", "run=%s trainers=%zu peers=%s checkpoint_dir=%s",
+		 baseline ? "features_only" : "graphsage", T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
+out:
+	loc_argv_free(&a);
+	free(peers);
+	free(ports);
+	return rc;
+}
+
+/* Every rank's summary; rank 0's is the report, and all ranks must end
+ * with the same parameters (data-parallel training keeps them equal). */
+static int read_summaries(struct loc_run *r, struct loc_proc **tr, struct loc_result *res)
+{
+	char kvs[1024], crc[32];
+
+	for (size_t i = 0; i < (size_t)r->cfg->trainers; i++) {
+		if (!last_event(tr[i]->log, "summary", kvs, sizeof(kvs))) {
+			r->failed = tr[i];
+			r->failure = "it exited without a summary line";
+			return GNN_EPROTO;
+		}
+		kv_get(kvs, "params_crc", crc, sizeof(crc));
+		if (i == 0) {
+			snprintf(res->summary, sizeof(res->summary), "%s", kvs);
+			kv_get(kvs, "test_acc", res->test_acc, sizeof(res->test_acc));
+			snprintf(res->params_crc, sizeof(res->params_crc), "%s", crc);
+			if (res->test_acc[0] == '\0' || crc[0] == '\0') {
+				r->failed = tr[i];
+				r->failure = "its summary line has no test_acc or params_crc";
+				return GNN_EPROTO;
+			}
+		} else if (strcmp(crc, res->params_crc) != 0) {
+			GNN_ERROR("params_differ", "rank=%zu params_crc=%s rank0_params_crc=%s", i, crc, res->params_crc);
+			r->failed = tr[i];
+			r->failure = "its params_crc differs from trainer-0's";
+			return GNN_EPROTO;
+		}
+	}
+	return GNN_OK;
+}
+
+int loc_train(struct loc_run *r, bool baseline)
+{
+	const struct loc_config *cfg = r->cfg;
+	struct loc_result *res = baseline ? &r->baseline : &r->main;
+	struct loc_proc **tr = calloc((size_t)cfg->trainers, sizeof(*tr)), *ex;
+	struct follow f = { .fd = -1 };
+	double t0 = gnn_now(), deadline = t0 + (double)cfg->timeout_s;
+	size_t done = 0;
+	int rc = GNN_ENOMEM;
+
+	if (tr == NULL)
+		goto out;
+	if ((rc = start_trainers(r, baseline, tr)) != GNN_OK)
+		goto out;
+	f.fd = open(tr[0]->log, O_RDONLY | O_CLOEXEC);
+	while (done < (size_t)cfg->trainers) {
+		rc = loc_tick(r, &ex);
+		follow_poll(&f, tr[0]->name);
+		if (rc != GNN_OK)
+			goto out;
+		if (ex != NULL && ex->role == LOC_ROLE_TRAINER)
+			done++;
+		if (gnn_now() > deadline) {
+			GNN_ERROR("timeout", "what=training seconds=%lld finished=%zu trainers=%lld",
+				  (long long)cfg->timeout_s, done, (long long)cfg->trainers);
+			for (size_t i = 0; i < (size_t)cfg->trainers && r->failed == NULL; i++)
+				if (tr[i]->running)
+					r->failed = tr[i];
+			r->failure = "training ran past --timeout-s";
+			rc = GNN_ETIMEDOUT;
+			goto out;
+		}
+	}
+	follow_poll(&f, tr[0]->name);
+	res->seconds = gnn_now() - t0;
+	if ((rc = read_summaries(r, tr, res)) != GNN_OK)
+		goto out;
+	res->done = true;
+	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : "graphsage", res->seconds,
+		 res->summary);
+out:
+	if (f.fd >= 0)
+		close(f.fd);
+	free(tr);
+	return rc;
+}

@@ -1,0 +1,313 @@
+/* ckpt.c - see ckpt.h. */
+#include "ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arr.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "sys.h"
+
+#define FORMAT 1
+#define KEEP 2
+
+static const char *const arrays[4] = { "params", "adam_m", "adam_v", "best" };
+
+static float **array_ptr(struct tr_ckpt *c, int i)
+{
+	float **p[4] = { &c->params, &c->adam_m, &c->adam_v, &c->best };
+
+	return p[i];
+}
+
+/* Epoch numbers of DIR's complete checkpoints, ascending; *n of them. */
+static int list_epochs(const char *dir, uint32_t **out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint32_t *v = NULL;
+	size_t cnt = 0, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (d == NULL)
+		return errno == ENOENT ? GNN_OK : GNN_EIO;
+	while ((e = readdir(d)) != NULL) {
+		unsigned ep;
+		char tail;
+
+		if (sscanf(e->d_name, "epoch-%6u%c", &ep, &tail) != 1 || strlen(e->d_name) != 12)
+			continue;
+		if (cnt == cap) {
+			uint32_t *g = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+			if (g == NULL) {
+				free(v);
+				closedir(d);
+				return GNN_ENOMEM;
+			}
+			v = g;
+		}
+		v[cnt++] = ep;
+	}
+	closedir(d);
+	for (size_t i = 1; i < cnt; i++)        /* few entries: insertion sort */
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			uint32_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	*out = v;
+	*n = cnt;
+	return GNN_OK;
+}
+
+static json_t *state_json(const struct tr_ckpt *c)
+{
+	char hash[17], seed[21];
+
+	snprintf(hash, sizeof(hash), "%016" PRIx64, c->model_hash);
+	snprintf(seed, sizeof(seed), "%" PRIu64, c->seed);
+	return json_pack("{s:i, s:I, s:I, s:s, s:s, s:f, s:I, s:I}", "format", FORMAT, "epoch", (json_int_t)c->epoch,
+			 "adam_t", (json_int_t)c->adam_t, "model_hash", hash, "seed", seed, "best_val_acc",
+			 c->best_val_acc, "best_epoch", (json_int_t)c->best_epoch, "num_params",
+			 (json_int_t)c->num_params);
+}
+
+int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
+{
+	char tmp[PATH_MAX], final[PATH_MAX], file[PATH_MAX + 16];
+	struct tr_ckpt *mc = (struct tr_ckpt *)c;
+	json_t *st = NULL;
+	uint32_t *eps = NULL;
+	size_t neps = 0;
+	int rc;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%d", dir, c->epoch, (int)getpid()) >= (int)sizeof(tmp) ||
+	    snprintf(final, sizeof(final), "%s/epoch-%06" PRIu32, dir, c->epoch) >= (int)sizeof(final))
+		return GNN_EINVAL;
+	gnn_rm_rf(tmp);
+	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK)
+		goto fail;
+	for (int i = 0; i < 4; i++) {
+		snprintf(file, sizeof(file), "%s/%s.arr", tmp, arrays[i]);
+		if ((rc = gnn_arr_write(file, GNN_DT_F32, c->num_params, 1, *array_ptr(mc, i), NULL)) != GNN_OK)
+			goto fail;
+	}
+	snprintf(file, sizeof(file), "%s/state.json", tmp);
+	rc = GNN_ENOMEM;
+	if ((st = state_json(c)) == NULL || (rc = gnn_json_save_atomic(file, st)) != GNN_OK)
+		goto fail;
+	if ((rc = gnn_fsync_dir(tmp)) != GNN_OK)
+		goto fail;
+	gnn_rm_rf(final);       /* an older run's same epoch (restarted mid-epoch) */
+	if (rename(tmp, final) != 0) {
+		GNN_ERROR("checkpoint_failed", "path=%s error=\"rename: %s\"", final, strerror(errno));
+		rc = GNN_EIO;
+		goto fail;
+	}
+	if ((rc = gnn_fsync_dir(dir)) != GNN_OK)
+		goto fail;
+	json_decref(st);
+	if (path != NULL)
+		snprintf(path, path_len, "%s", final);
+	/* Keep the newest KEEP: older ones are never resumed from. */
+	if (list_epochs(dir, &eps, &neps) == GNN_OK)
+		for (size_t i = 0; i + KEEP < neps; i++) {
+			snprintf(file, sizeof(file), "%s/epoch-%06" PRIu32, dir, eps[i]);
+			gnn_rm_rf(file);
+		}
+	free(eps);
+	return GNN_OK;
+fail:
+	GNN_ERROR("checkpoint_failed", "path=%s code=%s", final, gnn_errname(rc));
+	json_decref(st);
+	gnn_rm_rf(tmp);
+	return rc;
+}
+
+static int parse_u64(const json_t *st, const char *what, const char *key, int hex, uint64_t *out)
+{
+	const char *s;
+	char *end;
+
+	if (gnn_json_get_str(st, what, key, &s) != GNN_OK)
+		return GNN_EFORMAT;
+	errno = 0;
+	*out = strtoull(s, &end, hex ? 16 : 10);
+	if (errno != 0 || *end != '\0' || end == s) {
+		GNN_ERROR("bad_checkpoint", "file=%s key=%s value=\"%s\" reason=\"not a 64-bit number\"", what, key, s);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+static int load_one(const char *cdir, struct tr_ckpt *c)
+{
+	char file[PATH_MAX + 16];
+	json_t *st = NULL;
+	int64_t v;
+	json_t *bv;
+	int rc;
+
+	snprintf(file, sizeof(file), "%s/state.json", cdir);
+	if ((rc = gnn_json_load(file, &st)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_json_get_int(st, file, "format", FORMAT, FORMAT, &v)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_json_get_int(st, file, "epoch", 0, UINT32_MAX, &v)) != GNN_OK)
+		goto out;
+	c->epoch = (uint32_t)v;
+	if ((rc = gnn_json_get_int(st, file, "adam_t", 0, INT64_MAX, &v)) != GNN_OK)
+		goto out;
+	c->adam_t = (uint64_t)v;
+	if ((rc = gnn_json_get_int(st, file, "best_epoch", -1, UINT32_MAX, &v)) != GNN_OK)
+		goto out;
+	c->best_epoch = (int32_t)v;
+	if ((rc = gnn_json_get_int(st, file, "num_params", 1, INT64_MAX, &v)) != GNN_OK)
+		goto out;
+	c->num_params = (size_t)v;
+	if ((rc = parse_u64(st, file, "model_hash", 1, &c->model_hash)) != GNN_OK ||
+	    (rc = parse_u64(st, file, "seed", 0, &c->seed)) != GNN_OK)
+		goto out;
+	bv = json_object_get(st, "best_val_acc");
+	if (!json_is_number(bv)) {
+		GNN_ERROR("bad_checkpoint", "file=%s key=best_val_acc reason=\"missing or not a number\"", file);
+		rc = GNN_EFORMAT;
+		goto out;
+	}
+	c->best_val_acc = json_number_value(bv);
+	for (int i = 0; i < 4; i++) {
+		struct gnn_arr a;
+		float **dst = array_ptr(c, i);
+
+		snprintf(file, sizeof(file), "%s/%s.arr", cdir, arrays[i]);
+		if ((rc = gnn_arr_open(file, GNN_DT_F32, GNN_ARR_VERIFY, &a)) != GNN_OK)
+			goto out;
+		if (a.info.rows != c->num_params || a.info.cols != 1) {
+			GNN_ERROR("bad_checkpoint", "file=%s rows=%" PRIu64 " expected=%zu", file, a.info.rows, c->num_params);
+			gnn_arr_close(&a);
+			rc = GNN_EFORMAT;
+			goto out;
+		}
+		if ((*dst = malloc(c->num_params * sizeof(float))) == NULL) {
+			gnn_arr_close(&a);
+			rc = GNN_ENOMEM;
+			goto out;
+		}
+		memcpy(*dst, a.data, c->num_params * sizeof(float));
+		gnn_arr_close(&a);
+	}
+out:
+	json_decref(st);
+	return rc;
+}
+
+int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
+{
+	uint32_t *eps = NULL;
+	size_t n = 0;
+	char cdir[PATH_MAX];
+	int rc;
+
+	*found = false;
+	memset(out, 0, sizeof(*out));
+	if ((rc = list_epochs(dir, &eps, &n)) != GNN_OK) {
+		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));
+		return rc;
+	}
+	if (n == 0) {
+		free(eps);
+		return GNN_OK;
+	}
+	snprintf(cdir, sizeof(cdir), "%s/epoch-%06" PRIu32, dir, eps[n - 1]);
+	free(eps);
+	if ((rc = load_one(cdir, out)) != GNN_OK) {
+		GNN_ERROR("checkpoint_unreadable", "path=%s code=%s reason=\"%s: remove it to resume from the one "
+			  "before, or use another --checkpoint-dir\"", cdir, gnn_errname(rc), gnn_strerror(rc));
+		tr_ckpt_free(out);
+		return rc;
+	}
+	*found = true;
+	return GNN_OK;
+}
+
+void tr_ckpt_free(struct tr_ckpt *c)
+{
+	for (int i = 0; i < 4; i++) {
+		free(*array_ptr(c, i));
+		*array_ptr(c, i) = NULL;
+	}
+}
+
+int tr_result_save(const char *dir, const struct tr_result *r)
+{
+	char file[PATH_MAX], hash[17], crc[9];
+	json_t *j;
+	int rc;
+
+	snprintf(file, sizeof(file), "%s/result.json", dir);
+	snprintf(hash, sizeof(hash), "%016" PRIx64, r->model_hash);
+	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
+	j = json_pack("{s:i, s:b, s:I, s:s, s:f, s:f, s:I, s:s, s:f}", "format", FORMAT, "finished", 1, "epochs",
+		      (json_int_t)r->epochs, "model_hash", hash, "test_acc", r->test_acc, "best_val_acc",
+		      r->best_val_acc, "best_epoch", (json_int_t)r->best_epoch, "params_crc", crc, "train_s",
+		      r->train_s);
+	if (j == NULL)
+		return GNN_ENOMEM;
+	rc = gnn_json_save_atomic(file, j);
+	json_decref(j);
+	return rc;
+}
+
+int tr_result_load(const char *dir, struct tr_result *r, bool *found)
+{
+	char file[PATH_MAX];
+	json_t *j = NULL, *t, *b, *ts;
+	uint64_t crc;
+	int64_t v;
+	int rc;
+
+	*found = false;
+	snprintf(file, sizeof(file), "%s/result.json", dir);
+	if (access(file, F_OK) != 0)
+		return GNN_OK;
+	if ((rc = gnn_json_load(file, &j)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_json_get_int(j, file, "epochs", 0, UINT32_MAX, &v)) != GNN_OK)
+		goto out;
+	r->epochs = (uint32_t)v;
+	if ((rc = gnn_json_get_int(j, file, "best_epoch", -1, UINT32_MAX, &v)) != GNN_OK)
+		goto out;
+	r->best_epoch = (int32_t)v;
+	if ((rc = parse_u64(j, file, "model_hash", 1, &r->model_hash)) != GNN_OK ||
+	    (rc = parse_u64(j, file, "params_crc", 1, &crc)) != GNN_OK)
+		goto out;
+	r->params_crc = (uint32_t)crc;
+	t = json_object_get(j, "test_acc");
+	b = json_object_get(j, "best_val_acc");
+	ts = json_object_get(j, "train_s");
+	if (!json_is_number(t) || !json_is_number(b) || !json_is_number(ts)) {
+		GNN_ERROR("bad_result", "file=%s reason=\"test_acc, best_val_acc or train_s missing\"", file);
+		rc = GNN_EFORMAT;
+		goto out;
+	}
+	r->test_acc = json_number_value(t);
+	r->best_val_acc = json_number_value(b);
+	r->train_s = json_number_value(ts);
+	*found = true;
+out:
+	json_decref(j);
+	return rc;
+}

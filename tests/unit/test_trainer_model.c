@@ -1,0 +1,691 @@
+/* GraphSAGE model (services/trainer/model.c): the analytic gradient against
+ * central finite differences of the loss, the forward against an
+ * independent double-precision reference, fanout 0 as an MLP, Adam against
+ * a hand-computed reference, validation, determinism and thread counts. */
+#include <cblas.h>
+#include <inttypes.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "log.h"
+#include "model.h"
+#include "testlib.h"
+
+/* ---- a small random but valid minibatch ---- */
+
+#define MAXN 1024
+
+struct tmb {
+	struct gnn_minibatch mb;
+	int64_t ids[GNN_PROTO_MAX_LAYERS][MAXN];
+	int32_t indptr[GNN_PROTO_MAX_LAYERS][MAXN + 1];
+	int32_t indices[GNN_PROTO_MAX_LAYERS][MAXN * 8];
+	float *feat;
+	int32_t labels[MAXN];
+};
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double unif(void)  /* [0, 1) */
+{
+	return (double)(rnd() >> 11) * 0x1.0p-53;
+}
+
+/* sizes[l] = block l's num_src, sizes[L] = number of seeds (decreasing).
+ * Each dst gets 0..maxdeg in-neighbours (maxdeg 0: no edges at all); dst 0
+ * of every block has none and dst 1 has a repeated neighbour (when
+ * maxdeg > 0); seed 2 is unlabelled. */
+static void make_mb(struct tmb *t, uint32_t L, const uint32_t *sizes, uint32_t in_dim, uint32_t classes,
+		    uint32_t maxdeg, uint64_t seed)
+{
+	rng_state = seed;
+	memset(&t->mb, 0, sizeof(t->mb));
+	t->mb.num_layers = L;
+	t->mb.feat_dim = in_dim;
+	t->mb.num_seeds = sizes[L];
+	t->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+	for (uint32_t l = 0; l < L; l++) {
+		struct gnn_block *b = &t->mb.blocks[l];
+		uint32_t nd = sizes[l + 1], ns = sizes[l];
+		int32_t e = 0;
+
+		for (uint32_t i = 0; i < ns; i++)
+			t->ids[l][i] = 1000 * (int64_t)l + i;
+		t->indptr[l][0] = 0;
+		for (uint32_t v = 0; v < nd; v++) {
+			uint32_t deg = maxdeg == 0 || v == 0 ? 0 : (uint32_t)(rnd() % (maxdeg + 1));
+
+			if (maxdeg > 0 && v == 1)
+				deg = deg < 2 ? 2 : deg;
+			for (uint32_t k = 0; k < deg; k++)
+				t->indices[l][e++] = (int32_t)(rnd() % ns);
+			if (maxdeg > 0 && v == 1)
+				t->indices[l][e - 1] = t->indices[l][e - 2];
+			t->indptr[l][v + 1] = e;
+		}
+		*b = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_edges = (uint64_t)e, .src_ids = t->ids[l],
+					 .indptr = t->indptr[l], .indices = t->indices[l] };
+	}
+	t->feat = malloc((size_t)sizes[0] * in_dim * sizeof(float));
+	for (size_t i = 0; i < (size_t)sizes[0] * in_dim; i++)
+		t->feat[i] = (float)(2.0 * unif() - 1.0);
+	for (uint32_t i = 0; i < sizes[L]; i++)
+		t->labels[i] = i == 2 ? -1 : (int32_t)(rnd() % classes);
+	t->mb.feat = t->feat;
+	t->mb.labels = t->labels;
+}
+
+static void free_mb(struct tmb *t)
+{
+	free(t->feat);
+}
+
+static const struct tr_model_cfg CFG = { .num_layers = 3, .in_dim = 7, .hidden = 5, .num_classes = 4,
+					 .dropout = 0.3f };
+static const uint32_t SIZES[4] = { 30, 19, 11, 6 };
+
+/* ---- an independent reference forward, in double, no dropout ---- */
+
+/* Logits [num_seeds x classes] (caller frees); parameters read in
+ * model.h's layout. */
+static double *ref_forward(const struct tr_model_cfg *c, const float *p, const struct gnn_minibatch *mb)
+{
+	double *h = malloc((size_t)mb->blocks[0].num_src * c->in_dim * sizeof(double));
+	size_t off = 0;
+
+	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
+		h[i] = mb->feat[i];
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		const struct gnn_block *b = &mb->blocks[l];
+		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+		const float *ws = p + off, *wn = ws + in * out, *bias = wn + in * out;
+		double *o = calloc((size_t)b->num_dst * out, sizeof(double)), *mean = malloc(in * sizeof(double));
+
+		for (size_t v = 0; v < b->num_dst; v++) {
+			int32_t deg = b->indptr[v + 1] - b->indptr[v];
+
+			for (size_t j = 0; j < in; j++) {
+				double s = 0;
+
+				for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
+					s += h[(size_t)b->indices[e] * in + j];
+				mean[j] = deg > 0 ? s / deg : 0.0;
+			}
+			for (size_t k = 0; k < out; k++) {
+				double s = bias[k];
+
+				for (size_t j = 0; j < in; j++)
+					s += h[v * in + j] * ws[j * out + k] + mean[j] * wn[j * out + k];
+				o[v * out + k] = (l + 1 < c->num_layers && s < 0) ? 0.0 : s;
+			}
+		}
+		free(mean);
+		free(h);
+		h = o;
+		off += (2 * in + 1) * out;
+	}
+	return h;
+}
+
+static double ref_loss(const double *z, const int32_t *labels, size_t n, size_t C)
+{
+	double sum = 0;
+	size_t cnt = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double mx = z[i * C], s = 0;
+
+		if (labels[i] < 0)
+			continue;
+		for (size_t j = 1; j < C; j++)
+			mx = z[i * C + j] > mx ? z[i * C + j] : mx;
+		for (size_t j = 0; j < C; j++)
+			s += exp(z[i * C + j] - mx);
+		sum += mx + log(s) - z[i * C + (size_t)labels[i]];
+		cnt++;
+	}
+	return cnt ? sum / (double)cnt : 0.0;
+}
+
+/* ---- gradient check ---- */
+
+/* Central differences of the loss in float have two error sources: the
+ * float rounding of the loss (~1e-7 absolute, over 2h) and the curvature
+ * (h^2 |f'''| / 6); at h = 2e-3 both are ~5e-5 absolute or less. A ReLU
+ * whose input crosses 0 within +-2h makes the loss non-smooth there, so
+ * each parameter is differenced at h and at 2h: where the two disagree by
+ * more than half the tolerance the loss is not smooth at that scale and
+ * the parameter is skipped (counted; at most 10% may be: one hidden unit
+ * near 0 at one node takes all the weights feeding it). The relative
+ * error |g - fd| / max(1e-2, |g| + |fd|) must stay below 1e-2: correct
+ * code measures a few 1e-3 at worst, a wrong term O(0.1..1) (the
+ * gradcheck_catches_wrong_gradient test). */
+#ifndef FD_STEP
+#define FD_STEP 2e-3f
+#endif
+#define FD_TOL 1e-2
+#define FD_FLOOR 1e-2
+
+struct gc_result {
+	double max_err;
+	size_t worst, skipped, checked;
+	double g_at_worst, fd_at_worst;
+};
+
+/* The central difference of the loss in parameter i with step h. */
+static double central(struct tr_model *m, const struct gnn_minibatch *mb, uint64_t dseed, size_t i, float h)
+{
+	float *p = tr_model_params(m), p0 = p[i], hp, hm;
+	double lp, lm;
+
+	p[i] = p0 + h;
+	hp = p[i] - p0;  /* the step actually taken, after rounding */
+	tr_model_loss(m, mb, true, dseed, &lp);
+	p[i] = p0 - h;
+	hm = p0 - p[i];
+	tr_model_loss(m, mb, true, dseed, &lm);
+	p[i] = p0;
+	return (lp - lm) / ((double)hp + (double)hm);
+}
+
+/* Compares g (the analytic gradient) with finite differences of the loss
+ * at the model's current parameters. */
+static void grad_check(struct tr_model *m, const struct gnn_minibatch *mb, uint64_t dseed, const float *g,
+		       struct gc_result *r)
+{
+	size_t n = tr_model_num_params(m);
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < n; i++) {
+		double fd = central(m, mb, dseed, i, FD_STEP), fd2 = central(m, mb, dseed, i, 2 * FD_STEP), err;
+
+		if (fabs(fd - fd2) > 0.5 * FD_TOL * fmax(FD_FLOOR, fabs(fd) + fabs(fd2))) {
+			r->skipped++;
+			continue;
+		}
+		r->checked++;
+		err = fabs((double)g[i] - fd) / fmax(FD_FLOOR, fabs((double)g[i]) + fabs(fd));
+		if (err > r->max_err || r->checked == 1) {
+			r->max_err = err;
+			r->worst = i;
+			r->g_at_worst = g[i];
+			r->fd_at_worst = fd;
+		}
+	}
+}
+
+static const char *param_name(const struct tr_model_cfg *c, size_t i, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+		size_t nw = in * out;
+
+		if (i < off + 2 * nw + out) {
+			size_t k = i - off;
+			const char *what = k < nw ? "W_self" : k < 2 * nw ? "W_neigh" : "b";
+
+			k = k < 2 * nw ? k % nw : k - 2 * nw;
+			if (k < nw && what[0] == 'W')
+				snprintf(buf, len, "%s_%u[%zu][%zu]", what, l, k / out, k % out);
+			else
+				snprintf(buf, len, "b_%u[%zu]", l, k);
+			return buf;
+		}
+		off += 2 * nw + out;
+	}
+	snprintf(buf, len, "param %zu", i);
+	return buf;
+}
+
+/* Biases start at zero, so a unit whose inputs are all zero (a dst with
+ * no neighbours whose own row was dropped) sits exactly on ReLU's kink,
+ * where the loss has no derivative and the difference quotient is the
+ * mean of the two one-sided slopes at every step size. Random biases move
+ * every unit off its kink. */
+static void random_biases(struct tr_model *m, const struct tr_model_cfg *c)
+{
+	size_t off = 0;
+
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+
+		for (size_t k = 0; k < out; k++)
+			tr_model_params(m)[off + 2 * in * out + k] = (float)(0.4 * unif() - 0.2);
+		off += (2 * in + 1) * out;
+	}
+}
+
+static void test_gradcheck(void)
+{
+	size_t total_checked = 0;
+	double worst = 0;
+
+	for (uint64_t s = 1; s <= 4; s++) {
+		struct tmb t;
+		struct tr_model *m;
+		struct tr_step_stats st;
+		struct gc_result r;
+		float *g;
+		size_t n;
+		char name[64];
+
+		make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 100 + s);
+		if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
+			return;
+		tr_model_init(m, s);
+		n = tr_model_num_params(m);
+		CHECK(n == (7 * 5 * 2 + 5) + (5 * 5 * 2 + 5) + (5 * 4 * 2 + 4));
+		random_biases(m, &CFG);
+		CHECK(tr_model_train_step(m, &t.mb, 77 + s, &st) == GNN_OK);
+		CHECK(st.labelled == 5);
+		g = malloc(n * sizeof(float));
+		memcpy(g, tr_model_grads(m), n * sizeof(float));
+		grad_check(m, &t.mb, 77 + s, g, &r);
+		printf("  gradcheck seed=%" PRIu64 " loss=%.6f params=%zu checked=%zu skipped_kinks=%zu max_rel_err=%.2e "
+		       "at %s (analytic %.6g, numeric %.6g) tolerance=%.0e\n",
+		       s, st.loss, n, r.checked, r.skipped, r.max_err, param_name(&CFG, r.worst, name, sizeof(name)),
+		       r.g_at_worst, r.fd_at_worst, FD_TOL);
+		CHECK(r.max_err < FD_TOL);
+		CHECK(r.skipped <= n / 10);
+		total_checked += r.checked;
+		worst = fmax(worst, r.max_err);
+		free(g);
+		tr_model_free(m);
+		free_mb(&t);
+	}
+	printf("  gradcheck overall: %zu gradients checked, largest relative error %.2e (tolerance %.0e)\n",
+	       total_checked, worst, FD_TOL);
+}
+
+/* The check must be able to fail: perturb one gradient entry of each kind
+ * (a weight of each layer, a bias) by a plausible amount and make sure the
+ * comparison flags it. */
+static void test_gradcheck_catches_wrong_gradient(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	struct tr_step_stats st;
+	struct gc_result r;
+	size_t n;
+	float *g;
+	/* W_self_0[0][0], W_neigh_1[2][3], b_2[1]. */
+	size_t probes[3] = { 0, 75 + 25 + 2 * 5 + 3, 75 + 55 + 40 + 1 };
+
+	make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 101);
+	if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 1);
+	random_biases(m, &CFG);
+	n = tr_model_num_params(m);
+	CHECK(tr_model_train_step(m, &t.mb, 78, &st) == GNN_OK);
+	g = malloc(n * sizeof(float));
+	for (int k = 0; k < 3; k++) {
+		memcpy(g, tr_model_grads(m), n * sizeof(float));
+		/* Half the gradient wrong (as a missing 1/deg or a dropped term
+		 * would make it), and at least 0.02 wrong. */
+		g[probes[k]] += copysignf(fmaxf(0.02f, 0.5f * fabsf(g[probes[k]])), g[probes[k]]);
+		grad_check(m, &t.mb, 78, g, &r);
+		CHECK(r.max_err > 3 * FD_TOL);
+		CHECK(r.worst == probes[k]);
+	}
+	free(g);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* The forward against the double reference: loss without dropout, and
+ * predict is the argmax of the reference logits. */
+static void test_forward_matches_reference(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	int32_t pred[MAXN];
+	double loss, *z;
+	size_t C = CFG.num_classes;
+
+	make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 7);
+	if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 3);
+	z = ref_forward(&CFG, tr_model_params(m), &t.mb);
+	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+	printf("  loss=%.7f reference=%.7f\n", loss, ref_loss(z, t.labels, t.mb.num_seeds, C));
+	CHECK(fabs(loss - ref_loss(z, t.labels, t.mb.num_seeds, C)) < 1e-5 * fmax(1.0, loss));
+	CHECK(tr_model_predict(m, &t.mb, pred) == GNN_OK);
+	for (size_t i = 0; i < t.mb.num_seeds; i++) {
+		size_t arg = 0;
+
+		for (size_t j = 1; j < C; j++)
+			if (z[i * C + j] > z[i * C + arg])
+				arg = j;
+		CHECK(pred[i] == (int32_t)arg);
+	}
+	/* Dropout changes the training loss but not predict or eval. */
+	{
+		double ltrain;
+		int32_t pred2[MAXN];
+
+		CHECK(tr_model_loss(m, &t.mb, true, 5, &ltrain) == GNN_OK);
+		CHECK(ltrain != loss);
+		CHECK(tr_model_predict(m, &t.mb, pred2) == GNN_OK);
+		CHECK(memcmp(pred, pred2, t.mb.num_seeds * sizeof(int32_t)) == 0);
+	}
+	free(z);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* Blocks without edges: the model is an MLP on the first rows. Checked
+ * with a direct MLP computation, and the gradient of W_neigh is zero. */
+static void test_fanout0_is_mlp(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	struct tr_model_cfg c = CFG;
+	double loss, mlp[MAXN * 4], h[MAXN * 8], o[MAXN * 8];
+	const float *p;
+	size_t off = 0, n0 = SIZES[3];
+	struct tr_step_stats st;
+
+	c.dropout = 0.0f;
+	make_mb(&t, 3, SIZES, c.in_dim, c.num_classes, 0, 11);
+	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 5);
+	p = tr_model_params(m);
+	/* Only the seeds' own rows matter: they are the first rows of every
+	 * block's sources. */
+	for (size_t i = 0; i < n0 * c.in_dim; i++)
+		h[i] = t.feat[i];
+	for (uint32_t l = 0; l < 3; l++) {
+		size_t in = l == 0 ? c.in_dim : c.hidden, out = l == 2 ? c.num_classes : c.hidden;
+
+		for (size_t v = 0; v < n0; v++)
+			for (size_t k = 0; k < out; k++) {
+				double s = p[off + 2 * in * out + k];
+
+				for (size_t j = 0; j < in; j++)
+					s += h[v * in + j] * p[off + j * out + k];
+				o[v * out + k] = l < 2 && s < 0 ? 0 : s;
+			}
+		memcpy(h, o, n0 * out * sizeof(double));
+		off += (2 * in + 1) * out;
+	}
+	memcpy(mlp, h, n0 * c.num_classes * sizeof(double));
+	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+	CHECK(fabs(loss - ref_loss(mlp, t.labels, n0, c.num_classes)) < 1e-5);
+	CHECK(tr_model_train_step(m, &t.mb, 1, &st) == GNN_OK);
+	off = 0;
+	for (uint32_t l = 0; l < 3; l++) {
+		size_t in = l == 0 ? c.in_dim : c.hidden, out = l == 2 ? c.num_classes : c.hidden;
+		const float *g = tr_model_grads(m) + off + in * out;
+		bool zero = true, self_nonzero = false;
+
+		for (size_t i = 0; i < in * out; i++) {
+			zero &= g[i] == 0.0f;
+			self_nonzero |= g[i - in * out] != 0.0f;
+		}
+		CHECK(zero);
+		CHECK(self_nonzero);
+		off += (2 * in + 1) * out;
+	}
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* No labelled seed: loss 0, gradient exactly zero. */
+static void test_no_labels_zero_gradient(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	struct tr_step_stats st;
+	bool zero = true;
+
+	make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 13);
+	for (uint32_t i = 0; i < t.mb.num_seeds; i++)
+		t.labels[i] = -1;
+	if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 1);
+	memset(tr_model_grads(m), 0x7f, tr_model_num_params(m) * sizeof(float));
+	CHECK(tr_model_train_step(m, &t.mb, 1, &st) == GNN_OK);
+	CHECK(st.labelled == 0 && st.loss == 0.0 && st.correct == 0);
+	for (size_t i = 0; i < tr_model_num_params(m); i++)
+		zero &= tr_model_grads(m)[i] == 0.0f;
+	CHECK(zero);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* Adam against torch.optim.Adam's formulas worked by hand in double for
+ * two steps (weight decay 0.1, lr 0.01). */
+static void test_adam_two_steps(void)
+{
+	struct tr_adam a;
+	float p[3] = { 0.5f, -1.0f, 2.0f };
+	const float g1[3] = { 0.1f, -0.2f, 0.0f }, g2[3] = { -0.3f, 0.05f, 1.0f };
+	double pr[3] = { 0.5, -1.0, 2.0 }, mr[3] = { 0 }, vr[3] = { 0 };
+	const double lr = 0.01, wd = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+
+	if (!CHECK(tr_adam_init(&a, 3, (float)lr, (float)wd) == GNN_OK))
+		return;
+	CHECK(a.t == 0 && a.m[0] == 0.0f && a.v[2] == 0.0f);
+	for (int t = 1; t <= 2; t++) {
+		const float *g = t == 1 ? g1 : g2;
+
+		tr_adam_step(&a, p, g);
+		CHECK(a.t == (uint64_t)t);
+		for (int i = 0; i < 3; i++) {
+			double gi = g[i] + wd * pr[i];
+
+			mr[i] = b1 * mr[i] + (1 - b1) * gi;
+			vr[i] = b2 * vr[i] + (1 - b2) * gi * gi;
+			pr[i] -= lr / (1 - pow(b1, t)) * mr[i] / (sqrt(vr[i]) / sqrt(1 - pow(b2, t)) + eps);
+			CHECK(fabs(p[i] - pr[i]) < 1e-6 * fmax(1.0, fabs(pr[i])));
+			CHECK(fabs(a.m[i] - mr[i]) < 1e-6);
+			CHECK(fabs(a.v[i] - vr[i]) < 1e-7);
+		}
+	}
+	/* Step 1 moves every parameter with a nonzero gradient by ~lr. */
+	printf("  adam after 2 steps: %.7f %.7f %.7f (reference %.7f %.7f %.7f)\n", p[0], p[1], p[2], pr[0], pr[1],
+	       pr[2]);
+	tr_adam_free(&a);
+	CHECK(a.m == NULL && a.v == NULL);
+}
+
+static bool rejects(struct tr_model *m, const struct gnn_minibatch *mb, bool labels, const char *want)
+{
+	char err[256];
+	int rc = tr_model_check(m, mb, labels, err, sizeof(err));
+
+	if (rc != GNN_EINVAL || strstr(err, want) == NULL) {
+		printf("  expected a rejection naming \"%s\", got rc=%d err=\"%s\"\n", want, rc, err);
+		return false;
+	}
+	return true;
+}
+
+static void test_check_rejects(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	struct gnn_minibatch mb;
+	struct tr_step_stats st;
+	char err[256] = "x";
+	int32_t saved;
+
+	make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 17);
+	if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 1);
+	CHECK(tr_model_check(m, &t.mb, true, err, sizeof(err)) == GNN_OK && err[0] == '\0');
+
+	mb = t.mb;
+	mb.num_layers = 2;
+	CHECK(rejects(m, &mb, true, "2 layers, the model 3"));
+	CHECK(tr_model_train_step(m, &mb, 1, &st) == GNN_EINVAL);
+	mb = t.mb;
+	mb.feat = NULL;
+	CHECK(rejects(m, &mb, true, "no feature rows"));
+	mb = t.mb;
+	mb.feat_dim = 8;
+	CHECK(rejects(m, &mb, true, "feature width 8 differs from the model's in_dim 7"));
+	mb = t.mb;
+	mb.labels = NULL;
+	CHECK(rejects(m, &mb, true, "no labels"));
+	CHECK(tr_model_check(m, &mb, false, err, sizeof(err)) == GNN_OK);
+	mb = t.mb;
+	saved = t.labels[3];
+	t.labels[3] = 4;
+	CHECK(rejects(m, &mb, true, "seed 3 has label 4"));
+	CHECK(tr_model_train_step(m, &mb, 1, &st) == GNN_EINVAL);
+	t.labels[3] = -2;
+	CHECK(rejects(m, &mb, true, "seed 3 has label -2"));
+	CHECK(tr_model_check(m, &mb, false, err, sizeof(err)) == GNN_OK);
+	t.labels[3] = saved;
+	mb = t.mb;
+	mb.blocks[1].num_src = 18;
+	CHECK(rejects(m, &mb, true, "block 0 has 19 dst nodes but block 1 has 18 src nodes"));
+	mb = t.mb;
+	mb.num_seeds = 5;
+	CHECK(rejects(m, &mb, true, "last block has 6 dst nodes for 5 seeds"));
+	mb = t.mb;
+	mb.blocks[2].num_dst = 12;
+	CHECK(rejects(m, &mb, true, "num_dst 12 > num_src 11"));
+	mb = t.mb;
+	saved = t.indices[1][3];
+	t.indices[1][3] = 19;
+	CHECK(rejects(m, &mb, true, "block 1: edge 3 has source 19, outside [0, 19)"));
+	t.indices[1][3] = -1;
+	CHECK(rejects(m, &mb, true, "block 1: edge 3 has source -1"));
+	t.indices[1][3] = saved;
+	mb.blocks[0].num_edges++;
+	CHECK(rejects(m, &mb, true, "block 0: indptr runs from 0 to"));
+	mb = t.mb;
+	saved = t.indptr[2][3];
+	t.indptr[2][3] = t.indptr[2][2] - 1;
+	CHECK(rejects(m, &mb, true, "block 2: indptr decreases at dst 2"));
+	t.indptr[2][3] = saved;
+	/* Several mismatches are all named. */
+	mb = t.mb;
+	mb.feat_dim = 9;
+	mb.labels = NULL;
+	CHECK(rejects(m, &mb, true, "feature width 9"));
+	CHECK(rejects(m, &mb, true, "; minibatch has no labels"));
+	/* A short err buffer is cut, NUL-terminated. */
+	CHECK(tr_model_check(m, &mb, true, err, 10) == GNN_EINVAL && strlen(err) == 9);
+	CHECK(tr_model_check(m, &mb, true, NULL, 0) == GNN_EINVAL);
+	CHECK(tr_model_check(m, &t.mb, true, err, sizeof(err)) == GNN_OK);
+	tr_model_free(m);
+	free_mb(&t);
+
+	{
+		struct tr_model_cfg bad[] = {
+			{ 0, 7, 5, 4, 0.1f }, { GNN_PROTO_MAX_LAYERS + 1, 7, 5, 4, 0.1f }, { 3, 0, 5, 4, 0.1f },
+			{ 3, 7, 0, 4, 0.1f }, { 3, 7, 5, 1, 0.1f }, { 3, 7, 5, 4, 1.0f }, { 3, 7, 5, 4, -0.1f },
+			{ 3, 7, 5, 4, NAN },
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			struct tr_model *mm = (void *)1;
+
+			CHECK(tr_model_new(&bad[i], &mm) == GNN_EINVAL && mm == (void *)1);
+		}
+	}
+}
+
+/* Same seeds, same results; another dropout seed, another mask. */
+static void test_deterministic(void)
+{
+	struct tmb t;
+	struct tr_model *a, *b;
+	struct tr_step_stats sa, sb, sc;
+	size_t n;
+	float *ga;
+
+	make_mb(&t, 3, SIZES, CFG.in_dim, CFG.num_classes, 4, 19);
+	if (!CHECK(tr_model_new(&CFG, &a) == GNN_OK) || !CHECK(tr_model_new(&CFG, &b) == GNN_OK))
+		return;
+	tr_model_init(a, 9);
+	tr_model_init(b, 9);
+	n = tr_model_num_params(a);
+	CHECK(memcmp(tr_model_params(a), tr_model_params(b), n * sizeof(float)) == 0);
+	tr_model_init(b, 10);
+	CHECK(memcmp(tr_model_params(a), tr_model_params(b), n * sizeof(float)) != 0);
+	tr_model_init(b, 9);
+	CHECK(tr_model_train_step(a, &t.mb, 123, &sa) == GNN_OK);
+	ga = malloc(n * sizeof(float));
+	memcpy(ga, tr_model_grads(a), n * sizeof(float));
+	/* b first runs another minibatch, so its workspaces hold other data. */
+	CHECK(tr_model_train_step(b, &t.mb, 124, &sc) == GNN_OK);
+	CHECK(tr_model_train_step(b, &t.mb, 123, &sb) == GNN_OK);
+	CHECK(sa.loss == sb.loss && sa.correct == sb.correct && sa.flops == sb.flops && sa.flops > 0);
+	CHECK(memcmp(ga, tr_model_grads(b), n * sizeof(float)) == 0);
+	CHECK(sc.loss != sa.loss);
+	free(ga);
+	tr_model_free(a);
+	tr_model_free(b);
+	free_mb(&t);
+}
+
+/* Large enough that aggregation, scatter and masks run on two threads:
+ * the gradient equals the single-thread one (the threads split rows or
+ * columns, never the sum over one element). */
+static void test_threads_agree(void)
+{
+	struct tr_model_cfg c = { 3, 64, 96, 10, 0.5f };
+	static struct tmb t;
+	struct tr_model *m;
+	struct tr_step_stats s1, s2;
+	uint32_t sizes[4] = { MAXN, 600, 200, 64 };
+	int saved = openblas_get_num_threads();
+	float *g1;
+	double maxd = 0;
+	size_t n;
+
+	make_mb(&t, 3, sizes, c.in_dim, c.num_classes, 8, 23);
+	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 2);
+	n = tr_model_num_params(m);
+	g1 = malloc(n * sizeof(float));
+	openblas_set_num_threads(1);
+	CHECK(tr_model_train_step(m, &t.mb, 5, &s1) == GNN_OK);
+	memcpy(g1, tr_model_grads(m), n * sizeof(float));
+	openblas_set_num_threads(2);
+	CHECK(tr_model_train_step(m, &t.mb, 5, &s2) == GNN_OK);
+	for (size_t i = 0; i < n; i++)
+		maxd = fmax(maxd, fabs(g1[i] - tr_model_grads(m)[i]) / fmax(1e-3, fabs(g1[i])));
+	printf("  1 vs 2 threads: loss %.7f %.7f, largest gradient difference %.2e\n", s1.loss, s2.loss, maxd);
+	CHECK(fabs(s1.loss - s2.loss) < 1e-6);
+	CHECK(maxd < 1e-4);
+	openblas_set_num_threads(saved);
+	free(g1);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+int main(void)
+{
+	gnn_log_init("test_trainer_model");
+	RUN(test_gradcheck);
+	RUN(test_gradcheck_catches_wrong_gradient);
+	RUN(test_forward_matches_reference);
+	RUN(test_fanout0_is_mlp);
+	RUN(test_no_labels_zero_gradient);
+	RUN(test_adam_two_steps);
+	RUN(test_check_rejects);
+	RUN(test_deterministic);
+	RUN(test_threads_agree);
+	return t_done();
+}
