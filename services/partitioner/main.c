@@ -2,7 +2,7 @@
  * generator), partitions it with METIS (or at random) and writes the
  * partition layout that the graph stores serve (docs/formats.md).
  *
- * Output is atomic: everything goes to OUT.tmp-<pid>, which is renamed to OUT
+ * Output is atomic: everything goes to OUT.tmp-<pid>-<random>, which is renamed to OUT
  * only when complete; any failure removes it. */
 #include <errno.h>
 #include <fcntl.h>
@@ -96,7 +96,9 @@ static int prepare_output(char *tmp, size_t len)
 		GNN_ERROR("output_exists", "out=%s reason=\"already exists; use --force to replace it\"", cfg.out);
 		return GNN_EEXIST;
 	}
-	if ((size_t)snprintf(tmp, len, "%s.tmp-%d", cfg.out, (int)getpid()) >= len)
+	/* The pid alone repeats across containers (every first process is 1)
+	 * sharing a volume: mkdtemp makes the name unique. */
+	if ((size_t)snprintf(tmp, len, "%s.tmp-%d-XXXXXX", cfg.out, (int)getpid()) >= len)
 		return GNN_ERANGE;
 	parent = strdup(cfg.out);
 	if (parent == NULL)
@@ -108,7 +110,7 @@ static int prepare_output(char *tmp, size_t len)
 		rc = gnn_mkdir_p(parent);
 	}
 	free(parent);
-	if (rc == GNN_OK && mkdir(tmp, 0755) != 0)
+	if (rc == GNN_OK && (mkdtemp(tmp) == NULL || chmod(tmp, 0755) != 0))
 		rc = GNN_EIO;
 	if (rc != GNN_OK)
 		GNN_ERROR("output_unwritable", "out=%s tmp=%s error=\"%s\"", cfg.out, tmp, strerror(errno));
