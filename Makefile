@@ -6,6 +6,7 @@
 #               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, and
 #               distributed sampling throughput against in-process sampling
+#   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 BUILD ?= build
 .DEFAULT_GOAL := all
 CC ?= cc
@@ -140,7 +141,7 @@ IMAGE_FLAGS ?=
 # (docker/debian-base.sh), for engines that cannot pull it.
 IMAGE_DEBOOTSTRAP ?= 0
 
-.PHONY: images test-images
+.PHONY: images test-images test-cluster
 images:
 	@[ -n "$(IMAGE_ENGINE)" ] || { echo "make images: no docker engine answers and podman is not installed" >&2; exit 1; }
 	@if [ "$(IMAGE_DEBOOTSTRAP)" = 1 ]; then docker/debian-base.sh $(IMAGE_ENGINE) $(BUILD)/image-cache $(IMAGE_BASE); fi
@@ -153,6 +154,13 @@ images:
 
 test-images:
 	@tests/images.sh $(BUILD)
+
+# make test-cluster  the chart with default values on a real Kubernetes: the
+#                    cluster in $$KUBECONFIG, else ../shared/k8s (brought up
+#                    and down again; root); day-2 operations, Prometheus
+#                    (tests/cluster/run.sh, docs/kubernetes.md)
+test-cluster: deps
+	@tests/cluster/run.sh $(BUILD)
 
 clean:
 	rm -rf build build-asan

@@ -1,19 +1,67 @@
 #include "client.h"
 
 #include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "log.h"
+#include "sys.h"
+
+/* A connection attempt to an address that vanished (a deleted pod's IP)
+ * hangs in TCP's SYN retries for a minute or more, and nng's next attempt,
+ * which would resolve the name again and find the new address, waits for
+ * it. So a call that finds no connection restarts the dialer once none has
+ * been up for this long. */
+#define REDIAL_AFTER_S 3.0
 
 struct gnn_client {
 	nng_socket sock;
 	nng_dialer dialer;
 	char *url, *name;
 	int timeout_ms, retries;
+	bool failover;
+	atomic_uint pipe;          /* ID of the connection that is up, 0: none (pipe_cb) */
+	_Atomic double down_since; /* when the last connection went (or the dialling began) */
+	pthread_mutex_t redial_mu; /* one restart at a time */
 };
+
+/* Follows the connection, so that a failover call knows at once whether
+ * there is one. The one dialer has at most one pipe at a time; a pipe that
+ * failed before ADD_POST gets a REM_POST too, hence the ID check. */
+static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct gnn_client *c = arg;
+	unsigned id = (unsigned)nng_pipe_id(p);
+
+	if (ev == NNG_PIPE_EV_ADD_POST)
+		atomic_store(&c->pipe, id);
+	else if (atomic_compare_exchange_strong(&c->pipe, &id, 0u))
+		atomic_store(&c->down_since, gnn_now());
+}
+
+/* Restarts the dialer when no connection has been up for REDIAL_AFTER_S. */
+static void redial_if_stuck(struct gnn_client *c)
+{
+	int rv;
+
+	if (gnn_client_connected(c) || gnn_now() - atomic_load(&c->down_since) < REDIAL_AFTER_S ||
+	    pthread_mutex_trylock(&c->redial_mu) != 0)
+		return;
+	if (!gnn_client_connected(c) && gnn_now() - atomic_load(&c->down_since) >= REDIAL_AFTER_S) {
+		nng_dialer_close(c->dialer);
+		if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0)
+			GNN_WARN("redial_failed", "peer=%s url=%s error=\"%s\"", c->name, c->url, nng_strerror(rv));
+		else
+			GNN_DEBUG("redial", "peer=%s url=%s reason=\"no connection for %.0f s\"", c->name, c->url,
+				  gnn_now() - atomic_load(&c->down_since));
+		atomic_store(&c->down_since, gnn_now());
+	}
+	pthread_mutex_unlock(&c->redial_mu);
+}
 
 int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 {
@@ -29,6 +77,9 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 	c->name = strdup(o->name ? o->name : o->url);
 	c->timeout_ms = o->timeout_ms;
 	c->retries = o->retries;
+	c->failover = o->failover;
+	atomic_store(&c->down_since, gnn_now());
+	pthread_mutex_init(&c->redial_mu, NULL);
 	if (c->url == NULL || c->name == NULL) {
 		rv = NNG_ENOMEM;
 		goto out_free;
@@ -40,6 +91,11 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 100);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 2000);
+	if ((rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, c)) != 0 ||
+	    (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, pipe_cb, c)) != 0) {
+		nng_close(c->sock);
+		goto out_free;
+	}
 	/* Non-blocking: the peer may come up later; nng keeps redialling. */
 	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
 		nng_close(c->sock);
@@ -51,6 +107,7 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 out_free:
 	GNN_ERROR("client_failed", "peer=%s url=%s error=\"%s\"", o->name ? o->name : "-", o->url,
 		  nng_strerror(rv));
+	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
 	free(c);
@@ -62,6 +119,7 @@ void gnn_client_close(struct gnn_client *c)
 	if (c == NULL)
 		return;
 	nng_close(c->sock);
+	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
 	free(c);
@@ -70,6 +128,11 @@ void gnn_client_close(struct gnn_client *c)
 const char *gnn_client_name(const struct gnn_client *c)
 {
 	return c->name;
+}
+
+bool gnn_client_connected(const struct gnn_client *c)
+{
+	return atomic_load(&c->pipe) != 0;
 }
 
 int gnn_reply_payload(nng_msg *reply, uint16_t want_type, const void **payload, size_t *len)
@@ -124,8 +187,30 @@ struct pending {
 	nng_aio *aio;
 	uint64_t req_id;
 	bool active;   /* still needs an attempt */
+	bool sending;  /* this attempt's send waits for a connection */
 	bool sent;     /* this attempt's request went out: wait for the reply */
+	double send_deadline;
 };
+
+/* A send waits for a connection in slices of this length, so that a dialer
+ * stuck on a vanished address is restarted within the attempt. */
+#define SEND_SLICE_MS 1000
+
+static void post_send(struct pending *p)
+{
+	int ms = (int)((p->send_deadline - gnn_now()) * 1000);
+
+	nng_aio_set_timeout(p->aio, ms < 1 ? 1 : ms > SEND_SLICE_MS ? SEND_SLICE_MS : ms);
+	nng_ctx_send(p->ctx, p->aio);
+}
+
+/* A failover call ends: the caller sends it elsewhere. */
+static void unavailable(struct gnn_call *call, struct pending *p, const char *what)
+{
+	call->rc = GNN_EUNAVAIL;
+	snprintf(call->err, sizeof(call->err), "%s (%s) %s", call->client->name, call->client->url, what);
+	p->active = false;
+}
 
 /* One attempt for every active call: all sends start, then all receives,
  * each bounded by its client's timeout. */
@@ -138,28 +223,54 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 		if (!p[i].active)
 			continue;
 		calls[i].attempts++;
+		redial_if_stuck(calls[i].client);
+		if (calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
+			unavailable(&calls[i], &p[i], "is not connected");
+			continue;
+		}
 		if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, calls[i].req->buf, calls[i].req->len) != 0) {
 			calls[i].rc = GNN_ENOMEM;
 			p[i].active = false;
 			continue;
 		}
-		nng_aio_set_timeout(p[i].aio, calls[i].client->timeout_ms);
+		p[i].send_deadline = gnn_now() + calls[i].client->timeout_ms / 1000.0;
+		p[i].sending = true;
 		nng_aio_set_msg(p[i].aio, m);
-		nng_ctx_send(p[i].ctx, p[i].aio);
+		post_send(&p[i]);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!p[i].active)
-			continue;
-		nng_aio_wait(p[i].aio);
-		if (nng_aio_result(p[i].aio) != 0) {
-			nng_msg_free(nng_aio_get_msg(p[i].aio));
-			calls[i].rc = GNN_ETIMEDOUT;
-			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not accept the request: %s",
-				 calls[i].client->name, calls[i].client->url, nng_strerror(nng_aio_result(p[i].aio)));
-			continue;
+	for (bool waiting = true; waiting;) {
+		waiting = false;
+		for (size_t i = 0; i < n; i++) {
+			int rv;
+
+			if (!p[i].sending)
+				continue;
+			nng_aio_wait(p[i].aio);
+			rv = nng_aio_result(p[i].aio);
+			if (rv == NNG_ETIMEDOUT && calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
+				nng_msg_free(nng_aio_get_msg(p[i].aio));
+				p[i].sending = false;
+				unavailable(&calls[i], &p[i], "is not connected");
+				continue;
+			}
+			if (rv == NNG_ETIMEDOUT && gnn_now() < p[i].send_deadline) {
+				redial_if_stuck(calls[i].client);
+				post_send(&p[i]);  /* the message is still the aio's */
+				waiting = true;
+				continue;
+			}
+			p[i].sending = false;
+			if (rv != 0) {
+				nng_msg_free(nng_aio_get_msg(p[i].aio));
+				calls[i].rc = GNN_ETIMEDOUT;
+				snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not accept the request: %s",
+					 calls[i].client->name, calls[i].client->url, nng_strerror(rv));
+				continue;
+			}
+			p[i].sent = true;
+			nng_aio_set_timeout(p[i].aio, calls[i].client->timeout_ms);
+			nng_ctx_recv(p[i].ctx, p[i].aio);
 		}
-		p[i].sent = true;
-		nng_ctx_recv(p[i].ctx, p[i].aio);
 	}
 	for (size_t i = 0; i < n; i++) {
 		int rv;
@@ -168,6 +279,10 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 			continue;
 		nng_aio_wait(p[i].aio);
 		rv = nng_aio_result(p[i].aio);
+		if (rv == NNG_ECONNRESET && calls[i].client->failover) {
+			unavailable(&calls[i], &p[i], "closed the connection before answering");
+			continue;
+		}
 		if (rv != 0) {
 			calls[i].rc = GNN_ETIMEDOUT;
 			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",

@@ -6,11 +6,18 @@
  * Errors say which peer: a call that times out after its retries logs
  * "call_failed peer=NAME url=URL op=OP attempts=N" and returns
  * GNN_ETIMEDOUT; an ERROR reply from the peer returns its status code and
- * its text (gnn_client_last_error). */
+ * its text (gnn_client_last_error).
+ *
+ * A lost connection (the peer closed it or its process died while a call
+ * waited for the reply) ends that attempt at once instead of at the
+ * timeout; without `failover` the call then tries again (a restarted peer
+ * answers once nng has redialled it), with `failover` it returns
+ * GNN_EUNAVAIL: the caller has other peers to send the request to. */
 #ifndef GNN_CLIENT_H
 #define GNN_CLIENT_H
 
 #include <nng/nng.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto.h"
@@ -22,6 +29,8 @@ struct gnn_client_opts {
 	const char *name;          /* for logs and errors: "graphstore-0" */
 	int timeout_ms;            /* per attempt */
 	int retries;               /* extra attempts after a timeout (0 = one attempt) */
+	bool failover;             /* GNN_EUNAVAIL at once, no retry, when the connection
+				    * drops during a call or none is up when it starts */
 };
 
 /* Creates the socket and starts dialling (non-blocking: the peer need not be
@@ -29,6 +38,8 @@ struct gnn_client_opts {
 int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out);
 void gnn_client_close(struct gnn_client *c);
 const char *gnn_client_name(const struct gnn_client *c);
+/* True while a connection to the peer is up (nng pipe events; any thread). */
+bool gnn_client_connected(const struct gnn_client *c);
 
 /* One call in a batch: the request message (built with the proto.h
  * encoders; borrowed), and on return rc and, when rc is GNN_OK, reply: the

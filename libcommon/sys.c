@@ -1,6 +1,7 @@
 #include "sys.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -25,6 +26,17 @@ double gnn_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void gnn_deadline(clockid_t clock, long ms, struct timespec *ts)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 uint64_t gnn_peak_rss_bytes(void)
 {
 	struct rusage ru;
@@ -45,6 +57,50 @@ uint64_t gnn_rss_bytes(void)
 		resident = 0;
 	fclose(f);
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The cgroup's CPU limit as quota/period, 0 when there is none. cgroup v2
+ * has "max 100000" or "50000 100000" in cpu.max; v1 has -1 or the quota in
+ * cpu.cfs_quota_us. Only the process's own cgroup is read (what a
+ * container mounts at /sys/fs/cgroup), not its parents. */
+static double cgroup_cpu_limit(void)
+{
+	long long quota = -1, period = 0;
+	char word[32];
+	FILE *f;
+
+	if ((f = fopen("/sys/fs/cgroup/cpu.max", "r")) != NULL) {
+		if (fscanf(f, "%31s %lld", word, &period) == 2 && strcmp(word, "max") != 0)
+			quota = strtoll(word, NULL, 10);
+		fclose(f);
+	} else if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r")) != NULL) {
+		if (fscanf(f, "%lld", &quota) != 1)
+			quota = -1;
+		fclose(f);
+		if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r")) != NULL) {
+			if (fscanf(f, "%lld", &period) != 1)
+				period = 0;
+			fclose(f);
+		}
+	}
+	return quota > 0 && period > 0 ? (double)quota / (double)period : 0;
+}
+
+unsigned gnn_cpu_count(void)
+{
+	cpu_set_t set;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = online > 0 ? (unsigned)online : 1;
+	double limit = cgroup_cpu_limit();
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		n = (unsigned)CPU_COUNT(&set);
+	if (limit > 0 && limit < n) {
+		unsigned up = (unsigned)limit;
+
+		n = up < limit ? up + 1 : up;
+	}
+	return n > 0 ? n : 1;
 }
 
 int gnn_mkdir_p(const char *dir)

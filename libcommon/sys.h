@@ -6,14 +6,26 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Seconds on a monotonic clock (for durations). */
 double gnn_now(void);
+
+/* *ts := the time on clock (CLOCK_REALTIME for a default condition
+ * variable, CLOCK_MONOTONIC for one set up with it) ms milliseconds from
+ * now: the deadline of a pthread_cond_timedwait slice. */
+void gnn_deadline(clockid_t clock, long ms, struct timespec *ts);
 
 /* Peak resident set size of this process (getrusage), in bytes. */
 uint64_t gnn_peak_rss_bytes(void);
 /* Current resident set size (/proc/self/statm), in bytes; 0 if unknown. */
 uint64_t gnn_rss_bytes(void);
+
+/* CPUs this process may use: its CPU affinity, lowered to the CPU limit of
+ * its cgroup rounded up (a container's `resources.limits.cpu`: cgroup v2
+ * cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us), at least 1. A
+ * container sees every CPU of its node; this is what it may keep busy. */
+unsigned gnn_cpu_count(void);
 
 /* Creates dir and its missing parents (mode 0755). */
 int gnn_mkdir_p(const char *dir);

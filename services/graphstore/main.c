@@ -46,7 +46,7 @@ static const struct gnn_opt options[] = {
 	{ "http-port", GNN_OPT_INT, &cfg.http_port, "9100", 0, 65535, NULL,
 	  "port of /healthz, /readyz and /metrics (0: any free port, logged)" },
 	{ "workers", GNN_OPT_INT, &cfg.workers, "0", 0, 1024, NULL,
-	  "request worker threads (0: one per CPU)" },
+	  "request worker threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "wait-data", GNN_OPT_INT, &cfg.wait_data, "600", 0, 86400, NULL,
 	  "seconds to wait for DATA/meta.json to appear (0: do not wait)" },
 	{ NULL },
@@ -62,11 +62,8 @@ static int resolve_config(void)
 	}
 	if (cfg.part < 0 && gnn_own_ordinal("part", &cfg.part) != GNN_OK)
 		return GNN_EINVAL;
-	if (cfg.workers == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		cfg.workers = n > 0 ? n : 1;
-	}
+	if (cfg.workers == 0)
+		cfg.workers = gnn_cpu_count();
 	return GNN_OK;
 }
 

@@ -37,7 +37,7 @@
 struct config {
 	const char *graphstores, *pattern, *listen, *http_addr;
 	int64_t count, http_port, workers, timeout_ms, retries, wait_stores, check_interval_ms,
-		check_timeout_ms, ids_per_call;
+		check_timeout_ms, ids_per_call, store_down_grace_s;
 };
 
 static struct config cfg;
@@ -56,15 +56,19 @@ static const struct gnn_opt options[] = {
 	  "port of /healthz, /readyz, /metrics (0: any free port)" },
 	{ "http-addr", GNN_OPT_STR, &cfg.http_addr, "0.0.0.0", 0, 0, NULL, "address the HTTP server binds" },
 	{ "workers", GNN_OPT_INT, &cfg.workers, "0", 0, 1024, NULL,
-	  "minibatches built at once, one per worker thread (0: 2 x CPUs)" },
+	  "minibatches built at once, one per worker thread (0: 2 per CPU the process may use: its affinity and "
+	  "cgroup CPU limit)" },
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "5000", 1, 600000, NULL,
 	  "timeout of one attempt of a graph store call" },
 	{ "retries", GNN_OPT_INT, &cfg.retries, "2", 0, 100, NULL,
 	  "extra attempts of a graph store call that timed out" },
 	{ "wait-stores", GNN_OPT_INT, &cfg.wait_stores, "600", 0, 86400, NULL,
 	  "seconds to wait at start-up until every graph store answers" },
-	{ "check-interval-ms", GNN_OPT_INT, &cfg.check_interval_ms, "5000", 100, 600000, NULL,
+	{ "check-interval-ms", GNN_OPT_INT, &cfg.check_interval_ms, "1000", 100, 600000, NULL,
 	  "period of the background INFO check behind /readyz" },
+	{ "store-down-grace-s", GNN_OPT_INT, &cfg.store_down_grace_s, "30", 0, 86400, NULL,
+	  "a graph store that stops answering makes /readyz fail only after this long (a restarting store "
+	  "must not take every sampler out of its Service; calls wait for it meanwhile)" },
 	{ "check-timeout-ms", GNN_OPT_INT, &cfg.check_timeout_ms, "1000", 1, 600000, NULL,
 	  "timeout of one INFO check (no retries)" },
 	{ "ids-per-call", GNN_OPT_INT, &cfg.ids_per_call, "8192", 1, 524288, NULL,
@@ -92,9 +96,7 @@ static void keep_heap(void)
 
 static int default_workers(void)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return cpus > 0 ? (int)(2 * cpus) : 2;
+	return (int)(2 * gnn_cpu_count());
 }
 
 int main(int argc, char **argv)
@@ -136,7 +138,8 @@ int main(int argc, char **argv)
 	so = (struct smp_stores_opts){ .urls = (const char *const *)urls, .n = nurls,
 				      .timeout_ms = (int)cfg.timeout_ms, .retries = (int)cfg.retries,
 				      .check_interval_ms = (int)cfg.check_interval_ms,
-				      .check_timeout_ms = (int)cfg.check_timeout_ms, .metrics = reg };
+				      .check_timeout_ms = (int)cfg.check_timeout_ms,
+				      .down_grace_s = (double)cfg.store_down_grace_s, .metrics = reg };
 	if ((rc = smp_stores_open(&so, &stores)) != GNN_OK)
 		goto out;
 	if ((rc = gnn_http_start(cfg.http_addr, (int)cfg.http_port, reg, smp_stores_ready, stores, &http)) != GNN_OK)

@@ -23,7 +23,7 @@ struct store {
 	struct gnn_client *data;      /* minibatch calls: timeout and retries */
 	struct gnn_client *check;     /* INFO probes: short timeout, no retry */
 	atomic_int state;
-	double down_since;            /* check thread only */
+	_Atomic double down_since;    /* written by the check thread */
 	struct gnn_info info;         /* from its first INFO (offsets: owned copy) */
 	int64_t *offsets;
 	bool answered;
@@ -34,6 +34,7 @@ struct smp_stores {
 	struct store *st;
 	size_t n;
 	int check_interval_ms;
+	double down_grace_s;
 	struct smp_layout layout;
 	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
 	atomic_bool connected;
@@ -91,6 +92,7 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	}
 	s->n = o->n;
 	s->check_interval_ms = o->check_interval_ms;
+	s->down_grace_s = o->down_grace_s;
 	atomic_init(&s->connected, false);
 	atomic_init(&s->next_req_id, 1);
 	pthread_mutex_init(&s->mu, NULL);
@@ -457,13 +459,7 @@ static void *check_main(void *arg)
 	while (!s->stopping) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += s->check_interval_ms / 1000;
-		ts.tv_nsec += (long)(s->check_interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		gnn_deadline(CLOCK_MONOTONIC, s->check_interval_ms, &ts);
 		while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &ts) == 0)
 			;
 		if (s->stopping)
@@ -497,14 +493,29 @@ static bool stores_layout_known(void *ctx, char *reason, size_t size)
 	return false;
 }
 
+/* A store counts against readiness when it serves another graph, or has
+ * not answered for down_grace_s: replacing a store's pod takes seconds,
+ * calls to it wait meanwhile (timeout x retries), and a sampler that left
+ * its Service would be dropped by every trainer. */
+static bool store_missing(const struct smp_stores *s, const struct store *st)
+{
+	int state = atomic_load(&st->state);
+
+	return state == ST_CHANGED ||
+	       (state == ST_DOWN && gnn_now() - atomic_load(&st->down_since) >= s->down_grace_s);
+}
+
 bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
+	bool missing = false;
 
 	if (!stores_layout_known(s, reason, reason_size))
 		return false;
-	if (count_state(s, ST_UP) == s->n)
+	for (size_t i = 0; i < s->n; i++)
+		missing |= store_missing(s, &s->st[i]);
+	if (!missing)
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
 	snprintf(reason, reason_size, "graph stores unreachable or changed: %s", list);

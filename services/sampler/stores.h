@@ -22,6 +22,7 @@ struct smp_stores_opts {
 	int retries;               /* extra attempts after a timeout */
 	int check_interval_ms;     /* background INFO to every store */
 	int check_timeout_ms;      /* timeout of one INFO (no retries) */
+	double down_grace_s;       /* a store down this long makes smp_stores_ready false */
 	struct gnn_metrics *metrics; /* borrowed; outlives the stores */
 };
 

@@ -191,12 +191,7 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 				 tr_samplers_live(l->o.samplers), gnn_now() - t0);
 			last_log = gnn_now();
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 200 * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		gnn_deadline(CLOCK_REALTIME, 200, &until);
 		pthread_cond_timedwait(&l->done, &l->mu, &until);
 	}
 	rc = s->rc;

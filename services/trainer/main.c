@@ -74,7 +74,8 @@ static const struct gnn_opt options[] = {
 	{ "prefetch", GNN_OPT_INT, &opt.prefetch, "4", 1, 64, NULL, "minibatch requests in flight" },
 	{ "checkpoint-dir", GNN_OPT_STR, &opt.checkpoint_dir, NULL, 0, 0, NULL,
 	  "rank 0 checkpoints here every epoch and writes result.json; all ranks resume from it" },
-	{ "threads", GNN_OPT_INT, &opt.threads, "0", 0, 1024, NULL, "OpenBLAS threads (0: one per CPU)" },
+	{ "threads", GNN_OPT_INT, &opt.threads, "0", 0, 1024, NULL,
+	  "OpenBLAS threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler call attempt" },
 	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler call that timed out" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
@@ -89,16 +90,16 @@ static const struct gnn_opt options[] = {
 enum state { ST_SAMPLERS, ST_PEERS, ST_TRAINING, ST_FINISHED };
 static atomic_int state;
 
-/* /readyz: ready once training (and after it); otherwise what it waits for. */
+/* /readyz: ready once the samplers answer: the rank then trains, or waits
+ * for its peers to form the ring. Not later: a StatefulSet rolling update
+ * replaces one trainer at a time and waits for each to be ready, and the
+ * ring forms only once every rank runs the new settings. */
 static bool ready(void *ctx, char *reason, size_t len)
 {
-	static const char *const why[] = { "waiting for samplers", "waiting for peers" };
-	int s = atomic_load(&state);
-
 	(void)ctx;
-	if (s >= ST_TRAINING)
+	if (atomic_load(&state) >= ST_PEERS)
 		return true;
-	snprintf(reason, len, "%s", why[s]);
+	snprintf(reason, len, "waiting for samplers");
 	return false;
 }
 
@@ -159,11 +160,8 @@ static int resolve_config(struct tr_config *c)
 	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
 			  c->eval_fanouts) != GNN_OK)
 		return GNN_EINVAL;
-	if (opt.threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		opt.threads = n > 0 ? n : 1;
-	}
+	if (opt.threads == 0)
+		opt.threads = gnn_cpu_count();
 	return GNN_OK;
 }
 
@@ -172,6 +170,86 @@ static void log_summary(const struct tr_config *c, const struct tr_result *res)
 	GNN_INFO("summary", "test_acc=%.4f best_val_acc=%.4f best_epoch=%" PRId32 " epochs=%" PRIu32 " rank=%" PRIu32
 		 " world_size=%" PRIu32 " train_s=%.1f params_crc=%08" PRIx32, res->test_acc, res->best_val_acc,
 		 res->best_epoch, res->epochs, c->rank, c->world, res->train_s, res->params_crc);
+}
+
+/* Sleeps up to s seconds, less when a stop is requested. */
+static void nap(double s)
+{
+	const struct timespec tick = { 0, 100 * 1000000L };
+	double until = gnn_now() + s;
+
+	while (gnn_now() < until && !gnn_stop_requested())
+		nanosleep(&tick, NULL);
+}
+
+struct ring_metrics {
+	struct gnn_gauge *up;
+	struct gnn_counter *rejoins;
+};
+
+static int register_ring_metrics(struct gnn_metrics *reg, struct ring_metrics *m)
+{
+	int rc = gnn_metrics_gauge(reg, "gnn_trainer_ring_up", "1 while the ring of all trainers is formed",
+				   NULL, 0, &m->up);
+
+	if (rc == GNN_OK)
+		rc = gnn_metrics_counter(reg, "gnn_trainer_ring_rejoins_total",
+					 "Times the ring failed and was formed again (a peer restarted or was replaced)",
+					 NULL, 0, &m->rejoins);
+	return rc;
+}
+
+/* Forms the ring of trainers and trains. When the ring fails (a peer died
+ * or restarted, or a rolling update replaces the ranks one by one and the
+ * old and new ones disagree on the configuration), closes it, forms it
+ * again and resumes from the last checkpoint in this process: no exit, so
+ * no container restart back-off, and the replaced peer is waited for like
+ * at start-up. Gives up (GNN_ETIMEDOUT) when the ring has not been up for
+ * wait_s; a failure outside the ring (the samplers) is returned at once. */
+static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *ro, struct tr_env *env,
+			 struct ring_metrics *m, struct tr_result *res, bool *finished_before)
+{
+	double up_at = gnn_now(), backoff = 0.5, logged_at = -1e9;
+	uint64_t hash = tr_config_hash(c, env->graph);
+	int rc;
+
+	for (uint32_t attempt = 1;; attempt++) {
+		double left = (double)opt.wait_s - (gnn_now() - up_at);
+		int ring_rc;
+
+		if (!(left > 0)) {
+			GNN_ERROR("peers_timeout", "waited_s=%.0f reason=\"the ring of %u trainers did not form again\"",
+				  gnn_now() - up_at, c->world);
+			return GNN_ETIMEDOUT;
+		}
+		if ((rc = tr_ring_open(ro, &env->ring)) != GNN_OK)
+			return rc;
+		if ((rc = tr_ring_connect(env->ring, hash, left)) == GNN_OK) {
+			gnn_gauge_set(m->up, 1);
+			atomic_store(&state, ST_TRAINING);
+			rc = tr_train(c, env, res, finished_before);
+			up_at = gnn_now();
+			backoff = 0.5;
+		}
+		ring_rc = tr_ring_failure(env->ring);
+		gnn_gauge_set(m->up, 0);
+		tr_ring_close(env->ring);
+		env->ring = NULL;
+		if (rc == GNN_OK || rc == GNN_ECLOSED || ring_rc == GNN_OK || gnn_stop_requested())
+			return rc;
+		atomic_store(&state, ST_PEERS);
+		gnn_counter_inc(m->rejoins);
+		/* a rolling update keeps the ranks apart for a while: one line per 10 s */
+		if (gnn_now() - logged_at >= 10) {
+			GNN_WARN("ring_rejoin", "attempt=%" PRIu32 " code=%s after_s=%.1f reason=\"the ring failed (a peer "
+				 "restarted, was replaced or runs other settings): forming it again, then resuming from "
+				 "the last checkpoint\"", attempt, gnn_errname(ring_rc), backoff);
+			logged_at = gnn_now();
+		}
+		/* short: the peers are restarting, and a handshake costs nothing */
+		nap(backoff);
+		backoff = backoff * 2 < 2 ? backoff * 2 : 2;
+	}
 }
 
 static void serve_until_stopped(void)
@@ -188,7 +266,7 @@ int main(int argc, char **argv)
 	struct gnn_metrics *reg = NULL;
 	struct gnn_http *http = NULL;
 	struct tr_samplers *samplers = NULL;
-	struct tr_ring *ring = NULL;
+	struct ring_metrics rm;
 	struct tr_samplers_opts so;
 	struct tr_ring_opts ro;
 	struct tr_config c;
@@ -249,15 +327,14 @@ int main(int argc, char **argv)
 	ro = (struct tr_ring_opts){ .rank = c.rank, .world = c.world, .listen = opt.listen,
 				    .urls = (const char *const *)peer_urls, .timeout_ms = (int)(opt.peer_timeout_s * 1000),
 				    .metrics = reg, .stop = gnn_stop_requested };
-	if ((rc = tr_ring_open(&ro, &ring)) != GNN_OK ||
-	    (rc = tr_ring_connect(ring, tr_config_hash(&c, &graph), (double)opt.wait_s)) != GNN_OK)
+	env = (struct tr_env){ .samplers = samplers, .graph = &graph, .metrics = reg, .stop = gnn_stop_requested };
+	if ((rc = register_ring_metrics(reg, &rm)) != GNN_OK ||
+	    (rc = train_in_ring(&c, &ro, &env, &rm, &res, &finished_before)) != GNN_OK)
 		goto out;
-
-	atomic_store(&state, ST_TRAINING);
-	env = (struct tr_env){ .samplers = samplers, .ring = ring, .graph = &graph, .metrics = reg,
-			       .stop = gnn_stop_requested };
-	if ((rc = tr_train(&c, &env, &res, &finished_before)) != GNN_OK)
-		goto out;
+	/* Nothing to sample any more: stop resolving and probing replicas. */
+	tr_samplers_close(samplers);
+	samplers = NULL;
+	graph.offsets = NULL;   /* was the samplers' */
 	atomic_store(&state, ST_FINISHED);
 	log_summary(&c, &res);
 	if (strcmp(opt.on_finish, "serve") == 0)
@@ -272,7 +349,6 @@ out:
 		if (rc == GNN_EINVAL)
 			status = EXIT_USAGE;
 	}
-	tr_ring_close(ring);
 	tr_samplers_close(samplers);
 	gnn_http_stop(http);
 	gnn_metrics_free(reg);

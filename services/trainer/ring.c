@@ -58,6 +58,11 @@
 #define WAIT_LOG_S 10.0          /* a waiting_for_peer line this often */
 #define LOST_GRACE_S 1.0         /* a neighbour's pipe gone this long: fail early
 				  * (nng redials after 100 ms: a blip is back by then) */
+/* A connect to an address that vanished (the next rank's pod was replaced
+ * and got a new IP) hangs in TCP's SYN retries for a minute or more, and
+ * nng's next attempt, which would resolve the name again, waits for it: so
+ * the dialer is restarted when `out` has had no pipe for this long. */
+#define REDIAL_AFTER_S 3.0
 #define MAX_MISMATCH_LOGS 16
 #define CLOSE_LOG_S 5.0          /* tr_ring_close logs its wait this often */
 #define CLOSE_STUCK_S 5          /* nng_close longer than this: give up on it */
@@ -168,6 +173,7 @@ struct side {
 	uint32_t pipe;       /* id of the connected pipe, 0 when none */
 	bool lost;           /* a pipe that was up went away and none replaced it */
 	double lost_at;
+	double down_since;   /* out: since when no pipe is up (dialling began or pipe lost) */
 };
 
 struct tr_ring {
@@ -222,7 +228,6 @@ struct plan {
 	uint64_t seq;
 	size_t nsend, nrecv;
 	size_t first_dep;    /* send k >= first_dep needs k - first_dep + 1 receives done */
-	bool open_ended;     /* handshake: nsend/nrecv shrink when our record returns */
 	unsigned char *buf;  /* the caller's data (all[] for allgather) */
 	size_t elem;         /* 4 or 8 for the reductions, 1 otherwise */
 	size_t n;            /* elements (reductions) or bytes per rank / in total */
@@ -230,10 +235,6 @@ struct plan {
 	size_t seg;          /* segment size in elements */
 	uint32_t root;       /* broadcast */
 	nng_msg **fwd;       /* [nsend]: received messages waiting to be forwarded */
-	/* handshake */
-	struct rec *recs;    /* records received so far, in arrival order */
-	size_t nrecs, cap_recs;
-	bool own_back;
 };
 
 static size_t needs(const struct plan *p, size_t k)
@@ -333,7 +334,7 @@ static void pipe_cb(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 	} else if (ev == NNG_PIPE_EV_REM_POST && s->pipe == id) {
 		s->pipe = 0;
 		s->lost = true;
-		s->lost_at = gnn_now();
+		s->lost_at = s->down_since = gnn_now();
 		/* between operations this is often the peer's normal exit */
 		if (!r->closing)
 			GNN_LOG(r->in_op ? GNN_LOG_WARN : GNN_LOG_INFO, "ring_peer_disconnected",
@@ -346,43 +347,42 @@ static void pipe_cb(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 
 /* ---- the engine ---- */
 
+/* Restarts the dialer of `out` (REDIAL_AFTER_S). */
+static void redial(struct tr_ring *r)
+{
+	int rv;
+
+	nng_dialer_close(r->dialer);
+	if ((rv = nng_dial(r->out.sock, r->urls[r->next], &r->dialer, NNG_FLAG_NONBLOCK)) != 0)
+		GNN_WARN("ring_redial_failed", "peer=trainer-%u url=%s error=\"%s\"", r->next, r->urls[r->next],
+			 nng_strerror(rv));
+	pthread_mutex_lock(&r->mu);
+	r->out.down_since = gnn_now();
+	pthread_mutex_unlock(&r->mu);
+}
+
 static int post_send(struct tr_ring *r, struct plan *p, size_t k, size_t *len)
 {
 	struct hdr h = { .magic = RING_MAGIC, .kind = p->kind, .seq = p->seq, .from = r->rank };
 	const unsigned char *src;
-	unsigned char rec[REC_BYTES], *body;
+	unsigned char *body;
 	size_t off = 0;
 	bool add;
 	nng_msg *m;
 
-	if (p->kind == OP_HELLO) {
-		/* hop 0: our record; hop k: forward the record received at hop k-1 */
-		const struct rec *x = k == 0 ? &(struct rec){ r->rank, r->world, r->hash, r->nonce }
-					     : &p->recs[k - 1];
-
-		put32(rec, x->rank);
-		put32(rec + 4, x->world);
-		put64(rec + 8, x->hash);
-		put64(rec + 16, x->nonce);
-		h.step = (uint32_t)k;
-		h.chunk = x->rank;
-		h.len = h.total = REC_BYTES;
-		src = rec;
-	} else {
-		geom(r, p, r->rank, k, &h, &off, &add);
-		src = p->buf + off;
-		if (p->fwd != NULL && (m = p->fwd[k]) != NULL) {
-			/* a received message goes on with a new header: no copy */
-			p->fwd[k] = NULL;
-			if (nng_msg_len(m) != HDR_BYTES + h.len) {
-				nng_msg_free(m);
-				GNN_ERROR("ring_bug", "op=%s seq=%llu msg=%zu error=\"forwarded message "
-					  "of the wrong size\"", op_name(p->kind), (unsigned long long)p->seq, k);
-				return GNN_EINTERNAL;
-			}
-			hdr_put(nng_msg_body(m), &h);
-			goto send;
+	geom(r, p, r->rank, k, &h, &off, &add);
+	src = p->buf + off;
+	if (p->fwd != NULL && (m = p->fwd[k]) != NULL) {
+		/* a received message goes on with a new header: no copy */
+		p->fwd[k] = NULL;
+		if (nng_msg_len(m) != HDR_BYTES + h.len) {
+			nng_msg_free(m);
+			GNN_ERROR("ring_bug", "op=%s seq=%llu msg=%zu error=\"forwarded message "
+				  "of the wrong size\"", op_name(p->kind), (unsigned long long)p->seq, k);
+			return GNN_EINTERNAL;
 		}
+		hdr_put(nng_msg_body(m), &h);
+		goto send;
 	}
 	if (nng_msg_alloc(&m, HDR_BYTES + h.len) != 0) {
 		GNN_ERROR("ring_alloc_failed", "op=%s seq=%llu bytes=%llu", op_name(p->kind),
@@ -459,51 +459,6 @@ static int protocol_error(struct tr_ring *r, const struct hdr *got, const struct
 	return GNN_EPROTO;
 }
 
-static int take_hello(struct tr_ring *r, struct plan *p, size_t k, const struct hdr *h,
-		      const unsigned char *payload)
-{
-	struct hdr want = { .magic = RING_MAGIC, .kind = OP_HELLO, .seq = 0, .from = h->from,
-			    .step = (uint32_t)k, .chunk = h->chunk, .off = 0, .len = REC_BYTES,
-			    .total = REC_BYTES };
-	struct rec x;
-
-	if (h->kind != want.kind || h->seq != want.seq || h->step != want.step || h->off != 0 ||
-	    h->len != REC_BYTES || h->total != REC_BYTES)
-		return protocol_error(r, h, &want);
-	x.rank = get32(payload);
-	x.world = get32(payload + 4);
-	x.hash = get64(payload + 8);
-	x.nonce = get64(payload + 16);
-	if (x.rank != h->chunk)
-		return protocol_error(r, h, &(struct hdr){ .magic = RING_MAGIC, .kind = OP_HELLO,
-							   .step = (uint32_t)k, .chunk = x.rank,
-							   .len = REC_BYTES, .total = REC_BYTES });
-	if (x.rank == r->rank && x.nonce == r->nonce) {
-		/* our own record came back: the ring is closed, everyone's is here */
-		p->own_back = true;
-		p->nrecv = k + 1;
-		p->nsend = k + 1;
-		return GNN_OK;
-	}
-	if (k + 1 >= MAX_HOPS) {
-		GNN_ERROR("ring_mismatch", "what=ring_length hops=%zu world=%u error=\"our handshake "
-			  "record did not come back after %zu hops: the ring is longer than any world\"",
-			  k + 1, r->world, k + 1);
-		return GNN_EINVAL;
-	}
-	if (p->nrecs == p->cap_recs) {
-		size_t cap = p->cap_recs ? 2 * p->cap_recs : 16;
-		struct rec *n = realloc(p->recs, cap * sizeof(*n));
-
-		if (n == NULL)
-			return GNN_ENOMEM;
-		p->recs = n;
-		p->cap_recs = cap;
-	}
-	p->recs[p->nrecs++] = x;
-	return GNN_OK;
-}
-
 /* The send that forwards received message k, or SIZE_MAX when it is not
  * forwarded (the last step, the end of a broadcast). */
 static size_t forward_index(const struct tr_ring *r, const struct plan *p, size_t k)
@@ -554,8 +509,6 @@ static int take(struct tr_ring *r, struct plan *p, size_t k, nng_msg *m, bool *k
 			  (unsigned long long)h.len, mlen - HDR_BYTES);
 		return GNN_EPROTO;
 	}
-	if (p->kind == OP_HELLO)
-		return take_hello(r, p, k, &h, payload);
 	geom(r, p, r->prev, k, &want, &off, &add);
 	if (h.kind != want.kind || h.seq != want.seq || h.from != want.from || h.step != want.step ||
 	    h.chunk != want.chunk || h.off != want.off || h.len != want.len || h.total != want.total)
@@ -584,10 +537,8 @@ static void drop_msg(nng_aio *aio)
 	nng_aio_set_msg(aio, NULL);
 }
 
-static void count_bytes(struct tr_ring *r, const struct plan *p, size_t bytes)
+static void count_bytes(struct tr_ring *r, size_t bytes)
 {
-	if (p->kind == OP_HELLO)
-		return;
 	atomic_fetch_add(&r->bytes, bytes);
 	if (r->m_bytes != NULL)
 		gnn_counter_add(r->m_bytes, (double)bytes);
@@ -598,19 +549,15 @@ static const char *yesno(bool b)
 	return b ? "yes" : "no";
 }
 
-/* A message went out or came in: the no-progress clock restarts, except
- * in the handshake, whose limit counts from its start (ring.h). */
-static void progress(const struct plan *p, double *last, double *next_log)
+/* A message went out or came in: the no-progress clock restarts. */
+static void progress(double *last, double *next_log)
 {
-	if (p->kind != OP_HELLO) {
-		*last = gnn_now();
-		*next_log = WAIT_LOG_S;
-	}
+	*last = gnn_now();
+	*next_log = WAIT_LOG_S;
 }
 
 /* Runs plan p until every message went out and came in. limit_s: the
- * longest time without a completed send or receive (the handshake: in
- * all). */
+ * longest time without a completed send or receive. */
 static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 {
 	size_t posted_send = 0, done_send = 0, posted_recv = 0, done_recv = 0, send_len = 0;
@@ -619,7 +566,7 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 	double grace = limit_s < LOST_GRACE_S ? limit_s : LOST_GRACE_S;
 	int rc = GNN_OK;
 
-	if (p->kind != OP_HELLO && p->nsend > 0 && (p->fwd = calloc(p->nsend, sizeof(*p->fwd))) == NULL)
+	if (p->nsend > 0 && (p->fwd = calloc(p->nsend, sizeof(*p->fwd))) == NULL)
 		return GNN_ENOMEM;
 	pthread_mutex_lock(&r->mu);
 	r->in_op = true;
@@ -629,7 +576,7 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 		double now, waited, in_lost_at, out_lost_at;
 		struct timespec ts;
 
-		if (!recv_busy && posted_recv < p->nrecv && (!p->open_ended || posted_recv == done_recv)) {
+		if (!recv_busy && posted_recv < p->nrecv) {
 			nng_recv_aio(r->in.sock, r->aio[A_RECV]);
 			recv_busy = true;
 			posted_recv++;
@@ -643,12 +590,7 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 		if (done_send >= p->nsend && done_recv >= p->nrecv)
 			break;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += SLICE_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		gnn_deadline(CLOCK_MONOTONIC, SLICE_MS, &ts);
 		pthread_mutex_lock(&r->mu);
 		/* one wait: a pipe event, a timeout or a spurious wake-up all just
 		 * go round the loop again */
@@ -680,9 +622,9 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 			}
 			m = nng_aio_get_msg(r->aio[A_RECV]);
 			nng_aio_set_msg(r->aio[A_RECV], NULL);
-			count_bytes(r, p, nng_msg_len(m));
+			count_bytes(r, nng_msg_len(m));
 			/* the next receive goes first so nng reads on while we reduce */
-			if (!p->open_ended && posted_recv < p->nrecv) {
+			if (posted_recv < p->nrecv) {
 				nng_recv_aio(r->in.sock, r->aio[A_RECV]);
 				recv_busy = true;
 				posted_recv++;
@@ -693,7 +635,7 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 			if (rc != GNN_OK)
 				break;
 			done_recv++;
-			progress(p, &last, &next_log);
+			progress(&last, &next_log);
 		}
 		if (sdone) {
 			int rv = nng_aio_result(r->aio[A_SEND]);
@@ -707,9 +649,9 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 				rc = GNN_EIO;
 				break;
 			}
-			count_bytes(r, p, send_len);
+			count_bytes(r, send_len);
 			done_send++;
-			progress(p, &last, &next_log);
+			progress(&last, &next_log);
 		}
 		if (r->stop != NULL && r->stop()) {
 			GNN_WARN("ring_stopped", "op=%s seq=%llu", op_name(p->kind), (unsigned long long)p->seq);
@@ -721,10 +663,8 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 
 		now = gnn_now();
 		waited = now - last;
-		/* a neighbour whose connection went away and has not come back
-		 * (in the handshake it may still be restarting: wait for it) */
-		if (p->kind != OP_HELLO && ((in_lost && !in_up && now - in_lost_at >= grace) ||
-					    (out_lost && !out_up && now - out_lost_at >= grace))) {
+		/* a neighbour whose connection went away and has not come back */
+		if ((in_lost && !in_up && now - in_lost_at >= grace) || (out_lost && !out_up && now - out_lost_at >= grace)) {
 			bool in = in_lost && !in_up && now - in_lost_at >= grace;
 			uint32_t peer = in ? r->prev : r->next;
 
@@ -750,13 +690,8 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 			else
 				in = recv_busy;
 			peer = in ? r->prev : r->next;
-			/* (the handshake does not know its message counts in advance) */
-			if (p->open_ended)
-				snprintf(progress_text, sizeof(progress_text), "received=%zu sent=%zu",
-					 done_recv, done_send);
-			else
-				snprintf(progress_text, sizeof(progress_text), "received=%zu/%zu sent=%zu/%zu",
-					 done_recv, p->nrecv, done_send, p->nsend);
+			snprintf(progress_text, sizeof(progress_text), "received=%zu/%zu sent=%zu/%zu", done_recv,
+				 p->nrecv, done_send, p->nsend);
 			GNN_ERROR("peer_timeout", "peer=trainer-%u url=%s op=%s seq=%llu waited_s=%.1f "
 				  "connected=%s %s", peer, url_of(r, peer), op_name(p->kind),
 				  (unsigned long long)p->seq, waited, yesno(in ? in_up : out_up), progress_text);
@@ -764,8 +699,7 @@ static int run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 			break;
 		}
 		if (waited >= next_log) {
-			/* a handshake wait is normal start-up; a collective's is not */
-			enum gnn_log_level lvl = p->kind == OP_HELLO ? GNN_LOG_INFO : GNN_LOG_WARN;
+			enum gnn_log_level lvl = GNN_LOG_WARN;
 
 			if (recv_busy)
 				GNN_LOG(lvl, "waiting_for_peer", "peer=trainer-%u url=%s op=%s seq=%llu "
@@ -846,59 +780,318 @@ static void observe(struct tr_ring *r, double t0)
 		gnn_histogram_observe(r->m_seconds, gnn_now() - t0);
 }
 
-static int check_records(struct tr_ring *r, const struct plan *p)
-{
-	uint32_t T = r->world;
-	size_t L = p->nrecs + 1, logged = 0;
-	bool bad = false;
-	unsigned char *seen = calloc(T, 1);
+/* ---- the handshake ----
+ *
+ * Every rank sends its record (rank, world, config hash, nonce: this ring's
+ * incarnation) to the next rank, and forwards every record it receives
+ * that is not its own; a record stops at its origin. A rank is done when
+ * its own record (this nonce) has come back, it holds a record of every
+ * other rank, and it has sent everything it had to forward. Records are
+ * taken by what they say, not by their position in the stream, so that
+ * ranks that restart or rejoin at different times converge instead of
+ * tripping over each other's earlier attempts (issue: handshake livelock):
+ *   - its record is sent again whenever the link to the next rank
+ *     connects anew (that rank may be a new incarnation that lost it);
+ *   - its own records of an earlier attempt (another nonce) are dropped;
+ *   - a newer record of a rank replaces the older one.
+ * Links are FIFO and a done rank has forwarded everything before its first
+ * collective message, so the next rank finds all it needs first. */
 
-	if (seen == NULL)
-		return GNN_ENOMEM;
-	seen[r->rank] = 1;
-	if (L != T) {
-		GNN_ERROR("ring_mismatch", "what=ring_length ring_length=%zu world=%u error=\"%zu trainers "
-			  "are in the ring but this rank has world size %u: check --world-size and --peers\"",
-			  L, T, L, T);
-		bad = true;
+struct hop_rec {
+	struct rec x;
+	uint32_t hops;       /* times forwarded before this send */
+};
+
+enum hs_state {
+	HS_COLLECTING,       /* records or our own record's return still missing */
+	HS_DRAINING,         /* complete; forwards still being sent */
+	HS_DONE,
+};
+
+struct hello {
+	enum hs_state state;
+	struct rec *latest;  /* [world]: the newest record of each rank */
+	uint32_t *hops;      /* [world]: how far latest[s] had come */
+	bool *have;          /* [world] */
+	uint32_t nhave;      /* other ranks whose record is here */
+	bool own_back;
+	uint32_t own_pipe;   /* the `out` pipe our record last went to */
+	struct hop_rec *q;   /* to send, FIFO: q[qhead .. qhead+qlen) */
+	size_t qhead, qlen, qcap;
+	bool send_busy, recv_busy;
+};
+
+static int hello_push(struct hello *hs, const struct rec *x, uint32_t hops)
+{
+	if (hs->qhead + hs->qlen == hs->qcap) {
+		if (hs->qhead > 0) {
+			memmove(hs->q, hs->q + hs->qhead, hs->qlen * sizeof(*hs->q));
+			hs->qhead = 0;
+		} else {
+			size_t cap = hs->qcap ? 2 * hs->qcap : 16;
+			struct hop_rec *n = realloc(hs->q, cap * sizeof(*n));
+
+			if (n == NULL)
+				return GNN_ENOMEM;
+			hs->q = n;
+			hs->qcap = cap;
+		}
 	}
-	/* recs[i] started i+1 hops before us: rank-1-i if the ring is wired right */
-	for (size_t i = 0; i < p->nrecs; i++) {
-		const struct rec *x = &p->recs[i];
-		uint32_t want = (uint32_t)((r->rank + (uint64_t)T * (i / T + 1) - 1 - i) % T);
+	hs->q[hs->qhead + hs->qlen++] = (struct hop_rec){ .x = *x, .hops = hops };
+	return GNN_OK;
+}
+
+static int hello_post_send(struct tr_ring *r, struct hello *hs)
+{
+	const struct hop_rec *e = &hs->q[hs->qhead];
+	struct hdr h = { .magic = RING_MAGIC, .kind = OP_HELLO, .seq = 0, .from = r->rank, .step = e->hops,
+			 .chunk = e->x.rank, .len = REC_BYTES, .total = REC_BYTES };
+	unsigned char *body;
+	nng_msg *m;
+
+	if (nng_msg_alloc(&m, HDR_BYTES + REC_BYTES) != 0)
+		return GNN_ENOMEM;
+	body = nng_msg_body(m);
+	hdr_put(body, &h);
+	put32(body + HDR_BYTES, e->x.rank);
+	put32(body + HDR_BYTES + 4, e->x.world);
+	put64(body + HDR_BYTES + 8, e->x.hash);
+	put64(body + HDR_BYTES + 16, e->x.nonce);
+	hs->qhead++;
+	hs->qlen--;
+	nng_aio_set_msg(r->aio[A_SEND], m);
+	nng_send_aio(r->out.sock, r->aio[A_SEND]);
+	hs->send_busy = true;
+	return GNN_OK;
+}
+
+/* Takes one received handshake message (owned by the caller). */
+static int hello_take(struct tr_ring *r, struct hello *hs, nng_msg *m)
+{
+	const unsigned char *body = nng_msg_body(m);
+	size_t len = nng_msg_len(m);
+	struct hdr h;
+	struct rec x;
+
+	if (len != HDR_BYTES + REC_BYTES || get32(body) != RING_MAGIC) {
+		GNN_ERROR("ring_protocol_error", "peer=trainer-%u url=%s error=\"peer trainer-%u sent %zu bytes "
+			  "that are not a handshake message (first word 0x%08x)\"", r->prev, url_of(r, r->prev),
+			  r->prev, len, len >= 4 ? get32(body) : 0);
+		return GNN_EPROTO;
+	}
+	hdr_get(body, &h);
+	if (h.kind != OP_HELLO || h.seq != 0)
+		return protocol_error(r, &h, &(struct hdr){ .magic = RING_MAGIC, .kind = OP_HELLO, .from = r->prev,
+							    .len = REC_BYTES, .total = REC_BYTES });
+	x = (struct rec){ .rank = get32(body + HDR_BYTES), .world = get32(body + HDR_BYTES + 4),
+			  .hash = get64(body + HDR_BYTES + 8), .nonce = get64(body + HDR_BYTES + 16) };
+	if (x.world != r->world || x.rank >= r->world) {
+		GNN_ERROR("ring_mismatch", "what=world rank=%u theirs=%u ours=%u this_rank=%u error=\"trainer-%u "
+			  "has another world size: every rank must run with the same --world-size\"", x.rank, x.world,
+			  r->world, r->rank, x.rank);
+		return GNN_EINVAL;
+	}
+	if (x.rank == r->rank) {
+		if (x.nonce == r->nonce)
+			hs->own_back = true;  /* the ring is closed */
+		else
+			GNN_DEBUG("ring_stale_record", "reason=\"our record from an earlier attempt: dropped\"");
+		return GNN_OK;
+	}
+	if (!hs->have[x.rank])
+		hs->nhave++;
+	else if (hs->latest[x.rank].nonce != x.nonce)
+		GNN_INFO("ring_peer_restarted", "peer=trainer-%u reason=\"a newer record of it replaces the older\"",
+			 x.rank);
+	hs->have[x.rank] = true;
+	hs->latest[x.rank] = x;
+	hs->hops[x.rank] = h.step;
+	if (h.step + 1 >= MAX_HOPS)
+		return GNN_OK;  /* went round more than once: its origin is gone */
+	return hello_push(hs, &x, h.step + 1);
+}
+
+/* Every other rank's record against ours: world, hash, and the ring's
+ * wiring (a record from rank s reaches rank s + hops + 1). */
+static int check_records(struct tr_ring *r, const struct hello *hs)
+{
+	uint32_t T = r->world, logged = 0;
+	bool bad = false;
+
+	for (uint32_t s = 0; s < T; s++) {
+		const struct rec *x = &hs->latest[s];
 		char what[160];
 
+		if (s == r->rank)
+			continue;
 		what[0] = '\0';
-		if (x->world != T)
-			snprintf(what, sizeof(what), "what=world rank=%u theirs=%u ours=%u", x->rank,
-				 x->world, T);
-		else if (x->hash != r->hash)
-			snprintf(what, sizeof(what), "what=config_hash rank=%u theirs=0x%016llx "
-				 "ours=0x%016llx", x->rank, (unsigned long long)x->hash,
-				 (unsigned long long)r->hash);
-		else if (x->rank >= T || seen[x->rank])
-			snprintf(what, sizeof(what), "what=duplicate_rank rank=%u", x->rank);
-		else if (x->rank != want)
-			snprintf(what, sizeof(what), "what=order rank=%u hops=%zu expected_rank=%u",
-				 x->rank, i + 1, want);
-		if (x->rank < T)
-			seen[x->rank] = 1;
+		if (x->hash != r->hash)
+			snprintf(what, sizeof(what), "what=config_hash rank=%u theirs=0x%016llx ours=0x%016llx", s,
+				 (unsigned long long)x->hash, (unsigned long long)r->hash);
+		else if ((s + (uint64_t)hs->hops[s] + 1) % T != r->rank)
+			snprintf(what, sizeof(what), "what=order rank=%u hops=%u expected_hops=%u", s, hs->hops[s],
+				 (r->rank + T - s - 1) % T);
 		if (what[0] != '\0') {
 			bad = true;
 			if (logged++ < MAX_MISMATCH_LOGS)
-				GNN_ERROR("ring_mismatch", "%s this_rank=%u error=\"trainer-%u does not agree "
-					  "with this rank: every rank must run the same configuration\"", what,
-					  r->rank, x->rank);
+				GNN_ERROR("ring_mismatch", "%s this_rank=%u error=\"trainer-%u does not agree with this "
+					  "rank: every rank must run the same configuration, and --peers list them in "
+					  "rank order\"", what, r->rank, s);
 		}
 	}
-	free(seen);
 	return bad ? GNN_EINVAL : GNN_OK;
+}
+
+/* What the handshake waits for, as one log line: the neighbour that is
+ * not connected (the next rank first), else the first missing rank. */
+static void hello_log_wait(struct tr_ring *r, const struct hello *hs, enum gnn_log_level lvl, const char *event,
+			   double waited, bool in_up, bool out_up)
+{
+	char missing[256];
+	size_t used = 0;
+	uint32_t peer = !out_up ? r->next : !in_up ? r->prev : r->next;
+
+	missing[0] = '\0';
+	for (uint32_t s = 0; s < r->world && used + 16 < sizeof(missing); s++)
+		if (s != r->rank && !hs->have[s]) {
+			if (used == 0 && in_up && out_up)
+				peer = s;
+			used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%strainer-%u", used ? "," : "", s);
+		}
+	GNN_LOG(lvl, event, "peer=trainer-%u url=%s op=hello seq=0 waited_s=%.0f connected=%s missing=%s "
+		"own_record_back=%s", peer, url_of(r, peer), waited, yesno(peer == r->next ? out_up : in_up),
+		used ? missing : "-", yesno(hs->own_back));
+}
+
+/* One step of the handshake's state machine after the aio flags and the
+ * pipes were read. */
+static int hello_step(struct tr_ring *r, struct hello *hs, bool sdone, bool rdone, uint32_t out_pipe)
+{
+	int rv, rc;
+
+	if (sdone) {
+		hs->send_busy = false;
+		if ((rv = nng_aio_result(r->aio[A_SEND])) != 0) {
+			drop_msg(r->aio[A_SEND]);
+			GNN_ERROR("ring_io_error", "peer=trainer-%u url=%s op=hello dir=send error=\"%s\"", r->next,
+				  url_of(r, r->next), nng_strerror(rv));
+			return GNN_EIO;
+		}
+	}
+	if (rdone) {
+		nng_msg *m;
+
+		hs->recv_busy = false;
+		if ((rv = nng_aio_result(r->aio[A_RECV])) != 0) {
+			GNN_ERROR("ring_io_error", "peer=trainer-%u url=%s op=hello dir=recv error=\"%s\"", r->prev,
+				  url_of(r, r->prev), nng_strerror(rv));
+			return GNN_EIO;
+		}
+		m = nng_aio_get_msg(r->aio[A_RECV]);
+		nng_aio_set_msg(r->aio[A_RECV], NULL);
+		rc = hello_take(r, hs, m);
+		nng_msg_free(m);
+		if (rc != GNN_OK)
+			return rc;
+	}
+	/* a new link to the next rank: it may never have seen our record */
+	if (out_pipe != 0 && out_pipe != hs->own_pipe) {
+		hs->own_pipe = out_pipe;
+		if ((rc = hello_push(hs, &(struct rec){ r->rank, r->world, r->hash, r->nonce }, 0)) != GNN_OK)
+			return rc;
+	}
+	if (hs->own_back && hs->nhave == r->world - 1)
+		hs->state = hs->qlen == 0 && !hs->send_busy ? HS_DONE : HS_DRAINING;
+	if (hs->state == HS_DONE)
+		return GNN_OK;
+	if (!hs->send_busy && hs->qlen > 0 && (rc = hello_post_send(r, hs)) != GNN_OK)
+		return rc;
+	/* one receive at a time, none once complete: a done rank must leave
+	 * the next message (a collective's) in the socket */
+	if (!hs->recv_busy && hs->state == HS_COLLECTING) {
+		nng_recv_aio(r->in.sock, r->aio[A_RECV]);
+		hs->recv_busy = true;
+	}
+	return GNN_OK;
+}
+
+static int handshake(struct tr_ring *r, double wait_s)
+{
+	struct hello hs = { .state = HS_COLLECTING };
+	double t0 = gnn_now(), next_log = WAIT_LOG_S;
+	int rc = GNN_ENOMEM;
+
+	if ((hs.latest = calloc(r->world, sizeof(*hs.latest))) == NULL ||
+	    (hs.hops = calloc(r->world, sizeof(*hs.hops))) == NULL || (hs.have = calloc(r->world, 1)) == NULL)
+		goto out;
+	for (;;) {
+		struct timespec ts;
+		bool sdone, rdone, in_up, out_up;
+		uint32_t out_pipe;
+		double waited, down_since;
+
+		pthread_mutex_lock(&r->mu);
+		down_since = r->out.down_since;
+		sdone = r->done[A_SEND];
+		rdone = r->done[A_RECV];
+		r->done[A_SEND] = r->done[A_RECV] = false;
+		out_pipe = r->out.pipe;
+		in_up = r->in.pipe != 0;
+		out_up = out_pipe != 0;
+		pthread_mutex_unlock(&r->mu);
+		if ((rc = hello_step(r, &hs, sdone, rdone, out_pipe)) != GNN_OK || hs.state == HS_DONE)
+			break;
+		if (r->stop != NULL && r->stop()) {
+			GNN_WARN("ring_stopped", "op=hello");
+			rc = GNN_ECLOSED;
+			break;
+		}
+		waited = gnn_now() - t0;
+		if (waited >= wait_s) {
+			hello_log_wait(r, &hs, GNN_LOG_ERROR, "peer_timeout", waited, in_up, out_up);
+			rc = GNN_ETIMEDOUT;
+			break;
+		}
+		if (waited >= next_log) {
+			hello_log_wait(r, &hs, GNN_LOG_INFO, "waiting_for_peer", waited, in_up, out_up);
+			next_log += WAIT_LOG_S;
+		}
+		if (!out_up && gnn_now() - down_since >= REDIAL_AFTER_S)
+			redial(r);
+		gnn_deadline(CLOCK_MONOTONIC, SLICE_MS, &ts);
+		pthread_mutex_lock(&r->mu);
+		if (!r->done[A_SEND] && !r->done[A_RECV] && r->out.pipe == out_pipe)
+			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+		pthread_mutex_unlock(&r->mu);
+	}
+	if (rc == GNN_OK)
+		rc = check_records(r, &hs);
+out:
+	/* a failed handshake leaves the ring unusable: stop its aios */
+	if (hs.recv_busy) {
+		nng_aio_cancel(r->aio[A_RECV]);
+		nng_aio_wait(r->aio[A_RECV]);
+		if (nng_aio_result(r->aio[A_RECV]) == 0)
+			drop_msg(r->aio[A_RECV]);
+	}
+	if (hs.send_busy) {
+		nng_aio_cancel(r->aio[A_SEND]);
+		nng_aio_wait(r->aio[A_SEND]);
+		if (nng_aio_result(r->aio[A_SEND]) != 0)
+			drop_msg(r->aio[A_SEND]);
+	}
+	pthread_mutex_lock(&r->mu);
+	r->done[A_SEND] = r->done[A_RECV] = false;
+	pthread_mutex_unlock(&r->mu);
+	free(hs.latest);
+	free(hs.hops);
+	free(hs.have);
+	free(hs.q);
+	return rc;
 }
 
 int tr_ring_connect(struct tr_ring *r, uint64_t config_hash, double wait_s)
 {
-	struct plan p = { .kind = OP_HELLO, .seq = 0, .nsend = MAX_HOPS, .nrecv = MAX_HOPS,
-			  .first_dep = 1, .open_ended = true, .elem = 1, .J = 1 };
 	double t0 = gnn_now();
 	int rc;
 
@@ -911,20 +1104,11 @@ int tr_ring_connect(struct tr_ring *r, uint64_t config_hash, double wait_s)
 		return GNN_EINVAL;
 	}
 	r->hash = config_hash;
-	if (r->world > 1) {
-		rc = run_plan(r, &p, wait_s);
-		if (rc == GNN_OK && !p.own_back)
-			rc = GNN_EINTERNAL;
-		if (rc == GNN_OK)
-			rc = check_records(r, &p);
-		free(p.recs);
-		if (rc != GNN_OK) {
-			if (rc == GNN_EINVAL)
-				GNN_ERROR("ring_connect_failed", "rank=%u world=%u error=\"the trainers do "
-					  "not agree on their configuration (ring_mismatch above)\"", r->rank,
-					  r->world);
-			return fail(r, rc);
-		}
+	if (r->world > 1 && (rc = handshake(r, wait_s)) != GNN_OK) {
+		if (rc == GNN_EINVAL)
+			GNN_ERROR("ring_connect_failed", "rank=%u world=%u error=\"the trainers do not agree on their "
+				  "configuration (ring_mismatch above)\"", r->rank, r->world);
+		return fail(r, rc);
 	}
 	r->connected = true;
 	r->seq = 1;
@@ -1030,6 +1214,11 @@ int tr_ring_broadcast(struct tr_ring *r, uint32_t root, void *data, size_t bytes
 	}
 	observe(r, t0);
 	return GNN_OK;
+}
+
+int tr_ring_failure(const struct tr_ring *r)
+{
+	return r->failed;
 }
 
 uint64_t tr_ring_bytes(const struct tr_ring *r)
@@ -1178,6 +1367,7 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 		rc = GNN_EINVAL;
 		goto out_close;
 	}
+	r->out.down_since = gnn_now();
 	GNN_INFO("ring_open", "rank=%u world=%u listen=%s next=trainer-%u next_url=%s prev=trainer-%u "
 		 "timeout_ms=%d segment_bytes=%u", r->rank, r->world, r->listen, r->next, r->urls[r->next],
 		 r->prev, r->timeout_ms, (unsigned)TR_RING_SEGMENT_BYTES);
@@ -1244,12 +1434,7 @@ static void flush(struct tr_ring *r)
 		double waited;
 		struct timespec ts;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += SLICE_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		gnn_deadline(CLOCK_MONOTONIC, SLICE_MS, &ts);
 		pthread_mutex_lock(&r->mu);
 		if (!r->done[A_SEND] && !r->done[A_RECV] && !r->done[A_ACK_SEND] && !r->done[A_ACK_RECV])
 			pthread_cond_timedwait(&r->cv, &r->mu, &ts);

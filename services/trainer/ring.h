@@ -88,6 +88,10 @@ int tr_ring_allgather(struct tr_ring *r, const void *mine, size_t bytes, void *a
 /* data[bytes] := root's data[bytes] on every rank. */
 int tr_ring_broadcast(struct tr_ring *r, uint32_t root, void *data, size_t bytes);
 
+/* GNN_OK while the ring is usable; after a failed operation the code that
+ * made it unusable (every later call returns it; close the ring). */
+int tr_ring_failure(const struct tr_ring *r);
+
 /* Bytes this rank sent and received in collective operations so far
  * (headers included, the handshake not). Safe from any thread. */
 uint64_t tr_ring_bytes(const struct tr_ring *r);

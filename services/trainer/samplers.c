@@ -19,22 +19,30 @@
 #define MAX_REPLICAS 4096
 #define PROBE_TIMEOUT_MS 2000
 #define PROBE_PERIOD_S 2.0
+#define RESOLVE_SOON_S 1.0      /* earliest re-resolve after a failure */
 #define NODES_PAGE 65536
+#define MAX_ORDER 64            /* replicas one call tries */
 
+/* A replica is shared by the calls using it and the background thread:
+ * refs counts the borrowers (under mu); one dropped from reps while
+ * borrowed is freed by its last borrower. */
 struct replica {
 	char *url;                  /* resolved: tcp://10.0.0.5:7100 */
 	const char *from;           /* the --samplers entry it came from */
-	struct gnn_client *data;    /* minibatch and NODES calls */
+	struct gnn_client *data;    /* minibatch and NODES calls (failover) */
 	struct gnn_client *probe;   /* INFO checks: short timeout, no retries */
 	atomic_bool up;
 	bool wrong_graph;           /* answered INFO for another graph: never used */
+	bool dropped;               /* no longer in reps */
+	unsigned refs;
 	double last_probe;
 };
 
 struct tr_samplers {
 	struct tr_samplers_opts o;
 	char **given;               /* copies of o.urls */
-	pthread_mutex_t mu;         /* guards reps, nreps, graph */
+	pthread_mutex_t mu;         /* guards reps, nreps, refs, dropped, graph */
+	pthread_cond_t changed;     /* a replica came up, or closing */
 	struct replica **reps;
 	size_t nreps;
 	bool have_graph;
@@ -43,6 +51,7 @@ struct tr_samplers {
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool closing;
+	atomic_bool resolve_soon;   /* a replica failed: look for others now */
 	atomic_uint_fast64_t next_req;
 	struct gnn_counter *m_fail;
 	struct gnn_gauge *m_live;
@@ -90,6 +99,33 @@ static int check_url(const char *url)
 	return split_tcp(url, host, sizeof(host), port, sizeof(port));
 }
 
+/* ---- the replica set ---- */
+
+static void replica_free(struct replica *r)
+{
+	gnn_client_close(r->data);
+	gnn_client_close(r->probe);
+	free(r->url);
+	free(r);
+}
+
+static void update_live_gauge(struct tr_samplers *s)
+{
+	if (s->m_live != NULL)
+		gnn_gauge_set(s->m_live, (double)tr_samplers_live(s));
+}
+
+/* Borrowing: a replica taken out of reps under mu stays valid until
+ * put_replicas. */
+static void put_replicas(struct tr_samplers *s, struct replica **v, size_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < n; i++)
+		if (--v[i]->refs == 0 && v[i]->dropped)
+			replica_free(v[i]);
+	pthread_mutex_unlock(&s->mu);
+}
+
 /* Adds a replica for url unless there is one. Called with mu held. */
 static int add_replica(struct tr_samplers *s, const char *url, const char *from)
 {
@@ -111,10 +147,12 @@ static int add_replica(struct tr_samplers *s, const char *url, const char *from)
 	r->from = from;
 	co.timeout_ms = s->o.timeout_ms;
 	co.retries = s->o.retries;
+	co.failover = true;
 	if (gnn_client_open(&co, &r->data) != GNN_OK)
 		goto fail;
 	co.timeout_ms = PROBE_TIMEOUT_MS < s->o.timeout_ms ? PROBE_TIMEOUT_MS : s->o.timeout_ms;
 	co.retries = 0;
+	co.failover = false;
 	if (gnn_client_open(&co, &r->probe) != GNN_OK)
 		goto fail;
 	r->last_probe = -1e9;
@@ -128,64 +166,93 @@ fail:
 	return GNN_EIO;
 }
 
-/* Resolves every given URL and adds replicas for new addresses. */
-static void resolve_all(struct tr_samplers *s)
+/* Drops the replicas of entry `from` whose URL is not in keep[nkeep]: the
+ * name no longer returns their address. Called with mu held. */
+static void drop_missing(struct tr_samplers *s, const char *from, char (*keep)[NI_MAXHOST + 32], size_t nkeep)
 {
-	for (size_t i = 0; i < s->o.n; i++) {
-		const char *u = s->given[i];
-		struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
-		char host[256], port[16], addr[NI_MAXHOST], url[NI_MAXHOST + 32];
-		int e;
+	size_t j = 0;
 
-		if (split_tcp(u, host, sizeof(host), port, sizeof(port)) != GNN_OK) {
-			pthread_mutex_lock(&s->mu);
-			add_replica(s, u, u);   /* ipc:// or inproc:// */
-			pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < s->nreps; i++) {
+		struct replica *r = s->reps[i];
+		bool kept = r->from != from;
+
+		for (size_t k = 0; !kept && k < nkeep; k++)
+			kept = strcmp(r->url, keep[k]) == 0;
+		if (kept) {
+			s->reps[j++] = r;
 			continue;
 		}
-		if ((e = getaddrinfo(host, port, &hints, &res)) != 0) {
-			GNN_DEBUG("sampler_resolve_failed", "url=%s reason=\"%s\"", u, gai_strerror(e));
-			continue;
-		}
-		for (struct addrinfo *a = res; a != NULL; a = a->ai_next) {
-			if (getnameinfo(a->ai_addr, a->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST) != 0)
-				continue;
-			snprintf(url, sizeof(url), a->ai_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s", addr, port);
-			pthread_mutex_lock(&s->mu);
-			add_replica(s, url, u);
-			pthread_mutex_unlock(&s->mu);
-		}
-		freeaddrinfo(res);
+		GNN_INFO("sampler_replica_gone", "replica=%s from=%s reason=\"the name no longer resolves to it\"",
+			 r->url, from);
+		r->dropped = true;
+		atomic_store(&r->up, false);
+		if (r->refs == 0)
+			replica_free(r);
 	}
+	s->nreps = j;
+}
+
+/* Resolves given URL u: adds replicas for new addresses and drops those of
+ * addresses it no longer returns. A name that does not exist (a headless
+ * Service without ready pods) drops them all; a failed lookup (no DNS
+ * answer) changes nothing. */
+static void resolve_one(struct tr_samplers *s, const char *u)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	char host[256], port[16], (*urls)[NI_MAXHOST + 32] = NULL;
+	size_t n = 0, cap = 0;
+	int e;
+
+	if (split_tcp(u, host, sizeof(host), port, sizeof(port)) != GNN_OK) {
+		pthread_mutex_lock(&s->mu);
+		add_replica(s, u, u);   /* ipc:// or inproc:// */
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	if ((e = getaddrinfo(host, port, &hints, &res)) != 0) {
+		GNN_DEBUG("sampler_resolve_failed", "url=%s reason=\"%s\"", u, gai_strerror(e));
+		if (e != EAI_NONAME && e != EAI_NODATA)
+			return;
+	}
+	for (struct addrinfo *a = res; a != NULL; a = a->ai_next)
+		cap++;
+	if (cap > 0 && (urls = calloc(cap, sizeof(*urls))) == NULL) {
+		freeaddrinfo(res);
+		return;
+	}
+	for (struct addrinfo *a = res; a != NULL; a = a->ai_next) {
+		char addr[NI_MAXHOST];
+
+		if (getnameinfo(a->ai_addr, a->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST) != 0)
+			continue;
+		snprintf(urls[n++], sizeof(urls[0]), a->ai_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s", addr,
+			 port);
+	}
+	if (res != NULL)
+		freeaddrinfo(res);
+	pthread_mutex_lock(&s->mu);
+	drop_missing(s, u, urls, n);
+	for (size_t i = 0; i < n; i++)
+		add_replica(s, urls[i], u);
+	pthread_mutex_unlock(&s->mu);
+	free(urls);
+	update_live_gauge(s);
 }
 
 /* ---- health ---- */
 
-static void update_live_gauge(struct tr_samplers *s)
+/* Takes an INFO answer from r: learns the graph from the first one and
+ * sets aside replicas of another graph. True when r may be used. */
+static bool take_info(struct tr_samplers *s, struct replica *r, nng_msg *reply)
 {
-	if (s->m_live != NULL)
-		gnn_gauge_set(s->m_live, (double)tr_samplers_live(s));
-}
-
-/* INFO to one replica: learns the graph from the first answer and sets
- * aside replicas of another graph. */
-static void probe(struct tr_samplers *s, struct replica *r)
-{
-	struct gnn_wbuf w;
 	struct gnn_info info;
-	nng_msg *reply = NULL;
 	const void *payload;
 	size_t len;
-	char err[256];
-	bool ok = false;
+	bool ok;
 
-	gnn_wbuf_init(&w);
-	r->last_probe = gnn_now();
-	if (gnn_encode_info_req(&w, atomic_fetch_add(&s->next_req, 1)) != GNN_OK ||
-	    gnn_client_call(r->probe, &w, &reply, err, sizeof(err)) != GNN_OK ||
-	    gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &payload, &len) != GNN_OK ||
+	if (gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &payload, &len) != GNN_OK ||
 	    gnn_decode_info_resp(payload, len, &info) != GNN_OK)
-		goto out;
+		return false;
 	pthread_mutex_lock(&s->mu);
 	if (!s->have_graph) {
 		size_t nb = ((size_t)info.num_parts + 1) * sizeof(int64_t);
@@ -208,14 +275,46 @@ static void probe(struct tr_samplers *s, struct replica *r)
 	ok = s->have_graph && !r->wrong_graph;
 	pthread_mutex_unlock(&s->mu);
 	gnn_proto_release(info.owned);
-out:
-	if (ok && !atomic_exchange(&r->up, true)) {
-		GNN_INFO("sampler_up", "replica=%s", r->url);
-		update_live_gauge(s);
+	return ok;
+}
+
+/* INFO to every replica in v[n] at once (each bounded by the probe
+ * timeout). One that answers is up once its data connection is too (both
+ * sockets dial together; allow the probe timeout for it). */
+static void probe_all(struct tr_samplers *s, struct replica **v, size_t n)
+{
+	struct gnn_call calls[MAX_ORDER];
+	struct gnn_wbuf w[MAX_ORDER];
+	bool ok[MAX_ORDER] = { false };
+	double deadline;
+
+	for (size_t i = 0; i < n; i++) {
+		gnn_wbuf_init(&w[i]);
+		gnn_encode_info_req(&w[i], atomic_fetch_add(&s->next_req, 1));
+		calls[i] = (struct gnn_call){ .client = v[i]->probe, .req = &w[i] };
+		v[i]->last_probe = gnn_now();
 	}
-	if (reply != NULL)
-		nng_msg_free(reply);
-	gnn_wbuf_free(&w);
+	gnn_client_call_all(calls, n);
+	deadline = gnn_now() + PROBE_TIMEOUT_MS / 1000.0;
+	for (size_t i = 0; i < n; i++) {
+		if (calls[i].rc == GNN_OK)
+			ok[i] = take_info(s, v[i], calls[i].reply);
+		while (ok[i] && !gnn_client_connected(v[i]->data) && gnn_now() < deadline && !atomic_load(&s->closing)) {
+			struct timespec tick = { 0, 10 * 1000000L };
+
+			nanosleep(&tick, NULL);
+		}
+		if (ok[i] && gnn_client_connected(v[i]->data) && !atomic_exchange(&v[i]->up, true)) {
+			GNN_INFO("sampler_up", "replica=%s", v[i]->url);
+			pthread_mutex_lock(&s->mu);
+			pthread_cond_broadcast(&s->changed);
+			pthread_mutex_unlock(&s->mu);
+			update_live_gauge(s);
+		}
+		if (calls[i].reply != NULL)
+			nng_msg_free(calls[i].reply);
+		gnn_wbuf_free(&w[i]);
+	}
 }
 
 static void set_down(struct tr_samplers *s, struct replica *r, int rc, const char *err)
@@ -224,12 +323,14 @@ static void set_down(struct tr_samplers *s, struct replica *r, int rc, const cha
 		GNN_WARN("sampler_down", "replica=%s code=%s reason=\"%s\"", r->url, gnn_errname(rc), err);
 		update_live_gauge(s);
 	}
+	atomic_store(&s->resolve_soon, true);
 	if (s->m_fail != NULL)
 		gnn_counter_inc(s->m_fail);
 }
 
-/* Background: DNS every resolve_interval_s, INFO probes of replicas that are
- * not up every PROBE_PERIOD_S. */
+/* Background: DNS every resolve_interval_s (every second while nothing is
+ * known; within a second after a failure), INFO probes of the replicas
+ * that are not up every PROBE_PERIOD_S. */
 static void *background(void *arg)
 {
 	struct tr_samplers *s = arg;
@@ -237,30 +338,32 @@ static void *background(void *arg)
 
 	while (!atomic_load(&s->closing)) {
 		struct timespec tick = { 0, 100 * 1000000L };
-		size_t n;
-
-		size_t known;
+		struct replica *due[MAX_ORDER];
+		double since = gnn_now() - last_resolve;
+		size_t known, n = 0;
 
 		pthread_mutex_lock(&s->mu);
 		known = s->nreps;
 		pthread_mutex_unlock(&s->mu);
-		/* Until a name resolves (a headless Service lists only ready
-		 * samplers) look again every second, then at the set interval. */
-		if (gnn_now() - last_resolve >= (known == 0 ? 1.0 : s->o.resolve_interval_s)) {
-			resolve_all(s);
+		if (since >= (known == 0 ? 1.0 : s->o.resolve_interval_s) ||
+		    (since >= RESOLVE_SOON_S && atomic_exchange(&s->resolve_soon, false))) {
+			for (size_t i = 0; i < s->o.n && !atomic_load(&s->closing); i++)
+				resolve_one(s, s->given[i]);
 			last_resolve = gnn_now();
 		}
 		pthread_mutex_lock(&s->mu);
-		n = s->nreps;
-		pthread_mutex_unlock(&s->mu);
-		for (size_t i = 0; i < n && !atomic_load(&s->closing); i++) {
-			struct replica *r;
+		for (size_t i = 0; i < s->nreps && n < MAX_ORDER; i++) {
+			struct replica *r = s->reps[i];
 
-			pthread_mutex_lock(&s->mu);
-			r = s->reps[i];
-			pthread_mutex_unlock(&s->mu);
-			if (!atomic_load(&r->up) && !r->wrong_graph && gnn_now() - r->last_probe >= PROBE_PERIOD_S)
-				probe(s, r);
+			if (!atomic_load(&r->up) && !r->wrong_graph && gnn_now() - r->last_probe >= PROBE_PERIOD_S) {
+				r->refs++;
+				due[n++] = r;
+			}
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (n > 0) {
+			probe_all(s, due, n);
+			put_replicas(s, due, n);
 		}
 		nanosleep(&tick, NULL);
 	}
@@ -287,6 +390,7 @@ int tr_samplers_open(const struct tr_samplers_opts *o, struct tr_samplers **out)
 		return GNN_ENOMEM;
 	s->o = *o;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->changed, NULL);
 	if ((s->given = calloc(o->n, sizeof(char *))) == NULL)
 		goto fail;
 	for (size_t i = 0; i < o->n; i++)
@@ -298,7 +402,8 @@ int tr_samplers_open(const struct tr_samplers_opts *o, struct tr_samplers **out)
 	     gnn_metrics_gauge(o->metrics, "gnn_trainer_samplers_live", "Sampler replicas answering", none, 0,
 			       &s->m_live) != GNN_OK))
 		goto fail;
-	resolve_all(s);
+	for (size_t i = 0; i < o->n; i++)
+		resolve_one(s, s->given[i]);
 	if (pthread_create(&s->thread, NULL, background, s) != 0) {
 		rc = GNN_EIO;
 		goto fail;
@@ -311,13 +416,21 @@ fail:
 	return rc;
 }
 
-size_t tr_samplers_live(struct tr_samplers *s)
+static size_t live_locked(struct tr_samplers *s)
 {
 	size_t live = 0;
 
-	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->nreps; i++)
 		live += atomic_load(&s->reps[i]->up);
+	return live;
+}
+
+size_t tr_samplers_live(struct tr_samplers *s)
+{
+	size_t live;
+
+	pthread_mutex_lock(&s->mu);
+	live = live_locked(s);
 	pthread_mutex_unlock(&s->mu);
 	return live;
 }
@@ -361,33 +474,36 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g
 	return GNN_OK;
 }
 
-/* Sends req to live replicas starting at hint until one answers with
- * want_type. A replica that times out or is unreachable is set aside; an
- * ERROR reply with another code is the answer (another replica would say
- * the same). */
-static int call_any(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf *req, uint16_t want_type,
+/* Sends req to the live replicas, starting at hint, until one answers with
+ * want_type. A replica that times out, is unreachable or drops the
+ * connection is set aside and the next one tried; an ERROR reply with
+ * another code is the answer (another replica would say the same).
+ * GNN_EUNAVAIL when no live replica answered. */
+static int try_live(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf *req, uint16_t want_type,
 		    nng_msg **reply, const void **payload, size_t *len, char *err, size_t err_len)
 {
-	struct replica *order[64];
-	size_t n = 0, used = 0;
+	struct replica *order[MAX_ORDER];
+	size_t n = 0, used = 0, i;
 	int rc = GNN_EUNAVAIL;
 
 	snprintf(err, err_len, "no sampler replica is up");
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < s->nreps && n < 64; i++) {
+	for (i = 0; i < s->nreps && n < MAX_ORDER; i++) {
 		struct replica *r = s->reps[(hint + i) % s->nreps];
 
-		if (atomic_load(&r->up))
+		if (atomic_load(&r->up)) {
+			r->refs++;
 			order[n++] = r;
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		char e[256];
 
 		*reply = NULL;
 		rc = gnn_client_call(order[i]->data, req, reply, e, sizeof(e));
 		if (rc == GNN_OK && (rc = gnn_reply_payload(*reply, want_type, payload, len)) == GNN_OK)
-			return GNN_OK;
+			break;
 		if (*reply != NULL) {
 			nng_msg_free(*reply);
 			*reply = NULL;
@@ -397,8 +513,39 @@ static int call_any(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf 
 		if (used >= err_len)
 			used = err_len - 1;
 		if (rc != GNN_ETIMEDOUT && rc != GNN_EUNAVAIL && rc != GNN_EIO)
-			return rc;
+			break;
 		set_down(s, order[i], rc, e);
+		rc = GNN_EUNAVAIL;
+	}
+	put_replicas(s, order, n);
+	return rc;
+}
+
+/* try_live, and while no replica is live (all failed, a rollout replaced
+ * them, or none is known yet), waits for one to come up or be discovered:
+ * at most one call's whole budget, timeout x (retries + 1). */
+static int call_any(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf *req, uint16_t want_type,
+		    nng_msg **reply, const void **payload, size_t *len, char *err, size_t err_len)
+{
+	double t0 = gnn_now(), budget = s->o.timeout_ms / 1000.0 * (s->o.retries + 1), last_log = t0;
+	int rc;
+
+	while ((rc = try_live(s, hint, req, want_type, reply, payload, len, err, err_len)) == GNN_EUNAVAIL) {
+		struct timespec until;
+
+		if (gnn_now() - t0 >= budget || atomic_load(&s->closing) || (s->o.stop != NULL && s->o.stop()))
+			break;
+		atomic_store(&s->resolve_soon, true);
+		if (gnn_now() - last_log >= 5) {
+			GNN_WARN("waiting_for_samplers", "reason=\"no sampler replica is live\" waited_s=%.0f timeout_s=%.0f",
+				 gnn_now() - t0, budget);
+			last_log = gnn_now();
+		}
+		gnn_deadline(CLOCK_REALTIME, 200, &until);
+		pthread_mutex_lock(&s->mu);
+		if (live_locked(s) == 0)
+			pthread_cond_timedwait(&s->changed, &s->mu, &until);
+		pthread_mutex_unlock(&s->mu);
 	}
 	return rc;
 }
@@ -487,20 +634,20 @@ void tr_samplers_close(struct tr_samplers *s)
 	if (s == NULL)
 		return;
 	atomic_store(&s->closing, true);
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->mu);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
-	for (size_t i = 0; i < s->nreps; i++) {
-		gnn_client_close(s->reps[i]->data);
-		gnn_client_close(s->reps[i]->probe);
-		free(s->reps[i]->url);
-		free(s->reps[i]);
-	}
+	for (size_t i = 0; i < s->nreps; i++)
+		replica_free(s->reps[i]);
 	free(s->reps);
 	if (s->given != NULL)
 		for (size_t i = 0; i < s->o.n; i++)
 			free(s->given[i]);
 	free(s->given);
 	free(s->offsets);
+	pthread_cond_destroy(&s->changed);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

@@ -1,11 +1,18 @@
 /* samplers.h - the sampler replicas as one trainer sees them.
  *
  * Every --samplers URL's host is resolved to all its addresses, each one a
- * replica ("tcp://sampler:7100" names every pod behind a headless Service);
- * names are resolved again every resolve_interval_s, so replicas added by
- * scaling join. A replica is used only once it has answered INFO; one
- * whose call fails is set aside and probed again in the background, so a
- * dead replica costs one timeout, not one per minibatch.
+ * replica ("tcp://sampler:7100" names every pod behind a headless Service).
+ * A background thread resolves the names again every resolve_interval_s,
+ * and at once (at most once a second) when a replica fails: addresses that
+ * appear become replicas, replicas whose address the name no longer
+ * returns are dropped (a deleted or unready pod). A replica is used only
+ * once it has answered INFO; one whose call fails is set aside and probed
+ * again (all such probes at once, each bounded), so a dead replica costs
+ * one failed call, not one per minibatch. A replica whose connection drops
+ * while it builds a minibatch (its pod was deleted or crashed) fails that
+ * call at once, and the request goes to the next live replica: no timeout
+ * is waited out. When no replica is live a call waits, bounded by the
+ * call's timeout and retries, for one to come back or be discovered.
  *
  * The samplers also answer INFO (the graph's layout) and NODES (a split's
  * node list), so a trainer needs nothing but sampler and peer URLs. */

@@ -97,6 +97,23 @@ static uint32_t params_crc(const float *p, size_t n)
 	return (uint32_t)crc;
 }
 
+/* Registration that finds the family when it is there already: a rank
+ * whose ring failed runs tr_train again in the same process. */
+static int gauge(struct gnn_metrics *reg, const char *name, const char *help, struct gnn_gauge **out)
+{
+	int rc = gnn_metrics_find_gauge(reg, name, out);
+
+	return rc == GNN_ENOENT ? gnn_metrics_gauge(reg, name, help, NULL, 0, out) : rc;
+}
+
+static int counter(struct gnn_metrics *reg, const char *name, const char *help, const char *const *labels,
+		   size_t nlabels, struct gnn_counter **out)
+{
+	int rc = gnn_metrics_find_counter(reg, name, out);
+
+	return rc == GNN_ENOENT ? gnn_metrics_counter(reg, name, help, labels, nlabels, out) : rc;
+}
+
 static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 {
 	static const char *const phase_label[] = { "phase" };
@@ -116,20 +133,20 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 	int rc;
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
-		if ((rc = gnn_metrics_gauge(reg, gauges[i].name, gauges[i].help, NULL, 0, gauges[i].g)) != GNN_OK)
+		if ((rc = gauge(reg, gauges[i].name, gauges[i].help, gauges[i].g)) != GNN_OK)
 			return rc;
-	if ((rc = gnn_metrics_counter(reg, "gnn_trainer_samples_total", "Training seeds processed by this rank",
-				      NULL, 0, &m->samples)) != GNN_OK ||
-	    (rc = gnn_metrics_counter(reg, "gnn_trainer_steps_total", "Training steps taken by this rank", NULL, 0,
-				      &m->steps)) != GNN_OK)
+	if ((rc = counter(reg, "gnn_trainer_samples_total", "Training seeds processed by this rank", NULL, 0,
+			  &m->samples)) != GNN_OK ||
+	    (rc = counter(reg, "gnn_trainer_steps_total", "Training steps taken by this rank", NULL, 0,
+			  &m->steps)) != GNN_OK)
 		return rc;
 	for (int p = 0; p < PH_COUNT; p++) {
 		struct gnn_counter *fam;
 
-		if (p == 0 && (rc = gnn_metrics_counter(reg, "gnn_trainer_phase_seconds_total",
-							"Seconds spent per phase: waiting for minibatches, computing, "
-							"all-reducing, evaluating, checkpointing",
-							phase_label, 1, &fam)) != GNN_OK)
+		if (p == 0 && (rc = counter(reg, "gnn_trainer_phase_seconds_total",
+					    "Seconds spent per phase: waiting for minibatches, computing, "
+					    "all-reducing, evaluating, checkpointing",
+					    phase_label, 1, &fam)) != GNN_OK)
 			return rc;
 		if (p > 0)
 			fam = m->phase[0];

@@ -2,7 +2,9 @@
  * 127.0.0.1: calls, error replies, garbage, timeouts against a dead or slow
  * peer, parallel calls, and recovery when the server comes back. */
 #include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -237,6 +239,73 @@ static void test_parallel(void)
 	gnn_server_stop(s);
 }
 
+/* A peer that takes the request and then goes away (its process died, its
+ * pod was deleted): a failover client learns it at once (GNN_EUNAVAIL,
+ * "closed the connection") instead of waiting out its 10 s timeout and
+ * retries, and one with no connection at all fails at once too. */
+struct dying_peer {
+	nng_socket sock;
+	double closed_at;
+};
+
+static void *take_and_close(void *arg)
+{
+	struct dying_peer *p = arg;
+	nng_msg *m;
+
+	if (nng_recvmsg(p->sock, &m, 0) == 0)
+		nng_msg_free(m);
+	usleep(200 * 1000);
+	p->closed_at = gnn_now();
+	nng_close(p->sock);
+	return NULL;
+}
+
+static void test_failover(void)
+{
+	struct gnn_client_opts o = { .name = "replica", .timeout_ms = 10000, .retries = 2, .failover = true };
+	struct dying_peer peer;
+	struct gnn_client *c = NULL;
+	struct gnn_wbuf w;
+	nng_listener l;
+	nng_msg *reply = NULL;
+	pthread_t th;
+	char url[64], err[256];
+	double t0;
+	int port, rc;
+
+	if (!CHECK(nng_rep0_open(&peer.sock) == 0) ||
+	    !CHECK(nng_listen(peer.sock, "tcp://127.0.0.1:0", &l, 0) == 0) ||
+	    !CHECK(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0))
+		return;
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	o.url = url;
+	CHECK(gnn_client_open(&o, &c) == GNN_OK);
+	for (int i = 0; i < 100 && !gnn_client_connected(c); i++)
+		usleep(20 * 1000);
+	CHECK(gnn_client_connected(c));
+	gnn_wbuf_init(&w);
+	gnn_encode_info_req(&w, 7);
+	pthread_create(&th, NULL, take_and_close, &peer);
+	rc = gnn_client_call(c, &w, &reply, err, sizeof(err));
+	printf("  connection closed during the call: %s %.3f s after the close (%s)\n", gnn_errname(rc),
+	       gnn_now() - peer.closed_at, err);
+	CHECK(rc == GNN_EUNAVAIL && strstr(err, "closed the connection") != NULL);
+	CHECK(gnn_now() - peer.closed_at < 1.0);
+	pthread_join(th, NULL);
+	/* now nothing listens: no connection, so no wait either (once the
+	 * client has seen the connection go: nng reports that just after the
+	 * failed receive) */
+	for (int i = 0; i < 100 && gnn_client_connected(c); i++)
+		usleep(20 * 1000);
+	t0 = gnn_now();
+	rc = gnn_client_call(c, &w, &reply, err, sizeof(err));
+	CHECK(rc == GNN_EUNAVAIL && strstr(err, "is not connected") != NULL);
+	CHECK(gnn_now() - t0 < 0.5);
+	gnn_wbuf_free(&w);
+	gnn_client_close(c);
+}
+
 static void test_bad_urls(void)
 {
 	struct gnn_server *s;
@@ -259,6 +328,7 @@ int main(void)
 	RUN(test_garbage);
 	RUN(test_timeouts_and_recovery);
 	RUN(test_parallel);
+	RUN(test_failover);
 	RUN(test_bad_urls);
 	gnn_metrics_free(reg);
 	return t_done();

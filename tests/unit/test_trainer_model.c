@@ -248,18 +248,25 @@ static const char *param_name(const struct tr_model_cfg *c, size_t i, char *buf,
 	return buf;
 }
 
-/* Biases start at zero, so a unit whose inputs are all zero (a dst with
- * no neighbours whose own row was dropped) sits exactly on ReLU's kink,
- * where the loss has no derivative and the difference quotient is the
- * mean of the two one-sided slopes at every step size. Random biases move
- * every unit off its kink. */
-static void random_biases(struct tr_model *m, const struct tr_model_cfg *c)
+/* Finite differences cannot cross ReLU's kink: a unit whose
+ * pre-activation lies within a step of 0 gives a difference quotient that
+ * mixes both one-sided slopes. With the default initialisation's small
+ * weights (U(+-1/sqrt(in)), 0.38 for in = 7) many units of this tiny model
+ * sit that close. So the weights are stretched to Glorot's ReLU bounds
+ * sqrt(2) sqrt(6 / (in + out)) (about 1 here), and the biases drawn from
+ * +-0.2 (as training soon makes them), which moves every unit off its
+ * kink for these seeds: a large error can then only mean a wrong
+ * gradient. */
+static void spread_params(struct tr_model *m, const struct tr_model_cfg *c)
 {
 	size_t off = 0;
 
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+		float stretch = (float)(sqrt(2.0) * sqrt(6.0 / (double)(in + out)) * sqrt((double)in));
 
+		for (size_t k = 0; k < 2 * in * out; k++)
+			tr_model_params(m)[off + k] *= stretch;
 		for (size_t k = 0; k < out; k++)
 			tr_model_params(m)[off + 2 * in * out + k] = (float)(0.4 * unif() - 0.2);
 		off += (2 * in + 1) * out;
@@ -286,7 +293,7 @@ static void test_gradcheck(void)
 		tr_model_init(m, s);
 		n = tr_model_num_params(m);
 		CHECK(n == (7 * 5 * 2 + 5) + (5 * 5 * 2 + 5) + (5 * 4 * 2 + 4));
-		random_biases(m, &CFG);
+		spread_params(m, &CFG);
 		CHECK(tr_model_train_step(m, &t.mb, 77 + s, &st) == GNN_OK);
 		CHECK(st.labelled == 5);
 		g = malloc(n * sizeof(float));
@@ -326,7 +333,7 @@ static void test_gradcheck_catches_wrong_gradient(void)
 	if (!CHECK(tr_model_new(&CFG, &m) == GNN_OK))
 		return;
 	tr_model_init(m, 1);
-	random_biases(m, &CFG);
+	spread_params(m, &CFG);
 	n = tr_model_num_params(m);
 	CHECK(tr_model_train_step(m, &t.mb, 78, &st) == GNN_OK);
 	g = malloc(n * sizeof(float));
@@ -675,9 +682,41 @@ static void test_threads_agree(void)
 	free_mb(&t);
 }
 
+/* PyTorch's nn.Linear default: every weight and bias of a layer in
+ * U(-1/sqrt(in), 1/sqrt(in)), spread over the range, biases included. */
+static void test_init_bounds(void)
+{
+	struct tr_model_cfg c = { .num_layers = 3, .in_dim = 100, .hidden = 64, .num_classes = 47 };
+	struct tr_model *m;
+	size_t off = 0;
+
+	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 9);
+	for (uint32_t l = 0; l < c.num_layers; l++) {
+		size_t in = l == 0 ? c.in_dim : c.hidden, out = l + 1 == c.num_layers ? c.num_classes : c.hidden;
+		double a = 1.0 / sqrt((double)in), lo = 0, hi = 0, bias_abs = 0;
+
+		for (size_t k = 0; k < (2 * in + 1) * out; k++) {
+			double v = tr_model_params(m)[off + k];
+
+			lo = fmin(lo, v);
+			hi = fmax(hi, v);
+			if (k >= 2 * in * out)
+				bias_abs += fabs(v) / (double)out;
+		}
+		printf("  layer %u: a=%.4f min=%.4f max=%.4f mean |bias|=%.4f\n", l, a, lo, hi, bias_abs);
+		CHECK(lo >= -a && hi <= a && lo < -0.95 * a && hi > 0.95 * a);
+		CHECK(bias_abs > 0.3 * a && bias_abs < 0.7 * a);  /* U(-a, a): mean |b| = a/2 */
+		off += (2 * in + 1) * out;
+	}
+	tr_model_free(m);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_model");
+	RUN(test_init_bounds);
 	RUN(test_gradcheck);
 	RUN(test_gradcheck_catches_wrong_gradient);
 	RUN(test_forward_matches_reference);

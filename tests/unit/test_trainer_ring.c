@@ -1027,6 +1027,78 @@ static void bench(void)
 	}
 }
 
+/* Rejoin (the trainer's ring loop): each rank first gives up on the
+ * handshake three times after a short random wait, closing its ring and
+ * opening a new one at random moments, like ranks that restart one after
+ * another; then it waits patiently, and after a failure backs off as
+ * gnn-trainer does (0.5, 1, 2 s). So every rank meets the others' earlier
+ * attempts: stale records, links to incarnations already gone. Records are
+ * taken by content, so the patient attempts must form the ring and run an
+ * all-reduce with the right sum within a few tries (a ring can form with
+ * an incarnation that closes right after forwarding the records; the
+ * all-reduce then fails, and the ranks try again). The handshake of
+ * positional steps failed every attempt with "expected op=hello step=0". */
+struct rejoiner {
+	const struct net *n;
+	uint32_t rank;
+	unsigned seed;
+	int patient, rc;
+	float data[64];
+};
+
+static void *rejoin_main(void *arg)
+{
+	struct rejoiner *j = arg;
+	double backoff = 0.5;
+
+	j->rc = GNN_ETIMEDOUT;
+	usleep(j->rank * 150000);
+	for (int attempt = 0; attempt < 9 && j->rc != GNN_OK; attempt++) {
+		struct tr_ring *r = NULL;
+		bool hasty = attempt < 3;
+		double wait_s = hasty ? 0.05 + (double)(rand_r(&j->seed) % 300) / 1000.0 : 8.0;
+
+		for (size_t i = 0; i < 64; i++)
+			j->data[i] = (float)(j->rank + 1);
+		j->patient += !hasty;
+		if (open_rank(j->n, j->rank, 3000, &r) == GNN_OK && tr_ring_connect(r, 7, wait_s) == GNN_OK &&
+		    tr_ring_allreduce(r, j->data, 64) == GNN_OK)
+			j->rc = GNN_OK;
+		tr_ring_close(r);
+		if (hasty) {
+			usleep((useconds_t)(rand_r(&j->seed) % 200) * 1000);
+		} else if (j->rc != GNN_OK) {
+			usleep((useconds_t)(backoff * 1e6));
+			backoff = backoff * 2 < 2 ? backoff * 2 : 2;
+		}
+	}
+	return NULL;
+}
+
+static void test_rejoin_staggered(void)
+{
+	struct rejoiner j[3];
+	pthread_t th[3];
+	struct net n;
+	uint32_t T = 3;
+
+	net_ipc(&n, T);
+	capture_start();
+	for (uint32_t i = 0; i < T; i++) {
+		j[i] = (struct rejoiner){ .n = &n, .rank = i, .seed = (unsigned)(1234 + i + 10 * getpid()) };
+		pthread_create(&th[i], NULL, rejoin_main, &j[i]);
+	}
+	for (uint32_t i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	free(capture_end());
+	for (uint32_t i = 0; i < T; i++) {
+		printf("  rank %u: %s after %d patient attempt(s)\n", i, j[i].rc == GNN_OK ? "ring formed" : "failed",
+		       j[i].patient);
+		CHECK(j[i].rc == GNN_OK);
+		CHECK(j[i].data[0] == 6.0f && j[i].data[63] == 6.0f);  /* 1 + 2 + 3 */
+	}
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_ring");
@@ -1053,6 +1125,7 @@ int main(void)
 		RUN(test_stop);
 		RUN(test_close_flushes);
 		RUN(test_peer_closes_early);
+		RUN(test_rejoin_staggered);
 	}
 	gnn_metrics_free(reg);
 	gnn_rm_rf(tmpdir);

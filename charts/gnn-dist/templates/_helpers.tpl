@@ -216,13 +216,15 @@ livenessProbe:
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 6
+# Every 2 s: a new sampler joins the Service, and a StatefulSet rolling
+# update moves on, as soon as the pod is ready (a local HTTP GET is cheap).
 readinessProbe:
   httpGet:
     path: /readyz
     port: http
-  periodSeconds: 5
-  timeoutSeconds: 5
-  failureThreshold: 2
+  periodSeconds: 2
+  timeoutSeconds: 2
+  failureThreshold: 3
 {{- end -}}
 
 {{/* The writable scratch space the read-only root filesystem lacks. */}}
@@ -230,4 +232,57 @@ readinessProbe:
 - name: tmp
   emptyDir:
     sizeLimit: 64Mi
+{{- end -}}
+
+{{/*
+An init container giving folders on a claim to the pods' user, for volume
+plugins that ignore fsGroup (hostPath, NFS, local-path provisioners) or
+apply it only when a node first mounts the volume (the `local` plugin: a
+pod that mounted it earlier decides). Runs as root with only CHOWN, FOWNER
+and DAC_OVERRIDE; creates the folders, changes the owner of those that are
+not the user's already, nothing else (never recursive: a dataset copied in
+keeps its owner). {root, volume, mountPath, dirs}
+*/}}
+{{- define "gnn-dist.volumePermissions" -}}
+{{- $v := .root.Values -}}
+{{- if $v.volumePermissions.enabled }}
+- name: volume-permissions
+  image: {{ include "gnn-dist.image" .root }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  command:
+    - /bin/sh
+    - -c
+    - |
+      set -eu
+      for d in "$@"; do
+        mkdir -p "$d"
+        if [ "$(stat -c %u:%g "$d")" != "$OWNER" ]; then
+          chown "$OWNER" "$d"
+          echo "$(date -u +%Y-%m-%dT%H:%M:%S.000Z) INFO  volume-permissions owner_changed dir=$d owner=$OWNER" >&2
+        fi
+      done
+    - volume-permissions
+    {{- range .dirs }}
+    - {{ . | quote }}
+    {{- end }}
+  env:
+    - name: OWNER
+      value: {{ printf "%d:%d" (int64 ($v.podSecurityContext.runAsUser | default 10001)) (int64 ($v.podSecurityContext.fsGroup | default ($v.podSecurityContext.runAsGroup | default 10001))) | quote }}
+  resources:
+    requests:
+      cpu: 10m
+      memory: 16Mi
+  securityContext:
+    runAsUser: 0
+    runAsGroup: 0
+    runAsNonRoot: false
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+      add: [CHOWN, FOWNER, DAC_OVERRIDE]
+  volumeMounts:
+    - name: {{ .volume }}
+      mountPath: {{ .mountPath }}
+{{- end }}
 {{- end -}}

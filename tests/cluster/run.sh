@@ -1,0 +1,618 @@
+#!/usr/bin/env bash
+# make test-cluster: the chart, with its default values, on a real Kubernetes.
+#
+# Which cluster:
+#   - $KUBECONFIG set: that cluster (kind, minikube, a cloud one). The image
+#     is GNN_TEST_IMAGE (REPO:TAG, pulled by the cluster) or, on a kind
+#     cluster, built here and loaded with `kind load`; otherwise SKIP.
+#   - else ../shared/k8s (a real single-node Kubernetes 1.20; needs root):
+#     brought up when it is not running, and down again at the end if this
+#     script brought it up; the image is built (make images) and loaded.
+#   - neither: SKIP, saying why (a user's clone has no ../shared).
+#
+# What it checks, each a PASS/FAIL line (docs/kubernetes.md, "How this is
+# tested"):
+#   1. the rendered chart (defaults and every ci/*-values.yaml) passes the
+#      API server's own validation: server-side dry runs, plain and
+#      server-side apply (what helm 4 does);
+#   2. `helm install` with default values: the partitioner Job completes,
+#      every pod becomes Ready, trainer-0's log ends with its summary (then
+#      only serving_result), a useful test accuracy, equal parameters on
+#      both ranks, `helm test` passes;
+#   3. a real Prometheus (Debian's, run on this machine with
+#      kubernetes_sd_configs pod discovery and the chart's scrape
+#      annotations) scrapes every graph store, sampler and trainer pod:
+#      up == 1 and the services' metrics, through its HTTP API;
+#   4. day-2 operations during training, each costing at most STALL_MAX_S
+#      of training progress (tests/cluster/stall.py on trainer-0's log
+#      timestamps) and ending in one finished run: helm upgrade continuing
+#      the finished run, delete graphstore-1, delete a sampler pod, rollout
+#      restart of the samplers, scale them to 3 then 1, delete trainer-1,
+#      helm upgrade --set trainer.epochs=N+5 during training; afterwards
+#      Prometheus scrapes every new pod by itself;
+#   5. `helm uninstall`: every pod's containers exit 0 before their
+#      deletion deadline (terminationGracePeriodSeconds); `helm install`
+#      again finds the finished run on the retained claims.
+# Bounded: every wait has its own limit, and the whole run TEST_BUDGET_S.
+# Cleans up: the release, its namespace (claims included), the volumes it
+# used (../shared/k8s only), the cluster if it started it. Prints a summary
+# table, then "N passed, N failed, N skipped".
+# Usage: tests/cluster/run.sh [BUILD_DIR]
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(mkdir -p "${1:-$ROOT/build}" && cd "${1:-$ROOT/build}" && pwd)
+K=${GNN_K8S_CLUSTER:-$ROOT/../shared/k8s/cluster}
+NS=${GNN_TEST_NAMESPACE:-gnn-dist-test}
+REL=gnn-dist
+CHART=$ROOT/charts/gnn-dist
+STALL_MAX_S=${STALL_MAX_S:-15}
+TEST_BUDGET_S=${TEST_BUDGET_S:-1500}
+MIN_TEST_ACC=0.85   # the default run reaches 0.927 here (docs/kubernetes.md)
+WORK=$(mktemp -d /tmp/gnn-cluster.XXXXXX)
+T_BEGIN=$SECONDS
+pass=0 failed=0 skipped=0
+ROWS=()     # the summary table
+STARTED_CLUSTER=0
+MODE=
+
+say() { echo "$(date -u +%H:%M:%S) $*" >&2; }
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+check() {  # check NAME WHAT COMMAND...
+	local name=$1 what=$2
+	shift 2
+	if "$@"; then ok "$name"; else bad "$name" "$what"; fi
+}
+row() { ROWS+=("$(printf '%-52s %s' "$1" "$2")"); }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+left() { echo $((TEST_BUDGET_S - (SECONDS - T_BEGIN))); }
+kc() { kubectl -n "$NS" "$@"; }
+
+# wait_until SECONDS WHAT COMMAND...: polls every second, bounded by the
+# test budget too; logs what it waits for every 15 s.
+wait_until() {
+	local limit=$1 what=$2 t0=$SECONDS next=15
+	shift 2
+	[ "$limit" -gt "$(left)" ] && limit=$(left)
+	until "$@" >/dev/null 2>&1; do
+		if [ $((SECONDS - t0)) -ge "$limit" ]; then
+			say "gave up waiting for $what after ${limit}s"
+			return 1
+		fi
+		if [ $((SECONDS - t0)) -ge $next ]; then
+			say "waiting for $what ($((SECONDS - t0))s)"
+			next=$((next + 15))
+		fi
+		sleep 1
+	done
+}
+
+# Stops every process this script started in the background, with their
+# children (the kubectl of a loop or pipeline), and waits for them: TERM,
+# then KILL after 2 s.
+kill_tree() {  # SIGNAL PID
+	local c
+	for c in $(pgrep -P "$2"); do kill_tree "$1" "$c"; done
+	kill "-$1" "$2" 2>/dev/null
+}
+stop_bg() {
+	local c
+	for c in $(pgrep -P $$); do kill_tree TERM "$c"; done
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		[ -z "$(pgrep -P $$)" ] && break
+		sleep 0.2
+	done
+	for c in $(pgrep -P $$); do kill_tree KILL "$c"; done
+	wait 2>/dev/null
+}
+
+finish() {
+	stop_bg
+	prom_netns_down
+	if [ -n "$MODE" ]; then
+		helm uninstall "$REL" -n "$NS" --wait --timeout 120s >/dev/null 2>&1
+		kubectl delete namespace "$NS" --wait --timeout=120s >/dev/null 2>&1
+		[ "$MODE" = shared ] && free_volumes
+	fi
+	# What a failure needs to be understood: trainer-0's log, Prometheus'.
+	mkdir -p "$BUILD/test-cluster" && cp "$WORK"/*.log "$WORK"/*.jsonl "$BUILD/test-cluster/" 2>/dev/null
+	if [ "$STARTED_CLUSTER" = 1 ]; then
+		say "cluster down (this run brought it up)"
+		"$K" down >"$WORK/cluster-down.log" 2>&1 || tail -n 5 "$WORK/cluster-down.log" >&2
+	fi
+	rm -rf "$WORK"
+}
+trap finish EXIT
+
+summary_and_exit() {
+	echo
+	echo "== make test-cluster ($MODE cluster, namespace $NS, $((SECONDS - T_BEGIN)) s in all)"
+	local r
+	for r in "${ROWS[@]}"; do echo "  $r"; done
+	echo "$pass passed, $failed failed, $skipped skipped"
+	[ "$failed" = 0 ]
+	exit
+}
+skip_all() {
+	skip test_cluster "$1"
+	summary_and_exit
+}
+
+# ../shared/k8s only: volumes whose claim is gone are emptied and offered
+# again (its README), so runs do not use up the 12 volumes; every free one
+# is made root-owned 0755, so that the chart cannot rely on world-writable
+# volumes (kind's and k3s' are 0777).
+free_volumes() {
+	local pv path
+	for pv in $(kubectl get pv -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.spec.claimRef.namespace}{"\n"}{end}' 2>/dev/null |
+		awk -v ns="$NS" '$2 == "Released" && $3 == ns { print $1 }'); do
+		path=$(kubectl get pv "$pv" -o jsonpath='{.spec.local.path}')
+		[ -n "$path" ] && [ -d "$path" ] && find "$path" -mindepth 1 -delete
+		kubectl patch pv "$pv" --type json -p '[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
+	done
+	for pv in $(kubectl get pv -o jsonpath='{range .items[?(@.status.phase=="Available")]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
+		path=$(kubectl get pv "$pv" -o jsonpath='{.spec.local.path}')
+		[ -n "$path" ] && [ -d "$path" ] && chown root:root "$path" && chmod 0755 "$path"
+	done
+}
+
+# ---- the cluster and the image --------------------------------------------
+# The kubeconfig `cluster env` sets: a KUBECONFIG pointing there is ours.
+shared_kubeconfig() {
+	[ -x "$K" ] && "$K" env 2>/dev/null | sed -n 's/.*KUBECONFIG=\([^ ]*\).*/\1/p' | head -n 1
+}
+
+choose_cluster() {
+	if [ -n "${KUBECONFIG:-}" ] && [ "$KUBECONFIG" != "$(shared_kubeconfig)" ]; then
+		MODE=user
+		if ! command -v helm >/dev/null || ! command -v kubectl >/dev/null; then
+			"$ROOT/tests/k8s/install-tools.sh" || skip_all "helm and kubectl are missing and could not be installed"
+			PATH=$ROOT/build/k8s-tools/bin:$PATH
+		fi
+		kubectl version >/dev/null 2>&1 || skip_all "KUBECONFIG=$KUBECONFIG: the cluster does not answer"
+		return
+	fi
+	[ -x "$K" ] || skip_all "no KUBECONFIG and no cluster harness at $K (CI has ../shared/k8s)"
+	[ "$(id -u)" = 0 ] || skip_all "../shared/k8s needs root"
+	MODE=shared
+	if ! "$K" status >/dev/null 2>&1; then
+		say "cluster up"
+		STARTED_CLUSTER=1
+		"$K" up >"$WORK/cluster-up.log" 2>&1 || {
+			tail -n 20 "$WORK/cluster-up.log"
+			bad cluster_up "../shared/k8s/cluster up failed (last lines above)"
+			summary_and_exit
+		}
+		row "cluster up" "$(grep -o 'took [0-9]*s' "$WORK/cluster-up.log" | tail -n 1)"
+	fi
+	eval "$("$K" env)"
+	command -v python3 >/dev/null || skip_all "python3 is missing"
+	free_volumes
+}
+
+# Sets IMAGE_SET (helm flags) and loads the image where needed.
+IMAGE_SET=() IMAGE_VARS=()
+prepare_image() {
+	local tag t0
+	tag=$(sed -n 's/^appVersion: *"*\([^"]*\)"*$/\1/p' "$CHART/Chart.yaml")
+	if [ -n "${GNN_TEST_IMAGE:-}" ]; then
+		IMAGE_SET=(--set "image.repository=${GNN_TEST_IMAGE%:*}" --set "image.tag=${GNN_TEST_IMAGE##*:}")
+		row "image" "$GNN_TEST_IMAGE (pulled by the cluster)"
+		return
+	fi
+	if [ "$MODE" = user ] && ! { command -v kind >/dev/null && kubectl config current-context | grep -q '^kind-'; }; then
+		skip_all "a cluster from KUBECONFIG needs GNN_TEST_IMAGE=REPO:TAG (an image it can pull), or kind"
+	fi
+	t0=$(now)
+	if [ "$MODE" = shared ]; then
+		# No registry here: podman, and the base image from Debian's archive
+		# (docker/debian-base.sh), as `make test-images` does.
+		local missing=""
+		command -v podman >/dev/null || missing="$missing podman"
+		[ -x /usr/sbin/runc ] || missing="$missing runc"
+		command -v debootstrap >/dev/null || missing="$missing debootstrap"
+		if [ -n "$missing" ]; then
+			say "installing$missing"
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing; } \
+				>"$WORK/apt.log" 2>&1 || { bad image_tools "cannot install$missing: $(tail -n 1 "$WORK/apt.log")"; summary_and_exit; }
+		fi
+		IMAGE_VARS=(IMAGE_ENGINE=podman IMAGE_DEBOOTSTRAP=1)
+	fi
+	if ! make -C "$ROOT" --no-print-directory images BUILD="$BUILD" "${IMAGE_VARS[@]}" >"$WORK/images.log" 2>&1; then
+		tail -n 15 "$WORK/images.log"
+		bad image_builds "make images failed (last lines above)"
+		summary_and_exit
+	fi
+	if [ "$MODE" = shared ]; then
+		"$K" load-image "gnn-dist:$tag" >"$WORK/load.log" 2>&1 ||
+			{ tail -n 5 "$WORK/load.log"; bad image_loads "cluster load-image failed"; summary_and_exit; }
+	else
+		local name=${KIND_CLUSTER_NAME:-$(kubectl config current-context | sed 's/^kind-//')}
+		if command -v docker >/dev/null && docker image inspect "gnn-dist:$tag" >/dev/null 2>&1; then
+			kind load docker-image "gnn-dist:$tag" --name "$name" >"$WORK/load.log" 2>&1
+		else
+			podman save "gnn-dist:$tag" -o "$WORK/image.tar" && kind load image-archive "$WORK/image.tar" --name "$name" >"$WORK/load.log" 2>&1
+		fi || { tail -n 5 "$WORK/load.log"; bad image_loads "kind load failed"; summary_and_exit; }
+	fi
+	row "make images + load" "$(since "$t0") s (gnn-dist:$tag)"
+}
+
+# ---- 1. the API server's validation ----------------------------------------
+server_validation() {
+	local server vf name out bad_sets=""
+	server=$(kubectl version -o json 2>/dev/null | jq -r .serverVersion.gitVersion)
+	row "Kubernetes" "$server"
+	kubectl create namespace "$NS" >/dev/null 2>&1
+	for vf in "" "$CHART"/ci/*-values.yaml; do
+		name=${vf:+$(basename "$vf")}
+		name=${name:-defaults}
+		if ! helm template "$REL" "$CHART" -n "$NS" ${vf:+-f "$vf"} --kube-version "$server" >"$WORK/render.yaml" 2>"$WORK/render.err"; then
+			bad_sets="$bad_sets $name(render: $(tail -n 1 "$WORK/render.err"))"
+			continue
+		fi
+		# A ServiceMonitor needs prometheus-operator's CRD, which this
+		# cluster may lack; everything else must pass.
+		if ! kubectl api-resources 2>/dev/null | grep -q '^servicemonitors '; then
+			awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/\nkind: ServiceMonitor\n/' "$WORK/render.yaml" >"$WORK/render2.yaml"
+			mv "$WORK/render2.yaml" "$WORK/render.yaml"
+		fi
+		out=$(kc apply --dry-run=server -f "$WORK/render.yaml" 2>&1) ||
+			bad_sets="$bad_sets $name(apply: $(grep -m1 -i error <<<"$out"))"
+		out=$(kc apply --dry-run=server --server-side --field-manager=helm -f "$WORK/render.yaml" 2>&1) ||
+			bad_sets="$bad_sets $name(server-side apply: $(grep -m1 -i error <<<"$out"))"
+	done
+	check server_side_validation "every rendered value set passes the API server's dry runs:$bad_sets" \
+		[ -z "$bad_sets" ]
+}
+
+# ---- 2. install with default values ---------------------------------------
+ready_count() {  # pods of graph stores, samplers and trainers that are Ready
+	kc get pods -l 'app.kubernetes.io/component in (graphstore,sampler,trainer)' -o json |
+		jq '[.items[] | select(.metadata.deletionTimestamp == null) | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
+}
+all_ready() { [ "$(ready_count)" = "$1" ]; }
+job_complete() {
+	[ "$(kc get job -l app.kubernetes.io/component=partition -o jsonpath='{.items[*].status.succeeded}')" = 1 ]
+}
+has_summary() { kc logs "$1" -c trainer 2>/dev/null | grep -q ' summary '; }
+summary_of() { kc logs "$1" -c trainer 2>/dev/null | grep ' summary ' | tail -n 1 | sed 's/.* summary //'; }
+kv() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p" | head -n 1; }
+
+install_defaults() {
+	local t0 t_job t_ready t_sum s0 s1 after out
+	t0=$(now)
+	if ! out=$(helm install "$REL" "$CHART" -n "$NS" "${IMAGE_SET[@]}" 2>&1); then
+		bad helm_install_defaults "helm install with default values failed: $(tail -n 3 <<<"$out")"
+		summary_and_exit
+	fi
+	ok helm_install_defaults
+	NPODS=$(($(helm get values "$REL" -n "$NS" -a -o json | jq '.partition.parts + .sampler.replicas + .trainer.replicas')))
+	wait_until 300 "the partitioner Job" job_complete && t_job=$(since "$t0") || t_job=
+	check job_completes "the partitioner Job completes" [ -n "$t_job" ]
+	wait_until 300 "$NPODS pods Ready" all_ready "$NPODS" && t_ready=$(since "$t0") || t_ready=
+	check pods_ready "every graph-store, sampler and trainer pod Ready ($(ready_count)/$NPODS)" [ -n "$t_ready" ]
+	wait_until 600 "trainer-0's summary" has_summary trainer-0 && t_sum=$(since "$t0") || t_sum=
+	s0=$(summary_of trainer-0)
+	s1=$(summary_of trainer-1)
+	after=$(kc logs trainer-0 -c trainer | sed -n '/ summary /,$p' | tail -n +2 | grep -v ' serving_result ')
+	check trainer0_log_ends_with_summary "kubectl logs trainer-0 ends with 'summary test_acc=...' then only serving_result (got: ${s0:-no summary}${after:+; then: $after})" \
+		bash -c "[ -n '$s0' ] && [ -z '$after' ]"
+	ACC=$(kv test_acc "$s0")
+	check useful_accuracy "default run's test_acc >= $MIN_TEST_ACC (got ${ACC:-none})" \
+		awk -v a="${ACC:-0}" -v m="$MIN_TEST_ACC" 'BEGIN { exit !(a >= m) }'
+	check ranks_agree "both ranks end with the same params_crc ($(kv params_crc "$s0") vs $(kv params_crc "$s1"))" \
+		bash -c "[ -n '$(kv params_crc "$s0")' ] && [ '$(kv params_crc "$s0")' = '$(kv params_crc "$s1")' ]"
+	row "install -> Job complete" "${t_job:-never} s"
+	row "install -> all $NPODS pods Ready" "${t_ready:-never} s"
+	row "install -> trainer-0 summary" "${t_sum:-never} s ($s0)"
+	t0=$(now)
+	if helm test "$REL" -n "$NS" --timeout 300s >"$WORK/helm-test.log" 2>&1; then
+		ok helm_test
+	else
+		bad helm_test "helm test failed: $(tail -n 3 "$WORK/helm-test.log" | tr '\n' ' ')"
+	fi
+	row "helm test" "$(since "$t0") s"
+}
+
+# ---- 3. Prometheus ---------------------------------------------------------
+# Where it runs. On ../shared/k8s: in a network namespace on the cluster's
+# pod bridge, as a Prometheus pod would. Not on the node itself: there, a
+# scrape into a deleted pod's address holds the 1.20 kubelet's clean-up of
+# that pod back until its next container garbage collection (measured: a
+# StatefulSet pod replaced after 61 s with a curl a second from the node
+# into it, 4-5 s without, 12 s with the same curl from another pod), which
+# would be measured as stalls of the day-2 operations. Elsewhere: on this
+# machine, when the pod addresses answer from here.
+PROM= PROM_NETNS= PROM_ADDR=127.0.0.1
+prom_netns_up() {
+	local br
+	br=$(ip -o -4 addr show | awk '$4 == "10.244.0.1/24" { print $2 }')
+	[ -n "$br" ] || return 1
+	PROM_NETNS=gnn-test-prom PROM_ADDR=10.244.0.3   # below the pods' 10.244.0.10-254
+	ip netns del "$PROM_NETNS" 2>/dev/null
+	ip netns add "$PROM_NETNS" && ip link add gnntestprom type veth peer name eth0 netns "$PROM_NETNS" &&
+		ip link set gnntestprom master "$br" up && ip -n "$PROM_NETNS" addr add "$PROM_ADDR/24" dev eth0 &&
+		ip -n "$PROM_NETNS" link set eth0 up && ip -n "$PROM_NETNS" link set lo up
+}
+prom_netns_down() {
+	[ -n "$PROM_NETNS" ] && ip netns del "$PROM_NETNS" 2>/dev/null
+	PROM_NETNS=
+}
+# spawn_in_prom_net CMD... &: runs CMD where Prometheus runs (exec: $! is CMD)
+spawn_in_prom_net() {
+	if [ -n "$PROM_NETNS" ]; then exec ip netns exec "$PROM_NETNS" "$@"; else exec "$@"; fi
+}
+start_prometheus() {
+	local ip port=$((19090 + RANDOM % 500)) sd_port=$((19600 + RANDOM % 300)) bin
+	bin=$(command -v prometheus || echo /usr/bin/prometheus)
+	[ -x "$bin" ] || { skip prometheus "no prometheus binary (Debian package prometheus)"; return 1; }
+	if [ "$MODE" = shared ]; then
+		prom_netns_up || { bad prometheus_network "could not make a network namespace on the pod bridge"; return 1; }
+	else
+		ip=$(kc get pod trainer-0 -o jsonpath='{.status.podIP}')
+		if ! timeout 5 curl -sf "http://$ip:9102/healthz" >/dev/null; then
+			skip prometheus "pod IPs ($ip) are not reachable from this machine: run Prometheus in the cluster (ServiceMonitor) instead"
+			return 1
+		fi
+	fi
+	# Debian's Prometheus lacks Kubernetes discovery: pod_sd.py serves the
+	# same targets and __meta_kubernetes_pod_* labels from the API server.
+	spawn_in_prom_net python3 "$ROOT/tests/cluster/pod_sd.py" "$sd_port" "$NS" >"$WORK/pod_sd.log" 2>&1 &
+	cat >"$WORK/prometheus.yml" <<EOF
+global:
+  scrape_interval: 2s
+  scrape_timeout: 2s
+scrape_configs:
+  # The usual pod-annotation job (prometheus.io/scrape, /port, /path).
+  - job_name: kubernetes-pods
+    http_sd_configs:
+      - url: http://127.0.0.1:$sd_port/
+        refresh_interval: 2s
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scrape]
+        action: keep
+        regex: "true"
+      - source_labels: [__meta_kubernetes_pod_phase]
+        action: drop
+        regex: Pending|Succeeded|Failed
+      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_path]
+        target_label: __metrics_path__
+        regex: (.+)
+      - source_labels: [__address__, __meta_kubernetes_pod_annotation_prometheus_io_port]
+        regex: ([^:]+)(?::\d+)?;(\d+)
+        replacement: \$1:\$2
+        target_label: __address__
+      - source_labels: [__meta_kubernetes_pod_name]
+        target_label: pod
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component]
+        target_label: component
+EOF
+	spawn_in_prom_net "$bin" --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prom-data" \
+		--web.listen-address="$PROM_ADDR:$port" >"$WORK/prometheus.log" 2>&1 &
+	PROM=http://$PROM_ADDR:$port
+	wait_until 60 "Prometheus ready" curl -sf "$PROM/-/ready" ||
+		{ bad prometheus_starts "$(tail -n 3 "$WORK/prometheus.log")"; PROM=; return 1; }
+}
+# prom QUERY: the result vector, one "pod value" line each
+prom() {
+	curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=$1" |
+		jq -r '.data.result[] | "\(.metric.pod) \(.value[1])"'
+}
+current_pods() {
+	kc get pods -l 'app.kubernetes.io/component in (graphstore,sampler,trainer)' -o json |
+		jq -r '.items[] | select(.metadata.deletionTimestamp == null) | select(.status.phase == "Running") | .metadata.name' | sort
+}
+# Every running pod is up in Prometheus, and nothing else is.
+all_scraped() {
+	local want got
+	want=$(current_pods)
+	got=$(prom 'up == 1' | awk '{ print $1 }' | sort)
+	[ -n "$want" ] && [ "$want" = "$got" ]
+}
+check_prometheus() {  # LABEL
+	local t0 missing
+	[ -n "$PROM" ] || return
+	t0=$(now)
+	if wait_until 90 "Prometheus to scrape every pod" all_scraped; then
+		ok "prometheus_scrapes_every_pod_$1"
+	else
+		missing=$(comm -23 <(current_pods) <(prom 'up == 1' | awk '{ print $1 }' | sort) | tr '\n' ' ')
+		bad "prometheus_scrapes_every_pod_$1" "pods without up == 1: ${missing:-none} (extra targets: $(comm -13 <(current_pods) <(prom 'up == 1' | awk '{ print $1 }' | sort) | tr '\n' ' '))"
+	fi
+	row "prometheus: every pod up ($1)" "$(since "$t0") s, $(prom 'up == 1' | wc -l) targets"
+}
+check_metrics_present() {
+	local q n bad_q=""
+	[ -n "$PROM" ] || return
+	for q in 'gnn_trainer_epoch{component="trainer"} >= 10' 'gnn_trainer_test_accuracy{component="trainer"} > 0' \
+		'gnn_graphstore_requests_total{component="graphstore"} > 0' 'gnn_sampler_minibatches_total{component="sampler"} > 0'; do
+		n=$(prom "count by (pod) ($q)" | wc -l)
+		case $q in gnn_trainer*) want=$(kc get sts trainer -o jsonpath='{.spec.replicas}') ;;
+			gnn_graphstore*) want=$(kc get sts graphstore -o jsonpath='{.spec.replicas}') ;;
+			*) want=$(kc get deploy sampler -o jsonpath='{.spec.replicas}') ;; esac
+		[ "$n" = "$want" ] || bad_q="$bad_q [$q: $n series, want $want]"
+	done
+	check prometheus_training_metrics "the services' metrics through Prometheus' API:$bad_q" [ -z "$bad_q" ]
+}
+
+# ---- 4. day-2 operations ---------------------------------------------------
+# trainer-0's log, across its incarnations (stall.py drops repeated lines),
+# and every pod change with its time (stall.py: how long Kubernetes took to
+# replace a StatefulSet pod).
+capture_trainer_log() {
+	while :; do
+		kc logs -f trainer-0 -c trainer >>"$WORK/trainer-0.log" 2>/dev/null
+		sleep 0.5
+	done &
+	kc get pods --watch --output-watch-events -o json 2>/dev/null |
+		jq -c --unbuffered '{n: .object.metadata.name, u: .object.metadata.uid,
+			d: (.object.metadata.deletionTimestamp != null),
+			r: ([.object.status.containerStatuses[]? | select(.state.running != null)] | length > 0)}' |
+		while read -r l; do echo "$(date +%s.%N) $l"; done >>"$WORK/pods.jsonl" &
+}
+last_epoch() { kc logs trainer-0 -c trainer 2>/dev/null | sed -n 's/.* epoch epoch=\([0-9]*\) .*/\1/p' | tail -n 1; }
+epochs_after() {  # EPOCH: trainer-0 logged an epoch beyond it
+	local e
+	e=$(last_epoch)
+	[ -n "$e" ] && [ "$e" -ge "$1" ]
+}
+ready_replicas() {  # DEPLOYMENT-OR-STS N: exactly N ready replicas and no pod terminating
+	[ "$(kc get "$1" -o jsonpath='{.status.readyReplicas}')" = "$2" ] &&
+		[ "$(kc get pods -l "app.kubernetes.io/component=${1#*/}" -o json | jq '[.items[] | select(.metadata.deletionTimestamp != null)] | length')" = 0 ]
+}
+pod_ready() {
+	[ "$(kc get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+# day2 NAME RECOVERED-COMMAND [finished] -- OPERATION...: runs the
+# operation, waits (bounded) until RECOVERED-COMMAND holds and trainer-0 has
+# logged 2 epochs beyond the one before the operation, then measures the
+# stall (stall.py) and checks it.
+day2() {
+	local name=$1 recovered=$2 mode="" t_op e0 e_rec res stall
+	shift 2
+	[ "$1" = finished ] && { mode=finished; shift; }
+	shift  # --
+	e0=$(last_epoch)
+	t_op=$(now)
+	say "day-2: $name"
+	if ! "$@" >"$WORK/op.log" 2>&1; then
+		bad "day2_$name" "the operation failed: $(tail -n 2 "$WORK/op.log" | tr '\n' ' ')"
+		row "day-2: $name" "operation failed"
+		return
+	fi
+	wait_until 180 "$name: recovered" bash -c "$recovered"
+	e_rec=$(last_epoch)
+	[ -n "$e_rec" ] && [ "$e_rec" -gt "$e0" ] || e_rec=$e0
+	wait_until 180 "$name: 2 epochs beyond $e_rec" bash -c "epochs_after $((e_rec + 2)) || has_summary trainer-0"
+	res=$(python3 "$ROOT/tests/cluster/stall.py" "$WORK/trainer-0.log" "$t_op" "$(now)" \
+		${mode:+--finished} --pods "$WORK/pods.jsonl")
+	stall=$(kv ours_s "$res")
+	check "day2_$name" "training went on within ${STALL_MAX_S}s of stall, not counting the time Kubernetes took to replace a StatefulSet pod ($res)" \
+		awk -v s="$stall" -v m="$STALL_MAX_S" 'BEGIN { exit !(s != "" && s <= m) }'
+	row "day-2: $name" "$res"
+}
+export -f ready_replicas pod_ready kc epochs_after last_epoch has_summary
+export NS
+
+day2_operations() {
+	local sampler e_now e_final s0 s1 target
+	capture_trainer_log
+	# A run long enough for the operations below; the last one sets the end.
+	day2 upgrade_continues_finished_run "kubectl -n $NS rollout status statefulset/trainer --timeout=10s" finished -- \
+		helm upgrade "$REL" "$CHART" -n "$NS" "${IMAGE_SET[@]}" --reuse-values --set trainer.epochs=100000
+	day2 delete_graphstore_1 "pod_ready graphstore-1" -- kc delete pod graphstore-1 --wait=false
+	sampler=$(kc get pods -l app.kubernetes.io/component=sampler -o jsonpath='{.items[0].metadata.name}')
+	day2 delete_sampler_pod "ready_replicas deploy/sampler 2" -- kc delete pod "$sampler" --wait=false
+	day2 rollout_restart_samplers "ready_replicas deploy/sampler 2" -- kc rollout restart deployment/sampler
+	day2 scale_samplers_to_3 "ready_replicas deploy/sampler 3" -- kc scale deployment/sampler --replicas 3
+	day2 scale_samplers_to_1 "ready_replicas deploy/sampler 1" -- kc scale deployment/sampler --replicas 1
+	day2 delete_trainer_1 "pod_ready trainer-1" -- kc delete pod trainer-1 --wait=false
+	e_now=$(last_epoch)
+	target=$((e_now + 5))
+	day2 upgrade_epochs_n_plus_5 "kubectl -n $NS rollout status statefulset/trainer --timeout=10s" -- \
+		helm upgrade "$REL" "$CHART" -n "$NS" "${IMAGE_SET[@]}" --reuse-values --set trainer.epochs=$target
+	wait_until 300 "the continued run's summary" bash -c "kubectl -n $NS logs trainer-0 -c trainer | grep -q ' summary .* epochs=$target '"
+	s0=$(summary_of trainer-0)
+	s1=$(summary_of trainer-1)
+	e_final=$(kv epochs "$s0")
+	check day2_one_finished_run "the run ends at epochs=$target on both ranks with equal params_crc, its log ending with the summary (got: $s0 / $s1)" \
+		bash -c "[ '$e_final' = $target ] && [ '$(kv epochs "$s1")' = $target ] && [ -n '$(kv params_crc "$s0")' ] &&
+			 [ '$(kv params_crc "$s0")' = '$(kv params_crc "$s1")' ] &&
+			 [ -z \"\$(kubectl -n $NS logs trainer-0 -c trainer | sed -n '/ summary /,\$p' | tail -n +2 | grep -v ' serving_result ')\" ]"
+	FINAL=$s0
+	row "finished run after the operations" "$s0"
+}
+
+# ---- 5. uninstall, install again -------------------------------------------
+# The running containers of the release: "ID POD CONTAINER GRACE_S".
+running_containers() {
+	kc get pods -o json | jq -r '.items[] | .metadata.name as $n | (.spec.terminationGracePeriodSeconds // 30) as $g
+		| .status.containerStatuses[]? | select(.state.running != null)
+		| "\(.containerID | sub("^[a-z]+://"; "")) \($n) \(.name) \($g)"'
+}
+# How each container ended, "POD CONTAINER exit=N after_s=S grace_s=G",
+# S counted from T_REQ. ../shared/k8s: containerd's own task-exit events;
+# another cluster: the kubelet's report in the pod status (watch.jsonl).
+exit_report() {  # T_REQ
+	if [ "$MODE" = shared ]; then
+		python3 - "$WORK/containers.txt" "$WORK/ctr-events.log" "$1" <<'PY'
+import datetime, json, sys
+exits = {}
+for line in open(sys.argv[2], errors="replace"):
+    if "/tasks/exit" in line and "{" in line:
+        ev = json.loads(line[line.index("{"):])
+        exits[ev.get("id")] = ev
+for cid, pod, name, grace in (l.split() for l in open(sys.argv[1]) if l.strip()):
+    ev = exits.get(cid)
+    if ev is None:
+        print(pod, name, "exit=none after_s=none", f"grace_s={grace}")
+        continue
+    at = ev["exited_at"].rstrip("Z")  # 2026-11-24T04:45:31.508908205
+    t = datetime.datetime.strptime(at[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
+    t += float("0." + at[20:]) if len(at) > 20 else 0.0
+    # protobuf's JSON leaves out zero values: no exit_status means 0
+    print(pod, name, f"exit={ev.get('exit_status', 0)} after_s={t - float(sys.argv[3]):.1f} grace_s={grace}")
+PY
+	else
+		jq -rs --arg t0 "$1" '[.[] | .object] | group_by(.metadata.name)[] | last | .metadata.name as $n
+			| (.spec.terminationGracePeriodSeconds // 30) as $g | .status.containerStatuses[]?
+			| "\($n) \(.name) exit=\(.state.terminated.exitCode // .lastState.terminated.exitCode // "none") after_s=\(if .state.terminated.finishedAt then ((.state.terminated.finishedAt | fromdate) - ($t0 | tonumber) | floor) else "none" end) grace_s=\($g)"' \
+			"$WORK/watch.jsonl"
+	fi
+}
+uninstall_and_reinstall() {
+	local t0 report bad_pods out s0 seen dir
+	running_containers >"$WORK/containers.txt"
+	if [ "$MODE" = shared ]; then
+		dir=$(dirname "$(dirname "$KUBECONFIG")")
+		ctr --address "$dir/run/containerd/containerd.sock" -n k8s.io events >"$WORK/ctr-events.log" 2>&1 &
+	else
+		kubectl -n "$NS" get pods --watch --output-watch-events -o json 2>/dev/null | jq -c --unbuffered . >"$WORK/watch.jsonl" &
+	fi
+	sleep 1
+	t0=$(now)
+	helm uninstall "$REL" -n "$NS" --wait --timeout 120s >"$WORK/uninstall.log" 2>&1
+	wait_until 120 "every pod gone" bash -c "[ -z \"\$(kubectl -n $NS get pods -o name)\" ]"
+	row "helm uninstall -> every pod gone" "$(since "$t0") s"
+	sleep 1
+	report=$(exit_report "$t0")
+	echo "$report" | sed 's/^/  uninstall: /'
+	bad_pods=$(awk '{ a = substr($4, 9); g = substr($5, 9) }
+		$3 != "exit=0" || a == "none" || a + 0 > g + 0 { print $1 "(" $3 " " $4 ")" }' <<<"$report" | tr '\n' ' ')
+	seen=$(awk '{ sub(/-[a-z0-9]+-[a-z0-9]+$/, "", $1); sub(/-[0-9]+$/, "", $1); print $1 }' <<<"$report" | sort -u | tr '\n' ' ')
+	check uninstall_clean_exits "every running container exits 0 within its terminationGracePeriodSeconds on helm uninstall: ${bad_pods:-all did} ($(grep -c . <<<"$report") containers of: $seen)" \
+		bash -c "[ -z '$bad_pods' ] && [ '$seen' = 'graphstore sampler trainer ' ]"
+	row "helm uninstall: exits" "$(awk '{ print $1 ":" substr($3, 6) "@" substr($4, 9) "s" }' <<<"$report" | tr '\n' ' ')"
+	t0=$(now)
+	if ! out=$(helm install "$REL" "$CHART" -n "$NS" "${IMAGE_SET[@]}" 2>&1); then
+		bad reinstall_finds_finished_run "helm install again failed: $(tail -n 3 <<<"$out")"
+		return
+	fi
+	wait_until 300 "trainer-0's summary after reinstalling" has_summary trainer-0
+	s0=$(summary_of trainer-0)
+	check reinstall_finds_finished_run "helm install again (default values) reports the finished run from the retained claims: already_finished, the same params_crc $(kv params_crc "$FINAL") (got: ${s0:-no summary})" \
+		bash -c "kubectl -n $NS logs trainer-0 -c trainer | grep -q ' already_finished ' &&
+			 [ '$(kv params_crc "$s0")' = '$(kv params_crc "$FINAL")' ] && [ -n '$(kv params_crc "$s0")' ]"
+	check reinstall_reuses_partitions "the partitioner Job finds the output on the retained data claim (already_partitioned)" \
+		bash -c "kubectl -n $NS logs -l app.kubernetes.io/component=partition -c partition --tail=-1 | grep -q already_partitioned"
+	row "reinstall -> summary of the finished run" "$(since "$t0") s ($s0)"
+}
+
+# ---- main ------------------------------------------------------------------
+choose_cluster
+prepare_image
+kubectl delete namespace "$NS" --wait --timeout=120s >/dev/null 2>&1   # a leftover of an aborted run
+[ "$MODE" = shared ] && free_volumes
+server_validation
+install_defaults
+if start_prometheus; then
+	check_prometheus after_install
+	check_metrics_present
+fi
+day2_operations
+check_prometheus after_day2_operations
+uninstall_and_reinstall
+summary_and_exit
