@@ -24,6 +24,7 @@ struct gnn_client {
 	char *url, *name;
 	int timeout_ms, retries;
 	bool failover;
+	atomic_bool aborted;       /* gnn_client_abort: the socket is closed */
 	atomic_uint pipe;          /* ID of the connection that is up, 0: none (pipe_cb) */
 	_Atomic double down_since; /* when the last connection went (or the dialling began) */
 	pthread_mutex_t redial_mu; /* one restart at a time */
@@ -51,7 +52,8 @@ static void redial_if_stuck(struct gnn_client *c)
 	if (gnn_client_connected(c) || gnn_now() - atomic_load(&c->down_since) < REDIAL_AFTER_S ||
 	    pthread_mutex_trylock(&c->redial_mu) != 0)
 		return;
-	if (!gnn_client_connected(c) && gnn_now() - atomic_load(&c->down_since) >= REDIAL_AFTER_S) {
+	if (!atomic_load(&c->aborted) && !gnn_client_connected(c) &&
+	    gnn_now() - atomic_load(&c->down_since) >= REDIAL_AFTER_S) {
 		nng_dialer_close(c->dialer);
 		if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0)
 			GNN_WARN("redial_failed", "peer=%s url=%s error=\"%s\"", c->name, c->url, nng_strerror(rv));
@@ -118,7 +120,8 @@ void gnn_client_close(struct gnn_client *c)
 {
 	if (c == NULL)
 		return;
-	nng_close(c->sock);
+	if (!atomic_load(&c->aborted))
+		nng_close(c->sock);
 	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
@@ -128,6 +131,17 @@ void gnn_client_close(struct gnn_client *c)
 const char *gnn_client_name(const struct gnn_client *c)
 {
 	return c->name;
+}
+
+void gnn_client_abort(struct gnn_client *c)
+{
+	bool was = false;
+
+	/* the redial lock keeps a concurrent redial off the closing socket */
+	pthread_mutex_lock(&c->redial_mu);
+	if (atomic_compare_exchange_strong(&c->aborted, &was, true))
+		nng_close(c->sock);
+	pthread_mutex_unlock(&c->redial_mu);
 }
 
 bool gnn_client_connected(const struct gnn_client *c)
@@ -204,6 +218,15 @@ static void post_send(struct pending *p)
 	nng_ctx_send(p->ctx, p->aio);
 }
 
+/* The client was aborted (the process stops): the call ends at once. */
+static void abandoned(struct gnn_call *call, struct pending *p)
+{
+	call->rc = GNN_ECLOSED;
+	snprintf(call->err, sizeof(call->err), "%s (%s): call abandoned (stopping)", call->client->name,
+		 call->client->url);
+	p->active = false;
+}
+
 /* A failover call ends: the caller sends it elsewhere. */
 static void unavailable(struct gnn_call *call, struct pending *p, const char *what)
 {
@@ -223,6 +246,10 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 		if (!p[i].active)
 			continue;
 		calls[i].attempts++;
+		if (atomic_load(&calls[i].client->aborted)) {
+			abandoned(&calls[i], &p[i]);
+			continue;
+		}
 		redial_if_stuck(calls[i].client);
 		if (calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
 			unavailable(&calls[i], &p[i], "is not connected");
@@ -247,6 +274,12 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 				continue;
 			nng_aio_wait(p[i].aio);
 			rv = nng_aio_result(p[i].aio);
+			if (rv != 0 && atomic_load(&calls[i].client->aborted)) {
+				nng_msg_free(nng_aio_get_msg(p[i].aio));
+				p[i].sending = false;
+				abandoned(&calls[i], &p[i]);
+				continue;
+			}
 			if (rv == NNG_ETIMEDOUT && calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
 				nng_msg_free(nng_aio_get_msg(p[i].aio));
 				p[i].sending = false;
@@ -279,6 +312,10 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 			continue;
 		nng_aio_wait(p[i].aio);
 		rv = nng_aio_result(p[i].aio);
+		if (rv != 0 && atomic_load(&calls[i].client->aborted)) {
+			abandoned(&calls[i], &p[i]);
+			continue;
+		}
 		if (rv == NNG_ECONNRESET && calls[i].client->failover) {
 			unavailable(&calls[i], &p[i], "closed the connection before answering");
 			continue;
@@ -312,8 +349,11 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 		}
 		memcpy(&p[i].req_id, calls[i].req->buf + 8, 8);
 		if (nng_ctx_open(&p[i].ctx, calls[i].client->sock) != 0 ||
-		    nng_aio_alloc(&p[i].aio, NULL, NULL) != 0)
+		    nng_aio_alloc(&p[i].aio, NULL, NULL) != 0) {
+			if (atomic_load(&calls[i].client->aborted))
+				abandoned(&calls[i], &p[i]);
 			continue;
+		}
 		p[i].active = true;
 		if (calls[i].client->retries > max_retries)
 			max_retries = calls[i].client->retries;

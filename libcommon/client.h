@@ -38,6 +38,11 @@ struct gnn_client_opts {
 int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out);
 void gnn_client_close(struct gnn_client *c);
 const char *gnn_client_name(const struct gnn_client *c);
+/* Ends the client's calls in flight at once and makes later ones fail
+ * (GNN_ECLOSED, not logged per call): for a process that stops and must
+ * not wait out its peers' timeouts. Any thread; gnn_client_close still
+ * frees c. */
+void gnn_client_abort(struct gnn_client *c);
 /* True while a connection to the peer is up (nng pipe events; any thread). */
 bool gnn_client_connected(const struct gnn_client *c);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "err.h"
 #include "log.h"
@@ -53,6 +54,74 @@ out_unlink:
 out_log:
 	GNN_ERROR("write_failed", "file=%s error=\"%s\"", path, strerror(errno));
 	free(tmp);
+	return rc;
+}
+
+#define CRC_KEY "crc32"
+
+/* CRC-32 of j's canonical text: compact, keys sorted, reals with 17
+ * digits (jansson's default), so a loaded and re-dumped object gives the
+ * text it was written from. */
+static int canonical_crc(const json_t *j, uint32_t *crc)
+{
+	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (text == NULL)
+		return GNN_ENOMEM;
+	*crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), (const Bytef *)text, (uInt)strlen(text));
+	free(text);
+	return GNN_OK;
+}
+
+int gnn_json_save_checked(const char *path, const json_t *j)
+{
+	json_t *copy = json_is_object(j) ? json_copy((json_t *)j) : NULL;
+	char hex[9];
+	uint32_t crc;
+	int rc = GNN_ENOMEM;
+
+	if (copy == NULL)
+		return json_is_object(j) ? GNN_ENOMEM : GNN_EINVAL;
+	json_object_del(copy, CRC_KEY);
+	if ((rc = canonical_crc(copy, &crc)) != GNN_OK)
+		goto out;
+	snprintf(hex, sizeof(hex), "%08x", (unsigned)crc);
+	rc = json_object_set_new(copy, CRC_KEY, json_string(hex)) == 0 ? gnn_json_save_atomic(path, copy) : GNN_ENOMEM;
+out:
+	json_decref(copy);
+	return rc;
+}
+
+int gnn_json_load_checked(const char *path, json_t **out)
+{
+	json_t *j = NULL;
+	char got[16], hex[9];
+	uint32_t crc;
+	int rc;
+
+	if ((rc = gnn_json_load(path, &j)) != GNN_OK)
+		return rc;
+	if (!json_is_object(j) || !json_is_string(json_object_get(j, CRC_KEY))) {
+		GNN_ERROR("bad_checksum", "file=%s reason=\"no " CRC_KEY " key\"", path);
+		rc = GNN_EFORMAT;
+		goto fail;
+	}
+	/* copied: the key goes before the comparison */
+	snprintf(got, sizeof(got), "%s", json_string_value(json_object_get(j, CRC_KEY)));
+	json_object_del(j, CRC_KEY);
+	if ((rc = canonical_crc(j, &crc)) != GNN_OK)
+		goto fail;
+	snprintf(hex, sizeof(hex), "%08x", (unsigned)crc);
+	if (strcmp(got, hex) != 0) {
+		GNN_ERROR("bad_checksum", "file=%s stored=%s computed=%s reason=\"the file was changed or "
+			  "damaged after it was written\"", path, got, hex);
+		rc = GNN_EFORMAT;
+		goto fail;
+	}
+	*out = j;
+	return GNN_OK;
+fail:
+	json_decref(j);
 	return rc;
 }
 

@@ -14,6 +14,14 @@ int gnn_json_load(const char *path, json_t **out);
 /* Writes j to "<path>.tmp", fsyncs, renames to path. Does not steal j. */
 int gnn_json_save_atomic(const char *path, const json_t *j);
 
+/* Checksummed files (checkpoints, results): j, an object, is saved with
+ * one more key, "crc32": the CRC-32 (hex) of j's compact dump with sorted
+ * keys, so that any change to a value (a flipped bit that still parses)
+ * is caught. load checks and removes that key; a missing or wrong
+ * checksum is logged ("bad_checksum") and returns GNN_EFORMAT. */
+int gnn_json_save_checked(const char *path, const json_t *j);
+int gnn_json_load_checked(const char *path, json_t **out);
+
 /* Typed getters: *out is written only on success; a missing key, a wrong
  * type or a value outside [min, max] is logged with what (e.g. the file
  * name) and key, and returns GNN_EFORMAT or GNN_ERANGE. The string and

@@ -1,8 +1,10 @@
 #include "sys.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,9 @@
 #include "log.h"
 
 static volatile sig_atomic_t stop_flag;
+static sem_t stop_sem;                  /* posted by the handler when a watchdog waits */
+static volatile sig_atomic_t watchdog_on;
+static double watchdog_grace_s;
 
 double gnn_now(void)
 {
@@ -165,6 +170,8 @@ int gnn_fsync_dir(const char *dir)
 static void on_signal(int sig)
 {
 	stop_flag = sig;
+	if (watchdog_on)
+		sem_post(&stop_sem);    /* async-signal-safe */
 }
 
 int gnn_signals_install(void)
@@ -188,4 +195,44 @@ bool gnn_stop_requested(void)
 int gnn_stop_signal(void)
 {
 	return (int)stop_flag;
+}
+
+/* Waits for the first stop signal, then for the grace period; a process
+ * still running then is ended here. */
+static void *watchdog(void *arg)
+{
+	struct timespec until;
+	double t0;
+
+	(void)arg;
+	while (sem_wait(&stop_sem) != 0)
+		;
+	t0 = gnn_now();
+	gnn_deadline(CLOCK_MONOTONIC, (long)(watchdog_grace_s * 1000), &until);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0)
+		;
+	GNN_ERROR("stop_forced", "signal=%d waited_s=%.1f reason=\"still busy after the stop signal (see the lines "
+		  "before for what it waited on): exiting without finishing\"", (int)stop_flag, gnn_now() - t0);
+	_exit(128 + (int)stop_flag);
+}
+
+int gnn_stop_watchdog(double grace_s)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc = GNN_EIO;
+
+	if (watchdog_on || grace_s <= 0 || sem_init(&stop_sem, 0, 0) != 0)
+		return GNN_EINVAL;
+	watchdog_grace_s = grace_s;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, watchdog, NULL) == 0) {
+		watchdog_on = 1;
+		if (stop_flag)              /* a signal before the watchdog was on */
+			sem_post(&stop_sem);
+		rc = GNN_OK;
+	}
+	pthread_attr_destroy(&attr);
+	return rc;
 }

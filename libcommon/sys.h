@@ -41,5 +41,14 @@ int gnn_signals_install(void);
 bool gnn_stop_requested(void);
 /* The signal that arrived (the last one), 0 when none. */
 int gnn_stop_signal(void);
+/* A bound on shutdown: grace_s seconds after the first stop signal a
+ * process that has not exited logs ERROR stop_forced and ends at once
+ * (_exit(128 + signal)), whatever it waits on. For services, whose orderly
+ * stop cancels what they wait for and ends well within it; not for
+ * gnn-local, which waits for its children. Call once, after
+ * gnn_signals_install. */
+int gnn_stop_watchdog(double grace_s);
+/* The services' grace: they end within 5 s of SIGTERM (docs/reliability.md). */
+#define GNN_STOP_GRACE_S 4.0
 
 #endif

@@ -97,6 +97,7 @@ int main(int argc, char **argv)
 	GNN_INFO("start", "part=%lld pid=%d", (long long)cfg.part, (int)getpid());
 	gnn_opt_log(options);
 	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 
 	if (gnn_metrics_new(&reg) != GNN_OK || gnn_metrics_add_process(reg) != GNN_OK ||
 	    gs_store_init(&store, cfg.data, (int32_t)cfg.part, reg) != GNN_OK)

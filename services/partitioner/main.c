@@ -4,8 +4,10 @@
  *
  * Output is atomic: everything goes to OUT.tmp-<pid>-<random>, which is renamed to OUT
  * only when complete; any failure removes it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,35 @@ static int check_config(void)
 
 /* Refuses an existing output (unless --force) and creates the temporary
  * folder next to it, so an unwritable destination fails before any work. */
+/* Removes OUT.tmp-* beside OUT: temporary outputs of runs that were
+ * killed (or force-stopped in METIS, which cannot be interrupted). */
+static void remove_stale_tmp(void)
+{
+	char dir[PATH_MAX], prefix[PATH_MAX], path[2 * PATH_MAX];
+	const char *base, *slash = strrchr(cfg.out, '/');
+	struct dirent *e;
+	DIR *d;
+
+	if (slash == NULL) {
+		snprintf(dir, sizeof(dir), ".");
+		base = cfg.out;
+	} else {
+		snprintf(dir, sizeof(dir), "%.*s", slash == cfg.out ? 1 : (int)(slash - cfg.out), cfg.out);
+		base = slash + 1;
+	}
+	snprintf(prefix, sizeof(prefix), "%s.tmp-", base);
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (gnn_rm_rf(path) == GNN_OK)
+			GNN_INFO("stale_removed", "path=%s reason=\"the temporary output of a run that did not finish\"", path);
+	}
+	closedir(d);
+}
+
 static int prepare_output(char *tmp, size_t len)
 {
 	struct stat st;
@@ -96,6 +127,7 @@ static int prepare_output(char *tmp, size_t len)
 		GNN_ERROR("output_exists", "out=%s reason=\"already exists; use --force to replace it\"", cfg.out);
 		return GNN_EEXIST;
 	}
+	remove_stale_tmp();
 	/* The pid alone repeats across containers (every first process is 1)
 	 * sharing a volume: mkdtemp makes the name unique. */
 	if ((size_t)snprintf(tmp, len, "%s.tmp-%d-XXXXXX", cfg.out, (int)getpid()) >= len)
@@ -276,6 +308,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	gnn_opt_log(options);
 	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 	if ((rc = prepare_output(tmp, sizeof(tmp))) != GNN_OK)
 		return 1;
 	meta = meta_new();

@@ -222,12 +222,18 @@ static int partition_metis(const struct graph *g, const struct partition_opts *o
 	METIS_SetDefaultOptions(options);
 	options[METIS_OPTION_SEED] = (idx_t)(o->seed & 0x7fffffff);
 	options[METIS_OPTION_NUMBERING] = 0;
+	/* METIS runs for minutes on large graphs without a word. During the
+	 * call its own handler owns SIGTERM (GKlib's gk_sigtrap: it jumps out
+	 * and METIS returns METIS_ERROR); SIGINT is ours, so the stop
+	 * watchdog ends the process (docs/reliability.md). */
+	GNN_INFO("metis_start", "vertices=%lld constraints=%d parts=%d", (long long)nvtxs, (int)ncon, (int)nparts);
 	mrc = METIS_PartGraphKway(&nvtxs, &ncon, mg.xadj, mg.adjncy, vwgt, NULL, mg.adjwgt, &nparts,
 				  NULL, NULL, options, &objval, part);
 	if (mrc != METIS_OK) {
 		GNN_ERROR("metis_failed", "code=%d reason=\"%s\"", mrc,
 			  mrc == METIS_ERROR_MEMORY ? "out of memory" :
-			  mrc == METIS_ERROR_INPUT ? "input rejected" : "METIS error");
+			  mrc == METIS_ERROR_INPUT ? "input rejected" :
+			  "METIS error (also what it returns when SIGTERM interrupts it)");
 		rc = mrc == METIS_ERROR_MEMORY ? GNN_ENOMEM : GNN_EINTERNAL;
 		goto out;
 	}

@@ -131,6 +131,7 @@ int main(int argc, char **argv)
 		cfg.workers = default_workers();
 	gnn_opt_log(options);
 	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 
 	/* Observability first, so /healthz answers while we wait for stores. */
 	if (gnn_metrics_new(&reg) != GNN_OK || gnn_metrics_add_process(reg) != GNN_OK)
@@ -180,7 +181,11 @@ int main(int argc, char **argv)
 out:
 	if (status != 0)
 		GNN_ERROR("failed", "reason=\"%s\"", gnn_strerror(rc));
-	gnn_server_stop(server);       /* requests in progress finish first */
+	/* Requests in progress finish first; those waiting on a store end
+	 * at once instead of at their timeouts. */
+	if (gnn_stop_requested())
+		smp_stores_abort(stores);
+	gnn_server_stop(server);
 	smp_stores_close(stores);
 	gnn_http_stop(http);
 	smp_service_free(service);

@@ -128,6 +128,16 @@ out_fail:
 	return rc;
 }
 
+void smp_stores_abort(struct smp_stores *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		gnn_client_abort(s->st[i].data);
+		gnn_client_abort(s->st[i].check);
+	}
+}
+
 void smp_stores_close(struct smp_stores *s)
 {
 	if (s == NULL)
@@ -691,10 +701,14 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		gnn_counter_inc(st->errors);
 		if (rc != GNN_OK)
 			continue;  /* the first failure is the one reported */
-		/* No answer in time (after the retries) means the store is
-		 * unavailable; an error answer keeps the store's own code. */
-		rc = crc == GNN_ETIMEDOUT ? GNN_EUNAVAIL : crc;
-		if (crc == GNN_ETIMEDOUT)
+		/* No answer in time (after the retries), or a call abandoned
+		 * because this sampler stops, means unavailable (the trainer
+		 * asks another replica); an error answer keeps the store's code. */
+		rc = crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
+		if (crc == GNN_ECLOSED)
+			snprintf(err, err_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
+				 op_name(calls[i].op), st->name);
+		else if (crc == GNN_ETIMEDOUT)
 			snprintf(err, err_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
 				 st->name, st->url, op_name(calls[i].op), gc[i].attempts, client_detail(st, gc[i].err));
 		else

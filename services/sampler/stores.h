@@ -63,6 +63,9 @@ bool smp_stores_ready(void *ctx, char *reason, size_t reason_size);
  * naming the store and its URL. */
 void smp_stores_backend(struct smp_stores *s, struct smp_backend *be);
 
+/* For a process that stops: calls to the stores in flight end at once
+ * (GNN_ECLOSED), later ones too; any thread. Safe on NULL. */
+void smp_stores_abort(struct smp_stores *s);
 /* Stops the check and closes the clients. Safe on NULL. */
 void smp_stores_close(struct smp_stores *s);
 

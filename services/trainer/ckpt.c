@@ -18,7 +18,9 @@
 #include "log.h"
 #include "sys.h"
 
-#define FORMAT 1
+/* 2: state.json and result.json carry a checksum (gnn_json_save_checked);
+ * format 1 files, written before, are read without one. */
+#define FORMAT 2
 #define KEEP 2
 
 static const char *const arrays[4] = { "params", "adam_m", "adam_v", "best" };
@@ -73,6 +75,62 @@ static int list_epochs(const char *dir, uint32_t **out, size_t *n)
 	return GNN_OK;
 }
 
+/* Removes DIR's checkpoints but the newest keep; returns how many went. */
+static size_t prune(const char *dir, size_t keep)
+{
+	char file[PATH_MAX + 16];
+	uint32_t *eps = NULL;
+	size_t n = 0, gone = 0;
+
+	if (list_epochs(dir, &eps, &n) != GNN_OK)
+		return 0;
+	for (size_t i = 0; i + keep < n; i++) {
+		snprintf(file, sizeof(file), "%s/epoch-%06" PRIu32, dir, eps[i]);
+		if (gnn_rm_rf(file) == GNN_OK)
+			gone++;
+	}
+	free(eps);
+	return gone;
+}
+
+/* Temporary folders and files of writers that died mid-write: only rank
+ * 0 writes here, and the process calling this is rank 0. */
+static void remove_stale(const char *dir)
+{
+	char file[PATH_MAX + 300];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (strncmp(e->d_name, ".tmp-epoch-", 11) != 0 &&
+		    !(len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
+		if (gnn_rm_rf(file) == GNN_OK)
+			GNN_INFO("stale_removed", "path=%s reason=\"left by a checkpoint write that did not finish\"", file);
+	}
+	closedir(d);
+}
+
+/* A file that does not load is moved to DIR/corrupt-NAME (one per name):
+ * out of the way of the next start and of pruning, and kept for a look. */
+static void move_aside(const char *dir, const char *name, const char *why)
+{
+	char from[PATH_MAX + 16], to[PATH_MAX + 32];
+
+	snprintf(from, sizeof(from), "%s/%s", dir, name);
+	snprintf(to, sizeof(to), "%s/corrupt-%s", dir, name);
+	gnn_rm_rf(to);
+	if (rename(from, to) != 0)
+		GNN_ERROR("move_aside_failed", "path=%s error=\"%s\"", from, strerror(errno));
+	else
+		GNN_WARN("moved_aside", "path=%s to=%s reason=\"%s\"", from, to, why);
+}
+
 static json_t *state_json(const struct tr_ckpt *c)
 {
 	char hash[17], seed[21];
@@ -85,17 +143,15 @@ static json_t *state_json(const struct tr_ckpt *c)
 			 (json_int_t)c->num_params);
 }
 
-int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
+/* Writes c as DIR/epoch-<epoch> through a temporary folder. */
+static int write_one(const char *dir, const struct tr_ckpt *c, const char *final)
 {
-	char tmp[PATH_MAX], final[PATH_MAX], file[PATH_MAX + 16];
+	char tmp[PATH_MAX], file[PATH_MAX + 16];
 	struct tr_ckpt *mc = (struct tr_ckpt *)c;
 	json_t *st = NULL;
-	uint32_t *eps = NULL;
-	size_t neps = 0;
 	int rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%d", dir, c->epoch, (int)getpid()) >= (int)sizeof(tmp) ||
-	    snprintf(final, sizeof(final), "%s/epoch-%06" PRIu32, dir, c->epoch) >= (int)sizeof(final))
+	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%d", dir, c->epoch, (int)getpid()) >= (int)sizeof(tmp))
 		return GNN_EINVAL;
 	gnn_rm_rf(tmp);
 	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK)
@@ -107,7 +163,7 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 	}
 	snprintf(file, sizeof(file), "%s/state.json", tmp);
 	rc = GNN_ENOMEM;
-	if ((st = state_json(c)) == NULL || (rc = gnn_json_save_atomic(file, st)) != GNN_OK)
+	if ((st = state_json(c)) == NULL || (rc = gnn_json_save_checked(file, st)) != GNN_OK)
 		goto fail;
 	if ((rc = gnn_fsync_dir(tmp)) != GNN_OK)
 		goto fail;
@@ -117,24 +173,38 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 		rc = GNN_EIO;
 		goto fail;
 	}
-	if ((rc = gnn_fsync_dir(dir)) != GNN_OK)
-		goto fail;
+	rc = gnn_fsync_dir(dir);
+fail:
 	json_decref(st);
+	if (rc != GNN_OK)
+		gnn_rm_rf(tmp);
+	return rc;
+}
+
+int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
+{
+	char final[PATH_MAX];
+	size_t gone;
+	int rc;
+
+	if (snprintf(final, sizeof(final), "%s/epoch-%06" PRIu32, dir, c->epoch) >= (int)sizeof(final))
+		return GNN_EINVAL;
+	rc = write_one(dir, c, final);
+	/* A full volume: writing needs room for KEEP + 1; make do with 2. */
+	if (rc != GNN_OK && (gone = prune(dir, 1)) > 0) {
+		GNN_WARN("checkpoint_retry", "path=%s removed=%zu reason=\"the write failed: kept only the newest "
+			 "checkpoint to make room and trying once more\"", final, gone);
+		rc = write_one(dir, c, final);
+	}
+	if (rc != GNN_OK) {
+		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", final,
+			  gnn_errname(rc), gnn_strerror(rc));
+		return rc;
+	}
 	if (path != NULL)
 		snprintf(path, path_len, "%s", final);
-	/* Keep the newest KEEP: older ones are never resumed from. */
-	if (list_epochs(dir, &eps, &neps) == GNN_OK)
-		for (size_t i = 0; i + KEEP < neps; i++) {
-			snprintf(file, sizeof(file), "%s/epoch-%06" PRIu32, dir, eps[i]);
-			gnn_rm_rf(file);
-		}
-	free(eps);
+	prune(dir, KEEP);       /* older ones are never resumed from */
 	return GNN_OK;
-fail:
-	GNN_ERROR("checkpoint_failed", "path=%s code=%s", final, gnn_errname(rc));
-	json_decref(st);
-	gnn_rm_rf(tmp);
-	return rc;
 }
 
 static int parse_u64(const json_t *st, const char *what, const char *key, int hex, uint64_t *out)
@@ -153,7 +223,31 @@ static int parse_u64(const json_t *st, const char *what, const char *key, int he
 	return GNN_OK;
 }
 
-static int load_one(const char *cdir, struct tr_ckpt *c)
+/* state.json or result.json: checked, unless it is of format 1. */
+static int load_json(const char *file, json_t **out)
+{
+	json_t *j = NULL;
+	int rc;
+
+	if ((rc = gnn_json_load(file, &j)) != GNN_OK)
+		return rc;
+	if (json_integer_value(json_object_get(j, "format")) == 1 && json_object_get(j, "crc32") == NULL) {
+		*out = j;
+		return GNN_OK;
+	}
+	json_decref(j);
+	if ((rc = gnn_json_load_checked(file, &j)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_json_get_int(j, file, "format", FORMAT, FORMAT, &(int64_t){ 0 })) != GNN_OK) {
+		json_decref(j);
+		return rc;
+	}
+	*out = j;
+	return GNN_OK;
+}
+
+/* Loads DIR/epoch-<epoch>; state.json must say the same epoch. */
+static int load_one(const char *cdir, uint32_t epoch, struct tr_ckpt *c)
 {
 	char file[PATH_MAX + 16];
 	json_t *st = NULL;
@@ -162,12 +256,16 @@ static int load_one(const char *cdir, struct tr_ckpt *c)
 	int rc;
 
 	snprintf(file, sizeof(file), "%s/state.json", cdir);
-	if ((rc = gnn_json_load(file, &st)) != GNN_OK)
+	if ((rc = load_json(file, &st)) != GNN_OK)
 		return rc;
-	if ((rc = gnn_json_get_int(st, file, "format", FORMAT, FORMAT, &v)) != GNN_OK)
-		goto out;
 	if ((rc = gnn_json_get_int(st, file, "epoch", 0, UINT32_MAX, &v)) != GNN_OK)
 		goto out;
+	if (v != epoch) {
+		GNN_ERROR("bad_checkpoint", "file=%s epoch=%" PRId64 " folder_epoch=%" PRIu32 " reason=\"the epoch in "
+			  "state.json is not the folder's\"", file, v, epoch);
+		rc = GNN_EFORMAT;
+		goto out;
+	}
 	c->epoch = (uint32_t)v;
 	if ((rc = gnn_json_get_int(st, file, "adam_t", 0, INT64_MAX, &v)) != GNN_OK)
 		goto out;
@@ -216,31 +314,43 @@ out:
 
 int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 {
+	char cdir[PATH_MAX], newest[PATH_MAX] = "", name[32];
 	uint32_t *eps = NULL;
 	size_t n = 0;
-	char cdir[PATH_MAX];
 	int rc;
 
 	*found = false;
 	memset(out, 0, sizeof(*out));
+	remove_stale(dir);
 	if ((rc = list_epochs(dir, &eps, &n)) != GNN_OK) {
 		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));
 		return rc;
 	}
-	if (n == 0) {
-		free(eps);
-		return GNN_OK;
-	}
-	snprintf(cdir, sizeof(cdir), "%s/epoch-%06" PRIu32, dir, eps[n - 1]);
-	free(eps);
-	if ((rc = load_one(cdir, out)) != GNN_OK) {
-		GNN_ERROR("checkpoint_unreadable", "path=%s code=%s reason=\"%s: remove it to resume from the one "
-			  "before, or use another --checkpoint-dir\"", cdir, gnn_errname(rc), gnn_strerror(rc));
+	/* Newest first; one that does not load is moved aside and the one
+	 * before it is tried: a damaged file costs an epoch, not the run. */
+	for (size_t i = n; i-- > 0;) {
+		snprintf(name, sizeof(name), "epoch-%06" PRIu32, eps[i]);
+		snprintf(cdir, sizeof(cdir), "%s/%s", dir, name);
+		if ((rc = load_one(cdir, eps[i], out)) == GNN_OK) {
+			if (newest[0] != '\0')
+				GNN_WARN("checkpoint_fallback", "newest=%s used=%s reason=\"the newest checkpoint is "
+					 "damaged (moved aside): resuming from an older one\"", newest, cdir);
+			*found = true;
+			break;
+		}
 		tr_ckpt_free(out);
-		return rc;
+		if (rc == GNN_ENOMEM)
+			break;
+		if (newest[0] == '\0')
+			snprintf(newest, sizeof(newest), "%s", cdir);
+		move_aside(dir, name, "it does not load (see the line before)");
+		rc = GNN_OK;
 	}
-	*found = true;
-	return GNN_OK;
+	free(eps);
+	if (rc == GNN_OK && !*found && newest[0] != '\0')
+		GNN_WARN("checkpoint_fallback", "newest=%s used=none reason=\"no intact checkpoint: training from "
+			 "the start\"", newest);
+	return rc;
 }
 
 void tr_ckpt_free(struct tr_ckpt *c)
@@ -266,7 +376,7 @@ int tr_result_save(const char *dir, const struct tr_result *r)
 		      r->train_s);
 	if (j == NULL)
 		return GNN_ENOMEM;
-	rc = gnn_json_save_atomic(file, j);
+	rc = gnn_json_save_checked(file, j);
 	json_decref(j);
 	return rc;
 }
@@ -283,8 +393,8 @@ int tr_result_load(const char *dir, struct tr_result *r, bool *found)
 	snprintf(file, sizeof(file), "%s/result.json", dir);
 	if (access(file, F_OK) != 0)
 		return GNN_OK;
-	if ((rc = gnn_json_load(file, &j)) != GNN_OK)
-		return rc;
+	if ((rc = load_json(file, &j)) != GNN_OK)
+		goto out;
 	if ((rc = gnn_json_get_int(j, file, "epochs", 0, UINT32_MAX, &v)) != GNN_OK)
 		goto out;
 	r->epochs = (uint32_t)v;
@@ -309,5 +419,10 @@ int tr_result_load(const char *dir, struct tr_result *r, bool *found)
 	*found = true;
 out:
 	json_decref(j);
+	/* The checkpoints still hold the run: the last one is evaluated again. */
+	if (rc != GNN_OK && rc != GNN_ENOMEM) {
+		move_aside(dir, "result.json", "it does not load (see the line before): the result is computed again");
+		rc = GNN_OK;
+	}
 	return rc;
 }

@@ -3,10 +3,13 @@
  * Rank 0 writes DIR/epoch-NNNNNN/ after every epoch: state.json (epoch,
  * optimizer step count, seeds, best validation accuracy, the model's shape)
  * and four GNNARRAY files (params, adam_m, adam_v, best: the parameters of
- * the best-validation epoch), each CRC-checked. The folder is written as
- * DIR/.tmp-epoch-NNNNNN-PID and renamed, then the directory is fsynced, so
- * a checkpoint is complete or absent; the two newest are kept. A finished
- * run leaves DIR/result.json (written atomically). */
+ * the best-validation epoch), every file CRC-checked (state.json by its
+ * "crc32" key). The folder is written as DIR/.tmp-epoch-NNNNNN-PID and
+ * renamed, then the directory is fsynced, so a checkpoint is complete or
+ * absent; the two newest are kept. A finished run leaves DIR/result.json
+ * (written atomically, checksummed). Files that do not load are moved to
+ * DIR/corrupt-NAME and logged (WARN moved_aside), so that a damaged file
+ * costs the work since the checkpoint before it, never a crash loop. */
 #ifndef TR_CKPT_H
 #define TR_CKPT_H
 
@@ -28,12 +31,18 @@ struct tr_ckpt {
 };
 
 /* Writes c as DIR/epoch-<c->epoch> (creating DIR) and prunes older ones.
- * *path (may be NULL) gets the folder's path. Logs and returns GNN_EIO etc. */
+ * When the write fails (a full volume: it needs room for three), only the
+ * newest checkpoint is kept and the write tried once more. *path (may be
+ * NULL) gets the folder's path. Logs and returns GNN_EIO etc.; the caller
+ * may go on training. */
 int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len);
 
-/* Loads the newest complete checkpoint of DIR. *found false (and GNN_OK)
- * when there is none. A checkpoint that does not load (corrupt, other
- * format) is an error, not skipped: it is logged with its path. */
+/* Loads the newest intact checkpoint of DIR, after removing the temporary
+ * folders of writes that never finished (call it from the only writer,
+ * rank 0). A newer one that does not load (damaged, state.json's epoch not
+ * the folder's) is moved aside, and the fallback is logged naming both
+ * (WARN checkpoint_fallback). *found false (and GNN_OK) when none is left.
+ * Errors: GNN_EIO when DIR cannot be listed, GNN_ENOMEM. */
 int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found);
 void tr_ckpt_free(struct tr_ckpt *c);
 
@@ -46,7 +55,8 @@ struct tr_result {
 	double train_s;
 };
 
-/* DIR/result.json. load: *found false when absent. */
+/* DIR/result.json. load: *found false when absent, and when it does not
+ * load (it is moved aside: the run's last checkpoint gives it again). */
 int tr_result_save(const char *dir, const struct tr_result *r);
 int tr_result_load(const char *dir, struct tr_result *r, bool *found);
 

@@ -211,11 +211,31 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 
 void tr_loader_end(struct tr_loader *l)
 {
+	double t0 = gnn_now(), last_log = t0;
+	bool aborted = false;
+
 	pthread_mutex_lock(&l->mu);
 	l->active = false;
 	l->generation++;
-	while (l->in_flight > 0)
-		pthread_cond_wait(&l->done, &l->mu);
+	while (l->in_flight > 0) {
+		struct timespec until;
+
+		/* Stopping: a request to a stuck sampler would hold the exit
+		 * for its whole timeout chain. */
+		if (!aborted && l->o.stop != NULL && l->o.stop()) {
+			GNN_INFO("abandoning", "what=%s in_flight=%u reason=\"stopping: minibatch requests in flight "
+				 "are cancelled\"", l->job.what, l->in_flight);
+			tr_samplers_abort(l->o.samplers);
+			aborted = true;
+		}
+		if (gnn_now() - last_log >= 5) {
+			GNN_INFO("waiting_for_requests", "what=%s in_flight=%u waited_s=%.0f reason=\"the job ended: "
+				 "requests in flight finish first\"", l->job.what, l->in_flight, gnn_now() - t0);
+			last_log = gnn_now();
+		}
+		gnn_deadline(CLOCK_REALTIME, 200, &until);
+		pthread_cond_timedwait(&l->done, &l->mu, &until);
+	}
 	for (uint32_t i = 0; i < l->o.depth; i++) {
 		tr_batch_free(l->slots[i].b);
 		l->slots[i] = (struct slot){ 0 };

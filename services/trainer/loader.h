@@ -52,7 +52,9 @@ int tr_loader_begin(struct tr_loader *l, const struct tr_job *job);
  * (logged with the replicas tried); GNN_ECLOSED when stop() became true;
  * GNN_ERANGE past the last step. */
 int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited);
-/* Ends the job: waits for requests in flight, drops undelivered batches. */
+/* Ends the job: waits for requests in flight, drops undelivered batches.
+ * When stop() is true the requests in flight are abandoned first
+ * (tr_samplers_abort: the samplers are unusable afterwards). */
 void tr_loader_end(struct tr_loader *l);
 void tr_loader_free(struct tr_loader *l);
 

@@ -233,7 +233,12 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 		}
 		ring_rc = tr_ring_failure(env->ring);
 		gnn_gauge_set(m->up, 0);
-		tr_ring_close(env->ring);
+		if (!tr_ring_close(env->ring)) {
+			env->ring = NULL;
+			GNN_ERROR("ring_unusable", "reason=\"the old ring's sockets could not be closed: exiting so that "
+				  "a restarted process forms the ring again\"");
+			return GNN_EIO;
+		}
 		env->ring = NULL;
 		if (rc == GNN_OK || rc == GNN_ECLOSED || ring_rc == GNN_OK || gnn_stop_requested())
 			return rc;
@@ -310,6 +315,7 @@ int main(int argc, char **argv)
 	openblas_set_num_threads((int)opt.threads);
 	gnn_opt_log(options);
 	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 
 	if ((rc = gnn_metrics_new(&reg)) != GNN_OK || (rc = gnn_metrics_add_process(reg)) != GNN_OK ||
 	    (rc = gnn_http_start(opt.http_addr, (int)opt.http_port, reg, ready, NULL, &http)) != GNN_OK)

@@ -1638,10 +1638,10 @@ static bool close_sockets(struct tr_ring *r)
 	return false;
 }
 
-void tr_ring_close(struct tr_ring *r)
+bool tr_ring_close(struct tr_ring *r)
 {
 	if (r == NULL)
-		return;
+		return true;
 	if (r->world > 1 && r->connected && r->failed == GNN_OK && r->aio[A_SEND] != NULL &&
 	    !(r->stop != NULL && r->stop()))
 		flush(r);
@@ -1654,10 +1654,14 @@ void tr_ring_close(struct tr_ring *r)
 	 * returns after the pipes' REM_POST callbacks ran, so none touches r
 	 * after this */
 	for (int i = 0; i < A_COUNT; i++)
-		if (r->aio[i] != NULL)
+		if (r->aio[i] != NULL) {
 			nng_aio_stop(r->aio[i]);
+			/* a message still on a stopped aio is ours: a send nng
+			 * did not take, or a receive nobody took */
+			drop_msg(r->aio[i]);
+		}
 	if ((r->in.open || r->out.open) && !close_sockets(r))
-		return; /* r stays: nng may still call pipe_cb with it */
+		return false; /* r stays: nng may still call pipe_cb with it */
 	for (int i = 0; i < A_COUNT; i++)
 		if (r->aio[i] != NULL)
 			nng_aio_free(r->aio[i]);
@@ -1670,4 +1674,5 @@ void tr_ring_close(struct tr_ring *r)
 		pthread_mutex_destroy(&r->mu);
 	}
 	free(r);
+	return true;
 }

@@ -629,6 +629,18 @@ int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 	return rc;
 }
 
+void tr_samplers_abort(struct tr_samplers *s)
+{
+	atomic_store(&s->closing, true);
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nreps; i++) {
+		gnn_client_abort(s->reps[i]->data);
+		gnn_client_abort(s->reps[i]->probe);
+	}
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->mu);
+}
+
 void tr_samplers_close(struct tr_samplers *s)
 {
 	if (s == NULL)

@@ -73,6 +73,9 @@ int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 /* Replicas that answered their last call or check. */
 size_t tr_samplers_live(struct tr_samplers *s);
 
+/* For a process that stops: calls in flight end at once with GNN_ECLOSED,
+ * later ones too (any thread). tr_samplers_close still frees s. */
+void tr_samplers_abort(struct tr_samplers *s);
 void tr_samplers_close(struct tr_samplers *s);
 
 #endif

@@ -2,7 +2,8 @@
 # End-to-end training tests through gnn-local (docs/local.md): the whole
 # system as real processes on 127.0.0.1. Without Cora: bad configurations
 # (gnn-trainer and gnn-local), a component dying mid-run, a failing
-# partitioner, Ctrl-C. With ../shared/datasets/cora (skipped when absent):
+# partitioner, Ctrl-C, a damaged newest checkpoint, a full checkpoint
+# volume (root: tmpfs). With ../shared/datasets/cora (skipped when absent):
 # accuracy with 2 partitions, 1 sampler and 2 trainers, 1 trainer against 2,
 # equal parameter checksums across ranks, and stop-then-resume against an
 # uninterrupted run. Every gnn-local started here is stopped on exit (its
@@ -15,6 +16,7 @@ cleanup() {
 	local p
 	for p in "${BG[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${BG[@]}"; do wait "$p" 2>/dev/null; done
+	umount "$WORK/small" "$WORK/tiny" 2>/dev/null
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -151,6 +153,53 @@ check ctrl_c_stops_everything "exit 130, all $(wc -w <<<"$kids") children gone, 
 		 grep -q 'stopping reason=signal' '$WORK/w-int/logs/trainer-0.log' &&
 		 grep -q 'stopping reason=signal' '$WORK/w-int/logs/trainer-1.log' &&
 		 grep -q 'exit status=130' '$WORK/int.err' && ! grep -q 'gnn-local result' '$WORK/int.out'"
+
+# ---- checkpoints that cannot be trusted, or written ------------------------
+# crc_of LOG: the params_crc of the summary in a trainer log.
+crc_of() {
+	kv params_crc "$(summary "$1")"
+}
+TINY=(--synthetic tiny --parts 2 --samplers 1 --trainers 2 "${LIMITS[@]}")
+timeout 120 "$L" "${TINY[@]}" --epochs 4 --workdir "$WORK/w-ref" >/dev/null 2>&1
+ref_crc=$(crc_of "$WORK/w-ref/logs/trainer-0.log")
+
+# The newest checkpoint damaged (one flipped byte) and a dead writer's
+# temporary folder left: the rerun moves the damaged one aside, says so
+# naming both, resumes from the one before and ends with the parameters of
+# an undisturbed run; the temporary folder is gone.
+timeout 120 "$L" "${TINY[@]}" --epochs 3 --workdir "$WORK/w-dmg" >/dev/null 2>&1
+CK=$WORK/w-dmg/checkpoints
+printf '\x5a' | dd of="$CK/epoch-000003/params.arr" bs=1 seek=100 conv=notrunc status=none
+mkdir -p "$CK/.tmp-epoch-000004-4242"
+timeout 120 "$L" "${TINY[@]}" --epochs 4 --workdir "$WORK/w-dmg" >"$WORK/dmg.out" 2>&1
+rc=$?
+T0=$WORK/w-dmg/logs/trainer-0.log
+check checkpoint_damaged_falls_back "exit 0, fallback from epoch 3 to 2 logged, resumed at 2, stale folder removed, params_crc of an undisturbed run $ref_crc (got $rc, $(crc_of "$T0"))" \
+	bash -c "[ $rc -eq 0 ] && grep -q 'checkpoint_fallback newest=$CK/epoch-000003 used=$CK/epoch-000002' '$T0' &&
+		 grep -q 'resumed epoch=2 ' '$T0' && [ -d '$CK/corrupt-epoch-000003' ] && [ ! -e '$CK/.tmp-epoch-000004-4242' ] &&
+		 [ -n '$ref_crc' ] && [ '$(crc_of "$T0")' = '$ref_crc' ]"
+
+# A checkpoint volume that fills up (tmpfs; needs root): with room for two
+# checkpoints but not three, only the newest is kept and the write retried;
+# with room for none, every epoch logs an ERROR and training goes on. Both
+# runs end with the undisturbed parameters, no crash loop.
+if [ "$(id -u)" -ne 0 ]; then
+	skip checkpoint_volume_full "mounting a small tmpfs needs root"
+else
+	mkdir -p "$WORK/small" "$WORK/tiny"
+	mount -t tmpfs -o size=6m tmpfs "$WORK/small" && mount -t tmpfs -o size=1m tmpfs "$WORK/tiny"
+	timeout 120 "$L" "${TINY[@]}" --epochs 4 --workdir "$WORK/w-full" --checkpoint-dir "$WORK/small/ck" >/dev/null 2>&1
+	rc=$?
+	timeout 120 "$L" "${TINY[@]}" --epochs 4 --workdir "$WORK/w-none" --checkpoint-dir "$WORK/tiny/ck" >/dev/null 2>&1
+	rc2=$?
+	F0=$WORK/w-full/logs/trainer-0.log N0=$WORK/w-none/logs/trainer-0.log
+	nfail=$(grep -c 'ERROR .*checkpoint_failed path=.*code=' "$N0")
+	check checkpoint_volume_full "room for 2: exit 0, retries logged, newest kept, crc $ref_crc (got $rc, $(grep -c checkpoint_retry "$F0") retries, $(crc_of "$F0")); room for none: exit 0, 4 ERRORs (got $rc2, $nfail, $(crc_of "$N0"))" \
+		bash -c "[ $rc -eq 0 ] && grep -q 'checkpoint_retry' '$F0' && [ -d '$WORK/small/ck/epoch-000004' ] &&
+			 [ '$(crc_of "$F0")' = '$ref_crc' ] && [ $rc2 -eq 0 ] && [ '$nfail' -eq 4 ] &&
+			 [ '$(crc_of "$N0")' = '$ref_crc' ]"
+	umount "$WORK/small" "$WORK/tiny"
+fi
 
 # ---- Cora -----------------------------------------------------------------
 if ! have_cora; then

@@ -261,6 +261,41 @@ static void test_json(void)
 	json_decref(k);
 }
 
+/* Checksummed JSON: reals survive the canonical re-dump, any changed
+ * value or a missing checksum is refused. */
+static void test_json_checked(void)
+{
+	json_t *j = json_pack("{s:f, s:f, s:i, s:s}", "acc", 0.1, "tiny", 1e-300, "epoch", 60, "id", "a\u00e9"), *k = NULL;
+	FILE *f;
+	char text[512];
+	size_t n;
+
+	CHECK(gnn_json_save_checked(tmp_path("c.json"), j) == GNN_OK);
+	if (CHECK(gnn_json_load_checked(tmp_path("c.json"), &k) == GNN_OK))
+		CHECK(json_equal(j, k));   /* and the crc32 key is gone */
+	json_decref(k);
+	k = NULL;
+	f = fopen(tmp_path("c.json"), "r");
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	if (CHECK(strstr(text, "\"epoch\": 60") != NULL)) {
+		strstr(text, "\"epoch\": 60")[10] = '7';
+		f = fopen(tmp_path("c.json"), "w");
+		fputs(text, f);
+		fclose(f);
+		CHECK(gnn_json_load(tmp_path("c.json"), &k) == GNN_OK);   /* parses... */
+		json_decref(k);
+		k = NULL;
+		CHECK(gnn_json_load_checked(tmp_path("c.json"), &k) == GNN_EFORMAT && k == NULL);   /* ...refused */
+	}
+	CHECK(gnn_json_save_atomic(tmp_path("c.json"), j) == GNN_OK);
+	CHECK(gnn_json_load_checked(tmp_path("c.json"), &k) == GNN_EFORMAT);
+	gnn_log_set_level(GNN_LOG_INFO);
+	json_decref(j);
+}
+
 /* ---- part: meta.json validation and owner lookup ---- */
 static int write_meta(const char *text)
 {
@@ -357,6 +392,7 @@ int main(void)
 	RUN(test_arr_rejects);
 	RUN(test_arr_writer_abort);
 	RUN(test_json);
+	RUN(test_json_checked);
 	RUN(test_meta);
 	RUN(test_sys);
 	RUN(test_peers);

@@ -65,34 +65,96 @@ static void test_ckpt_roundtrip_and_prune(void)
 	tr_ckpt_free(&got);
 }
 
-static void test_ckpt_corrupt_refused(void)
+/* Overwrites the byte at offset (from the end when negative) of a file. */
+static bool poke(const char *file, long offset, int byte)
+{
+	FILE *f = fopen(file, "r+b");
+	bool ok;
+
+	if (f == NULL)
+		return false;
+	ok = fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET) == 0 && fputc(byte, f) != EOF;
+	return fclose(f) == 0 && ok;
+}
+
+/* Replaces the first `from` in a text file with `to` (same length). */
+static bool replace_text(const char *file, const char *from, const char *to)
+{
+	char buf[4096], *at;
+	size_t n;
+	FILE *f = fopen(file, "r+b");
+
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	if ((at = strstr(buf, from)) == NULL || strlen(from) != strlen(to)) {
+		fclose(f);
+		return false;
+	}
+	memcpy(at, to, strlen(to));
+	rewind(f);
+	fwrite(buf, 1, n, f);
+	return fclose(f) == 0;
+}
+
+static void save_epochs(const char *dir, struct tr_ckpt *c, uint32_t from, uint32_t to)
+{
+	for (c->epoch = from; c->epoch <= to; c->epoch++)
+		CHECK(tr_ckpt_save(dir, c, NULL, 0) == GNN_OK);
+}
+
+static void test_ckpt_damaged_falls_back(void)
 {
 	enum { N = 64 };
 	static float p[N];
-	struct tr_ckpt c = { .epoch = 1, .num_params = N, .params = p, .adam_m = p, .adam_v = p, .best = p }, got;
-	const char *dir = path("bad");
+	struct tr_ckpt c = { .num_params = N, .params = p, .adam_m = p, .adam_v = p, .best = p }, got;
 	bool found;
-	FILE *f;
 
-	CHECK(tr_ckpt_save(dir, &c, NULL, 0) == GNN_OK);
-	/* Flip a byte of the data: the CRC must catch it. */
-	if (!CHECK((f = fopen(path("bad/epoch-000001/adam_v.arr"), "r+b")) != NULL))
-		return;
-	fseek(f, -3, SEEK_END);
-	fputc(0x5a, f);
-	fclose(f);
-	CHECK(tr_ckpt_load_latest(dir, &got, &found) != GNN_OK && !found);
-	/* A half-written temporary folder is not a checkpoint. */
+	/* A flipped data byte: the array's CRC catches it, epoch 1 is used. */
+	save_epochs(path("bad"), &c, 1, 2);
+	CHECK(poke(path("bad/epoch-000002/adam_v.arr"), -3, 0x5a));
+	CHECK(tr_ckpt_load_latest(path("bad"), &got, &found) == GNN_OK && found && got.epoch == 1);
+	tr_ckpt_free(&got);
+	CHECK(access(path("bad/epoch-000002"), F_OK) != 0 && access(path("bad/corrupt-epoch-000002"), F_OK) == 0);
+	/* The next save prunes normally: the damaged one no longer counts. */
+	save_epochs(path("bad"), &c, 2, 3);
+	CHECK(access(path("bad/epoch-000001"), F_OK) != 0 && access(path("bad/epoch-000003"), F_OK) == 0);
+
+	/* A bit flip that still parses ("epoch": 4 -> 5): the checksum. */
+	save_epochs(path("flip"), &c, 3, 4);
+	CHECK(replace_text(path("flip/epoch-000004/state.json"), "\"epoch\": 4", "\"epoch\": 5"));
+	CHECK(tr_ckpt_load_latest(path("flip"), &got, &found) == GNN_OK && found && got.epoch == 3);
+	tr_ckpt_free(&got);
+
+	/* Format 1 (no checksum) still loads, but its epoch must be the folder's. */
+	CHECK(gnn_mkdir_p(path("old")) == GNN_OK);
+	save_epochs(path("old"), &c, 6, 7);
+	for (int e = 6; e <= 7; e++) {
+		char file[512];
+		FILE *f;
+
+		snprintf(file, sizeof(file), "%s/old/epoch-%06d/state.json", tmpdir, e);
+		if (!CHECK((f = fopen(file, "w")) != NULL))
+			return;
+		fprintf(f, "{\"format\":1,\"epoch\":%d,\"adam_t\":0,\"model_hash\":\"0\",\"seed\":\"0\",\"best_val_acc\":0,"
+			"\"best_epoch\":0,\"num_params\":%d}", e == 7 ? 9 : 6, N);
+		fclose(f);
+	}
+	CHECK(tr_ckpt_load_latest(path("old"), &got, &found) == GNN_OK && found && got.epoch == 6);
+	tr_ckpt_free(&got);
+
+	/* Nothing intact: no checkpoint (a fresh start), not an error. A
+	 * state.json that lies about the size counts as damaged. */
+	save_epochs(path("lie"), &c, 1, 1);
+	CHECK(replace_text(path("lie/epoch-000001/state.json"), "\"num_params\": 64", "\"num_params\": 65"));
+	CHECK(tr_ckpt_load_latest(path("lie"), &got, &found) == GNN_OK && !found);
+
+	/* Half-written folders and files of a dead writer are removed. */
 	CHECK(gnn_mkdir_p(path("tmpd/.tmp-epoch-000009-1")) == GNN_OK);
+	CHECK(fclose(fopen(path("tmpd/result.json.tmp"), "w")) == 0);
 	CHECK(tr_ckpt_load_latest(path("tmpd"), &got, &found) == GNN_OK && !found);
-	/* A state.json that lies about the size. */
-	CHECK(tr_ckpt_save(path("lie"), &c, NULL, 0) == GNN_OK);
-	if (!CHECK((f = fopen(path("lie/epoch-000001/state.json"), "w")) != NULL))
-		return;
-	fputs("{\"format\":1,\"epoch\":1,\"adam_t\":0,\"model_hash\":\"0\",\"seed\":\"0\",\"best_val_acc\":0,"
-	      "\"best_epoch\":0,\"num_params\":65}", f);
-	fclose(f);
-	CHECK(tr_ckpt_load_latest(path("lie"), &got, &found) == GNN_EFORMAT);
+	CHECK(access(path("tmpd/.tmp-epoch-000009-1"), F_OK) != 0 && access(path("tmpd/result.json.tmp"), F_OK) != 0);
 }
 
 static void test_result_roundtrip(void)
@@ -108,11 +170,16 @@ static void test_result_roundtrip(void)
 		return;
 	CHECK(got.epochs == 10 && got.model_hash == r.model_hash && got.test_acc == 0.8125 &&
 	      got.best_val_acc == 0.79 && got.best_epoch == 7 && got.params_crc == 0xdeadbeef && got.train_s == 12.5);
+	/* A changed value is caught by the checksum; the file is moved aside
+	 * and the run's result is computed again (not found, no error). */
+	CHECK(replace_text(path("result.json"), "\"epochs\": 10", "\"epochs\": 11"));
+	CHECK(tr_result_load(tmpdir, &got, &found) == GNN_OK && !found);
+	CHECK(access(path("result.json"), F_OK) != 0 && access(path("corrupt-result.json"), F_OK) == 0);
 	if (!CHECK((f = fopen(path("result.json"), "w")) != NULL))
 		return;
 	fputs("{\"epochs\": 3}", f);
 	fclose(f);
-	CHECK(tr_result_load(tmpdir, &got, &found) != GNN_OK && !found);
+	CHECK(tr_result_load(tmpdir, &got, &found) == GNN_OK && !found);
 }
 
 static void test_mix(void)
@@ -130,7 +197,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_ckpt_roundtrip_and_prune);
-	RUN(test_ckpt_corrupt_refused);
+	RUN(test_ckpt_damaged_falls_back);
 	RUN(test_result_roundtrip);
 	RUN(test_mix);
 	gnn_rm_rf(tmpdir);

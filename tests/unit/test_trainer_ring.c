@@ -1043,6 +1043,7 @@ struct rejoiner {
 	uint32_t rank;
 	unsigned seed;
 	int patient, rc;
+	bool stuck;                 /* nng could not close a ring: like the trainer, give up */
 	float data[64];
 };
 
@@ -1064,7 +1065,10 @@ static void *rejoin_main(void *arg)
 		if (open_rank(j->n, j->rank, 3000, &r) == GNN_OK && tr_ring_connect(r, 7, wait_s) == GNN_OK &&
 		    tr_ring_allreduce(r, j->data, 64) == GNN_OK)
 			j->rc = GNN_OK;
-		tr_ring_close(r);
+		if (!tr_ring_close(r)) {
+			j->stuck = true;
+			break;
+		}
 		if (hasty) {
 			usleep((useconds_t)(rand_r(&j->seed) % 200) * 1000);
 		} else if (j->rc != GNN_OK) {
@@ -1091,6 +1095,14 @@ static void test_rejoin_staggered(void)
 	for (uint32_t i = 0; i < T; i++)
 		pthread_join(th[i], NULL);
 	free(capture_end());
+	/* nng 1.5.2's close deadlock (nanomsg/nng#1543) leaves that rank's
+	 * listener bound: the trainer exits for a restart (ring_unusable),
+	 * which threads cannot do. Rare; the handshake is not what failed. */
+	for (uint32_t i = 0; i < T; i++)
+		if (j[i].stuck) {
+			SKIP("nng's close deadlock hit a rank (ring_close_stuck): only a process restart heals that");
+			return;
+		}
 	for (uint32_t i = 0; i < T; i++) {
 		printf("  rank %u: %s after %d patient attempt(s)\n", i, j[i].rc == GNN_OK ? "ring formed" : "failed",
 		       j[i].patient);
