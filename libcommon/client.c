@@ -11,12 +11,6 @@
 #include "log.h"
 #include "sys.h"
 
-/* A connection attempt to an address that vanished (a deleted pod's IP)
- * hangs in TCP's SYN retries for a minute or more, and nng's next attempt,
- * which would resolve the name again and find the new address, waits for
- * it. So a call that finds no connection restarts the dialer once none has
- * been up for this long. */
-#define REDIAL_AFTER_S 3.0
 
 struct gnn_client {
 	nng_socket sock;
@@ -44,19 +38,25 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		atomic_store(&c->down_since, gnn_now());
 }
 
-/* Restarts the dialer when no connection has been up for REDIAL_AFTER_S. */
-static void redial_if_stuck(struct gnn_client *c)
+int gnn_redial(nng_socket sock, const char *url, nng_dialer *d)
 {
 	int rv;
 
-	if (gnn_client_connected(c) || gnn_now() - atomic_load(&c->down_since) < REDIAL_AFTER_S ||
+	nng_dialer_close(*d);
+	rv = nng_dial(sock, url, d, NNG_FLAG_NONBLOCK);
+	return rv == 0 ? GNN_OK : GNN_EIO;
+}
+
+/* Restarts the dialer when no connection has been up for GNN_REDIAL_AFTER_S. */
+static void redial_if_stuck(struct gnn_client *c)
+{
+	if (gnn_client_connected(c) || gnn_now() - atomic_load(&c->down_since) < GNN_REDIAL_AFTER_S ||
 	    pthread_mutex_trylock(&c->redial_mu) != 0)
 		return;
 	if (!atomic_load(&c->aborted) && !gnn_client_connected(c) &&
-	    gnn_now() - atomic_load(&c->down_since) >= REDIAL_AFTER_S) {
-		nng_dialer_close(c->dialer);
-		if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0)
-			GNN_WARN("redial_failed", "peer=%s url=%s error=\"%s\"", c->name, c->url, nng_strerror(rv));
+	    gnn_now() - atomic_load(&c->down_since) >= GNN_REDIAL_AFTER_S) {
+		if (gnn_redial(c->sock, c->url, &c->dialer) != GNN_OK)
+			GNN_WARN("redial_failed", "peer=%s url=%s", c->name, c->url);
 		else
 			GNN_DEBUG("redial", "peer=%s url=%s reason=\"no connection for %.0f s\"", c->name, c->url,
 				  gnn_now() - atomic_load(&c->down_since));
@@ -235,6 +235,20 @@ static void unavailable(struct gnn_call *call, struct pending *p, const char *wh
 	p->active = false;
 }
 
+/* Ends an attempt that failed because the client was aborted, or, for a
+ * failover client, because its connection is gone (conn_lost): true when
+ * it did. */
+static bool ended_early(struct gnn_call *call, struct pending *p, int rv, bool conn_lost, const char *what)
+{
+	if (rv != 0 && atomic_load(&call->client->aborted))
+		abandoned(call, p);
+	else if (conn_lost && call->client->failover)
+		unavailable(call, p, what);
+	else
+		return false;
+	return true;
+}
+
 /* One attempt for every active call: all sends start, then all receives,
  * each bounded by its client's timeout. */
 static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
@@ -274,16 +288,10 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 				continue;
 			nng_aio_wait(p[i].aio);
 			rv = nng_aio_result(p[i].aio);
-			if (rv != 0 && atomic_load(&calls[i].client->aborted)) {
-				nng_msg_free(nng_aio_get_msg(p[i].aio));
+			if (ended_early(&calls[i], &p[i], rv,
+					rv == NNG_ETIMEDOUT && !gnn_client_connected(calls[i].client), "is not connected")) {
+				nng_msg_free(nng_aio_get_msg(p[i].aio));   /* a failed send leaves it ours */
 				p[i].sending = false;
-				abandoned(&calls[i], &p[i]);
-				continue;
-			}
-			if (rv == NNG_ETIMEDOUT && calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
-				nng_msg_free(nng_aio_get_msg(p[i].aio));
-				p[i].sending = false;
-				unavailable(&calls[i], &p[i], "is not connected");
 				continue;
 			}
 			if (rv == NNG_ETIMEDOUT && gnn_now() < p[i].send_deadline) {
@@ -312,14 +320,8 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 			continue;
 		nng_aio_wait(p[i].aio);
 		rv = nng_aio_result(p[i].aio);
-		if (rv != 0 && atomic_load(&calls[i].client->aborted)) {
-			abandoned(&calls[i], &p[i]);
+		if (ended_early(&calls[i], &p[i], rv, rv == NNG_ECONNRESET, "closed the connection before answering"))
 			continue;
-		}
-		if (rv == NNG_ECONNRESET && calls[i].client->failover) {
-			unavailable(&calls[i], &p[i], "closed the connection before answering");
-			continue;
-		}
 		if (rv != 0) {
 			calls[i].rc = GNN_ETIMEDOUT;
 			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",

@@ -43,6 +43,16 @@ const char *gnn_client_name(const struct gnn_client *c);
  * not wait out its peers' timeouts. Any thread; gnn_client_close still
  * frees c. */
 void gnn_client_abort(struct gnn_client *c);
+/* A connection attempt to an address that vanished (a deleted pod's IP)
+ * hangs in TCP's SYN retries for a minute or more, and nng's next attempt,
+ * which would resolve the name again and find the new address, waits for
+ * it. So a dialer with no connection for this long is restarted: the
+ * clients here do it within a call, the trainers' ring in its handshake. */
+#define GNN_REDIAL_AFTER_S 3.0
+/* Closes dialer *d of sock and dials url again (non-blocking) into *d.
+ * GNN_EIO when the new dial could not start (the URL no longer parses). */
+int gnn_redial(nng_socket sock, const char *url, nng_dialer *d);
+
 /* True while a connection to the peer is up (nng pipe events; any thread). */
 bool gnn_client_connected(const struct gnn_client *c);
 

@@ -1,6 +1,8 @@
 #include "sys.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -106,6 +108,29 @@ unsigned gnn_cpu_count(void)
 		n = up < limit ? up + 1 : up;
 	}
 	return n > 0 ? n : 1;
+}
+
+void gnn_remove_stale(const char *dir, const char *prefix, const char *suffix, const char *why)
+{
+	size_t np = strlen(prefix), ns = strlen(suffix);
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || len < np + ns ||
+		    strncmp(e->d_name, prefix, np) != 0 || strcmp(e->d_name + len - ns, suffix) != 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (gnn_rm_rf(path) == GNN_OK)
+			GNN_INFO("stale_removed", "path=%s reason=\"%s\"", path, why);
+	}
+	closedir(d);
 }
 
 int gnn_mkdir_p(const char *dir)

@@ -31,6 +31,12 @@ unsigned gnn_cpu_count(void);
 int gnn_mkdir_p(const char *dir);
 /* Removes path recursively (a file or a directory tree); missing is OK. */
 int gnn_rm_rf(const char *path);
+/* Removes (recursively) every entry of dir whose name starts with prefix
+ * and ends with suffix (either may be ""): the temporary files and folders
+ * of writers that died mid-write. Logs INFO stale_removed with why per
+ * entry; a missing dir is nothing to do. Call it only where no live
+ * process writes such entries. */
+void gnn_remove_stale(const char *dir, const char *prefix, const char *suffix, const char *why);
 /* fsyncs a directory so a rename inside it is durable. */
 int gnn_fsync_dir(const char *dir);
 

@@ -4,7 +4,6 @@
  *
  * Output is atomic: everything goes to OUT.tmp-<pid>-<random>, which is renamed to OUT
  * only when complete; any failure removes it. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -89,32 +88,18 @@ static int check_config(void)
 /* Refuses an existing output (unless --force) and creates the temporary
  * folder next to it, so an unwritable destination fails before any work. */
 /* Removes OUT.tmp-* beside OUT: temporary outputs of runs that were
- * killed (or force-stopped in METIS, which cannot be interrupted). */
+ * killed (or ended by the stop watchdog, which cannot clean up). */
 static void remove_stale_tmp(void)
 {
-	char dir[PATH_MAX], prefix[PATH_MAX], path[2 * PATH_MAX];
-	const char *base, *slash = strrchr(cfg.out, '/');
-	struct dirent *e;
-	DIR *d;
+	char dir[PATH_MAX], prefix[PATH_MAX];
+	const char *slash = strrchr(cfg.out, '/');
 
-	if (slash == NULL) {
+	if (slash == NULL)
 		snprintf(dir, sizeof(dir), ".");
-		base = cfg.out;
-	} else {
+	else
 		snprintf(dir, sizeof(dir), "%.*s", slash == cfg.out ? 1 : (int)(slash - cfg.out), cfg.out);
-		base = slash + 1;
-	}
-	snprintf(prefix, sizeof(prefix), "%s.tmp-", base);
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (gnn_rm_rf(path) == GNN_OK)
-			GNN_INFO("stale_removed", "path=%s reason=\"the temporary output of a run that did not finish\"", path);
-	}
-	closedir(d);
+	snprintf(prefix, sizeof(prefix), "%s.tmp-", slash == NULL ? cfg.out : slash + 1);
+	gnn_remove_stale(dir, prefix, "", "the temporary output of a run that did not finish");
 }
 
 static int prepare_output(char *tmp, size_t len)

@@ -30,6 +30,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "sys.h"
 
 /* ---- model constants (documented in docs/synthetic.md) ---- */
 
@@ -813,6 +814,13 @@ static void merge_back(uint64_t *have, size_t u, const uint64_t *add, size_t k)
 }
 
 /* Fills *keys_out with exactly `edges` sorted unique keys. */
+/* Between the generator's phases (each at most a few seconds at products
+ * scale): a stop signal ends the run, the watchdog is only the backstop. */
+static int stop_point(void)
+{
+	return gnn_stop_requested() ? GNN_ECLOSED : GNN_OK;
+}
+
 static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *rounds_out)
 {
 	size_t m = (size_t)edges, u, cap = 0;
@@ -824,7 +832,11 @@ static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *ro
 	if (keys == NULL || tmp == NULL)
 		goto out;
 	gen_keys(g, keys, m);
+	if ((rc = stop_point()) != GNN_OK)
+		goto out;
 	rc = radix_sort(keys, tmp, m, 2 * g->key_bits, &sorted);
+	if (rc == GNN_OK)
+		rc = stop_point();
 	if (rc != GNN_OK)
 		goto out;
 	/* Keep the sorted buffer, free the other before the top-up rounds. */
@@ -1049,6 +1061,8 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 		goto out;
 	assign_misfits(&m, p->seed);
 	rc = solve_homophily(&m);
+	if (rc == GNN_OK)
+		rc = stop_point();
 	if (rc != GNN_OK)
 		goto out;
 	free(m.w);
@@ -1064,6 +1078,8 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	gen.in_sub = (uint32_t)(SUB_SHARE * 4294967295.0);
 	rng_seed(&gen.r, p->seed, TAG_EDGES);
 	rc = make_edges(&gen, p->edges, &keys, &rounds);
+	if (rc == GNN_OK)
+		rc = stop_point();
 	if (rc != GNN_OK)
 		goto out;
 
@@ -1097,6 +1113,8 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	model_free(&m);
 
 	rc = make_features(p, &feat, &sigma);
+	if (rc == GNN_OK)
+		rc = stop_point();
 	if (rc != GNN_OK)
 		goto out;
 

@@ -64,7 +64,8 @@ int synth_validate(const struct synth_params *p);
  * feat_dim. Features are not materialised: g->feat is NULL and g->feat_row
  * computes a row from (seed, node, label) on demand, with g->feat_ctx (one
  * malloc block holding the class centroids) owned by the graph. Returns
- * GNN_EINVAL for bad parameters or GNN_ENOMEM; on error *g is left zeroed.
+ * GNN_EINVAL for bad parameters, GNN_ENOMEM, or GNN_ECLOSED when a stop
+ * signal arrived (checked between phases); on error *g is left zeroed.
  * Peak memory at ogbn-products scale is about 1.1 GB; graph_free releases
  * the result. */
 int synth_generate(const struct synth_params *p, struct graph *g);

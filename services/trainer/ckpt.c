@@ -93,29 +93,6 @@ static size_t prune(const char *dir, size_t keep)
 	return gone;
 }
 
-/* Temporary folders and files of writers that died mid-write: only rank
- * 0 writes here, and the process calling this is rank 0. */
-static void remove_stale(const char *dir)
-{
-	char file[PATH_MAX + 300];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		size_t len = strlen(e->d_name);
-
-		if (strncmp(e->d_name, ".tmp-epoch-", 11) != 0 &&
-		    !(len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0))
-			continue;
-		snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
-		if (gnn_rm_rf(file) == GNN_OK)
-			GNN_INFO("stale_removed", "path=%s reason=\"left by a checkpoint write that did not finish\"", file);
-	}
-	closedir(d);
-}
-
 /* A file that does not load is moved to DIR/corrupt-NAME (one per name):
  * out of the way of the next start and of pruning, and kept for a look. */
 static void move_aside(const char *dir, const char *name, const char *why)
@@ -321,7 +298,9 @@ int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 
 	*found = false;
 	memset(out, 0, sizeof(*out));
-	remove_stale(dir);
+	/* only rank 0 writes here, and this is rank 0 */
+	gnn_remove_stale(dir, ".tmp-epoch-", "", "left by a checkpoint write that did not finish");
+	gnn_remove_stale(dir, "", ".tmp", "left by a checkpoint write that did not finish");
 	if ((rc = list_epochs(dir, &eps, &n)) != GNN_OK) {
 		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));
 		return rc;

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "err.h"
 #include "log.h"
 #include "sys.h"
@@ -58,11 +59,6 @@
 #define WAIT_LOG_S 10.0          /* a waiting_for_peer line this often */
 #define LOST_GRACE_S 1.0         /* a neighbour's pipe gone this long: fail early
 				  * (nng redials after 100 ms: a blip is back by then) */
-/* A connect to an address that vanished (the next rank's pod was replaced
- * and got a new IP) hangs in TCP's SYN retries for a minute or more, and
- * nng's next attempt, which would resolve the name again, waits for it: so
- * the dialer is restarted when `out` has had no pipe for this long. */
-#define REDIAL_AFTER_S 3.0
 #define MAX_MISMATCH_LOGS 16
 #define CLOSE_LOG_S 5.0          /* tr_ring_close logs its wait this often */
 #define CLOSE_STUCK_S 5          /* nng_close longer than this: give up on it */
@@ -347,15 +343,11 @@ static void pipe_cb(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 
 /* ---- the engine ---- */
 
-/* Restarts the dialer of `out` (REDIAL_AFTER_S). */
+/* Restarts the dialer of `out` (GNN_REDIAL_AFTER_S). */
 static void redial(struct tr_ring *r)
 {
-	int rv;
-
-	nng_dialer_close(r->dialer);
-	if ((rv = nng_dial(r->out.sock, r->urls[r->next], &r->dialer, NNG_FLAG_NONBLOCK)) != 0)
-		GNN_WARN("ring_redial_failed", "peer=trainer-%u url=%s error=\"%s\"", r->next, r->urls[r->next],
-			 nng_strerror(rv));
+	if (gnn_redial(r->out.sock, r->urls[r->next], &r->dialer) != GNN_OK)
+		GNN_WARN("ring_redial_failed", "peer=trainer-%u url=%s", r->next, r->urls[r->next]);
 	pthread_mutex_lock(&r->mu);
 	r->out.down_since = gnn_now();
 	pthread_mutex_unlock(&r->mu);
@@ -1056,7 +1048,7 @@ static int handshake(struct tr_ring *r, double wait_s)
 			hello_log_wait(r, &hs, GNN_LOG_INFO, "waiting_for_peer", waited, in_up, out_up);
 			next_log += WAIT_LOG_S;
 		}
-		if (!out_up && gnn_now() - down_since >= REDIAL_AFTER_S)
+		if (!out_up && gnn_now() - down_since >= GNN_REDIAL_AFTER_S)
 			redial(r);
 		gnn_deadline(CLOCK_MONOTONIC, SLICE_MS, &ts);
 		pthread_mutex_lock(&r->mu);

@@ -291,7 +291,7 @@ static void test_failover(void)
 	printf("  connection closed during the call: %s %.3f s after the close (%s)\n", gnn_errname(rc),
 	       gnn_now() - peer.closed_at, err);
 	CHECK(rc == GNN_EUNAVAIL && strstr(err, "closed the connection") != NULL);
-	CHECK(gnn_now() - peer.closed_at < 1.0);
+	CHECK(gnn_now() - peer.closed_at < 5.0);   /* the timeout chain is 30 s */
 	pthread_join(th, NULL);
 	/* now nothing listens: no connection, so no wait either (once the
 	 * client has seen the connection go: nng reports that just after the
@@ -301,9 +301,60 @@ static void test_failover(void)
 	t0 = gnn_now();
 	rc = gnn_client_call(c, &w, &reply, err, sizeof(err));
 	CHECK(rc == GNN_EUNAVAIL && strstr(err, "is not connected") != NULL);
-	CHECK(gnn_now() - t0 < 0.5);
+	CHECK(gnn_now() - t0 < 5.0);
 	gnn_wbuf_free(&w);
 	gnn_client_close(c);
+}
+
+/* gnn_client_abort from another thread ends a call that waits for a
+ * peer that never answers (a stopping process must not wait it out). */
+struct aborter {
+	struct gnn_client *c;
+	double at;
+};
+
+static void *abort_soon(void *arg)
+{
+	struct aborter *a = arg;
+
+	usleep(300 * 1000);
+	a->at = gnn_now();
+	gnn_client_abort(a->c);
+	return NULL;
+}
+
+static void test_abort(void)
+{
+	struct gnn_client_opts o = { .name = "silent", .timeout_ms = 10000, .retries = 2 };
+	struct aborter a = { 0 };
+	nng_socket silent;
+	nng_listener l;
+	nng_msg *reply = NULL;
+	struct gnn_wbuf w;
+	pthread_t th;
+	char url[64], err[256];
+	int port, rc;
+
+	if (!CHECK(nng_rep0_open(&silent) == 0) || !CHECK(nng_listen(silent, "tcp://127.0.0.1:0", &l, 0) == 0) ||
+	    !CHECK(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0))
+		return;
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	o.url = url;
+	if (!CHECK(gnn_client_open(&o, &a.c) == GNN_OK))
+		return;
+	gnn_wbuf_init(&w);
+	gnn_encode_info_req(&w, 9);
+	pthread_create(&th, NULL, abort_soon, &a);
+	rc = gnn_client_call(a.c, &w, &reply, err, sizeof(err));
+	printf("  aborted call: %s %.3f s after the abort (%s)\n", gnn_errname(rc), gnn_now() - a.at, err);
+	CHECK(rc == GNN_ECLOSED && strstr(err, "abandoned") != NULL);
+	CHECK(gnn_now() - a.at < 5.0);   /* the timeout chain is 30 s */
+	pthread_join(th, NULL);
+	/* later calls fail at once */
+	CHECK(gnn_client_call(a.c, &w, &reply, err, sizeof(err)) == GNN_ECLOSED);
+	gnn_wbuf_free(&w);
+	gnn_client_close(a.c);
+	nng_close(silent);
 }
 
 static void test_bad_urls(void)
@@ -329,6 +380,7 @@ int main(void)
 	RUN(test_timeouts_and_recovery);
 	RUN(test_parallel);
 	RUN(test_failover);
+	RUN(test_abort);
 	RUN(test_bad_urls);
 	gnn_metrics_free(reg);
 	return t_done();
