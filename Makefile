@@ -105,7 +105,7 @@ test: deps
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT="-O1 -g" all
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run.sh build-asan
 
 demo: deps

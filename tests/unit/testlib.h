@@ -4,7 +4,8 @@
  * line, expression) and evaluates to whether it held, so a test may stop
  * with `if (!CHECK(p != NULL)) return;`. Output is one line per test,
  * "PASS name", "FAIL name: why" or "SKIP name: why", read by tests/run.sh.
- * t_done() returns the process exit status. */
+ * t_done() returns the process exit status. TEST_ONLY=name (in the
+ * environment) runs only that test, to chase one test's failure. */
 #ifndef GNN_TESTLIB_H
 #define GNN_TESTLIB_H
 
@@ -33,7 +34,10 @@ static inline bool t_check(bool ok, const char *expr, const char *file, int line
 static inline void t_run(const char *name, void (*fn)(void))
 {
 	int before = t_failed_checks;
+	const char *only = getenv("TEST_ONLY");
 
+	if (only != NULL && only[0] != '\0' && strcmp(only, name) != 0)
+		return;
 	t_skip_reason = NULL;
 	fflush(stdout);
 	fn();
