@@ -56,7 +56,7 @@ static void redial_if_stuck(struct gnn_client *c)
 	if (!atomic_load(&c->aborted) && !gnn_client_connected(c) &&
 	    gnn_now() - atomic_load(&c->down_since) >= GNN_REDIAL_AFTER_S) {
 		if (gnn_redial(c->sock, c->url, &c->dialer) != GNN_OK)
-			GNN_WARN("redial_failed", "peer=%s url=%s", c->name, c->url);
+			GNN_WARN_LIMITED("redial_failed", "peer=%s url=%s", c->name, c->url);
 		else
 			GNN_DEBUG("redial", "peer=%s url=%s reason=\"no connection for %.0f s\"", c->name, c->url,
 				  gnn_now() - atomic_load(&c->down_since));
@@ -372,7 +372,7 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 			nng_ctx_close(p[i].ctx);
 		}
 		if (calls[i].rc == GNN_ETIMEDOUT)
-			GNN_WARN("call_failed", "peer=%s url=%s op=%s attempts=%d reason=\"%s\"",
+			GNN_WARN_LIMITED("call_failed", "peer=%s url=%s op=%s attempts=%d reason=\"%s\"",
 				 calls[i].client->name, calls[i].client->url,
 				 gnn_msg_name(calls[i].req->buf[6]), calls[i].attempts, calls[i].err);
 		if (calls[i].rc != GNN_OK && first == GNN_OK)

@@ -19,6 +19,7 @@ static const char *const messages[GNN_ERR_COUNT] = {
 	[GNN_ECLOSED] = "closed",
 	[GNN_EHELP] = "help printed",
 	[GNN_EINTERNAL] = "internal error",
+	[GNN_EDONE] = "already finished",
 };
 
 const char *gnn_strerror(int err)
@@ -45,6 +46,7 @@ static const char *const names[GNN_ERR_COUNT] = {
 	[GNN_ECLOSED] = "eclosed",
 	[GNN_EHELP] = "ehelp",
 	[GNN_EINTERNAL] = "einternal",
+	[GNN_EDONE] = "edone",
 };
 
 const char *gnn_errname(int err)

@@ -23,6 +23,7 @@ enum gnn_err {
 	GNN_ECLOSED,     /* object closed or shutdown requested */
 	GNN_EHELP,       /* --help was printed: exit 0 without doing anything */
 	GNN_EINTERNAL,   /* a bug: invariant violated */
+	GNN_EDONE,       /* nothing to do: the work is finished (a peer has the result) */
 	GNN_ERR_COUNT
 };
 

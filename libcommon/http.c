@@ -4,17 +4,27 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+#define LISTEN_BACKLOG 1024 /* a burst of connections waits here, not in SYN retries */
+#define BACKOFF_MS 100 /* after an accept failure nothing could answer */
 
 /* The path label takes only these values, so a scanner probing random URLs
  * cannot grow the metric without bound. */
@@ -22,6 +32,11 @@ enum path { PATH_HEALTHZ, PATH_READYZ, PATH_METRICS, PATH_OTHER, PATH_COUNT };
 
 static const char *const path_names[PATH_COUNT] = { "/healthz", "/readyz", "/metrics", "other" };
 
+/* MHD serves the connections; our own thread accepts them (MHD has no
+ * listening socket) so that it can answer a probe itself where MHD cannot
+ * take the connection: at MHD's connection limit, and with the process out
+ * of descriptors, where MHD 0.9.75 would retry accept() in a busy loop and
+ * log two lines per try. */
 struct gnn_http {
 	struct MHD_Daemon *daemon;
 	struct gnn_metrics *reg;
@@ -29,6 +44,18 @@ struct gnn_http {
 	gnn_ready_fn ready;
 	void *ready_ctx;
 	int port;
+	int listen_fd;
+	int wake_fd;  /* eventfd: gnn_http_stop wakes the acceptor */
+	int spare_fd; /* a descriptor held back for the fd limit; -1 while lost */
+	unsigned int conn_limit;
+	/* Connections handed to MHD and not closed yet. The limit is ours,
+	 * kept here, and MHD's own is set out of reach: MHD 0.9.75 leaves a
+	 * mutex locked (and its worker thread deadlocked) when a handed-over
+	 * connection finds the worker at its limit (daemon.c,
+	 * new_connection_process_), which a burst of connections queued
+	 * before the worker counts them can cause. */
+	atomic_uint conns;
+	pthread_t acceptor;
 	char addr[INET6_ADDRSTRLEN];
 };
 
@@ -89,23 +116,34 @@ static enum MHD_Result reply_static(struct gnn_http *srv, struct MHD_Connection 
 		     MHD_RESPMEM_PERSISTENT);
 }
 
-static enum MHD_Result serve_readyz(struct gnn_http *srv, struct MHD_Connection *conn)
+/* Asks the ready callback; writes /readyz's body (at least
+ * GNN_HTTP_REASON_MAX + 16 bytes) and returns its status code. */
+static unsigned int readyz_answer(struct gnn_http *srv, char *body, size_t size)
 {
 	char reason[GNN_HTTP_REASON_MAX] = "";
-	char body[GNN_HTTP_REASON_MAX + 16];
 
-	if (srv->ready == NULL || srv->ready(srv->ready_ctx, reason, sizeof(reason)))
-		return reply_static(srv, conn, PATH_READYZ, MHD_HTTP_OK, "ready\n");
+	if (srv->ready == NULL || srv->ready(srv->ready_ctx, reason, sizeof(reason))) {
+		snprintf(body, size, "ready\n");
+		return MHD_HTTP_OK;
+	}
 	/* Trust the callback with nothing: terminate the reason and keep it
 	 * to one line. */
 	reason[sizeof(reason) - 1] = '\0';
 	reason[strcspn(reason, "\r\n")] = '\0';
 	if (reason[0] != '\0')
-		snprintf(body, sizeof(body), "not ready: %s\n", reason);
+		snprintf(body, size, "not ready: %s\n", reason);
 	else
-		snprintf(body, sizeof(body), "not ready\n");
-	return reply(srv, conn, PATH_READYZ, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, body,
-		     strlen(body), MHD_RESPMEM_MUST_COPY);
+		snprintf(body, size, "not ready\n");
+	return MHD_HTTP_SERVICE_UNAVAILABLE;
+}
+
+static enum MHD_Result serve_readyz(struct gnn_http *srv, struct MHD_Connection *conn)
+{
+	char body[GNN_HTTP_REASON_MAX + 16];
+	unsigned int code = readyz_answer(srv, body, sizeof(body));
+
+	return reply(srv, conn, PATH_READYZ, code, CT_TEXT, body, strlen(body),
+		     MHD_RESPMEM_MUST_COPY);
 }
 
 static enum MHD_Result serve_metrics(struct gnn_http *srv, struct MHD_Connection *conn)
@@ -115,7 +153,7 @@ static enum MHD_Result serve_metrics(struct gnn_http *srv, struct MHD_Connection
 	int err;
 
 	if ((err = gnn_metrics_render(srv->reg, &text, &len)) != GNN_OK) {
-		GNN_ERROR("http_metrics_render_failed", "err=\"%s\"", gnn_strerror(err));
+		GNN_ERROR_LIMITED("http_metrics_render_failed", "err=\"%s\"", gnn_strerror(err));
 		return reply_static(srv, conn, PATH_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				    "internal error\n");
 	}
@@ -155,7 +193,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 }
 
 /* MHD's own diagnostics (client errors, start-up failures) go to our log
- * as one line each instead of to stderr. */
+ * as one line each instead of to stderr, rate-limited: clients can make
+ * MHD say things as often as they like. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct gnn_http *srv = cls;
@@ -168,7 +207,222 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	for (char *p = msg; *p != '\0'; p++)
 		if (*p == '\n' || *p == '"')
 			*p = '\'';
-	GNN_WARN("http_server", "addr=%s msg=\"%s\"", srv->addr, msg);
+	GNN_WARN_LIMITED("http_server", "addr=%s msg=\"%s\"", srv->addr, msg);
+}
+
+/* Ends the count of a connection the acceptor handed to MHD. (Only
+ * CLOSED: STARTED comes after MHD's queue of handed-over connections, too
+ * late for the acceptor's limit.) */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct gnn_http *srv = cls;
+
+	(void)conn;
+	(void)socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		atomic_fetch_sub(&srv->conns, 1);
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads a request head into req (NUL-terminated) until its blank line, for
+ * at most GNN_HTTP_DIRECT_MS. Returns the length, or 0 when it did not
+ * come whole in time (a slow or silent client: no answer). */
+static size_t read_head(int s, char *req, size_t size)
+{
+	long long deadline = mono_ms() + GNN_HTTP_DIRECT_MS, left;
+	size_t len = 0;
+	ssize_t k;
+
+	req[0] = '\0';
+	while (strstr(req, "\r\n\r\n") == NULL) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+
+		left = deadline - mono_ms();
+		if (len + 1 >= size || left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return 0;
+		k = recv(s, req + len, size - 1 - len, 0);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			continue;
+		if (k <= 0)
+			return 0;
+		len += (size_t)k;
+		req[len] = '\0';
+	}
+	return len;
+}
+
+/* Answers one request on s without MHD, where MHD cannot take the
+ * connection (its connection limit reached, or no descriptor left for
+ * anything else). The probes get their usual answers; /metrics gets 503,
+ * which costs nothing and leaves the scrape for a later, normal
+ * connection. Runs on the acceptor thread, for at most GNN_HTTP_DIRECT_MS,
+ * and needs no descriptor but s. */
+static void serve_direct(struct gnn_http *srv, int s)
+{
+	char req[2048], body[GNN_HTTP_REASON_MAX + 16], resp[512], *url, *end;
+	const char *status = "Service Unavailable";
+	unsigned int code = MHD_HTTP_SERVICE_UNAVAILABLE;
+	enum path path;
+	bool get, head;
+	int n;
+
+	if (read_head(s, req, sizeof(req)) == 0 || (url = strchr(req, ' ')) == NULL)
+		return;
+	*url++ = '\0';
+	if ((end = strpbrk(url, " \r\n")) == NULL)
+		return;
+	*end = '\0';
+	url[strcspn(url, "?")] = '\0';
+	path = classify(url);
+	get = strcmp(req, MHD_HTTP_METHOD_GET) == 0;
+	head = strcmp(req, MHD_HTTP_METHOD_HEAD) == 0;
+	snprintf(body, sizeof(body), "busy, try again\n");
+	if (path == PATH_OTHER) {
+		code = MHD_HTTP_NOT_FOUND;
+		status = "Not Found";
+		snprintf(body, sizeof(body), "not found\n");
+	} else if (!get && !head) {
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+		status = "Method Not Allowed";
+		snprintf(body, sizeof(body), "method not allowed\n");
+	} else if (path == PATH_HEALTHZ) {
+		code = MHD_HTTP_OK;
+		snprintf(body, sizeof(body), "ok\n");
+	} else if (path == PATH_READYZ) {
+		code = readyz_answer(srv, body, sizeof(body));
+	}
+	if (code == MHD_HTTP_OK)
+		status = "OK";
+	n = snprintf(resp, sizeof(resp),
+		     "HTTP/1.1 %u %s\r\nContent-Type: " CT_TEXT "\r\nCache-Control: no-store\r\n"
+		     "%sContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     code, status, code == MHD_HTTP_METHOD_NOT_ALLOWED ? "Allow: GET, HEAD\r\n" : "",
+		     strlen(body), head ? "" : body);
+	/* A few hundred bytes fit in any socket buffer: no waiting on the
+	 * client. */
+	if (n > 0 && send(s, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n)
+		count_request(srv, path, code);
+	shutdown(s, SHUT_WR);
+}
+
+static bool out_of_descriptors(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* Accepts one connection and hands it to MHD, or answers it directly.
+ * Returns GNN_EIO when accept() failed in a way that calls for a pause
+ * (no descriptor, and the spare one is gone). */
+static int accept_one(struct gnn_http *srv)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	int s, err;
+
+	s = accept4(srv->listen_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (s >= 0) {
+		if (atomic_load(&srv->conns) >= srv->conn_limit) {
+			GNN_WARN_LIMITED("http_connection_limit",
+					 "addr=%s port=%d limit=%u action=answered_directly", srv->addr,
+					 srv->port, srv->conn_limit);
+			serve_direct(srv, s);
+			close(s);
+			return GNN_OK;
+		}
+		/* Counted from here, not from MHD's STARTED: see conns. On
+		 * failure MHD has closed s and said why through mhd_log. */
+		atomic_fetch_add(&srv->conns, 1);
+		if (MHD_add_connection(srv->daemon, s, (struct sockaddr *)&sa, salen) != MHD_YES)
+			atomic_fetch_sub(&srv->conns, 1);
+		return GNN_OK;
+	}
+	err = errno;
+	if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED || err == EPROTO)
+		return GNN_OK;
+	if (out_of_descriptors(err) && srv->spare_fd >= 0) {
+		/* The classic trick: free the spare, take the connection in its
+		 * slot, answer, and turn the socket back into the spare with
+		 * dup3 instead of closing it, so that the slot is never free
+		 * for another thread (nng retries its accept every 10 ms) to
+		 * take. Only the moment between close and accept4 is open. */
+		close(srv->spare_fd);
+		srv->spare_fd = -1;
+		s = accept4(srv->listen_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (s >= 0) {
+			GNN_WARN_LIMITED("http_fd_limit",
+					 "addr=%s port=%d err=\"%s\" action=answered_with_spare_descriptor",
+					 srv->addr, srv->port, strerror(err));
+			serve_direct(srv, s);
+			if (dup3(srv->listen_fd, s, O_CLOEXEC) >= 0)
+				srv->spare_fd = s;
+			else
+				close(s);
+			return GNN_OK;
+		}
+		err = errno;
+		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED)
+			return GNN_OK;
+	}
+	GNN_WARN_LIMITED("http_accept_failed", "addr=%s port=%d err=\"%s\" spare=%s retry_ms=%d",
+			 srv->addr, srv->port, strerror(err), srv->spare_fd >= 0 ? "yes" : "lost",
+			 BACKOFF_MS);
+	return GNN_EIO;
+}
+
+/* The acceptor thread: accepts until gnn_http_stop writes wake_fd, pausing
+ * BACKOFF_MS after a failure it could not answer around (instead of
+ * spinning on a listening socket that stays readable). */
+static void *acceptor_main(void *arg)
+{
+	struct gnn_http *srv = arg;
+	bool pause = false;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = srv->wake_fd, .events = POLLIN },
+				       { .fd = srv->listen_fd, .events = POLLIN } };
+
+		/* Regained as soon as any descriptor is free. It is a
+		 * duplicate of the listening socket only to hold a slot. */
+		if (srv->spare_fd < 0)
+			srv->spare_fd = fcntl(srv->listen_fd, F_DUPFD_CLOEXEC, 0);
+		if (poll(p, pause ? 1 : 2, pause ? BACKOFF_MS : -1) < 0 && errno != EINTR) {
+			GNN_WARN_LIMITED("http_poll_failed", "addr=%s port=%d err=\"%s\"", srv->addr,
+					 srv->port, strerror(errno));
+			usleep(BACKOFF_MS * 1000);
+			continue;
+		}
+		if (p[0].revents != 0)
+			return NULL;
+		if (pause) {
+			pause = false;
+			continue;
+		}
+		if (p[1].revents != 0)
+			pause = accept_one(srv) != GNN_OK;
+	}
+}
+
+/* A quarter of the descriptor limit, within [GNN_HTTP_MIN_CONNECTIONS,
+ * GNN_HTTP_MAX_CONNECTIONS]: the server alone can never run the process
+ * out of descriptors, and the rest stay with the service's own work. */
+static unsigned int connection_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / 4 >= GNN_HTTP_MAX_CONNECTIONS)
+		return GNN_HTTP_MAX_CONNECTIONS;
+	if (rl.rlim_cur / 4 <= GNN_HTTP_MIN_CONNECTIONS)
+		return GNN_HTTP_MIN_CONNECTIONS;
+	return (unsigned int)(rl.rlim_cur / 4);
 }
 
 /* Registers gnn_http_requests_total, or takes the one another server on
@@ -207,7 +461,7 @@ static int open_listener(const struct gnn_http *srv, const struct sockaddr *sa, 
 	/* Lets a restarted service bind while old connections sit in
 	 * TIME_WAIT; Linux still refuses a port someone listens on. */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, sa, salen) != 0 || listen(fd, GNN_HTTP_MAX_CONNECTIONS) != 0) {
+	    bind(fd, sa, salen) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
 		GNN_ERROR("http_bind_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port,
 			  strerror(errno));
 		close(fd);
@@ -225,11 +479,10 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
 	} addr;
-	const union MHD_DaemonInfo *info;
 	const char *host = bind_addr != NULL ? bind_addr : "0.0.0.0";
 	struct gnn_http *srv;
 	socklen_t addrlen;
-	int fd, err;
+	int err;
 
 	if (reg == NULL || out == NULL || port < 0 || port > 65535)
 		return GNN_EINVAL;
@@ -249,6 +502,7 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 
 	if ((srv = calloc(1, sizeof(*srv))) == NULL)
 		return GNN_ENOMEM;
+	srv->listen_fd = srv->wake_fd = srv->spare_fd = -1;
 	srv->reg = reg;
 	srv->ready = ready;
 	srv->ready_ctx = ready_ctx;
@@ -258,33 +512,62 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 			  gnn_strerror(err));
 		goto out_free;
 	}
-	if ((err = open_listener(srv, &addr.sa, addrlen, port, &fd)) != GNN_OK)
+	if ((err = open_listener(srv, &addr.sa, addrlen, port, &srv->listen_fd)) != GNN_OK)
 		goto out_free;
+	if (getsockname(srv->listen_fd, &addr.sa, &addrlen) != 0) {
+		err = GNN_EIO;
+		goto out_listener;
+	}
+	srv->port = ntohs(addr.sa.sa_family == AF_INET ? addr.in.sin_port : addr.in6.sin6_port);
+	srv->spare_fd = fcntl(srv->listen_fd, F_DUPFD_CLOEXEC, 0);
+	srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->spare_fd < 0 || srv->wake_fd < 0) {
+		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port,
+			  strerror(errno));
+		err = GNN_EIO;
+		goto out_fds;
+	}
+	srv->conn_limit = connection_limit();
+	atomic_init(&srv->conns, 0);
 
-	/* The logger goes first so that start-up errors reach it too. */
-	srv->daemon = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-				       NULL, handle, srv,
+	/* epoll: no FD_SETSIZE ceiling on descriptor numbers. ITC: the pool
+	 * threads learn at once of a connection handed over by the acceptor.
+	 * The logger goes first so that start-up errors reach it too. */
+	srv->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC |
+					       MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG,
+				       0, NULL, NULL, handle, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-				       MHD_OPTION_LISTEN_SOCKET, fd,
+				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 				       MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)GNN_HTTP_THREADS,
-				       MHD_OPTION_CONNECTION_LIMIT, (unsigned int)GNN_HTTP_MAX_CONNECTIONS,
+				       /* Each worker may take all of ours, and one more. */
+				       MHD_OPTION_CONNECTION_LIMIT,
+				       (srv->conn_limit + 1) * (unsigned int)GNN_HTTP_THREADS,
 				       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)GNN_HTTP_TIMEOUT_S,
 				       MHD_OPTION_END);
 	if (srv->daemon == NULL) {
-		/* No close(fd): MHD 0.9.75 closes a listen socket handed to it on
-		 * every failure after option parsing, and these options are
-		 * fixed and valid. Closing it again could hit another thread's
-		 * new descriptor. */
 		GNN_ERROR("http_start_failed", "addr=%s port=%d", srv->addr, port);
 		err = GNN_EIO;
-		goto out_free;
+		goto out_fds;
 	}
-	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = info != NULL ? info->port : port;
-	GNN_INFO("http_listening", "addr=%s port=%d", srv->addr, srv->port);
+	if ((err = pthread_create(&srv->acceptor, NULL, acceptor_main, srv)) != 0) {
+		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port,
+			  strerror(err));
+		MHD_stop_daemon(srv->daemon);
+		err = GNN_EIO;
+		goto out_fds;
+	}
+	GNN_INFO("http_listening", "addr=%s port=%d max_connections=%u timeout_s=%d", srv->addr,
+		 srv->port, srv->conn_limit, GNN_HTTP_TIMEOUT_S);
 	*out = srv;
 	return GNN_OK;
 
+out_fds:
+	if (srv->wake_fd >= 0)
+		close(srv->wake_fd);
+	if (srv->spare_fd >= 0)
+		close(srv->spare_fd);
+out_listener:
+	close(srv->listen_fd);
 out_free:
 	free(srv);
 	return err;
@@ -299,7 +582,20 @@ void gnn_http_stop(struct gnn_http *srv)
 {
 	if (srv == NULL)
 		return;
+	/* The acceptor first, so that nothing hands MHD a connection while it
+	 * stops. An eventfd write cannot fail short of a counter overflow. */
+	if (write(srv->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) != sizeof(uint64_t))
+		GNN_ERROR("http_wake_failed", "addr=%s port=%d err=\"%s\"", srv->addr, srv->port,
+			  strerror(errno));
+	pthread_join(srv->acceptor, NULL);
 	MHD_stop_daemon(srv->daemon);
+	close(srv->listen_fd);
+	if (srv->spare_fd >= 0)
+		close(srv->spare_fd);
+	close(srv->wake_fd);
 	GNN_INFO("http_stopped", "addr=%s port=%d", srv->addr, srv->port);
+	/* Services stop this server last: report what the rate limits held
+	 * back (log.h) while the log is still read. */
+	gnn_log_flush();
 	free(srv);
 }

@@ -6,9 +6,13 @@
  *   GET /metrics  200, the registry in the Prometheus text format 0.0.4
  *   other paths   404; GET and HEAD only on the three above, else 405
  *
- * Served by libmicrohttpd from a small pool of internal threads, with a
- * connection limit and an idle timeout so slow or stuck clients cannot tie
- * it up. Every response is counted in the registry as
+ * Served by libmicrohttpd (epoll) from a small pool of internal threads,
+ * with a connection limit derived from RLIMIT_NOFILE and a short idle
+ * timeout so slow or stuck clients cannot tie it up. A thread of our own
+ * accepts the connections; where MHD cannot take one (its connection limit
+ * reached, or the process out of descriptors: a spare descriptor is held
+ * back for that), that thread answers /healthz and /readyz itself, and
+ * /metrics with 503. Every response is counted in the registry as
  * gnn_http_requests_total{path="/metrics"|"/healthz"|"/readyz"|"other",code="200"}. */
 #ifndef GNN_HTTP_H
 #define GNN_HTTP_H
@@ -18,9 +22,18 @@
 
 #include "metrics.h"
 
-#define GNN_HTTP_THREADS 2          /* worker threads of the pool */
-#define GNN_HTTP_MAX_CONNECTIONS 64 /* open at once; more are not served until some close */
-#define GNN_HTTP_TIMEOUT_S 10       /* an idle connection is closed after this */
+#define GNN_HTTP_THREADS 2 /* worker threads of the pool */
+/* Connections MHD holds at once: a quarter of RLIMIT_NOFILE's soft limit
+ * (so the server alone never exhausts it), within these bounds. */
+#define GNN_HTTP_MIN_CONNECTIONS 8
+#define GNN_HTTP_MAX_CONNECTIONS 1024
+/* A connection that sends or reads nothing for this long is closed. A
+ * probe or a scrape takes milliseconds; a silent client frees its slot
+ * soon. */
+#define GNN_HTTP_TIMEOUT_S 3
+/* The most the acceptor waits for a whole request head when it answers a
+ * connection itself; a probe sends its head at once. */
+#define GNN_HTTP_DIRECT_MS 300
 #define GNN_HTTP_REASON_MAX 128     /* size of the ready callback's reason buffer */
 
 struct gnn_http;
@@ -49,7 +62,8 @@ int gnn_http_port(const struct gnn_http *srv);
 
 /* Closes the listening socket and every open connection, waits for the
  * server's threads (no callback runs after it returns) and frees srv.
- * Does not wait for idle clients. Safe on NULL. */
+ * Does not wait for idle clients. Then writes the counts of rate-limited
+ * log lines not yet reported (gnn_log_flush). Safe on NULL. */
 void gnn_http_stop(struct gnn_http *srv);
 
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the unit-test binaries BUILD/tests/test_*, then the
-# end-to-end scripts tests/e2e/*.sh (real binaries, real files). Each prints
+# end-to-end scripts tests/e2e/*.sh (real binaries, real files) and the
+# chaos suite tests/chaos/*.sh (faults injected into supervised runs). Each prints
 # one "PASS name" / "FAIL name: why" / "SKIP name: why" line per test; this
 # script adds a FAIL for a binary that crashes and ends with the totals line
 # "N passed, N failed, N skipped". Usage: tests/run.sh [BUILD_DIR]
@@ -34,7 +35,7 @@ run_one() {  # name, command...
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] && run_one "$(basename "$t")" "$t"
 done
-for s in "$ROOT"/tests/e2e/*.sh; do
+for s in "$ROOT"/tests/e2e/*.sh "$ROOT"/tests/chaos/*.sh; do
 	run_one "$(basename "$s")" bash "$s"
 done
 

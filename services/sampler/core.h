@@ -82,10 +82,11 @@ struct smp_backend {
 	/* Writes a name for partition part's server for error texts:
 	 * "graphstore-1 (tcp://...)". */
 	void (*describe)(void *ctx, uint32_t part, char *buf, size_t size);
-	/* Optional (NULL: always true). Whether layout is filled in yet; the
-	 * other calls may be used only once it returned true. When false,
-	 * reason (NUL-terminated) says what is awaited: "waiting for graph
-	 * stores: graphstore-1(tcp://...)". Thread-safe. */
+	/* Optional (NULL: always true). Whether layout is filled in yet (and
+	 * still true: false again for good once the graph behind it changed);
+	 * the other calls may be used only while it returns true. When false,
+	 * reason (NUL-terminated) says what is awaited or wrong: "waiting for
+	 * graph stores: graphstore-1(tcp://...)". Thread-safe. */
 	bool (*layout_known)(void *ctx, char *reason, size_t size);
 };
 

@@ -8,7 +8,9 @@
  *   "waiting for graph stores: ..." for now) -> wait for every store's
  *   INFO (the layout) -> serve MINIBATCH_REQ, INFO_REQ and NODES_REQ, a
  *   background INFO check keeping /readyz honest -> SIGTERM: stop
- *   serving, close, exit 0.
+ *   serving, close, exit 0. A graph store found serving another graph:
+ *   refuse every request, /readyz 503, and after --graph-changed-exit-s
+ *   exit 3 (SMP_EXIT_GRAPH_CHANGED) so that a restart loads the new graph.
  *
  * `gnn-sampler bench ...` runs the in-process benchmark instead (bench.h). */
 #include <inttypes.h>
@@ -37,7 +39,7 @@
 struct config {
 	const char *graphstores, *pattern, *listen, *http_addr;
 	int64_t count, http_port, workers, timeout_ms, retries, wait_stores, check_interval_ms,
-		check_timeout_ms, ids_per_call, store_down_grace_s;
+		check_timeout_ms, ids_per_call, store_down_grace_s, graph_changed_exit_s;
 };
 
 static struct config cfg;
@@ -69,6 +71,9 @@ static const struct gnn_opt options[] = {
 	{ "store-down-grace-s", GNN_OPT_INT, &cfg.store_down_grace_s, "30", 0, 86400, NULL,
 	  "a graph store that stops answering makes /readyz fail only after this long (a restarting store "
 	  "must not take every sampler out of its Service; calls wait for it meanwhile)" },
+	{ "graph-changed-exit-s", GNN_OPT_INT, &cfg.graph_changed_exit_s, "5", 0, 3600, NULL,
+	  "a graph store that now serves another graph makes the sampler refuse every request (ERROR eunavail) "
+	  "and report not ready, then exit with status 3 after this long, so that its restart loads the new graph" },
 	{ "check-timeout-ms", GNN_OPT_INT, &cfg.check_timeout_ms, "1000", 1, 600000, NULL,
 	  "timeout of one INFO check (no retries)" },
 	{ "ids-per-call", GNN_OPT_INT, &cfg.ids_per_call, "8192", 1, 524288, NULL,
@@ -140,7 +145,8 @@ int main(int argc, char **argv)
 				      .timeout_ms = (int)cfg.timeout_ms, .retries = (int)cfg.retries,
 				      .check_interval_ms = (int)cfg.check_interval_ms,
 				      .check_timeout_ms = (int)cfg.check_timeout_ms,
-				      .down_grace_s = (double)cfg.store_down_grace_s, .metrics = reg };
+				      .down_grace_s = (double)cfg.store_down_grace_s,
+				      .changed_exit_s = (double)cfg.graph_changed_exit_s, .metrics = reg };
 	if ((rc = smp_stores_open(&so, &stores)) != GNN_OK)
 		goto out;
 	if ((rc = gnn_http_start(cfg.http_addr, (int)cfg.http_port, reg, smp_stores_ready, stores, &http)) != GNN_OK)
@@ -171,19 +177,30 @@ int main(int argc, char **argv)
 	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64, cfg.listen,
 		 gnn_server_port(server), gnn_http_port(http), nurls, cfg.workers);
 
+	/* A store that changed graph leaves this process a stale layout and
+	 * nothing to serve: requests are refused meanwhile (the trainers ask
+	 * other replicas, /readyz takes it out of the Service), then it exits
+	 * non-zero and its restart learns the new graph at start-up. */
 	while (!gnn_stop_requested()) {
 		struct timespec ts = { 0, 100 * 1000000L };
+		double since;
 
+		if (smp_stores_changed(stores, &since) && gnn_now() - since >= (double)cfg.graph_changed_exit_s) {
+			GNN_ERROR("stopping", "reason=graph_changed refused_for_s=%.1f exit=%d", gnn_now() - since,
+				  SMP_EXIT_GRAPH_CHANGED);
+			status = SMP_EXIT_GRAPH_CHANGED;
+			goto out;
+		}
 		nanosleep(&ts, NULL);
 	}
 	GNN_INFO("stopping", "reason=signal");
 	status = 0;
 out:
-	if (status != 0)
+	if (status == 1)
 		GNN_ERROR("failed", "reason=\"%s\"", gnn_strerror(rc));
 	/* Requests in progress finish first; those waiting on a store end
 	 * at once instead of at their timeouts. */
-	if (gnn_stop_requested())
+	if (gnn_stop_requested() || status == SMP_EXIT_GRAPH_CHANGED)
 		smp_stores_abort(stores);
 	gnn_server_stop(server);
 	smp_stores_close(stores);
@@ -193,5 +210,8 @@ out:
 	gnn_peers_free(urls, nurls);
 	if (status == 0)
 		GNN_INFO("stopped", "exit=0");
+	else if (status == SMP_EXIT_GRAPH_CHANGED)
+		GNN_ERROR("stopped", "exit=%d reason=\"a graph store changed graph; a restart loads the new one\"",
+			  status);
 	return status;
 }

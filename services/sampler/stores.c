@@ -9,8 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
 #include "client.h"
 #include "err.h"
+#include "http.h"
 #include "log.h"
 #include "sys.h"
 
@@ -28,6 +32,20 @@ struct store {
 	int64_t *offsets;
 	bool answered;
 	struct gnn_counter *requests, *errors, *retries;
+	/* Another connection to the store, never used for calls: its closing
+	 * is how a restart of the store's process shows at once, even when no
+	 * call is in flight (the INFO check only looks every interval). */
+	nng_socket watch;
+	nng_dialer watch_dialer;
+	bool watch_open;
+	atomic_uint watch_pipe;       /* 0: not connected */
+	_Atomic double watch_down_since;
+	/* Answers from the store are used only while verified == suspect:
+	 * every sign that its process may have been replaced (the watch
+	 * connection closed, a call found no connection or was retried, the
+	 * check found it down) bumps suspect, and an INFO through the data
+	 * client showing the same graph sets verified to it. */
+	atomic_uint suspect, verified;
 };
 
 struct smp_stores {
@@ -39,12 +57,64 @@ struct smp_stores {
 	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
 	atomic_bool connected;
 	atomic_uint_fast64_t next_req_id;
+	double changed_exit_s;        /* for the texts only: main exits */
+	/* Latched when a store is found serving another graph: every request
+	 * is refused from then on. changing: the one thread that writes the
+	 * texts and changed_at, then sets changed. */
+	atomic_bool changing, changed;
+	double changed_at;
+	char changed_text[512];       /* error replies */
+	char changed_ready[GNN_HTTP_REASON_MAX]; /* /readyz */
 	struct gnn_gauge *ready_gauge;
 	pthread_t thread;
 	bool thread_started, stopping;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
+
+/* Follows the watch connection; each one that closes is a sign that the
+ * store's process went away (a pipe that failed before ADD_POST gets a
+ * REM_POST too: one sign more, which costs one INFO). */
+static void watch_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct store *st = arg;
+	unsigned id = (unsigned)nng_pipe_id(p);
+
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		atomic_store(&st->watch_pipe, id);
+		return;
+	}
+	if (atomic_compare_exchange_strong(&st->watch_pipe, &id, 0u))
+		atomic_store(&st->watch_down_since, gnn_now());
+	atomic_fetch_add(&st->suspect, 1);
+}
+
+static int watch_open(struct store *st)
+{
+	if (nng_req0_open(&st->watch) != 0)
+		return GNN_ENOMEM;
+	st->watch_open = true;
+	nng_socket_set_ms(st->watch, NNG_OPT_RECONNMINT, 100);
+	nng_socket_set_ms(st->watch, NNG_OPT_RECONNMAXT, 2000);
+	atomic_store(&st->watch_down_since, gnn_now());
+	if (nng_pipe_notify(st->watch, NNG_PIPE_EV_ADD_POST, watch_cb, st) != 0 ||
+	    nng_pipe_notify(st->watch, NNG_PIPE_EV_REM_POST, watch_cb, st) != 0 ||
+	    nng_dial(st->watch, st->url, &st->watch_dialer, NNG_FLAG_NONBLOCK) != 0)
+		return GNN_EINVAL;
+	return GNN_OK;
+}
+
+/* A watch connection stuck dialling a vanished address (a deleted pod's
+ * IP) would miss the next restart: dial the name again, as the clients do. */
+static void watch_redial_if_stuck(struct store *st)
+{
+	if (atomic_load(&st->watch_pipe) != 0 ||
+	    gnn_now() - atomic_load(&st->watch_down_since) < GNN_REDIAL_AFTER_S)
+		return;
+	if (gnn_redial(st->watch, st->url, &st->watch_dialer) != GNN_OK)
+		GNN_WARN("redial_failed", "peer=%s url=%s what=watch", st->name, st->url);
+	atomic_store(&st->watch_down_since, gnn_now());
+}
 
 static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 {
@@ -93,7 +163,10 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	s->n = o->n;
 	s->check_interval_ms = o->check_interval_ms;
 	s->down_grace_s = o->down_grace_s;
+	s->changed_exit_s = o->changed_exit_s;
 	atomic_init(&s->connected, false);
+	atomic_init(&s->changing, false);
+	atomic_init(&s->changed, false);
 	atomic_init(&s->next_req_id, 1);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -105,6 +178,11 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 
 		snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
 		atomic_init(&st->state, ST_WAITING);
+		/* The data connection is not the one the first INFO came over:
+		 * its first answers are verified too. */
+		atomic_init(&st->suspect, 1);
+		atomic_init(&st->verified, 0);
+		atomic_init(&st->watch_pipe, 0);
 		if ((st->url = strdup(o->urls[i])) == NULL)
 			goto out_fail;
 		struct gnn_client_opts data = { .url = st->url, .name = st->name, .timeout_ms = o->timeout_ms,
@@ -117,6 +195,8 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 			GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
 			goto out_fail;
 		}
+		if ((rc = watch_open(st)) != GNN_OK)
+			goto out_fail;
 	}
 	if ((rc = register_metrics(s, o->metrics)) != GNN_OK)
 		goto out_fail;
@@ -152,6 +232,8 @@ void smp_stores_close(struct smp_stores *s)
 	for (size_t i = 0; i < s->n; i++) {
 		gnn_client_close(s->st[i].data);
 		gnn_client_close(s->st[i].check);
+		if (s->st[i].watch_open)
+			nng_close(s->st[i].watch);
 		free(s->st[i].url);
 		free(s->st[i].offsets);
 	}
@@ -178,8 +260,9 @@ struct probe {
 };
 
 /* Sends INFO to every store with want[i] set, in parallel, through the
- * check clients, and decodes the answers into res[i]. */
-static void probe_stores(struct smp_stores *s, const bool *want, struct probe *res)
+ * check clients (or the data clients, with data), and decodes the answers
+ * into res[i]. */
+static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
 {
 	struct gnn_call *calls = calloc(s->n, sizeof(*calls));
 	struct gnn_wbuf *reqs = calloc(s->n, sizeof(*reqs));
@@ -198,7 +281,7 @@ static void probe_stores(struct smp_stores *s, const bool *want, struct probe *r
 		gnn_wbuf_init(&reqs[nc]);
 		if (gnn_encode_info_req(&reqs[nc], atomic_fetch_add(&s->next_req_id, 1)) != GNN_OK)
 			continue;
-		calls[nc] = (struct gnn_call){ .client = s->st[i].check, .req = &reqs[nc] };
+		calls[nc] = (struct gnn_call){ .client = data ? s->st[i].data : s->st[i].check, .req = &reqs[nc] };
 		idx[nc++] = i;
 	}
 	gnn_client_call_all(calls, nc);
@@ -360,7 +443,7 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 
 		for (size_t i = 0; i < s->n; i++)
 			want[i] = !s->st[i].answered;
-		probe_stores(s, want, res);
+		probe_stores(s, want, false, res);
 		for (size_t i = 0; i < s->n; i++) {
 			struct store *st = &s->st[i];
 
@@ -403,6 +486,18 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 	}
 	if ((rc = check_layout(s)) != GNN_OK)
 		goto out;
+	/* The watch connections dial alongside the others (milliseconds):
+	 * being ready means a restart of any store from now on is seen. A
+	 * store whose watch does not connect is still served (the other
+	 * signals and the check remain). */
+	for (double w0 = gnn_now(); gnn_now() - w0 < 1.0; sleep_ms(10)) {
+		size_t up = 0;
+
+		for (size_t i = 0; i < s->n; i++)
+			up += atomic_load(&s->st[i].watch_pipe) != 0;
+		if (up == s->n)
+			break;
+	}
 	atomic_store(&s->connected, true);
 	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " classes=%" PRIu32
 		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, s->layout.num_classes,
@@ -411,6 +506,55 @@ out:
 	free(res);
 	free(want);
 	return rc;
+}
+
+/* ---- a store that changed graph ---- */
+
+/* The identity the layout rests on: which partition of which output. */
+static bool same_graph(const struct gnn_info *a, const struct gnn_info *b)
+{
+	return a->graph_id == b->graph_id && a->part_id == b->part_id && a->num_parts == b->num_parts;
+}
+
+/* The error text of requests refused because st now answers in. */
+static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *buf,
+			 size_t size)
+{
+	/* Short: a client keeps about 250 bytes of an error text. */
+	snprintf(buf, size, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
+		 ", not graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32 ": this sampler refuses requests "
+		 "and exits in %.0f s to restart on the new graph", st->name, st->url, in->graph_id, in->part_id,
+		 in->num_parts, st->info.graph_id, st->info.part_id, st->info.num_parts, s->changed_exit_s);
+}
+
+/* Latches the change (first caller only: one ERROR line). Any thread. */
+static void mark_changed(struct smp_stores *s, struct store *st, const struct gnn_info *in)
+{
+	bool was = false;
+
+	atomic_store(&st->state, ST_CHANGED);
+	if (!atomic_compare_exchange_strong(&s->changing, &was, true))
+		return;
+	changed_text(s, st, in, s->changed_text, sizeof(s->changed_text));
+	snprintf(s->changed_ready, sizeof(s->changed_ready), "graph changed: %s serves graph_id %016" PRIx64
+		 ", not %016" PRIx64 "; exiting", st->name, in->graph_id, st->info.graph_id);
+	s->changed_at = gnn_now();
+	GNN_ERROR("graph_changed", "store=%s url=%s old_graph_id=%016" PRIx64 " old_part=%" PRIu32
+		  " old_num_parts=%" PRIu32 " new_graph_id=%016" PRIx64 " new_part=%" PRIu32 " new_num_parts=%" PRIu32
+		  " exit_status=%d exit_in_s=%.0f reason=\"%s serves another graph or partition than when this sampler "
+		  "started; refusing every request, /readyz 503, exiting so that a restart loads the new graph\"",
+		  st->name, st->url, st->info.graph_id, st->info.part_id, st->info.num_parts, in->graph_id,
+		  in->part_id, in->num_parts, SMP_EXIT_GRAPH_CHANGED, s->changed_exit_s, st->name);
+	atomic_store(&s->changed, true);
+}
+
+bool smp_stores_changed(struct smp_stores *s, double *since)
+{
+	if (!atomic_load(&s->changed))
+		return false;
+	if (since != NULL)
+		*since = s->changed_at;
+	return true;
 }
 
 /* ---- the background check ---- */
@@ -422,9 +566,11 @@ static void check_once(struct smp_stores *s)
 
 	if (res == NULL || want == NULL)
 		goto out;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		want[i] = true;
-	probe_stores(s, want, res);
+		watch_redial_if_stuck(&s->st[i]);
+	}
+	probe_stores(s, want, false, res);
 	for (size_t i = 0; i < s->n; i++) {
 		struct store *st = &s->st[i];
 		const struct gnn_info *in = &res[i].info;
@@ -432,23 +578,24 @@ static void check_once(struct smp_stores *s)
 
 		if (res[i].rc != GNN_OK)
 			now = ST_DOWN;
-		else if (in->graph_id != st->info.graph_id || in->part_id != st->info.part_id ||
-			 in->num_parts != st->info.num_parts)
+		else if (!same_graph(in, &st->info))
 			now = ST_CHANGED;
 		else
 			now = ST_UP;
+		/* Not answering may mean a restart: verify its next answers. */
+		if (now == ST_DOWN)
+			atomic_fetch_add(&st->suspect, 1);
 		if (now == old)
 			continue;
+		if (now == ST_CHANGED) {
+			mark_changed(s, st, in);
+			continue;
+		}
 		atomic_store(&st->state, now);
 		if (now == ST_DOWN) {
 			st->down_since = gnn_now();
 			GNN_WARN("graphstore_unreachable", "store=%s url=%s reason=\"%s\"", st->name, st->url,
 				 res[i].err);
-		} else if (now == ST_CHANGED) {
-			GNN_ERROR("graphstore_changed", "store=%s url=%s graph_id=%016" PRIx64 " part=%" PRIu32
-				  " expected_graph_id=%016" PRIx64 " expected_part=%" PRIu32 " reason=\"the store now "
-				  "serves another partition or graph; restart the sampler\"", st->name, st->url,
-				  in->graph_id, in->part_id, st->info.graph_id, st->info.part_id);
 		} else {
 			GNN_INFO("graphstore_reachable_again", "store=%s url=%s down_s=%.1f", st->name, st->url,
 				 old == ST_DOWN ? gnn_now() - st->down_since : 0.0);
@@ -490,12 +637,17 @@ int smp_stores_start_check(struct smp_stores *s)
 	return GNN_OK;
 }
 
-/* The backend's layout_known: the layout is fixed once connect succeeded. */
+/* The backend's layout_known: the layout is fixed once connect succeeded,
+ * and stale for good once a store changed graph. */
 static bool stores_layout_known(void *ctx, char *reason, size_t size)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 
+	if (atomic_load(&s->changed)) {
+		snprintf(reason, size, "%s", s->changed_text);
+		return false;
+	}
 	if (atomic_load(&s->connected))
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
@@ -521,6 +673,10 @@ bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
 	char list[256];
 	bool missing = false;
 
+	if (atomic_load(&s->changed)) {
+		snprintf(reason, reason_size, "%s", s->changed_ready);
+		return false;
+	}
 	if (!stores_layout_known(s, reason, reason_size))
 		return false;
 	for (size_t i = 0; i < s->n; i++)
@@ -644,11 +800,73 @@ static const char *op_name(enum smp_op op)
 	return op == SMP_OP_SAMPLE ? "sample" : op == SMP_OP_FEAT ? "features" : op == SMP_OP_LABEL ? "labels" : "nodes";
 }
 
+/* Before answers of the stores in used[] are trusted: each one with a
+ * sign of a restart since it was last verified gets an INFO through its
+ * data client (the connection its answers came over), in parallel. The
+ * same graph clears the sign; another latches the change. GNN_EUNAVAIL,
+ * with err naming the store, when a store changed or did not answer. */
+static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err_len)
+{
+	unsigned *gen;
+	struct probe *res;
+	bool any = false;
+	int rc = GNN_OK;
+
+	for (size_t i = 0; i < s->n && !any; i++)
+		any = used[i] && atomic_load(&s->st[i].verified) != atomic_load(&s->st[i].suspect);
+	if (!any)
+		return GNN_OK;  /* the usual case: nothing to ask */
+	any = false;
+	gen = calloc(s->n, sizeof(*gen));
+	res = calloc(s->n, sizeof(*res));
+	if (gen == NULL || res == NULL) {
+		snprintf(err, err_len, "out of memory");
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		gen[i] = atomic_load(&s->st[i].suspect);
+		used[i] = used[i] && atomic_load(&s->st[i].verified) != gen[i];
+		any |= used[i];
+	}
+	if (!any)
+		goto out;
+	probe_stores(s, used, true, res);
+	for (size_t i = 0; i < s->n; i++) {
+		struct store *st = &s->st[i];
+
+		if (!used[i])
+			continue;
+		if (res[i].rc != GNN_OK) {
+			if (rc == GNN_OK)
+				snprintf(err, err_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
+					 "serves after a sign of a restart: %s", st->name, st->url,
+					 client_detail(st, res[i].err));
+			rc = GNN_EUNAVAIL;
+		} else if (!same_graph(&res[i].info, &st->info)) {
+			mark_changed(s, st, &res[i].info);
+			if (rc == GNN_OK)
+				changed_text(s, st, &res[i].info, err, err_len);
+			rc = GNN_EUNAVAIL;
+		} else {
+			GNN_DEBUG("graphstore_verified", "store=%s url=%s graph_id=%016" PRIx64, st->name, st->url,
+				  st->info.graph_id);
+			atomic_store(&st->verified, gen[i]);
+		}
+	}
+	probes_free(res, s->n);
+out:
+	free(gen);
+	free(res);
+	return rc;
+}
+
 static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
 {
 	struct smp_stores *s = ctx;
 	struct gnn_call *gc = calloc(n, sizeof(*gc));
 	struct gnn_wbuf *reqs = calloc(n, sizeof(*reqs));
+	bool *used = calloc(s->n, sizeof(*used));
 	int rc = GNN_OK;
 
 	for (size_t i = 0; i < n; i++)
@@ -658,7 +876,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		rc = GNN_EUNAVAIL;
 		goto out;
 	}
-	if (gc == NULL || reqs == NULL) {
+	if (gc == NULL || reqs == NULL || used == NULL) {
 		snprintf(err, err_len, "out of memory");
 		rc = GNN_ENOMEM;
 		goto out;
@@ -673,7 +891,13 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			goto out;
 		}
 		gc[i] = (struct gnn_call){ .client = s->st[s->part_store[calls[i].part]].data, .req = &reqs[i] };
+		used[s->part_store[calls[i].part]] = true;
 	}
+	/* No connection now: the one the answers come over may reach a new
+	 * process. */
+	for (size_t i = 0; i < s->n; i++)
+		if (used[i] && !gnn_client_connected(s->st[i].data))
+			atomic_fetch_add(&s->st[i].suspect, 1);
 	gnn_client_call_all(gc, n);
 	for (size_t i = 0; i < n; i++) {
 		struct store *st = &s->st[s->part_store[calls[i].part]];
@@ -682,6 +906,9 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		gnn_counter_inc(st->requests);
 		if (gc[i].attempts > 1)
 			gnn_counter_add(st->retries, gc[i].attempts - 1);
+		/* A retried or failed call may have lost the store's process. */
+		if (gc[i].attempts > 1 || crc != GNN_OK)
+			atomic_fetch_add(&st->suspect, 1);
 		if (gc[i].reply != NULL) {
 			struct held *h = calloc(1, sizeof(*h));
 
@@ -715,11 +942,18 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			snprintf(err, err_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
 				 op_name(calls[i].op), client_detail(st, gc[i].err));
 	}
+	/* Answers are trusted only from a store known to serve this graph,
+	 * and none once a store changed (the minibatch would mix graphs). */
+	if (rc == GNN_OK)
+		rc = verify_stores(s, used, err, err_len);
+	if (rc == GNN_OK && !stores_layout_known(s, err, err_len))
+		rc = GNN_EUNAVAIL;
 out:
 	for (size_t i = 0; reqs != NULL && i < n; i++)
 		gnn_wbuf_free(&reqs[i]);
 	free(reqs);
 	free(gc);
+	free(used);
 	return rc;
 }
 

@@ -23,10 +23,14 @@ struct smp_stores_opts {
 	int check_interval_ms;     /* background INFO to every store */
 	int check_timeout_ms;      /* timeout of one INFO (no retries) */
 	double down_grace_s;       /* a store down this long makes smp_stores_ready false */
+	double changed_exit_s;     /* when a store changed graph, the exit delay the texts announce */
 	struct gnn_metrics *metrics; /* borrowed; outlives the stores */
 };
 
 struct smp_stores;
+
+/* The exit status of a sampler that stops because a store changed graph. */
+#define SMP_EXIT_GRAPH_CHANGED 3
 
 /* Creates the clients (dialling in the background: the stores need not be
  * up) and registers the gnn_sampler_graphstore* metrics. *out is the
@@ -51,16 +55,27 @@ const struct smp_layout *smp_stores_layout(const struct smp_stores *s);
  * updates readiness and gnn_sampler_graphstores_ready. */
 int smp_stores_start_check(struct smp_stores *s);
 
-/* gnn_ready_fn: ready when the layout is known and every store answered its
- * last check. ctx is the struct smp_stores. */
+/* A store that answers INFO (the check's, or the one that verifies a
+ * store's data connection after any sign of a restart, before its answers
+ * are used) with another graph_id, part_id or num_parts than at connect
+ * makes the layout stale for good: one ERROR graph_changed naming it and
+ * both identities, then every request is refused (layout_known false,
+ * GNN_EUNAVAIL: trainers ask another replica) and /readyz is 503. True
+ * from then on; *since (may be NULL) is when it was noticed. The process
+ * is expected to exit (SMP_EXIT_GRAPH_CHANGED) and be restarted. */
+bool smp_stores_changed(struct smp_stores *s, double *since);
+
+/* gnn_ready_fn: ready when the layout is known, no store changed graph and
+ * every store answered its last check. ctx is the struct smp_stores. */
 bool smp_stores_ready(void *ctx, char *reason, size_t reason_size);
 
 /* Fills be with the backend sending calls to the stores (valid while s is);
  * it may be filled before smp_stores_connect: its layout_known says false,
- * naming the stores awaited, until the layout is fixed. A failed call
- * makes run return GNN_EUNAVAIL (no answer within the timeout and retries,
- * or the layout not known yet) or the store's error code, with a text
- * naming the store and its URL. */
+ * naming the stores awaited, until the layout is fixed, and the change once
+ * a store changed graph. A failed call makes run return GNN_EUNAVAIL (no
+ * answer within the timeout and retries, the layout not known yet, or a
+ * store that changed graph or cannot confirm its graph) or the store's
+ * error code, with a text naming the store and its URL. */
 void smp_stores_backend(struct smp_stores *s, struct smp_backend *be);
 
 /* For a process that stops: calls to the stores in flight end at once

@@ -32,12 +32,43 @@ static float **array_ptr(struct tr_ckpt *c, int i)
 	return p[i];
 }
 
-/* Epoch numbers of DIR's complete checkpoints, ascending; *n of them. */
-static int list_epochs(const char *dir, uint32_t **out, size_t *n)
+/* A checkpoint's place in the run: epochs done, then steps of the next. */
+static uint64_t pos_of(uint32_t epoch, uint32_t step)
+{
+	return (uint64_t)epoch << 32 | step;
+}
+
+static void pos_name(uint64_t pos, char *buf, size_t len)
+{
+	if ((uint32_t)pos == 0)
+		snprintf(buf, len, "epoch-%06" PRIu32, (uint32_t)(pos >> 32));
+	else
+		snprintf(buf, len, "epoch-%06" PRIu32 "-step-%06" PRIu32, (uint32_t)(pos >> 32), (uint32_t)pos);
+}
+
+/* "epoch-NNNNNN" or "epoch-NNNNNN-step-SSSSSS" (S > 0), exactly. */
+static bool parse_name(const char *name, uint64_t *pos)
+{
+	unsigned ep, st = 0;
+	char canon[40];
+	int used = 0;
+
+	if (sscanf(name, "epoch-%6u%n", &ep, &used) != 1 || used != 12)
+		return false;
+	if (name[12] != '\0' && (sscanf(name + 12, "-step-%6u%n", &st, &used) != 1 || used != 12 ||
+				  name[24] != '\0' || st == 0))
+		return false;
+	*pos = pos_of(ep, st);
+	pos_name(*pos, canon, sizeof(canon));
+	return strcmp(canon, name) == 0;
+}
+
+/* Positions of DIR's complete checkpoints, ascending; *n of them. */
+static int list_positions(const char *dir, uint64_t **out, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	uint32_t *v = NULL;
+	uint64_t *v = NULL, pos;
 	size_t cnt = 0, cap = 0;
 
 	*out = NULL;
@@ -45,13 +76,10 @@ static int list_epochs(const char *dir, uint32_t **out, size_t *n)
 	if (d == NULL)
 		return errno == ENOENT ? GNN_OK : GNN_EIO;
 	while ((e = readdir(d)) != NULL) {
-		unsigned ep;
-		char tail;
-
-		if (sscanf(e->d_name, "epoch-%6u%c", &ep, &tail) != 1 || strlen(e->d_name) != 12)
+		if (!parse_name(e->d_name, &pos))
 			continue;
 		if (cnt == cap) {
-			uint32_t *g = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+			uint64_t *g = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
 
 			if (g == NULL) {
 				free(v);
@@ -60,12 +88,12 @@ static int list_epochs(const char *dir, uint32_t **out, size_t *n)
 			}
 			v = g;
 		}
-		v[cnt++] = ep;
+		v[cnt++] = pos;
 	}
 	closedir(d);
 	for (size_t i = 1; i < cnt; i++)        /* few entries: insertion sort */
 		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			uint32_t t = v[j];
+			uint64_t t = v[j];
 
 			v[j] = v[j - 1];
 			v[j - 1] = t;
@@ -78,18 +106,19 @@ static int list_epochs(const char *dir, uint32_t **out, size_t *n)
 /* Removes DIR's checkpoints but the newest keep; returns how many went. */
 static size_t prune(const char *dir, size_t keep)
 {
-	char file[PATH_MAX + 16];
-	uint32_t *eps = NULL;
+	char file[PATH_MAX + 40], name[40];
+	uint64_t *v = NULL;
 	size_t n = 0, gone = 0;
 
-	if (list_epochs(dir, &eps, &n) != GNN_OK)
+	if (list_positions(dir, &v, &n) != GNN_OK)
 		return 0;
 	for (size_t i = 0; i + keep < n; i++) {
-		snprintf(file, sizeof(file), "%s/epoch-%06" PRIu32, dir, eps[i]);
+		pos_name(v[i], name, sizeof(name));
+		snprintf(file, sizeof(file), "%s/%s", dir, name);
 		if (gnn_rm_rf(file) == GNN_OK)
 			gone++;
 	}
-	free(eps);
+	free(v);
 	return gone;
 }
 
@@ -114,10 +143,12 @@ static json_t *state_json(const struct tr_ckpt *c)
 
 	snprintf(hash, sizeof(hash), "%016" PRIx64, c->model_hash);
 	snprintf(seed, sizeof(seed), "%" PRIu64, c->seed);
-	return json_pack("{s:i, s:I, s:I, s:s, s:s, s:f, s:I, s:I}", "format", FORMAT, "epoch", (json_int_t)c->epoch,
-			 "adam_t", (json_int_t)c->adam_t, "model_hash", hash, "seed", seed, "best_val_acc",
-			 c->best_val_acc, "best_epoch", (json_int_t)c->best_epoch, "num_params",
-			 (json_int_t)c->num_params);
+	return json_pack("{s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:I, s:I, s:I, s:I, s:[f,f,f]}", "format", FORMAT,
+			 "epoch", (json_int_t)c->epoch, "step", (json_int_t)c->step, "adam_t", (json_int_t)c->adam_t,
+			 "model_hash", hash, "seed", seed, "best_val_acc", c->best_val_acc, "best_epoch",
+			 (json_int_t)c->best_epoch, "num_params", (json_int_t)c->num_params, "world",
+			 (json_int_t)c->world, "batch", (json_int_t)c->batch, "partial", c->partial[0], c->partial[1],
+			 c->partial[2]);
 }
 
 /* Writes c as DIR/epoch-<epoch> through a temporary folder. */
@@ -128,7 +159,8 @@ static int write_one(const char *dir, const struct tr_ckpt *c, const char *final
 	json_t *st = NULL;
 	int rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%d", dir, c->epoch, (int)getpid()) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%06" PRIu32 "-%d", dir, c->epoch, c->step,
+		     (int)getpid()) >= (int)sizeof(tmp))
 		return GNN_EINVAL;
 	gnn_rm_rf(tmp);
 	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK)
@@ -144,7 +176,7 @@ static int write_one(const char *dir, const struct tr_ckpt *c, const char *final
 		goto fail;
 	if ((rc = gnn_fsync_dir(tmp)) != GNN_OK)
 		goto fail;
-	gnn_rm_rf(final);       /* an older run's same epoch (restarted mid-epoch) */
+	gnn_rm_rf(final);       /* an older run's same position (restarted before the next) */
 	if (rename(tmp, final) != 0) {
 		GNN_ERROR("checkpoint_failed", "path=%s error=\"rename: %s\"", final, strerror(errno));
 		rc = GNN_EIO;
@@ -160,11 +192,12 @@ fail:
 
 int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
 {
-	char final[PATH_MAX];
+	char final[PATH_MAX], name[40];
 	size_t gone;
 	int rc;
 
-	if (snprintf(final, sizeof(final), "%s/epoch-%06" PRIu32, dir, c->epoch) >= (int)sizeof(final))
+	pos_name(pos_of(c->epoch, c->step), name, sizeof(name));
+	if (snprintf(final, sizeof(final), "%s/%s", dir, name) >= (int)sizeof(final))
 		return GNN_EINVAL;
 	rc = write_one(dir, c, final);
 	/* A full volume: writing needs room for KEEP + 1; make do with 2. */
@@ -223,8 +256,44 @@ static int load_json(const char *file, json_t **out)
 	return GNN_OK;
 }
 
-/* Loads DIR/epoch-<epoch>; state.json must say the same epoch. */
-static int load_one(const char *cdir, uint32_t epoch, struct tr_ckpt *c)
+/* The keys a mid-epoch position adds (absent from checkpoints written
+ * before it: those are at an epoch's end). */
+static int load_position(const json_t *st, const char *file, struct tr_ckpt *c)
+{
+	const json_t *p = json_object_get(st, "partial");
+	int64_t v;
+	int rc;
+
+	c->step = c->world = c->batch = 0;
+	memset(c->partial, 0, sizeof(c->partial));
+	if (json_object_get(st, "step") == NULL)
+		return GNN_OK;
+	if ((rc = gnn_json_get_int(st, file, "step", 0, UINT32_MAX, &v)) != GNN_OK)
+		return rc;
+	c->step = (uint32_t)v;
+	if ((rc = gnn_json_get_int(st, file, "world", 0, UINT32_MAX, &v)) != GNN_OK)
+		return rc;
+	c->world = (uint32_t)v;
+	if ((rc = gnn_json_get_int(st, file, "batch", 0, UINT32_MAX, &v)) != GNN_OK)
+		return rc;
+	c->batch = (uint32_t)v;
+	if (!json_is_array(p) || json_array_size(p) != 3) {
+		GNN_ERROR("bad_checkpoint", "file=%s key=partial reason=\"three numbers expected\"", file);
+		return GNN_EFORMAT;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		if (!json_is_number(json_array_get(p, i))) {
+			GNN_ERROR("bad_checkpoint", "file=%s key=partial reason=\"three numbers expected\"", file);
+			return GNN_EFORMAT;
+		}
+		c->partial[i] = json_number_value(json_array_get(p, i));
+	}
+	return GNN_OK;
+}
+
+/* Loads the checkpoint at pos from cdir; state.json must say the same
+ * epoch and step as the folder's name. */
+static int load_one(const char *cdir, uint64_t pos, struct tr_ckpt *c)
 {
 	char file[PATH_MAX + 16];
 	json_t *st = NULL;
@@ -235,15 +304,17 @@ static int load_one(const char *cdir, uint32_t epoch, struct tr_ckpt *c)
 	snprintf(file, sizeof(file), "%s/state.json", cdir);
 	if ((rc = load_json(file, &st)) != GNN_OK)
 		return rc;
-	if ((rc = gnn_json_get_int(st, file, "epoch", 0, UINT32_MAX, &v)) != GNN_OK)
+	if ((rc = gnn_json_get_int(st, file, "epoch", 0, UINT32_MAX, &v)) != GNN_OK ||
+	    (rc = load_position(st, file, c)) != GNN_OK)
 		goto out;
-	if (v != epoch) {
-		GNN_ERROR("bad_checkpoint", "file=%s epoch=%" PRId64 " folder_epoch=%" PRIu32 " reason=\"the epoch in "
-			  "state.json is not the folder's\"", file, v, epoch);
+	c->epoch = (uint32_t)v;
+	if (pos_of(c->epoch, c->step) != pos) {
+		GNN_ERROR("bad_checkpoint", "file=%s epoch=%" PRIu32 " step=%" PRIu32 " folder_epoch=%" PRIu32
+			  " folder_step=%" PRIu32 " reason=\"the position in state.json is not the folder's\"", file,
+			  c->epoch, c->step, (uint32_t)(pos >> 32), (uint32_t)pos);
 		rc = GNN_EFORMAT;
 		goto out;
 	}
-	c->epoch = (uint32_t)v;
 	if ((rc = gnn_json_get_int(st, file, "adam_t", 0, INT64_MAX, &v)) != GNN_OK)
 		goto out;
 	c->adam_t = (uint64_t)v;
@@ -291,8 +362,8 @@ out:
 
 int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 {
-	char cdir[PATH_MAX], newest[PATH_MAX] = "", name[32];
-	uint32_t *eps = NULL;
+	char cdir[PATH_MAX], newest[PATH_MAX] = "", name[40];
+	uint64_t *eps = NULL;
 	size_t n = 0;
 	int rc;
 
@@ -301,14 +372,14 @@ int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 	/* only rank 0 writes here, and this is rank 0 */
 	gnn_remove_stale(dir, ".tmp-epoch-", "", "left by a checkpoint write that did not finish");
 	gnn_remove_stale(dir, "", ".tmp", "left by a checkpoint write that did not finish");
-	if ((rc = list_epochs(dir, &eps, &n)) != GNN_OK) {
+	if ((rc = list_positions(dir, &eps, &n)) != GNN_OK) {
 		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));
 		return rc;
 	}
 	/* Newest first; one that does not load is moved aside and the one
 	 * before it is tried: a damaged file costs an epoch, not the run. */
 	for (size_t i = n; i-- > 0;) {
-		snprintf(name, sizeof(name), "epoch-%06" PRIu32, eps[i]);
+		pos_name(eps[i], name, sizeof(name));
 		snprintf(cdir, sizeof(cdir), "%s/%s", dir, name);
 		if ((rc = load_one(cdir, eps[i], out)) == GNN_OK) {
 			if (newest[0] != '\0')

@@ -1,6 +1,8 @@
 /* ckpt.h - training checkpoints and the final result (docs/training.md).
  *
- * Rank 0 writes DIR/epoch-NNNNNN/ after every epoch: state.json (epoch,
+ * Rank 0 writes DIR/epoch-NNNNNN/ after every epoch, and
+ * DIR/epoch-NNNNNN-step-SSSSSS/ within one (--checkpoint-interval-s: SSSSSS
+ * steps of the epoch after NNNNNN are done): state.json (epoch, step,
  * optimizer step count, seeds, best validation accuracy, the model's shape)
  * and four GNNARRAY files (params, adam_m, adam_v, best: the parameters of
  * the best-validation epoch), every file CRC-checked (state.json by its
@@ -19,6 +21,9 @@
 
 struct tr_ckpt {
 	uint32_t epoch;             /* epochs completed */
+	uint32_t step;              /* steps completed of the next epoch (0: at an epoch's end) */
+	uint32_t world, batch;      /* what a step meant: a mid-epoch position needs the same */
+	double partial[3];          /* the next epoch's loss sum, labelled and correct so far (all ranks) */
 	uint64_t adam_t;            /* Adam steps taken */
 	uint64_t model_hash;        /* model shape + graph: a checkpoint only resumes the same */
 	uint64_t seed;
@@ -30,7 +35,8 @@ struct tr_ckpt {
 	float *params, *adam_m, *adam_v, *best;
 };
 
-/* Writes c as DIR/epoch-<c->epoch> (creating DIR) and prunes older ones.
+/* Writes c as DIR/epoch-<c->epoch>[-step-<c->step>] (creating DIR) and
+ * prunes older ones.
  * When the write fails (a full volume: it needs room for three), only the
  * newest checkpoint is kept and the write tried once more. *path (may be
  * NULL) gets the folder's path. Logs and returns GNN_EIO etc.; the caller

@@ -12,8 +12,43 @@
 #include "log.h"
 #include "sys.h"
 
+/* Hedging: a request still unanswered after HEDGE_FACTOR times the
+ * median of the job's recent answers (and at least HEDGE_MIN_S) is sent
+ * again, to another replica, by an idle worker; the first answer is used
+ * (any replica gives the same minibatch for the same request). */
+#define HEDGE_FACTOR 4.0
+#define HEDGE_MIN_S 1.0
+#define HEDGE_SAMPLES 32        /* answers the median is taken over */
+#define HEDGE_MIN_SAMPLES 4     /* fewer: no hedging yet */
+#define IDLE_TICK_MS 100        /* idle workers look for a request to hedge this often */
+
+/* A step's slot: FREE -> FETCHING (claimed; `pending` requests out, 2 once
+ * hedged) -> READY (an answer, or the last request's error) -> FREE when
+ * taken. Step k lives in slot k % depth. */
+enum slot_state { SLOT_FREE, SLOT_FETCHING, SLOT_READY };
+
 struct slot {
-	bool ready;
+	enum slot_state state;
+	uint32_t pending;
+	bool hedged;
+	double started;
+	int rc;
+	struct tr_batch *b;
+	char err[1024];
+};
+
+/* Answer times of one kind of job ("train", "valid", "test": their
+ * minibatches differ in size), kept across its jobs. */
+#define LAT_KINDS 4
+struct latency {
+	char what[16];
+	double lat[HEDGE_SAMPLES];  /* a ring */
+	uint32_t n;
+	double hedge_after;         /* seconds; 0: not enough answers yet */
+};
+
+/* What a worker fetched, for deliver(). */
+struct fetched {
 	int rc;
 	struct tr_batch *b;
 	char err[1024];
@@ -30,8 +65,11 @@ struct tr_loader {
 	struct tr_job job;
 	uint64_t steps, next_claim, consumed;
 	uint32_t in_flight;
-	struct slot *slots;         /* [depth], step k in k % depth */
+	struct slot *slots;         /* [depth] */
 	uint64_t next_req;
+	struct latency kinds[LAT_KINDS];
+	struct latency *lat;        /* the current job's kind */
+	double hedge_logged;
 };
 
 uint64_t tr_mix(uint64_t seed, uint64_t v)
@@ -53,22 +91,23 @@ void tr_batch_free(struct tr_batch *b)
 	free(b);
 }
 
-static void fetch(struct tr_loader *l, const struct tr_job *job, uint64_t k, uint64_t req_id, struct slot *out)
+/* Builds and sends step k's request (seeds: the step's own copy) to the
+ * replicas starting at hint. */
+static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n, uint64_t k,
+		  uint64_t hint, uint64_t req_id, struct fetched *out)
 {
 	struct gnn_minibatch_req req = { .seed = tr_mix(job->seed, k), .flags = job->flags,
-					  .num_layers = job->num_layers };
-	size_t first = (size_t)k * job->batch;
+					  .num_layers = job->num_layers, .seeds = seeds, .num_seeds = n };
 	struct tr_batch *b = calloc(1, sizeof(*b));
 
 	out->rc = GNN_ENOMEM;
 	out->b = NULL;
+	out->err[0] = '\0';
 	if (b == NULL)
 		return;
 	memcpy(req.fanouts, job->fanouts, sizeof(req.fanouts));
-	req.seeds = job->seeds + first;
-	req.num_seeds = (uint32_t)(job->n - first < job->batch ? job->n - first : job->batch);
 	b->step = k;
-	out->rc = tr_samplers_minibatch(l->o.samplers, k + l->o.rank, req_id, &req, &b->reply, &b->mb, out->err,
+	out->rc = tr_samplers_minibatch(l->o.samplers, hint, req_id, &req, &b->reply, &b->mb, out->err,
 					sizeof(out->err));
 	if (out->rc != GNN_OK) {
 		free(b);
@@ -77,43 +116,159 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, uint64_t k, uin
 	out->b = b;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* An answer took `s` seconds: the hedging threshold follows the median. */
+static void record_latency(struct latency *k, double s)
+{
+	double v[HEDGE_SAMPLES], med;
+	uint32_t n;
+
+	k->lat[k->n++ % HEDGE_SAMPLES] = s;
+	n = k->n < HEDGE_SAMPLES ? k->n : HEDGE_SAMPLES;
+	if (n < HEDGE_MIN_SAMPLES)
+		return;
+	memcpy(v, k->lat, n * sizeof(double));
+	qsort(v, n, sizeof(double), cmp_double);
+	med = v[n / 2];
+	k->hedge_after = med * HEDGE_FACTOR > HEDGE_MIN_S ? med * HEDGE_FACTOR : HEDGE_MIN_S;
+}
+
+/* The statistics of jobs like this one (the last slot is shared by any
+ * further kinds). */
+static struct latency *latency_of(struct tr_loader *l, const char *what)
+{
+	struct latency *k = NULL;
+
+	for (int i = 0; i < LAT_KINDS && k == NULL; i++)
+		if (l->kinds[i].what[0] == '\0' || strncmp(l->kinds[i].what, what, sizeof(k->what) - 1) == 0 ||
+		    i == LAT_KINDS - 1)
+			k = &l->kinds[i];
+	if (k->what[0] == '\0')
+		snprintf(k->what, sizeof(k->what), "%s", what);
+	return k;
+}
+
+/* The step at the head of the line, when it should be hedged now. */
+static bool hedge_due(struct tr_loader *l)
+{
+	struct slot *s;
+
+	if (!l->active || l->consumed >= l->steps || l->consumed >= l->next_claim || !(l->lat->hedge_after > 0))
+		return false;
+	s = &l->slots[l->consumed % l->o.depth];
+	return s->state == SLOT_FETCHING && !s->hedged && gnn_now() - s->started >= l->lat->hedge_after &&
+	       tr_samplers_live(l->o.samplers) >= 2;
+}
+
+/* A request for step k ended (mu held). The first answer fills the slot;
+ * a late or duplicate one is dropped; an error fills it only when no other
+ * request for the step is still out. */
+static void deliver(struct tr_loader *l, uint64_t gen, uint64_t k, bool hedge, struct fetched *got)
+{
+	struct slot *s = &l->slots[k % l->o.depth];
+	bool current = gen == l->generation && k >= l->consumed && s->state == SLOT_FETCHING;
+
+	if (current)
+		s->pending--;
+	if (!current || (got->rc != GNN_OK && s->pending > 0)) {
+		tr_batch_free(got->b);
+		return;
+	}
+	if (got->rc == GNN_OK) {
+		if (!hedge)
+			record_latency(l->lat, gnn_now() - s->started);
+		else if (s->pending > 0)  /* the original is still out: its replica is slow */
+			tr_samplers_set_slow(l->o.samplers, k + l->o.rank, gnn_now() - s->started);
+	}
+	s->state = SLOT_READY;
+	s->rc = got->rc;
+	s->b = got->b;
+	snprintf(s->err, sizeof(s->err), "%s", got->err);
+}
+
 static void *worker(void *arg)
 {
 	struct tr_loader *l = arg;
+	int64_t *seeds = NULL;
+	size_t cap = 0;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		struct tr_job job;
-		struct slot got = { 0 };
-		uint64_t k, gen, req_id;
+		struct fetched got;
+		struct slot *s;
+		uint64_t k, gen, req_id, hint;
+		size_t first, n;
+		bool hedge;
 
 		while (!l->closing && !(l->active && l->next_claim < l->steps &&
-					l->next_claim < l->consumed + l->o.depth))
-			pthread_cond_wait(&l->work, &l->mu);
+					l->next_claim < l->consumed + l->o.depth) && !hedge_due(l)) {
+			struct timespec until;
+
+			gnn_deadline(CLOCK_REALTIME, IDLE_TICK_MS, &until);
+			if (l->active)
+				pthread_cond_timedwait(&l->work, &l->mu, &until);
+			else
+				pthread_cond_wait(&l->work, &l->mu);
+		}
 		if (l->closing)
 			break;
-		k = l->next_claim++;
+		hedge = !(l->active && l->next_claim < l->steps && l->next_claim < l->consumed + l->o.depth);
+		k = hedge ? l->consumed : l->next_claim++;
+		s = &l->slots[k % l->o.depth];
+		if (hedge) {
+			s->hedged = true;
+			hint = k + l->o.rank + 1;   /* starts at another replica */
+			if (l->o.hedges != NULL)
+				gnn_counter_inc(l->o.hedges);
+			if (gnn_now() - l->hedge_logged >= 10) {
+				GNN_INFO("minibatch_hedged", "what=%s step=%" PRIu64 " waited_s=%.1f hedge_after_s=%.2f "
+					 "reason=\"much slower than the others: sent again to another replica\"",
+					 l->job.what, k, gnn_now() - s->started, l->lat->hedge_after);
+				l->hedge_logged = gnn_now();
+			}
+		} else {
+			*s = (struct slot){ .state = SLOT_FETCHING, .started = gnn_now() };
+			hint = k + l->o.rank;
+		}
+		s->pending++;
 		gen = l->generation;
 		job = l->job;
 		req_id = l->next_req++;
+		/* the step's seeds are copied: the job ends without waiting for
+		 * requests still out, and its seed list may then change */
+		first = (size_t)k * job.batch;
+		n = job.n - first < job.batch ? job.n - first : job.batch;
+		if (n > cap) {
+			int64_t *g = realloc(seeds, n * sizeof(*g));
+
+			if (g == NULL) {
+				deliver(l, gen, k, hedge, &(struct fetched){ .rc = GNN_ENOMEM, .err = "out of memory" });
+				pthread_cond_broadcast(&l->done);
+				continue;
+			}
+			seeds = g;
+			cap = n;
+		}
+		memcpy(seeds, job.seeds + first, n * sizeof(*seeds));
 		l->in_flight++;
 		pthread_mutex_unlock(&l->mu);
 
-		fetch(l, &job, k, req_id, &got);
+		fetch(l, &job, seeds, (uint32_t)n, k, hint, req_id, &got);
 
 		pthread_mutex_lock(&l->mu);
 		l->in_flight--;
-		if (gen == l->generation) {
-			struct slot *s = &l->slots[k % l->o.depth];
-
-			*s = got;
-			s->ready = true;
-		} else {
-			tr_batch_free(got.b);
-		}
+		deliver(l, gen, k, hedge, &got);
 		pthread_cond_broadcast(&l->done);
 	}
 	pthread_mutex_unlock(&l->mu);
+	free(seeds);
 	return NULL;
 }
 
@@ -156,7 +311,8 @@ int tr_loader_begin(struct tr_loader *l, const struct tr_job *job)
 	}
 	l->job = *job;
 	l->steps = (job->n + job->batch - 1) / job->batch;
-	l->next_claim = l->consumed = 0;
+	l->next_claim = l->consumed = job->first_step < l->steps ? job->first_step : l->steps;
+	l->lat = latency_of(l, job->what != NULL ? job->what : "-");
 	l->active = true;
 	pthread_cond_broadcast(&l->work);
 	pthread_mutex_unlock(&l->mu);
@@ -176,11 +332,11 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 		return GNN_ERANGE;
 	}
 	s = &l->slots[l->consumed % l->o.depth];
-	while (!s->ready) {
+	while (s->state != SLOT_READY) {
 		struct timespec until;
 
-		/* The request itself is bounded (timeouts, retries, replicas);
-		 * this loop only reports and honours stop. */
+		/* The request itself is bounded (timeouts, retries, replicas,
+		 * a hedge); this loop only reports and honours stop. */
 		if (l->o.stop != NULL && l->o.stop()) {
 			pthread_mutex_unlock(&l->mu);
 			return GNN_ECLOSED;
@@ -200,7 +356,7 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 	else
 		GNN_ERROR("minibatch_failed", "what=%s step=%" PRIu64 " code=%s reason=\"%s\"", l->job.what,
 			  l->consumed, gnn_errname(rc), s->err);
-	s->ready = false;
+	s->state = SLOT_FREE;
 	s->b = NULL;
 	l->consumed++;
 	pthread_cond_broadcast(&l->work);
@@ -209,19 +365,17 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 	return rc;
 }
 
-void tr_loader_end(struct tr_loader *l)
+/* Waits (mu held) until no request is out; when stopping, cancels them
+ * first: a request to a stuck sampler would hold the exit for its whole
+ * timeout chain. */
+static void drain(struct tr_loader *l, const char *why)
 {
 	double t0 = gnn_now(), last_log = t0;
 	bool aborted = false;
 
-	pthread_mutex_lock(&l->mu);
-	l->active = false;
-	l->generation++;
 	while (l->in_flight > 0) {
 		struct timespec until;
 
-		/* Stopping: a request to a stuck sampler would hold the exit
-		 * for its whole timeout chain. */
 		if (!aborted && l->o.stop != NULL && l->o.stop()) {
 			GNN_INFO("abandoning", "what=%s in_flight=%u reason=\"stopping: minibatch requests in flight "
 				 "are cancelled\"", l->job.what, l->in_flight);
@@ -229,13 +383,24 @@ void tr_loader_end(struct tr_loader *l)
 			aborted = true;
 		}
 		if (gnn_now() - last_log >= 5) {
-			GNN_INFO("waiting_for_requests", "what=%s in_flight=%u waited_s=%.0f reason=\"the job ended: "
-				 "requests in flight finish first\"", l->job.what, l->in_flight, gnn_now() - t0);
+			GNN_INFO("waiting_for_requests", "what=%s in_flight=%u waited_s=%.0f reason=\"%s\"", l->job.what,
+				 l->in_flight, gnn_now() - t0, why);
 			last_log = gnn_now();
 		}
 		gnn_deadline(CLOCK_REALTIME, 200, &until);
 		pthread_cond_timedwait(&l->done, &l->mu, &until);
 	}
+}
+
+void tr_loader_end(struct tr_loader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->active = false;
+	l->generation++;    /* answers still to come are dropped */
+	/* Requests still out (a hedged one whose replica is stuck) are not
+	 * waited for, unless the process stops. */
+	if (l->o.stop != NULL && l->o.stop())
+		drain(l, "stopping");
 	for (uint32_t i = 0; i < l->o.depth; i++) {
 		tr_batch_free(l->slots[i].b);
 		l->slots[i] = (struct slot){ 0 };
@@ -248,6 +413,7 @@ void tr_loader_free(struct tr_loader *l)
 	if (l == NULL)
 		return;
 	pthread_mutex_lock(&l->mu);
+	drain(l, "the loader closes: requests still out (a stuck replica) end first");
 	l->closing = true;
 	pthread_cond_broadcast(&l->work);
 	pthread_mutex_unlock(&l->mu);

@@ -2,7 +2,11 @@
  * rarely waits for sampling: depth worker threads each build the request of
  * the next step not yet claimed (at most depth steps ahead of the one being
  * trained), send it to a sampler replica (spread by step number) and park
- * the answer until the training loop takes it, in step order. */
+ * the answer until the training loop takes it, in step order. A request
+ * much slower than the job's others (4x their median, at least 1 s) is
+ * sent again to another replica by an idle worker (a hedge: needs depth
+ * >= 2 and two live replicas); the first answer is used and the slow
+ * replica is set aside (tr_samplers_set_slow). */
 #ifndef TR_LOADER_H
 #define TR_LOADER_H
 
@@ -11,15 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics.h"
 #include "proto.h"
 #include "samplers.h"
 
 /* One pass over a list of seed nodes in batches: step k asks for seeds
- * [k * batch, min(n, (k+1) * batch)) with request seed tr_mix(seed, k). */
+ * [k * batch, min(n, (k+1) * batch)) with request seed tr_mix(seed, k),
+ * from step first_step on (a pass resumed where a checkpoint left it). */
 struct tr_job {
 	const int64_t *seeds;       /* [n], borrowed until tr_loader_end */
 	size_t n;
 	uint32_t batch;
+	uint64_t first_step;
 	uint32_t num_layers;
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
 	uint32_t flags;             /* GNN_MB_* */
@@ -40,6 +47,7 @@ struct tr_loader_opts {
 	uint32_t depth;                /* requests in flight, >= 1 */
 	uint32_t rank;                 /* spreads ranks over replicas */
 	bool (*stop)(void);            /* polled while waiting; may be NULL */
+	struct gnn_counter *hedges;    /* counts hedged requests; may be NULL */
 };
 
 struct tr_loader;
@@ -52,9 +60,10 @@ int tr_loader_begin(struct tr_loader *l, const struct tr_job *job);
  * (logged with the replicas tried); GNN_ECLOSED when stop() became true;
  * GNN_ERANGE past the last step. */
 int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited);
-/* Ends the job: waits for requests in flight, drops undelivered batches.
- * When stop() is true the requests in flight are abandoned first
- * (tr_samplers_abort: the samplers are unusable afterwards). */
+/* Ends the job: drops undelivered batches and the answers still to come
+ * (requests still out are not waited for). When stop() is true the
+ * requests in flight are abandoned and waited for (tr_samplers_abort: the
+ * samplers are unusable afterwards). */
 void tr_loader_end(struct tr_loader *l);
 void tr_loader_free(struct tr_loader *l);
 

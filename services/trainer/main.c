@@ -37,7 +37,7 @@ struct options {
 		*on_finish;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
-	double lr, weight_decay, dropout, log_interval_s;
+	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
 };
 
 static struct options opt;
@@ -74,6 +74,9 @@ static const struct gnn_opt options[] = {
 	{ "prefetch", GNN_OPT_INT, &opt.prefetch, "4", 1, 64, NULL, "minibatch requests in flight" },
 	{ "checkpoint-dir", GNN_OPT_STR, &opt.checkpoint_dir, NULL, 0, 0, NULL,
 	  "rank 0 checkpoints here every epoch and writes result.json; all ranks resume from it" },
+	{ "checkpoint-interval-s", GNN_OPT_FLOAT, &opt.checkpoint_interval_s, "60", 0, 86400, NULL,
+	  "also checkpoint within an epoch when this long has passed since the last one (0: only after each "
+	  "epoch): a restart loses at most about this much work" },
 	{ "threads", GNN_OPT_INT, &opt.threads, "0", 0, 1024, NULL,
 	  "OpenBLAS threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler call attempt" },
@@ -155,6 +158,7 @@ static int resolve_config(struct tr_config *c)
 				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
 				 .seed = (uint64_t)opt.seed, .checkpoint_dir = opt.checkpoint_dir,
+				 .checkpoint_interval_s = opt.checkpoint_interval_s,
 				 .log_interval_s = opt.log_interval_s };
 	if (parse_fanouts("fanouts", opt.fanouts, c->layers, c->fanouts) != GNN_OK ||
 	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
@@ -199,6 +203,43 @@ static int register_ring_metrics(struct gnn_metrics *reg, struct ring_metrics *m
 	return rc;
 }
 
+/* The result as a finished rank serves it to a rank that restarts later
+ * (tr_ring_serve_result): native doubles, like every other ring payload. */
+enum { RES_EPOCHS, RES_TEST, RES_BESTVAL, RES_BESTEPOCH, RES_CRC, RES_TRAIN_S, RES_COUNT };
+
+static void result_pack(const struct tr_result *res, double v[RES_COUNT])
+{
+	v[RES_EPOCHS] = res->epochs;
+	v[RES_TEST] = res->test_acc;
+	v[RES_BESTVAL] = res->best_val_acc;
+	v[RES_BESTEPOCH] = res->best_epoch;
+	v[RES_CRC] = res->params_crc;
+	v[RES_TRAIN_S] = res->train_s;
+}
+
+/* The result a finished peer answered the handshake with (GNN_EDONE). */
+static int take_peer_result(const struct tr_config *c, const struct tr_env *env, struct tr_result *res)
+{
+	double v[RES_COUNT];
+	size_t len;
+	uint32_t from;
+
+	if (tr_ring_peer_result(env->ring, v, sizeof(v), &len, &from) != GNN_OK || len != sizeof(v) ||
+	    !(v[RES_EPOCHS] >= 1 && v[RES_EPOCHS] <= c->epochs) || !(v[RES_CRC] >= 0 && v[RES_CRC] <= UINT32_MAX) ||
+	    !(v[RES_BESTEPOCH] >= 0 && v[RES_BESTEPOCH] <= v[RES_EPOCHS])) {
+		GNN_ERROR("ring_protocol_error", "error=\"a finished peer's result is not one this trainer reads "
+			  "(another version?)\"");
+		return GNN_EPROTO;
+	}
+	*res = (struct tr_result){ .epochs = (uint32_t)v[RES_EPOCHS], .model_hash = tr_model_hash(c, env->graph),
+				   .test_acc = v[RES_TEST], .best_val_acc = v[RES_BESTVAL],
+				   .best_epoch = (int32_t)v[RES_BESTEPOCH], .params_crc = (uint32_t)v[RES_CRC],
+				   .train_s = v[RES_TRAIN_S] };
+	GNN_INFO("already_finished", "epochs=%" PRIu32 " source=trainer-%" PRIu32 " reason=\"the peers finished "
+		 "this run: their result, not retrained\"", res->epochs, from);
+	return tr_publish_result(env->metrics, res);
+}
+
 /* Forms the ring of trainers and trains. When the ring fails (a peer died
  * or restarted, or a rolling update replaces the ranks one by one and the
  * old and new ones disagree on the configuration), closes it, forms it
@@ -230,6 +271,8 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 			rc = tr_train(c, env, res, finished_before);
 			up_at = gnn_now();
 			backoff = 0.5;
+		} else if (rc == GNN_EDONE && (rc = take_peer_result(c, env, res)) == GNN_OK) {
+			*finished_before = true;
 		}
 		ring_rc = tr_ring_failure(env->ring);
 		gnn_gauge_set(m->up, 0);
@@ -257,13 +300,22 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 	}
 }
 
-static void serve_until_stopped(void)
+/* --on-finish serve: /metrics and /readyz stay up, and the ring URL
+ * answers a rank that restarts with the result (it would otherwise wait
+ * for a ring that never forms again). */
+static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, const struct tr_result *res)
 {
 	const struct timespec tick = { 0, 100 * 1000000L };
+	struct tr_ring_server *srv = NULL;
+	double v[RES_COUNT];
 
 	GNN_INFO("serving_result", "reason=\"--on-finish serve: /metrics and /readyz stay up until SIGTERM\"");
+	result_pack(res, v);
+	if (ro->world > 1 && tr_ring_serve_result(ro, hash, v, sizeof(v), &srv) != GNN_OK)
+		GNN_WARN("result_not_served", "reason=\"a rank that restarts now waits for --wait-s and fails\"");
 	while (!gnn_stop_requested())
 		nanosleep(&tick, NULL);
+	tr_ring_serve_close(srv);
 }
 
 int main(int argc, char **argv)
@@ -281,6 +333,7 @@ int main(int argc, char **argv)
 	char **peer_urls = NULL, **sampler_urls = NULL;
 	size_t npeers = 0, nsamplers = 0;
 	bool finished_before = false;
+	uint64_t hash;
 	int rc, status = 1;
 
 	gnn_log_init("gnn-trainer");
@@ -337,6 +390,7 @@ int main(int argc, char **argv)
 	if ((rc = register_ring_metrics(reg, &rm)) != GNN_OK ||
 	    (rc = train_in_ring(&c, &ro, &env, &rm, &res, &finished_before)) != GNN_OK)
 		goto out;
+	hash = tr_config_hash(&c, &graph);
 	/* Nothing to sample any more: stop resolving and probing replicas. */
 	tr_samplers_close(samplers);
 	samplers = NULL;
@@ -344,7 +398,7 @@ int main(int argc, char **argv)
 	atomic_store(&state, ST_FINISHED);
 	log_summary(&c, &res);
 	if (strcmp(opt.on_finish, "serve") == 0)
-		serve_until_stopped();
+		serve_until_stopped(&ro, hash, &res);
 	status = 0;
 out:
 	if (rc == GNN_ECLOSED || (status != 0 && gnn_stop_requested())) {

@@ -66,11 +66,12 @@
 enum op {
 	OP_HELLO = 1, OP_ALLREDUCE, OP_ALLREDUCE_F64, OP_ALLGATHER, OP_BROADCAST,
 	OP_BYE, OP_BYE_ACK, /* tr_ring_close's flush */
+	OP_FINISHED,        /* a finished rank's answer to a hello (tr_ring_serve_result) */
 	OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
-	"?", "hello", "allreduce", "allreduce_f64", "allgather", "broadcast", "bye", "bye_ack",
+	"?", "hello", "allreduce", "allreduce_f64", "allgather", "broadcast", "bye", "bye_ack", "finished",
 };
 
 static const char *op_name(uint32_t kind)
@@ -189,7 +190,8 @@ struct tr_ring {
 	nng_dialer dialer;
 	/* A_SEND / A_RECV: the engine's send on out and receive on in;
 	 * A_ACK_SEND / A_ACK_RECV: tr_ring_close's acknowledgement back on
-	 * in and the next rank's on out */
+	 * in and the next rank's on out (A_ACK_RECV also takes a finished
+	 * next rank's answer during the handshake) */
 	nng_aio *aio[A_COUNT];
 	struct aio_arg aio_arg[A_COUNT];
 	bool done[A_COUNT];          /* mu: completions not yet seen by the waiter */
@@ -201,6 +203,12 @@ struct tr_ring {
 
 	struct gnn_counter *m_bytes, *m_errors;
 	struct gnn_histogram *m_seconds;
+
+	/* the result a finished next rank answered the handshake with */
+	unsigned char peer_result[TR_RING_RESULT_MAX];
+	size_t peer_result_len;
+	uint32_t peer_result_from;
+	bool other_run_logged;       /* a finished rank of another configuration: said once */
 };
 
 static int sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
@@ -811,6 +819,7 @@ struct hello {
 	struct hop_rec *q;   /* to send, FIFO: q[qhead .. qhead+qlen) */
 	size_t qhead, qlen, qcap;
 	bool send_busy, recv_busy;
+	bool fin_busy, fin_off;  /* the receive on `out` for a finished rank's answer */
 };
 
 static int hello_push(struct hello *hs, const struct rec *x, uint32_t hops)
@@ -955,6 +964,65 @@ static void hello_log_wait(struct tr_ring *r, const struct hello *hs, enum gnn_l
 		used ? missing : "-", yesno(hs->own_back));
 }
 
+/* A message on `out` during the handshake: only a finished next rank's
+ * stand-in (tr_ring_serve_result) sends anything back on that link. True
+ * when it is the result of a run with our configuration (kept in r). */
+static bool take_finished(struct tr_ring *r, nng_msg *m)
+{
+	const unsigned char *body = nng_msg_body(m);
+	size_t len = nng_msg_len(m);
+	uint64_t hash;
+	struct hdr h;
+
+	if (len < HDR_BYTES + 8 || get32(body) != RING_MAGIC)
+		return false;
+	hdr_get(body, &h);
+	if (h.kind != OP_FINISHED || h.len != len - HDR_BYTES || h.len - 8 > TR_RING_RESULT_MAX)
+		return false;
+	hash = get64(body + HDR_BYTES);
+	if (hash != r->hash) {
+		/* e.g. a rolling update with new settings reached this rank first */
+		if (!r->other_run_logged)
+			GNN_WARN("ring_peer_finished_other_run", "peer=trainer-%u url=%s theirs=0x%016llx "
+				 "ours=0x%016llx reason=\"it serves the result of a run with other settings: "
+				 "waiting for it to be replaced\"", r->next, url_of(r, r->next),
+				 (unsigned long long)hash, (unsigned long long)r->hash);
+		r->other_run_logged = true;
+		return false;
+	}
+	r->peer_result_len = (size_t)h.len - 8;
+	r->peer_result_from = h.from;
+	memcpy(r->peer_result, body + HDR_BYTES + 8, r->peer_result_len);
+	return true;
+}
+
+/* The receive on `out` for a finished next rank's answer: GNN_EDONE when
+ * it came. */
+static int hello_finished(struct tr_ring *r, struct hello *hs, bool done)
+{
+	if (done) {
+		nng_msg *m;
+		bool ours;
+
+		hs->fin_busy = false;
+		if (nng_aio_result(r->aio[A_ACK_RECV]) != 0) {
+			hs->fin_off = true;  /* the socket closed: nothing more comes */
+			return GNN_OK;
+		}
+		m = nng_aio_get_msg(r->aio[A_ACK_RECV]);
+		nng_aio_set_msg(r->aio[A_ACK_RECV], NULL);
+		ours = take_finished(r, m);
+		nng_msg_free(m);
+		if (ours)
+			return GNN_EDONE;
+	}
+	if (!hs->fin_busy && !hs->fin_off) {
+		nng_recv_aio(r->out.sock, r->aio[A_ACK_RECV]);
+		hs->fin_busy = true;
+	}
+	return GNN_OK;
+}
+
 /* One step of the handshake's state machine after the aio flags and the
  * pipes were read. */
 static int hello_step(struct tr_ring *r, struct hello *hs, bool sdone, bool rdone, uint32_t out_pipe)
@@ -1018,7 +1086,7 @@ static int handshake(struct tr_ring *r, double wait_s)
 		goto out;
 	for (;;) {
 		struct timespec ts;
-		bool sdone, rdone, in_up, out_up;
+		bool sdone, rdone, fdone, in_up, out_up;
 		uint32_t out_pipe;
 		double waited, down_since;
 
@@ -1026,12 +1094,14 @@ static int handshake(struct tr_ring *r, double wait_s)
 		down_since = r->out.down_since;
 		sdone = r->done[A_SEND];
 		rdone = r->done[A_RECV];
-		r->done[A_SEND] = r->done[A_RECV] = false;
+		fdone = r->done[A_ACK_RECV];
+		r->done[A_SEND] = r->done[A_RECV] = r->done[A_ACK_RECV] = false;
 		out_pipe = r->out.pipe;
 		in_up = r->in.pipe != 0;
 		out_up = out_pipe != 0;
 		pthread_mutex_unlock(&r->mu);
-		if ((rc = hello_step(r, &hs, sdone, rdone, out_pipe)) != GNN_OK || hs.state == HS_DONE)
+		if ((rc = hello_finished(r, &hs, fdone)) != GNN_OK ||
+		    (rc = hello_step(r, &hs, sdone, rdone, out_pipe)) != GNN_OK || hs.state == HS_DONE)
 			break;
 		if (r->stop != NULL && r->stop()) {
 			GNN_WARN("ring_stopped", "op=hello");
@@ -1052,7 +1122,7 @@ static int handshake(struct tr_ring *r, double wait_s)
 			redial(r);
 		gnn_deadline(CLOCK_MONOTONIC, SLICE_MS, &ts);
 		pthread_mutex_lock(&r->mu);
-		if (!r->done[A_SEND] && !r->done[A_RECV] && r->out.pipe == out_pipe)
+		if (!r->done[A_SEND] && !r->done[A_RECV] && !r->done[A_ACK_RECV] && r->out.pipe == out_pipe)
 			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 		pthread_mutex_unlock(&r->mu);
 	}
@@ -1072,8 +1142,15 @@ out:
 		if (nng_aio_result(r->aio[A_SEND]) != 0)
 			drop_msg(r->aio[A_SEND]);
 	}
+	/* whatever the outcome: nothing else comes back on `out` until close */
+	if (hs.fin_busy) {
+		nng_aio_cancel(r->aio[A_ACK_RECV]);
+		nng_aio_wait(r->aio[A_ACK_RECV]);
+		if (nng_aio_result(r->aio[A_ACK_RECV]) == 0)
+			drop_msg(r->aio[A_ACK_RECV]);
+	}
 	pthread_mutex_lock(&r->mu);
-	r->done[A_SEND] = r->done[A_RECV] = false;
+	r->done[A_SEND] = r->done[A_RECV] = r->done[A_ACK_RECV] = false;
 	pthread_mutex_unlock(&r->mu);
 	free(hs.latest);
 	free(hs.hops);
@@ -1097,6 +1174,13 @@ int tr_ring_connect(struct tr_ring *r, uint64_t config_hash, double wait_s)
 	}
 	r->hash = config_hash;
 	if (r->world > 1 && (rc = handshake(r, wait_s)) != GNN_OK) {
+		if (rc == GNN_EDONE) {
+			GNN_INFO("ring_peer_finished", "peer=trainer-%u url=%s waited_s=%.2f reason=\"the run is "
+				 "finished: the peer answered with its result\"", r->peer_result_from,
+				 url_of(r, r->peer_result_from), gnn_now() - t0);
+			r->failed = GNN_EDONE;  /* no collective runs on this ring */
+			return rc;
+		}
 		if (rc == GNN_EINVAL)
 			GNN_ERROR("ring_connect_failed", "rank=%u world=%u error=\"the trainers do not agree on their "
 				  "configuration (ring_mismatch above)\"", r->rank, r->world);
@@ -1219,6 +1303,16 @@ uint64_t tr_ring_bytes(const struct tr_ring *r)
 }
 
 /* ---- open / close ---- */
+
+int tr_ring_peer_result(const struct tr_ring *r, void *buf, size_t cap, size_t *len, uint32_t *from)
+{
+	if (r == NULL || r->failed != GNN_EDONE || cap < r->peer_result_len)
+		return GNN_EINVAL;
+	memcpy(buf, r->peer_result, r->peer_result_len);
+	*len = r->peer_result_len;
+	*from = r->peer_result_from;
+	return GNN_OK;
+}
 
 static int counter(struct gnn_metrics *reg, const char *name, const char *help,
 		   struct gnn_counter **out)
@@ -1667,4 +1761,148 @@ bool tr_ring_close(struct tr_ring *r)
 	}
 	free(r);
 	return true;
+}
+
+/* ---- a finished rank's stand-in ---- */
+
+/* Listens on the rank's ring URL and answers every handshake message with
+ * OP_FINISHED: the configuration hash and the result. One receive or one
+ * send is posted at a time; the callbacks are the state machine. */
+enum srv_state { SRV_RECEIVING, SRV_ANSWERING, SRV_CLOSING };
+
+struct tr_ring_server {
+	uint32_t rank;
+	nng_socket sock;
+	bool open;
+	nng_aio *rx, *tx;
+	pthread_mutex_t mu;
+	enum srv_state state;        /* mu */
+	uint32_t answered_pipe;      /* mu: the last pipe answered, to log each peer once */
+	nng_msg *answer;             /* template, copied for each answer */
+};
+
+static void srv_post_recv(struct tr_ring_server *s)
+{
+	s->state = SRV_RECEIVING;
+	nng_recv_aio(s->sock, s->rx);
+}
+
+static void srv_rx_cb(void *arg)
+{
+	struct tr_ring_server *s = arg;
+	nng_msg *m, *a = NULL;
+	struct hdr h = { 0 };
+	uint32_t pipe;
+	int rv = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->state == SRV_CLOSING || (rv = nng_aio_result(s->rx)) != 0) {
+		/* closing, or the socket is gone: nothing to answer any more */
+		if (s->state != SRV_CLOSING)
+			GNN_WARN("result_serve_stopped", "rank=%u error=\"%s\"", s->rank, nng_strerror(rv));
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	m = nng_aio_get_msg(s->rx);
+	nng_aio_set_msg(s->rx, NULL);
+	if (nng_msg_len(m) >= HDR_BYTES)
+		hdr_get(nng_msg_body(m), &h);
+	pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+	nng_msg_free(m);
+	if (h.magic != RING_MAGIC || h.kind != OP_HELLO || nng_msg_dup(&a, s->answer) != 0) {
+		srv_post_recv(s);
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	if (pipe != s->answered_pipe)
+		GNN_INFO("result_served", "peer=trainer-%u rank=%u reason=\"a restarted rank asked to join the "
+			 "finished run: it gets the result\"", h.from, s->rank);
+	s->answered_pipe = pipe;
+	s->state = SRV_ANSWERING;
+	nng_aio_set_msg(s->tx, a);
+	nng_send_aio(s->sock, s->tx);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void srv_tx_cb(void *arg)
+{
+	struct tr_ring_server *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	if (nng_aio_result(s->tx) != 0)
+		drop_msg(s->tx);
+	if (s->state != SRV_CLOSING)
+		srv_post_recv(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int tr_ring_serve_result(const struct tr_ring_opts *o, uint64_t config_hash, const void *result, size_t len,
+			 struct tr_ring_server **out)
+{
+	struct tr_ring_server *s;
+	unsigned char *body;
+	struct hdr h = { .magic = RING_MAGIC, .kind = OP_FINISHED, .from = o->rank, .len = 8 + len,
+			 .total = 8 + len };
+	int rv, rc = GNN_ENOMEM;
+
+	*out = NULL;
+	if (o->world < 2 || o->listen == NULL || len > TR_RING_RESULT_MAX)
+		return GNN_EINVAL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return GNN_ENOMEM;
+	s->rank = o->rank;
+	if (pthread_mutex_init(&s->mu, NULL) != 0) {
+		free(s);
+		return GNN_ENOMEM;
+	}
+	if (nng_msg_alloc(&s->answer, HDR_BYTES + 8 + len) != 0 || nng_aio_alloc(&s->rx, srv_rx_cb, s) != 0 ||
+	    nng_aio_alloc(&s->tx, srv_tx_cb, s) != 0)
+		goto fail;
+	body = nng_msg_body(s->answer);
+	hdr_put(body, &h);
+	put64(body + HDR_BYTES, config_hash);
+	memcpy(body + HDR_BYTES + 8, result, len);
+	rc = GNN_EIO;
+	if ((rv = nng_pair0_open(&s->sock)) != 0)
+		goto nng_fail;
+	s->open = true;
+	if ((rv = nng_listen(s->sock, o->listen, NULL, 0)) != 0)
+		goto nng_fail;
+	pthread_mutex_lock(&s->mu);
+	srv_post_recv(s);
+	pthread_mutex_unlock(&s->mu);
+	GNN_INFO("result_serving", "rank=%u listen=%s reason=\"a rank that restarts gets this run's result "
+		 "instead of waiting for a ring\"", o->rank, o->listen);
+	*out = s;
+	return GNN_OK;
+nng_fail:
+	GNN_ERROR("result_serve_failed", "listen=%s error=\"%s\"", o->listen, nng_strerror(rv));
+fail:
+	tr_ring_serve_close(s);
+	return rc;
+}
+
+void tr_ring_serve_close(struct tr_ring_server *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->state = SRV_CLOSING;
+	pthread_mutex_unlock(&s->mu);
+	if (s->rx != NULL)
+		nng_aio_stop(s->rx);
+	if (s->tx != NULL) {
+		nng_aio_stop(s->tx);
+		drop_msg(s->tx);
+	}
+	if (s->rx != NULL)
+		drop_msg(s->rx);
+	if (s->open)
+		nng_close(s->sock);
+	nng_aio_free(s->rx);
+	nng_aio_free(s->tx);
+	if (s->answer != NULL)
+		nng_msg_free(s->answer);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
 }

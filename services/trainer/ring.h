@@ -88,6 +88,27 @@ int tr_ring_allgather(struct tr_ring *r, const void *mine, size_t bytes, void *a
 /* data[bytes] := root's data[bytes] on every rank. */
 int tr_ring_broadcast(struct tr_ring *r, uint32_t root, void *data, size_t bytes);
 
+/* tr_ring_connect returns GNN_EDONE when the next rank answered the
+ * handshake with the result of a finished run of the same config_hash (it
+ * serves it with tr_ring_serve_result) instead of joining: the run is
+ * over. This copies that result (at most TR_RING_RESULT_MAX bytes, opaque
+ * here) to buf[cap], its length to *len and the answering rank to *from.
+ * GNN_EINVAL when the ring did not end that way or cap is too small. */
+#define TR_RING_RESULT_MAX 256
+int tr_ring_peer_result(const struct tr_ring *r, void *buf, size_t cap, size_t *len, uint32_t *from);
+
+/* After the run, instead of a ring: listens on o->listen (world > 1) and
+ * answers every rank that starts a handshake with config_hash and
+ * result[len] (len <= TR_RING_RESULT_MAX, copied), so that a rank that
+ * restarts after the run finished learns its result instead of waiting
+ * for a ring that never forms. Logs each rank it answers (result_served).
+ * GNN_EIO (logged) when the URL cannot be listened on. *out is the
+ * caller's: tr_ring_serve_close (safe on NULL). */
+struct tr_ring_server;
+int tr_ring_serve_result(const struct tr_ring_opts *o, uint64_t config_hash, const void *result, size_t len,
+			 struct tr_ring_server **out);
+void tr_ring_serve_close(struct tr_ring_server *s);
+
 /* GNN_OK while the ring is usable; after a failed operation the code that
  * made it unusable (every later call returns it; close the ring). */
 int tr_ring_failure(const struct tr_ring *r);

@@ -435,6 +435,27 @@ size_t tr_samplers_live(struct tr_samplers *s)
 	return live;
 }
 
+void tr_samplers_set_slow(struct tr_samplers *s, uint64_t hint, double waited_s)
+{
+	struct replica *r = NULL;
+	char why[160];
+
+	pthread_mutex_lock(&s->mu);
+	if (live_locked(s) >= 2)
+		for (size_t i = 0; i < s->nreps && r == NULL; i++)
+			if (atomic_load(&s->reps[(hint + i) % s->nreps]->up))
+				r = s->reps[(hint + i) % s->nreps];
+	if (r != NULL)
+		r->refs++;
+	pthread_mutex_unlock(&s->mu);
+	if (r == NULL)
+		return;
+	snprintf(why, sizeof(why), "slow: a minibatch request still unanswered after %.1f s was answered by "
+		 "another replica", waited_s);
+	set_down(s, r, GNN_ETIMEDOUT, why);
+	put_replicas(s, &r, 1);
+}
+
 int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g)
 {
 	double t0 = gnn_now(), last_log = t0;

@@ -73,6 +73,12 @@ int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 /* Replicas that answered their last call or check. */
 size_t tr_samplers_live(struct tr_samplers *s);
 
+/* Sets aside the replica a call with this hint goes to first, when
+ * another is live: a copy of its request (a hedge) sent elsewhere answered
+ * while it still had not (`sampler_down ... reason="slow: ..."`). It is
+ * probed and comes back like a failed one. */
+void tr_samplers_set_slow(struct tr_samplers *s, uint64_t hint, double waited_s);
+
 /* For a process that stops: calls in flight end at once with GNN_ECLOSED,
  * later ones too (any thread). tr_samplers_close still frees s. */
 void tr_samplers_abort(struct tr_samplers *s);

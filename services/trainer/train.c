@@ -20,7 +20,7 @@ static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce
 
 struct metrics {
 	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished;
-	struct gnn_counter *samples, *steps, *ckpt_failures, *phase[PH_COUNT];
+	struct gnn_counter *samples, *steps, *ckpt_failures, *hedges, *phase[PH_COUNT];
 };
 
 struct run {
@@ -33,7 +33,9 @@ struct run {
 	float *best;
 	double best_val;
 	int32_t best_epoch;
-	uint32_t start_epoch;
+	uint32_t start_epoch, start_step;       /* where this process begins (a checkpoint's position) */
+	double start_partial[3];                /* the start epoch's sums so far (rank 0 carries them) */
+	double ckpt_at;                         /* when the last checkpoint was taken (rank 0) */
 	int64_t *train, *valid, *test;
 	size_t ntrain, nvalid, ntest;
 	size_t share_lo, share_hi, per_rank;    /* this rank's training nodes, and every rank's count */
@@ -76,6 +78,7 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g)
 	h = mix_float(h, c->weight_decay);
 	h = mix_float(h, c->dropout);
 	h = tr_mix(h, c->checkpoint_dir != NULL);
+	h = tr_mix(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
 	for (uint32_t l = 0; l < c->layers; l++)
 		h = tr_mix(tr_mix(h, (uint32_t)c->fanouts[l]), (uint32_t)c->eval_fanouts[l]);
 	return h;
@@ -141,7 +144,10 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 			  &m->steps)) != GNN_OK ||
 	    (rc = counter(reg, "gnn_trainer_checkpoint_failures_total",
 			  "Checkpoints and results rank 0 could not write (training went on)", NULL, 0,
-			  &m->ckpt_failures)) != GNN_OK)
+			  &m->ckpt_failures)) != GNN_OK ||
+	    (rc = counter(reg, "gnn_trainer_minibatch_hedges_total",
+			  "Minibatch requests sent again to another sampler replica because they were much "
+			  "slower than the others", NULL, 0, &m->hedges)) != GNN_OK)
 		return rc;
 	for (int p = 0; p < PH_COUNT; p++) {
 		struct gnn_counter *fam;
@@ -280,7 +286,22 @@ static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *w
 /* ---- resume ---- */
 
 enum { RS_STATUS, RS_FINISHED, RS_EPOCHS, RS_TEST, RS_BESTVAL, RS_BESTEPOCH, RS_CRC, RS_TRAIN_S, RS_CKPT,
-       RS_CKPT_EPOCH, RS_ADAM_T, RS_COUNT };
+       RS_CKPT_EPOCH, RS_CKPT_STEP, RS_LOSS, RS_LABELLED, RS_CORRECT, RS_ADAM_T, RS_COUNT };
+
+/* A mid-epoch position means the same steps only with the same world size
+ * and batch size; otherwise the epoch starts again from these parameters. */
+static uint32_t usable_step(const struct tr_config *c, const struct tr_ckpt *ck)
+{
+	if (ck->step == 0 || ck->epoch >= c->epochs)
+		return 0;
+	if (ck->world == c->world && ck->batch == c->batch)
+		return ck->step;
+	GNN_WARN("checkpoint_step_ignored", "epoch=%" PRIu32 " step=%" PRIu32 " world=%" PRIu32 " batch=%" PRIu32
+		 " now_world=%" PRIu32 " now_batch=%" PRIu32 " reason=\"written with another world or batch size: "
+		 "the epoch starts again from its parameters\"", ck->epoch, ck->step, ck->world, ck->batch,
+		 c->world, c->batch);
+	return 0;
+}
 
 /* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
  * ring (other ranks need no access to the checkpoint volume). */
@@ -322,6 +343,9 @@ static int resume(struct run *r, struct tr_result *res, bool *finished)
 			} else if (have_ck) {
 				st[RS_CKPT] = 1;
 				st[RS_CKPT_EPOCH] = ck.epoch > c->epochs ? c->epochs : ck.epoch;
+				st[RS_CKPT_STEP] = usable_step(c, &ck);
+				if (st[RS_CKPT_STEP] > 0)
+					memcpy(&st[RS_LOSS], ck.partial, sizeof(ck.partial));
 				st[RS_ADAM_T] = (double)ck.adam_t;
 				st[RS_BESTVAL] = ck.best_val_acc;
 				st[RS_BESTEPOCH] = ck.best_epoch;
@@ -354,12 +378,16 @@ static int resume(struct run *r, struct tr_result *res, bool *finished)
 				goto out;
 		}
 		r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
+		r->start_step = (uint32_t)st[RS_CKPT_STEP];
+		if (c->rank == 0)   /* the sums of every rank so far: one rank carries them */
+			memcpy(r->start_partial, &st[RS_LOSS], sizeof(r->start_partial));
 		r->adam.t = (uint64_t)st[RS_ADAM_T];
 		r->best_val = st[RS_BESTVAL];
 		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
-		GNN_INFO("resumed", "epoch=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f best_epoch=%" PRId32
-			 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->adam.t, r->best_val, r->best_epoch,
-			 params_crc(tr_model_params(r->model), r->np), c->checkpoint_dir ? c->checkpoint_dir : "-");
+		GNN_INFO("resumed", "epoch=%" PRIu32 " step=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f "
+			 "best_epoch=%" PRId32 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->start_step,
+			 r->adam.t, r->best_val, r->best_epoch, params_crc(tr_model_params(r->model), r->np),
+			 c->checkpoint_dir ? c->checkpoint_dir : "-");
 	}
 out:
 	tr_ckpt_free(&ck);
@@ -369,7 +397,7 @@ out:
 /* Rank 0 writes the checkpoint. A failed write (a full or read-only
  * volume) is logged and counted, and training goes on: the run loses at
  * most the work since the last checkpoint that was written. */
-static void save_checkpoint(struct run *r, uint32_t epochs_done)
+static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, const double partial[3])
 {
 	const struct tr_config *c = r->c;
 	double t0 = gnn_now();
@@ -377,28 +405,63 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done)
 
 	if (c->checkpoint_dir == NULL || c->rank != 0)
 		return;
-	struct tr_ckpt ck = { .epoch = epochs_done, .adam_t = r->adam.t, .model_hash = tr_model_hash(c, r->e->graph),
-			      .seed = c->seed, .best_val_acc = r->best_val, .best_epoch = r->best_epoch,
-			      .num_params = r->np, .params = tr_model_params(r->model), .adam_m = r->adam.m,
-			      .adam_v = r->adam.v, .best = r->best };
+	struct tr_ckpt ck = { .epoch = epochs_done, .step = step, .world = c->world, .batch = c->batch,
+			      .partial = { partial[0], partial[1], partial[2] }, .adam_t = r->adam.t,
+			      .model_hash = tr_model_hash(c, r->e->graph), .seed = c->seed,
+			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
+			      .params = tr_model_params(r->model), .adam_m = r->adam.m, .adam_v = r->adam.v,
+			      .best = r->best };
 
 	if (tr_ckpt_save(c->checkpoint_dir, &ck, path, sizeof(path)) == GNN_OK)
-		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " path=%s seconds=%.2f", epochs_done, path, gnn_now() - t0);
+		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " step=%" PRIu32 " path=%s seconds=%.2f", epochs_done,
+			 step, path, gnn_now() - t0);
 	else
 		gnn_counter_inc(r->m.ckpt_failures);
+	r->ckpt_at = gnn_now();
 	add_phase(r, PH_CHECKPOINT, gnn_now() - t0);
+}
+
+/* Every SYNC_STEPS steps the ranks agree whether rank 0's clock says a
+ * checkpoint is due (--checkpoint-interval-s): a one-number all-reduce, so
+ * that every rank takes it after the same step. Then the epoch's sums so
+ * far are summed over ranks into the checkpoint, which rank 0 writes. */
+#define SYNC_STEPS 4
+
+static int maybe_checkpoint(struct run *r, uint32_t epoch, uint32_t done, const double sums[3])
+{
+	const struct tr_config *c = r->c;
+	double due, part[3], t0 = gnn_now();
+	int rc;
+
+	if (c->checkpoint_dir == NULL || !(c->checkpoint_interval_s > 0) || done % SYNC_STEPS != 0 ||
+	    done >= r->steps)
+		return GNN_OK;
+	due = c->rank == 0 && gnn_now() - r->ckpt_at >= c->checkpoint_interval_s;
+	if ((rc = tr_ring_allreduce_f64(r->e->ring, &due, 1)) != GNN_OK || !(due > 0))
+		goto out;
+	memcpy(part, sums, sizeof(part));
+	if ((rc = tr_ring_allreduce_f64(r->e->ring, part, 3)) != GNN_OK)
+		goto out;
+	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+	save_checkpoint(r, epoch, done, part);
+	return GNN_OK;
+out:
+	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+	return rc;
 }
 
 /* ---- one epoch ---- */
 
-static int train_epoch(struct run *r, uint32_t epoch, double stats[4])
+/* Epoch `epoch` (0-based) from step `first` on, the sums so far in
+ * stats[0..2] (in: this rank's share of the steps before `first`). */
+static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double stats[4])
 {
 	const struct tr_config *c = r->c;
-	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .num_layers = c->layers,
-			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .seed = tr_mix(tr_mix(c->seed, epoch), c->rank),
-			      .what = "train" };
+	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
+			      .num_layers = c->layers, .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
+			      .seed = tr_mix(tr_mix(c->seed, epoch), c->rank), .what = "train" };
 	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
-	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = 0, labelled = 0, correct = 0;
+	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = stats[0], labelled = stats[1], correct = stats[2];
 	float scale = 1.0f / (float)c->world;
 	char err[512];
 	int rc;
@@ -407,7 +470,7 @@ static int train_epoch(struct run *r, uint32_t epoch, double stats[4])
 	epoch_seeds(r, epoch);
 	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
 		return rc;
-	for (uint32_t k = 0; k < r->steps; k++) {
+	for (uint32_t k = first; k < r->steps; k++) {
 		struct tr_step_stats st;
 		struct tr_batch *b;
 		double waited, t0;
@@ -444,12 +507,14 @@ static int train_epoch(struct run *r, uint32_t epoch, double stats[4])
 		r->global_step++;
 		gnn_counter_inc(r->m.steps);
 		gnn_gauge_set(r->m.step, k + 1);
+		if ((rc = maybe_checkpoint(r, epoch, k + 1, (double[3]){ loss_sum, labelled, correct })) != GNN_OK)
+			break;
 		if (gnn_now() - last_log >= c->log_interval_s && k + 1 < r->steps) {
 			double el = gnn_now() - t_epoch;
 
 			GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f",
 				 epoch + 1, k + 1, r->steps, labelled > 0 ? loss_sum / labelled : 0.0,
-				 el > 0 ? (double)(k + 1) * c->batch / el : 0.0);
+				 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0);
 			last_log = gnn_now();
 		}
 	}
@@ -485,6 +550,7 @@ static int setup(struct run *r)
 
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
+	lo.hedges = r->m.hedges;
 	tr_model_init(r->model, c->seed);
 	r->np = tr_model_num_params(r->model);
 	r->best_val = -1;
@@ -500,6 +566,25 @@ static int setup(struct run *r)
 	return tr_loader_new(&lo, &r->loader);
 }
 
+/* The gauges of a run found finished. */
+static void publish(const struct metrics *m, const struct tr_result *res)
+{
+	gnn_gauge_set(m->epoch, res->epochs);
+	gnn_gauge_set(m->test_acc, res->test_acc);
+	gnn_gauge_set(m->val_acc, res->best_val_acc);
+	gnn_gauge_set(m->finished, 1);
+}
+
+int tr_publish_result(struct gnn_metrics *reg, const struct tr_result *res)
+{
+	struct metrics m;
+	int rc = register_metrics(&m, reg);
+
+	if (rc == GNN_OK)
+		publish(&m, res);
+	return rc;
+}
+
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
@@ -510,24 +595,29 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_resu
 	if ((rc = setup(&r)) != GNN_OK || (rc = resume(&r, out, already_finished)) != GNN_OK)
 		goto out;
 	if (*already_finished) {
-		gnn_gauge_set(r.m.epoch, out->epochs);
-		gnn_gauge_set(r.m.test_acc, out->test_acc);
-		gnn_gauge_set(r.m.val_acc, out->best_val_acc);
-		gnn_gauge_set(r.m.finished, 1);
+		publish(&r.m, out);
 		GNN_INFO("already_finished", "epochs=%" PRIu32 " dir=%s reason=\"the checkpoint dir holds this run's "
 			 "result: not retrained\"", out->epochs, c->checkpoint_dir);
 		goto out;
 	}
 	if ((rc = load_nodes(&r)) != GNN_OK)
 		goto out;
-	r.global_step = (uint64_t)r.start_epoch * r.steps;
+	if (r.start_step >= r.steps) {   /* cannot happen with the same world and batch size */
+		r.start_step = 0;
+		memset(r.start_partial, 0, sizeof(r.start_partial));
+	}
+	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
+	r.ckpt_at = gnn_now();
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
-		double stats[4], sums[3], val_acc, rate;
+		double stats[4] = { 0, 0, 0, 0 }, sums[3], val_acc, rate;
 		float *params = tr_model_params(r.model);
+		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 
 		memset(r.phase_s, 0, sizeof(r.phase_s));
-		gnn_gauge_set(r.m.step, 0);
-		if ((rc = train_epoch(&r, epoch, stats)) != GNN_OK)
+		gnn_gauge_set(r.m.step, first);
+		if (first > 0)
+			memcpy(stats, r.start_partial, sizeof(r.start_partial));
+		if ((rc = train_epoch(&r, epoch, first, stats)) != GNN_OK)
 			goto out;
 		memcpy(sums, stats, sizeof(sums));
 		if ((rc = tr_ring_allreduce_f64(env->ring, sums, 3)) != GNN_OK ||
@@ -538,7 +628,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_resu
 			r.best_epoch = (int32_t)epoch + 1;
 			memcpy(r.best, params, r.np * sizeof(float));
 		}
-		rate = stats[3] > 0 ? (double)r.per_rank / stats[3] : 0;
+		rate = stats[3] > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / stats[3] : 0;
 		gnn_gauge_set(r.m.epoch, epoch + 1);
 		gnn_gauge_set(r.m.loss, sums[1] > 0 ? sums[0] / sums[1] : 0);
 		gnn_gauge_set(r.m.train_acc, sums[1] > 0 ? sums[2] / sums[1] : 0);
@@ -550,7 +640,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_resu
 			 sums[1] > 0 ? sums[2] / sums[1] : 0, val_acc, stats[3] + r.phase_s[PH_EVAL],
 			 r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], rate,
 			 params_crc(params, r.np));
-		save_checkpoint(&r, epoch + 1);
+		save_checkpoint(&r, epoch + 1, 0, (double[3]){ 0, 0, 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));

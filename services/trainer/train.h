@@ -19,6 +19,7 @@ struct tr_config {
 	float lr, weight_decay, dropout;
 	uint64_t seed;
 	const char *checkpoint_dir;   /* NULL: no checkpoints */
+	double checkpoint_interval_s; /* also checkpoint within an epoch this often (0: only after each) */
 	double log_interval_s;
 };
 
@@ -41,5 +42,10 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g);
  * whether it was already there. GNN_ECLOSED: stop requested. Registers its
  * metrics in env->metrics (gnn_trainer_*). */
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished);
+
+/* Sets the trainer's gauges (epoch, accuracies, finished) to a finished
+ * run's result learnt from a peer (tr_ring_peer_result), as tr_train does
+ * for one found in the checkpoint dir. */
+int tr_publish_result(struct gnn_metrics *reg, const struct tr_result *res);
 
 #endif

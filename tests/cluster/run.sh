@@ -17,7 +17,7 @@
 #      server-side apply (what helm 4 does);
 #   2. `helm install` with default values: the partitioner Job completes,
 #      every pod becomes Ready, trainer-0's log ends with its summary (then
-#      only serving_result), a useful test accuracy, equal parameters on
+#      only serving_result, result_serving), a useful test accuracy, equal parameters on
 #      both ranks, `helm test` passes;
 #   3. a real Prometheus (Debian's, run on this machine with
 #      kubernetes_sd_configs pod discovery and the chart's scrape
@@ -296,8 +296,8 @@ install_defaults() {
 	wait_until 600 "trainer-0's summary" has_summary trainer-0 && t_sum=$(since "$t0") || t_sum=
 	s0=$(summary_of trainer-0)
 	s1=$(summary_of trainer-1)
-	after=$(kc logs trainer-0 -c trainer | sed -n '/ summary /,$p' | tail -n +2 | grep -v ' serving_result ')
-	check trainer0_log_ends_with_summary "kubectl logs trainer-0 ends with 'summary test_acc=...' then only serving_result (got: ${s0:-no summary}${after:+; then: $after})" \
+	after=$(kc logs trainer-0 -c trainer | sed -n '/ summary /,$p' | tail -n +2 | grep -v ' serving_result \| result_serving ')
+	check trainer0_log_ends_with_summary "kubectl logs trainer-0 ends with 'summary test_acc=...' then only serving_result, result_serving (got: ${s0:-no summary}${after:+; then: $after})" \
 		bash -c "[ -n '$s0' ] && [ -z '$after' ]"
 	ACC=$(kv test_acc "$s0")
 	check useful_accuracy "default run's test_acc >= $MIN_TEST_ACC (got ${ACC:-none})" \
@@ -521,7 +521,7 @@ day2_operations() {
 	check day2_one_finished_run "the run ends at epochs=$target on both ranks with equal params_crc, its log ending with the summary (got: $s0 / $s1)" \
 		bash -c "[ '$e_final' = $target ] && [ '$(kv epochs "$s1")' = $target ] && [ -n '$(kv params_crc "$s0")' ] &&
 			 [ '$(kv params_crc "$s0")' = '$(kv params_crc "$s1")' ] &&
-			 [ -z \"\$(kubectl -n $NS logs trainer-0 -c trainer | sed -n '/ summary /,\$p' | tail -n +2 | grep -v ' serving_result ')\" ]"
+			 [ -z \"\$(kubectl -n $NS logs trainer-0 -c trainer | sed -n '/ summary /,\$p' | tail -n +2 | grep -v ' serving_result \| result_serving ')\" ]"
 	FINAL=$s0
 	row "finished run after the operations" "$s0"
 }

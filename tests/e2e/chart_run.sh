@@ -203,9 +203,9 @@ check startup_waits_logged "stores waited for the data or samplers for the store
 # by the line saying the pod keeps serving (--on-finish serve).
 sleep 1
 summary0=$(grep ' summary ' "$WORK/logs/$T0.log" | tail -n 1)
-after=$(sed -n '/ summary /,$p' "$WORK/logs/$T0.log" | tail -n +2 | grep -v ' serving_result ')
+after=$(sed -n '/ summary /,$p' "$WORK/logs/$T0.log" | tail -n +2 | grep -v ' serving_result \| result_serving ')
 acc=$(grep -o 'test_acc=[0-9.]*' <<<"$summary0" | cut -d= -f2)
-check_dump trainer0_log_ends_with_summary "trainer-0's log ends with 'summary test_acc=...' (then only serving_result)" \
+check_dump trainer0_log_ends_with_summary "trainer-0's log ends with 'summary test_acc=...' (then only serving_result, result_serving)" \
 	"$T0" bash -c "grep -q ' summary test_acc=[0-9.]* ' <<<'$summary0' && [ -z '$after' ]"
 check trained_not_guessed "test accuracy $acc well above chance (0.2 for tiny's 5 classes): the minibatches were real" \
 	awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.5) }'

@@ -206,7 +206,8 @@ if ! have_cora; then
 	for t in cora_sampler_waits_for_stores cora_minibatches_valid cora_info_nodes cora_fanout_zero \
 		cora_garbage_answered cora_healthy_after_garbage \
 		cora_store_down_grace cora_store_down_error cora_store_down_not_ready cora_store_back cora_metrics_promtool cora_metrics_counted \
-		cora_sigterm_clean_exit; do
+		cora_sigterm_clean_exit cora_graph_changed_refused cora_graph_changed_not_ready cora_graph_changed_exit \
+		cora_graph_changed_unchecked cora_graph_changed_restart_heals; do
 		skip $t "reads ../shared/datasets/cora, which is absent"
 	done
 	exit 0
@@ -329,3 +330,123 @@ kill -TERM "$PID_cora"
 wait "$PID_cora"; rc=$?
 check cora_sigterm_clean_exit "SIGTERM after serving, failures and recovery: exit 0" \
 	bash -c "[ $rc -eq 0 ] && grep -q 'stopped exit=0' '$WORK/cora.log'"
+
+# ---- a graph store restarted on another graph ------------------------------
+# graphstore-1 is restarted on another partition output of Cora (METIS seed
+# 2: other node numbering, other graph_id) under two samplers: gc checks
+# every 300 ms, gcq every 10 minutes, so only its verification of the
+# reconnected store's answers can notice. From then on each must refuse
+# every minibatch (ERROR eunavail naming the store and both graph_ids; the
+# requests below run from the restart on, before either noticed), say 503
+# "graph changed" on /readyz, log one ERROR graph_changed ... exiting, and
+# exit 3 after --graph-changed-exit-s. A sampler started once both stores
+# serve the new output is ready on it, with minibatches that check out.
+gc_fail() {
+	local t
+	for t in cora_graph_changed_refused cora_graph_changed_not_ready cora_graph_changed_exit \
+		cora_graph_changed_unchecked cora_graph_changed_restart_heals; do
+		fail $t "$1"
+	done
+}
+# hammer NAME SECONDS: minibatches, one at a time, from sampler NAME until
+# it exits or SECONDS pass.
+hammer() {
+	local url=URL_$1 pid=PID_$1 end=$((SECONDS + $2))
+	while kill -0 "${!pid}" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		"$MB" --sampler "${!url}" --parts "$WORK/cora" --once --batch 32 --timeout-ms 4000 >>"$WORK/$1-mb"
+	done
+}
+# log_time LOG EVENT: the Unix time of EVENT's first line in LOG (nothing
+# when there is none).
+log_time() {
+	local t
+	t=$(grep -m 1 " $2 " "$1" | cut -d' ' -f1)
+	[ -n "$t" ] && date -d "$t" +%s.%N 2>/dev/null
+}
+EXIT_S=4
+"$BIN/gnn-partition" --input "$DATASETS/cora" --parts 2 --seed 2 --out "$WORK/cora-b" >/dev/null 2>&1
+gargs=(--graphstores "tcp://127.0.0.1:$p0,tcp://127.0.0.1:$p1" --timeout-ms 1000 --retries 1 --graph-changed-exit-s $EXIT_S)
+sampler gc "${gargs[@]}" --check-interval-ms 300 --check-timeout-ms 300
+sampler gcq "${gargs[@]}" --check-interval-ms 600000
+if ! sampler_ready gc || ! sampler_ready gcq; then
+	gc_fail "samplers not ready on the first graph: $(tail -n 2 "$WORK/gc.log" "$WORK/gcq.log")"
+elif ! "$MB" --sampler "$URL_gc" --parts "$WORK/cora" --once --batch 32 >/dev/null ||
+	! "$MB" --sampler "$URL_gcq" --parts "$WORK/cora" --once --batch 32 >/dev/null; then
+	gc_fail "no minibatch before the change"
+else
+	gid_a=$("$CLI" info --sampler "$URL_gc" | jq -r .graph_id)
+	kill -KILL "$PID_c1"
+	wait "$PID_c1" 2>/dev/null
+	t_change=$(date +%s.%N)
+	store c1 "$WORK/cora-b" 1 "$p1"
+	hammer gc 30 &
+	PIDS+=($!)
+	hg=$!
+	# gcq's first request once its data connection is back (nng redials
+	# from 0.1 s on): the restart then shows only in the closing of its
+	# watch connection (services/sampler/stores.c).
+	(sleep 2 && hammer gcq 30) &
+	PIDS+=($!)
+	hq=$!
+	# While gc refuses: /readyz and one more minibatch, by hand.
+	ready_gc=none mb_gc=none
+	if wait_for 15 grep -q " graph_changed " "$WORK/gc.log"; then
+		ready_gc=$(curl -s -m 2 -w ' %{http_code}' "http://127.0.0.1:$HTTP_gc/readyz" | tr -d '\n')
+		mb_gc=$("$MB" --sampler "$URL_gc" --parts "$WORK/cora" --once --batch 32 --timeout-ms 4000)
+	fi
+	gid_b=$("$CLI" info --store "tcp://127.0.0.1:$p1" --timeout-ms 2000 | jq -r .graph_id)
+	# Bounded: a sampler still running after 30 s is killed (status 137).
+	wait_for 30 bash -c "! kill -0 $PID_gc 2>/dev/null && ! kill -0 $PID_gcq 2>/dev/null"
+	kill -KILL "$PID_gc" "$PID_gcq" 2>/dev/null
+	wait "$PID_gc"; rc_gc=$?
+	wait "$PID_gcq"; rc_gcq=$?
+	wait "$hg" "$hq"
+	echo "graph changed ($gid_a -> $gid_b): /readyz '$ready_gc'; by hand: $mb_gc"
+	for n in gc gcq; do
+		td=$(log_time "$WORK/$n.log" graph_changed) te=$(log_time "$WORK/$n.log" stopped)
+		echo "$n: $(grep -c 'mbcheck: error' "$WORK/$n-mb") refused, $(grep -c 'mbcheck: ok' "$WORK/$n-mb") served;" \
+			"refusing $(awk -v a="$t_change" -v b="$td" 'BEGIN { if (b == "") print "never"; else printf "%.2f s", b - a }') after the restart;" \
+			"exit $(eval echo \$rc_$n) $(awk -v a="$td" -v b="$te" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.2f s", b - a }') after that"
+		grep " graph_changed \| stopped " "$WORK/$n.log"
+		sort "$WORK/$n-mb" | sed 's/seconds=[0-9.]*//' | uniq -c | head -n 5
+	done
+	ids="now serves graph_id $gid_b partition 1 of 2, not graph_id $gid_a partition 1 of 2"
+	# Every reply since the restart an error, at least one the change's.
+	refused() {
+		[ -s "$WORK/$1-mb" ] && ! grep -q 'mbcheck: ok' "$WORK/$1-mb" &&
+			grep 'code=eunavail' "$WORK/$1-mb" | grep -q "graphstore-1 (tcp://127.0.0.1:$p1) $ids"
+	}
+	# One ERROR line naming the store and both graphs; exit 3 within
+	# --graph-changed-exit-s (+3 s for a busy machine) of it.
+	exited() {
+		local td te
+		td=$(log_time "$WORK/$1.log" graph_changed) te=$(log_time "$WORK/$1.log" stopped)
+		[ "$2" = 3 ] && [ "$(grep -c 'ERROR gnn-sampler graph_changed ' "$WORK/$1.log")" = 1 ] &&
+			grep -q "ERROR gnn-sampler graph_changed store=graphstore-1 url=tcp://127.0.0.1:$p1 old_graph_id=$gid_a old_part=1 old_num_parts=2 new_graph_id=$gid_b new_part=1 .*exiting" "$WORK/$1.log" &&
+			grep -q "ERROR gnn-sampler stopped exit=3" "$WORK/$1.log" &&
+			awk -v a="$td" -v b="$te" -v x=$EXIT_S 'BEGIN { exit !(a != "" && b != "" && b - a >= x - 0.1 && b - a < x + 3) }'
+	}
+	check cora_graph_changed_refused "store restarted on another graph: no minibatch served after it, ERROR eunavail naming graphstore-1 and both graph_ids" \
+		bash -c "$(declare -f refused); WORK='$WORK' p1=$p1 ids='$ids'; refused gc && [[ '$mb_gc' == *'code=eunavail'*'$ids'* ]]"
+	check cora_graph_changed_not_ready "/readyz 503 'graph changed' while refusing (got '$ready_gc')" \
+		bash -c "[[ '$ready_gc' == 'not ready: graph changed: graphstore-1 serves graph_id $gid_b, not $gid_a; exiting 503' ]]"
+	check cora_graph_changed_exit "one ERROR graph_changed naming graphstore-1, old and new graph_id, exiting; exit 3 after --graph-changed-exit-s" \
+		bash -c "$(declare -f exited log_time); WORK='$WORK' p1=$p1 gid_a=$gid_a gid_b=$gid_b EXIT_S=$EXIT_S; exited gc $rc_gc"
+	check cora_graph_changed_unchecked "no check before the exit (10 min): the reconnected store's answers refused all the same, ERROR, exit 3" \
+		bash -c "$(declare -f refused exited log_time); WORK='$WORK' p1=$p1 ids='$ids' gid_a=$gid_a gid_b=$gid_b EXIT_S=$EXIT_S
+			 refused gcq && exited gcq $rc_gcq"
+	# The restart heals: both stores on the new output, a fresh sampler.
+	kill -KILL "$PID_c0"
+	wait "$PID_c0" 2>/dev/null
+	store c0 "$WORK/cora-b" 0 "$p0"
+	sampler gcn "${gargs[@]}"
+	heal=no
+	if sampler_ready gcn; then
+		"$MB" --sampler "$URL_gcn" --parts "$WORK/cora-b" --minibatches 20 --batch 64 >"$WORK/mb-gcn"
+		[ "$("$CLI" info --sampler "$URL_gcn" | jq -r .graph_id)" = "$gid_b" ] && grep -q '^mbcheck: ok' "$WORK/mb-gcn" && heal=yes
+	fi
+	check cora_graph_changed_restart_heals "a sampler started on the new output: ready, graph_id $gid_b, 20 minibatches pass mbcheck against it" \
+		[ $heal = yes ]
+	kill -TERM "$PID_gcn" 2>/dev/null
+	wait "$PID_gcn" 2>/dev/null
+fi

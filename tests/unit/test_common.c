@@ -1,5 +1,7 @@
-/* Unit tests of libcommon: err, opt, arr, json, part (meta.json), sys. */
+/* Unit tests of libcommon: err, opt, arr, json, part (meta.json), sys,
+ * log's rate limits. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -379,6 +381,122 @@ static void test_peers(void)
 	CHECK(gnn_peers_parse("peer", "a", "b%d", 1, 8, &u, &n) == GNN_EINVAL);
 }
 
+/* --- log rate limits ------------------------------------------------------- */
+
+/* One call site each, as the limit is per site. */
+static void flood_site(int i)
+{
+	GNN_WARN_LIMITED("test_flood", "i=%d", i);
+}
+
+static void quiet_site(int i)
+{
+	GNN_WARN_LIMITED("test_quiet", "i=%d", i);
+}
+
+static void *thread_site(void *arg)
+{
+	for (int i = 0; i < 2000; i++)
+		GNN_ERROR_LIMITED("test_threads", "t=%d i=%d", *(int *)arg, i);
+	return NULL;
+}
+
+/* Sends stderr (the log) to a file while on; returns the saved stderr. */
+static int capture_stderr(const char *path)
+{
+	int saved = dup(STDERR_FILENO), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (saved < 0 || fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		if (fd >= 0)
+			close(fd);
+		if (saved >= 0)
+			close(saved);
+		return -1;
+	}
+	close(fd);
+	return saved;
+}
+
+/* Lines of path that contain all of a and b; sums the N of "suppressed=N"
+ * on them into *supp (when not NULL). */
+static int count_lines(const char *path, const char *a, const char *b, unsigned long long *supp)
+{
+	char line[4200];
+	const char *p;
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (supp != NULL)
+		*supp = 0;
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, a) == NULL || (b != NULL && strstr(line, b) == NULL))
+			continue;
+		n++;
+		if (supp != NULL && (p = strstr(line, "suppressed=")) != NULL)
+			*supp += strtoull(p + strlen("suppressed="), NULL, 10);
+	}
+	fclose(f);
+	return n;
+}
+
+static void test_log_limit(void)
+{
+	const char *path = tmp_path("log.txt");
+	unsigned long long supp;
+	int saved, ids[4], written;
+	pthread_t tids[4];
+
+	CHECK(gnn_log_set_limit(5, 0) == GNN_EINVAL);
+	CHECK(gnn_log_set_limit(5, 300) == GNN_OK);
+	if (!CHECK((saved = capture_stderr(path)) >= 0))
+		goto out;
+
+	/* 100 lines in a burst: 5 written; the next interval's first line
+	 * says how many were not. */
+	for (int i = 0; i < 100; i++)
+		flood_site(i);
+	CHECK(count_lines(path, "WARN  test_common test_flood i=", NULL, NULL) == 5);
+	usleep(350 * 1000);
+	flood_site(100);
+	CHECK(count_lines(path, "test_flood i=100 suppressed=95 over_s=0.", NULL, NULL) == 1);
+
+	/* A burst and then nothing from that site: the count comes with the
+	 * next line of any other site once the interval has ended. */
+	for (int i = 0; i < 10; i++)
+		quiet_site(i);
+	usleep(350 * 1000);
+	GNN_INFO("test_other", "x=1");
+	CHECK(count_lines(path, "WARN  test_common test_quiet suppressed=5 over_s=0.", NULL, NULL) == 1);
+
+	/* Four threads on one site: every line is written or counted. */
+	for (int t = 0; t < 4; t++) {
+		ids[t] = t;
+		CHECK(pthread_create(&tids[t], NULL, thread_site, &ids[t]) == 0);
+	}
+	for (int t = 0; t < 4; t++)
+		pthread_join(tids[t], NULL);
+	gnn_log_flush();
+	written = count_lines(path, "ERROR test_common test_threads t=", NULL, NULL);
+	count_lines(path, "test_threads", "suppressed=", &supp);
+	CHECK(written >= 5 && written + (long long)supp == 4 * 2000);
+	if (written + (long long)supp != 4 * 2000)
+		printf("  written %d + suppressed %llu != 8000\n", written, supp);
+
+	/* Limits off: everything written. */
+	CHECK(gnn_log_set_limit(0, 300) == GNN_OK);
+	usleep(350 * 1000);
+	for (int i = 5000; i < 5020; i++)
+		flood_site(i);
+	CHECK(count_lines(path, "test_flood i=50", NULL, NULL) == 20);
+
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+out:
+	gnn_log_set_limit(GNN_LOG_LIMIT_LINES, GNN_LOG_LIMIT_S * 1000);
+}
+
 int main(void)
 {
 	gnn_log_init("test_common");
@@ -396,6 +514,7 @@ int main(void)
 	RUN(test_meta);
 	RUN(test_sys);
 	RUN(test_peers);
+	RUN(test_log_limit);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

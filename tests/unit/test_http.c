@@ -1,6 +1,8 @@
 /* test_http.c - the observability HTTP server, driven by a small socket
  * client: status codes, bodies, headers, request metrics, promtool on
- * /metrics, stopping with idle clients attached, port conflicts. */
+ * /metrics, stopping with idle clients attached, port conflicts, and
+ * staying up: slow clients, the idle timeout, the connection limit, the
+ * descriptor limit, descriptors above FD_SETSIZE. */
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -15,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -22,6 +26,9 @@
 
 #define PROMTOOL "/usr/bin/promtool"
 #define IO_TIMEOUT_S 5 /* no single client read may hang the test longer */
+
+/* The read and write timeout connect_fd sets; probes shorten it. */
+static long io_timeout_ms = IO_TIMEOUT_S * 1000;
 
 /* --- a tiny HTTP/1.1 client ------------------------------------------- */
 
@@ -38,16 +45,17 @@ static void resp_free(struct resp *r)
 	r->body = NULL;
 }
 
-static int connect_to(const char *addr, int port)
+/* Connects fd (a TCP socket of addr's family) to addr:port, with the
+ * read and write timeouts set; false on failure (fd is left open). */
+static bool connect_fd(int fd, const char *addr, int port)
 {
 	union {
 		struct sockaddr sa;
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
 	} sa;
-	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
+	struct timeval tv = { .tv_sec = io_timeout_ms / 1000, .tv_usec = io_timeout_ms % 1000 * 1000 };
 	socklen_t len;
-	int fd;
 
 	memset(&sa, 0, sizeof(sa));
 	if (inet_pton(AF_INET, addr, &sa.in.sin_addr) == 1) {
@@ -59,13 +67,27 @@ static int connect_to(const char *addr, int port)
 		sa.in6.sin6_port = htons((unsigned short)port);
 		len = sizeof(sa.in6);
 	} else {
-		return -1;
+		return false;
 	}
-	if ((fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, &sa.sa, len) != 0) {
+	return connect(fd, &sa.sa, len) == 0;
+}
+
+/* A TCP socket for addr's family. */
+static int socket_for(const char *addr)
+{
+	struct in6_addr a6;
+
+	return socket(inet_pton(AF_INET6, addr, &a6) == 1 ? AF_INET6 : AF_INET,
+		      SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+static int connect_to(const char *addr, int port)
+{
+	int fd = socket_for(addr);
+
+	if (fd >= 0 && !connect_fd(fd, addr, port)) {
 		close(fd);
 		return -1;
 	}
@@ -87,19 +109,17 @@ static bool send_all(int fd, const char *s)
 	return true;
 }
 
-/* Sends raw (a whole request asking for Connection: close), reads to EOF
- * and splits the answer. */
-static bool http_raw(const char *addr, int port, const char *raw, struct resp *r)
+/* On fd, a fresh socket of addr's family (closed in any case): sends raw
+ * (a whole request asking for Connection: close), reads to EOF and splits
+ * the answer. */
+static bool http_raw_on(int fd, const char *addr, int port, const char *raw, struct resp *r)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *buf, *sep;
 	ssize_t k;
-	int fd;
 
 	memset(r, 0, sizeof(*r));
-	if ((fd = connect_to(addr, port)) < 0)
-		return false;
-	if (!send_all(fd, raw) || (buf = malloc(cap)) == NULL) {
+	if (!connect_fd(fd, addr, port) || !send_all(fd, raw) || (buf = malloc(cap)) == NULL) {
 		close(fd);
 		return false;
 	}
@@ -126,6 +146,14 @@ static bool http_raw(const char *addr, int port, const char *raw, struct resp *r
 	memmove(buf, sep + 4, r->body_len + 1);
 	r->body = buf;
 	return true;
+}
+
+static bool http_raw(const char *addr, int port, const char *raw, struct resp *r)
+{
+	int fd = socket_for(addr);
+
+	memset(r, 0, sizeof(*r));
+	return fd >= 0 && http_raw_on(fd, addr, port, raw, r);
 }
 
 static bool http_req(int port, const char *method, const char *path, struct resp *r)
@@ -558,11 +586,311 @@ out_reg:
 	gnn_metrics_free(reg);
 }
 
+/* --- staying up ------------------------------------------------------------ */
+
+/* One GET on a fresh connection, on fd (a socket made beforehand) or, for
+ * -1, a new one; true when it answered want within 1 s (a liveness probe's
+ * timeout). */
+static bool probe_1s(int fd, int port, const char *path, int want)
+{
+	char raw[256];
+	struct timespec t0;
+	struct resp r;
+	double took;
+	bool ok;
+
+	snprintf(raw, sizeof(raw), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+		 path);
+	io_timeout_ms = 1500; /* a server that does not answer fails this quickly */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ok = fd >= 0 ? http_raw_on(fd, "127.0.0.1", port, raw, &r) : http_raw("127.0.0.1", port, raw, &r);
+	took = elapsed_s(&t0);
+	io_timeout_ms = IO_TIMEOUT_S * 1000;
+	if (!ok || r.status != want || took >= 1.0) {
+		printf("  GET %s: %s %d after %.3f s, want %d within 1 s\n", path,
+		       ok ? "status" : "no answer", r.status, took, want);
+		ok = false;
+	}
+	resp_free(&r);
+	return ok;
+}
+
+/* Sets RLIMIT_NOFILE's soft limit to soft (at most the hard one); the old
+ * limits go to *old for restore_nofile. */
+static bool set_nofile(rlim_t soft, struct rlimit *old)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, old) != 0 || (old->rlim_max != RLIM_INFINITY && soft > old->rlim_max))
+		return false;
+	rl = *old;
+	rl.rlim_cur = soft;
+	return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
+static void restore_nofile(const struct rlimit *old)
+{
+	CHECK(setrlimit(RLIMIT_NOFILE, old) == 0);
+}
+
+#define SLOW_CLIENTS 200
+
+/* 200 slow clients (half silent, half stuck in the middle of a request):
+ * the probes still answer at once. Before the server's connections were
+ * sized from RLIMIT_NOFILE, 64 such clients silenced it. */
+static void test_slow_clients(void)
+{
+	struct gnn_metrics *reg;
+	struct gnn_http *srv;
+	struct rlimit old;
+	int fds[SLOW_CLIENTS], n, port;
+
+	/* 200 clients, 200 server sides, and a limit that leaves room. */
+	if (!set_nofile(1024, &old)) {
+		SKIP("cannot set RLIMIT_NOFILE to 1024");
+		return;
+	}
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK))
+		goto out_limit;
+	if (!CHECK(gnn_http_start("127.0.0.1", 0, reg, NULL, NULL, &srv) == GNN_OK))
+		goto out_reg;
+	port = gnn_http_port(srv);
+	for (n = 0; n < SLOW_CLIENTS; n++) {
+		if ((fds[n] = connect_to("127.0.0.1", port)) < 0)
+			break;
+		if (n % 2 == 1 && !send_all(fds[n], "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a"))
+			break;
+	}
+	CHECK(n == SLOW_CLIENTS);
+	usleep(200 * 1000); /* all accepted */
+	for (int i = 0; i < 5; i++) {
+		CHECK(probe_1s(-1, port, "/healthz", 200));
+		CHECK(probe_1s(-1, port, "/readyz", 200));
+	}
+	CHECK(probe_1s(-1, port, "/metrics", 200));
+	while (n-- > 0)
+		close(fds[n]);
+	gnn_http_stop(srv);
+out_reg:
+	gnn_metrics_free(reg);
+out_limit:
+	restore_nofile(&old);
+}
+
+/* A connection that says nothing, or stops in the middle of its request,
+ * is closed after GNN_HTTP_TIMEOUT_S. */
+static void test_idle_timeout(void)
+{
+	struct gnn_metrics *reg;
+	struct gnn_http *srv;
+	struct timespec t0;
+	int idle, partial;
+	double took;
+
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK))
+		return;
+	if (!CHECK(gnn_http_start("127.0.0.1", 0, reg, NULL, NULL, &srv) == GNN_OK))
+		goto out_reg;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	idle = connect_to("127.0.0.1", gnn_http_port(srv));
+	partial = connect_to("127.0.0.1", gnn_http_port(srv));
+	if (CHECK(idle >= 0 && partial >= 0)) {
+		CHECK(send_all(partial, "GET /heal"));
+		CHECK(closed_by_peer(idle));
+		took = elapsed_s(&t0);
+		if (!CHECK(took > GNN_HTTP_TIMEOUT_S - 0.5 && took < GNN_HTTP_TIMEOUT_S + 1.5))
+			printf("  idle connection closed after %.2f s, timeout %d s\n", took,
+			       GNN_HTTP_TIMEOUT_S);
+		CHECK(closed_by_peer(partial));
+		CHECK(elapsed_s(&t0) < GNN_HTTP_TIMEOUT_S + 1.5);
+	}
+	if (idle >= 0)
+		close(idle);
+	if (partial >= 0)
+		close(partial);
+	gnn_http_stop(srv);
+out_reg:
+	gnn_metrics_free(reg);
+}
+
+/* RLIMIT_NOFILE 64 gives MHD 16 connections. With those taken the
+ * acceptor answers the probes itself, /metrics with 503; once they close
+ * MHD serves again (its connection count came back down). */
+static void test_connection_limit(void)
+{
+	enum { LIMIT = 16 };
+	struct gnn_metrics *reg;
+	struct gnn_http *srv;
+	struct rlimit old;
+	int fds[LIMIT], n, port;
+	bool started;
+
+	if (!set_nofile(64, &old)) {
+		SKIP("cannot set RLIMIT_NOFILE to 64");
+		return;
+	}
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK)) {
+		restore_nofile(&old);
+		return;
+	}
+	started = CHECK(gnn_http_start("127.0.0.1", 0, reg, NULL, NULL, &srv) == GNN_OK);
+	restore_nofile(&old); /* the server sized itself at start */
+	if (!started)
+		goto out_reg;
+	port = gnn_http_port(srv);
+	for (n = 0; n < LIMIT && (fds[n] = connect_to("127.0.0.1", port)) >= 0; n++)
+		;
+	CHECK(n == LIMIT);
+	usleep(200 * 1000);
+	CHECK(probe_1s(-1, port, "/healthz", 200));
+	CHECK(probe_1s(-1, port, "/readyz", 200));
+	CHECK(probe_1s(-1, port, "/metrics", 503));
+	CHECK(probe_1s(-1, port, "/nope", 404));
+	while (n-- > 0)
+		close(fds[n]);
+	usleep(300 * 1000);
+	for (n = 0; n < LIMIT - 1 && (fds[n] = connect_to("127.0.0.1", port)) >= 0; n++)
+		;
+	usleep(200 * 1000);
+	CHECK(probe_1s(-1, port, "/metrics", 200));
+	while (n-- > 0)
+		close(fds[n]);
+	gnn_http_stop(srv);
+out_reg:
+	gnn_metrics_free(reg);
+}
+
+/* Takes every descriptor that frees up, as a service's nng listener does
+ * with connections queued at its port (it retries every 10 ms). */
+struct grabber {
+	atomic_bool stop;
+	atomic_int failures; /* open() failing: the process is at its limit */
+	int fds[256];
+	int n;
+};
+
+static void *grab(void *p)
+{
+	struct grabber *g = p;
+
+	while (!atomic_load(&g->stop)) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			atomic_fetch_add(&g->failures, 1);
+		else if (g->n < (int)(sizeof(g->fds) / sizeof(g->fds[0])))
+			g->fds[g->n++] = fd;
+		else
+			close(fd);
+		usleep(2000);
+	}
+	return NULL;
+}
+
+/* The process at its descriptor limit, every freed one taken at once by
+ * another thread: the probes still answer within 1 s (the spare descriptor
+ * answers them, and is never given up), and the server serves normally
+ * once descriptors are free again. */
+static void test_fd_limit(void)
+{
+	enum { PROBES = 10 };
+	struct grabber g = { .n = 0 };
+	struct gnn_metrics *reg;
+	struct gnn_http *srv;
+	struct rlimit old;
+	int socks[PROBES], port, before;
+	pthread_t tid;
+
+	atomic_init(&g.stop, false);
+	atomic_init(&g.failures, 0);
+	if (!set_nofile(64, &old)) {
+		SKIP("cannot set RLIMIT_NOFILE to 64");
+		return;
+	}
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK))
+		goto out_limit;
+	if (!CHECK(gnn_http_start("127.0.0.1", 0, reg, NULL, NULL, &srv) == GNN_OK))
+		goto out_reg;
+	port = gnn_http_port(srv);
+	/* The probes' own sockets, made while descriptors are left. */
+	for (int i = 0; i < PROBES; i++)
+		CHECK((socks[i] = socket_for("127.0.0.1")) >= 0);
+	if (!CHECK(pthread_create(&tid, NULL, grab, &g) == 0))
+		goto out_srv;
+	for (int i = 0; i < 200 && atomic_load(&g.failures) == 0; i++)
+		usleep(10 * 1000);
+	CHECK(atomic_load(&g.failures) > 0);
+	for (int i = 0; i < PROBES; i++) {
+		before = atomic_load(&g.failures);
+		if (socks[i] >= 0)
+			CHECK(probe_1s(socks[i], port, i % 2 == 0 ? "/healthz" : "/readyz", 200));
+		socks[i] = -1;
+		/* Still at the limit: the grabber took the probe's descriptor
+		 * (it may wait for a CPU on a busy machine). */
+		for (int k = 0; k < 100 && atomic_load(&g.failures) <= before; k++)
+			usleep(10 * 1000);
+		CHECK(atomic_load(&g.failures) > before);
+	}
+	atomic_store(&g.stop, true);
+	pthread_join(tid, NULL);
+	while (g.n > 0)
+		close(g.fds[--g.n]);
+	CHECK(probe_1s(-1, port, "/metrics", 200));
+out_srv:
+	for (int i = 0; i < PROBES; i++)
+		if (socks[i] >= 0)
+			close(socks[i]);
+	gnn_http_stop(srv);
+out_reg:
+	gnn_metrics_free(reg);
+out_limit:
+	restore_nofile(&old);
+}
+
+/* Descriptors above FD_SETSIZE (1024), which select() cannot watch: the
+ * server (epoll) takes connections there. */
+static void test_high_fds(void)
+{
+	enum { ABOVE = 1100 };
+	struct gnn_metrics *reg;
+	struct gnn_http *srv;
+	struct rlimit old;
+	int *held, n = 0, fd;
+
+	if (!set_nofile(2048, &old)) {
+		SKIP("cannot set RLIMIT_NOFILE to 2048");
+		return;
+	}
+	if (!CHECK((held = malloc(ABOVE * sizeof(*held))) != NULL))
+		goto out_limit;
+	/* Fills the table up to ABOVE, so everything new lands above it. */
+	while (n < ABOVE && (fd = fcntl(0, F_DUPFD_CLOEXEC, 0)) >= 0) {
+		held[n++] = fd;
+		if (fd >= ABOVE)
+			break;
+	}
+	CHECK(n > 0 && held[n - 1] >= ABOVE);
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK))
+		goto out_held;
+	if (CHECK(gnn_http_start("127.0.0.1", 0, reg, NULL, NULL, &srv) == GNN_OK)) {
+		CHECK(probe_1s(-1, gnn_http_port(srv), "/healthz", 200));
+		CHECK(probe_1s(-1, gnn_http_port(srv), "/metrics", 200));
+		gnn_http_stop(srv);
+	}
+	gnn_metrics_free(reg);
+out_held:
+	while (n > 0)
+		close(held[--n]);
+	free(held);
+out_limit:
+	restore_nofile(&old);
+}
+
 int main(void)
 {
 	/* A hang anywhere (a stop that waits for a client) fails the binary
 	 * instead of blocking the test run. */
-	alarm(60);
+	alarm(90);
 	if (getenv("GNN_LOG_LEVEL") == NULL)
 		gnn_log_set_level(GNN_LOG_ERROR);
 	RUN(test_endpoints);
@@ -574,5 +902,10 @@ int main(void)
 	RUN(test_taken_metric_name);
 	RUN(test_concurrent_clients);
 	RUN(test_ipv6_loopback);
+	RUN(test_slow_clients);
+	RUN(test_idle_timeout);
+	RUN(test_connection_limit);
+	RUN(test_fd_limit);
+	RUN(test_high_fds);
 	return t_done();
 }

@@ -15,6 +15,7 @@
 #include "client.h"
 #include "core.h"
 #include "err.h"
+#include "http.h"
 /* By path: services/local/ (gnn-local) has a local.h too, earlier on the
  * unit tests' include path. */
 #include "local.h"
@@ -1322,6 +1323,99 @@ static void test_stores_mismatch(void)
 		gnn_server_stop(f[i].srv);
 }
 
+/* A store found serving another graph: every request refused from then
+ * on, naming the store and both graphs, /readyz false, latched. Found by
+ * the data path (a restarted store's answers are verified before use,
+ * without the background check) and by the check (a change in place). */
+static void test_stores_changed(void)
+{
+	struct fake f[G_PARTS];
+	struct smp_stores *st = NULL;
+	struct smp_backend net;
+	struct gnn_metrics *m = NULL;
+	struct smp_minibatch a;
+	struct smp_service *svc = NULL;
+	struct smp_service_opts so = { .backend = &net };
+	struct gnn_wbuf w;
+	int64_t seeds[20];
+	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .fanouts = { 5, 3 }, .num_seeds = 20,
+					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	const char *changed = "graph store graphstore-1 (tcp://127.0.0.1:";
+	const char *ids = "now serves graph_id 000000000000002b partition 1 of 3, not graph_id 000000000000002a";
+	char err[640], reason[GNN_HTTP_REASON_MAX], url[64];
+	double since = -1, t0;
+
+	for (int i = 0; i < G_PARTS; i++) {
+		f[i] = (struct fake){ .part = (uint32_t)i, .claim_part = (uint32_t)i, .graph_id = 42 };
+		if (!CHECK(fake_start(&f[i], "tcp://127.0.0.1:0") == GNN_OK))
+			return;
+	}
+	random_seeds(G_NODES, 20, seeds);
+	for (int round = 0; round < 2; round++) {
+		gnn_metrics_new(&m);
+		so.metrics = m;
+		if (!CHECK(open_stores(f, G_PARTS, 500, 1, m, &st) == GNN_OK) ||
+		    !CHECK(smp_stores_connect(st, 10, stop_never) == GNN_OK))
+			goto out;
+		smp_stores_backend(st, &net);
+		if (!CHECK(smp_service_new(&so, &svc) == GNN_OK))
+			goto out;
+		if (CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_OK))
+			smp_minibatch_free(&a);
+		CHECK(!smp_stores_changed(st, NULL));
+		if (round == 0) {
+			/* Restarted on another graph, no check running: the
+			 * first minibatch after it is refused, not mixed. */
+			snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", gnn_server_port(f[1].srv));
+			gnn_server_stop(f[1].srv);
+			f[1].srv = NULL;
+			f[1].graph_id = 43;
+			if (!CHECK(fake_start(&f[1], url) == GNN_OK))
+				goto out;
+			/* Time for the data connection to come back: only the
+			 * watch connection's closing says the process changed. */
+			usleep(1500 * 1000);
+			CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_EUNAVAIL);
+		} else {
+			/* Changed in place (same connection): the check finds it. */
+			CHECK(smp_stores_start_check(st) == GNN_OK);
+			f[1].graph_id = 43;
+			t0 = gnn_now();
+			while (!smp_stores_changed(st, NULL) && gnn_now() - t0 < 5)
+				usleep(20 * 1000);
+			printf("  changed in place: noticed after %.2f s (check every 200 ms)\n", gnn_now() - t0);
+			CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_EUNAVAIL);
+		}
+		printf("  round %d: %s\n", round, err);
+		CHECK(strstr(err, changed) != NULL && strstr(err, ids) != NULL);
+		CHECK(smp_stores_changed(st, &since) && since > 0);
+		CHECK(!smp_stores_ready(st, reason, sizeof(reason)) &&
+		      strstr(reason, "graph changed: graphstore-1") != NULL);
+		/* Latched, and INFO refused too: a trainer must not take this
+		 * replica back. */
+		f[1].graph_id = 42;
+		usleep(300 * 1000);
+		CHECK(smp_build(&net, NULL, &req, &a, err, sizeof(err)) == GNN_EUNAVAIL && strstr(err, ids) != NULL);
+		gnn_wbuf_init(&w);
+		gnn_encode_info_req(&w, 9);
+		expect_error(svc, &w, 0, GNN_EUNAVAIL, ids);
+		gnn_wbuf_free(&w);
+		CHECK(!smp_stores_ready(st, reason, sizeof(reason)));
+		smp_service_free(svc);
+		svc = NULL;
+		smp_stores_close(st);
+		st = NULL;
+		gnn_metrics_free(m);
+		m = NULL;
+	}
+out:
+	smp_service_free(svc);
+	smp_stores_close(st);
+	gnn_metrics_free(m);
+	for (int i = 0; i < G_PARTS; i++)
+		gnn_server_stop(f[i].srv);
+}
+
 /* ---- a real gnn-partition output ---- */
 
 static void test_partition_files(void)
@@ -1421,6 +1515,7 @@ int main(void)
 	RUN(test_info_nodes);
 	RUN(test_stores);
 	RUN(test_stores_mismatch);
+	RUN(test_stores_changed);
 	RUN(test_partition_files);
 	free_graph();
 	gnn_metrics_free(reg);

@@ -157,6 +157,46 @@ static void test_ckpt_damaged_falls_back(void)
 	CHECK(access(path("tmpd/.tmp-epoch-000009-1"), F_OK) != 0 && access(path("tmpd/result.json.tmp"), F_OK) != 0);
 }
 
+/* Checkpoints within an epoch: ordered after their epoch's start and before
+ * the next epoch's end, the partial sums kept exactly, the position in
+ * state.json checked against the folder's name. */
+static void test_ckpt_mid_epoch(void)
+{
+	enum { N = 16 };
+	static float p[N];
+	struct tr_ckpt c = { .num_params = N, .params = p, .adam_m = p, .adam_v = p, .best = p, .world = 2,
+			     .batch = 64, .partial = { 1234.5678901234567, 321, 0.1 } }, got;
+	bool found;
+
+	c.epoch = 3;
+	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	c.step = 12;
+	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
+	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 3 &&
+	      got.step == 12 && got.world == 2 && got.batch == 64 && got.partial[0] == c.partial[0] &&
+	      got.partial[1] == 321 && got.partial[2] == 0.1);
+	tr_ckpt_free(&got);
+	/* epoch 4's end is newer than epoch 3 + 12 steps; two are kept */
+	c.epoch = 4;
+	c.step = 0;
+	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	tr_ckpt_free(&got);
+	CHECK(access(path("mid/epoch-000003"), F_OK) != 0 && access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
+	/* a step that is not the folder's: damaged, the one before is used */
+	c.step = 2;
+	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(replace_text(path("mid/epoch-000004-step-000002/state.json"), "\"step\": 2", "\"step\": 3"));
+	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	tr_ckpt_free(&got);
+	/* names that only look like checkpoints are not taken */
+	CHECK(gnn_mkdir_p(path("mid/epoch-000009-step-000000")) == GNN_OK);
+	CHECK(gnn_mkdir_p(path("mid/epoch-000009-step-0000011")) == GNN_OK);
+	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	tr_ckpt_free(&got);
+}
+
 static void test_result_roundtrip(void)
 {
 	struct tr_result r = { .epochs = 10, .model_hash = 0x0123456789abcdefull, .test_acc = 0.8125,
@@ -198,6 +238,7 @@ int main(void)
 	}
 	RUN(test_ckpt_roundtrip_and_prune);
 	RUN(test_ckpt_damaged_falls_back);
+	RUN(test_ckpt_mid_epoch);
 	RUN(test_result_roundtrip);
 	RUN(test_mix);
 	gnn_rm_rf(tmpdir);

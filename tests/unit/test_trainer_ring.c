@@ -1111,6 +1111,50 @@ static void test_rejoin_staggered(void)
 	}
 }
 
+/* A finished rank's stand-in (tr_ring_serve_result): a rank that starts a
+ * handshake gets the result of a run with its configuration (GNN_EDONE),
+ * and keeps waiting when the finished run had another one. */
+static void test_finished_peer_answers(void)
+{
+	struct tr_ring_opts so = { .rank = 1, .world = 2, .metrics = reg };
+	struct tr_ring_server *srv = NULL;
+	struct tr_ring *r = NULL;
+	const char result[] = "the result of a finished run";
+	char got[TR_RING_RESULT_MAX], *log;
+	size_t len = 0;
+	uint32_t from = 9;
+	struct net n;
+	double t0;
+
+	net_ipc(&n, 2);
+	so.listen = n.urls[1];
+	so.urls = n.ptrs;
+	if (!CHECK(tr_ring_serve_result(&so, 42, result, sizeof(result), &srv) == GNN_OK))
+		return;
+	capture_start();
+	if (CHECK(open_rank(&n, 0, 3000, &r) == GNN_OK)) {
+		t0 = gnn_now();
+		CHECK(tr_ring_connect(r, 42, 5) == GNN_EDONE);
+		CHECK(gnn_now() - t0 < 2);
+		CHECK(tr_ring_peer_result(r, got, sizeof(got), &len, &from) == GNN_OK && len == sizeof(result) &&
+		      memcmp(got, result, len) == 0 && from == 1);
+		CHECK(tr_ring_allreduce(r, (float[1]){ 1 }, 1) == GNN_EDONE);  /* no ring to use */
+	}
+	CHECK(tr_ring_close(r));
+	r = NULL;
+	/* another configuration's result is not believed */
+	if (CHECK(open_rank(&n, 0, 3000, &r) == GNN_OK))
+		CHECK(tr_ring_connect(r, 43, 0.8) == GNN_ETIMEDOUT);
+	CHECK(tr_ring_peer_result(r, got, sizeof(got), &len, &from) == GNN_EINVAL);
+	CHECK(tr_ring_close(r));
+	log = capture_end();
+	CHECK(strstr(log, "ring_peer_finished peer=trainer-1") != NULL);
+	CHECK(strstr(log, "result_served peer=trainer-0") != NULL);
+	CHECK(strstr(log, "ring_peer_finished_other_run") != NULL);
+	free(log);
+	tr_ring_serve_close(srv);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_ring");
@@ -1138,6 +1182,7 @@ int main(void)
 		RUN(test_close_flushes);
 		RUN(test_peer_closes_early);
 		RUN(test_rejoin_staggered);
+		RUN(test_finished_peer_answers);
 	}
 	gnn_metrics_free(reg);
 	gnn_rm_rf(tmpdir);

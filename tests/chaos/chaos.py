@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""The chaos suite (docs/reliability.md): one fault per scenario, injected
+into a run of 2 graph stores, 2 samplers and 2 trainers (real binaries,
+synthetic `tiny` graph) under a kubelet-like supervisor (cluster.py), and
+compared with an undisturbed run of the same settings.
+
+Each scenario must: complete (every trainer logs its summary), end with
+the undisturbed run's parameters, give every epoch the undisturbed run's
+params_crc (the last time that epoch ran: a resumed epoch runs again), keep
+every trainer's log free of silences longer than 15 s, and have no process
+exit that the scenario did not cause (no crash loop). It prints one
+PASS/FAIL line per scenario and a `time NAME extra_s=.. gap_s=..` line:
+the wall time beyond the undisturbed run's, and the longest silence.
+
+Usage: chaos.py [SCENARIO...]  (default: all; GNN_BUILD = the build dir;
+GNN_CHAOS_KEEP=1 keeps the logs)
+"""
+import ctypes
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import BIN, Cluster, kv, log_time  # noqa: E402
+
+EPOCHS = 40
+# 13 steps an epoch (about 0.1 s): most epochs also get a checkpoint
+# within them
+TRAIN = ["--epochs=%d" % EPOCHS, "--batch-size=16", "--layers=2", "--fanouts=10,5", "--hidden=32",
+         "--lr=0.01", "--seed=3", "--prefetch=2", "--checkpoint-interval-s=0.05"]
+RUN_LIMIT_S = 150     # one scenario, fault included
+MAX_GAP_S = 15.0
+
+
+# Settings of a scenario that differ from TRAIN without changing the math
+# (the undisturbed run's parameters stay the reference).
+OVERRIDES = {
+    # a checkpoint at every chance (every 4 steps), however fast the epochs
+    "kill_trainers_after_mid_epoch_checkpoint": ["--checkpoint-interval-s=0.001"],
+}
+
+
+class Scenario:
+    def __init__(self, work, partdir, name):
+        self.name = name
+        self.dir = os.path.join(work, name)
+        over = OVERRIDES.get(name, [])
+        args = [a for a in TRAIN if a.split("=")[0] not in [o.split("=")[0] for o in over]] + over
+        self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"))
+        self.notes = []
+        self.allowed_exits = set()   # components whose own exits are part of the scenario
+        self.frozen = set()          # trainers frozen on purpose: their silence is not judged
+
+    def epoch(self, k, who="trainer-0", limit=60):
+        return self.c.wait("%s epoch %d" % (who, k), lambda: self.c.epoch_reached(who, k), limit)
+
+
+def epoch_crcs(c, name):
+    """{epoch: params_crc} from the last line of each epoch."""
+    out = {}
+    for ln in c.lines(name, "epoch"):
+        out[int(kv(ln, "epoch"))] = kv(ln, "params_crc")
+    return out
+
+
+def longest_gap(c, name):
+    """The longest time between two consecutive lines of name's log, up to
+    its last summary."""
+    times = []
+    for ln in c.text(name).splitlines():
+        t = log_time(ln)
+        if t is not None:
+            times.append(t)
+        if " summary " in ln:
+            last = len(times)
+    times = times[:last] if times else times
+    return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+
+
+def judge(s, base, t_run):
+    c, why = s.c, []
+    for t in c.trainers:
+        sm = c.lines(t, "summary")
+        if not sm:
+            why.append("%s has no summary" % t)
+            continue
+        if kv(sm[-1], "params_crc") != base["crc"]:
+            why.append("%s params_crc=%s, undisturbed %s" % (t, kv(sm[-1], "params_crc"), base["crc"]))
+        got = epoch_crcs(c, t)
+        bad = [k for k in sorted(base["epochs"]) if k in got and got[k] != base["epochs"][k]]
+        if bad:
+            why.append("%s epochs %s differ from the undisturbed run" % (t, bad[:5]))
+    gap = max(longest_gap(c, t) for t in c.trainers if t not in s.frozen)
+    if gap > MAX_GAP_S:
+        why.append("a trainer was silent for %.1f s" % gap)
+    for p in c.procs.values():
+        own = [st for st, injected in p.exits if not injected]
+        if own and p.name not in s.allowed_exits:
+            why.append("%s exited on its own (status %s)" % (p.name, own))
+    extra = t_run - base["t"]
+    print("time %s extra_s=%.1f gap_s=%.1f %s" % (s.name, extra, gap, " ".join(s.notes)), flush=True)
+    return why
+
+
+def run(s, fault, base):
+    t0 = time.time()
+    why = []
+    try:
+        s.c.start()
+        fault(s)
+        if not s.c.wait("every trainer's summary", s.c.finished, RUN_LIMIT_S):
+            why.append("no summary within %d s" % RUN_LIMIT_S)
+        t_run = time.time() - t0
+        after = getattr(s, "after", None)
+        if not why and after is not None:
+            why += after(s)
+        if base is not None:
+            why += judge(s, base, t_run)
+    except Exception as e:  # a broken scenario is a failure, not a crash of the suite
+        why.append("scenario error: %r" % e)
+    finally:
+        s.c.stop()
+    if why:
+        print("FAIL chaos_%s: %s (logs: %s)" % (s.name, "; ".join(why), s.dir), flush=True)
+        for t in s.c.trainers:
+            print("  -- last lines of %s:" % t)
+            for ln in s.c.text(t).splitlines()[-8:]:
+                print("    " + ln[:300])
+    else:
+        print("PASS chaos_%s" % s.name, flush=True)
+    return not why, time.time() - t0
+
+
+# ---- faults -------------------------------------------------------------
+
+def kill_store(s):
+    s.epoch(10)
+    s.c.kill("graphstore-1")
+
+
+def kill_sampler(s):
+    s.epoch(10)
+    s.c.kill("sampler-0")
+
+
+def sampler_gone(s):
+    """A replica killed and never restarted: the other serves everything."""
+    s.epoch(10)
+    s.c.procs["sampler-1"].restart = False
+    s.c.kill("sampler-1")
+
+
+def kill_trainer(s):
+    s.epoch(10)
+    s.c.kill("trainer-1")
+
+
+def kill_trainer0_writing(s):
+    """trainer-0 killed the moment a checkpoint's temporary folder appears."""
+    s.epoch(8)
+    ck = s.c.ckpt
+    ino = Inotify(ck)
+    try:
+        if ino.wait_create(".tmp-epoch-", 30):
+            s.c.kill("trainer-0")
+            s.notes.append("killed_in_write=yes")
+        else:
+            s.notes.append("killed_in_write=no")
+    finally:
+        ino.close()
+    s.after = lambda s: [] if not [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")] else \
+        ["a temporary checkpoint folder was left"]
+
+
+def kill_after_mid_epoch_checkpoint(s):
+    """Both trainers killed right after a checkpoint within an epoch, so
+    they resume from the middle of that epoch (tried up to 5 times: an
+    epoch's own checkpoint may come first)."""
+    ck = s.c.ckpt
+    s.epoch(5)
+    for attempt in range(5):
+        n = len(s.c.lines("trainer-0", "checkpoint_saved"))
+        if not s.c.wait("a checkpoint within an epoch", lambda: any(
+                kv(ln, "step") not in (None, "0") for ln in s.c.lines("trainer-0", "checkpoint_saved")[n:]), 30):
+            break
+        for t in s.c.trainers:
+            s.c.procs[t].restart = False
+            s.c.kill(t)
+        s.c.wait("trainers gone", lambda: not any(s.c.procs[t].alive() for t in s.c.trainers), 10)
+        newest = sorted(x for x in os.listdir(ck) if x.startswith("epoch-"))[-1]
+        for t in s.c.trainers:
+            s.c.procs[t].restart = True
+        if "-step-" in newest:
+            s.notes.append("resumed_from=%s attempts=%d" % (newest, attempt + 1))
+            break
+        s.c.wait("trainers back", lambda: all(s.c.lines(t, "resumed") for t in s.c.trainers), 30)
+
+    def after(s):
+        steps = [kv(ln, "step") for ln in s.c.lines("trainer-0", "resumed")]
+        return [] if any(x not in (None, "0") for x in steps) else ["no resume from within an epoch"]
+    s.after = after
+
+
+def trainers_repeatedly(delay):
+    def fault(s):
+        for t in s.c.trainers:
+            s.c.procs[t].delay_s = delay
+        rnd = random.Random(7)
+        s.epoch(5)
+        for _ in range(6):
+            for t in s.c.trainers:
+                s.c.kill(t)
+                s.c.sleep(rnd.uniform(0.0, 0.3))
+            s.c.sleep(rnd.uniform(0.5, 2.0))
+    return fault
+
+
+def freeze(name, seconds, who=None, event=None, text=""):
+    """name stops answering (SIGSTOP) for `seconds`, without closing its
+    connections. With `event`, trainer `who` (default: each) must have
+    logged that event (containing `text`). A frozen trainer's own silence
+    is not judged."""
+    def fault(s):
+        s.epoch(10)
+        if name.startswith("trainer-"):
+            s.frozen.add(name)
+        s.c.freeze(name)
+        s.c.sleep(seconds)
+        s.c.thaw(name)
+        if event is not None:
+            whose = [who] if who else s.c.trainers
+            s.after = lambda s: [] if any(text in ln for t in whose for ln in s.c.lines(t, event)) else \
+                ["no %s line%s" % (event, " with " + text if text else "")]
+    return fault
+
+
+def corrupt_newest(s):
+    """Every trainer stops; one byte of the newest checkpoint's parameters
+    flips; they start again."""
+    s.epoch(12)
+    for t in s.c.trainers:
+        s.c.procs[t].restart = False
+        s.c.kill(t)
+    s.c.wait("trainers gone", lambda: not any(s.c.procs[t].alive() for t in s.c.trainers), 10)
+    ck = s.c.ckpt
+    newest = sorted(n for n in os.listdir(ck) if n.startswith("epoch-"))[-1]
+    path = os.path.join(ck, newest, "params.arr")
+    if not os.path.exists(path):
+        path = os.path.join(ck, newest, sorted(os.listdir(os.path.join(ck, newest)))[0])
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x10]))
+    s.notes.append("flipped=%s/%s" % (newest, os.path.basename(path)))
+    for t in s.c.trainers:
+        s.c.procs[t].restart = True
+    s.after = lambda s: [] if s.c.lines("trainer-0", "checkpoint_fallback") else ["no checkpoint_fallback line"]
+
+
+def restart_after_finish(s):
+    """The run finishes; then each trainer in turn is killed and restarted
+    alone: it must report the same summary and be ready within 15 s."""
+    s.c.wait("every trainer's summary", s.c.finished, RUN_LIMIT_S)
+
+    def after(s):
+        why = []
+        for t in ["trainer-1", "trainer-0"]:
+            t0 = time.time()
+            n = len(s.c.lines(t, "summary"))
+            s.c.kill(t)
+            ok = s.c.wait(t + " summary again", lambda: len(s.c.lines(t, "summary")) > n and
+                          s.c.procs[t].alive(), 30)
+            took = time.time() - t0
+            s.notes.append("%s_summary_s=%.1f" % (t, took))
+            if not ok or took > 15:
+                why.append("%s restarted after the run: no summary within 15 s (%.1f s)" % (t, took))
+            elif not s.c.lines(t, "already_finished"):
+                why.append("%s did not say it found the run finished" % t)
+            elif s.c.readyz(t) != 200:
+                why.append("%s /readyz is not 200 after its summary" % t)
+            elif "\ngnn_trainer_finished 1\n" not in s.c.metrics(t):
+                why.append("%s /metrics does not say gnn_trainer_finished 1" % t)
+        return why
+    s.after = after
+
+
+SCENARIOS = {
+    "kill_graphstore": kill_store,
+    "kill_sampler": kill_sampler,
+    "sampler_gone": sampler_gone,
+    "kill_trainer": kill_trainer,
+    "kill_trainer0_in_checkpoint_write": kill_trainer0_writing,
+    "kill_trainers_after_mid_epoch_checkpoint": kill_after_mid_epoch_checkpoint,
+    "trainers_killed_repeatedly_0.5s": trainers_repeatedly(0.5),
+    "trainers_killed_repeatedly_0s": trainers_repeatedly(0.0),
+    "graphstore_frozen_30s": freeze("graphstore-0", 30, event="waiting_for_minibatch"),
+    "sampler_frozen_20s": freeze("sampler-0", 20, event="minibatch_hedged"),
+    "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "waiting_for_peer", "op=allreduce"),
+    "corrupt_newest_checkpoint": corrupt_newest,
+    "trainer_restarted_after_finish": restart_after_finish,
+}
+
+
+class Inotify:
+    """Waits for a file created in a folder (Linux inotify through libc):
+    fast enough to hit a checkpoint write in progress."""
+    IN_CREATE, IN_MOVED_TO = 0x100, 0x80
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK)
+        if self.fd < 0 or self.libc.inotify_add_watch(self.fd, path.encode(), self.IN_CREATE) < 0:
+            raise OSError(ctypes.get_errno(), "inotify on " + path)
+
+    def wait_create(self, prefix, timeout_s):
+        end = time.time() + timeout_s
+        while time.time() < end:
+            try:
+                buf = os.read(self.fd, 4096)
+            except BlockingIOError:
+                time.sleep(0.0005)
+                continue
+            off = 0
+            while off + 16 <= len(buf):
+                nlen = int.from_bytes(buf[off + 12:off + 16], "little")
+                name = buf[off + 16:off + 16 + nlen].rstrip(b"\0").decode(errors="replace")
+                if name.startswith(prefix):
+                    return True
+                off += 16 + nlen
+        return False
+
+    def close(self):
+        os.close(self.fd)
+
+
+def main():
+    names = sys.argv[1:] or list(SCENARIOS)
+    for n in names:
+        if n not in SCENARIOS:
+            print("unknown scenario %s; known: %s" % (n, " ".join(SCENARIOS)))
+            return 2
+    work = tempfile.mkdtemp(prefix="gnn-chaos-")
+    keep = False
+    try:
+        partdir = os.path.join(work, "part")
+        subprocess.run([BIN + "/gnn-partition", "--synthetic", "tiny", "--parts", "2", "--out", partdir],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        base_s = Scenario(work, partdir, "undisturbed")
+        ok, t = run(base_s, lambda s: None, None)
+        if not ok:
+            keep = True
+            return 1
+        c = base_s.c
+        base = {"crc": kv(c.lines("trainer-0", "summary")[-1], "params_crc"),
+                "epochs": epoch_crcs(c, "trainer-0"), "t": t}
+        print("time undisturbed total_s=%.1f" % t, flush=True)
+        for n in names:
+            ok, _ = run(Scenario(work, partdir, n), SCENARIOS[n], base)
+            keep |= not ok
+        return 0
+    finally:
+        if os.environ.get("GNN_CHAOS_KEEP"):
+            print("logs kept in " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""A kubelet-like supervisor over gnn-dist's real binaries on 127.0.0.1.
+
+Graph stores, samplers and trainers run as separate processes with the
+chart's settings (tests/chaos/README.md says which). Like a kubelet with
+restartPolicy Always, the supervisor starts any process that exited again
+after its restart delay, on the same ports (a pod keeps its DNS name), and
+appends each incarnation's log to the same file. Faults are injected from
+the scenarios (chaos.py) through kill(), freeze() and thaw(); every wait is
+bounded and the whole cluster is stopped by stop(), also on errors.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+BUILD = os.environ.get("GNN_BUILD") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+BIN = os.path.join(BUILD, "bin")
+
+# The chart's defaults where they matter for faults (charts/gnn-dist/values.yaml).
+SAMPLER_ARGS = ["--timeout-ms=5000", "--retries=4", "--check-interval-ms=1000", "--store-down-grace-s=30"]
+TRAINER_ARGS = ["--timeout-ms=30000", "--retries=2", "--peer-timeout-s=300", "--wait-s=600",
+                "--resolve-interval-s=30", "--on-finish=serve", "--log-interval-s=5"]
+
+TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z ")
+
+
+def free_ports(n):
+    """n distinct free TCP ports on 127.0.0.1 (held open together while chosen)."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def log_time(line):
+    """Seconds since the epoch of a log line's ISO timestamp, or None."""
+    m = TS.match(line)
+    if not m:
+        return None
+    return time.mktime(time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone + \
+        float("0" + m.group(1)[19:])
+
+
+class Proc:
+    """One component: its command line never changes across restarts."""
+
+    def __init__(self, name, argv, log, http_port):
+        self.name, self.argv, self.log, self.http_port = name, argv, log, http_port
+        self.popen = None
+        self.down_since = None      # when it was seen exited
+        self.restart = True         # what a kubelet would do
+        self.delay_s = 2.0
+        self.exits = []             # (status, injected) per exit seen
+        self.injected = 0           # kills by the scenario not yet matched to an exit
+        self.frozen = False
+
+    def start(self):
+        with open(self.log, "ab") as f:
+            self.popen = subprocess.Popen(self.argv, stdout=f, stderr=f, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        self.down_since = None
+
+    def alive(self):
+        return self.popen is not None and self.popen.poll() is None
+
+    def pid(self):
+        return self.popen.pid if self.alive() else None
+
+
+class Cluster:
+    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt):
+        self.work, self.partdir, self.ckpt = work, partdir, ckpt
+        os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+        n = 2 * (parts + samplers + trainers)
+        ports = free_ports(n)
+        store_nng, store_http = ports[:parts], ports[parts:2 * parts]
+        ports = ports[2 * parts:]
+        smp_nng, smp_http = ports[:samplers], ports[samplers:2 * samplers]
+        ports = ports[2 * samplers:]
+        tr_nng, tr_http = ports[:trainers], ports[trainers:]
+        stores = ",".join("tcp://127.0.0.1:%d" % p for p in store_nng)
+        smps = ",".join("tcp://127.0.0.1:%d" % p for p in smp_nng)
+        peers = ",".join("tcp://127.0.0.1:%d" % p for p in tr_nng)
+        self.procs = {}
+        for i in range(parts):
+            self._add("graphstore-%d" % i, store_http[i],
+                      [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % i,
+                       "--listen=tcp://127.0.0.1:%d" % store_nng[i], "--http-addr=127.0.0.1",
+                       "--http-port=%d" % store_http[i], "--wait-data=0", "--workers=2"])
+        for i in range(samplers):
+            self._add("sampler-%d" % i, smp_http[i],
+                      [BIN + "/gnn-sampler", "--graphstores=" + stores,
+                       "--listen=tcp://127.0.0.1:%d" % smp_nng[i], "--http-addr=127.0.0.1",
+                       "--http-port=%d" % smp_http[i], "--wait-stores=600", "--workers=2"] + SAMPLER_ARGS)
+        for i in range(trainers):
+            self._add("trainer-%d" % i, tr_http[i],
+                      [BIN + "/gnn-trainer", "--rank=%d" % i, "--world-size=%d" % trainers,
+                       "--peers=" + peers, "--samplers=" + smps, "--listen=tcp://127.0.0.1:%d" % tr_nng[i],
+                       "--http-addr=127.0.0.1", "--http-port=%d" % tr_http[i], "--threads=1",
+                       "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args)
+        self.trainers = ["trainer-%d" % i for i in range(trainers)]
+
+    def _add(self, name, http_port, argv):
+        self.procs[name] = Proc(name, argv, os.path.join(self.work, "logs", name + ".log"), http_port)
+
+    def start(self):
+        for p in self.procs.values():
+            p.start()
+
+    def tick(self):
+        """The kubelet's loop: notice exits, restart after the delay."""
+        now = time.time()
+        for p in self.procs.values():
+            if p.popen is None or p.alive():
+                continue
+            if p.down_since is None:
+                p.down_since = now
+                injected = p.injected > 0
+                p.injected = max(0, p.injected - 1)
+                p.exits.append((p.popen.returncode, injected))
+            if p.restart and now - p.down_since >= p.delay_s:
+                p.start()
+
+    def sleep(self, s):
+        end = time.time() + s
+        while time.time() < end:
+            self.tick()
+            time.sleep(0.02)
+
+    def wait(self, what, pred, timeout_s):
+        """Polls pred (ticking the supervisor) until true; False after timeout_s."""
+        end = time.time() + timeout_s
+        while time.time() < end:
+            self.tick()
+            if pred():
+                return True
+            time.sleep(0.02)
+        print("  gave up waiting for %s after %.0f s" % (what, timeout_s), flush=True)
+        return False
+
+    def kill(self, name, sig=signal.SIGKILL):
+        p = self.procs[name]
+        if p.alive():
+            p.injected += sig in (signal.SIGKILL, signal.SIGTERM)
+            os.kill(p.popen.pid, sig)
+
+    def freeze(self, name):
+        self.kill(name, signal.SIGSTOP)
+        self.procs[name].frozen = True
+
+    def thaw(self, name):
+        self.kill(name, signal.SIGCONT)
+        self.procs[name].frozen = False
+
+    def stop(self):
+        for p in self.procs.values():
+            p.restart = False
+            if p.alive():
+                if p.frozen:
+                    os.kill(p.popen.pid, signal.SIGCONT)
+                os.kill(p.popen.pid, signal.SIGTERM)
+        end = time.time() + 8
+        for p in self.procs.values():
+            while p.alive() and time.time() < end:
+                time.sleep(0.02)
+            if p.alive():
+                os.kill(p.popen.pid, signal.SIGKILL)
+                p.popen.wait()
+
+    def text(self, name):
+        try:
+            with open(self.procs[name].log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def lines(self, name, event):
+        """Log lines of name whose event is `event`, oldest first."""
+        pat = re.compile(r"^\S+ +\S+ +\S+ %s( |$)" % re.escape(event))
+        return [ln for ln in self.text(name).splitlines() if pat.match(ln)]
+
+    def epoch_reached(self, name, epoch):
+        return any(kv(ln, "epoch") == str(epoch) for ln in self.lines(name, "epoch"))
+
+    def finished(self):
+        """Every trainer's latest incarnation has logged its summary."""
+        return all(self.procs[t].alive() and self.lines(t, "summary") and
+                   self.text(t).rfind(" summary ") > self.text(t).rfind(" config ") for t in self.trainers)
+
+    def readyz(self, name):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.procs[name].http_port,
+                                        timeout=1) as r:
+                return r.status
+        except Exception as e:  # HTTPError carries the status
+            return getattr(e, "code", 0)
+
+    def metrics(self, name):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.procs[name].http_port,
+                                        timeout=2) as r:
+                return r.read().decode(errors="replace")
+        except Exception:
+            return ""
+
+
+def kv(line, key):
+    m = re.search(r"(?:^| )%s=(\S+)" % re.escape(key), line)
+    return m.group(1) if m else None
