@@ -278,6 +278,8 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 		gnn_gauge_set(m->up, 0);
 		if (!tr_ring_close(env->ring)) {
 			env->ring = NULL;
+			if (gnn_stop_requested())
+				return GNN_ECLOSED; /* exiting anyway: the sockets go with the process */
 			GNN_ERROR("ring_unusable", "reason=\"the old ring's sockets could not be closed: exiting so that "
 				  "a restarted process forms the ring again\"");
 			return GNN_EIO;

@@ -62,6 +62,8 @@
 #define MAX_MISMATCH_LOGS 16
 #define CLOSE_LOG_S 5.0          /* tr_ring_close logs its wait this often */
 #define CLOSE_STUCK_S 5          /* nng_close longer than this: give up on it */
+#define CLOSE_STOPPING_S 2       /* ... when stopping: within the stop watchdog's
+				  * GNN_STOP_GRACE_S, so the exit is ours and logged */
 
 enum op {
 	OP_HELLO = 1, OP_ALLREDUCE, OP_ALLREDUCE_F64, OP_ALLGATHER, OP_BROADCAST,
@@ -1674,10 +1676,12 @@ static void *closer_main(void *arg)
 	return NULL;
 }
 
-/* Closes both sockets within CLOSE_STUCK_S; false when nng_close hung (the
+/* Closes both sockets within CLOSE_STUCK_S (CLOSE_STOPPING_S once stop()
+ * is set: the process is about to exit); false when nng_close hung (the
  * sockets and everything their callbacks may touch must then stay). */
 static bool close_sockets(struct tr_ring *r)
 {
+	int limit_s = r->stop != NULL && r->stop() ? CLOSE_STOPPING_S : CLOSE_STUCK_S;
 	struct closer *c = calloc(1, sizeof(*c));
 	pthread_t th;
 	struct timespec ts;
@@ -1704,7 +1708,7 @@ static bool close_sockets(struct tr_ring *r)
 		return true;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += CLOSE_STUCK_S;
+	ts.tv_sec += limit_s;
 	pthread_mutex_lock(&c->mu);
 	while (!c->done)
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0)
@@ -1720,7 +1724,7 @@ static bool close_sockets(struct tr_ring *r)
 	pthread_detach(th);
 	GNN_ERROR("ring_close_stuck", "rank=%u waited_s=%d error=\"nng_close did not return (nng 1.5.2 "
 		  "can deadlock closing a socket while a message arrives, nanomsg/nng#1543): leaving "
-		  "the ring's sockets and memory behind\"", r->rank, CLOSE_STUCK_S);
+		  "the ring's sockets and memory behind\"", r->rank, limit_s);
 	return false;
 }
 
