@@ -5,27 +5,20 @@
 #include <string.h>
 
 #include "err.h"
+#include "hash.h"
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
 
 /* Uniform integer in [0, n) without modulo bias (Lemire's method). */
 static uint32_t below(uint64_t *s, uint32_t n)
 {
-	uint64_t m = (uint64_t)(uint32_t)splitmix64(s) * n;
+	uint64_t m = (uint64_t)(uint32_t)gnn_splitmix64(s) * n;
 	uint32_t low = (uint32_t)m;
 
 	if (low < n) {
 		uint32_t t = (uint32_t)-n % n;
 
 		while (low < t) {
-			m = (uint64_t)(uint32_t)splitmix64(s) * n;
+			m = (uint64_t)(uint32_t)gnn_splitmix64(s) * n;
 			low = (uint32_t)m;
 		}
 	}
@@ -52,7 +45,7 @@ uint32_t gnn_sample_choose(uint64_t seed, int64_t node, uint32_t deg, int32_t k,
 			out[i] = i;
 		return deg;
 	}
-	splitmix64(&s);
+	gnn_splitmix64(&s);
 	/* Floyd's algorithm: k draws, each a new element, no extra memory;
 	 * membership is a binary search in the sorted output. */
 	for (uint32_t j = deg - (uint32_t)k, n = 0; j < deg; j++, n++) {
@@ -80,12 +73,12 @@ uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer)
 {
 	uint64_t s = seed ^ ((uint64_t)layer << 56 | 0x5851F42D4C957F2Dull);
 
-	return splitmix64(&s);
+	return gnn_splitmix64(&s);
 }
 
 int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n, int64_t *out)
 {
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;
+	uint64_t s = seed * GNN_GOLDEN64 ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;
 	int64_t *set;
 
 	if (num_nodes <= 0 || n == 0 || (int64_t)n > num_nodes)
@@ -96,8 +89,8 @@ int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n
 		return GNN_ENOMEM;
 	memset(set, 0xff, cap * sizeof(*set));
 	for (uint32_t k = 0; k < n;) {
-		int64_t v = (int64_t)(splitmix64(&s) % (uint64_t)num_nodes);
-		uint64_t h = ((uint64_t)v * 0x9E3779B97F4A7C15ull) & (cap - 1);
+		int64_t v = (int64_t)(gnn_splitmix64(&s) % (uint64_t)num_nodes);
+		uint64_t h = ((uint64_t)v * GNN_GOLDEN64) & (cap - 1);
 
 		while (set[h] >= 0 && set[h] != v)  /* open addressing */
 			h = (h + 1) & (cap - 1);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "hash.h"
 #include "json.h"
 #include "log.h"
 #include "sys.h"
@@ -98,18 +99,9 @@ int gs_wait_data(const char *dir, int64_t timeout_s)
 	}
 }
 
-/* splitmix64's finaliser: mixes a word so that every input bit affects
- * every output bit. */
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 static uint64_t fold(uint64_t h, uint64_t v)
 {
-	return mix64(h ^ mix64(v + 0x9E3779B97F4A7C15ull));
+	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
 }
 
 int gs_graph_id(const struct gnn_meta *m, uint64_t *out)

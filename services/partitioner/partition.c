@@ -5,19 +5,12 @@
 #include <string.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "sys.h"
 
 _Static_assert(sizeof(idx_t) == sizeof(int32_t), "graph.h stores node IDs as METIS idx_t");
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
 
 static int partition_random(const struct graph *g, int32_t parts, uint64_t seed, int32_t *part)
 {
@@ -30,7 +23,7 @@ static int partition_random(const struct graph *g, int32_t parts, uint64_t seed,
 	for (int64_t v = 0; v < n; v++)
 		order[v] = v;
 	for (int64_t i = n - 1; i > 0; i--) {  /* Fisher-Yates */
-		int64_t j = (int64_t)(splitmix64(&s) % (uint64_t)(i + 1)), t = order[i];
+		int64_t j = (int64_t)(gnn_splitmix64(&s) % (uint64_t)(i + 1)), t = order[i];
 
 		order[i] = order[j];
 		order[j] = t;
@@ -74,7 +67,7 @@ static double edge_hash(uint64_t seed, int32_t u, int32_t v)
 {
 	uint64_t s = seed ^ ((uint64_t)(uint32_t)(u < v ? u : v) << 32 | (uint32_t)(u < v ? v : u));
 
-	return (double)(splitmix64(&s) >> 11) * 0x1.0p-53;
+	return gnn_unit64(gnn_splitmix64(&s));
 }
 
 /* k such that sum over edges of min(1, k / mindeg(e)) is about budget;

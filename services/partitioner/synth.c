@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "sys.h"
 
@@ -66,19 +67,6 @@ enum {
 
 /* ---- random numbers ---- */
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	*x += 0x9e3779b97f4a7c15ULL;
-	return mix64(*x);
-}
-
 struct rng {
 	uint64_t s[4];
 };
@@ -92,10 +80,10 @@ static uint64_t rotl(uint64_t x, int k)
  * recommend, so that nearby seeds give unrelated streams. */
 static void rng_seed(struct rng *r, uint64_t seed, uint64_t tag)
 {
-	uint64_t x = mix64(seed ^ mix64(tag * 0x9e3779b97f4a7c15ULL));
+	uint64_t x = gnn_mix64(seed ^ gnn_mix64(tag * GNN_GOLDEN64));
 
 	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&x);
+		r->s[i] = gnn_splitmix64(&x);
 }
 
 static uint64_t rng_next(struct rng *r)
@@ -944,9 +932,9 @@ static int synth_feat_row(const struct graph *g, int64_t node, float *out)
 	if (c < 0 || c >= f->classes)
 		return GNN_EINTERNAL;
 	mu = f->centroid + (size_t)c * (size_t)f->dim;
-	x = mix64(f->seed ^ mix64((uint64_t)node));
+	x = gnn_mix64(f->seed ^ gnn_mix64((uint64_t)node));
 	for (int32_t j = 0; j < f->dim; j++)
-		out[j] = mu[j] + (float)ih_sum(splitmix64(&x)) * f->scale;
+		out[j] = mu[j] + (float)ih_sum(gnn_splitmix64(&x)) * f->scale;
 	return GNN_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "hash.h"
 #include "sample.h"
 
 int32_t smp_owner(const struct smp_layout *l, int64_t id)
@@ -72,7 +73,7 @@ static void idmap_free(struct idmap *m)
 static inline int64_t idmap_get_or_put(struct idmap *m, int64_t key, int64_t val)
 {
 	/* Fibonacci hashing spreads the consecutive IDs of a partition. */
-	for (uint64_t i = ((uint64_t)key * 0x9E3779B97F4A7C15ull) >> m->shift;; i = (i + 1) & m->mask) {
+	for (uint64_t i = ((uint64_t)key * GNN_GOLDEN64) >> m->shift;; i = (i + 1) & m->mask) {
 		struct slot *s = &m->slots[i];
 
 		if (s->key == key)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "model.h"
 #include "opt.h"
@@ -50,16 +51,10 @@ static const struct gnn_opt bench_options[] = {
 #define DUMP_HEADER 4096
 #define DUMP_ALIGN 64
 
-static inline uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static inline double unit(uint64_t key, uint64_t i)  /* [0, 1) */
 {
-	return (double)(mix64(key + (i + 1) * 0x9e3779b97f4a7c15ull) >> 11) * 0x1.0p-53;
+	return gnn_unit64(gnn_draw64(key, i));
 }
 
 /* ---- synthetic blocks ---- */
@@ -93,7 +88,7 @@ static void bench_mb_free(struct bench_mb *b)
  * ~59k / ~600k nodes per hop, 5.1k / 61k / 890k edges). */
 static int make_blocks(struct bench_mb *b, uint32_t L, const int32_t *fanouts)
 {
-	uint64_t N = (uint64_t)bc.graph_nodes, key = mix64((uint64_t)bc.seed ^ 0x626c6f636b73ull);
+	uint64_t N = (uint64_t)bc.graph_nodes, key = gnn_mix64((uint64_t)bc.seed ^ 0x626c6f636b73ull);
 	uint32_t nd = (uint32_t)bc.batch;
 	int32_t *loc = malloc(N * sizeof(int32_t));
 	int rc = GNN_ENOMEM;
@@ -116,7 +111,7 @@ static int make_blocks(struct bench_mb *b, uint32_t L, const int32_t *fanouts)
 	for (uint32_t i = 0; i < nd; i++)
 		loc[b->ids[L][i]] = -1;
 	for (uint32_t l = L; l-- > 0;) {
-		uint64_t lkey = mix64(key + l + 1), draws = 0;
+		uint64_t lkey = gnn_mix64(key + l + 1), draws = 0;
 		uint32_t f = (uint32_t)fanouts[l], ns = nd;
 		size_t cap = (size_t)nd * (1 + (size_t)f);
 		const int64_t *dst = b->ids[l + 1];
@@ -178,7 +173,7 @@ static int make_blocks(struct bench_mb *b, uint32_t L, const int32_t *fanouts)
 	}
 	{
 		size_t nf = (size_t)nd * (size_t)bc.in_dim;
-		uint64_t fkey = mix64(key ^ 0x66656174ull), ykey = mix64(key ^ 0x6c61626cull);
+		uint64_t fkey = gnn_mix64(key ^ 0x66656174ull), ykey = gnn_mix64(key ^ 0x6c61626cull);
 
 		if ((b->feat = malloc(nf * sizeof(float))) == NULL ||
 		    (b->labels = malloc((size_t)bc.batch * sizeof(int32_t))) == NULL)

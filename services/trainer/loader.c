@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "sys.h"
 
@@ -72,15 +73,6 @@ struct tr_loader {
 	double hedge_logged;
 };
 
-uint64_t tr_mix(uint64_t seed, uint64_t v)
-{
-	uint64_t z = seed + 0x9e3779b97f4a7c15ull * (v + 1);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 void tr_batch_free(struct tr_batch *b)
 {
 	if (b == NULL)
@@ -96,7 +88,7 @@ void tr_batch_free(struct tr_batch *b)
 static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n, uint64_t k,
 		  uint64_t hint, uint64_t req_id, struct fetched *out)
 {
-	struct gnn_minibatch_req req = { .seed = tr_mix(job->seed, k), .flags = job->flags,
+	struct gnn_minibatch_req req = { .seed = gnn_draw64(job->seed, k), .flags = job->flags,
 					  .num_layers = job->num_layers, .seeds = seeds, .num_seeds = n };
 	struct tr_batch *b = calloc(1, sizeof(*b));
 

@@ -20,7 +20,7 @@
 #include "samplers.h"
 
 /* One pass over a list of seed nodes in batches: step k asks for seeds
- * [k * batch, min(n, (k+1) * batch)) with request seed tr_mix(seed, k),
+ * [k * batch, min(n, (k+1) * batch)) with request seed gnn_draw64(seed, k),
  * from step first_step on (a pass resumed where a checkpoint left it). */
 struct tr_job {
 	const int64_t *seeds;       /* [n], borrowed until tr_loader_end */
@@ -66,9 +66,5 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited);
  * samplers are unusable afterwards). */
 void tr_loader_end(struct tr_loader *l);
 void tr_loader_free(struct tr_loader *l);
-
-/* Mixes a seed with a value (splitmix64-style): every derived seed
- * (per epoch, rank, step) goes through it. */
-uint64_t tr_mix(uint64_t seed, uint64_t v);
 
 #endif

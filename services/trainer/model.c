@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 
 #define ALIGN_BYTES 64
@@ -98,28 +99,13 @@ static int ibuf_reserve(struct ibuf *b, size_t n)
 
 /* ---- counter-based random numbers (splitmix64) ---- */
 
-static inline uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-#define GOLDEN 0x9e3779b97f4a7c15ull
-
-/* The i-th output of splitmix64 started at key: a pure function of both. */
-static inline uint64_t draw(uint64_t key, uint64_t i)
-{
-	return mix64(key + (i + 1) * GOLDEN);
-}
-
 static uint64_t dropout_key(uint64_t seed, uint32_t layer)
 {
-	return mix64(mix64(seed ^ 0x64726f706f7574ull) + (uint64_t)(layer + 1) * GOLDEN);
+	return gnn_draw64(gnn_mix64(seed ^ 0x64726f706f7574ull), layer);
 }
 
 /* The mask bit of element (row, col) of a layer: row r draws
- * k = draw(layer key, r) once, and column c hashes the 32-bit counter
+ * k = gnn_draw64(layer key, r) once, and column c hashes the 32-bit counter
  * (uint32)k + c * 0x9e3779b9 with lowbias32 (a 32-bit integer hash with
  * near-ideal avalanche), keeping the unit when the hash is below
  * (1 - p) 2^32. 32-bit multiplies keep the hash in SIMD registers: a
@@ -347,7 +333,7 @@ void tr_model_free(struct tr_model *m)
 
 void tr_model_init(struct tr_model *m, uint64_t seed)
 {
-	uint64_t key = mix64(seed ^ 0x696e6974ull);
+	uint64_t key = gnn_mix64(seed ^ 0x696e6974ull);
 
 	memset(m->params, 0, m->nparams * sizeof(float));
 	for (uint32_t l = 0; l < m->cfg.num_layers; l++) {
@@ -362,7 +348,7 @@ void tr_model_init(struct tr_model *m, uint64_t seed)
 
 		for (size_t i = 0; i < nw; i++) {
 			size_t j = m->off[l] + i;
-			double u = (double)(draw(key, j) >> 11) * 0x1.0p-53;  /* [0, 1) */
+			double u = gnn_unit64(gnn_draw64(key, j));
 
 			m->params[j] = (float)((2.0 * u - 1.0) * bound);
 		}
@@ -661,7 +647,7 @@ static void act_rows(void *arg, size_t lo, size_t hi)
 		size_t j = 0;
 
 		if (row_fn != NULL) {
-			row_fn(y, n, (uint32_t)draw(c->key, r), c->keep_below, c->scale);
+			row_fn(y, n, (uint32_t)gnn_draw64(c->key, r), c->keep_below, c->scale);
 			continue;
 		}
 		for (; j + 4 <= n; j += 4) {

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "err.h"
+#include "hash.h"
 #include "loader.h"
 #include "log.h"
 #include "model.h"
@@ -49,12 +50,12 @@ struct run {
 
 uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g)
 {
-	uint64_t h = tr_mix(0x6d6f64656cull, c->layers);
+	uint64_t h = gnn_draw64(0x6d6f64656cull, c->layers);
 
-	h = tr_mix(h, g->feat_dim);
-	h = tr_mix(h, c->hidden);
-	h = tr_mix(h, g->num_classes);
-	return tr_mix(h, g->graph_id);
+	h = gnn_draw64(h, g->feat_dim);
+	h = gnn_draw64(h, c->hidden);
+	h = gnn_draw64(h, g->num_classes);
+	return gnn_draw64(h, g->graph_id);
 }
 
 static uint64_t mix_float(uint64_t h, float f)
@@ -62,25 +63,25 @@ static uint64_t mix_float(uint64_t h, float f)
 	uint32_t bits;
 
 	memcpy(&bits, &f, sizeof(bits));
-	return tr_mix(h, bits);
+	return gnn_draw64(h, bits);
 }
 
 uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g)
 {
 	uint64_t h = tr_model_hash(c, g);
 
-	h = tr_mix(h, c->world);
-	h = tr_mix(h, c->epochs);
-	h = tr_mix(h, c->batch);
-	h = tr_mix(h, c->eval_batch);
-	h = tr_mix(h, c->seed);
+	h = gnn_draw64(h, c->world);
+	h = gnn_draw64(h, c->epochs);
+	h = gnn_draw64(h, c->batch);
+	h = gnn_draw64(h, c->eval_batch);
+	h = gnn_draw64(h, c->seed);
 	h = mix_float(h, c->lr);
 	h = mix_float(h, c->weight_decay);
 	h = mix_float(h, c->dropout);
-	h = tr_mix(h, c->checkpoint_dir != NULL);
-	h = tr_mix(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
+	h = gnn_draw64(h, c->checkpoint_dir != NULL);
+	h = gnn_draw64(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
 	for (uint32_t l = 0; l < c->layers; l++)
-		h = tr_mix(tr_mix(h, (uint32_t)c->fanouts[l]), (uint32_t)c->eval_fanouts[l]);
+		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[l]), (uint32_t)c->eval_fanouts[l]);
 	return h;
 }
 
@@ -220,14 +221,14 @@ static int load_nodes(struct run *r)
 static void epoch_seeds(struct run *r, uint32_t epoch)
 {
 	size_t n = r->share_hi - r->share_lo;
-	uint64_t s = tr_mix(tr_mix(r->c->seed ^ 0x73687566ull, epoch), r->c->rank);
+	uint64_t s = gnn_draw64(gnn_draw64(r->c->seed ^ 0x73687566ull, epoch), r->c->rank);
 
 	memcpy(r->epoch_seeds, r->train + r->share_lo, n * sizeof(int64_t));
 	for (size_t i = n; i > 1; i--) {
 		size_t j;
 		int64_t t;
 
-		s = tr_mix(s, i);
+		s = gnn_draw64(s, i);
 		j = (size_t)(s % i);
 		t = r->epoch_seeds[i - 1];
 		r->epoch_seeds[i - 1] = r->epoch_seeds[j];
@@ -459,7 +460,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double sta
 	const struct tr_config *c = r->c;
 	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
 			      .num_layers = c->layers, .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
-			      .seed = tr_mix(tr_mix(c->seed, epoch), c->rank), .what = "train" };
+			      .seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
 	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
 	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = stats[0], labelled = stats[1], correct = stats[2];
 	float scale = 1.0f / (float)c->world;
@@ -485,7 +486,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double sta
 			tr_batch_free(b);
 			break;
 		}
-		rc = tr_model_train_step(r->model, &b->mb, tr_mix(tr_mix(c->seed ^ 0x64726f70ull, r->global_step),
+		rc = tr_model_train_step(r->model, &b->mb, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step),
 								  c->rank), &st);
 		gnn_counter_add(r->m.samples, b->mb.num_seeds);
 		tr_batch_free(b);
@@ -589,7 +590,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_resu
 {
 	struct run r = { .c = c, .e = env };
 	double t_train = gnn_now(), test_acc = 0;
-	uint64_t eval_seed = tr_mix(c->seed, 0x6576616cull);
+	uint64_t eval_seed = gnn_draw64(c->seed, 0x6576616cull);
 	int rc;
 
 	if ((rc = setup(&r)) != GNN_OK || (rc = resume(&r, out, already_finished)) != GNN_OK)

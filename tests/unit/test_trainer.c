@@ -7,6 +7,7 @@
 
 #include "ckpt.h"
 #include "err.h"
+#include "hash.h"
 #include "loader.h"
 #include "log.h"
 #include "sys.h"
@@ -224,9 +225,9 @@ static void test_result_roundtrip(void)
 
 static void test_mix(void)
 {
-	CHECK(tr_mix(1, 2) == tr_mix(1, 2));
-	CHECK(tr_mix(1, 2) != tr_mix(2, 1));
-	CHECK(tr_mix(0, 0) != 0);
+	CHECK(gnn_draw64(1, 2) == gnn_draw64(1, 2));
+	CHECK(gnn_draw64(1, 2) != gnn_draw64(2, 1));
+	CHECK(gnn_draw64(0, 0) != 0);
 }
 
 int main(void)

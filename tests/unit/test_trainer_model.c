@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "model.h"
 #include "testlib.h"
@@ -28,11 +29,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return gnn_splitmix64(&rng_state);
 }
 
 static double unif(void)  /* [0, 1) */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "hash.h"
 #include "log.h"
 #include "metrics.h"
 #include "ring.h"
@@ -286,10 +287,7 @@ static char *capture_end(void)
 
 static uint64_t mix(uint64_t x)
 {
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return gnn_splitmix64(&x);
 }
 
 /* Values of mixed sign and magnitude, so that the summation order shows. */
