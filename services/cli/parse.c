@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "err.h"
+#include "fanouts.h"
 #include "part.h"
 
 void cli_error(const char *fmt, ...)
@@ -147,35 +148,19 @@ out:
 
 int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint32_t *n)
 {
-	uint32_t count = 0;
-	const char *p = text;
+	struct gnn_fanouts f;
+	char why[160];
 
 	if (text == NULL || *text == '\0') {
 		cli_error("--fanouts is required: one per layer, input layer first, e.g. 10,5");
 		return GNN_EINVAL;
 	}
-	for (;;) {
-		char *end;
-		long x;
-
-		errno = 0;
-		x = strtol(p, &end, 10);
-		if (end == p || (*end != ',' && *end != '\0') || errno != 0 ||
-		    !(x >= -1 && x <= GNN_PROTO_MAX_FANOUT)) {
-			cli_error("--fanouts \"%s\": each fanout is -1 (all neighbours), 0 (none) or 1..%d", text,
-				  GNN_PROTO_MAX_FANOUT);
-			return GNN_EINVAL;
-		}
-		if (count == GNN_PROTO_MAX_LAYERS) {
-			cli_error("--fanouts \"%s\": at most %d layers", text, GNN_PROTO_MAX_LAYERS);
-			return GNN_EINVAL;
-		}
-		out[count++] = (int32_t)x;
-		if (*end == '\0')
-			break;
-		p = end + 1;
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
+		cli_error("--fanouts \"%s\": %s", text, why);
+		return GNN_EINVAL;
 	}
-	*n = count;
+	memcpy(out, f.v, f.n * sizeof(*out));
+	*n = f.n;
 	return GNN_OK;
 }
 

@@ -43,7 +43,7 @@ static const struct gnn_opt options[] = {
 	  "then train the same model without neighbours (fanouts 0,..,0: features only) and print both test accuracies" },
 	{ "epochs", GNN_OPT_INT, &cfg.epochs, NULL, 1, 100000, NULL, "gnn-trainer --epochs (not given: its default)" },
 	{ "batch-size", GNN_OPT_INT, &cfg.batch_size, NULL, 1, 1 << 22, NULL, "gnn-trainer --batch-size" },
-	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, LOC_MAX_LAYERS, NULL,
+	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, GNN_PROTO_MAX_LAYERS, NULL,
 	  "gnn-trainer --layers (not given: the number of --fanouts)" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },

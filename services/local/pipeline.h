@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fanouts.h"
 #include "proc.h"
 
 #define LOC_EXIT_FAILED 1 /* a component failed, a wait timed out */
@@ -16,7 +17,6 @@
 /* The trainer's layer count when neither --layers nor --fanouts is given
  * (gnn-trainer's default fanouts 15,10,5); the baseline needs it. */
 #define LOC_TRAINER_DEFAULT_LAYERS 3
-#define LOC_MAX_LAYERS 8 /* gnn-trainer's limit */
 
 /* Options (main.c's table). Model options left unset (-1, NULL) are not
  * passed, so the trainer's own defaults apply. */
@@ -31,7 +31,7 @@ struct loc_config {
 
 	/* Derived by loc_config_check. */
 	int layers_eff;                  /* layers the trainers will build */
-	int fanout[LOC_MAX_LAYERS];      /* parsed --fanouts (when given) */
+	struct gnn_fanouts fanout;       /* parsed --fanouts (when given) */
 };
 
 /* One training pass: the GraphSAGE run or the features-only baseline. */

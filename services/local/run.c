@@ -15,50 +15,32 @@
 
 static const char *const binaries[] = { "gnn-partition", "gnn-graphstore", "gnn-sampler", "gnn-trainer" };
 
-/* Parses "a,b,c" into at most LOC_MAX_LAYERS integers >= -1. */
-static int parse_fanouts(const char *opt, const char *text, int *out, int *n)
+/* Parses --NAME's fanout list. */
+static int parse_fanouts(const char *opt, const char *text, struct gnn_fanouts *out)
 {
-	const char *p = text;
+	char why[160];
 
-	*n = 0;
-	for (;;) {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (end == p || errno != 0 || v < -1 || v > 1000000 || (*end != ',' && *end != '\0')) {
-			GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"expected comma-separated integers >= -1 (-1: all neighbours, 0: none)\"",
-				  opt, text);
-			return GNN_EINVAL;
-		}
-		if (*n == LOC_MAX_LAYERS) {
-			GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"more than %d layers\"", opt, text,
-				  LOC_MAX_LAYERS);
-			return GNN_EINVAL;
-		}
-		out[(*n)++] = (int)v;
-		if (*end == '\0')
-			return GNN_OK;
-		p = end + 1;
-	}
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, out, why, sizeof(why)) == GNN_OK)
+		return GNN_OK;
+	GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"%s\"", opt, text, why);
+	return GNN_EINVAL;
 }
 
 int loc_config_check(struct loc_config *cfg)
 {
 	int sources = (cfg->dataset != NULL) + (cfg->synthetic != NULL) + (cfg->partition_dir != NULL);
-	int eval[LOC_MAX_LAYERS], n_eval, n_fan = 0;
+	struct gnn_fanouts eval;
 
 	if (sources != 1) {
 		GNN_ERROR("bad_config", "reason=\"give exactly one of --dataset DIR, --synthetic PRESET, --partition-dir DIR (got %d)\"",
 			  sources);
 		return GNN_EINVAL;
 	}
-	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, cfg->fanout, &n_fan) != GNN_OK)
+	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, &cfg->fanout) != GNN_OK)
 		return GNN_EINVAL;
-	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != n_fan) {
-		GNN_ERROR("bad_config", "option=--fanouts value=\"%s\" layers=%lld reason=\"one fanout per layer: %d fanouts for %lld layers\"",
-			  cfg->fanouts, (long long)cfg->layers, n_fan, (long long)cfg->layers);
+	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != cfg->fanout.n) {
+		GNN_ERROR("bad_config", "option=--fanouts value=\"%s\" layers=%lld reason=\"one fanout per layer: %u fanouts for %lld layers\"",
+			  cfg->fanouts, (long long)cfg->layers, cfg->fanout.n, (long long)cfg->layers);
 		return GNN_EINVAL;
 	}
 	if (cfg->fanouts == NULL && cfg->layers >= 0 && cfg->layers != LOC_TRAINER_DEFAULT_LAYERS) {
@@ -66,13 +48,13 @@ int loc_config_check(struct loc_config *cfg)
 			  (long long)cfg->layers, (long long)cfg->layers, LOC_TRAINER_DEFAULT_LAYERS);
 		return GNN_EINVAL;
 	}
-	cfg->layers_eff = cfg->fanouts != NULL ? n_fan : LOC_TRAINER_DEFAULT_LAYERS;
+	cfg->layers_eff = cfg->fanouts != NULL ? (int)cfg->fanout.n : LOC_TRAINER_DEFAULT_LAYERS;
 	if (cfg->eval_fanouts != NULL) {
-		if (parse_fanouts("eval-fanouts", cfg->eval_fanouts, eval, &n_eval) != GNN_OK)
+		if (parse_fanouts("eval-fanouts", cfg->eval_fanouts, &eval) != GNN_OK)
 			return GNN_EINVAL;
-		if (n_eval != cfg->layers_eff) {
-			GNN_ERROR("bad_config", "option=--eval-fanouts value=\"%s\" reason=\"one fanout per layer: %d values for %d layers\"",
-				  cfg->eval_fanouts, n_eval, cfg->layers_eff);
+		if ((int)eval.n != cfg->layers_eff) {
+			GNN_ERROR("bad_config", "option=--eval-fanouts value=\"%s\" reason=\"one fanout per layer: %u values for %d layers\"",
+				  cfg->eval_fanouts, eval.n, cfg->layers_eff);
 			return GNN_EINVAL;
 		}
 	}

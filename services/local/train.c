@@ -123,14 +123,13 @@ static void kv_get(const char *kvs, const char *key, char *out, size_t size)
 	}
 }
 
-static int add_fanouts(struct loc_argv *a, const char *flag, const int *f, int n, bool zeros)
+static int add_fanouts(struct loc_argv *a, const char *flag, const struct gnn_fanouts *f, int n, bool zeros)
 {
-	char list[LOC_MAX_LAYERS * 12] = "";
-	size_t len = 0;
+	struct gnn_fanouts z = { .n = (uint32_t)n };
+	char list[GNN_PROTO_MAX_LAYERS * 12];
+	int rc = gnn_fanouts_format(zeros ? &z : f, list, sizeof(list));
 
-	for (int i = 0; i < n; i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "", zeros ? 0 : f[i]);
-	return loc_argv_add(a, "--%s=%s", flag, list);
+	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, list);
 }
 
 /* The model flags: those given to gnn-local, passed on as they are; the
@@ -160,9 +159,9 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
-		rc = add_fanouts(a, "fanouts", cfg->fanout, cfg->layers_eff, baseline);
+		rc = add_fanouts(a, "fanouts", &cfg->fanout, cfg->layers_eff, baseline);
 	if (rc == GNN_OK && baseline)
-		rc = add_fanouts(a, "eval-fanouts", cfg->fanout, cfg->layers_eff, true);
+		rc = add_fanouts(a, "eval-fanouts", &cfg->fanout, cfg->layers_eff, true);
 	else if (rc == GNN_OK && cfg->eval_fanouts != NULL)
 		rc = loc_argv_add(a, "--eval-fanouts=%s", cfg->eval_fanouts);
 	return rc;

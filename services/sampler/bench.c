@@ -9,6 +9,7 @@
 
 #include "core.h"
 #include "err.h"
+#include "fanouts.h"
 #include "local.h"
 #include "log.h"
 #include "opt.h"
@@ -17,30 +18,22 @@
 
 int smp_parse_fanouts(const char *text, int32_t *fanouts, uint32_t *num_layers)
 {
-	const char *p = text;
-	uint32_t n = 0;
+	struct gnn_fanouts f;
+	char why[160];
 
-	while (p != NULL && *p != '\0') {
-		char *end;
-		long v = strtol(p, &end, 10);
-
-		if (end == p || (*end != ',' && *end != '\0') || (v != -1 && (v < 1 || v > GNN_PROTO_MAX_FANOUT)) ||
-		    n == GNN_PROTO_MAX_LAYERS) {
-			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"expected 1..%d comma-separated "
-				  "fanouts, each -1 (all) or 1..%d\"", text, GNN_PROTO_MAX_LAYERS, GNN_PROTO_MAX_FANOUT);
-			return GNN_EINVAL;
-		}
-		fanouts[n++] = (int32_t)v;
-		p = *end == ',' ? end + 1 : end;
-		if (*end == ',' && *p == '\0')
-			n = GNN_PROTO_MAX_LAYERS + 1;  /* trailing comma */
-	}
-	if (n == 0 || n > GNN_PROTO_MAX_LAYERS) {
-		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"expected 1..%d comma-separated fanouts\"",
-			  text, GNN_PROTO_MAX_LAYERS);
+	/* 0 would measure no sampling at all */
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
 		return GNN_EINVAL;
 	}
-	*num_layers = n;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.v[i] == 0) {
+			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"a fanout of 0 samples "
+				  "nothing: give -1 (all) or 1..%d\"", text, GNN_PROTO_MAX_FANOUT);
+			return GNN_EINVAL;
+		}
+	memcpy(fanouts, f.v, f.n * sizeof(*fanouts));
+	*num_layers = f.n;
 	return GNN_OK;
 }
 

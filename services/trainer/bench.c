@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "fanouts.h"
 #include "hash.h"
 #include "log.h"
 #include "model.h"
@@ -197,28 +198,15 @@ out:
 
 static int parse_fanouts(const char *text, int32_t *fanouts, uint32_t *n)
 {
-	const char *p = text;
+	struct gnn_fanouts f;
+	char why[160];
 
-	*n = 0;
-	while (*p != '\0') {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (end == p || errno != 0 || (*end != ',' && *end != '\0') || v < 0 || v > 1000 ||
-		    *n == GNN_PROTO_MAX_LAYERS || (*end == ',' && end[1] == '\0')) {
-			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"expected 1..%d comma-separated "
-				  "fanouts, each 0..1000\"", text, GNN_PROTO_MAX_LAYERS);
-			return GNN_EINVAL;
-		}
-		fanouts[(*n)++] = (int32_t)v;
-		p = *end == ',' ? end + 1 : end;
-	}
-	if (*n == 0) {
-		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"no fanout given\"", text);
+	if (gnn_fanouts_parse(text, 0, 1000, &f, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
 		return GNN_EINVAL;
 	}
+	memcpy(fanouts, f.v, f.n * sizeof(*fanouts));
+	*n = f.n;
 	return GNN_OK;
 }
 

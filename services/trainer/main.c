@@ -20,6 +20,7 @@
 
 #include "bench.h"
 #include "err.h"
+#include "fanouts.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -106,33 +107,22 @@ static bool ready(void *ctx, char *reason, size_t len)
 	return false;
 }
 
-/* "15,10,-1" into v[n]; each -1, 0 or 1..GNN_PROTO_MAX_FANOUT. */
+/* --NAME's fanouts into v[n], one per layer. */
 static int parse_fanouts(const char *name, const char *text, uint32_t n, int32_t *v)
 {
-	const char *p = text;
-	uint32_t k = 0;
+	struct gnn_fanouts f;
+	char why[160];
 
-	for (;;) {
-		char *end;
-		long f = strtol(p, &end, 10);
-
-		if (end == p || f < -1 || f > GNN_PROTO_MAX_FANOUT || (*end != ',' && *end != '\0')) {
-			GNN_ERROR("bad_config", "%s=\"%s\" reason=\"each fanout is -1 (all), 0 (none) or 1..%d\"", name,
-				  text, GNN_PROTO_MAX_FANOUT);
-			return GNN_EINVAL;
-		}
-		if (k < n)
-			v[k] = (int32_t)f;
-		k++;
-		if (*end == '\0')
-			break;
-		p = end + 1;
-	}
-	if (k != n) {
-		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
-			  text, n, k);
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", name, text, why);
 		return GNN_EINVAL;
 	}
+	if (f.n != n) {
+		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
+			  text, n, f.n);
+		return GNN_EINVAL;
+	}
+	memcpy(v, f.v, n * sizeof(*v));
 	return GNN_OK;
 }
 

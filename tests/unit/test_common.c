@@ -11,6 +11,8 @@
 
 #include "arr.h"
 #include "err.h"
+#include "fanouts.h"
+#include "hash.h"
 #include "json.h"
 #include "log.h"
 #include "opt.h"
@@ -441,6 +443,40 @@ static int count_lines(const char *path, const char *a, const char *b, unsigned 
 	return n;
 }
 
+static void test_fanouts(void)
+{
+	struct gnn_fanouts f;
+	char why[160], text[GNN_PROTO_MAX_LAYERS * 12];
+
+	CHECK(gnn_fanouts_parse("15,10,-1", -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) == GNN_OK && f.n == 3 &&
+	      f.v[0] == 15 && f.v[1] == 10 && f.v[2] == -1);
+	CHECK(gnn_fanouts_format(&f, text, sizeof(text)) == GNN_OK && strcmp(text, "15,10,-1") == 0);
+	CHECK(gnn_fanouts_format(&f, text, 5) == GNN_ERANGE);
+	CHECK(gnn_fanouts_parse("0", -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) == GNN_OK && f.n == 1 && f.v[0] == 0);
+	CHECK(gnn_fanouts_parse("1,2,3,4,5,6,7,8", -1, 4096, &f, why, sizeof(why)) == GNN_OK && f.n == 8);
+	CHECK(gnn_fanouts_parse("1,2,3,4,5,6,7,8,9", -1, 4096, &f, why, sizeof(why)) == GNN_EINVAL &&
+	      strstr(why, "more than 8 layers") != NULL);
+	const char *bad[] = { NULL, "", ",", "3,", ",3", "-2", "4097", "1,,2", "a", "2x", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		if (!CHECK(gnn_fanouts_parse(bad[i], -1, 4096, &f, why, sizeof(why)) == GNN_EINVAL && why[0] != '\0'))
+			printf("# accepted or no reason: \"%s\"\n", bad[i] ? bad[i] : "(null)");
+	}
+	CHECK(gnn_fanouts_parse("-1", 0, 1000, &f, why, sizeof(why)) == GNN_EINVAL && strstr(why, "0..1000") != NULL);
+}
+
+/* The hash the whole system's determinism rests on: splitmix64's published
+ * outputs (seed 1234567, Vigna's reference implementation). */
+static void test_hash(void)
+{
+	uint64_t s = 1234567;
+
+	CHECK(gnn_splitmix64(&s) == 6457827717110365317ull);
+	CHECK(gnn_splitmix64(&s) == 3203168211198807973ull);
+	CHECK(gnn_draw64(1234567, 2) == 9817491932198370423ull);
+	CHECK(gnn_unit64(UINT64_MAX) < 1.0 && gnn_unit64(0) == 0.0);
+}
+
 static void test_log_limit(void)
 {
 	const char *path = tmp_path("log.txt");
@@ -503,6 +539,8 @@ int main(void)
 	if (mkdtemp(tmpdir) == NULL)
 		return 1;
 	RUN(test_strerror);
+	RUN(test_fanouts);
+	RUN(test_hash);
 	RUN(test_opt_defaults_flags_env);
 	RUN(test_opt_rejects);
 	RUN(test_opt_help);
