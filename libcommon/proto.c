@@ -45,24 +45,32 @@ void gnn_wbuf_free(struct gnn_wbuf *w)
 	gnn_wbuf_init(w);
 }
 
+/* Makes room for n more bytes (doubling); false, with w->failed set, when
+ * memory runs out. */
+static bool reserve(struct gnn_wbuf *w, size_t n)
+{
+	size_t cap = w->cap ? w->cap : 256;
+	uint8_t *b;
+
+	if (w->failed)
+		return false;
+	if (w->len + n <= w->cap)
+		return true;
+	while (cap < w->len + n)
+		cap *= 2;
+	if ((b = realloc(w->buf, cap)) == NULL) {
+		w->failed = true;
+		return false;
+	}
+	w->buf = b;
+	w->cap = cap;
+	return true;
+}
+
 static void put(struct gnn_wbuf *w, const void *p, size_t n)
 {
-	if (w->failed || n == 0)
+	if (n == 0 || !reserve(w, n))
 		return;
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		uint8_t *b;
-
-		while (cap < w->len + n)
-			cap *= 2;
-		b = realloc(w->buf, cap);
-		if (b == NULL) {
-			w->failed = true;
-			return;
-		}
-		w->buf = b;
-		w->cap = cap;
-	}
 	memcpy(w->buf + w->len, p, n);
 	w->len += n;
 }
@@ -645,13 +653,36 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 	return GNN_OK;
 }
 
-int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
+uint64_t gnn_minibatch_resp_section_bytes(uint64_t n)
 {
-	size_t start;
+	return (n + 7) / 8 * 8;
+}
 
-	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS)
+uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges)
+{
+	return 16 + 8 * num_src + gnn_minibatch_resp_section_bytes((num_dst + 1) * 4) +
+	       gnn_minibatch_resp_section_bytes(num_edges * 4);
+}
+
+int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
+{
+	uint64_t total;
+
+	*mw = (struct gnn_mb_writer){ .w = w, .start = w->len, .flags = in->flags, .num_seeds = in->num_seeds };
+	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS ||
+	    (in->flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
 		return GNN_ERANGE;
-	start = begin(w, GNN_MSG_MINIBATCH_RESP, req_id, 0);
+	if (in->flags & GNN_MB_FEATURES)
+		mw->feat_bytes = gnn_minibatch_resp_section_bytes((uint64_t)in->blocks[0].num_src * in->feat_dim * 4);
+	if (in->flags & GNN_MB_LABELS)
+		mw->label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)in->num_seeds * 4);
+	total = 16 + mw->feat_bytes + mw->label_bytes;
+	for (uint32_t l = 0; l < in->num_layers; l++)
+		total += gnn_minibatch_resp_block_bytes(in->blocks[l].num_dst, in->blocks[l].num_src,
+							in->blocks[l].num_edges);
+	if (total > GNN_PROTO_MAX_MSG_BYTES)
+		return GNN_ERANGE;
+	begin(w, GNN_MSG_MINIBATCH_RESP, req_id, 0);
 	put_u32(w, in->num_layers);
 	put_u32(w, in->flags);
 	put_u32(w, in->feat_dim);
@@ -664,19 +695,81 @@ int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct 
 		put_u64(w, b->num_edges);
 		put(w, b->src_ids, (size_t)b->num_src * 8);
 		put(w, b->indptr, ((size_t)b->num_dst + 1) * 4);
-		pad8(w, start);
+		pad8(w, mw->start);
 		put(w, b->indices, (size_t)b->num_edges * 4);
-		pad8(w, start);
+		pad8(w, mw->start);
 	}
-	if (in->flags & GNN_MB_FEATURES) {
-		put(w, in->feat, (size_t)in->blocks[0].num_src * in->feat_dim * 4);
-		pad8(w, start);
+	if (!reserve(w, (size_t)(mw->feat_bytes + mw->label_bytes))) {
+		gnn_mb_writer_abort(mw);
+		return GNN_ENOMEM;
 	}
-	if (in->flags & GNN_MB_LABELS) {
-		put(w, in->labels, (size_t)in->num_seeds * 4);
-		pad8(w, start);
+	return GNN_OK;
+}
+
+/* Appends a zeroed section of bytes (a multiple of 8) within the reserved
+ * room; returns where it starts. */
+static uint8_t *section(struct gnn_wbuf *w, uint64_t bytes)
+{
+	uint8_t *p = w->buf + w->len;
+
+	memset(p, 0, (size_t)bytes);
+	w->len += (size_t)bytes;
+	return p;
+}
+
+float *gnn_mb_writer_features(struct gnn_mb_writer *mw)
+{
+	if (!(mw->flags & GNN_MB_FEATURES) || (mw->written & (GNN_MB_FEATURES | GNN_MB_LABELS)))
+		return NULL;
+	mw->written |= GNN_MB_FEATURES;
+	return (float *)(void *)section(mw->w, mw->feat_bytes);
+}
+
+void gnn_mb_writer_labels(struct gnn_mb_writer *mw, const int32_t *labels)
+{
+	uint8_t *p;
+
+	if (!(mw->flags & GNN_MB_LABELS) || (mw->written & GNN_MB_LABELS) ||
+	    ((mw->flags & GNN_MB_FEATURES) && !(mw->written & GNN_MB_FEATURES)))
+		return;
+	mw->written |= GNN_MB_LABELS;
+	p = section(mw->w, mw->label_bytes);
+	memcpy(p, labels, (size_t)mw->num_seeds * 4);   /* then padding */
+}
+
+int gnn_mb_writer_end(struct gnn_mb_writer *mw)
+{
+	int rc;
+
+	if (mw->written != mw->flags) {
+		gnn_mb_writer_abort(mw);
+		return GNN_EINVAL;
 	}
-	return finish(w, start);
+	if ((rc = finish(mw->w, mw->start)) != GNN_OK)
+		gnn_mb_writer_abort(mw);
+	return rc;
+}
+
+void gnn_mb_writer_abort(struct gnn_mb_writer *mw)
+{
+	mw->w->len = mw->start;
+}
+
+int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
+{
+	struct gnn_mb_writer mw;
+	uint64_t feat = (uint64_t)in->blocks[0].num_src * in->feat_dim * 4;
+	int rc;
+
+	if ((rc = gnn_mb_writer_begin(&mw, w, req_id, in)) != GNN_OK)
+		return rc;
+	if ((in->flags & GNN_MB_FEATURES) && feat > 0)
+		memcpy(gnn_mb_writer_features(&mw), in->feat, (size_t)feat);
+	else if (in->flags & GNN_MB_FEATURES)
+		gnn_mb_writer_features(&mw);
+	if (in->flags & GNN_MB_LABELS)
+		gnn_mb_writer_labels(&mw, in->labels);
+	return gnn_mb_writer_end(&mw);
 }
 
 /* Checks one decoded block's CSR. */

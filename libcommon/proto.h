@@ -266,6 +266,36 @@ struct gnn_minibatch {
 	void *owned;
 };
 int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
+
+/* Payload bytes of one block of a MINIBATCH_RESP, and of an optional
+ * section (feature rows, labels) of n bytes: what a producer checks against
+ * GNN_PROTO_MAX_MSG_BYTES while it is still building the blocks. */
+uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges);
+uint64_t gnn_minibatch_resp_section_bytes(uint64_t n);
+
+/* A MINIBATCH_RESP written in place, for a producer that fills the feature
+ * rows straight into the message (the sampler, from the graph stores'
+ * answers). gnn_mb_writer_begin appends the header and in's blocks to w
+ * and reserves the room for the sections in->flags asks for (in->feat and
+ * in->labels are not read); then, for each of them in this order,
+ * gnn_mb_writer_features returns where the blocks[0].num_src * feat_dim
+ * rows go (valid until w changes), gnn_mb_writer_labels copies num_seeds
+ * labels; gnn_mb_writer_end checks that both were written and seals the
+ * message. begin returns GNN_ERANGE (over the message limit, or bad
+ * layers) or GNN_ENOMEM; on any error, and on gnn_mb_writer_abort, w is as
+ * it was before begin. gnn_encode_minibatch_resp is this writer. */
+struct gnn_mb_writer {
+	struct gnn_wbuf *w;
+	size_t start;             /* where the message starts in w */
+	uint32_t flags, written;  /* GNN_MB_* asked for, and written */
+	uint32_t num_seeds;
+	uint64_t feat_bytes, label_bytes;
+};
+int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
+float *gnn_mb_writer_features(struct gnn_mb_writer *mw);
+void gnn_mb_writer_labels(struct gnn_mb_writer *mw, const int32_t *labels);
+int gnn_mb_writer_end(struct gnn_mb_writer *mw);
+void gnn_mb_writer_abort(struct gnn_mb_writer *mw);
 /* Checks the structure completely: chaining (block l's num_dst equals block
  * l+1's num_src, with the same IDs), num_dst <= num_src, indptr monotone
  * from 0 to num_edges, indices below num_src, the last block's num_dst equal

@@ -241,12 +241,6 @@ static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
 	return GNN_OK;
 }
 
-/* Bytes of a block in a MINIBATCH_RESP payload (proto.c's layout). */
-static uint64_t block_wire_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges)
-{
-	return 16 + 8 * num_src + ((num_dst + 1) * 4 + 7) / 8 * 8 + (num_edges * 4 + 7) / 8 * 8;
-}
-
 /* Samples block l: its destinations are dst[0 .. num_dst), unique; its
  * sources are dst followed by every new neighbour in first-seen order
  * (walking the destinations in order, each one's neighbours in the order
@@ -435,11 +429,6 @@ static void job_init(struct job *j, const struct smp_backend *be, const struct s
 	err[0] = '\0';
 }
 
-static uint64_t pad8(uint64_t n)
-{
-	return (n + 7) / 8 * 8;
-}
-
 /* The blocks (from the seeds down to the input layer) and, if asked for,
  * the seeds' labels, into m; m->wire_bytes counts the payload so far
  * (blocks, plus the labels' share). Features are the caller's. */
@@ -447,7 +436,7 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 {
 	const int64_t *dst = req->seeds;
 	uint32_t L = req->num_layers, num_dst = req->num_seeds;
-	uint64_t wire = 16, label_bytes = pad8((uint64_t)req->num_seeds * 4);
+	uint64_t wire = 16, label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)req->num_seeds * 4);
 	int rc;
 
 	if (L == 0 || L > GNN_PROTO_MAX_LAYERS || req->num_seeds == 0)
@@ -470,7 +459,7 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 		if (rc != GNN_OK)
 			return rc;
 		m->sampled_edges += b->num_edges;
-		wire += block_wire_bytes(b->num_dst, b->num_src, b->num_edges);
+		wire += gnn_minibatch_resp_block_bytes(b->num_dst, b->num_src, b->num_edges);
 		if (wire + label_bytes > GNN_PROTO_MAX_MSG_BYTES)
 			return fail(j, GNN_ERANGE, "minibatch over the %u-byte message limit after layer %" PRIu32
 				    ": use smaller fanouts or batches", GNN_PROTO_MAX_MSG_BYTES, l);
@@ -488,7 +477,7 @@ static int check_feature_bytes(struct job *j, struct smp_minibatch *m)
 	uint32_t n0 = m->mb.blocks[0].num_src;
 	uint64_t bytes = (uint64_t)n0 * j->l->feat_dim * sizeof(float);
 
-	if (m->wire_bytes + pad8(bytes) > GNN_PROTO_MAX_MSG_BYTES)
+	if (m->wire_bytes + gnn_minibatch_resp_section_bytes(bytes) > GNN_PROTO_MAX_MSG_BYTES)
 		return fail(j, GNN_ERANGE, "%" PRIu32 " input nodes x %" PRIu32 " features exceed the %u-byte "
 			    "message limit: use smaller fanouts or batches", n0, j->l->feat_dim,
 			    GNN_PROTO_MAX_MSG_BYTES);
@@ -516,7 +505,7 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 		if ((rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src, m.feat)) != GNN_OK)
 			goto out_fail;
 		m.mb.feat = m.feat;
-		m.wire_bytes += pad8(m.feature_bytes);
+		m.wire_bytes += gnn_minibatch_resp_section_bytes(m.feature_bytes);
 	}
 	free(j.calls);
 	*out = m;
@@ -528,46 +517,13 @@ out_fail:
 	return rc;
 }
 
-/* Makes room for extra more bytes in w (as proto.c's builder grows it). */
-static int wbuf_reserve(struct gnn_wbuf *w, size_t extra)
-{
-	size_t cap = w->cap ? w->cap : 256;
-	uint8_t *b;
-
-	if (w->failed)
-		return GNN_ENOMEM;
-	if (w->len + extra <= w->cap)
-		return GNN_OK;
-	while (cap < w->len + extra)
-		cap *= 2;
-	if ((b = realloc(w->buf, cap)) == NULL) {
-		w->failed = true;
-		return GNN_ENOMEM;
-	}
-	w->buf = b;
-	w->cap = cap;
-	return GNN_OK;
-}
-
-/* Appends n bytes from src (or zeros when src is NULL) and zero padding to
- * an 8-byte boundary of the payload starting at payload. */
-static void wbuf_put_padded(struct gnn_wbuf *w, size_t payload, const void *src, size_t n)
-{
-	size_t padded = (size_t)pad8(w->len + n - payload) + payload;
-
-	if (src != NULL)
-		memcpy(w->buf + w->len, src, n);
-	memset(w->buf + w->len + n, 0, padded - w->len - n);
-	w->len = padded;
-}
-
 int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
 		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,
 		      char *err, size_t err_len)
 {
 	struct smp_minibatch m = { 0 };
-	size_t start = w->len, payload = start + GNN_PROTO_HDR_BYTES, feat_at;
-	uint32_t len32;
+	struct gnn_mb_writer mw;
+	size_t start = w->len;
 	struct job j;
 	int rc;
 
@@ -575,36 +531,29 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK ||
 	    ((req->flags & GNN_MB_FEATURES) && (rc = check_feature_bytes(&j, &m)) != GNN_OK))
 		goto out;
-	/* The blocks as proto.c encodes them; the feature rows and labels that
-	 * follow them are appended here, in the same layout (docs/protocol.md),
-	 * so that the rows go straight from the answers into the message. */
-	m.mb.flags = 0;
-	if ((rc = gnn_encode_minibatch_resp(w, req_id, &m.mb)) != GNN_OK ||
-	    (rc = wbuf_reserve(w, (size_t)pad8(m.feature_bytes) + (size_t)pad8((uint64_t)req->num_seeds * 4))) != GNN_OK) {
+	/* The feature rows go from the graph stores' answers straight into
+	 * the message (docs/protocol.md has the layout). */
+	if ((rc = gnn_mb_writer_begin(&mw, w, req_id, &m.mb)) != GNN_OK) {
 		rc = fail(&j, rc, "cannot encode the minibatch (%s)", gnn_strerror(rc));
-		goto out_reset;
+		goto out;
 	}
-	if (req->flags & GNN_MB_FEATURES) {
-		feat_at = w->len;
-		wbuf_put_padded(w, payload, NULL, (size_t)m.feature_bytes);
-		if ((rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src,
-					  (float *)(void *)(w->buf + feat_at))) != GNN_OK)
-			goto out_reset;
+	if ((req->flags & GNN_MB_FEATURES) &&
+	    (rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src,
+				  gnn_mb_writer_features(&mw))) != GNN_OK) {
+		gnn_mb_writer_abort(&mw);
+		goto out;
 	}
 	if (req->flags & GNN_MB_LABELS)
-		wbuf_put_padded(w, payload, m.labels, (size_t)req->num_seeds * 4);
-	memcpy(w->buf + payload + 4, &req->flags, 4);
-	len32 = (uint32_t)(w->len - payload);
-	memcpy(w->buf + start + 16, &len32, 4);
+		gnn_mb_writer_labels(&mw, m.labels);
+	if ((rc = gnn_mb_writer_end(&mw)) != GNN_OK) {
+		rc = fail(&j, rc, "cannot encode the minibatch (%s)", gnn_strerror(rc));
+		goto out;
+	}
 	if (st != NULL)
 		*st = (struct smp_minibatch_stats){ .sampled_edges = m.sampled_edges,
 						    .feature_bytes = m.feature_bytes,
 						    .input_nodes = m.mb.blocks[0].num_src,
-						    .wire_bytes = w->len - payload };
-	goto out;
-
-out_reset:
-	w->len = start;
+						    .wire_bytes = w->len - start - GNN_PROTO_HDR_BYTES };
 out:
 	free(j.calls);
 	smp_minibatch_free(&m);

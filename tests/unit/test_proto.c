@@ -314,6 +314,53 @@ static void test_minibatch(void)
 	gnn_wbuf_free(&w);
 }
 
+/* The in-place writer the sampler uses: rows written where it says, the
+ * sections in order, nothing half-written left in the buffer on an error,
+ * and the size helpers agree with what it writes. */
+static void test_minibatch_writer(void)
+{
+	int64_t src[] = { 5, 6, 7 };
+	int32_t ptr[] = { 0, 2 }, idx[] = { 1, 2 }, labels[] = { 4 };
+	struct gnn_minibatch mb = { .num_layers = 1, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dim = 3,
+				    .num_seeds = 1 }, out;
+	struct gnn_mb_writer mw;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+	float *rows;
+
+	mb.blocks[0] = (struct gnn_block){ 1, 3, 2, src, ptr, idx };
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_error(&w, 1, GNN_EINVAL, "before") == GNN_OK);
+	size_t before = w.len;
+	CHECK(gnn_mb_writer_begin(&mw, &w, 3, &mb) == GNN_OK);
+	CHECK(gnn_mb_writer_end(&mw) == GNN_EINVAL && w.len == before);   /* no sections written */
+	CHECK(gnn_mb_writer_begin(&mw, &w, 3, &mb) == GNN_OK);
+	gnn_mb_writer_labels(&mw, labels);                                 /* out of order: ignored */
+	CHECK(mw.written == 0);
+	/* 8-aligned within the payload, as every array of a message */
+	if (!CHECK((rows = gnn_mb_writer_features(&mw)) != NULL &&
+		   ((uint8_t *)rows - (w.buf + before + GNN_PROTO_HDR_BYTES)) % 8 == 0))
+		return;
+	for (int i = 0; i < 9; i++)
+		rows[i] = (float)i / 2;
+	gnn_mb_writer_labels(&mw, labels);
+	CHECK(gnn_mb_writer_end(&mw) == GNN_OK);
+	CHECK(w.len - before == GNN_PROTO_HDR_BYTES + 16 + gnn_minibatch_resp_block_bytes(1, 3, 2) +
+				 gnn_minibatch_resp_section_bytes(9 * 4) + gnn_minibatch_resp_section_bytes(4));
+	/* the second message in the buffer decodes to what was written */
+	struct gnn_wbuf second = { .buf = w.buf + before, .len = w.len - before, .cap = w.len - before };
+	if ((p = open_msg(&second, &h)) != NULL) {
+		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK && out.feat[8] == 4.0f &&
+		      out.labels[0] == 4 && out.flags == mb.flags);
+		gnn_proto_release(out.owned);
+	}
+	mb.blocks[0].num_src = 1u << 30;   /* over the message limit: refused before anything is written */
+	before = w.len;
+	CHECK(gnn_mb_writer_begin(&mw, &w, 3, &mb) == GNN_ERANGE && w.len == before);
+	gnn_wbuf_free(&w);
+}
+
 static void test_sample_choose(void)
 {
 	uint32_t out[64], again[64], hits[20] = { 0 };
@@ -354,6 +401,7 @@ int main(void)
 	RUN(test_sample_msgs);
 	RUN(test_row_msgs);
 	RUN(test_minibatch);
+	RUN(test_minibatch_writer);
 	RUN(test_sample_choose);
 	return t_done();
 }
