@@ -125,6 +125,29 @@ fail:
 	return rc;
 }
 
+int gnn_json_load_format(const char *path, int64_t legacy, int64_t current, json_t **out)
+{
+	json_t *j = NULL;
+	int rc;
+
+	if ((rc = gnn_json_load(path, &j)) != GNN_OK)
+		return rc;
+	if (legacy > 0 && json_integer_value(json_object_get(j, "format")) == legacy &&
+	    json_object_get(j, CRC_KEY) == NULL) {
+		*out = j;
+		return GNN_OK;
+	}
+	json_decref(j);
+	if ((rc = gnn_json_load_checked(path, &j)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_json_get_int(j, path, "format", current, current, &(int64_t){ 0 })) != GNN_OK) {
+		json_decref(j);
+		return rc;
+	}
+	*out = j;
+	return GNN_OK;
+}
+
 static json_t *field(const json_t *obj, const char *what, const char *key)
 {
 	json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
@@ -178,6 +201,25 @@ int gnn_json_get_array(const json_t *obj, const char *what, const char *key, jso
 		return GNN_EFORMAT;
 	if (!json_is_array(v)) {
 		GNN_ERROR("bad_metadata", "in=%s key=%s reason=\"not an array\"", what, key);
+		return GNN_EFORMAT;
+	}
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_json_get_u64(const json_t *obj, const char *what, const char *key, bool hex, uint64_t *out)
+{
+	const char *s;
+	char *end;
+	uint64_t v;
+
+	if (gnn_json_get_str(obj, what, key, &s) != GNN_OK)
+		return GNN_EFORMAT;
+	errno = 0;
+	v = strtoull(s, &end, hex ? 16 : 10);
+	if (errno != 0 || *end != '\0' || end == s || s[0] == '-' || s[0] == '+' || s[0] == ' ') {
+		GNN_ERROR("bad_metadata", "in=%s key=%s value=\"%s\" reason=\"not a 64-bit %s number\"", what, key, s,
+			  hex ? "hexadecimal" : "decimal");
 		return GNN_EFORMAT;
 	}
 	*out = v;

@@ -5,6 +5,7 @@
 #define GNN_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Loads path into *out (a new reference the caller must json_decref).
@@ -22,6 +23,13 @@ int gnn_json_save_atomic(const char *path, const json_t *j);
 int gnn_json_save_checked(const char *path, const json_t *j);
 int gnn_json_load_checked(const char *path, json_t **out);
 
+/* A versioned, checksummed file: its "format" must be current and its
+ * checksum right, except that a file of format legacy without a checksum
+ * (written before checksums existed; legacy 0: none such) loads unchecked.
+ * Errors are logged; GNN_EFORMAT or GNN_ERANGE for a file that is not
+ * what it should be. */
+int gnn_json_load_format(const char *path, int64_t legacy, int64_t current, json_t **out);
+
 /* Typed getters: *out is written only on success; a missing key, a wrong
  * type or a value outside [min, max] is logged with what (e.g. the file
  * name) and key, and returns GNN_EFORMAT or GNN_ERANGE. The string and
@@ -30,5 +38,8 @@ int gnn_json_get_int(const json_t *obj, const char *what, const char *key, int64
 		     int64_t max, int64_t *out);
 int gnn_json_get_str(const json_t *obj, const char *what, const char *key, const char **out);
 int gnn_json_get_array(const json_t *obj, const char *what, const char *key, json_t **out);
+/* A 64-bit number stored as a string (JSON numbers are doubles): decimal,
+ * or hexadecimal without "0x" when hex is set. */
+int gnn_json_get_u64(const json_t *obj, const char *what, const char *key, bool hex, uint64_t *out);
 
 #endif

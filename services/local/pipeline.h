@@ -10,6 +10,7 @@
 
 #include "fanouts.h"
 #include "proc.h"
+#include "result.h"
 
 #define LOC_EXIT_FAILED 1 /* a component failed, a wait timed out */
 #define LOC_EXIT_USAGE 2  /* bad configuration (ours, or a component's exit status 2) */
@@ -37,9 +38,7 @@ struct loc_config {
 /* One training pass: the GraphSAGE run or the features-only baseline. */
 struct loc_result {
 	bool done;
-	char summary[1024];   /* trainer-0's summary key=values */
-	char test_acc[32];
-	char params_crc[32];
+	struct gnn_result res;   /* rank 0's result.json */
 	double seconds;
 };
 
@@ -100,5 +99,7 @@ int loc_train(struct loc_run *r, bool baseline);
 void loc_report_failure(const struct loc_run *r);
 /* After success: the result block on stdout. */
 void loc_report_result(const struct loc_run *r);
+/* One pass's result as "test_acc=... params_crc=..." into buf (cap bytes). */
+void loc_format_result(const struct loc_config *cfg, const struct loc_result *res, char *buf, size_t cap);
 
 #endif

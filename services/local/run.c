@@ -194,9 +194,12 @@ void loc_report_failure(const struct loc_run *r)
 	loc_log_tail(r->failed->log, 20, stderr);
 }
 
-static void print_result(const char *label, const struct loc_result *res)
+static void print_result(const struct loc_config *cfg, const char *label, const struct loc_result *res)
 {
-	printf("%-14s %s\n", label, res->summary);
+	char line[512];
+
+	loc_format_result(cfg, res, line, sizeof(line));
+	printf("%-14s %s\n", label, line);
 }
 
 void loc_report_result(const struct loc_run *r)
@@ -212,14 +215,14 @@ void loc_report_result(const struct loc_run *r)
 		       r->partdir);
 	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
 	       (long long)cfg->samplers, (long long)cfg->trainers);
-	print_result("graphsage", &r->main);
+	print_result(cfg, "graphsage", &r->main);
 	if (r->baseline.done)
-		print_result("features_only", &r->baseline);
-	printf("params_crc     %s on all %lld ranks\n", r->main.params_crc, (long long)cfg->trainers);
+		print_result(cfg, "features_only", &r->baseline);
+	printf("params_crc     %08x on all %lld ranks\n", (unsigned)r->main.res.params_crc, (long long)cfg->trainers);
 	if (r->baseline.done)
-		printf("test_acc graphsage=%s features_only=%s\n", r->main.test_acc, r->baseline.test_acc);
+		printf("test_acc graphsage=%.4f features_only=%.4f\n", r->main.res.test_acc, r->baseline.res.test_acc);
 	else
-		printf("test_acc graphsage=%s\n", r->main.test_acc);
+		printf("test_acc graphsage=%.4f\n", r->main.res.test_acc);
 	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
 	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);
 	if (r->baseline.done)

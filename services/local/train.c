@@ -73,56 +73,6 @@ static void follow_poll(struct follow *f, const char *who)
 	}
 }
 
-/* The key=value part of the last line whose event is `event` in the log at
- * path (the summary is near the end: the last 256 KiB are read). */
-static bool last_event(const char *path, const char *event, char *out, size_t size)
-{
-	enum { TAIL = 256 * 1024 };
-	char *buf = malloc(TAIL + 1), *line, *save = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool found = false;
-	off_t end;
-	ssize_t got;
-
-	if (buf == NULL || fd < 0)
-		goto out;
-	end = lseek(fd, 0, SEEK_END);
-	got = pread(fd, buf, TAIL, end > TAIL ? end - TAIL : 0);
-	if (got <= 0)
-		goto out;
-	buf[got] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-		char ev[64];
-		const char *rest;
-
-		if (split_line(line, ev, sizeof(ev), &rest) && strcmp(ev, event) == 0) {
-			snprintf(out, size, "%s", rest);
-			found = true;
-		}
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return found;
-}
-
-/* The value of key in a "k=v k=v" string ("" when absent). */
-static void kv_get(const char *kvs, const char *key, char *out, size_t size)
-{
-	size_t klen = strlen(key);
-
-	out[0] = '\0';
-	for (const char *p = kvs; (p = strstr(p, key)) != NULL; p += klen) {
-		if ((p == kvs || p[-1] == ' ') && p[klen] == '=') {
-			size_t n = strcspn(p + klen + 1, " ");
-
-			snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p + klen + 1);
-			return;
-		}
-	}
-}
-
 static int add_fanouts(struct loc_argv *a, const char *flag, const struct gnn_fanouts *f, int n, bool zeros)
 {
 	struct gnn_fanouts z = { .n = (uint32_t)n };
@@ -224,36 +174,31 @@ out:
 	return rc;
 }
 
-/* Every rank's summary; rank 0's is the report, and all ranks must end
- * with the same parameters (data-parallel training keeps them equal). */
-static int read_summaries(struct loc_run *r, struct loc_proc **tr, struct loc_result *res)
+/* The run's result.json, which rank 0 writes once every rank agreed on
+ * the parameters (they check it: a rank that differs fails the run). */
+static int read_result(struct loc_run *r, bool baseline, struct loc_proc *rank0, struct loc_result *res)
 {
-	char kvs[1024], crc[32];
+	const char *dir = baseline ? r->ckptdir_baseline : r->ckptdir;
+	bool found = false;
+	int rc = gnn_result_read(dir, &res->res, &found);
 
-	for (size_t i = 0; i < (size_t)r->cfg->trainers; i++) {
-		if (!last_event(tr[i]->log, "summary", kvs, sizeof(kvs))) {
-			r->failed = tr[i];
-			r->failure = "it exited without a summary line";
-			return GNN_EPROTO;
-		}
-		kv_get(kvs, "params_crc", crc, sizeof(crc));
-		if (i == 0) {
-			snprintf(res->summary, sizeof(res->summary), "%s", kvs);
-			kv_get(kvs, "test_acc", res->test_acc, sizeof(res->test_acc));
-			snprintf(res->params_crc, sizeof(res->params_crc), "%s", crc);
-			if (res->test_acc[0] == '\0' || crc[0] == '\0') {
-				r->failed = tr[i];
-				r->failure = "its summary line has no test_acc or params_crc";
-				return GNN_EPROTO;
-			}
-		} else if (strcmp(crc, res->params_crc) != 0) {
-			GNN_ERROR("params_differ", "rank=%zu params_crc=%s rank0_params_crc=%s", i, crc, res->params_crc);
-			r->failed = tr[i];
-			r->failure = "its params_crc differs from trainer-0's";
-			return GNN_EPROTO;
-		}
+	if (rc == GNN_OK && !found)
+		rc = GNN_ENOENT;
+	if (rc != GNN_OK) {
+		r->failed = rank0;
+		r->failure = rc == GNN_ENOENT ? "the trainers exited without writing result.json"
+					      : "its result.json does not load (see the line before)";
 	}
-	return GNN_OK;
+	return rc;
+}
+
+void loc_format_result(const struct loc_config *cfg, const struct loc_result *res, char *buf, size_t cap)
+{
+	const struct gnn_result *g = &res->res;
+
+	snprintf(buf, cap, "test_acc=%.4f best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld train_s=%.1f "
+		 "params_crc=%08x", g->test_acc, g->best_val_acc, (int)g->best_epoch, (unsigned)g->epochs,
+		 (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
 }
 
 int loc_train(struct loc_run *r, bool baseline)
@@ -262,6 +207,7 @@ int loc_train(struct loc_run *r, bool baseline)
 	struct loc_result *res = baseline ? &r->baseline : &r->main;
 	struct loc_proc **tr = calloc((size_t)cfg->trainers, sizeof(*tr)), *ex;
 	struct follow f = { .fd = -1 };
+	char line[512];
 	double t0 = gnn_now(), deadline = t0 + (double)cfg->timeout_s;
 	size_t done = 0;
 	int rc = GNN_ENOMEM;
@@ -291,11 +237,11 @@ int loc_train(struct loc_run *r, bool baseline)
 	}
 	follow_poll(&f, tr[0]->name);
 	res->seconds = gnn_now() - t0;
-	if ((rc = read_summaries(r, tr, res)) != GNN_OK)
+	if ((rc = read_result(r, baseline, tr[0], res)) != GNN_OK)
 		goto out;
 	res->done = true;
-	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : "graphsage", res->seconds,
-		 res->summary);
+	loc_format_result(cfg, res, line, sizeof(line));
+	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : "graphsage", res->seconds, line);
 out:
 	if (f.fd >= 0)
 		close(f.fd);

@@ -217,45 +217,6 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 	return GNN_OK;
 }
 
-static int parse_u64(const json_t *st, const char *what, const char *key, int hex, uint64_t *out)
-{
-	const char *s;
-	char *end;
-
-	if (gnn_json_get_str(st, what, key, &s) != GNN_OK)
-		return GNN_EFORMAT;
-	errno = 0;
-	*out = strtoull(s, &end, hex ? 16 : 10);
-	if (errno != 0 || *end != '\0' || end == s) {
-		GNN_ERROR("bad_checkpoint", "file=%s key=%s value=\"%s\" reason=\"not a 64-bit number\"", what, key, s);
-		return GNN_EFORMAT;
-	}
-	return GNN_OK;
-}
-
-/* state.json or result.json: checked, unless it is of format 1. */
-static int load_json(const char *file, json_t **out)
-{
-	json_t *j = NULL;
-	int rc;
-
-	if ((rc = gnn_json_load(file, &j)) != GNN_OK)
-		return rc;
-	if (json_integer_value(json_object_get(j, "format")) == 1 && json_object_get(j, "crc32") == NULL) {
-		*out = j;
-		return GNN_OK;
-	}
-	json_decref(j);
-	if ((rc = gnn_json_load_checked(file, &j)) != GNN_OK)
-		return rc;
-	if ((rc = gnn_json_get_int(j, file, "format", FORMAT, FORMAT, &(int64_t){ 0 })) != GNN_OK) {
-		json_decref(j);
-		return rc;
-	}
-	*out = j;
-	return GNN_OK;
-}
-
 /* The keys a mid-epoch position adds (absent from checkpoints written
  * before it: those are at an epoch's end). */
 static int load_position(const json_t *st, const char *file, struct tr_ckpt *c)
@@ -302,7 +263,7 @@ static int load_one(const char *cdir, uint64_t pos, struct tr_ckpt *c)
 	int rc;
 
 	snprintf(file, sizeof(file), "%s/state.json", cdir);
-	if ((rc = load_json(file, &st)) != GNN_OK)
+	if ((rc = gnn_json_load_format(file, 1, FORMAT, &st)) != GNN_OK)
 		return rc;
 	if ((rc = gnn_json_get_int(st, file, "epoch", 0, UINT32_MAX, &v)) != GNN_OK ||
 	    (rc = load_position(st, file, c)) != GNN_OK)
@@ -324,8 +285,8 @@ static int load_one(const char *cdir, uint64_t pos, struct tr_ckpt *c)
 	if ((rc = gnn_json_get_int(st, file, "num_params", 1, INT64_MAX, &v)) != GNN_OK)
 		goto out;
 	c->num_params = (size_t)v;
-	if ((rc = parse_u64(st, file, "model_hash", 1, &c->model_hash)) != GNN_OK ||
-	    (rc = parse_u64(st, file, "seed", 0, &c->seed)) != GNN_OK)
+	if ((rc = gnn_json_get_u64(st, file, "model_hash", true, &c->model_hash)) != GNN_OK ||
+	    (rc = gnn_json_get_u64(st, file, "seed", false, &c->seed)) != GNN_OK)
 		goto out;
 	bv = json_object_get(st, "best_val_acc");
 	if (!json_is_number(bv)) {
@@ -411,67 +372,14 @@ void tr_ckpt_free(struct tr_ckpt *c)
 	}
 }
 
-int tr_result_save(const char *dir, const struct tr_result *r)
+int tr_result_load(const char *dir, struct gnn_result *r, bool *found)
 {
-	char file[PATH_MAX], hash[17], crc[9];
-	json_t *j;
-	int rc;
+	int rc = gnn_result_read(dir, r, found);
 
-	snprintf(file, sizeof(file), "%s/result.json", dir);
-	snprintf(hash, sizeof(hash), "%016" PRIx64, r->model_hash);
-	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
-	j = json_pack("{s:i, s:b, s:I, s:s, s:f, s:f, s:I, s:s, s:f}", "format", FORMAT, "finished", 1, "epochs",
-		      (json_int_t)r->epochs, "model_hash", hash, "test_acc", r->test_acc, "best_val_acc",
-		      r->best_val_acc, "best_epoch", (json_int_t)r->best_epoch, "params_crc", crc, "train_s",
-		      r->train_s);
-	if (j == NULL)
-		return GNN_ENOMEM;
-	rc = gnn_json_save_checked(file, j);
-	json_decref(j);
-	return rc;
-}
-
-int tr_result_load(const char *dir, struct tr_result *r, bool *found)
-{
-	char file[PATH_MAX];
-	json_t *j = NULL, *t, *b, *ts;
-	uint64_t crc;
-	int64_t v;
-	int rc;
-
-	*found = false;
-	snprintf(file, sizeof(file), "%s/result.json", dir);
-	if (access(file, F_OK) != 0)
-		return GNN_OK;
-	if ((rc = load_json(file, &j)) != GNN_OK)
-		goto out;
-	if ((rc = gnn_json_get_int(j, file, "epochs", 0, UINT32_MAX, &v)) != GNN_OK)
-		goto out;
-	r->epochs = (uint32_t)v;
-	if ((rc = gnn_json_get_int(j, file, "best_epoch", -1, UINT32_MAX, &v)) != GNN_OK)
-		goto out;
-	r->best_epoch = (int32_t)v;
-	if ((rc = parse_u64(j, file, "model_hash", 1, &r->model_hash)) != GNN_OK ||
-	    (rc = parse_u64(j, file, "params_crc", 1, &crc)) != GNN_OK)
-		goto out;
-	r->params_crc = (uint32_t)crc;
-	t = json_object_get(j, "test_acc");
-	b = json_object_get(j, "best_val_acc");
-	ts = json_object_get(j, "train_s");
-	if (!json_is_number(t) || !json_is_number(b) || !json_is_number(ts)) {
-		GNN_ERROR("bad_result", "file=%s reason=\"test_acc, best_val_acc or train_s missing\"", file);
-		rc = GNN_EFORMAT;
-		goto out;
-	}
-	r->test_acc = json_number_value(t);
-	r->best_val_acc = json_number_value(b);
-	r->train_s = json_number_value(ts);
-	*found = true;
-out:
-	json_decref(j);
 	/* The checkpoints still hold the run: the last one is evaluated again. */
 	if (rc != GNN_OK && rc != GNN_ENOMEM) {
-		move_aside(dir, "result.json", "it does not load (see the line before): the result is computed again");
+		*found = false;
+		move_aside(dir, GNN_RESULT_FILE, "it does not load (see the line before): the result is computed again");
 		rc = GNN_OK;
 	}
 	return rc;

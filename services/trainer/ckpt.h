@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "result.h"
+
 struct tr_ckpt {
 	uint32_t epoch;             /* epochs completed */
 	uint32_t step;              /* steps completed of the next epoch (0: at an epoch's end) */
@@ -52,18 +54,9 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found);
 void tr_ckpt_free(struct tr_ckpt *c);
 
-struct tr_result {
-	uint32_t epochs;
-	uint64_t model_hash;
-	double test_acc, best_val_acc;
-	int32_t best_epoch;
-	uint32_t params_crc;        /* of the best parameters */
-	double train_s;
-};
-
-/* DIR/result.json. load: *found false when absent, and when it does not
- * load (it is moved aside: the run's last checkpoint gives it again). */
-int tr_result_save(const char *dir, const struct tr_result *r);
-int tr_result_load(const char *dir, struct tr_result *r, bool *found);
+/* DIR/result.json (gnn_result_read), with the trainer's policy: one that
+ * does not load is moved aside and *found is false (the run's last
+ * checkpoint gives the result again). Saving is gnn_result_save. */
+int tr_result_load(const char *dir, struct gnn_result *r, bool *found);
 
 #endif

@@ -159,7 +159,7 @@ static int resolve_config(struct tr_config *c)
 	return GNN_OK;
 }
 
-static void log_summary(const struct tr_config *c, const struct tr_result *res)
+static void log_summary(const struct tr_config *c, const struct gnn_result *res)
 {
 	GNN_INFO("summary", "test_acc=%.4f best_val_acc=%.4f best_epoch=%" PRId32 " epochs=%" PRIu32 " rank=%" PRIu32
 		 " world_size=%" PRIu32 " train_s=%.1f params_crc=%08" PRIx32, res->test_acc, res->best_val_acc,
@@ -197,7 +197,7 @@ static int register_ring_metrics(struct gnn_metrics *reg, struct ring_metrics *m
  * (tr_ring_serve_result): native doubles, like every other ring payload. */
 enum { RES_EPOCHS, RES_TEST, RES_BESTVAL, RES_BESTEPOCH, RES_CRC, RES_TRAIN_S, RES_COUNT };
 
-static void result_pack(const struct tr_result *res, double v[RES_COUNT])
+static void result_pack(const struct gnn_result *res, double v[RES_COUNT])
 {
 	v[RES_EPOCHS] = res->epochs;
 	v[RES_TEST] = res->test_acc;
@@ -208,7 +208,7 @@ static void result_pack(const struct tr_result *res, double v[RES_COUNT])
 }
 
 /* The result a finished peer answered the handshake with (GNN_EDONE). */
-static int take_peer_result(const struct tr_config *c, const struct tr_env *env, struct tr_result *res)
+static int take_peer_result(const struct tr_config *c, const struct tr_env *env, struct gnn_result *res)
 {
 	double v[RES_COUNT];
 	size_t len;
@@ -221,7 +221,7 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
 			  "(another version?)\"");
 		return GNN_EPROTO;
 	}
-	*res = (struct tr_result){ .epochs = (uint32_t)v[RES_EPOCHS], .model_hash = tr_model_hash(c, env->graph),
+	*res = (struct gnn_result){ .epochs = (uint32_t)v[RES_EPOCHS], .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = v[RES_TEST], .best_val_acc = v[RES_BESTVAL],
 				   .best_epoch = (int32_t)v[RES_BESTEPOCH], .params_crc = (uint32_t)v[RES_CRC],
 				   .train_s = v[RES_TRAIN_S] };
@@ -238,7 +238,7 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
  * at start-up. Gives up (GNN_ETIMEDOUT) when the ring has not been up for
  * wait_s; a failure outside the ring (the samplers) is returned at once. */
 static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *ro, struct tr_env *env,
-			 struct ring_metrics *m, struct tr_result *res, bool *finished_before)
+			 struct ring_metrics *m, struct gnn_result *res, bool *finished_before)
 {
 	double up_at = gnn_now(), backoff = 0.5, logged_at = -1e9;
 	uint64_t hash = tr_config_hash(c, env->graph);
@@ -295,7 +295,7 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 /* --on-finish serve: /metrics and /readyz stay up, and the ring URL
  * answers a rank that restarts with the result (it would otherwise wait
  * for a ring that never forms again). */
-static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, const struct tr_result *res)
+static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, const struct gnn_result *res)
 {
 	const struct timespec tick = { 0, 100 * 1000000L };
 	struct tr_ring_server *srv = NULL;
@@ -320,7 +320,7 @@ int main(int argc, char **argv)
 	struct tr_ring_opts ro;
 	struct tr_config c;
 	struct tr_graph graph;
-	struct tr_result res;
+	struct gnn_result res;
 	struct tr_env env;
 	char **peer_urls = NULL, **sampler_urls = NULL;
 	size_t npeers = 0, nsamplers = 0;

@@ -306,13 +306,13 @@ static uint32_t usable_step(const struct tr_config *c, const struct tr_ckpt *ck)
 
 /* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
  * ring (other ranks need no access to the checkpoint volume). */
-static int resume(struct run *r, struct tr_result *res, bool *finished)
+static int resume(struct run *r, struct gnn_result *res, bool *finished)
 {
 	const struct tr_config *c = r->c;
 	uint64_t mh = tr_model_hash(c, r->e->graph);
 	double st[RS_COUNT] = { 0 };
 	struct tr_ckpt ck = { 0 };
-	struct tr_result prev;
+	struct gnn_result prev;
 	bool found = false, have_ck = false;
 	int rc = GNN_OK;
 
@@ -362,7 +362,7 @@ static int resume(struct run *r, struct tr_result *res, bool *finished)
 		goto out;
 	}
 	if (st[RS_FINISHED] != 0) {
-		*res = (struct tr_result){ .epochs = (uint32_t)st[RS_EPOCHS], .model_hash = mh, .test_acc = st[RS_TEST],
+		*res = (struct gnn_result){ .epochs = (uint32_t)st[RS_EPOCHS], .model_hash = mh, .test_acc = st[RS_TEST],
 					   .best_val_acc = st[RS_BESTVAL], .best_epoch = (int32_t)st[RS_BESTEPOCH],
 					   .params_crc = (uint32_t)st[RS_CRC], .train_s = st[RS_TRAIN_S] };
 		*finished = true;
@@ -568,7 +568,7 @@ static int setup(struct run *r)
 }
 
 /* The gauges of a run found finished. */
-static void publish(const struct metrics *m, const struct tr_result *res)
+static void publish(const struct metrics *m, const struct gnn_result *res)
 {
 	gnn_gauge_set(m->epoch, res->epochs);
 	gnn_gauge_set(m->test_acc, res->test_acc);
@@ -576,7 +576,7 @@ static void publish(const struct metrics *m, const struct tr_result *res)
 	gnn_gauge_set(m->finished, 1);
 }
 
-int tr_publish_result(struct gnn_metrics *reg, const struct tr_result *res)
+int tr_publish_result(struct gnn_metrics *reg, const struct gnn_result *res)
 {
 	struct metrics m;
 	int rc = register_metrics(&m, reg);
@@ -586,7 +586,31 @@ int tr_publish_result(struct gnn_metrics *reg, const struct tr_result *res)
 	return rc;
 }
 
-int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished)
+/* Data parallelism keeps every rank's parameters equal; the result is
+ * written only when they are (a rank that differs is a bug, not a result). */
+static int ranks_agree(struct run *r, uint32_t crc)
+{
+	uint32_t world = r->c->world, *all;
+	int rc;
+
+	if (world < 2)
+		return GNN_OK;
+	if ((all = calloc(world, sizeof(*all))) == NULL)
+		return GNN_ENOMEM;
+	if ((rc = tr_ring_allgather(r->e->ring, &crc, sizeof(crc), all)) == GNN_OK)
+		for (uint32_t i = 0; i < world; i++)
+			if (all[i] != crc) {
+				GNN_ERROR("params_differ", "rank=%u params_crc=%08" PRIx32 " this_rank=%u "
+					  "this_params_crc=%08" PRIx32 " reason=\"the ranks ended with different "
+					  "parameters: no result is written\"", i, all[i], r->c->rank, crc);
+				rc = GNN_EPROTO;
+				break;
+			}
+	free(all);
+	return rc;
+}
+
+int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
 	double t_train = gnn_now(), test_acc = 0;
@@ -647,13 +671,15 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_resu
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
 	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, &test_acc)) != GNN_OK)
 		goto out;
-	*out = (struct tr_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
+	if ((rc = ranks_agree(&r, params_crc(r.best, r.np))) != GNN_OK)
+		goto out;
+	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
 				   .params_crc = params_crc(r.best, r.np), .train_s = gnn_now() - t_train };
 	gnn_gauge_set(r.m.test_acc, test_acc);
 	gnn_gauge_set(r.m.finished, 1);
 	/* Not fatal: a restart evaluates the last checkpoint again. */
-	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = tr_result_save(c->checkpoint_dir, out)) != GNN_OK) {
+	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK) {
 		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));
 		gnn_counter_inc(r.m.ckpt_failures);
 		rc = GNN_OK;

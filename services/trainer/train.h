@@ -41,11 +41,11 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g);
  * evaluates. On GNN_OK *out holds the result and *resumed_finished tells
  * whether it was already there. GNN_ECLOSED: stop requested. Registers its
  * metrics in env->metrics (gnn_trainer_*). */
-int tr_train(const struct tr_config *c, const struct tr_env *env, struct tr_result *out, bool *already_finished);
+int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished);
 
 /* Sets the trainer's gauges (epoch, accuracies, finished) to a finished
  * run's result learnt from a peer (tr_ring_peer_result), as tr_train does
  * for one found in the checkpoint dir. */
-int tr_publish_result(struct gnn_metrics *reg, const struct tr_result *res);
+int tr_publish_result(struct gnn_metrics *reg, const struct gnn_result *res);
 
 #endif
