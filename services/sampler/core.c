@@ -241,40 +241,15 @@ static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
 	return GNN_OK;
 }
 
-/* Samples block l: its destinations are dst[0 .. num_dst), unique; its
- * sources are dst followed by every new neighbour in first-seen order
- * (walking the destinations in order, each one's neighbours in the order
- * its owner returned them). With labels (the seeds' block) the seeds'
- * LABEL calls go out in the same batch. Fanout 0 makes no SAMPLE calls:
- * every degree is 0, so the sources are the destinations and there are no
- * edges. */
-static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout, const int64_t *dst,
-			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
+/* Each destination's sampled neighbours from the SAMPLE answers, in
+ * destination order: deg[i] of them at nbrs[i] (borrowed from the calls);
+ * *total is their sum. */
+static int collect_answers(struct job *j, const struct groups *g, int32_t fanout, uint32_t *deg,
+			   const int64_t **nbrs, uint64_t *total)
 {
-	struct groups g = { 0 };
-	struct idmap map = { 0 };
-	uint32_t *deg = calloc(num_dst ? num_dst : 1, sizeof(*deg));
-	const int64_t **nbrs = malloc((num_dst ? num_dst : 1) * sizeof(*nbrs));
-	int64_t *src = NULL;
-	int32_t *indptr = NULL, *indices = NULL;
-	uint64_t total = 0, cap, n_src;
 	char who[256];
-	int rc;
 
-	if (deg == NULL || nbrs == NULL) {
-		rc = fail(j, GNN_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = group_by_owner(j->l, dst, num_dst, &g)) != GNN_OK) {
-		rc = fail(j, rc, "grouping layer %" PRIu32 " by owner failed (%s)", l, gnn_strerror(rc));
-		goto out;
-	}
-	if ((fanout != 0 && (rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK) ||
-	    (labels != NULL && (rc = add_calls(j, &g, SMP_OP_LABEL, 0, 0, j->max_ids)) != GNN_OK) ||
-	    (rc = run_calls(j)) != GNN_OK)
-		goto out;
-
-	/* Each destination's answer, in destination order. */
+	*total = 0;
 	for (size_t c = 0; c < j->ncalls; c++) {
 		const struct smp_call *call = &j->calls[c];
 		uint64_t off = 0;
@@ -282,35 +257,39 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout
 		if (call->op != SMP_OP_SAMPLE)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
-			uint32_t i = g.pos[call->first + k], cnt = call->counts[k];
+			uint32_t i = g->pos[call->first + k], cnt = call->counts[k];
 
 			if (fanout > 0 && cnt > (uint32_t)fanout) {
 				describe(j, call->part, who, sizeof(who));
-				rc = fail(j, GNN_EPROTO, "%s: %" PRIu32 " neighbours of node %" PRId64
-					  " for fanout %" PRId32, who, cnt, call->ids[k], fanout);
-				goto out;
+				return fail(j, GNN_EPROTO, "%s: %" PRIu32 " neighbours of node %" PRId64
+					    " for fanout %" PRId32, who, cnt, call->ids[k], fanout);
 			}
 			deg[i] = cnt;
 			nbrs[i] = call->nbrs + off;
 			off += cnt;
 		}
-		total += off;
+		*total += off;
 	}
-	if (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK)
-		goto out;
-	if (total > INT32_MAX) {
-		rc = fail(j, GNN_ERANGE, "layer %" PRIu32 " sampled %" PRIu64 " edges, over the 2^31-1 a block "
-			  "holds: use smaller fanouts or batches", l, total);
-		goto out;
-	}
+	return GNN_OK;
+}
 
+/* Block l from the collected answers: the sources are dst followed by
+ * every new neighbour in first-seen order; an in-CSR over dst in local
+ * source indices. Stored in m (which owns it from then on). */
+static int build_block(struct job *j, uint32_t l, const int64_t *dst, uint32_t num_dst, const uint32_t *deg,
+		       const int64_t *const *nbrs, uint64_t total, struct smp_minibatch *m)
+{
 	/* Every source is a distinct node of the graph: at most num_nodes. */
-	cap = (uint64_t)num_dst + total;
-	if (cap > (uint64_t)j->l->num_nodes)
-		cap = (uint64_t)j->l->num_nodes;
-	src = malloc(cap * sizeof(*src));
-	indptr = malloc(((size_t)num_dst + 1) * sizeof(*indptr));
-	indices = malloc((total ? total : 1) * sizeof(*indices));
+	uint64_t cap = (uint64_t)num_dst + total < (uint64_t)j->l->num_nodes ? (uint64_t)num_dst + total
+									      : (uint64_t)j->l->num_nodes;
+	int64_t *src = malloc(cap * sizeof(*src));
+	int32_t *indptr = malloc(((size_t)num_dst + 1) * sizeof(*indptr));
+	int32_t *indices = malloc((total ? total : 1) * sizeof(*indices));
+	struct idmap map = { 0 };
+	uint64_t n_src = num_dst;
+	char who[256];
+	int rc = GNN_OK;
+
 	if (src == NULL || indptr == NULL || indices == NULL || idmap_init(&map, cap) != GNN_OK) {
 		rc = fail(j, GNN_ENOMEM, "out of memory for layer %" PRIu32 " (%" PRIu64 " edges)", l, total);
 		goto out;
@@ -318,7 +297,6 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout
 	memcpy(src, dst, (size_t)num_dst * sizeof(*src));
 	for (uint32_t i = 0; i < num_dst; i++)
 		idmap_get_or_put(&map, dst[i], i);
-	n_src = num_dst;
 	indptr[0] = 0;
 	for (uint32_t i = 0, e = 0; i < num_dst; i++) {
 		for (uint32_t k = 0; k < deg[i]; k++, e++) {
@@ -337,25 +315,61 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout
 		}
 		indptr[i + 1] = indptr[i] + (int32_t)deg[i];
 	}
-
 	m->src_ids[l] = src;
 	m->indptr[l] = indptr;
 	m->indices[l] = indices;
-	m->mb.blocks[l] = (struct gnn_block){ .num_dst = num_dst, .num_src = (uint32_t)n_src,
-					      .num_edges = total, .src_ids = src, .indptr = indptr,
-					      .indices = indices };
+	m->mb.blocks[l] = (struct gnn_block){ .num_dst = num_dst, .num_src = (uint32_t)n_src, .num_edges = total,
+					      .src_ids = src, .indptr = indptr, .indices = indices };
 	src = NULL;
 	indptr = indices = NULL;
-	rc = GNN_OK;
 out:
-	release_calls(j);
-	groups_free(&g);
 	idmap_free(&map);
-	free(deg);
-	free(nbrs);
 	free(src);
 	free(indptr);
 	free(indices);
+	return rc;
+}
+
+/* Samples block l: its destinations are dst[0 .. num_dst), unique; its
+ * sources are dst followed by every new neighbour in first-seen order
+ * (walking the destinations in order, each one's neighbours in the order
+ * its owner returned them). With labels (the seeds' block) the seeds'
+ * LABEL calls go out in the same batch. Fanout 0 makes no SAMPLE calls:
+ * every degree is 0, so the sources are the destinations and there are no
+ * edges. */
+static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout, const int64_t *dst,
+			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
+{
+	struct groups g = { 0 };
+	uint32_t *deg = calloc(num_dst ? num_dst : 1, sizeof(*deg));
+	const int64_t **nbrs = malloc((num_dst ? num_dst : 1) * sizeof(*nbrs));
+	uint64_t total = 0;
+	int rc;
+
+	if (deg == NULL || nbrs == NULL) {
+		rc = fail(j, GNN_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = group_by_owner(j->l, dst, num_dst, &g)) != GNN_OK) {
+		rc = fail(j, rc, "grouping layer %" PRIu32 " by owner failed (%s)", l, gnn_strerror(rc));
+		goto out;
+	}
+	if ((fanout != 0 && (rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK) ||
+	    (labels != NULL && (rc = add_calls(j, &g, SMP_OP_LABEL, 0, 0, j->max_ids)) != GNN_OK) ||
+	    (rc = run_calls(j)) != GNN_OK || (rc = collect_answers(j, &g, fanout, deg, nbrs, &total)) != GNN_OK ||
+	    (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK))
+		goto out;
+	if (total > INT32_MAX) {
+		rc = fail(j, GNN_ERANGE, "layer %" PRIu32 " sampled %" PRIu64 " edges, over the 2^31-1 a block "
+			  "holds: use smaller fanouts or batches", l, total);
+		goto out;
+	}
+	rc = build_block(j, l, dst, num_dst, deg, nbrs, total, m);
+out:
+	release_calls(j);
+	groups_free(&g);
+	free(deg);
+	free(nbrs);
 	return rc;
 }
 
