@@ -19,6 +19,7 @@
 #include "fanouts.h"
 #include "hash.h"
 #include "log.h"
+#include "adam.h"
 #include "model.h"
 #include "opt.h"
 #include "sys.h"

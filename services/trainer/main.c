@@ -24,6 +24,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "model.h"
 #include "opt.h"
 #include "peers.h"
 #include "ring.h"
@@ -35,7 +36,7 @@
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
-		*on_finish;
+		*on_finish, *model;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
@@ -61,7 +62,9 @@ static const struct gnn_opt options[] = {
 	{ "http-port", GNN_OPT_INT, &opt.http_port, "9102", 0, 65535, NULL, "their port (0: any free port, logged)" },
 	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
 	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
-	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "GraphSAGE layers (= number of fanouts)" },
+	{ "model", GNN_OPT_STR, &opt.model, "graphsage", 0, 0, NULL,
+	  "the model to train, one of those registered in services/trainer/model.c: graphsage (docs/model.md)" },
+	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)" },
 	{ "fanouts", GNN_OPT_LIST, &opt.fanouts, "15,10,5", 0, 0, NULL,
 	  "neighbours sampled per node and layer, input layer first; 0: none (features only), -1: all" },
 	{ "eval-fanouts", GNN_OPT_LIST, &opt.eval_fanouts, NULL, 0, 0, NULL,
@@ -133,6 +136,10 @@ static int resolve_config(struct tr_config *c)
 		GNN_ERROR("bad_config", "reason=\"--samplers URL,... (GNN_SAMPLERS) is required\"");
 		return GNN_EINVAL;
 	}
+	if (tr_model_find(opt.model) == NULL) {
+		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", opt.model, tr_model_names());
+		return GNN_EINVAL;
+	}
 	if (opt.rank < 0 && opt.world == 1)
 		opt.rank = 0;
 	if (opt.rank < 0 && gnn_own_ordinal("rank", &opt.rank) != GNN_OK)
@@ -147,7 +154,7 @@ static int resolve_config(struct tr_config *c)
 				 .layers = (uint32_t)opt.layers, .hidden = (uint32_t)opt.hidden,
 				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
-				 .seed = (uint64_t)opt.seed, .checkpoint_dir = opt.checkpoint_dir,
+				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
 				 .log_interval_s = opt.log_interval_s };
 	if (parse_fanouts("fanouts", opt.fanouts, c->layers, c->fanouts) != GNN_OK ||

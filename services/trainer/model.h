@@ -1,35 +1,20 @@
-/* model.h - GraphSAGE with the mean aggregator (DGL's SAGEConv('mean'),
- * PyG's SAGEConv), forward and backward written by hand on OpenBLAS sgemm,
- * softmax cross-entropy, and Adam (docs/model.md: formulas as implemented,
- * multiply order, dropout mask, benchmark; docs/training.md: its use).
+/* model.h - the model seam: what the trainer needs of a model, and the
+ * registry of models (--model). A model is an operations table (struct
+ * tr_model_ops) in a file of its own; GraphSAGE-mean (sage.c) is the first.
+ * Everything a model has in common lives here once: the configuration and
+ * its checks, the minibatch checks, softmax cross-entropy on the logits,
+ * the training step (forward, loss, backward), the loss alone and
+ * prediction. Kernels the models share are in kernels.h, the optimizer in
+ * adam.h. docs/HACKING.md, "Adding a model", walks through adding one.
  *
- * Layer l maps its block's source rows h (num_src x in_l) to destination
- * rows (num_dst x out_l):
- *
- *   h'_v = h_v W_self + (mean_{u in N(v)} h_u) W_neigh + b
- *
- * with the mean of an empty neighbourhood 0 (fanout 0 makes the model an
- * MLP on the features: the demo's features-only baseline). ReLU then dropout
- * follow every layer but the last; the last layer's outputs are the logits
- * (num_seeds x num_classes). in_0 = in_dim, out_{L-1} = num_classes, every
- * other width is hidden.
- *
- * Parameters live in one contiguous float block, and gradients in another
- * of the same layout, layer after layer:
- *   W_self_l [in_l x out_l] row-major, W_neigh_l [in_l x out_l], b_l [out_l]
- * so the all-reduce, Adam and checkpoints each see one array.
- *
- * The minibatch is proto.h's struct gnn_minibatch as the sampler sends it
+ * A model reads proto.h's struct gnn_minibatch as the sampler sends it
  * (blocks in DGL's convention, features of blocks[0]'s sources, labels of
- * the seeds); the model only reads it.
- *
- * Dropout masks are a pure function of (dropout_seed, layer, element), so
- * the same seed gives the same mask: steps are reproducible and the
- * gradient check can difference the loss. Not thread-safe: one model per
- * thread. The matrix products use OpenBLAS's threads, and the model's own
- * loops (gathers, activations) as many threads as openblas_get_num_threads()
- * reports, started and joined inside each call; results do not depend on
- * the thread count beyond the products' rounding. */
+ * the seeds) and maps it to logits (num_seeds x num_classes). Its
+ * parameters live in one contiguous float block and its gradients in
+ * another of the same layout, so the all-reduce, Adam and checkpoints each
+ * see one array. Dropout masks must be a pure function of (dropout_seed,
+ * element) so that steps are reproducible and the gradient check can
+ * difference the loss. Not thread-safe: one model per thread. */
 #ifndef TR_MODEL_H
 #define TR_MODEL_H
 
@@ -45,19 +30,57 @@ struct tr_model_cfg {
 	uint32_t hidden;       /* width of every hidden layer, >= 1 */
 	uint32_t num_classes;  /* >= 2 */
 	float dropout;         /* probability in [0, 1) */
+	const char *model;     /* a registered name (tr_model_find); NULL: "graphsage" */
 };
+
+/* Time and work in the matrix products of one call: flops / matmul_s is
+ * the GFLOP/s `gnn-trainer bench` reports. */
+struct tr_kstats {
+	double flops, matmul_s;
+};
+
+/* What a model implements. self is the model's own state (create's). */
+struct tr_model_ops {
+	const char *name;      /* its --model value */
+	const char *summary;   /* one line for --help and docs */
+	/* Allocates self for cfg (already checked against the ranges above;
+	 * a model may refuse more, logged, with GNN_EINVAL), parameters zero. */
+	int (*create)(const struct tr_model_cfg *cfg, void **self);
+	void (*destroy)(void *self);
+	/* Initial parameters, a pure function of seed (every rank the same). */
+	void (*init)(void *self, uint64_t seed);
+	size_t (*num_params)(const void *self);
+	float *(*params)(void *self);   /* [num_params], the model's */
+	float *(*grads)(void *self);    /* [num_params], the model's */
+	/* Logits of mb's seeds into *logits (num_seeds x num_classes, the
+	 * model's, valid until its next call); with train, dropout with the
+	 * mask of dropout_seed. Keeps what backward needs. mb passed the
+	 * O(layers) checks of tr_model_check. */
+	int (*forward)(void *self, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
+		       struct tr_kstats *ks, const float **logits);
+	/* After a forward with train: the gradient of the loss whose gradient
+	 * with respect to the logits is dlogits, written over the gradient
+	 * block. */
+	int (*backward)(void *self, const struct gnn_minibatch *mb, const float *dlogits, struct tr_kstats *ks);
+};
+
+/* The registered model of this name, or NULL. */
+const struct tr_model_ops *tr_model_find(const char *name);
+/* The registered names as "a|b|c" (for an option's choices). */
+const char *tr_model_names(void);
 
 struct tr_model;
 
-/* Allocates the model (parameters zero; see tr_model_init) and checks the
- * configuration (GNN_EINVAL, logged, when a value is outside the ranges
- * above). *out is the caller's: tr_model_free. */
+/* Allocates the model cfg->model names (parameters zero; see
+ * tr_model_init) and checks the configuration (GNN_EINVAL, logged, when a
+ * value is outside the ranges above or the name is unknown). *out is the
+ * caller's: tr_model_free. */
 int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out);
 void tr_model_free(struct tr_model *m);
 
-/* Glorot-uniform weights with the ReLU gain (as DGL's SAGEConv), zero
- * biases; a pure function of seed, so every rank starts identical. */
+/* The model's initial parameters (its ops->init); every rank starts identical. */
 void tr_model_init(struct tr_model *m, uint64_t seed);
+const struct tr_model_cfg *tr_model_config(const struct tr_model *m);
 
 size_t tr_model_num_params(const struct tr_model *m);
 /* The parameter and gradient blocks, [tr_model_num_params] floats each,
@@ -98,22 +121,5 @@ int tr_model_loss(struct tr_model *m, const struct gnn_minibatch *mb, bool train
 /* Inference without dropout: pred[i] = argmax of seed i's logits
  * (pred has mb->num_seeds entries, the caller's). */
 int tr_model_predict(struct tr_model *m, const struct gnn_minibatch *mb, int32_t *pred);
-
-/* Adam as torch.optim.Adam (weight_decay adds weight_decay * p to the
- * gradient, L2 as in PyTorch's Adam, not AdamW): betas 0.9 and 0.999,
- * eps 1e-8, bias-corrected. m and v are [n] floats owned by the struct;
- * t counts the steps taken (checkpoints save t, m and v). */
-struct tr_adam {
-	float lr, beta1, beta2, eps, weight_decay;
-	uint64_t t;
-	size_t n;
-	float *m, *v;
-};
-
-/* Allocates m and v (zeroed), t = 0. GNN_ENOMEM on failure. */
-int tr_adam_init(struct tr_adam *a, size_t n, float lr, float weight_decay);
-/* One update of params[n] with grads[n]; increments t first. */
-void tr_adam_step(struct tr_adam *a, float *params, const float *grads);
-void tr_adam_free(struct tr_adam *a);
 
 #endif

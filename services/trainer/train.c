@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "hash.h"
+#include "adam.h"
 #include "loader.h"
 #include "log.h"
 #include "model.h"
@@ -24,6 +25,23 @@ struct metrics {
 	struct gnn_counter *samples, *steps, *ckpt_failures, *hedges, *phase[PH_COUNT];
 };
 
+/* An epoch's running sums on one rank (the loss weighted by labelled
+ * seeds): all-reduced at its end, and kept in a mid-epoch checkpoint's
+ * `partial` (as three doubles, in this order). */
+struct epoch_sums {
+	double loss, labelled, correct;
+};
+
+/* The sums of every rank, added up over the ring. */
+static int sums_allreduce(struct tr_ring *ring, struct epoch_sums *s)
+{
+	double v[3] = { s->loss, s->labelled, s->correct };
+	int rc = tr_ring_allreduce_f64(ring, v, 3);
+
+	*s = (struct epoch_sums){ v[0], v[1], v[2] };
+	return rc;
+}
+
 struct run {
 	const struct tr_config *c;
 	const struct tr_env *e;
@@ -35,7 +53,7 @@ struct run {
 	double best_val;
 	int32_t best_epoch;
 	uint32_t start_epoch, start_step;       /* where this process begins (a checkpoint's position) */
-	double start_partial[3];                /* the start epoch's sums so far (rank 0 carries them) */
+	struct epoch_sums start_sums;           /* the start epoch's sums so far (rank 0 carries them) */
 	double ckpt_at;                         /* when the last checkpoint was taken (rank 0) */
 	int64_t *train, *valid, *test;
 	size_t ntrain, nvalid, ntest;
@@ -55,6 +73,10 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g)
 	h = gnn_draw64(h, g->feat_dim);
 	h = gnn_draw64(h, c->hidden);
 	h = gnn_draw64(h, g->num_classes);
+	/* graphsage's hash stays what it was before models had names:
+	 * checkpoints written then still resume */
+	for (const char *s = c->model; s != NULL && strcmp(c->model, "graphsage") != 0 && *s != '\0'; s++)
+		h = gnn_draw64(h, (unsigned char)*s);
 	return gnn_draw64(h, g->graph_id);
 }
 
@@ -381,7 +403,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 		r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
 		r->start_step = (uint32_t)st[RS_CKPT_STEP];
 		if (c->rank == 0)   /* the sums of every rank so far: one rank carries them */
-			memcpy(r->start_partial, &st[RS_LOSS], sizeof(r->start_partial));
+			r->start_sums = (struct epoch_sums){ st[RS_LOSS], st[RS_LABELLED], st[RS_CORRECT] };
 		r->adam.t = (uint64_t)st[RS_ADAM_T];
 		r->best_val = st[RS_BESTVAL];
 		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
@@ -398,7 +420,7 @@ out:
 /* Rank 0 writes the checkpoint. A failed write (a full or read-only
  * volume) is logged and counted, and training goes on: the run loses at
  * most the work since the last checkpoint that was written. */
-static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, const double partial[3])
+static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, const struct epoch_sums *part)
 {
 	const struct tr_config *c = r->c;
 	double t0 = gnn_now();
@@ -407,7 +429,7 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 	if (c->checkpoint_dir == NULL || c->rank != 0)
 		return;
 	struct tr_ckpt ck = { .epoch = epochs_done, .step = step, .world = c->world, .batch = c->batch,
-			      .partial = { partial[0], partial[1], partial[2] }, .adam_t = r->adam.t,
+			      .partial = { part->loss, part->labelled, part->correct }, .adam_t = r->adam.t,
 			      .model_hash = tr_model_hash(c, r->e->graph), .seed = c->seed,
 			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
 			      .params = tr_model_params(r->model), .adam_m = r->adam.m, .adam_v = r->adam.v,
@@ -428,10 +450,11 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
  * far are summed over ranks into the checkpoint, which rank 0 writes. */
 #define SYNC_STEPS 4
 
-static int maybe_checkpoint(struct run *r, uint32_t epoch, uint32_t done, const double sums[3])
+static int maybe_checkpoint(struct run *r, uint32_t epoch, uint32_t done, const struct epoch_sums *sums)
 {
 	const struct tr_config *c = r->c;
-	double due, part[3], t0 = gnn_now();
+	struct epoch_sums part = *sums;
+	double due, t0 = gnn_now();
 	int rc;
 
 	if (c->checkpoint_dir == NULL || !(c->checkpoint_interval_s > 0) || done % SYNC_STEPS != 0 ||
@@ -440,11 +463,10 @@ static int maybe_checkpoint(struct run *r, uint32_t epoch, uint32_t done, const 
 	due = c->rank == 0 && gnn_now() - r->ckpt_at >= c->checkpoint_interval_s;
 	if ((rc = tr_ring_allreduce_f64(r->e->ring, &due, 1)) != GNN_OK || !(due > 0))
 		goto out;
-	memcpy(part, sums, sizeof(part));
-	if ((rc = tr_ring_allreduce_f64(r->e->ring, part, 3)) != GNN_OK)
+	if ((rc = sums_allreduce(r->e->ring, &part)) != GNN_OK)
 		goto out;
 	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
-	save_checkpoint(r, epoch, done, part);
+	save_checkpoint(r, epoch, done, &part);
 	return GNN_OK;
 out:
 	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
@@ -453,16 +475,17 @@ out:
 
 /* ---- one epoch ---- */
 
-/* Epoch `epoch` (0-based) from step `first` on, the sums so far in
- * stats[0..2] (in: this rank's share of the steps before `first`). */
-static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double stats[4])
+/* Epoch `epoch` (0-based) from step `first` on, adding to *sums (in: this
+ * rank's share of the steps before `first`); *seconds: how long it took. */
+static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch_sums *sums, double *seconds)
 {
 	const struct tr_config *c = r->c;
 	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
 			      .num_layers = c->layers, .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
 			      .seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
 	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
-	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = stats[0], labelled = stats[1], correct = stats[2];
+	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = sums->loss, labelled = sums->labelled,
+	       correct = sums->correct;
 	float scale = 1.0f / (float)c->world;
 	char err[512];
 	int rc;
@@ -508,7 +531,8 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double sta
 		r->global_step++;
 		gnn_counter_inc(r->m.steps);
 		gnn_gauge_set(r->m.step, k + 1);
-		if ((rc = maybe_checkpoint(r, epoch, k + 1, (double[3]){ loss_sum, labelled, correct })) != GNN_OK)
+		if ((rc = maybe_checkpoint(r, epoch, k + 1, &(struct epoch_sums){ loss_sum, labelled, correct })) !=
+		    GNN_OK)
 			break;
 		if (gnn_now() - last_log >= c->log_interval_s && k + 1 < r->steps) {
 			double el = gnn_now() - t_epoch;
@@ -520,10 +544,8 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, double sta
 		}
 	}
 	tr_loader_end(r->loader);
-	stats[0] = loss_sum;
-	stats[1] = labelled;
-	stats[2] = correct;
-	stats[3] = gnn_now() - t_epoch;
+	*sums = (struct epoch_sums){ loss_sum, labelled, correct };
+	*seconds = gnn_now() - t_epoch;
 	return rc;
 }
 
@@ -544,7 +566,7 @@ static int setup(struct run *r)
 {
 	const struct tr_config *c = r->c;
 	struct tr_model_cfg mc = { .num_layers = c->layers, .in_dim = r->e->graph->feat_dim, .hidden = c->hidden,
-				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout };
+				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout, .model = c->model };
 	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
 				     .stop = r->e->stop };
 	int rc;
@@ -562,8 +584,8 @@ static int setup(struct run *r)
 		return GNN_ENOMEM;
 	memcpy(r->best, tr_model_params(r->model), r->np * sizeof(float));
 	GNN_INFO("model", "layers=%" PRIu32 " in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32 " params=%zu "
-		 "params_crc=%08" PRIx32, c->layers, mc.in_dim, c->hidden, mc.num_classes, r->np,
-		 params_crc(tr_model_params(r->model), r->np));
+		 "params_crc=%08" PRIx32 " name=%s", c->layers, mc.in_dim, c->hidden, mc.num_classes, r->np,
+		 params_crc(tr_model_params(r->model), r->np), tr_model_config(r->model)->model);
 	return tr_loader_new(&lo, &r->loader);
 }
 
@@ -629,23 +651,23 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		goto out;
 	if (r.start_step >= r.steps) {   /* cannot happen with the same world and batch size */
 		r.start_step = 0;
-		memset(r.start_partial, 0, sizeof(r.start_partial));
+		r.start_sums = (struct epoch_sums){ 0 };
 	}
 	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
 	r.ckpt_at = gnn_now();
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
-		double stats[4] = { 0, 0, 0, 0 }, sums[3], val_acc, rate;
+		struct epoch_sums sums = { 0 };
+		double epoch_s = 0, val_acc, rate;
 		float *params = tr_model_params(r.model);
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 
 		memset(r.phase_s, 0, sizeof(r.phase_s));
 		gnn_gauge_set(r.m.step, first);
 		if (first > 0)
-			memcpy(stats, r.start_partial, sizeof(r.start_partial));
-		if ((rc = train_epoch(&r, epoch, first, stats)) != GNN_OK)
+			sums = r.start_sums;
+		if ((rc = train_epoch(&r, epoch, first, &sums, &epoch_s)) != GNN_OK)
 			goto out;
-		memcpy(sums, stats, sizeof(sums));
-		if ((rc = tr_ring_allreduce_f64(env->ring, sums, 3)) != GNN_OK ||
+		if ((rc = sums_allreduce(env->ring, &sums)) != GNN_OK ||
 		    (rc = evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, &val_acc)) != GNN_OK)
 			goto out;
 		if (val_acc > r.best_val) {
@@ -653,19 +675,19 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			r.best_epoch = (int32_t)epoch + 1;
 			memcpy(r.best, params, r.np * sizeof(float));
 		}
-		rate = stats[3] > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / stats[3] : 0;
+		rate = epoch_s > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / epoch_s : 0;
 		gnn_gauge_set(r.m.epoch, epoch + 1);
-		gnn_gauge_set(r.m.loss, sums[1] > 0 ? sums[0] / sums[1] : 0);
-		gnn_gauge_set(r.m.train_acc, sums[1] > 0 ? sums[2] / sums[1] : 0);
+		gnn_gauge_set(r.m.loss, sums.labelled > 0 ? sums.loss / sums.labelled : 0);
+		gnn_gauge_set(r.m.train_acc, sums.labelled > 0 ? sums.correct / sums.labelled : 0);
 		gnn_gauge_set(r.m.val_acc, val_acc);
 		gnn_gauge_set(r.m.samples_per_s, rate);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
 			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f allreduce_s=%.2f eval_s=%.2f samples_per_s=%.0f "
-			 "params_crc=%08" PRIx32, epoch + 1, c->epochs, sums[1] > 0 ? sums[0] / sums[1] : 0,
-			 sums[1] > 0 ? sums[2] / sums[1] : 0, val_acc, stats[3] + r.phase_s[PH_EVAL],
+			 "params_crc=%08" PRIx32, epoch + 1, c->epochs, sums.labelled > 0 ? sums.loss / sums.labelled : 0,
+			 sums.labelled > 0 ? sums.correct / sums.labelled : 0, val_acc, epoch_s + r.phase_s[PH_EVAL],
 			 r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], rate,
 			 params_crc(params, r.np));
-		save_checkpoint(&r, epoch + 1, 0, (double[3]){ 0, 0, 0 });
+		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));

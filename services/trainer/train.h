@@ -18,6 +18,7 @@ struct tr_config {
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS], eval_fanouts[GNN_PROTO_MAX_LAYERS];
 	float lr, weight_decay, dropout;
 	uint64_t seed;
+	const char *model;            /* tr_model_find's name; NULL: graphsage */
 	const char *checkpoint_dir;   /* NULL: no checkpoints */
 	double checkpoint_interval_s; /* also checkpoint within an epoch this often (0: only after each) */
 	double log_interval_s;

@@ -9,6 +9,7 @@
 #include "err.h"
 #include "hash.h"
 #include "log.h"
+#include "adam.h"
 #include "model.h"
 #include "testlib.h"
 
