@@ -204,13 +204,15 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
-/* nng_close on a thread of its own, so that tr_ring_close returns even if
- * it never does: nng 1.5.2 can deadlock closing a socket while a message
- * is arriving on it (nanomsg/nng#1543, fixed in 1.8; seen here when a
- * neighbour's BYE reaches a rank that closes after a failure). */
+/* nng_close on a thread of its own, so that a close returns even if
+ * nng_close never does: nng 1.5.2 can deadlock closing a socket while a
+ * message is arriving on it or a connection is in its handshake
+ * (nanomsg/nng#1543, fixed in 1.8; seen here when a neighbour's BYE
+ * reaches a rank that closes after a failure, and on a loaded machine in
+ * test_trainer_ring). */
 struct closer {
-	nng_socket in, out;
-	bool in_open, out_open;
+	nng_socket socks[2];
+	size_t n;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done, abandoned;
@@ -228,10 +230,8 @@ static void *closer_main(void *arg)
 	struct closer *c = arg;
 	bool abandoned;
 
-	if (c->in_open)
-		nng_close(c->in);
-	if (c->out_open)
-		nng_close(c->out);
+	for (size_t i = 0; i < c->n; i++)
+		nng_close(c->socks[i]);
 	pthread_mutex_lock(&c->mu);
 	c->done = true;
 	abandoned = c->abandoned;
@@ -242,22 +242,16 @@ static void *closer_main(void *arg)
 	return NULL;
 }
 
-/* Closes both sockets within CLOSE_STUCK_S (CLOSE_STOPPING_S once stop()
- * is set: the process is about to exit); false when nng_close hung (the
- * sockets and everything their callbacks may touch must then stay). */
-static bool close_sockets(struct tr_ring *r)
+bool ring_close_bounded(const nng_socket *socks, size_t n, int limit_s, uint32_t rank, const char *what)
 {
-	int limit_s = r->stop != NULL && r->stop() ? CLOSE_STOPPING_S : CLOSE_STUCK_S;
-	struct closer *c = calloc(1, sizeof(*c));
+	struct closer *c = n <= 2 ? calloc(1, sizeof(*c)) : NULL;
 	pthread_t th;
 	struct timespec ts;
 	bool done;
 
 	if (c != NULL) {
-		c->in = r->in.sock;
-		c->out = r->out.sock;
-		c->in_open = r->in.open;
-		c->out_open = r->out.open;
+		memcpy(c->socks, socks, n * sizeof(*socks));
+		c->n = n;
 		if (ring_sync_init(&c->mu, &c->cv) != 0) {
 			free(c);
 			c = NULL;
@@ -267,10 +261,8 @@ static bool close_sockets(struct tr_ring *r)
 		/* no thread to spare: close here, unguarded */
 		if (c != NULL)
 			closer_free(c);
-		if (r->in.open)
-			nng_close(r->in.sock);
-		if (r->out.open)
-			nng_close(r->out.sock);
+		for (size_t i = 0; i < n; i++)
+			nng_close(socks[i]);
 		return true;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -288,10 +280,26 @@ static bool close_sockets(struct tr_ring *r)
 		return true;
 	}
 	pthread_detach(th);
-	GNN_ERROR("ring_close_stuck", "rank=%u waited_s=%d error=\"nng_close did not return (nng 1.5.2 "
-		  "can deadlock closing a socket while a message arrives, nanomsg/nng#1543): leaving "
-		  "the ring's sockets and memory behind\"", r->rank, limit_s);
+	GNN_ERROR("ring_close_stuck", "rank=%u what=%s waited_s=%d error=\"nng_close did not return (nng 1.5.2 "
+		  "can deadlock closing a socket while a connection is being set up or a message arrives, "
+		  "nanomsg/nng#1543): leaving its sockets and memory behind\"", rank, what, limit_s);
 	return false;
+}
+
+/* Closes the ring's sockets within CLOSE_STUCK_S (CLOSE_STOPPING_S once
+ * stop() is set: the process is about to exit); false when nng_close hung
+ * (the sockets and everything their callbacks may touch must then stay). */
+static bool close_sockets(struct tr_ring *r)
+{
+	int limit_s = r->stop != NULL && r->stop() ? CLOSE_STOPPING_S : CLOSE_STUCK_S;
+	nng_socket socks[2];
+	size_t n = 0;
+
+	if (r->in.open)
+		socks[n++] = r->in.sock;
+	if (r->out.open)
+		socks[n++] = r->out.sock;
+	return ring_close_bounded(socks, n, limit_s, r->rank, "ring");
 }
 
 bool tr_ring_close(struct tr_ring *r)

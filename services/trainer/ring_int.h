@@ -119,6 +119,11 @@ int ring_protocol_error(struct tr_ring *r, const struct hdr *got, const struct h
  * longest time without a completed send or receive. */
 int ring_run_plan(struct tr_ring *r, struct plan *p, double limit_s);
 
+/* ring_close.c: closes up to 2 sockets on a thread of its own and waits
+ * at most limit_s; false (logged as ring_close_stuck) when nng_close hung:
+ * whatever its callbacks may touch must then stay allocated. */
+bool ring_close_bounded(const nng_socket *socks, size_t n, int limit_s, uint32_t rank, const char *what);
+
 /* ring_hello.c: forms the ring (GNN_EDONE: a finished next rank answered
  * with its result, kept in r). */
 int ring_handshake(struct tr_ring *r, double wait_s);
