@@ -1,7 +1,6 @@
 // Checks `helm template` output of charts/gnn-dist without a cluster.
 //
 //   node tests/k8s/check_chart.cjs TOOLS_DIR BIN_DIR RENDERED.yaml
-//   (CHECK_SKIP_BINARIES="gnn-trainer": leave that binary's containers out)
 //
 // Prints one line per check, "ok NAME" or "bad NAME: why", and exits 1 when
 // any check is bad. The checks:
@@ -170,8 +169,6 @@ function binaryOf(c) {
 	return null;
 }
 
-// CHECK_SKIP_BINARIES: binaries whose containers are not checked (one not built yet).
-const skipBins = (process.env.CHECK_SKIP_BINARIES || "").split(/[ ,]+/).filter(Boolean);
 const dialed = []; // {who, url, port}
 const listens = []; // per container
 for (const w of workloads) {
@@ -182,19 +179,7 @@ for (const w of workloads) {
 			if (w.kind !== "Pod") report("flags", `${where}: runs no gnn-* binary`);
 			continue;
 		}
-		let opts;
-		if (skipBins.includes(bin)) {
-			// Its flags taken on trust (no --help to check them against); the
-			// other checks still read them.
-			console.log(`note flags: ${where}: ${bin}'s flags not checked (CHECK_SKIP_BINARIES)`);
-			opts = {};
-			for (const a of c.args || []) {
-				const m = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(a);
-				if (m) opts[m[1]] = { env: "GNN_" + m[1].toUpperCase().replace(/-/g, "_"), arg: "VALUE", min: null, max: null, def: null };
-			}
-			for (const e of c.env || [])
-				if (/^GNN_/.test(e.name)) opts[e.name.slice(4).toLowerCase().replace(/_/g, "-")] = { env: e.name, arg: "N", min: null, max: null, def: null };
-		} else opts = helpOf(bin);
+		const opts = helpOf(bin);
 		if (!Object.keys(opts).length) {
 			report("flags", `${where}: ${bin} --help listed no options (is ${binDir}/${bin} built?)`);
 			continue;
