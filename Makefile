@@ -104,7 +104,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/tools/%.o $(COMMON_LIB)
 TEST_SVC_test_graphstore := graphstore cli
 TEST_SVC_test_synth := partitioner
 test_services = $(or $(TEST_SVC_$(1)),$(filter $(SERVICES),$(word 2,$(subst _, ,$(1)))))
-$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$*),-Iservices/$(s)) -Itests/unit
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$(notdir $*)),-Iservices/$(s)) -Itests/unit
 
 test: deps
 	@$(MAKE) --no-print-directory all
