@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "err.h"
 #include "hash.h"
@@ -269,6 +270,22 @@ static void spread_params(struct tr_model *m, const struct tr_model_cfg *c)
 			tr_model_params(m)[off + 2 * in * out + k] = (float)(0.4 * unif() - 0.2);
 		off += (2 * in + 1) * out;
 	}
+}
+
+/* The registry behind --model: graphsage is there and is the default,
+ * an unknown name is refused. */
+static void test_model_registry(void)
+{
+	struct tr_model_cfg cfg = { .num_layers = 2, .in_dim = 4, .hidden = 8, .num_classes = 3 };
+	struct tr_model *m = NULL;
+
+	CHECK(tr_model_find("graphsage") != NULL && tr_model_find("gat") == NULL);
+	CHECK(strstr(tr_model_names(), "graphsage") != NULL);
+	if (CHECK(tr_model_new(&cfg, &m) == GNN_OK))
+		CHECK(strcmp(tr_model_config(m)->model, "graphsage") == 0 && tr_model_num_params(m) > 0);
+	tr_model_free(m);
+	cfg.model = "gat";
+	CHECK(tr_model_new(&cfg, &m) == GNN_EINVAL);
 }
 
 static void test_gradcheck(void)
@@ -714,6 +731,7 @@ static void test_init_bounds(void)
 int main(void)
 {
 	gnn_log_init("test_trainer_model");
+	RUN(test_model_registry);
 	RUN(test_init_bounds);
 	RUN(test_gradcheck);
 	RUN(test_gradcheck_catches_wrong_gradient);
