@@ -99,21 +99,26 @@ void gnn_meta_free(struct gnn_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid)
+int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid)
 {
-	int32_t lo = 0, hi = m->num_parts;
+	uint32_t lo = 0, hi = num_parts;
 
-	if (gid < 0 || gid >= m->num_nodes)
+	if (num_parts == 0 || gid < offsets[0] || gid >= offsets[num_parts])
 		return -1;
 	while (hi - lo > 1) {  /* invariant: offsets[lo] <= gid < offsets[hi] */
-		int32_t mid = lo + (hi - lo) / 2;
+		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (m->offsets[mid] <= gid)
+		if (offsets[mid] <= gid)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	return lo;
+	return (int32_t)lo;
+}
+
+int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid)
+{
+	return gid < 0 || gid >= m->num_nodes ? -1 : gnn_owner_of(m->offsets, (uint32_t)m->num_parts, gid);
 }
 
 /* Maps one file of the partition and checks it against its meta.json entry. */

@@ -30,8 +30,13 @@ struct gnn_meta {
 int gnn_meta_load(const char *dir, struct gnn_meta *out);
 void gnn_meta_free(struct gnn_meta *m);
 
-/* Partition owning global node gid (binary search over the offsets), or -1
- * when gid lies outside [0, num_nodes). */
+/* The partition owning global node gid, given the node ranges offsets
+ * [num_parts + 1] (partition p owns [offsets[p], offsets[p+1]), from 0 to
+ * num_nodes = offsets[num_parts]): a binary search; -1 when gid lies
+ * outside [0, num_nodes). Every component that routes node IDs to graph
+ * stores uses this one. */
+int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid);
+/* The same over a partition output's meta.json. */
 int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid);
 
 struct gnn_part {

@@ -9,23 +9,12 @@
 
 #include "err.h"
 #include "hash.h"
+#include "part.h"
 #include "sample.h"
 
 int32_t smp_owner(const struct smp_layout *l, int64_t id)
 {
-	uint32_t lo = 0, hi = l->num_parts;
-
-	if (id < 0 || id >= l->num_nodes)
-		return -1;
-	while (hi - lo > 1) {  /* invariant: offsets[lo] <= id < offsets[hi] */
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (l->offsets[mid] <= id)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return (int32_t)lo;
+	return id < 0 || id >= l->num_nodes ? -1 : gnn_owner_of(l->offsets, l->num_parts, id);
 }
 
 /* ---- node ID -> local index ----

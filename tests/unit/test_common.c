@@ -465,6 +465,18 @@ static void test_fanouts(void)
 	CHECK(gnn_fanouts_parse("-1", 0, 1000, &f, why, sizeof(why)) == GNN_EINVAL && strstr(why, "0..1000") != NULL);
 }
 
+/* Routing node IDs to partitions: every boundary, empty partitions, and
+ * IDs outside the graph. */
+static void test_owner_of(void)
+{
+	const int64_t off[] = { 0, 10, 10, 25, 26 };  /* partition 1 is empty */
+
+	CHECK(gnn_owner_of(off, 4, 0) == 0 && gnn_owner_of(off, 4, 9) == 0);
+	CHECK(gnn_owner_of(off, 4, 10) == 2 && gnn_owner_of(off, 4, 24) == 2);
+	CHECK(gnn_owner_of(off, 4, 25) == 3);
+	CHECK(gnn_owner_of(off, 4, 26) == -1 && gnn_owner_of(off, 4, -1) == -1 && gnn_owner_of(off, 0, 0) == -1);
+}
+
 /* The hash the whole system's determinism rests on: splitmix64's published
  * outputs (seed 1234567, Vigna's reference implementation). */
 static void test_hash(void)
@@ -541,6 +553,7 @@ int main(void)
 	RUN(test_strerror);
 	RUN(test_fanouts);
 	RUN(test_hash);
+	RUN(test_owner_of);
 	RUN(test_opt_defaults_flags_env);
 	RUN(test_opt_rejects);
 	RUN(test_opt_help);
