@@ -1,4 +1,5 @@
 #include "metrics.h"
+#include "buf.h"
 #include "err.h"
 #include "log.h"
 
@@ -865,52 +866,17 @@ out_free:
 
 /* --- rendering ---------------------------------------------------------- */
 
-/* Growable output; an allocation failure sticks and is reported once at
- * the end, which keeps the render code free of error checks. */
-struct sbuf {
-	char *p;
-	size_t len;
-	size_t cap;
-	bool nomem;
-};
-
-static bool sb_reserve(struct sbuf *sb, size_t more)
+/* The page is built in a gnn_wbuf: an allocation failure sticks
+ * (w->failed) and is reported once at the end, which keeps the render code
+ * free of error checks. */
+static void sb_puts(struct gnn_wbuf *sb, const char *s)
 {
-	size_t cap;
-	char *p;
-
-	if (sb->nomem)
-		return false;
-	if (sb->len + more + 1 <= sb->cap)
-		return true;
-	for (cap = sb->cap ? sb->cap : 4096; cap < sb->len + more + 1; cap *= 2)
-		;
-	if ((p = realloc(sb->p, cap)) == NULL) {
-		sb->nomem = true;
-		return false;
-	}
-	sb->p = p;
-	sb->cap = cap;
-	return true;
-}
-
-static void sb_putn(struct sbuf *sb, const char *s, size_t n)
-{
-	if (!sb_reserve(sb, n))
-		return;
-	memcpy(sb->p + sb->len, s, n);
-	sb->len += n;
-	sb->p[sb->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *sb, const char *s)
-{
-	sb_putn(sb, s, strlen(s));
+	gnn_wbuf_put(sb, s, strlen(s));
 }
 
 /* Writes s with the escapes the format defines: backslash and newline
  * always, double quote inside label values only. */
-static void sb_escaped(struct sbuf *sb, const char *s, bool quote)
+static void sb_escaped(struct gnn_wbuf *sb, const char *s, bool quote)
 {
 	for (; *s != '\0'; s++) {
 		if (*s == '\\')
@@ -920,7 +886,7 @@ static void sb_escaped(struct sbuf *sb, const char *s, bool quote)
 		else if (*s == '"' && quote)
 			sb_puts(sb, "\\\"");
 		else
-			sb_putn(sb, s, 1);
+			gnn_wbuf_put(sb, s, 1);
 	}
 }
 
@@ -939,7 +905,7 @@ static const char *fmt_double(char *buf, size_t n, double v)
 }
 
 /* name{l1="v1",...,le="x"} - the braces only when there is a label. */
-static void sb_sample_name(struct sbuf *sb, const struct family *f, const struct series *s,
+static void sb_sample_name(struct gnn_wbuf *sb, const struct family *f, const struct series *s,
 			   const char *suffix, const char *le)
 {
 	size_t n = s->values != NULL ? f->nlabels : 0;
@@ -965,7 +931,7 @@ static void sb_sample_name(struct sbuf *sb, const struct family *f, const struct
 	sb_puts(sb, "}");
 }
 
-static void sb_sample(struct sbuf *sb, const struct family *f, const struct series *s,
+static void sb_sample(struct gnn_wbuf *sb, const struct family *f, const struct series *s,
 		      const char *suffix, const char *le, double v)
 {
 	char num[40];
@@ -976,7 +942,7 @@ static void sb_sample(struct sbuf *sb, const struct family *f, const struct seri
 	sb_puts(sb, "\n");
 }
 
-static void render_series(struct sbuf *sb, const struct family *f, struct series *s)
+static void render_series(struct gnn_wbuf *sb, const struct family *f, struct series *s)
 {
 	char le[40];
 	uint64_t total = 0;
@@ -997,7 +963,7 @@ static void render_series(struct sbuf *sb, const struct family *f, struct series
 	sb_sample(sb, f, s, "_count", NULL, (double)total);
 }
 
-static void render_family(struct sbuf *sb, struct family *f)
+static void render_family(struct gnn_wbuf *sb, struct family *f)
 {
 	sb_puts(sb, "# HELP ");
 	sb_puts(sb, f->name);
@@ -1016,24 +982,24 @@ static void render_family(struct sbuf *sb, struct family *f)
 
 int gnn_metrics_render(struct gnn_metrics *reg, char **out, size_t *len)
 {
-	struct sbuf sb = { 0 };
+	struct gnn_wbuf sb;
 
 	if (reg == NULL || out == NULL)
 		return GNN_EINVAL;
-	sb_reserve(&sb, 0); /* an empty registry still gives "" */
+	gnn_wbuf_init(&sb);
 	pthread_mutex_lock(&reg->lock);
 	if (reg->proc_cpu != NULL)
 		process_refresh(reg);
 	for (struct family *f = reg->head; f != NULL; f = f->next)
 		render_family(&sb, f);
 	pthread_mutex_unlock(&reg->lock);
-	if (sb.nomem) {
-		free(sb.p);
+	gnn_wbuf_put(&sb, "", 1); /* the NUL; an empty registry still gives "" */
+	if (sb.failed) {
+		gnn_wbuf_free(&sb);
 		return GNN_ENOMEM;
 	}
-	sb.p[sb.len] = '\0';
-	*out = sb.p;
+	*out = (char *)sb.buf;
 	if (len != NULL)
-		*len = sb.len;
+		*len = sb.len - 1;
 	return GNN_OK;
 }

@@ -34,56 +34,15 @@ const char *gnn_msg_name(uint16_t type)
 
 /* ---- writing ---- */
 
-void gnn_wbuf_init(struct gnn_wbuf *w)
-{
-	memset(w, 0, sizeof(*w));
-}
-
-void gnn_wbuf_free(struct gnn_wbuf *w)
-{
-	free(w->buf);
-	gnn_wbuf_init(w);
-}
-
-/* Makes room for n more bytes (doubling); false, with w->failed set, when
- * memory runs out. */
-static bool reserve(struct gnn_wbuf *w, size_t n)
-{
-	size_t cap = w->cap ? w->cap : 256;
-	uint8_t *b;
-
-	if (w->failed)
-		return false;
-	if (w->len + n <= w->cap)
-		return true;
-	while (cap < w->len + n)
-		cap *= 2;
-	if ((b = realloc(w->buf, cap)) == NULL) {
-		w->failed = true;
-		return false;
-	}
-	w->buf = b;
-	w->cap = cap;
-	return true;
-}
-
-static void put(struct gnn_wbuf *w, const void *p, size_t n)
-{
-	if (n == 0 || !reserve(w, n))
-		return;
-	memcpy(w->buf + w->len, p, n);
-	w->len += n;
-}
-
-static void put_u32(struct gnn_wbuf *w, uint32_t v) { put(w, &v, 4); }
-static void put_u64(struct gnn_wbuf *w, uint64_t v) { put(w, &v, 8); }
+static void put_u32(struct gnn_wbuf *w, uint32_t v) { gnn_wbuf_put(w, &v, 4); }
+static void put_u64(struct gnn_wbuf *w, uint64_t v) { gnn_wbuf_put(w, &v, 8); }
 
 /* Zero padding up to the next multiple of 8 from the payload start. */
 static void pad8(struct gnn_wbuf *w, size_t start)
 {
 	static const uint8_t zero[8];
 
-	put(w, zero, (8 - (w->len - start - GNN_PROTO_HDR_BYTES) % 8) % 8);
+	gnn_wbuf_put(w, zero, (8 - (w->len - start - GNN_PROTO_HDR_BYTES) % 8) % 8);
 }
 
 /* Starts a message: the header with a length patched in by finish(). */
@@ -93,9 +52,9 @@ static size_t begin(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, uint32_t
 	uint16_t version = GNN_PROTO_VERSION;
 	size_t start = w->len;
 
-	put(w, &magic, 4);
-	put(w, &version, 2);
-	put(w, &type, 2);
+	gnn_wbuf_put(w, &magic, 4);
+	gnn_wbuf_put(w, &version, 2);
+	gnn_wbuf_put(w, &type, 2);
 	put_u64(w, req_id);
 	put_u32(w, 0);
 	put_u32(w, status);
@@ -247,7 +206,7 @@ int gnn_encode_error(struct gnn_wbuf *w, uint64_t req_id, uint32_t status, const
 	if (n > GNN_PROTO_MAX_ERROR_TEXT)
 		n = GNN_PROTO_MAX_ERROR_TEXT;
 	put_u32(w, (uint32_t)n);
-	put(w, text, n);
+	gnn_wbuf_put(w, text, n);
 	return finish(w, start);
 }
 
@@ -287,7 +246,7 @@ int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_i
 	put_u32(w, in->num_classes);
 	put_u64(w, (uint64_t)in->part_edges);
 	put_u64(w, in->graph_id);
-	put(w, in->offsets, ((size_t)in->num_parts + 1) * sizeof(int64_t));
+	gnn_wbuf_put(w, in->offsets, ((size_t)in->num_parts + 1) * sizeof(int64_t));
 	return finish(w, start);
 }
 
@@ -335,7 +294,7 @@ int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const
 
 	put_u32(w, n);
 	put_u32(w, 0);
-	put(w, ids, (size_t)n * 8);
+	gnn_wbuf_put(w, ids, (size_t)n * 8);
 	return finish(w, start);
 }
 
@@ -368,7 +327,7 @@ int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, in
 	put_u64(w, seed);
 	put_u32(w, (uint32_t)fanout);
 	put_u32(w, n);
-	put(w, ids, (size_t)n * 8);
+	gnn_wbuf_put(w, ids, (size_t)n * 8);
 	return finish(w, start);
 }
 
@@ -402,9 +361,9 @@ int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *
 	put_u32(w, n);
 	put_u32(w, 0);
 	put_u64(w, total);
-	put(w, counts, (size_t)n * 4);
+	gnn_wbuf_put(w, counts, (size_t)n * 4);
 	pad8(w, start);
-	put(w, nbrs, (size_t)total * 8);
+	gnn_wbuf_put(w, nbrs, (size_t)total * 8);
 	return finish(w, start);
 }
 
@@ -446,7 +405,7 @@ int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows,
 
 	put_u32(w, n);
 	put_u32(w, dim);
-	put(w, rows, (size_t)n * dim * 4);
+	gnn_wbuf_put(w, rows, (size_t)n * dim * 4);
 	return finish(w, start);
 }
 
@@ -477,7 +436,7 @@ int gnn_encode_label_resp(struct gnn_wbuf *w, uint64_t req_id, const int32_t *la
 
 	put_u32(w, n);
 	put_u32(w, 0);
-	put(w, labels, (size_t)n * 4);
+	gnn_wbuf_put(w, labels, (size_t)n * 4);
 	pad8(w, start);
 	return finish(w, start);
 }
@@ -508,7 +467,7 @@ int gnn_encode_split_resp(struct gnn_wbuf *w, uint64_t req_id, const uint8_t *co
 
 	put_u32(w, n);
 	put_u32(w, 0);
-	put(w, codes, n);
+	gnn_wbuf_put(w, codes, n);
 	pad8(w, start);
 	return finish(w, start);
 }
@@ -571,7 +530,7 @@ int gnn_encode_nodes_resp(struct gnn_wbuf *w, uint64_t req_id, const int64_t *id
 	put_u32(w, n);
 	put_u32(w, 0);
 	put_u64(w, (uint64_t)next_cursor);
-	put(w, ids, (size_t)n * 8);
+	gnn_wbuf_put(w, ids, (size_t)n * 8);
 	return finish(w, start);
 }
 
@@ -607,11 +566,11 @@ int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct g
 	put_u64(w, in->seed);
 	put_u32(w, in->flags);
 	put_u32(w, in->num_layers);
-	put(w, in->fanouts, (size_t)in->num_layers * 4);
+	gnn_wbuf_put(w, in->fanouts, (size_t)in->num_layers * 4);
 	pad8(w, start);
 	put_u32(w, in->num_seeds);
 	put_u32(w, 0);
-	put(w, in->seeds, (size_t)in->num_seeds * 8);
+	gnn_wbuf_put(w, in->seeds, (size_t)in->num_seeds * 8);
 	return finish(w, start);
 }
 
@@ -693,13 +652,13 @@ int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t r
 		put_u32(w, b->num_dst);
 		put_u32(w, b->num_src);
 		put_u64(w, b->num_edges);
-		put(w, b->src_ids, (size_t)b->num_src * 8);
-		put(w, b->indptr, ((size_t)b->num_dst + 1) * 4);
+		gnn_wbuf_put(w, b->src_ids, (size_t)b->num_src * 8);
+		gnn_wbuf_put(w, b->indptr, ((size_t)b->num_dst + 1) * 4);
 		pad8(w, mw->start);
-		put(w, b->indices, (size_t)b->num_edges * 4);
+		gnn_wbuf_put(w, b->indices, (size_t)b->num_edges * 4);
 		pad8(w, mw->start);
 	}
-	if (!reserve(w, (size_t)(mw->feat_bytes + mw->label_bytes))) {
+	if (!gnn_wbuf_reserve(w, (size_t)(mw->feat_bytes + mw->label_bytes))) {
 		gnn_mb_writer_abort(mw);
 		return GNN_ENOMEM;
 	}

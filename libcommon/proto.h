@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
 #define GNN_PROTO_VERSION 1
 #define GNN_PROTO_HDR_BYTES 28
@@ -75,17 +77,6 @@ struct gnn_hdr {
 	uint32_t len;     /* payload bytes */
 	uint32_t status;
 };
-
-/* A growable output buffer: messages are built here and handed to nng.
- * buf is malloc'd and owned by the builder until taken (gnn_wbuf_take). */
-struct gnn_wbuf {
-	uint8_t *buf;
-	size_t len, cap;
-	bool failed;      /* an allocation failed: the message is unusable */
-};
-
-void gnn_wbuf_init(struct gnn_wbuf *w);
-void gnn_wbuf_free(struct gnn_wbuf *w);
 
 /* Decodes and checks the header of a received message of len bytes: magic,
  * version, type known, reserved word zero, payload length equal to
