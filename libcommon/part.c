@@ -116,6 +116,11 @@ int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid)
 	return (int32_t)lo;
 }
 
+int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid)
+{
+	return gid < 0 || gid >= l->num_nodes ? -1 : gnn_owner_of(l->offsets, l->num_parts, gid);
+}
+
 int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid)
 {
 	return gid < 0 || gid >= m->num_nodes ? -1 : gnn_owner_of(m->offsets, (uint32_t)m->num_parts, gid);

@@ -30,6 +30,21 @@ struct gnn_meta {
 int gnn_meta_load(const char *dir, struct gnn_meta *out);
 void gnn_meta_free(struct gnn_meta *m);
 
+/* A partitioned graph's layout as every component sees it: its sizes, the
+ * node range each partition owns, and which partition output it is. The
+ * graph store reads it from meta.json, a sampler learns it from the graph
+ * stores (INFO) and a trainer from the samplers. offsets is borrowed from
+ * whoever filled it in. */
+struct gnn_layout {
+	int64_t num_nodes, num_edges;   /* whole graph; directed edges */
+	uint32_t num_parts, feat_dim, num_classes;
+	uint64_t graph_id;              /* the partition output's (0: unknown, e.g. in process) */
+	const int64_t *offsets;         /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
+};
+
+/* gnn_owner_of over a layout: the partition owning node gid, or -1. */
+int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid);
+
 /* The partition owning global node gid, given the node ranges offsets
  * [num_parts + 1] (partition p owns [offsets[p], offsets[p+1]), from 0 to
  * num_nodes = offsets[num_parts]): a binary search; -1 when gid lies

@@ -12,11 +12,6 @@
 #include "part.h"
 #include "sample.h"
 
-int32_t smp_owner(const struct smp_layout *l, int64_t id)
-{
-	return id < 0 || id >= l->num_nodes ? -1 : gnn_owner_of(l->offsets, l->num_parts, id);
-}
-
 /* ---- node ID -> local index ----
  * Open addressing with linear probing, sized to at least twice the keys it
  * will ever hold (never a global array over all nodes: a minibatch touches
@@ -96,7 +91,7 @@ static void groups_free(struct groups *g)
 
 /* Counting sort by owner. Every ID must lie in the graph (the request was
  * checked; later frontiers come from checked answers). */
-static int group_by_owner(const struct smp_layout *l, const int64_t *ids, uint32_t n, struct groups *g)
+static int group_by_owner(const struct gnn_layout *l, const int64_t *ids, uint32_t n, struct groups *g)
 {
 	uint32_t P = l->num_parts, *owner = malloc((n ? n : 1) * sizeof(*owner));
 	uint32_t *next = malloc(P * sizeof(*next));
@@ -108,7 +103,7 @@ static int group_by_owner(const struct smp_layout *l, const int64_t *ids, uint32
 	if (owner == NULL || next == NULL || g->start == NULL || g->ids == NULL || g->pos == NULL)
 		goto out;
 	for (uint32_t i = 0; i < n; i++) {
-		int32_t p = smp_owner(l, ids[i]);
+		int32_t p = gnn_layout_owner(l, ids[i]);
 
 		if (p < 0) {
 			rc = GNN_EINTERNAL;
@@ -140,7 +135,7 @@ out:
 
 struct job {
 	const struct smp_backend *be;
-	const struct smp_layout *l;
+	const struct gnn_layout *l;
 	uint32_t max_ids, max_feat_ids;
 	char *err;
 	size_t err_len;
@@ -292,7 +287,7 @@ static int build_block(struct job *j, uint32_t l, const int64_t *dst, uint32_t n
 			int64_t u = nbrs[i][k], idx;
 
 			if (u < 0 || u >= j->l->num_nodes) {
-				describe(j, (uint32_t)smp_owner(j->l, dst[i]), who, sizeof(who));
+				describe(j, (uint32_t)gnn_layout_owner(j->l, dst[i]), who, sizeof(who));
 				rc = fail(j, GNN_EPROTO, "%s: neighbour %" PRId64 " of node %" PRId64
 					  " outside [0, %" PRId64 ")", who, u, dst[i], j->l->num_nodes);
 				goto out;
@@ -387,7 +382,7 @@ out:
 	return rc;
 }
 
-int smp_check_request(const struct smp_layout *l, const struct gnn_minibatch_req *req, char *err,
+int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len)
 {
 	struct idmap map;
@@ -580,8 +575,8 @@ void smp_minibatch_free(struct smp_minibatch *m)
 int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
 		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len)
 {
-	const struct smp_layout *l = be->layout;
-	int32_t p = smp_owner(l, req->cursor);
+	const struct gnn_layout *l = be->layout;
+	int32_t p = gnn_layout_owner(l, req->cursor);
 	size_t start = w->len;
 	struct smp_call c;
 	int64_t lo, hi, prev, next;

@@ -24,20 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "part.h"
 #include "proto.h"
-
-/* The graph's shape, as the graph stores report it (INFO). */
-struct smp_layout {
-	int64_t num_nodes;
-	int64_t num_edges;        /* directed, whole graph */
-	uint32_t num_parts, feat_dim, num_classes;
-	uint64_t graph_id;        /* the stores' graph_id (0 when unknown: in process) */
-	const int64_t *offsets;   /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
-};
-
-/* The partition owning node id (binary search over the offsets), or -1
- * when id lies outside [0, num_nodes). */
-int32_t smp_owner(const struct smp_layout *l, int64_t id);
 
 enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES };
 
@@ -69,7 +57,7 @@ struct smp_call {
 };
 
 struct smp_backend {
-	const struct smp_layout *layout;  /* borrowed; outlives the backend */
+	const struct gnn_layout *layout;  /* borrowed; outlives the backend */
 	void *ctx;
 	/* Runs n calls (concurrently, when it can) and fills their answers.
 	 * Returns GNN_OK when every call succeeded; otherwise an error code,
@@ -121,7 +109,7 @@ struct smp_minibatch {
 /* Checks a request against the layout: every seed in [0, num_nodes), no
  * seed twice. (The decoder already checked counts, fanouts and flags.)
  * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed. */
-int smp_check_request(const struct smp_layout *l, const struct gnn_minibatch_req *req, char *err,
+int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len);
 
 /* Builds the minibatch for req (checked with smp_check_request first).

@@ -11,7 +11,7 @@
 #include "sample.h"
 
 struct smp_local {
-	struct smp_layout layout;
+	struct gnn_layout layout;
 	struct smp_local_part *parts;   /* [num_parts] */
 	/* Only when opened from a folder: */
 	struct gnn_meta meta;
@@ -20,7 +20,7 @@ struct smp_local {
 	bool own;
 };
 
-int smp_local_wrap(const struct smp_layout *layout, const struct smp_local_part *parts,
+int smp_local_wrap(const struct gnn_layout *layout, const struct smp_local_part *parts,
 		   struct smp_local **out)
 {
 	struct smp_local *l = calloc(1, sizeof(*l));
@@ -54,7 +54,7 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 		free(l);
 		return rc;
 	}
-	l->layout = (struct smp_layout){ .num_nodes = l->meta.num_nodes, .num_edges = l->meta.num_edges,
+	l->layout = (struct gnn_layout){ .num_nodes = l->meta.num_nodes, .num_edges = l->meta.num_edges,
 					 .num_parts = (uint32_t)l->meta.num_parts,
 					 .feat_dim = (uint32_t)l->meta.feat_dim,
 					 .num_classes = (uint32_t)l->meta.num_classes,
@@ -96,7 +96,7 @@ void smp_local_close(struct smp_local *l)
 	free(l);
 }
 
-const struct smp_layout *smp_local_layout(const struct smp_local *l)
+const struct gnn_layout *smp_local_layout(const struct smp_local *l)
 {
 	return &l->layout;
 }

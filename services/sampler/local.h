@@ -34,11 +34,11 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out);
  * parts[p] owning [layout->offsets[p], layout->offsets[p+1]). The layout
  * struct and parts[] are copied; the offsets and the arrays they point to
  * are borrowed and must outlive the returned object (smp_local_close). */
-int smp_local_wrap(const struct smp_layout *layout, const struct smp_local_part *parts,
+int smp_local_wrap(const struct gnn_layout *layout, const struct smp_local_part *parts,
 		   struct smp_local **out);
 
 /* The layout and partitions (borrowed from l). */
-const struct smp_layout *smp_local_layout(const struct smp_local *l);
+const struct gnn_layout *smp_local_layout(const struct smp_local *l);
 const struct smp_local_part *smp_local_part(const struct smp_local *l, uint32_t p);
 
 /* Fills be with l's backend (l stays the owner; be is valid while l is). */

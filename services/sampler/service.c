@@ -69,7 +69,7 @@ static int reply_error(struct gnn_wbuf *out, const struct gnn_hdr *h, int code, 
  * is not one partition's (docs/protocol.md); part_edges is every edge. */
 static int on_info(struct smp_service *s, const struct gnn_hdr *h, size_t len, struct gnn_wbuf *out)
 {
-	const struct smp_layout *l = s->be->layout;
+	const struct gnn_layout *l = s->be->layout;
 	struct gnn_info info = { .part_id = l->num_parts, .num_parts = l->num_parts, .num_nodes = l->num_nodes,
 				 .num_edges = l->num_edges, .feat_dim = l->feat_dim,
 				 .num_classes = l->num_classes, .part_edges = l->num_edges,

@@ -53,7 +53,7 @@ struct smp_stores {
 	size_t n;
 	int check_interval_ms;
 	double down_grace_s;
-	struct smp_layout layout;
+	struct gnn_layout layout;
 	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
 	atomic_bool connected;
 	atomic_uint_fast64_t next_req_id;
@@ -244,7 +244,7 @@ void smp_stores_close(struct smp_stores *s)
 	free(s);
 }
 
-const struct smp_layout *smp_stores_layout(const struct smp_stores *s)
+const struct gnn_layout *smp_stores_layout(const struct smp_stores *s)
 {
 	return &s->layout;
 }
@@ -401,7 +401,7 @@ static int check_layout(struct smp_stores *s)
 		}
 		s->part_store[in->part_id] = (uint32_t)i;
 	}
-	s->layout = (struct smp_layout){ .num_nodes = ref->num_nodes, .num_edges = ref->num_edges,
+	s->layout = (struct gnn_layout){ .num_nodes = ref->num_nodes, .num_edges = ref->num_edges,
 					 .num_parts = ref->num_parts, .feat_dim = ref->feat_dim,
 					 .num_classes = ref->num_classes, .graph_id = ref->graph_id,
 					 .offsets = ref->offsets };

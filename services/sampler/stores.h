@@ -48,7 +48,7 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out);
 int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void));
 
 /* The layout, valid after smp_stores_connect succeeded (borrowed). */
-const struct smp_layout *smp_stores_layout(const struct smp_stores *s);
+const struct gnn_layout *smp_stores_layout(const struct smp_stores *s);
 
 /* Starts the background check: every check_interval_ms an INFO to every
  * store; logs graphstore_unreachable / graphstore_reachable_again and

@@ -326,7 +326,7 @@ int main(int argc, char **argv)
 	struct tr_samplers_opts so;
 	struct tr_ring_opts ro;
 	struct tr_config c;
-	struct tr_graph graph;
+	struct gnn_layout graph;
 	struct gnn_result res;
 	struct tr_env env;
 	char **peer_urls = NULL, **sampler_urls = NULL;

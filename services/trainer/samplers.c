@@ -456,7 +456,7 @@ void tr_samplers_set_slow(struct tr_samplers *s, uint64_t hint, double waited_s)
 	put_replicas(s, &r, 1);
 }
 
-int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g)
+int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout *g)
 {
 	double t0 = gnn_now(), last_log = t0;
 
@@ -484,7 +484,7 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g
 		nanosleep(&tick, NULL);
 	}
 	pthread_mutex_lock(&s->mu);
-	*g = (struct tr_graph){ .num_nodes = s->info.num_nodes, .num_edges = s->info.num_edges,
+	*g = (struct gnn_layout){ .num_nodes = s->info.num_nodes, .num_edges = s->info.num_edges,
 				.num_parts = s->info.num_parts, .feat_dim = s->info.feat_dim,
 				.num_classes = s->info.num_classes, .graph_id = s->info.graph_id,
 				.offsets = s->offsets };

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "metrics.h"
+#include "part.h"
 #include "proto.h"
 
 struct tr_samplers_opts {
@@ -36,14 +37,6 @@ struct tr_samplers_opts {
 	bool (*stop)(void);         /* polled while waiting */
 };
 
-/* The graph as the samplers report it (INFO). offsets is owned by the
- * struct samplers. */
-struct tr_graph {
-	int64_t num_nodes, num_edges;
-	uint32_t num_parts, feat_dim, num_classes;
-	uint64_t graph_id;
-	int64_t *offsets;           /* [num_parts + 1] */
-};
 
 struct tr_samplers;
 
@@ -53,9 +46,10 @@ struct tr_samplers;
 int tr_samplers_open(const struct tr_samplers_opts *o, struct tr_samplers **out);
 
 /* Waits up to wait_s for a replica to answer INFO (logging every ~10 s
- * which URLs it waits for), and fills g. GNN_ETIMEDOUT, GNN_ECLOSED (stop),
- * GNN_EINVAL when replicas disagree about the graph. */
-int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct tr_graph *g);
+ * which URLs it waits for), and fills g, the graph as the samplers report
+ * it (g->offsets is the samplers' until tr_samplers_close). GNN_ETIMEDOUT,
+ * GNN_ECLOSED (stop), GNN_EINVAL when replicas disagree about the graph. */
+int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout *g);
 
 /* Every node of split (GNN_SPLIT_*), in ID order, through NODES calls.
  * *ids is malloc'd, the caller's. */

@@ -66,7 +66,7 @@ struct run {
 	uint64_t global_step;
 };
 
-uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g)
+uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 {
 	uint64_t h = gnn_draw64(0x6d6f64656cull, c->layers);
 
@@ -88,7 +88,7 @@ static uint64_t mix_float(uint64_t h, float f)
 	return gnn_draw64(h, bits);
 }
 
-uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g)
+uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 {
 	uint64_t h = tr_model_hash(c, g);
 

@@ -28,15 +28,15 @@ struct tr_config {
 struct tr_env {
 	struct tr_samplers *samplers;
 	struct tr_ring *ring;
-	const struct tr_graph *graph;
+	const struct gnn_layout *graph;
 	struct gnn_metrics *metrics;
 	bool (*stop)(void);
 };
 
 /* The digest of the model's shape and graph a checkpoint must match. */
-uint64_t tr_model_hash(const struct tr_config *c, const struct tr_graph *g);
+uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g);
 /* The digest every rank must share to train together (tr_ring_connect). */
-uint64_t tr_config_hash(const struct tr_config *c, const struct tr_graph *g);
+uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g);
 
 /* Trains (or resumes, or finds the run finished in the checkpoint dir) and
  * evaluates. On GNN_OK *out holds the result and *resumed_finished tells

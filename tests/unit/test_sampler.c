@@ -69,7 +69,7 @@ static int cmp_i64(const void *a, const void *b)
 static void make_graph(void)
 {
 	struct smp_local_part parts[G_PARTS];
-	struct smp_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
+	struct gnn_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
 				     .num_classes = G_CLASSES, .graph_id = G_GRAPH_ID, .offsets = g_offsets };
 
 	for (int p = 0; p < G_PARTS; p++) {
@@ -130,8 +130,8 @@ static void free_graph(void)
 /* Node v's in-neighbours in l's partitions. */
 static const int64_t *adj_of(const struct smp_local *l, int64_t v, uint32_t *deg)
 {
-	const struct smp_layout *lay = smp_local_layout(l);
-	const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+	const struct gnn_layout *lay = smp_local_layout(l);
+	const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
 	int64_t r = v - pt->node_start;
 
 	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
@@ -148,7 +148,7 @@ static bool has_edge(const int64_t *adj, uint32_t deg, int64_t u)
 static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatch_req *req,
 			    const struct gnn_minibatch *mb)
 {
-	const struct smp_layout *lay = smp_local_layout(l);
+	const struct gnn_layout *lay = smp_local_layout(l);
 	uint32_t L = req->num_layers, *pos = malloc(100000 * sizeof(*pos));
 	int before = t_failed_checks;
 
@@ -212,7 +212,7 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 		CHECK(mb->feat != NULL && mb->feat_dim == lay->feat_dim);
 		for (uint32_t i = 0; mb->feat != NULL && i < b0->num_src; i++) {
 			int64_t v = b0->src_ids[i];
-			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
 
 			if (!CHECK(memcmp(mb->feat + (size_t)i * lay->feat_dim,
 					  pt->feat + (size_t)(v - pt->node_start) * lay->feat_dim,
@@ -224,7 +224,7 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 		CHECK(mb->labels != NULL);
 		for (uint32_t i = 0; mb->labels != NULL && i < req->num_seeds; i++) {
 			int64_t v = req->seeds[i];
-			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, v));
+			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
 
 			if (!CHECK(mb->labels[i] == pt->labels[v - pt->node_start]))
 				break;
@@ -399,7 +399,7 @@ static void test_deterministic(void)
  * counts and an odd feature dimension (padding after the rows). */
 static void test_message_equals_encoder(void)
 {
-	struct smp_layout odd = *smp_local_layout(g_local);
+	struct gnn_layout odd = *smp_local_layout(g_local);
 	struct smp_local_part parts[G_PARTS];
 	struct smp_local *l3;
 	struct smp_backend be;
@@ -787,7 +787,7 @@ static size_t ref_split(uint8_t split, int64_t from, int64_t *out)
 static long list_nodes(struct smp_service *svc, uint8_t split, uint32_t limit, int64_t cursor, int64_t *out,
 		       int *pages)
 {
-	const struct smp_layout *lay = smp_local_layout(g_local);
+	const struct gnn_layout *lay = smp_local_layout(g_local);
 	struct gnn_wbuf in, rep;
 	long n = 0;
 
@@ -795,7 +795,7 @@ static long list_nodes(struct smp_service *svc, uint8_t split, uint32_t limit, i
 	gnn_wbuf_init(&in);
 	gnn_wbuf_init(&rep);
 	while (cursor != -1 && *pages <= G_NODES + G_PARTS) {
-		int32_t part = smp_owner(lay, cursor);
+		int32_t part = gnn_layout_owner(lay, cursor);
 		struct gnn_nodes_resp r;
 		struct gnn_hdr rh;
 		bool ok = true;
@@ -1437,7 +1437,7 @@ static void test_partition_files(void)
 	snprintf(out, sizeof(out), "%s/t", dir);
 	snprintf(cmd, sizeof(cmd), "'%s' --synthetic tiny --parts 3 --out '%s' >/dev/null 2>&1", bin, out);
 	if (CHECK(system(cmd) == 0) && CHECK(smp_local_open_dir(out, true, &l) == GNN_OK)) {
-		const struct smp_layout *lay = smp_local_layout(l);
+		const struct gnn_layout *lay = smp_local_layout(l);
 
 		smp_local_backend(l, &be);
 		gnn_wbuf_init(&w);
@@ -1473,7 +1473,7 @@ static void test_partition_files(void)
 					     CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &payload) == GNN_OK) &&
 					     CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK);
 					for (uint32_t i = 0; ok && i < r.n; i++) {
-						const struct smp_local_part *pt = smp_local_part(l, (uint32_t)smp_owner(lay, r.ids[i]));
+						const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, r.ids[i]));
 
 						ok = CHECK(r.ids[i] > prev && pt->split[r.ids[i] - pt->node_start] == split);
 						prev = r.ids[i];
