@@ -20,6 +20,7 @@ struct gnn_client {
 	bool failover;
 	atomic_bool aborted;       /* gnn_client_abort: the socket is closed */
 	atomic_uint pipe;          /* ID of the connection that is up, 0: none (pipe_cb) */
+	atomic_bool close_stuck;   /* gnn_client_abort's close hung in nng: c must stay */
 	_Atomic double down_since; /* when the last connection went (or the dialling began) */
 	pthread_mutex_t redial_mu; /* one restart at a time */
 };
@@ -120,8 +121,11 @@ void gnn_client_close(struct gnn_client *c)
 {
 	if (c == NULL)
 		return;
-	if (!atomic_load(&c->aborted))
-		nng_close(c->sock);
+	/* stuck in nng: c stays, its pipe callback may still run */
+	if (!atomic_load(&c->aborted) && !gnn_close_bounded(&c->sock, 1, gnn_close_limit(), c->name))
+		return;
+	if (atomic_load(&c->close_stuck))
+		return;
 	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
@@ -139,8 +143,9 @@ void gnn_client_abort(struct gnn_client *c)
 
 	/* the redial lock keeps a concurrent redial off the closing socket */
 	pthread_mutex_lock(&c->redial_mu);
-	if (atomic_compare_exchange_strong(&c->aborted, &was, true))
-		nng_close(c->sock);
+	if (atomic_compare_exchange_strong(&c->aborted, &was, true) &&
+	    !gnn_close_bounded(&c->sock, 1, gnn_close_limit(), c->name))
+		atomic_store(&c->close_stuck, true);
 	pthread_mutex_unlock(&c->redial_mu);
 }
 
@@ -393,4 +398,104 @@ int gnn_client_call(struct gnn_client *c, const struct gnn_wbuf *req, nng_msg **
 	if (rc == GNN_OK)
 		*reply = call.reply;
 	return rc;
+}
+
+/* ---- closing within a bound ---- */
+
+struct closer {
+	nng_socket *socks;
+	size_t n;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done, abandoned;
+};
+
+static void closer_free(struct closer *c)
+{
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c->socks);
+	free(c);
+}
+
+static void *closer_main(void *arg)
+{
+	struct closer *c = arg;
+	bool abandoned;
+
+	for (size_t i = 0; i < c->n; i++)
+		nng_close(c->socks[i]);
+	pthread_mutex_lock(&c->mu);
+	c->done = true;
+	abandoned = c->abandoned;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (abandoned)
+		closer_free(c);
+	return NULL;
+}
+
+static struct closer *closer_new(const nng_socket *socks, size_t n)
+{
+	struct closer *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+
+	if (c == NULL || (c->socks = malloc((n ? n : 1) * sizeof(*socks))) == NULL)
+		goto fail;
+	memcpy(c->socks, socks, n * sizeof(*socks));
+	c->n = n;
+	if (pthread_mutex_init(&c->mu, NULL) != 0)
+		goto fail;
+	if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&c->cv, &ca) != 0) {
+		pthread_mutex_destroy(&c->mu);
+		goto fail;
+	}
+	pthread_condattr_destroy(&ca);
+	return c;
+fail:
+	if (c != NULL)
+		free(c->socks);
+	free(c);
+	return NULL;
+}
+
+double gnn_close_limit(void)
+{
+	return gnn_stop_requested() ? GNN_CLOSE_STOPPING_S : GNN_CLOSE_LIMIT_S;
+}
+
+bool gnn_close_bounded(const nng_socket *socks, size_t n, double limit_s, const char *what)
+{
+	struct closer *c = closer_new(socks, n);
+	struct timespec ts;
+	pthread_t th;
+	bool done;
+
+	if (c == NULL || pthread_create(&th, NULL, closer_main, c) != 0) {
+		/* no thread to spare: close here, unguarded */
+		if (c != NULL)
+			closer_free(c);
+		for (size_t i = 0; i < n; i++)
+			nng_close(socks[i]);
+		return true;
+	}
+	gnn_deadline(CLOCK_MONOTONIC, (long)(limit_s * 1000), &ts);
+	pthread_mutex_lock(&c->mu);
+	while (!c->done)
+		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0)
+			break;
+	done = c->done;
+	c->abandoned = !done;
+	pthread_mutex_unlock(&c->mu);
+	if (done) {
+		pthread_join(th, NULL);
+		closer_free(c);
+		return true;
+	}
+	pthread_detach(th);
+	GNN_ERROR("close_stuck", "what=%s sockets=%zu waited_s=%.1f error=\"nng_close did not return (nng 1.5.2 "
+		  "can deadlock closing a socket while a connection is set up or torn down, nanomsg/nng#1543): "
+		  "leaving the sockets and their memory behind\"", what, n, limit_s);
+	return false;
 }

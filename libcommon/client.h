@@ -53,6 +53,21 @@ void gnn_client_abort(struct gnn_client *c);
  * GNN_EIO when the new dial could not start (the URL no longer parses). */
 int gnn_redial(nng_socket sock, const char *url, nng_dialer *d);
 
+/* nng 1.5.2 can deadlock in nng_close while a connection is being set up
+ * or torn down (nanomsg/nng#1543, fixed in 1.8): seen when a whole release
+ * stops at once, every peer closing beside us. So sockets are closed on a
+ * thread of their own, waited for at most limit_s: false (logged as
+ * ERROR close_stuck naming what) when nng_close did not return. The
+ * sockets, and whatever their callbacks may touch, must then stay
+ * allocated: the caller leaks them (it is stopping, or must restart). */
+bool gnn_close_bounded(const nng_socket *socks, size_t n, double limit_s, const char *what);
+/* How long a stopping process waits for one close: inside the stop
+ * watchdog's GNN_STOP_GRACE_S, so that the exit is still ours and logged;
+ * otherwise GNN_CLOSE_LIMIT_S. gnn_close_limit picks by gnn_stop_requested. */
+#define GNN_CLOSE_STOPPING_S 1.5
+#define GNN_CLOSE_LIMIT_S 5.0
+double gnn_close_limit(void);
+
 /* True while a connection to the peer is up (nng pipe events; any thread). */
 bool gnn_client_connected(const struct gnn_client *c);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "err.h"
 #include "log.h"
 #include "sys.h"
@@ -286,7 +287,9 @@ void gnn_server_stop(struct gnn_server *s)
 		if (w->aio != NULL)
 			nng_aio_free(w->aio);
 	}
-	nng_close(s->sock);
+	/* stuck in nng (its close deadlock): s stays, nng may still use it */
+	if (!gnn_close_bounded(&s->sock, 1, gnn_close_limit(), s->name))
+		return;
 	free(s->workers);
 	GNN_INFO("server_stopped", "server=%s", s->name);
 	free(s);

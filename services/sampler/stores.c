@@ -232,8 +232,9 @@ void smp_stores_close(struct smp_stores *s)
 	for (size_t i = 0; i < s->n; i++) {
 		gnn_client_close(s->st[i].data);
 		gnn_client_close(s->st[i].check);
-		if (s->st[i].watch_open)
-			nng_close(s->st[i].watch);
+		/* stuck in nng: the stores stay, watch_cb may still use them */
+		if (s->st[i].watch_open && !gnn_close_bounded(&s->st[i].watch, 1, gnn_close_limit(), s->st[i].name))
+			return;
 		free(s->st[i].url);
 		free(s->st[i].offsets);
 	}

@@ -124,8 +124,8 @@ uint64_t tr_ring_bytes(const struct tr_ring *r);
  * that rank is gone) for its acknowledgement, while acknowledging the
  * previous rank's. So every rank should close its ring at the end, at about
  * the same time; a ring that failed closes at once. If nng_close itself
- * hangs (an nng 1.5.2 bug) it gives up after 5 s (2 s once stop() is set,
- * within the stop watchdog's grace), logs `ring_close_stuck` and leaves the
+ * hangs (an nng 1.5.2 bug) it gives up after 5 s (1.5 s once stop() is set,
+ * within the stop watchdog's grace), logs `close_stuck` and leaves the
  * sockets and r allocated. */
 /* false when nng could not close the sockets (its close deadlock): the
  * listener stays bound, so this process cannot form a ring again. */

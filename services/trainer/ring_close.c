@@ -204,94 +204,12 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
-/* nng_close on a thread of its own, so that a close returns even if
- * nng_close never does: nng 1.5.2 can deadlock closing a socket while a
- * message is arriving on it or a connection is in its handshake
- * (nanomsg/nng#1543, fixed in 1.8; seen here when a neighbour's BYE
- * reaches a rank that closes after a failure, and on a loaded machine in
- * test_trainer_ring). */
-struct closer {
-	nng_socket socks[2];
-	size_t n;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done, abandoned;
-};
-
-static void closer_free(struct closer *c)
-{
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
-}
-
-static void *closer_main(void *arg)
-{
-	struct closer *c = arg;
-	bool abandoned;
-
-	for (size_t i = 0; i < c->n; i++)
-		nng_close(c->socks[i]);
-	pthread_mutex_lock(&c->mu);
-	c->done = true;
-	abandoned = c->abandoned;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (abandoned)
-		closer_free(c);
-	return NULL;
-}
-
-bool ring_close_bounded(const nng_socket *socks, size_t n, int limit_s, uint32_t rank, const char *what)
-{
-	struct closer *c = n <= 2 ? calloc(1, sizeof(*c)) : NULL;
-	pthread_t th;
-	struct timespec ts;
-	bool done;
-
-	if (c != NULL) {
-		memcpy(c->socks, socks, n * sizeof(*socks));
-		c->n = n;
-		if (ring_sync_init(&c->mu, &c->cv) != 0) {
-			free(c);
-			c = NULL;
-		}
-	}
-	if (c == NULL || pthread_create(&th, NULL, closer_main, c) != 0) {
-		/* no thread to spare: close here, unguarded */
-		if (c != NULL)
-			closer_free(c);
-		for (size_t i = 0; i < n; i++)
-			nng_close(socks[i]);
-		return true;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += limit_s;
-	pthread_mutex_lock(&c->mu);
-	while (!c->done)
-		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0)
-			break;
-	done = c->done;
-	c->abandoned = !done;
-	pthread_mutex_unlock(&c->mu);
-	if (done) {
-		pthread_join(th, NULL);
-		closer_free(c);
-		return true;
-	}
-	pthread_detach(th);
-	GNN_ERROR("ring_close_stuck", "rank=%u what=%s waited_s=%d error=\"nng_close did not return (nng 1.5.2 "
-		  "can deadlock closing a socket while a connection is being set up or a message arrives, "
-		  "nanomsg/nng#1543): leaving its sockets and memory behind\"", rank, what, limit_s);
-	return false;
-}
-
 /* Closes the ring's sockets within CLOSE_STUCK_S (CLOSE_STOPPING_S once
  * stop() is set: the process is about to exit); false when nng_close hung
  * (the sockets and everything their callbacks may touch must then stay). */
 static bool close_sockets(struct tr_ring *r)
 {
-	int limit_s = r->stop != NULL && r->stop() ? CLOSE_STOPPING_S : CLOSE_STUCK_S;
+	double limit_s = r->stop != NULL && r->stop() ? GNN_CLOSE_STOPPING_S : CLOSE_STUCK_S;
 	nng_socket socks[2];
 	size_t n = 0;
 
@@ -299,7 +217,7 @@ static bool close_sockets(struct tr_ring *r)
 		socks[n++] = r->in.sock;
 	if (r->out.open)
 		socks[n++] = r->out.sock;
-	return ring_close_bounded(socks, n, limit_s, r->rank, "ring");
+	return gnn_close_bounded(socks, n, limit_s, "ring");
 }
 
 bool tr_ring_close(struct tr_ring *r)

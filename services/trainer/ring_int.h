@@ -32,8 +32,6 @@
 #define MAX_MISMATCH_LOGS 16
 #define CLOSE_LOG_S 5.0          /* tr_ring_close logs its wait this often */
 #define CLOSE_STUCK_S 5          /* nng_close longer than this: give up on it */
-#define CLOSE_STOPPING_S 2       /* ... when stopping: within the stop watchdog's
-				  * GNN_STOP_GRACE_S, so the exit is ours and logged */
 
 enum { A_SEND, A_RECV, A_ACK_SEND, A_ACK_RECV, A_COUNT };
 
@@ -118,11 +116,6 @@ int ring_protocol_error(struct tr_ring *r, const struct hdr *got, const struct h
 /* Runs plan p until every message went out and came in. limit_s: the
  * longest time without a completed send or receive. */
 int ring_run_plan(struct tr_ring *r, struct plan *p, double limit_s);
-
-/* ring_close.c: closes up to 2 sockets on a thread of its own and waits
- * at most limit_s; false (logged as ring_close_stuck) when nng_close hung:
- * whatever its callbacks may touch must then stay allocated. */
-bool ring_close_bounded(const nng_socket *socks, size_t n, int limit_s, uint32_t rank, const char *what);
 
 /* ring_hello.c: forms the ring (GNN_EDONE: a finished next rank answered
  * with its result, kept in r). */

@@ -566,6 +566,11 @@ PY
 uninstall_and_reinstall() {
 	local t0 report bad_pods out s0 seen dir
 	running_containers >"$WORK/containers.txt"
+	# each container's log to its end, to show why one did not exit cleanly
+	mkdir -p "$WORK/final-logs"
+	while read -r _ pod ctr _; do
+		timeout 150 kubectl -n "$NS" logs -f "$pod" -c "$ctr" --tail=20 >"$WORK/final-logs/$pod" 2>&1 &
+	done <"$WORK/containers.txt"
 	if [ "$MODE" = shared ]; then
 		dir=$(dirname "$(dirname "$KUBECONFIG")")
 		ctr --address "$dir/run/containerd/containerd.sock" -n k8s.io events >"$WORK/ctr-events.log" 2>&1 &
@@ -583,6 +588,11 @@ uninstall_and_reinstall() {
 	bad_pods=$(awk '{ a = substr($4, 9); g = substr($5, 9) }
 		$3 != "exit=0" || a == "none" || a + 0 > g + 0 { print $1 "(" $3 " " $4 ")" }' <<<"$report" | tr '\n' ' ')
 	seen=$(awk '{ sub(/-[a-z0-9]+-[a-z0-9]+$/, "", $1); sub(/-[0-9]+$/, "", $1); print $1 }' <<<"$report" | sort -u | tr '\n' ' ')
+	for p in $bad_pods; do
+		p=${p%%(*}
+		echo "-- the end of $p's log:"
+		tail -n 15 "$WORK/final-logs/$p" 2>/dev/null
+	done
 	check uninstall_clean_exits "every running container exits 0 within its terminationGracePeriodSeconds on helm uninstall: ${bad_pods:-all did} ($(grep -c . <<<"$report") containers of: $seen)" \
 		bash -c "[ -z '$bad_pods' ] && [ '$seen' = 'graphstore sampler trainer ' ]"
 	row "helm uninstall: exits" "$(awk '{ print $1 ":" substr($3, 6) "@" substr($4, 9) "s" }' <<<"$report" | tr '\n' ' ')"

@@ -1098,7 +1098,7 @@ static void test_rejoin_staggered(void)
 	 * which threads cannot do. Rare; the handshake is not what failed. */
 	for (uint32_t i = 0; i < T; i++)
 		if (j[i].stuck) {
-			SKIP("nng's close deadlock hit a rank (ring_close_stuck): only a process restart heals that");
+			SKIP("nng's close deadlock hit a rank (close_stuck): only a process restart heals that");
 			return;
 		}
 	for (uint32_t i = 0; i < T; i++) {
