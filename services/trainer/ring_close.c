@@ -204,12 +204,13 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
-/* Closes the ring's sockets within CLOSE_STUCK_S (CLOSE_STOPPING_S once
- * stop() is set: the process is about to exit); false when nng_close hung
- * (the sockets and everything their callbacks may touch must then stay). */
+/* Closes the ring's sockets within GNN_CLOSE_LIMIT_S (GNN_CLOSE_STOPPING_S
+ * once stop() is set: the process is about to exit); false when nng_close
+ * hung (the sockets and everything their callbacks may touch must then
+ * stay). */
 static bool close_sockets(struct tr_ring *r)
 {
-	double limit_s = r->stop != NULL && r->stop() ? GNN_CLOSE_STOPPING_S : CLOSE_STUCK_S;
+	double limit_s = r->stop != NULL && r->stop() ? GNN_CLOSE_STOPPING_S : GNN_CLOSE_LIMIT_S;
 	nng_socket socks[2];
 	size_t n = 0;
 

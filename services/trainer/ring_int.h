@@ -31,7 +31,6 @@
 				  * (nng redials after 100 ms: a blip is back by then) */
 #define MAX_MISMATCH_LOGS 16
 #define CLOSE_LOG_S 5.0          /* tr_ring_close logs its wait this often */
-#define CLOSE_STUCK_S 5          /* nng_close longer than this: give up on it */
 
 enum { A_SEND, A_RECV, A_ACK_SEND, A_ACK_RECV, A_COUNT };
 
@@ -102,9 +101,6 @@ static inline const char *yesno(bool b)
 {
 	return b ? "yes" : "no";
 }
-
-/* ring.c: a mutex and a condition variable on the monotonic clock; 0 or -1. */
-int ring_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
 
 /* ring_engine.c */
 void ring_aio_cb(void *arg);                                   /* an aio completed (nng thread) */

@@ -148,7 +148,7 @@ void tr_ring_serve_close(struct tr_ring_server *s)
 	if (s->rx != NULL)
 		ring_drop_msg(s->rx);
 	/* stuck in nng (its close deadlock): s stays, its callbacks may run */
-	if (s->open && !gnn_close_bounded(&s->sock, 1, CLOSE_STUCK_S, "result_server"))
+	if (s->open && !gnn_close_bounded(&s->sock, 1, gnn_close_limit(), "result_server"))
 		return;
 	nng_aio_free(s->rx);
 	nng_aio_free(s->tx);
