@@ -30,7 +30,7 @@ fuzzmake() {
 
 targets=$(fuzzmake -s fuzz-list)
 if ! fuzzmake -j"$JOBS" fuzz-build >"$WORK/build.log" 2>&1; then
-	fail fuzz_build "make fuzz-build failed: $(grep -m 1 -iE 'error|cannot' "$WORK/build.log")"
+	fail fuzz_build "make fuzz-build failed: $(grep -m 1 -E 'error:|undefined reference|cannot|No rule' "$WORK/build.log")"
 	exit 1
 fi
 
