@@ -222,20 +222,31 @@ def trainers_repeatedly(delay):
 
 def freeze(name, seconds, who=None, event=None, text=""):
     """name stops answering (SIGSTOP) for `seconds`, without closing its
-    connections. With `event`, trainer `who` (default: each) must have
-    logged that event (containing `text`). A frozen trainer's own silence
-    is not judged."""
+    connections, from right after epoch 3. With `event`, trainer `who`
+    (default: each) must have logged that event (containing `text`). A
+    frozen trainer's own silence is not judged. The fault must land while
+    the trainers still train: the whole run takes 1-4 s here, so a harness
+    that falls behind could otherwise freeze a finished run and find no
+    event (that is said, rather than the event's absence)."""
     def fault(s):
-        s.epoch(10)
+        s.epoch(3)
         if name.startswith("trainer-"):
             s.frozen.add(name)
+        t_freeze = time.time()
         s.c.freeze(name)
         s.c.sleep(seconds)
         s.c.thaw(name)
         if event is not None:
             whose = [who] if who else s.c.trainers
-            s.after = lambda s: [] if any(text in ln for t in whose for ln in s.c.lines(t, event)) else \
-                ["no %s line%s" % (event, " with " + text if text else "")]
+
+            def after(s):
+                done = [log_time(ln) for ln in s.c.lines("trainer-0", "summary")]
+                if done and done[0] is not None and done[0] < t_freeze:
+                    return ["the trainers had finished before the fault landed (the harness fell behind)"]
+                if any(text in ln for t in whose for ln in s.c.lines(t, event)):
+                    return []
+                return ["no %s line%s" % (event, " with " + text if text else "")]
+            s.after = after
     return fault
 
 
