@@ -717,15 +717,14 @@ void gnn_mb_writer_abort(struct gnn_mb_writer *mw)
 int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
 {
 	struct gnn_mb_writer mw;
-	uint64_t feat = (uint64_t)in->blocks[0].num_src * in->feat_dim * 4;
+	size_t feat = (size_t)in->blocks[0].num_src * in->feat_dim * sizeof(float);
+	float *rows;
 	int rc;
 
 	if ((rc = gnn_mb_writer_begin(&mw, w, req_id, in)) != GNN_OK)
 		return rc;
-	if ((in->flags & GNN_MB_FEATURES) && feat > 0)
-		memcpy(gnn_mb_writer_features(&mw), in->feat, (size_t)feat);
-	else if (in->flags & GNN_MB_FEATURES)
-		gnn_mb_writer_features(&mw);
+	if ((rows = gnn_mb_writer_features(&mw)) != NULL && feat > 0)
+		memcpy(rows, in->feat, feat);
 	if (in->flags & GNN_MB_LABELS)
 		gnn_mb_writer_labels(&mw, in->labels);
 	return gnn_mb_writer_end(&mw);

@@ -129,6 +129,33 @@ uint32_t tr_dropout_keep_below(float p)
 	return keep * 4294967296.0 >= 4294967295.0 ? UINT32_MAX : (uint32_t)llround(keep * 4294967296.0);
 }
 
+/* The mask bit of element (row, col) of a layer: row r draws
+ * k = gnn_draw64(layer key, r) once, and column c hashes the 32-bit counter
+ * (uint32)k + c * 0x9e3779b9 with lowbias32 (a 32-bit integer hash with
+ * near-ideal avalanche), keeping the unit when the hash is below
+ * (1 - p) 2^32. 32-bit multiplies keep the hash in SIMD registers: a
+ * 64-bit hash per element made this pass cost as much as the layer's
+ * matrix product. */
+static inline uint32_t lowbias32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+static inline v4u vlowbias32(v4u x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
 /* ReLU then inverted dropout, in place, on rows [lo, hi) of y. */
 struct act_ctx {
 	float *y;
@@ -150,14 +177,14 @@ static void dropout_row_sse2(float *y, size_t n, uint32_t base, uint32_t keep_be
 	size_t j = 0;
 
 	for (; j + 4 <= n; j += 4) {
-		v4u h = tr_vlowbias32(base + ((uint32_t)j + lane) * 0x9e3779b9u);
+		v4u h = vlowbias32(base + ((uint32_t)j + lane) * 0x9e3779b9u);
 		v4f v = tr_vld(y + j);
 		v4i keep = (v > 0.0f) & (v4i)(h < keep_below);
 
 		tr_vst(y + j, (v4f)((v4i)(v * scale) & keep));
 	}
 	for (; j < n; j++) {
-		uint32_t h = tr_lowbias32(base + (uint32_t)j * 0x9e3779b9u);
+		uint32_t h = lowbias32(base + (uint32_t)j * 0x9e3779b9u);
 
 		y[j] = (y[j] > 0.0f && h < keep_below) ? y[j] * scale : 0.0f;
 	}

@@ -29,23 +29,6 @@ struct tr_ibuf {
 int tr_fbuf_reserve(struct tr_fbuf *b, size_t n);
 int tr_ibuf_reserve(struct tr_ibuf *b, size_t n);
 
-/* The mask bit of element (row, col) of a layer: row r draws
- * k = gnn_draw64(layer key, r) once, and column c hashes the 32-bit counter
- * (uint32)k + c * 0x9e3779b9 with lowbias32 (a 32-bit integer hash with
- * near-ideal avalanche), keeping the unit when the hash is below
- * (1 - p) 2^32. 32-bit multiplies keep the hash in SIMD registers: a
- * 64-bit hash per element made this pass cost as much as the layer's
- * matrix product. */
-static inline uint32_t tr_lowbias32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
-}
-
 /* ---- SIMD helpers (GCC vector extensions: SSE2 at the baseline ISA) ----
  * -O2 leaves loops with run-time trip counts scalar, and the selects
  * below must not be branches (dropout makes them unpredictable). */
@@ -64,16 +47,6 @@ static inline v4f tr_vld(const float *p)
 static inline void tr_vst(float *p, v4f v)
 {
 	memcpy(p, &v, sizeof(v));
-}
-
-static inline v4u tr_vlowbias32(v4u x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
 }
 
 /* acc[0:n] += src[0:n] */
