@@ -22,7 +22,9 @@ store() {
 }
 
 # sampler NAME ARGS...: starts a sampler on free ports; the pid goes to
-# PID_<NAME>; sampler_ready NAME then sets URL_<NAME> and HTTP_<NAME>.
+# PID_<NAME>; sampler_ready NAME [S] waits up to S (60) seconds, then sets
+# URL_<NAME> and HTTP_<NAME> (20 s was too short for ASan beside a make test:
+# the Cora sampler once became ready only after its stores, loading slowly).
 sampler() {
 	local name=$1
 	shift
@@ -31,7 +33,7 @@ sampler() {
 	printf -v "PID_$name" %s $!
 }
 sampler_ready() {
-	wait_for "${2:-20}" grep -q " ready listen=" "$WORK/$1.log" || return 1
+	wait_for "${2:-60}" grep -q " ready listen=" "$WORK/$1.log" || return 1
 	local line
 	line=$(grep " ready listen=" "$WORK/$1.log" | tail -n 1)
 	printf -v "URL_$1" %s "tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
