@@ -23,8 +23,8 @@ store() {
 
 # sampler NAME ARGS...: starts a sampler on free ports; the pid goes to
 # PID_<NAME>; sampler_ready NAME [S] waits up to S (60) seconds, then sets
-# URL_<NAME> and HTTP_<NAME> (20 s was too short for ASan beside a make test:
-# the Cora sampler once became ready only after its stores, loading slowly).
+# URL_<NAME> and HTTP_<NAME> (with 20 s, the Cora sampler was not ready in
+# time once, under ASan beside a make test; it waits up to --wait-stores).
 sampler() {
 	local name=$1
 	shift
