@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "http.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "opt.h"
@@ -24,15 +24,12 @@
 #include "store.h"
 #include "sys.h"
 
-#define EXIT_FAILED 1 /* could not serve: data missing or corrupt, port taken */
-#define EXIT_USAGE 2  /* bad options */
-
 struct config {
 	const char *data, *listen, *http_addr;
 	int64_t part, http_port, workers, wait_data;
 };
 
-static struct config cfg;
+static struct config cfg = { .part = -1 };
 
 static const struct gnn_opt options[] = {
 	{ "data", GNN_OPT_STR, &cfg.data, NULL, 0, 0, NULL,
@@ -52,10 +49,17 @@ static const struct gnn_opt options[] = {
 	{ NULL },
 };
 
+/* What the hooks share. */
+struct graphstore {
+	struct gs_store store;
+	struct gnn_server *server;
+};
+
 /* Fills the defaults that depend on the machine: the partition from the
  * host name and the worker count from the CPUs. */
-static int resolve_config(void)
+static int configure(void *ctx)
 {
+	(void)ctx;
 	if (cfg.data == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--data DIR (GNN_DATA) is required: the partition output folder\"");
 		return GNN_EINVAL;
@@ -67,91 +71,81 @@ static int resolve_config(void)
 	return GNN_OK;
 }
 
-/* Until SIGTERM/SIGINT: everything else happens on the server's threads. */
-static void serve_until_stopped(void)
+/* The RPC port before the data: a taken port fails now, and early callers
+ * get "unavailable: loading" errors instead of silence. */
+static int start(void *ctx, struct gnn_metrics *reg)
 {
-	const struct timespec tick = { .tv_sec = 0, .tv_nsec = 100 * 1000000L };
+	struct graphstore *gs = ctx;
+	struct gnn_server_opts so = { .name = "graphstore", .listen = cfg.listen, .workers = (int)cfg.workers,
+				      .metrics = reg, .handler = gs_handle, .ctx = &gs->store };
+	int rc = gs_store_init(&gs->store, cfg.data, (int32_t)cfg.part, reg);
 
-	while (!gnn_stop_requested())
-		nanosleep(&tick, NULL);
+	return rc != GNN_OK ? rc : gnn_server_start(&so, &gs->server);
 }
 
-int main(int argc, char **argv)
+static bool ready(void *ctx, char *reason, size_t reason_size)
 {
-	struct gnn_metrics *reg = NULL;
-	struct gnn_http *http = NULL;
-	struct gnn_server *server = NULL;
-	struct gnn_server_opts so;
-	static struct gs_store store;
+	return gs_ready(&((struct graphstore *)ctx)->store, reason, reason_size);
+}
+
+/* Until the partitioner's output is there, then maps and verifies it. */
+static int wait_and_load(void *ctx, int http_port)
+{
+	struct graphstore *gs = ctx;
+	struct gs_store *st = &gs->store;
 	uint64_t rss_before, rss_growth;
-	int rc, status = EXIT_FAILED;
+	int rc;
 
-	gnn_log_init("gnn-graphstore");
-	cfg.part = -1;
-	rc = gnn_opt_parse("gnn-graphstore", "Serve one graph partition to gnn-dist's samplers.", options,
-			   argc, argv);
-	if (rc == GNN_EHELP)
-		return 0;
-	if (rc != GNN_OK || resolve_config() != GNN_OK)
-		return EXIT_USAGE;
-	GNN_INFO("start", "part=%lld pid=%d", (long long)cfg.part, (int)getpid());
-	gnn_opt_log(options);
-	gnn_signals_install();
-	gnn_stop_watchdog(GNN_STOP_GRACE_S);
-
-	if (gnn_metrics_new(&reg) != GNN_OK || gnn_metrics_add_process(reg) != GNN_OK ||
-	    gs_store_init(&store, cfg.data, (int32_t)cfg.part, reg) != GNN_OK)
-		goto out;
-	/* Health first, so probes see a live but unready pod while it loads. */
-	if (gnn_http_start(cfg.http_addr, (int)cfg.http_port, reg, gs_ready, &store, &http) != GNN_OK)
-		goto out;
-	/* The RPC port too: a taken port fails now, and early callers get
-	 * "unavailable: loading" errors instead of silence. */
-	so = (struct gnn_server_opts){ .name = "graphstore", .listen = cfg.listen, .workers = (int)cfg.workers,
-				       .metrics = reg, .handler = gs_handle, .ctx = &store };
-	if (gnn_server_start(&so, &server) != GNN_OK)
-		goto out;
-
-	rc = gs_wait_data(cfg.data, cfg.wait_data);
-	if (rc == GNN_ECLOSED)
-		goto out_stopping;
-	if (rc != GNN_OK)
-		goto out;
+	if ((rc = gs_wait_data(cfg.data, cfg.wait_data)) != GNN_OK)
+		return rc;
 	rss_before = gnn_rss_bytes();
-	if ((rc = gs_store_load(&store)) != GNN_OK) {
+	if ((rc = gs_store_load(st)) != GNN_OK) {
 		GNN_ERROR("load_failed", "part=%lld data=%s reason=\"%s\"", (long long)cfg.part, cfg.data,
 			  gnn_strerror(rc));
-		if (rc == GNN_ERANGE)
-			status = EXIT_USAGE;
-		goto out;
+		return rc;
 	}
 	rss_growth = gnn_rss_bytes() > rss_before ? gnn_rss_bytes() - rss_before : 0;
 	/* The partition is served from the mapping itself: resident memory
 	 * grows by about the files' size (page cache), never by a copy. */
 	GNN_INFO("loaded", "part=%d nodes=%lld node_range=[%lld,%lld) edges=%lld feat_dim=%d graph_id=%016llx partition_bytes=%llu rss_bytes=%llu rss_growth_bytes=%llu growth_over_partition=%.2f seconds=%.2f",
-		 store.part.id, (long long)store.part.num_nodes, (long long)store.part.node_start,
-		 (long long)store.part.node_end, (long long)store.part.num_edges, store.part.feat_dim,
-		 (unsigned long long)store.graph_id, (unsigned long long)store.mapped_bytes,
+		 st->part.id, (long long)st->part.num_nodes, (long long)st->part.node_start,
+		 (long long)st->part.node_end, (long long)st->part.num_edges, st->part.feat_dim,
+		 (unsigned long long)st->graph_id, (unsigned long long)st->mapped_bytes,
 		 (unsigned long long)gnn_rss_bytes(), (unsigned long long)rss_growth,
-		 (double)rss_growth / (double)store.mapped_bytes, store.load_seconds);
-	GNN_INFO("ready", "part=%d url=%s port=%d http_port=%d workers=%lld", store.part.id, cfg.listen,
-		 gnn_server_port(server), gnn_http_port(http), (long long)cfg.workers);
+		 (double)rss_growth / (double)st->mapped_bytes, st->load_seconds);
+	GNN_INFO("ready", "part=%d url=%s port=%d http_port=%d workers=%lld", st->part.id, cfg.listen,
+		 gnn_server_port(gs->server), http_port, (long long)cfg.workers);
+	return GNN_OK;
+}
 
-	serve_until_stopped();
+/* Order matters: no request may run while the partition is unmapped. */
+static void stop(void *ctx, int status)
+{
+	struct graphstore *gs = ctx;
 
-out_stopping:
-	GNN_INFO("stopping", "reason=signal part=%lld", (long long)cfg.part);
-	status = 0;
-out:
-	/* Order matters: no request may run while the partition is unmapped. */
-	gnn_server_stop(server);
-	gs_store_close(&store);
-	gnn_http_stop(http);
-	gnn_metrics_free(reg);
-	if (status == 0)
-		GNN_INFO("stopped", "part=%lld", (long long)cfg.part);
-	else
-		GNN_ERROR("exit", "status=%d part=%lld reason=\"could not serve; see the error above\"", status,
-			  (long long)cfg.part);
-	return status;
+	(void)status;
+	gnn_server_stop(gs->server);
+	gs_store_close(&gs->store);
+}
+
+/* A partition the output does not have (--part too large) is a
+ * configuration error like a bad flag. */
+static int exit_status(void *ctx, int rc)
+{
+	(void)ctx;
+	return rc == GNN_EINVAL || rc == GNN_ERANGE ? GNN_EXIT_USAGE : GNN_EXIT_FAILED;
+}
+
+int main(int argc, char **argv)
+{
+	static struct graphstore gs;
+	const struct gnn_lifecycle lc = {
+		.prog = "gnn-graphstore", .summary = "Serve one graph partition to gnn-dist's samplers.",
+		.options = options, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
+		.ctx = &gs, .configure = configure, .start = start, .wait = wait_and_load, .stop = stop,
+		.exit_status = exit_status,
+	};
+
+	gnn_log_init("gnn-graphstore");
+	return gnn_lifecycle_run(&lc, argc, argv);
 }

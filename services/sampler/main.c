@@ -23,7 +23,7 @@
 
 #include "bench.h"
 #include "err.h"
-#include "http.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "opt.h"
@@ -33,8 +33,6 @@
 #include "service.h"
 #include "stores.h"
 #include "sys.h"
-
-#define EXIT_USAGE 2
 
 struct config {
 	const char *graphstores, *pattern, *listen, *http_addr;
@@ -99,119 +97,128 @@ static void keep_heap(void)
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-static int default_workers(void)
+/* What the hooks share. */
+struct sampler {
+	char **urls;
+	size_t nurls;
+	struct smp_stores *stores;
+	struct smp_service *service;
+	struct smp_backend be;
+	struct gnn_server *server;
+};
+
+static int configure(void *ctx)
 {
-	return (int)(2 * gnn_cpu_count());
+	struct sampler *sm = ctx;
+
+	if (cfg.workers == 0)
+		cfg.workers = 2 * gnn_cpu_count();
+	return gnn_peers_parse("graphstore", cfg.graphstores, cfg.pattern, cfg.count, GNN_PROTO_MAX_PARTS, &sm->urls,
+			       &sm->nurls);
+}
+
+/* Listening before the stores answer lets a trainer that is already asking
+ * get "waiting for graph stores: ..." (the backend's layout_known) instead
+ * of a timeout, and a busy --listen port fail at once. */
+static int start(void *ctx, struct gnn_metrics *reg)
+{
+	struct sampler *sm = ctx;
+	struct smp_stores_opts so = {
+		.urls = (const char *const *)sm->urls, .n = sm->nurls, .timeout_ms = (int)cfg.timeout_ms,
+		.retries = (int)cfg.retries, .check_interval_ms = (int)cfg.check_interval_ms,
+		.check_timeout_ms = (int)cfg.check_timeout_ms, .down_grace_s = (double)cfg.store_down_grace_s,
+		.changed_exit_s = (double)cfg.graph_changed_exit_s, .metrics = reg };
+	struct smp_service_opts sv = { .backend = &sm->be, .metrics = reg,
+				       .max_ids_per_call = (uint32_t)cfg.ids_per_call };
+	struct gnn_server_opts srv = { .name = "sampler", .listen = cfg.listen, .workers = (int)cfg.workers,
+				       .metrics = reg, .handler = smp_service_handle };
+	int rc;
+
+	if ((rc = smp_stores_open(&so, &sm->stores)) != GNN_OK)
+		return rc;
+	smp_stores_backend(sm->stores, &sm->be);
+	if ((rc = smp_service_new(&sv, &sm->service)) != GNN_OK)
+		return rc;
+	srv.ctx = sm->service;
+	return gnn_server_start(&srv, &sm->server);
+}
+
+static bool ready(void *ctx, char *reason, size_t reason_size)
+{
+	return smp_stores_ready(((struct sampler *)ctx)->stores, reason, reason_size);
+}
+
+/* Until every store answered INFO (the layout), then the background check. */
+static int wait_stores(void *ctx, int http_port)
+{
+	struct sampler *sm = ctx;
+	int rc = smp_stores_connect(sm->stores, (double)cfg.wait_stores, gnn_stop_requested);
+
+	if (rc != GNN_OK || (rc = smp_stores_start_check(sm->stores)) != GNN_OK)
+		return rc;
+	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64, cfg.listen,
+		 gnn_server_port(sm->server), http_port, sm->nurls, cfg.workers);
+	return GNN_OK;
+}
+
+/* A store that changed graph leaves this process a stale layout and nothing
+ * to serve: requests are refused meanwhile (the trainers ask other
+ * replicas, /readyz takes it out of the Service), then it exits with
+ * SMP_EXIT_GRAPH_CHANGED and its restart learns the new graph at start-up. */
+static int serve(void *ctx)
+{
+	struct sampler *sm = ctx;
+	const struct timespec tick = { 0, 100 * 1000000L };
+	double since;
+
+	while (!gnn_stop_requested()) {
+		if (smp_stores_changed(sm->stores, &since) && gnn_now() - since >= (double)cfg.graph_changed_exit_s) {
+			GNN_ERROR("graph_changed_exit", "refused_for_s=%.1f reason=\"a graph store changed graph; a "
+				  "restart loads the new one\"", gnn_now() - since);
+			return GNN_EVERSION;
+		}
+		nanosleep(&tick, NULL);
+	}
+	return GNN_ECLOSED;
+}
+
+/* Stores that do not fit together (GNN_EINVAL) are not a bad flag of this
+ * process: exit 1, like any failure to serve. */
+static int exit_status(void *ctx, int rc)
+{
+	(void)ctx;
+	return rc == GNN_EVERSION ? SMP_EXIT_GRAPH_CHANGED : GNN_EXIT_FAILED;
+}
+
+/* Requests in progress finish first; those waiting on a store end at once
+ * instead of at their timeouts. */
+static void stop(void *ctx, int status)
+{
+	struct sampler *sm = ctx;
+
+	if (gnn_stop_requested() || status == SMP_EXIT_GRAPH_CHANGED)
+		smp_stores_abort(sm->stores);
+	gnn_server_stop(sm->server);
+	smp_stores_close(sm->stores);
+	smp_service_free(sm->service);
+	gnn_peers_free(sm->urls, sm->nurls);
 }
 
 int main(int argc, char **argv)
 {
-	struct gnn_metrics *reg = NULL;
-	struct gnn_http *http = NULL;
-	struct gnn_server *server = NULL;
-	struct smp_stores *stores = NULL;
-	struct smp_service *service = NULL;
-	struct smp_backend be;
-	struct smp_stores_opts so;
-	struct smp_service_opts sv;
-	struct gnn_server_opts srv;
-	char **urls = NULL;
-	size_t nurls = 0;
-	int rc, status = 1;
+	static struct sampler sm;
+	const struct gnn_lifecycle lc = {
+		.prog = "gnn-sampler",
+		.summary = "Build GraphSAGE minibatches from the graph stores (`gnn-sampler bench --help`: the "
+			   "in-process benchmark).",
+		.options = options, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
+		.ctx = &sm, .configure = configure, .start = start, .wait = wait_stores, .serve = serve,
+		.stop = stop, .exit_status = exit_status,
+	};
 
 	gnn_log_init("gnn-sampler");
 	keep_heap();
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 		return smp_bench_main(argc - 1, argv + 1);
-	rc = gnn_opt_parse("gnn-sampler",
-			   "Build GraphSAGE minibatches from the graph stores (`gnn-sampler bench --help`: "
-			   "the in-process benchmark).",
-			   options, argc, argv);
-	if (rc == GNN_EHELP)
-		return 0;
-	if (rc != GNN_OK || gnn_peers_parse("graphstore", cfg.graphstores, cfg.pattern, cfg.count,
-					    GNN_PROTO_MAX_PARTS, &urls, &nurls) != GNN_OK)
-		return EXIT_USAGE;
-	if (cfg.workers == 0)
-		cfg.workers = default_workers();
-	gnn_opt_log(options);
-	gnn_signals_install();
-	gnn_stop_watchdog(GNN_STOP_GRACE_S);
-
-	/* Observability first, so /healthz answers while we wait for stores. */
-	if (gnn_metrics_new(&reg) != GNN_OK || gnn_metrics_add_process(reg) != GNN_OK)
-		goto out;
-	so = (struct smp_stores_opts){ .urls = (const char *const *)urls, .n = nurls,
-				      .timeout_ms = (int)cfg.timeout_ms, .retries = (int)cfg.retries,
-				      .check_interval_ms = (int)cfg.check_interval_ms,
-				      .check_timeout_ms = (int)cfg.check_timeout_ms,
-				      .down_grace_s = (double)cfg.store_down_grace_s,
-				      .changed_exit_s = (double)cfg.graph_changed_exit_s, .metrics = reg };
-	if ((rc = smp_stores_open(&so, &stores)) != GNN_OK)
-		goto out;
-	if ((rc = gnn_http_start(cfg.http_addr, (int)cfg.http_port, reg, smp_stores_ready, stores, &http)) != GNN_OK)
-		goto out;
-
-	/* Listening before the stores answer lets a trainer that is already
-	 * asking get "waiting for graph stores: ..." (the backend's
-	 * layout_known) instead of a timeout, and a busy --listen port fail
-	 * at once. */
-	smp_stores_backend(stores, &be);
-	sv = (struct smp_service_opts){ .backend = &be, .metrics = reg,
-				       .max_ids_per_call = (uint32_t)cfg.ids_per_call };
-	srv = (struct gnn_server_opts){ .name = "sampler", .listen = cfg.listen, .workers = (int)cfg.workers,
-				       .metrics = reg, .handler = smp_service_handle };
-	if ((rc = smp_service_new(&sv, &service)) != GNN_OK)
-		goto out;
-	srv.ctx = service;
-	if ((rc = gnn_server_start(&srv, &server)) != GNN_OK)
-		goto out;
-
-	rc = smp_stores_connect(stores, (double)cfg.wait_stores, gnn_stop_requested);
-	if (rc == GNN_ECLOSED) {
-		status = 0;
-		goto out;
-	}
-	if (rc != GNN_OK || (rc = smp_stores_start_check(stores)) != GNN_OK)
-		goto out;
-	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64, cfg.listen,
-		 gnn_server_port(server), gnn_http_port(http), nurls, cfg.workers);
-
-	/* A store that changed graph leaves this process a stale layout and
-	 * nothing to serve: requests are refused meanwhile (the trainers ask
-	 * other replicas, /readyz takes it out of the Service), then it exits
-	 * non-zero and its restart learns the new graph at start-up. */
-	while (!gnn_stop_requested()) {
-		struct timespec ts = { 0, 100 * 1000000L };
-		double since;
-
-		if (smp_stores_changed(stores, &since) && gnn_now() - since >= (double)cfg.graph_changed_exit_s) {
-			GNN_ERROR("stopping", "reason=graph_changed refused_for_s=%.1f exit=%d", gnn_now() - since,
-				  SMP_EXIT_GRAPH_CHANGED);
-			status = SMP_EXIT_GRAPH_CHANGED;
-			goto out;
-		}
-		nanosleep(&ts, NULL);
-	}
-	GNN_INFO("stopping", "reason=signal");
-	status = 0;
-out:
-	if (status == 1)
-		GNN_ERROR("failed", "reason=\"%s\"", gnn_strerror(rc));
-	/* Requests in progress finish first; those waiting on a store end
-	 * at once instead of at their timeouts. */
-	if (gnn_stop_requested() || status == SMP_EXIT_GRAPH_CHANGED)
-		smp_stores_abort(stores);
-	gnn_server_stop(server);
-	smp_stores_close(stores);
-	gnn_http_stop(http);
-	smp_service_free(service);
-	gnn_metrics_free(reg);
-	gnn_peers_free(urls, nurls);
-	if (status == 0)
-		GNN_INFO("stopped", "exit=0");
-	else if (status == SMP_EXIT_GRAPH_CHANGED)
-		GNN_ERROR("stopped", "exit=%d reason=\"a graph store changed graph; a restart loads the new one\"",
-			  status);
-	return status;
+	return gnn_lifecycle_run(&lc, argc, argv);
 }

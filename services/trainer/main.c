@@ -21,7 +21,7 @@
 #include "bench.h"
 #include "err.h"
 #include "fanouts.h"
-#include "http.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -31,8 +31,6 @@
 #include "samplers.h"
 #include "sys.h"
 #include "train.h"
-
-#define EXIT_USAGE 2
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
@@ -317,23 +315,110 @@ static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, co
 	tr_ring_serve_close(srv);
 }
 
+/* What the hooks share. */
+struct trainer {
+	struct tr_config c;
+	char **peer_urls, **sampler_urls;
+	size_t npeers, nsamplers;
+	struct tr_samplers *samplers;
+	struct gnn_layout graph;
+	struct ring_metrics rm;
+	struct gnn_metrics *reg;
+};
+
+static int configure(void *ctx)
+{
+	struct trainer *t = ctx;
+
+	if (resolve_config(&t->c) != GNN_OK ||
+	    gnn_peers_parse("sampler", opt.samplers, NULL, 0, 4096, &t->sampler_urls, &t->nsamplers) != GNN_OK)
+		return GNN_EINVAL;
+	if ((opt.world > 1 || opt.peers != NULL || opt.peer_pattern != NULL) &&
+	    gnn_peers_parse("peer", opt.peers, opt.peer_pattern, opt.world, 65536, &t->peer_urls, &t->npeers) != GNN_OK)
+		return GNN_EINVAL;
+	if (t->peer_urls != NULL && t->npeers != (size_t)opt.world) {
+		GNN_ERROR("bad_config", "peers=%zu world_size=%" PRId64 " reason=\"give one peer URL per trainer\"",
+			  t->npeers, opt.world);
+		return GNN_EINVAL;
+	}
+	openblas_set_num_threads((int)opt.threads);
+	return GNN_OK;
+}
+
+static int start(void *ctx, struct gnn_metrics *reg)
+{
+	struct trainer *t = ctx;
+	struct tr_samplers_opts so = {
+		.urls = (const char *const *)t->sampler_urls, .n = t->nsamplers, .timeout_ms = (int)opt.timeout_ms,
+		.retries = (int)opt.retries, .resolve_interval_s = (double)opt.resolve_interval_s, .metrics = reg,
+		.stop = gnn_stop_requested };
+	int rc = register_ring_metrics(reg, &t->rm);
+
+	t->reg = reg;
+	return rc != GNN_OK ? rc : tr_samplers_open(&so, &t->samplers);
+}
+
+/* Until a sampler answers INFO: the graph's layout. */
+static int wait_samplers(void *ctx, int http_port)
+{
+	struct trainer *t = ctx;
+	int rc = tr_samplers_connect(t->samplers, (double)opt.wait_s, &t->graph);
+
+	(void)http_port;
+	if (rc == GNN_OK)
+		atomic_store(&state, ST_PEERS);
+	return rc;
+}
+
+/* Trains (or learns the peers' result), then exits or serves it. */
+static int serve(void *ctx)
+{
+	struct trainer *t = ctx;
+	struct tr_ring_opts ro = { .rank = t->c.rank, .world = t->c.world, .listen = opt.listen,
+				   .urls = (const char *const *)t->peer_urls,
+				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .metrics = t->reg,
+				   .stop = gnn_stop_requested };
+	struct tr_env env = { .samplers = t->samplers, .graph = &t->graph, .metrics = t->reg,
+			      .stop = gnn_stop_requested };
+	bool finished_before = false;
+	struct gnn_result res;
+	uint64_t hash = tr_config_hash(&t->c, &t->graph);
+	int rc;
+
+	if ((rc = train_in_ring(&t->c, &ro, &env, &t->rm, &res, &finished_before)) != GNN_OK)
+		return rc;
+	/* Nothing to sample any more: stop resolving and probing replicas. */
+	tr_samplers_close(t->samplers);
+	t->samplers = NULL;
+	t->graph.offsets = NULL; /* was the samplers' */
+	atomic_store(&state, ST_FINISHED);
+	log_summary(&t->c, &res);
+	if (strcmp(opt.on_finish, "serve") == 0)
+		serve_until_stopped(&ro, hash, &res);
+	return GNN_OK;
+}
+
+static void stop(void *ctx, int status)
+{
+	struct trainer *t = ctx;
+
+	(void)status;
+	tr_samplers_close(t->samplers);
+	gnn_peers_free(t->peer_urls, t->npeers);
+	gnn_peers_free(t->sampler_urls, t->nsamplers);
+}
+
 int main(int argc, char **argv)
 {
-	struct gnn_metrics *reg = NULL;
-	struct gnn_http *http = NULL;
-	struct tr_samplers *samplers = NULL;
-	struct ring_metrics rm;
-	struct tr_samplers_opts so;
-	struct tr_ring_opts ro;
-	struct tr_config c;
-	struct gnn_layout graph;
-	struct gnn_result res;
-	struct tr_env env;
-	char **peer_urls = NULL, **sampler_urls = NULL;
-	size_t npeers = 0, nsamplers = 0;
-	bool finished_before = false;
-	uint64_t hash;
-	int rc, status = 1;
+	static struct trainer t;
+	const struct gnn_lifecycle lc = {
+		.prog = "gnn-trainer",
+		.summary = "Train GraphSAGE, one rank of synchronous data parallelism (`gnn-trainer bench --help`: the "
+			   "step benchmark).",
+		.options = options, .http_addr = &opt.http_addr, .http_port = &opt.http_port, .ready = ready,
+		.stop_note = "training resumes from the last checkpoint", .ctx = &t, .configure = configure,
+		.start = start, .wait = wait_samplers, .serve = serve, .stop = stop,
+	};
 
 	gnn_log_init("gnn-trainer");
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
@@ -349,74 +434,5 @@ int main(int argc, char **argv)
 	 * and faulting them in again every step (see the sampler's keep_heap). */
 	mallopt(M_MMAP_MAX, 0);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	rc = gnn_opt_parse("gnn-trainer", "Train GraphSAGE, one rank of synchronous data parallelism "
-			   "(`gnn-trainer bench --help`: the step benchmark).", options, argc, argv);
-	if (rc == GNN_EHELP)
-		return 0;
-	if (rc != GNN_OK || resolve_config(&c) != GNN_OK ||
-	    gnn_peers_parse("sampler", opt.samplers, NULL, 0, 4096, &sampler_urls, &nsamplers) != GNN_OK)
-		goto usage;
-	if ((opt.world > 1 || opt.peers != NULL || opt.peer_pattern != NULL) &&
-	    gnn_peers_parse("peer", opt.peers, opt.peer_pattern, opt.world, 65536, &peer_urls, &npeers) != GNN_OK)
-		goto usage;
-	if (peer_urls != NULL && npeers != (size_t)opt.world) {
-		GNN_ERROR("bad_config", "peers=%zu world_size=%" PRId64 " reason=\"give one peer URL per trainer\"", npeers,
-			  opt.world);
-		goto usage;
-	}
-	openblas_set_num_threads((int)opt.threads);
-	gnn_opt_log(options);
-	gnn_signals_install();
-	gnn_stop_watchdog(GNN_STOP_GRACE_S);
-
-	if ((rc = gnn_metrics_new(&reg)) != GNN_OK || (rc = gnn_metrics_add_process(reg)) != GNN_OK ||
-	    (rc = gnn_http_start(opt.http_addr, (int)opt.http_port, reg, ready, NULL, &http)) != GNN_OK)
-		goto out;
-
-	so = (struct tr_samplers_opts){ .urls = (const char *const *)sampler_urls, .n = nsamplers,
-					.timeout_ms = (int)opt.timeout_ms, .retries = (int)opt.retries,
-					.resolve_interval_s = (double)opt.resolve_interval_s, .metrics = reg,
-					.stop = gnn_stop_requested };
-	if ((rc = tr_samplers_open(&so, &samplers)) != GNN_OK ||
-	    (rc = tr_samplers_connect(samplers, (double)opt.wait_s, &graph)) != GNN_OK)
-		goto out;
-
-	atomic_store(&state, ST_PEERS);
-	ro = (struct tr_ring_opts){ .rank = c.rank, .world = c.world, .listen = opt.listen,
-				    .urls = (const char *const *)peer_urls, .timeout_ms = (int)(opt.peer_timeout_s * 1000),
-				    .metrics = reg, .stop = gnn_stop_requested };
-	env = (struct tr_env){ .samplers = samplers, .graph = &graph, .metrics = reg, .stop = gnn_stop_requested };
-	if ((rc = register_ring_metrics(reg, &rm)) != GNN_OK ||
-	    (rc = train_in_ring(&c, &ro, &env, &rm, &res, &finished_before)) != GNN_OK)
-		goto out;
-	hash = tr_config_hash(&c, &graph);
-	/* Nothing to sample any more: stop resolving and probing replicas. */
-	tr_samplers_close(samplers);
-	samplers = NULL;
-	graph.offsets = NULL;   /* was the samplers' */
-	atomic_store(&state, ST_FINISHED);
-	log_summary(&c, &res);
-	if (strcmp(opt.on_finish, "serve") == 0)
-		serve_until_stopped(&ro, hash, &res);
-	status = 0;
-out:
-	if (rc == GNN_ECLOSED || (status != 0 && gnn_stop_requested())) {
-		GNN_INFO("stopping", "reason=signal note=\"training resumes from the last checkpoint\"");
-		status = 0;
-	} else if (status != 0) {
-		GNN_ERROR("failed", "code=%s reason=\"%s\"", gnn_errname(rc), gnn_strerror(rc));
-		if (rc == GNN_EINVAL)
-			status = EXIT_USAGE;
-	}
-	tr_samplers_close(samplers);
-	gnn_http_stop(http);
-	gnn_metrics_free(reg);
-	gnn_peers_free(peer_urls, npeers);
-	gnn_peers_free(sampler_urls, nsamplers);
-	GNN_INFO("stopped", "exit=%d", status);
-	return status;
-usage:
-	gnn_peers_free(peer_urls, npeers);
-	gnn_peers_free(sampler_urls, nsamplers);
-	return EXIT_USAGE;
+	return gnn_lifecycle_run(&lc, argc, argv);
 }

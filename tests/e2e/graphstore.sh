@@ -408,7 +408,7 @@ for s in t0 t1 late; do
 	stop $s; rc=$RC
 	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	check sigterm_clean_exit_$s "SIGTERM: exit 0 within 5 s (took ${ms} ms), logs stopping and stopped" \
-		bash -c "[ $rc -eq 0 ] && [ $ms -lt 5000 ] && grep -q ' stopping reason=signal' '$WORK/$s.log' && grep -q ' stopped part=' '$WORK/$s.log'"
+		bash -c "[ $rc -eq 0 ] && [ $ms -lt 5000 ] && grep -q ' stopping reason=signal' '$WORK/$s.log' && grep -q ' stopped exit=0' '$WORK/$s.log'"
 done
 
 # ---- Cora --------------------------------------------------------------------------
