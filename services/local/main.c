@@ -45,6 +45,8 @@ static const struct gnn_opt options[] = {
 	{ "batch-size", GNN_OPT_INT, &cfg.batch_size, NULL, 1, 1 << 22, NULL, "gnn-trainer --batch-size" },
 	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, GNN_PROTO_MAX_LAYERS, NULL,
 	  "gnn-trainer --layers (not given: the number of --fanouts)" },
+	{ "model", GNN_OPT_STR, &cfg.model, "graphsage", 0, 0, NULL,
+	  "gnn-trainer --model (graphsage or gcn; the result lines are labelled with it)" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
 	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },

@@ -25,7 +25,7 @@ struct loc_config {
 	const char *dataset, *synthetic, *partition_dir, *workdir, *checkpoint_dir;
 	int64_t parts, samplers, trainers;
 	int64_t epochs, batch_size, layers, hidden, eval_batch_size, seed, prefetch, threads;
-	const char *fanouts, *eval_fanouts;
+	const char *model, *fanouts, *eval_fanouts;
 	double lr, weight_decay, dropout;
 	bool baseline, fresh;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;

@@ -215,14 +215,15 @@ void loc_report_result(const struct loc_run *r)
 		       r->partdir);
 	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
 	       (long long)cfg->samplers, (long long)cfg->trainers);
-	print_result(cfg, "graphsage", &r->main);
+	print_result(cfg, cfg->model, &r->main);
 	if (r->baseline.done)
 		print_result(cfg, "features_only", &r->baseline);
 	printf("params_crc     %08x on all %lld ranks\n", (unsigned)r->main.res.params_crc, (long long)cfg->trainers);
 	if (r->baseline.done)
-		printf("test_acc graphsage=%.4f features_only=%.4f\n", r->main.res.test_acc, r->baseline.res.test_acc);
+		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->model, r->main.res.test_acc,
+		       r->baseline.res.test_acc);
 	else
-		printf("test_acc graphsage=%.4f\n", r->main.res.test_acc);
+		printf("test_acc %s=%.4f\n", cfg->model, r->main.res.test_acc);
 	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
 	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);
 	if (r->baseline.done)

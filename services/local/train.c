@@ -106,6 +106,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	FLOAT_ARG(dropout, "dropout");
 #undef INT_ARG
 #undef FLOAT_ARG
+	if (rc == GNN_OK)
+		rc = loc_argv_add(a, "--model=%s", cfg->model);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
@@ -166,7 +168,7 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		loc_argv_free(&a);
 	}
 	GNN_INFO("trainers_started", "run=%s trainers=%zu peers=%s checkpoint_dir=%s",
-		 baseline ? "features_only" : "graphsage", T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
+		 baseline ? "features_only" : cfg->model, T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
 out:
 	loc_argv_free(&a);
 	free(peers);
@@ -241,7 +243,7 @@ int loc_train(struct loc_run *r, bool baseline)
 		goto out;
 	res->done = true;
 	loc_format_result(cfg, res, line, sizeof(line));
-	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : "graphsage", res->seconds, line);
+	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : r->cfg->model, res->seconds, line);
 out:
 	if (f.fd >= 0)
 		close(f.fd);

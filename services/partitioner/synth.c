@@ -1008,68 +1008,115 @@ static int unpack_edges(uint64_t *keys, int64_t m, int bits, const int32_t *labe
 	return GNN_OK;
 }
 
+/* The generative model: communities, weights, their alias tables, the
+ * misfits and the in-class probability that gives the homophily asked
+ * for. On failure m holds what was built (model_free). */
+static int build_model(const struct synth_params *p, struct model *m, double *mean_deg)
+{
+	double deg_cap = sqrt(2.0 * (double)p->edges);
+	int64_t sub_size;
+	int rc;
+
+	m->n = p->nodes;
+	m->classes = p->classes;
+	*mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
+	/* Degree is proportional to weight, and a weight-1 node gets
+	 * mean_deg / PARETO_MEAN: the cap that makes deg_cap the top degree. */
+	m->weight_cap = *mean_deg > 0.0 ? deg_cap * PARETO_MEAN / *mean_deg : 1.0;
+	if (m->weight_cap < 1.0)
+		m->weight_cap = 1.0;
+	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
+	if (sub_size < SUB_SIZE_MIN)
+		sub_size = SUB_SIZE_MIN;
+
+	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK || (rc = build_weights(m, p->seed)) != GNN_OK ||
+	    (rc = build_alias_tables(m)) != GNN_OK)
+		return rc;
+	assign_misfits(m, p->seed);
+	if ((rc = solve_homophily(m)) != GNN_OK || (rc = stop_point()) != GNN_OK)
+		return rc;
+	free(m->w);
+	m->w = NULL;
+	return GNN_OK;
+}
+
+/* Split: a fresh permutation (m->perm reused), independent of the class
+ * layout; the first num_train nodes train, the next num_valid validate,
+ * the next num_test test. */
+static int assign_split(const struct synth_params *p, struct model *m, struct graph *g)
+{
+	struct rng r;
+
+	g->split = calloc((size_t)m->n, sizeof(*g->split));
+	if (g->split == NULL)
+		return GNN_ENOMEM;
+	for (int64_t i = 0; i < m->n; i++)
+		m->perm[i] = (int32_t)i;
+	rng_seed(&r, p->seed, TAG_SPLIT);
+	shuffle_i32(m->perm, m->n, &r);
+	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
+		g->split[m->perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
+				       : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
+									  : GNN_SPLIT_TEST;
+	return GNN_OK;
+}
+
+/* What synth_done reports, gathered while the model still exists. */
+struct synth_stats {
+	double t0, mean_deg, weight_cap, h_in, sigma;
+	int64_t nsub, same, drawn;
+	int rounds;
+};
+
+static void log_done(const struct synth_params *p, const struct graph *g, const struct synth_stats *st)
+{
+	int64_t max_deg = 0;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		if (g->indptr[v + 1] - g->indptr[v] > max_deg)
+			max_deg = g->indptr[v + 1] - g->indptr[v];
+	GNN_INFO("synth_done",
+		 "preset=%s nodes=%lld edges=%lld directed_edges=%lld classes=%d feat_dim=%d "
+		 "homophily=%.4f mean_degree=%.2f max_degree=%lld weight_cap=%.1f "
+		 "in_community_prob=%.4f sub_communities=%lld noise_sd=%.3f candidates=%lld "
+		 "topup_rounds=%d seconds=%.2f",
+		 preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
+		 p->classes, p->feat_dim, p->edges ? (double)st->same / (double)p->edges : 0.0,
+		 st->mean_deg, (long long)max_deg, st->weight_cap, st->h_in, (long long)st->nsub, st->sigma,
+		 (long long)st->drawn, st->rounds, now_s() - st->t0);
+}
+
+/* Edges from the model, then the labels, the split, the features and the
+ * CSR; the model is freed as soon as its last use is done. */
 int synth_generate(const struct synth_params *p, struct graph *g)
 {
 	struct model m = { 0 };
 	struct gen gen = { 0 };
 	struct synth_feat *feat = NULL;
+	struct synth_stats st = { .t0 = now_s() };
 	uint64_t *keys = NULL;
 	int32_t *src = NULL, *dst = NULL;
-	int64_t same = 0, max_deg = 0, sub_size, nsub;
-	double t0 = now_s(), deg_cap, mean_deg, sigma = 0.0, weight_cap, h_in;
-	int rounds = 0, rc;
-	struct rng r;
+	int rc;
 
-	rc = synth_validate(p);
-	if (rc != GNN_OK)
+	if ((rc = synth_validate(p)) != GNN_OK)
 		return rc;
 	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
 		 preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
 		 (unsigned long long)p->seed);
-
-	m.n = p->nodes;
-	m.classes = p->classes;
-	mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
-	deg_cap = sqrt(2.0 * (double)p->edges);
-	/* Degree is proportional to weight, and a weight-1 node gets
-	 * mean_deg / PARETO_MEAN: the cap that makes deg_cap the top degree. */
-	m.weight_cap = mean_deg > 0.0 ? deg_cap * PARETO_MEAN / mean_deg : 1.0;
-	if (m.weight_cap < 1.0)
-		m.weight_cap = 1.0;
-	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
-	if (sub_size < SUB_SIZE_MIN)
-		sub_size = SUB_SIZE_MIN;
-
-	rc = build_communities(&m, p->seed, sub_size);
-	if (rc == GNN_OK)
-		rc = build_weights(&m, p->seed);
-	if (rc == GNN_OK)
-		rc = build_alias_tables(&m);
-	if (rc != GNN_OK)
+	if ((rc = build_model(p, &m, &st.mean_deg)) != GNN_OK)
 		goto out;
-	assign_misfits(&m, p->seed);
-	rc = solve_homophily(&m);
-	if (rc == GNN_OK)
-		rc = stop_point();
-	if (rc != GNN_OK)
-		goto out;
-	free(m.w);
-	m.w = NULL;
-	/* Kept for the final log line; the model is freed before the CSR. */
-	weight_cap = m.weight_cap;
-	h_in = m.h_in;
-	nsub = m.nsub;
+	st.weight_cap = m.weight_cap;
+	st.h_in = m.h_in;
+	st.nsub = m.nsub;
 
 	gen.m = &m;
 	gen.key_bits = key_bits_for(m.n);
 	gen.in_class = (uint32_t)(m.h_in * 4294967295.0);
 	gen.in_sub = (uint32_t)(SUB_SHARE * 4294967295.0);
 	rng_seed(&gen.r, p->seed, TAG_EDGES);
-	rc = make_edges(&gen, p->edges, &keys, &rounds);
-	if (rc == GNN_OK)
-		rc = stop_point();
-	if (rc != GNN_OK)
+	if ((rc = make_edges(&gen, p->edges, &keys, &st.rounds)) != GNN_OK || (rc = stop_point()) != GNN_OK)
 		goto out;
+	st.drawn = gen.drawn;
 
 	/* The alias tables are done: give their 90 MB back before the peaks. */
 	free(m.g_tab);
@@ -1078,34 +1125,14 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	m.g_tab = m.c_tab = m.s_tab = NULL;
 	g->labels = m.labels;
 	m.labels = NULL;
-	rc = unpack_edges(keys, p->edges, gen.key_bits, g->labels, &src, &dst, &same);
+	rc = unpack_edges(keys, p->edges, gen.key_bits, g->labels, &src, &dst, &st.same);
 	keys = NULL;
-	if (rc != GNN_OK)
+	if (rc != GNN_OK || (rc = assign_split(p, &m, g)) != GNN_OK)
 		goto out;
-
-	/* Split: a fresh permutation, independent of the class layout; the
-	 * first num_train nodes train, the next num_valid validate, ... */
-	g->split = calloc((size_t)m.n, sizeof(*g->split));
-	if (g->split == NULL) {
-		rc = GNN_ENOMEM;
-		goto out;
-	}
-	for (int64_t i = 0; i < m.n; i++)
-		m.perm[i] = (int32_t)i;
-	rng_seed(&r, p->seed, TAG_SPLIT);
-	shuffle_i32(m.perm, m.n, &r);
-	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
-		g->split[m.perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
-				      : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
-									 : GNN_SPLIT_TEST;
 	model_free(&m);
 
-	rc = make_features(p, &feat, &sigma);
-	if (rc == GNN_OK)
-		rc = stop_point();
-	if (rc != GNN_OK)
+	if ((rc = make_features(p, &feat, &st.sigma)) != GNN_OK || (rc = stop_point()) != GNN_OK)
 		goto out;
-
 	/* src/dst are in (min, max) order, so graph_build_csr fills each row
 	 * already sorted and its per-row sort has no work to do. */
 	rc = graph_build_csr(g, p->nodes, src, dst, p->edges, true);
@@ -1123,20 +1150,7 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	g->feat = NULL;
 	g->feat_row = synth_feat_row;
 	g->feat_ctx = feat;
-	feat = NULL;
-
-	for (int64_t v = 0; v < g->num_nodes; v++)
-		if (g->indptr[v + 1] - g->indptr[v] > max_deg)
-			max_deg = g->indptr[v + 1] - g->indptr[v];
-	GNN_INFO("synth_done",
-		 "preset=%s nodes=%lld edges=%lld directed_edges=%lld classes=%d feat_dim=%d "
-		 "homophily=%.4f mean_degree=%.2f max_degree=%lld weight_cap=%.1f "
-		 "in_community_prob=%.4f sub_communities=%lld noise_sd=%.3f candidates=%lld "
-		 "topup_rounds=%d seconds=%.2f",
-		 preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
-		 p->classes, p->feat_dim, p->edges ? (double)same / (double)p->edges : 0.0,
-		 mean_deg, (long long)max_deg, weight_cap, h_in, (long long)nsub, sigma,
-		 (long long)gen.drawn, rounds, now_s() - t0);
+	log_done(p, g, &st);
 	return GNN_OK;
 
 out:

@@ -88,6 +88,89 @@ static void bench_mb_free(struct bench_mb *b)
  * as a power-law graph's do: with N = 2,449,029 this gives the sizes the
  * real sampler gives on the synthetic ogbn-products graph (1024 / ~6.1k /
  * ~59k / ~600k nodes per hop, 5.1k / 61k / 890k edges). */
+/* Block l's in-neighbours of the dst nodes b->ids[l + 1] (nd of them),
+ * its src IDs into b->ids[l]: see make_blocks. loc[N] is all -1 on entry
+ * and on return (the local index of a node while the block is built). */
+static int make_block(struct bench_mb *b, uint32_t l, uint32_t nd, uint32_t f, uint64_t key, int32_t *loc)
+{
+	uint64_t N = (uint64_t)bc.graph_nodes, lkey = gnn_mix64(key + l + 1), draws = 0;
+	const int64_t *dst = b->ids[l + 1];
+	uint32_t ns = nd;
+	int64_t *src;
+	int32_t *indptr, *indices;
+	size_t e = 0;
+
+	if ((uint64_t)nd * f > INT32_MAX) {
+		GNN_ERROR("bad_config", "layer=%" PRIu32 " dst_nodes=%" PRIu32 " fanout=%" PRIu32
+			  " reason=\"a block would exceed 2^31-1 edges\"", l, nd, f);
+		return GNN_EINVAL;
+	}
+	b->ids[l] = src = malloc((size_t)nd * (1 + (size_t)f) * sizeof(int64_t));
+	b->indptr[l] = indptr = malloc(((size_t)nd + 1) * sizeof(int32_t));
+	b->indices[l] = indices = malloc(((size_t)nd * f + 1) * sizeof(int32_t));
+	if (src == NULL || indptr == NULL || indices == NULL)
+		return GNN_ENOMEM;
+	if ((uint64_t)f >= N)
+		f = (uint32_t)(N - 1);
+	/* DGL's convention: the dst nodes are the first src nodes. */
+	for (uint32_t v = 0; v < nd; v++) {
+		src[v] = dst[v];
+		loc[dst[v]] = (int32_t)v;
+	}
+	indptr[0] = 0;
+	for (uint32_t v = 0; v < nd; v++) {
+		size_t first = e;
+
+		while (e - first < f) {
+			double r = unit(lkey, draws++);
+			uint64_t u = (uint64_t)(r * r * r * (double)N);
+			int32_t li;
+			bool dup = false;
+
+			if (u >= N || (int64_t)u == dst[v])
+				continue;
+			li = loc[u];
+			if (li < 0) {
+				li = (int32_t)ns;
+				loc[u] = li;
+				src[ns++] = (int64_t)u;
+			}
+			for (size_t k = first; k < e && !dup; k++)
+				dup = indices[k] == li;
+			if (!dup)
+				indices[e++] = li;
+		}
+		indptr[v + 1] = (int32_t)e;
+	}
+	for (uint32_t i = 0; i < ns; i++)
+		loc[src[i]] = -1;
+	b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_edges = e, .src_ids = src,
+					      .indptr = indptr, .indices = indices };
+	return GNN_OK;
+}
+
+/* Features of the input rows and labels of the seeds, uniform. */
+static int make_rows(struct bench_mb *b, uint32_t L, uint64_t key)
+{
+	size_t nf = (size_t)b->mb.blocks[0].num_src * (size_t)bc.in_dim;
+	uint64_t fkey = gnn_mix64(key ^ 0x66656174ull), ykey = gnn_mix64(key ^ 0x6c61626cull);
+
+	if ((b->feat = malloc(nf * sizeof(float))) == NULL ||
+	    (b->labels = malloc((size_t)bc.batch * sizeof(int32_t))) == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < nf; i++)
+		b->feat[i] = (float)(2.0 * unit(fkey, i) - 1.0);
+	for (int64_t i = 0; i < bc.batch; i++)
+		b->labels[i] = (int32_t)(unit(ykey, (uint64_t)i) * (double)bc.classes);
+	b->mb.num_layers = L;
+	b->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+	b->mb.feat_dim = (uint32_t)bc.in_dim;
+	b->mb.num_seeds = (uint32_t)bc.batch;
+	b->mb.feat = b->feat;
+	b->mb.labels = b->labels;
+	return GNN_OK;
+}
+
 static int make_blocks(struct bench_mb *b, uint32_t L, const int32_t *fanouts)
 {
 	uint64_t N = (uint64_t)bc.graph_nodes, key = gnn_mix64((uint64_t)bc.seed ^ 0x626c6f636b73ull);
@@ -113,85 +196,11 @@ static int make_blocks(struct bench_mb *b, uint32_t L, const int32_t *fanouts)
 	for (uint32_t i = 0; i < nd; i++)
 		loc[b->ids[L][i]] = -1;
 	for (uint32_t l = L; l-- > 0;) {
-		uint64_t lkey = gnn_mix64(key + l + 1), draws = 0;
-		uint32_t f = (uint32_t)fanouts[l], ns = nd;
-		size_t cap = (size_t)nd * (1 + (size_t)f);
-		const int64_t *dst = b->ids[l + 1];
-		int64_t *src;
-		int32_t *indptr, *indices;
-		size_t e = 0;
-
-		if ((uint64_t)nd * f > INT32_MAX) {
-			GNN_ERROR("bad_config", "layer=%" PRIu32 " dst_nodes=%" PRIu32 " fanout=%" PRIu32
-				  " reason=\"a block would exceed 2^31-1 edges\"", l, nd, f);
-			rc = GNN_EINVAL;
+		if ((rc = make_block(b, l, nd, (uint32_t)fanouts[l], key, loc)) != GNN_OK)
 			goto out;
-		}
-		src = malloc(cap * sizeof(int64_t));
-		indptr = malloc(((size_t)nd + 1) * sizeof(int32_t));
-		indices = malloc(((size_t)nd * f + 1) * sizeof(int32_t));
-		b->ids[l] = src;
-		b->indptr[l] = indptr;
-		b->indices[l] = indices;
-		if (src == NULL || indptr == NULL || indices == NULL)
-			goto out;
-		if ((uint64_t)f >= N)
-			f = (uint32_t)(N - 1);
-		/* DGL's convention: the dst nodes are the first src nodes. */
-		for (uint32_t v = 0; v < nd; v++) {
-			src[v] = dst[v];
-			loc[dst[v]] = (int32_t)v;
-		}
-		indptr[0] = 0;
-		for (uint32_t v = 0; v < nd; v++) {
-			size_t first = e;
-
-			while (e - first < f) {
-				double r = unit(lkey, draws++);
-				uint64_t u = (uint64_t)(r * r * r * (double)N);
-				int32_t li;
-				bool dup = false;
-
-				if (u >= N || (int64_t)u == dst[v])
-					continue;
-				li = loc[u];
-				if (li < 0) {
-					li = (int32_t)ns;
-					loc[u] = li;
-					src[ns++] = (int64_t)u;
-				}
-				for (size_t k = first; k < e && !dup; k++)
-					dup = indices[k] == li;
-				if (!dup)
-					indices[e++] = li;
-			}
-			indptr[v + 1] = (int32_t)e;
-		}
-		for (uint32_t i = 0; i < ns; i++)
-			loc[src[i]] = -1;
-		b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_edges = e, .src_ids = src,
-						      .indptr = indptr, .indices = indices };
-		nd = ns;
+		nd = b->mb.blocks[l].num_src;
 	}
-	{
-		size_t nf = (size_t)nd * (size_t)bc.in_dim;
-		uint64_t fkey = gnn_mix64(key ^ 0x66656174ull), ykey = gnn_mix64(key ^ 0x6c61626cull);
-
-		if ((b->feat = malloc(nf * sizeof(float))) == NULL ||
-		    (b->labels = malloc((size_t)bc.batch * sizeof(int32_t))) == NULL)
-			goto out;
-		for (size_t i = 0; i < nf; i++)
-			b->feat[i] = (float)(2.0 * unit(fkey, i) - 1.0);
-		for (int64_t i = 0; i < bc.batch; i++)
-			b->labels[i] = (int32_t)(unit(ykey, (uint64_t)i) * (double)bc.classes);
-	}
-	b->mb.num_layers = L;
-	b->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
-	b->mb.feat_dim = (uint32_t)bc.in_dim;
-	b->mb.num_seeds = (uint32_t)bc.batch;
-	b->mb.feat = b->feat;
-	b->mb.labels = b->labels;
-	rc = GNN_OK;
+	rc = make_rows(b, L, key);
 out:
 	free(loc);
 	return rc;
@@ -444,31 +453,18 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int tr_bench_main(int argc, char **argv)
+/* Parses and checks the options, sets the thread count: 0, or the exit
+ * status. */
+static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L, int *threads)
 {
-	struct bench_mb b = { 0 };
-	struct tr_model *m = NULL;
-	struct tr_adam adam = { 0 };
-	struct tr_model_cfg cfg;
-	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
-	uint32_t L;
-	double *step_s = NULL, *mm_s = NULL, *other_s = NULL, t0, flops = 0, adam_total = 0,
-	       first_loss = 0, last_loss = 0, peak = 0;
-	float *init = NULL, *grad = NULL;
-	char peak_shape[64] = "";
-	struct shape shapes[MAX_SHAPES];
-	double gfl[MAX_SHAPES] = { 0 };
-	size_t ns_shapes;
-	int rc, status = 1, threads;
+	int rc = gnn_opt_parse("gnn-trainer bench",
+			       "Time the training step (forward, backward, Adam) on synthetic blocks of a sampler's "
+			       "shapes, against OpenBLAS's sgemm peak measured in the same run (docs/model.md).",
+			       bench_options, argc, argv);
 
-	gnn_log_init("gnn-trainer");
-	rc = gnn_opt_parse("gnn-trainer bench",
-			   "Time the training step (forward, backward, Adam) on synthetic blocks of a sampler's "
-			   "shapes, against OpenBLAS's sgemm peak measured in the same run (docs/model.md).",
-			   bench_options, argc, argv);
 	if (rc == GNN_EHELP)
-		return 0;
-	if (rc != GNN_OK || parse_fanouts(bc.fanouts, fanouts, &L) != GNN_OK)
+		return -1;
+	if (rc != GNN_OK || parse_fanouts(bc.fanouts, fanouts, L) != GNN_OK)
 		return 2;
 	if (bc.batch > bc.graph_nodes) {
 		GNN_ERROR("bad_config", "batch=%" PRId64 " graph-nodes=%" PRId64 " reason=\"more seeds than nodes\"",
@@ -476,11 +472,148 @@ int tr_bench_main(int argc, char **argv)
 		return 2;
 	}
 	gnn_opt_log(bench_options);
-	threads = bc.threads > 0 ? (int)bc.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (threads < 1)
-		threads = 1;
-	openblas_set_num_threads(threads);
+	*threads = bc.threads > 0 ? (int)bc.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (*threads < 1)
+		*threads = 1;
+	openblas_set_num_threads(*threads);
+	return 0;
+}
 
+/* The shape of the run, for the reader and tests/bench_trainer.sh. */
+static void print_shape(const struct bench_mb *b, uint32_t L, const struct tr_model *m, int threads)
+{
+	printf("threads=%d\n", threads);
+	/* How long OpenBLAS's idle threads spin (2^N cycles, default 2^28)
+	 * decides whether the model's own threads get the cores between
+	 * products (docs/model.md). */
+	printf("openblas_thread_timeout=%s\n",
+	       getenv("OPENBLAS_THREAD_TIMEOUT") ? getenv("OPENBLAS_THREAD_TIMEOUT") : "default");
+	printf("shape layers=%" PRIu32 " batch=%" PRId64 " fanouts=%s in_dim=%" PRId64 " hidden=%" PRId64
+	       " classes=%" PRId64 " dropout=%g params=%zu graph_nodes=%" PRId64 "\n",
+	       L, bc.batch, bc.fanouts, bc.in_dim, bc.hidden, bc.classes, bc.dropout, tr_model_num_params(m),
+	       bc.graph_nodes);
+	printf("nodes_per_hop=");
+	for (uint32_t l = 0; l < L; l++)
+		printf("%" PRIu32 ",", b->mb.blocks[l].num_src);
+	printf("%" PRIu32 "\nedges_per_block=", b->mb.num_seeds);
+	for (uint32_t l = 0; l < L; l++)
+		printf("%" PRIu64 "%s", b->mb.blocks[l].num_edges, l + 1 < L ? "," : "\n");
+}
+
+/* --dump: the blocks, the initial parameters and the reference values
+ * for tests/bench_torch.py. */
+static int dump_reference(const struct tr_model_cfg *cfg, const struct bench_mb *b, const int32_t *fanouts,
+			  struct tr_model *m)
+{
+	size_t np = tr_model_num_params(m);
+	float *init = malloc(np * sizeof(float)), *grad = malloc(np * sizeof(float));
+	double le, ls, la;
+	int rc = GNN_ENOMEM;
+
+	if (init == NULL || grad == NULL)
+		goto out;
+	memcpy(init, tr_model_params(m), np * sizeof(float));
+	if ((rc = reference_values(cfg, b, init, grad, &le, &ls, &la)) != GNN_OK ||
+	    (rc = write_dump(bc.dump, b, fanouts, init, np, grad, le, ls, la)) != GNN_OK)
+		goto out;
+	printf("reference loss_eval=%.7f loss_nodrop_step=%.7f loss_after_step=%.7f\n", le, ls, la);
+out:
+	free(init);
+	free(grad);
+	return rc;
+}
+
+/* Per timed step: its seconds, inside the products, and outside them and
+ * Adam; then the totals. */
+struct step_times {
+	double *step_s, *mm_s, *other_s;
+	double flops, adam_total, first_loss, last_loss;
+};
+
+static void step_times_free(struct step_times *t)
+{
+	free(t->step_s);
+	free(t->mm_s);
+	free(t->other_s);
+}
+
+/* Warm-up and timed steps of training on the one minibatch. */
+static int run_steps(struct tr_model *m, const struct bench_mb *b, struct tr_adam *adam, struct step_times *t)
+{
+	t->step_s = calloc((size_t)bc.steps, sizeof(double));
+	t->mm_s = calloc((size_t)bc.steps, sizeof(double));
+	t->other_s = calloc((size_t)bc.steps, sizeof(double));
+	if (t->step_s == NULL || t->mm_s == NULL || t->other_s == NULL)
+		return GNN_ENOMEM;
+	for (int64_t i = -bc.warmup; i < bc.steps; i++) {
+		struct tr_step_stats st;
+		double ts = gnn_now(), ta;
+		int rc;
+
+		if ((rc = tr_model_train_step(m, &b->mb, (uint64_t)(i + bc.warmup), &st)) != GNN_OK)
+			return rc;
+		ta = gnn_now();
+		tr_adam_step(adam, tr_model_params(m), tr_model_grads(m));
+		if (i == -bc.warmup)
+			t->first_loss = st.loss;
+		t->last_loss = st.loss;
+		if (i >= 0) {
+			double now = gnn_now();
+
+			t->step_s[i] = now - ts;
+			t->mm_s[i] = st.matmul_s;
+			t->other_s[i] = (ta - ts) - st.matmul_s;
+			t->flops = st.flops;
+			t->adam_total += now - ta;
+		}
+	}
+	return GNN_OK;
+}
+
+/* Medians: a step the machine's other load interrupted says nothing
+ * about the products. */
+static void print_times(struct step_times *t, double peak, const char *peak_shape)
+{
+	double n = (double)bc.steps, med_mm = median(t->mm_s, (size_t)bc.steps);
+	double med_step = median(t->step_s, (size_t)bc.steps);  /* sorts step_s */
+
+	printf("loss_first=%.4f loss_last=%.4f (the same minibatch %" PRId64 " times: it must fall)\n",
+	       t->first_loss, t->last_loss, bc.steps + bc.warmup);
+	printf("step_ms_median=%.2f\n", med_step * 1e3);
+	printf("step_ms_min=%.2f\n", t->step_s[0] * 1e3);
+	printf("step_ms_max=%.2f\n", t->step_s[bc.steps - 1] * 1e3);
+	printf("matmul_ms_median=%.2f\n", med_mm * 1e3);
+	printf("other_ms_median=%.2f (outside the products and Adam: gathers, activations, loss, masks)\n",
+	       median(t->other_s, (size_t)bc.steps) * 1e3);
+	printf("adam_ms_mean=%.2f\n", t->adam_total / n * 1e3);
+	printf("matmul_gflop_per_step=%.3f\n", t->flops / 1e9);
+	printf("model_matmul_gflops=%.1f\n", t->flops / med_mm / 1e9);
+	printf("model_step_gflops=%.1f\n", t->flops / med_step / 1e9);
+	printf("sgemm_peak_gflops=%.1f\n", peak);
+	printf("sgemm_peak_shape=%s\n", peak_shape);
+	printf("model_gflops_over_sgemm_peak=%.3f\n", peak > 0 ? t->flops / med_mm / 1e9 / peak : 0.0);
+	printf("step_gflops_over_sgemm_peak=%.3f\n", peak > 0 ? t->flops / med_step / 1e9 / peak : 0.0);
+}
+
+int tr_bench_main(int argc, char **argv)
+{
+	struct bench_mb b = { 0 };
+	struct tr_model *m = NULL;
+	struct tr_adam adam = { 0 };
+	struct step_times times = { 0 };
+	struct tr_model_cfg cfg;
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
+	uint32_t L;
+	char peak_shape[64] = "", err[512];
+	struct shape shapes[MAX_SHAPES];
+	double gfl[MAX_SHAPES] = { 0 }, t0, peak;
+	size_t ns_shapes;
+	int rc, status, threads;
+
+	gnn_log_init("gnn-trainer");
+	if ((status = bench_configure(argc, argv, fanouts, &L, &threads)) != 0)
+		return status < 0 ? 0 : status;
+	status = 1;
 	t0 = gnn_now();
 	if ((rc = make_blocks(&b, L, fanouts)) != GNN_OK) {
 		GNN_ERROR("bench_failed", "reason=\"cannot build the blocks: %s\"", gnn_strerror(rc));
@@ -494,115 +627,27 @@ int tr_bench_main(int argc, char **argv)
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);
-	{
-		char err[512];
-
-		if ((rc = tr_model_check(m, &b.mb, true, err, sizeof(err))) != GNN_OK) {
-			GNN_ERROR("bench_failed", "reason=\"generated minibatch rejected: %s\"", err);
-			goto out;
-		}
+	if ((rc = tr_model_check(m, &b.mb, true, err, sizeof(err))) != GNN_OK) {
+		GNN_ERROR("bench_failed", "reason=\"generated minibatch rejected: %s\"", err);
+		goto out;
 	}
-	printf("threads=%d\n", threads);
-	/* How long OpenBLAS's idle threads spin (2^N cycles, default 2^28)
-	 * decides whether the model's own threads get the cores between
-	 * products (docs/model.md). */
-	printf("openblas_thread_timeout=%s\n",
-	       getenv("OPENBLAS_THREAD_TIMEOUT") ? getenv("OPENBLAS_THREAD_TIMEOUT") : "default");
-	printf("shape layers=%" PRIu32 " batch=%" PRId64 " fanouts=%s in_dim=%" PRId64 " hidden=%" PRId64
-	       " classes=%" PRId64 " dropout=%g params=%zu graph_nodes=%" PRId64 "\n",
-	       L, bc.batch, bc.fanouts, bc.in_dim, bc.hidden, bc.classes, bc.dropout, tr_model_num_params(m),
-	       bc.graph_nodes);
-	printf("nodes_per_hop=");
-	for (uint32_t l = 0; l < L; l++)
-		printf("%" PRIu32 ",", b.mb.blocks[l].num_src);
-	printf("%" PRIu32 "\nedges_per_block=", b.mb.num_seeds);
-	for (uint32_t l = 0; l < L; l++)
-		printf("%" PRIu64 "%s", b.mb.blocks[l].num_edges, l + 1 < L ? "," : "\n");
-
-	if (bc.dump != NULL) {
-		size_t np = tr_model_num_params(m);
-		double le, ls, la;
-
-		init = malloc(np * sizeof(float));
-		grad = malloc(np * sizeof(float));
-		if (init == NULL || grad == NULL) {
-			rc = GNN_ENOMEM;
-			goto out;
-		}
-		memcpy(init, tr_model_params(m), np * sizeof(float));
-		if ((rc = reference_values(&cfg, &b, init, grad, &le, &ls, &la)) != GNN_OK ||
-		    (rc = write_dump(bc.dump, &b, fanouts, init, np, grad, le, ls, la)) != GNN_OK)
-			goto out;
-		printf("reference loss_eval=%.7f loss_nodrop_step=%.7f loss_after_step=%.7f\n", le, ls, la);
-	}
-
+	print_shape(&b, L, m, threads);
+	if (bc.dump != NULL && (rc = dump_reference(&cfg, &b, fanouts, m)) != GNN_OK)
+		goto out;
 	ns_shapes = model_shapes(&b.mb, &cfg, shapes);
 	sgemm_peak(gfl, ns_shapes, shapes, peak_shape, sizeof(peak_shape), false);
-	if ((rc = tr_adam_init(&adam, tr_model_num_params(m), (float)bc.lr, 0.0f)) != GNN_OK)
+	if ((rc = tr_adam_init(&adam, tr_model_num_params(m), (float)bc.lr, 0.0f)) != GNN_OK ||
+	    (rc = run_steps(m, &b, &adam, &times)) != GNN_OK)
 		goto out;
-	step_s = calloc((size_t)bc.steps, sizeof(double));
-	mm_s = calloc((size_t)bc.steps, sizeof(double));
-	other_s = calloc((size_t)bc.steps, sizeof(double));
-	if (step_s == NULL || mm_s == NULL || other_s == NULL) {
-		rc = GNN_ENOMEM;
-		goto out;
-	}
-	for (int64_t i = -bc.warmup; i < bc.steps; i++) {
-		struct tr_step_stats st;
-		double ts = gnn_now(), ta;
-
-		if ((rc = tr_model_train_step(m, &b.mb, (uint64_t)(i + bc.warmup), &st)) != GNN_OK)
-			goto out;
-		ta = gnn_now();
-		tr_adam_step(&adam, tr_model_params(m), tr_model_grads(m));
-		if (i == -bc.warmup)
-			first_loss = st.loss;
-		last_loss = st.loss;
-		if (i >= 0) {
-			double now = gnn_now();
-
-			step_s[i] = now - ts;
-			mm_s[i] = st.matmul_s;
-			other_s[i] = (ta - ts) - st.matmul_s;
-			flops = st.flops;
-			adam_total += now - ta;
-		}
-	}
-
-	/* The peak (best of before and after the steps, since other load on
-	 * the machine comes and goes) and the step's own figures. */
+	/* The peak: the best of before and after the steps, since other load
+	 * on the machine comes and goes. */
 	peak = sgemm_peak(gfl, ns_shapes, shapes, peak_shape, sizeof(peak_shape), true);
-	{
-		double n = (double)bc.steps, med_mm = median(mm_s, (size_t)bc.steps);
-		double med_step = median(step_s, (size_t)bc.steps);  /* sorts step_s */
-		printf("loss_first=%.4f loss_last=%.4f (the same minibatch %" PRId64 " times: it must fall)\n",
-		       first_loss, last_loss, bc.steps + bc.warmup);
-		printf("step_ms_median=%.2f\n", med_step * 1e3);
-		printf("step_ms_min=%.2f\n", step_s[0] * 1e3);
-		printf("step_ms_max=%.2f\n", step_s[bc.steps - 1] * 1e3);
-		printf("matmul_ms_median=%.2f\n", med_mm * 1e3);
-		printf("other_ms_median=%.2f (outside the products and Adam: gathers, activations, loss, masks)\n",
-		       median(other_s, (size_t)bc.steps) * 1e3);
-		printf("adam_ms_mean=%.2f\n", adam_total / n * 1e3);
-		printf("matmul_gflop_per_step=%.3f\n", flops / 1e9);
-		/* Medians: a step the machine's other load interrupted says
-		 * nothing about the products. */
-		printf("model_matmul_gflops=%.1f\n", flops / med_mm / 1e9);
-		printf("model_step_gflops=%.1f\n", flops / med_step / 1e9);
-		printf("sgemm_peak_gflops=%.1f\n", peak);
-		printf("sgemm_peak_shape=%s\n", peak_shape);
-		printf("model_gflops_over_sgemm_peak=%.3f\n", peak > 0 ? flops / med_mm / 1e9 / peak : 0.0);
-		printf("step_gflops_over_sgemm_peak=%.3f\n", peak > 0 ? flops / med_step / 1e9 / peak : 0.0);
-	}
+	print_times(&times, peak, peak_shape);
 	status = 0;
 out:
 	if (status != 0 && rc != GNN_OK)
 		GNN_ERROR("bench_failed", "reason=\"%s\"", gnn_strerror(rc));
-	free(step_s);
-	free(mm_s);
-	free(other_s);
-	free(init);
-	free(grad);
+	step_times_free(&times);
 	tr_adam_free(&adam);
 	tr_model_free(m);
 	bench_mb_free(&b);

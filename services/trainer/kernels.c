@@ -308,3 +308,27 @@ void tr_softmax_xent(const float *logits, const int32_t *labels, size_t n, size_
 	st->labelled = labelled;
 	st->correct = correct;
 }
+
+int tr_block_transpose(const struct gnn_block *b, struct tr_ibuf *tptr, struct tr_ibuf *tidx)
+{
+	int32_t *ptr, *idx;
+	int rc;
+
+	if ((rc = tr_ibuf_reserve(tptr, (size_t)b->num_src + 1)) != GNN_OK ||
+	    (rc = tr_ibuf_reserve(tidx, b->num_edges ? b->num_edges : 1)) != GNN_OK)
+		return rc;
+	ptr = tptr->p;
+	idx = tidx->p;
+	memset(ptr, 0, ((size_t)b->num_src + 1) * sizeof(int32_t));
+	for (uint64_t e = 0; e < b->num_edges; e++)
+		ptr[b->indices[e] + 1]++;
+	for (uint32_t u = 0; u < b->num_src; u++)
+		ptr[u + 1] += ptr[u];
+	for (uint32_t v = 0; v < b->num_dst; v++)
+		for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
+			idx[ptr[b->indices[e]]++] = (int32_t)v;
+	/* The fill advanced ptr[u] to the start of u + 1: shift back. */
+	memmove(ptr + 1, ptr, (size_t)b->num_src * sizeof(int32_t));
+	ptr[0] = 0;
+	return GNN_OK;
+}

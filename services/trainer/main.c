@@ -61,7 +61,7 @@ static const struct gnn_opt options[] = {
 	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
 	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
 	{ "model", GNN_OPT_STR, &opt.model, "graphsage", 0, 0, NULL,
-	  "the model to train, one of those registered in services/trainer/model.c: graphsage (docs/model.md)" },
+	  "the model to train: one registered in services/trainer/model.c, graphsage or gcn today (docs/model.md)" },
 	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)" },
 	{ "fanouts", GNN_OPT_LIST, &opt.fanouts, "15,10,5", 0, 0, NULL,
 	  "neighbours sampled per node and layer, input layer first; 0: none (features only), -1: all" },

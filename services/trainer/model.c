@@ -16,9 +16,11 @@
 /* ---- the registry: one line per model ---- */
 
 extern const struct tr_model_ops tr_model_graphsage;   /* sage.c */
+extern const struct tr_model_ops tr_model_gcn;         /* gcn.c */
 
 static const struct tr_model_ops *const models[] = {
 	&tr_model_graphsage,
+	&tr_model_gcn,
 };
 
 #define NMODELS (sizeof(models) / sizeof(models[0]))

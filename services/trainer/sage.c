@@ -244,36 +244,6 @@ static int sage_forward(void *self, const struct gnn_minibatch *mb, bool train, 
 	return GNN_OK;
 }
 
-/* The block's edges grouped by source (a counting sort, stable in dst
- * order): tptr [num_src + 1], tidx [num_edges] = dst of each edge. The
- * backward pass then gathers into each source row instead of scattering
- * into it, so threads split rows without sharing a float, the sum for a
- * row has one fixed order, and the ReLU/dropout mask fuses into the same
- * pass (no zeroing pass, no separate mask pass over num_src x in). */
-static int transpose_block(struct sage *m, const struct gnn_block *b)
-{
-	int32_t *ptr, *idx;
-	int rc;
-
-	if ((rc = tr_ibuf_reserve(&m->tptr, (size_t)b->num_src + 1)) != GNN_OK ||
-	    (rc = tr_ibuf_reserve(&m->tidx, b->num_edges ? b->num_edges : 1)) != GNN_OK)
-		return rc;
-	ptr = m->tptr.p;
-	idx = m->tidx.p;
-	memset(ptr, 0, ((size_t)b->num_src + 1) * sizeof(int32_t));
-	for (uint64_t e = 0; e < b->num_edges; e++)
-		ptr[b->indices[e] + 1]++;
-	for (uint32_t u = 0; u < b->num_src; u++)
-		ptr[u + 1] += ptr[u];
-	for (uint32_t v = 0; v < b->num_dst; v++)
-		for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
-			idx[ptr[b->indices[e]]++] = (int32_t)v;
-	/* The fill advanced ptr[u] to the start of u + 1: shift back. */
-	memmove(ptr + 1, ptr, (size_t)b->num_src * sizeof(int32_t));
-	ptr[0] = 0;
-	return GNN_OK;
-}
-
 /* dY_{l-1}[u] = mask_u * (dX_self[u] (u < num_dst) + sum over the edges
  * u -> v of dX_neigh[v] / deg(v)), where dX = dY_l [W_self; W_neigh]^T
  * (num_dst x 2 in) and mask_u = (H_{l-1}[u] > 0) * scale: H > 0 exactly
@@ -348,7 +318,7 @@ static int sage_backward(void *self, const struct gnn_minibatch *mb, const float
 		if (l == 0)
 			break;  /* no gradient for the input features */
 		if ((rc = tr_fbuf_reserve(&m->d[nxt], ns * in)) != GNN_OK ||
-		    (rc = tr_fbuf_reserve(&m->dx, nd * 2 * in)) != GNN_OK || (rc = transpose_block(m, b)) != GNN_OK)
+		    (rc = tr_fbuf_reserve(&m->dx, nd * 2 * in)) != GNN_OK || (rc = tr_block_transpose(b, &m->tptr, &m->tidx)) != GNN_OK)
 			return rc;
 		/* [W_self; W_neigh] is (2 in) x out row-major: one product gives
 		 * both halves of dX. */

@@ -213,6 +213,13 @@ rc=$?
 learn=$(sed -n 's/^test_acc graphsage=\([0-9.]*\) features_only=\([0-9.]*\)$/\1 \2/p' "$WORK/learn.out")
 check tiny_learns_from_neighbours "exit 0, graphsage test_acc >= 0.80 and >= 0.15 above features-only (got $rc, ${learn:-no result})" \
 	bash -c "[ $rc -eq 0 ] && awk -v g='${learn% *}' -v f='${learn#* }' 'BEGIN { exit !(g != \"\" && g >= 0.80 && g >= f + 0.15) }'"
+# The second model (--model gcn) learns from the neighbours too, against
+# the same features-only bar.
+timeout 120 "$L" "${TINY[@]}" --epochs 20 --model gcn --workdir "$WORK/w-gcn" >"$WORK/gcn.out" 2>&1
+rc=$?
+gcn=$(sed -n 's/^test_acc gcn=\([0-9.]*\)$/\1/p' "$WORK/gcn.out")
+check tiny_gcn_learns "gnn-local --model gcn: exit 0, test_acc >= 0.80 and >= 0.15 above features-only ${learn#* } (got $rc, ${gcn:-no result})" \
+	bash -c "[ $rc -eq 0 ] && awk -v g='$gcn' -v f='${learn#* }' 'BEGIN { exit !(g != \"\" && f != \"\" && g >= 0.80 && g >= f + 0.15) }'"
 
 # ---- Cora -----------------------------------------------------------------
 if ! have_cora; then

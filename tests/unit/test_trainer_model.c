@@ -1,7 +1,8 @@
-/* GraphSAGE model (services/trainer/model.c): the analytic gradient against
- * central finite differences of the loss, the forward against an
- * independent double-precision reference, fanout 0 as an MLP, Adam against
- * a hand-computed reference, validation, determinism and thread counts. */
+/* The models (services/trainer/model.c, sage.c, gcn.c): for GraphSAGE the
+ * analytic gradient against central finite differences of the loss, the
+ * forward against an independent double-precision reference, fanout 0 as
+ * an MLP, Adam against a hand-computed reference, validation, determinism
+ * and thread counts; for GCN the gradient check and the reference forward. */
 #include <cblas.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -259,16 +260,18 @@ static const char *param_name(const struct tr_model_cfg *c, size_t i, char *buf,
 static void spread_params(struct tr_model *m, const struct tr_model_cfg *c)
 {
 	size_t off = 0;
+	/* weight matrices per layer: GraphSAGE's W_self and W_neigh, GCN's W */
+	size_t nmat = c->model != NULL && strcmp(c->model, "gcn") == 0 ? 1 : 2;
 
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
 		float stretch = (float)(sqrt(2.0) * sqrt(6.0 / (double)(in + out)) * sqrt((double)in));
 
-		for (size_t k = 0; k < 2 * in * out; k++)
+		for (size_t k = 0; k < nmat * in * out; k++)
 			tr_model_params(m)[off + k] *= stretch;
 		for (size_t k = 0; k < out; k++)
-			tr_model_params(m)[off + 2 * in * out + k] = (float)(0.4 * unif() - 0.2);
-		off += (2 * in + 1) * out;
+			tr_model_params(m)[off + nmat * in * out + k] = (float)(0.4 * unif() - 0.2);
+		off += (nmat * in + 1) * out;
 	}
 }
 
@@ -728,6 +731,109 @@ static void test_init_bounds(void)
 	tr_model_free(m);
 }
 
+/* ---- the second model, gcn.c ---- */
+
+static const struct tr_model_cfg GCN = { .num_layers = 3, .in_dim = 7, .hidden = 5, .num_classes = 4,
+					 .dropout = 0.3f, .model = "gcn" };
+
+/* GCN's forward in double, no dropout: ((h_v + sum h_u) / (deg + 1)) W + b
+ * per layer, parameters [W_l; b_l] layer after layer. */
+static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, const struct gnn_minibatch *mb)
+{
+	double *h = malloc((size_t)mb->blocks[0].num_src * c->in_dim * sizeof(double));
+	size_t off = 0;
+
+	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
+		h[i] = mb->feat[i];
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		const struct gnn_block *b = &mb->blocks[l];
+		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+		const float *w = p + off, *bias = w + in * out;
+		double *o = calloc((size_t)b->num_dst * out, sizeof(double)), *mean = malloc(in * sizeof(double));
+
+		for (size_t v = 0; v < b->num_dst; v++) {
+			for (size_t j = 0; j < in; j++) {
+				double s = h[v * in + j];
+
+				for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
+					s += h[(size_t)b->indices[e] * in + j];
+				mean[j] = s / (double)(b->indptr[v + 1] - b->indptr[v] + 1);
+			}
+			for (size_t k = 0; k < out; k++) {
+				double s = bias[k];
+
+				for (size_t j = 0; j < in; j++)
+					s += mean[j] * w[j * out + k];
+				o[v * out + k] = (l + 1 < c->num_layers && s < 0) ? 0.0 : s;
+			}
+		}
+		free(mean);
+		free(h);
+		h = o;
+		off += (in + 1) * out;
+	}
+	return h;
+}
+
+/* Registered, half GraphSAGE's weights, its forward equal to the
+ * reference's, and a refused checkpoint of the other model is the
+ * trainer's business (its model hash includes the name). */
+static void test_gcn_forward_matches_reference(void)
+{
+	struct tmb t;
+	struct tr_model *m;
+	double loss, *z;
+
+	make_mb(&t, 3, SIZES, GCN.in_dim, GCN.num_classes, 4, 7);
+	CHECK(tr_model_find("gcn") != NULL && strstr(tr_model_names(), "gcn") != NULL);
+	if (!CHECK(tr_model_new(&GCN, &m) == GNN_OK))
+		return;
+	CHECK(strcmp(tr_model_config(m)->model, "gcn") == 0);
+	CHECK(tr_model_num_params(m) == (7 * 5 + 5) + (5 * 5 + 5) + (5 * 4 + 4));
+	tr_model_init(m, 3);
+	z = ref_forward_gcn(&GCN, tr_model_params(m), &t.mb);
+	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+	printf("  gcn loss=%.7f reference=%.7f\n", loss, ref_loss(z, t.labels, t.mb.num_seeds, GCN.num_classes));
+	CHECK(fabs(loss - ref_loss(z, t.labels, t.mb.num_seeds, GCN.num_classes)) < 1e-5 * fmax(1.0, loss));
+	free(z);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* The analytic gradient against finite differences, and the check fails
+ * when one entry of W_1 is half wrong. */
+static void test_gcn_gradcheck(void)
+{
+	for (uint64_t s = 1; s <= 3; s++) {
+		struct tmb t;
+		struct tr_model *m;
+		struct tr_step_stats st;
+		struct gc_result r;
+		size_t n, probe = 40 + 2 * 5 + 3;  /* W_1[2][3] */
+		float *g;
+
+		make_mb(&t, 3, SIZES, GCN.in_dim, GCN.num_classes, 4, 200 + s);
+		if (!CHECK(tr_model_new(&GCN, &m) == GNN_OK))
+			return;
+		tr_model_init(m, s);
+		spread_params(m, &GCN);
+		n = tr_model_num_params(m);
+		CHECK(tr_model_train_step(m, &t.mb, 90 + s, &st) == GNN_OK);
+		g = malloc(n * sizeof(float));
+		memcpy(g, tr_model_grads(m), n * sizeof(float));
+		grad_check(m, &t.mb, 90 + s, g, &r);
+		printf("  gcn gradcheck seed=%" PRIu64 " loss=%.6f params=%zu checked=%zu skipped_kinks=%zu "
+		       "max_rel_err=%.2e tolerance=%.0e\n", s, st.loss, n, r.checked, r.skipped, r.max_err, FD_TOL);
+		CHECK(r.max_err < FD_TOL && r.skipped <= n / 10);
+		g[probe] += copysignf(fmaxf(0.02f, 0.5f * fabsf(g[probe])), g[probe]);
+		grad_check(m, &t.mb, 90 + s, g, &r);
+		CHECK(r.max_err > 3 * FD_TOL && r.worst == probe);
+		free(g);
+		tr_model_free(m);
+		free_mb(&t);
+	}
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_model");
@@ -742,5 +848,7 @@ int main(void)
 	RUN(test_check_rejects);
 	RUN(test_deterministic);
 	RUN(test_threads_agree);
+	RUN(test_gcn_forward_matches_reference);
+	RUN(test_gcn_gradcheck);
 	return t_done();
 }
