@@ -1,10 +1,12 @@
 #include "part.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "hash.h"
 #include "json.h"
 #include "log.h"
 
@@ -12,6 +14,7 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 {
 	char path[4096];
 	struct gnn_meta m = { 0 };
+	struct gnn_layout *l = &m.layout;
 	json_t *parts, *p;
 	const char *format;
 	int64_t v, version;
@@ -37,38 +40,39 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 		rc = GNN_EVERSION;
 		goto out_fail;
 	}
-	if ((rc = gnn_json_get_int(m.json, path, "num_nodes", 1, INT64_MAX / 16, &m.num_nodes)) ||
-	    (rc = gnn_json_get_int(m.json, path, "num_edges", 0, INT64_MAX / 16, &m.num_edges)))
+	if ((rc = gnn_json_get_int(m.json, path, "num_nodes", 1, INT64_MAX / 16, &l->num_nodes)) ||
+	    (rc = gnn_json_get_int(m.json, path, "num_edges", 0, INT64_MAX / 16, &l->num_edges)))
 		goto out_fail;
 	if ((rc = gnn_json_get_int(m.json, path, "feat_dim", 1, 1 << 16, &v)))
 		goto out_fail;
-	m.feat_dim = (int32_t)v;
+	l->feat_dim = (uint32_t)v;
 	if ((rc = gnn_json_get_int(m.json, path, "num_classes", 1, 1 << 20, &v)))
 		goto out_fail;
-	m.num_classes = (int32_t)v;
+	l->num_classes = (uint32_t)v;
 	if ((rc = gnn_json_get_int(m.json, path, "num_parts", 1, 1 << 16, &v)))
 		goto out_fail;
-	m.num_parts = (int32_t)v;
+	l->num_parts = (uint32_t)v;
 	m.symmetric = json_is_true(json_object_get(m.json, "symmetric"));
 	if ((rc = gnn_json_get_array(m.json, path, "parts", &parts)))
 		goto out_fail;
-	if (json_array_size(parts) != (size_t)m.num_parts) {
-		GNN_ERROR("bad_metadata", "in=%s reason=\"parts has %zu entries, num_parts is %d\"", path,
-			  json_array_size(parts), m.num_parts);
+	if (json_array_size(parts) != l->num_parts) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"parts has %zu entries, num_parts is %" PRIu32 "\"", path,
+			  json_array_size(parts), l->num_parts);
 		rc = GNN_EFORMAT;
 		goto out_fail;
 	}
-	m.offsets = malloc(((size_t)m.num_parts + 1) * sizeof(*m.offsets));
+	m.offsets = malloc(((size_t)l->num_parts + 1) * sizeof(*m.offsets));
 	if (m.offsets == NULL) {
 		rc = GNN_ENOMEM;
 		goto out_fail;
 	}
+	l->offsets = m.offsets;
 	m.offsets[0] = 0;
 	json_array_foreach(parts, i, p) {
 		int64_t start, end;
 
-		if ((rc = gnn_json_get_int(p, path, "node_start", 0, m.num_nodes, &start)) ||
-		    (rc = gnn_json_get_int(p, path, "node_end", 0, m.num_nodes, &end)))
+		if ((rc = gnn_json_get_int(p, path, "node_start", 0, l->num_nodes, &start)) ||
+		    (rc = gnn_json_get_int(p, path, "node_end", 0, l->num_nodes, &end)))
 			goto out_fail;
 		if (start != m.offsets[i] || end <= start) {
 			GNN_ERROR("bad_metadata", "in=%s part=%zu node_start=%lld node_end=%lld reason=\"ranges must be contiguous and non-empty\"",
@@ -78,9 +82,9 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 		}
 		m.offsets[i + 1] = end;
 	}
-	if (m.offsets[m.num_parts] != m.num_nodes) {
+	if (m.offsets[l->num_parts] != l->num_nodes) {
 		GNN_ERROR("bad_metadata", "in=%s reason=\"partition ranges end at %lld, num_nodes is %lld\"", path,
-			  (long long)m.offsets[m.num_parts], (long long)m.num_nodes);
+			  (long long)m.offsets[l->num_parts], (long long)l->num_nodes);
 		rc = GNN_EFORMAT;
 		goto out_fail;
 	}
@@ -119,11 +123,6 @@ int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid)
 int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid)
 {
 	return gid < 0 || gid >= l->num_nodes ? -1 : gnn_owner_of(l->offsets, l->num_parts, gid);
-}
-
-int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid)
-{
-	return gid < 0 || gid >= m->num_nodes ? -1 : gnn_owner_of(m->offsets, (uint32_t)m->num_parts, gid);
 }
 
 /* Maps one file of the partition and checks it against its meta.json entry. */
@@ -167,10 +166,10 @@ static int verify_contents(const struct gnn_meta *m, const struct gnn_part *pt, 
 		if (pt->indptr[i + 1] < pt->indptr[i])
 			why = "indptr decreases";
 	for (i = 0; why == NULL && i < pt->num_edges; i++)
-		if (pt->indices[i] < 0 || pt->indices[i] >= m->num_nodes)
+		if (pt->indices[i] < 0 || pt->indices[i] >= m->layout.num_nodes)
 			why = "neighbour ID out of range";
 	for (i = 0; why == NULL && i < pt->num_nodes; i++)
-		if (pt->labels[i] < -1 || pt->labels[i] >= m->num_classes)
+		if (pt->labels[i] < -1 || pt->labels[i] >= (int64_t)m->layout.num_classes)
 			why = "label out of range";
 	for (i = 0; why == NULL && i < pt->num_nodes; i++)
 		if (pt->split[i] > 3)
@@ -191,8 +190,9 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 	int64_t n;
 	int rc;
 
-	if (p < 0 || p >= m->num_parts) {
-		GNN_ERROR("bad_partition", "part=%d num_parts=%d reason=\"no such partition\"", p, m->num_parts);
+	if (p < 0 || (uint32_t)p >= m->layout.num_parts) {
+		GNN_ERROR("bad_partition", "part=%d num_parts=%" PRIu32 " reason=\"no such partition\"", p,
+			  m->layout.num_parts);
 		return GNN_ERANGE;
 	}
 	po = json_array_get(json_object_get(m->json, "parts"), (size_t)p);
@@ -204,16 +204,17 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 	}
 	if ((size_t)snprintf(pdir, sizeof(pdir), "%s/%s", dir, sub) >= sizeof(pdir))
 		return GNN_ERANGE;
-	if ((rc = gnn_json_get_int(po, pdir, "num_edges", 0, m->num_edges, &pt.num_edges)))
+	if ((rc = gnn_json_get_int(po, pdir, "num_edges", 0, m->layout.num_edges, &pt.num_edges)))
 		return rc;
 	files = json_object_get(po, "files");
 	pt.node_start = m->offsets[p];
 	pt.node_end = m->offsets[p + 1];
 	pt.num_nodes = n = pt.node_end - pt.node_start;
-	pt.feat_dim = m->feat_dim;
+	pt.feat_dim = (int32_t)m->layout.feat_dim;
 	if ((rc = open_file(pdir, files, "indptr", GNN_DT_I64, (uint64_t)n + 1, 1, flags, &pt.arrs[0])) ||
 	    (rc = open_file(pdir, files, "indices", GNN_DT_I64, (uint64_t)pt.num_edges, 1, flags, &pt.arrs[1])) ||
-	    (rc = open_file(pdir, files, "feat", GNN_DT_F32, (uint64_t)n, (uint64_t)m->feat_dim, flags, &pt.arrs[2])) ||
+	    (rc = open_file(pdir, files, "feat", GNN_DT_F32, (uint64_t)n, (uint64_t)m->layout.feat_dim, flags,
+			    &pt.arrs[2])) ||
 	    (rc = open_file(pdir, files, "label", GNN_DT_I32, (uint64_t)n, 1, flags, &pt.arrs[3])) ||
 	    (rc = open_file(pdir, files, "split", GNN_DT_U8, (uint64_t)n, 1, flags, &pt.arrs[4])))
 		goto out_fail;
@@ -237,4 +238,45 @@ void gnn_part_close(struct gnn_part *part)
 	for (int i = 0; i < 5; i++)
 		gnn_arr_close(&part->arrs[i]);
 	memset(part, 0, sizeof(*part));
+}
+
+static uint64_t fold(uint64_t h, uint64_t v)
+{
+	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
+}
+
+int gnn_meta_graph_id(const struct gnn_meta *m, uint64_t *out)
+{
+	static const char *const files[] = { "indptr", "indices", "feat", "label", "split" };
+	const struct gnn_layout *l = &m->layout;
+	json_t *parts = json_object_get(m->json, "parts");
+	uint64_t h = 0x676e6e2d64697374ull; /* "gnn-dist" */
+	int64_t crc;
+	int rc;
+
+	if ((rc = gnn_json_get_int(json_object_get(m->json, "node_map"), "meta.json node_map", "crc32", 0,
+				   UINT32_MAX, &crc)) != GNN_OK)
+		return GNN_EFORMAT;
+	h = fold(h, (uint64_t)crc);
+	h = fold(h, (uint64_t)l->num_nodes);
+	h = fold(h, (uint64_t)l->num_edges);
+	h = fold(h, l->num_parts);
+	h = fold(h, l->feat_dim);
+	h = fold(h, l->num_classes);
+	for (uint32_t p = 0; p <= l->num_parts; p++)
+		h = fold(h, (uint64_t)l->offsets[p]);
+	/* The file checksums make two outputs with equal sizes but different
+	 * contents (another seed, another method) different graphs. */
+	for (uint32_t p = 0; p < l->num_parts; p++) {
+		json_t *f = json_object_get(json_array_get(parts, (size_t)p), "files");
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			if ((rc = gnn_json_get_int(json_object_get(f, files[i]), "meta.json parts[].files", "crc32",
+						   0, UINT32_MAX, &crc)) != GNN_OK)
+				return GNN_EFORMAT;
+			h = fold(h, (uint64_t)crc);
+		}
+	}
+	*out = h;
+	return GNN_OK;
 }

@@ -16,20 +16,6 @@
 /* Split membership codes stored in split.arr. */
 enum { GNN_SPLIT_NONE = 0, GNN_SPLIT_TRAIN = 1, GNN_SPLIT_VALID = 2, GNN_SPLIT_TEST = 3 };
 
-struct gnn_meta {
-	int64_t num_nodes, num_edges;
-	int32_t feat_dim, num_classes, num_parts;
-	bool symmetric;
-	int64_t *offsets;   /* [num_parts + 1]: partition p owns [offsets[p], offsets[p+1]) */
-	json_t *json;       /* the whole document (owned), for the remaining fields */
-};
-
-/* Loads and validates DIR/meta.json: format and version, counts and ranges,
- * offsets strictly increasing from 0 to num_nodes and matching each part's
- * node_start/node_end. *out owns its memory: gnn_meta_free. */
-int gnn_meta_load(const char *dir, struct gnn_meta *out);
-void gnn_meta_free(struct gnn_meta *m);
-
 /* A partitioned graph's layout as every component sees it: its sizes, the
  * node range each partition owns, and which partition output it is. The
  * graph store reads it from meta.json, a sampler learns it from the graph
@@ -42,6 +28,29 @@ struct gnn_layout {
 	const int64_t *offsets;         /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
 };
 
+/* meta.json as loaded. */
+struct gnn_meta {
+	struct gnn_layout layout;   /* offsets points at this meta's own offsets; graph_id is
+				     * 0: meta.json does not hold it, and only the graph store
+				     * computes one (gnn_meta_graph_id) */
+	bool symmetric;
+	int64_t *offsets;           /* [num_parts + 1] (owned); the array layout.offsets borrows */
+	json_t *json;               /* the whole document (owned), for the remaining fields */
+};
+
+/* Loads and validates DIR/meta.json: format and version, counts and ranges,
+ * offsets strictly increasing from 0 to num_nodes and matching each part's
+ * node_start/node_end. *out owns its memory: gnn_meta_free. */
+int gnn_meta_load(const char *dir, struct gnn_meta *out);
+void gnn_meta_free(struct gnn_meta *m);
+
+/* A 64-bit identifier of a partition output, the same in every graph store
+ * of one output (their INFO replies carry it, and trainers mix it into
+ * their model hash): a hash of meta.json's node-map CRC-32, the graph's
+ * sizes, the partition offsets and every partition file's CRC-32. Returns
+ * GNN_EFORMAT (logged) when meta.json lacks those fields. */
+int gnn_meta_graph_id(const struct gnn_meta *m, uint64_t *out);
+
 /* gnn_owner_of over a layout: the partition owning node gid, or -1. */
 int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid);
 
@@ -51,8 +60,6 @@ int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid);
  * outside [0, num_nodes). Every component that routes node IDs to graph
  * stores uses this one. */
 int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid);
-/* The same over a partition output's meta.json. */
-int32_t gnn_meta_owner(const struct gnn_meta *m, int64_t gid);
 
 struct gnn_part {
 	int32_t id;

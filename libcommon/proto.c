@@ -236,50 +236,52 @@ int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id)
 
 int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in)
 {
+	const struct gnn_layout *l = &in->layout;
 	size_t start = begin(w, GNN_MSG_INFO_RESP, req_id, 0);
 
 	put_u32(w, in->part_id);
-	put_u32(w, in->num_parts);
-	put_u64(w, (uint64_t)in->num_nodes);
-	put_u64(w, (uint64_t)in->num_edges);
-	put_u32(w, in->feat_dim);
-	put_u32(w, in->num_classes);
+	put_u32(w, l->num_parts);
+	put_u64(w, (uint64_t)l->num_nodes);
+	put_u64(w, (uint64_t)l->num_edges);
+	put_u32(w, l->feat_dim);
+	put_u32(w, l->num_classes);
 	put_u64(w, (uint64_t)in->part_edges);
-	put_u64(w, in->graph_id);
-	gnn_wbuf_put(w, in->offsets, ((size_t)in->num_parts + 1) * sizeof(int64_t));
+	put_u64(w, l->graph_id);
+	gnn_wbuf_put(w, l->offsets, ((size_t)l->num_parts + 1) * sizeof(int64_t));
 	return finish(w, start);
 }
 
 int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 {
 	struct gnn_info v = { 0 };
+	struct gnn_layout *l = &v.layout;
 	struct rd r;
 	int rc;
 
 	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
 		return rc;
 	v.part_id = get_u32(&r);
-	v.num_parts = get_u32(&r);
-	v.num_nodes = (int64_t)get_u64(&r);
-	v.num_edges = (int64_t)get_u64(&r);
-	v.feat_dim = get_u32(&r);
-	v.num_classes = get_u32(&r);
+	l->num_parts = get_u32(&r);
+	l->num_nodes = (int64_t)get_u64(&r);
+	l->num_edges = (int64_t)get_u64(&r);
+	l->feat_dim = get_u32(&r);
+	l->num_classes = get_u32(&r);
 	v.part_edges = (int64_t)get_u64(&r);
-	v.graph_id = get_u64(&r);
+	l->graph_id = get_u64(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	/* part_id == num_parts: a sampler answering for the whole graph. */
-	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id > v.num_parts ||
-	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
-	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
+	if (l->num_parts == 0 || l->num_parts > GNN_PROTO_MAX_PARTS || v.part_id > l->num_parts ||
+	    l->num_nodes <= 0 || l->num_edges < 0 || v.part_edges < 0 || v.part_edges > l->num_edges ||
+	    l->feat_dim == 0 || l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	v.offsets = take(&r, (uint64_t)v.num_parts + 1, 8);
+	l->offsets = take(&r, (uint64_t)l->num_parts + 1, 8);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
-	for (uint32_t p = 0; p < v.num_parts; p++)
-		if (v.offsets[p + 1] <= v.offsets[p])
+	for (uint32_t p = 0; p < l->num_parts; p++)
+		if (l->offsets[p + 1] <= l->offsets[p])
 			return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.offsets[0] != 0 || v.offsets[v.num_parts] != v.num_nodes)
+	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	*out = v;
 	return GNN_OK;

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "part.h"  /* struct gnn_layout */
 
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
 #define GNN_PROTO_VERSION 1
@@ -103,16 +104,12 @@ int gnn_decode_error(const struct gnn_hdr *h, const void *payload, struct gnn_er
 int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id);
 
 struct gnn_info {
-	uint32_t part_id;         /* a graph store's partition, below num_parts; a sampler
-				   * answers num_parts: the whole graph, no one partition */
-	uint32_t num_parts;
-	int64_t num_nodes;        /* whole graph */
-	int64_t num_edges;        /* whole graph, directed */
-	uint32_t feat_dim, num_classes;
-	int64_t part_edges;       /* edges stored in this partition (a sampler: num_edges) */
-	uint64_t graph_id;        /* identifies the partition output (CRC of its node map
-				   * and sizes): every graph store of one graph sends the same */
-	const int64_t *offsets;   /* [num_parts + 1] partition boundaries */
+	uint32_t part_id;           /* a graph store's partition, below num_parts; a sampler
+				     * answers num_parts: the whole graph, no one partition */
+	struct gnn_layout layout;   /* the whole graph's; graph_id identifies the partition
+				     * output (a hash of its node map, sizes and file CRCs):
+				     * every graph store of one graph sends the same */
+	int64_t part_edges;         /* edges stored in this partition (a sampler: num_edges) */
 	void *owned;
 };
 int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in);

@@ -52,7 +52,7 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/fuzz_%.o $(FUZZ_LIB_OBJ)
 
 # The seed generator links the plain sources (no fuzzer instrumentation).
 $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c libcommon/proto.c libcommon/buf.c libcommon/err.c \
-		libcommon/proto.h libcommon/buf.h libcommon/err.h
+		libcommon/proto.h libcommon/buf.h libcommon/err.h libcommon/part.h libcommon/arr.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=address,undefined -fno-sanitize-recover=all $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) \
 		-o $@ $(filter %.c,$^)

@@ -209,17 +209,18 @@ static json_t *hex64(uint64_t v)
 
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *in)
 {
+	const struct gnn_layout *l = &in->layout;
 	json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", key, url,
-				"part_id", (json_int_t)in->part_id, "num_parts", (json_int_t)in->num_parts,
-				"num_nodes", (json_int_t)in->num_nodes, "num_edges", (json_int_t)in->num_edges,
-				"feat_dim", (json_int_t)in->feat_dim, "num_classes", (json_int_t)in->num_classes,
-				"part_edges", (json_int_t)in->part_edges, "graph_id", hex64(in->graph_id),
-				"offsets", cli_id_array(in->offsets, (uint64_t)in->num_parts + 1));
+				"part_id", (json_int_t)in->part_id, "num_parts", (json_int_t)l->num_parts,
+				"num_nodes", (json_int_t)l->num_nodes, "num_edges", (json_int_t)l->num_edges,
+				"feat_dim", (json_int_t)l->feat_dim, "num_classes", (json_int_t)l->num_classes,
+				"part_edges", (json_int_t)in->part_edges, "graph_id", hex64(l->graph_id),
+				"offsets", cli_id_array(l->offsets, (uint64_t)l->num_parts + 1));
 
 	/* The decoder allows part_id == num_parts (a sampler), which owns no range. */
-	if (doc != NULL && in->part_id < in->num_parts &&
-	    (json_object_set_new(doc, "node_start", json_integer(in->offsets[in->part_id])) != 0 ||
-	     json_object_set_new(doc, "node_end", json_integer(in->offsets[in->part_id + 1])) != 0)) {
+	if (doc != NULL && in->part_id < l->num_parts &&
+	    (json_object_set_new(doc, "node_start", json_integer(l->offsets[in->part_id])) != 0 ||
+	     json_object_set_new(doc, "node_end", json_integer(l->offsets[in->part_id + 1])) != 0)) {
 		json_decref(doc);
 		return NULL;
 	}

@@ -60,11 +60,11 @@ static bool check_owned(const struct gs_store *s, const struct gnn_hdr *h, const
 
 		if (v >= pt->node_start && v < pt->node_end)
 			continue;
-		owner = gnn_meta_owner(&s->meta, v);
+		owner = gnn_layout_owner(&s->meta.layout, v);
 		if (owner < 0)
 			*rc = reply_error(out, h->req_id, GNN_ERANGE,
 					  "node %lld (ids[%u]) is outside the graph [0, %lld); graph store %d owns [%lld, %lld)",
-					  (long long)v, i, (long long)s->meta.num_nodes, pt->id,
+					  (long long)v, i, (long long)s->meta.layout.num_nodes, pt->id,
 					  (long long)pt->node_start, (long long)pt->node_end);
 		else
 			*rc = reply_error(out, h->req_id, GNN_ERANGE,
@@ -80,14 +80,8 @@ static int on_info(struct gs_store *s, const struct gnn_hdr *h, struct gnn_wbuf 
 {
 	struct gnn_info info = {
 		.part_id = (uint32_t)s->part.id,
-		.num_parts = (uint32_t)s->meta.num_parts,
-		.num_nodes = s->meta.num_nodes,
-		.num_edges = s->meta.num_edges,
-		.feat_dim = (uint32_t)s->meta.feat_dim,
-		.num_classes = (uint32_t)s->meta.num_classes,
+		.layout = s->meta.layout,
 		.part_edges = s->part.num_edges,
-		.graph_id = s->graph_id,
-		.offsets = s->meta.offsets,
 	};
 
 	if (h->len != 0)

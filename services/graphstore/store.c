@@ -5,6 +5,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,65 +100,25 @@ int gs_wait_data(const char *dir, int64_t timeout_s)
 	}
 }
 
-static uint64_t fold(uint64_t h, uint64_t v)
-{
-	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
-}
-
-int gs_graph_id(const struct gnn_meta *m, uint64_t *out)
-{
-	static const char *const files[] = { "indptr", "indices", "feat", "label", "split" };
-	json_t *parts = json_object_get(m->json, "parts");
-	uint64_t h = 0x676e6e2d64697374ull; /* "gnn-dist" */
-	int64_t crc;
-	int rc;
-
-	if ((rc = gnn_json_get_int(json_object_get(m->json, "node_map"), "meta.json node_map", "crc32", 0,
-				   UINT32_MAX, &crc)) != GNN_OK)
-		return GNN_EFORMAT;
-	h = fold(h, (uint64_t)crc);
-	h = fold(h, (uint64_t)m->num_nodes);
-	h = fold(h, (uint64_t)m->num_edges);
-	h = fold(h, (uint64_t)m->num_parts);
-	h = fold(h, (uint64_t)m->feat_dim);
-	h = fold(h, (uint64_t)m->num_classes);
-	for (int32_t p = 0; p <= m->num_parts; p++)
-		h = fold(h, (uint64_t)m->offsets[p]);
-	/* The file checksums make two outputs with equal sizes but different
-	 * contents (another seed, another method) different graphs. */
-	for (int32_t p = 0; p < m->num_parts; p++) {
-		json_t *f = json_object_get(json_array_get(parts, (size_t)p), "files");
-
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			if ((rc = gnn_json_get_int(json_object_get(f, files[i]), "meta.json parts[].files", "crc32",
-						   0, UINT32_MAX, &crc)) != GNN_OK)
-				return GNN_EFORMAT;
-			h = fold(h, (uint64_t)crc);
-		}
-	}
-	*out = h;
-	return GNN_OK;
-}
-
 int gs_store_load(struct gs_store *s)
 {
 	int32_t p = s->part_id;
 	struct gnn_meta meta = { 0 };
 	struct gnn_part part = { 0 };
 	double t0 = gnn_now();
-	uint64_t id, bytes = 0;
+	uint64_t bytes = 0;
 	int rc;
 
 	atomic_store(&s->state, GS_LOADING);
 	if ((rc = gnn_meta_load(s->dir, &meta)) != GNN_OK)
 		goto out_fail;
-	if (p >= meta.num_parts) {
-		GNN_ERROR("bad_config", "part=%d num_parts=%d data=%s reason=\"no such partition: this output has partitions 0..%d (check --part or the StatefulSet's replicas)\"",
-			  p, meta.num_parts, s->dir, meta.num_parts - 1);
+	if ((uint32_t)p >= meta.layout.num_parts) {
+		GNN_ERROR("bad_config", "part=%d num_parts=%" PRIu32 " data=%s reason=\"no such partition: this output has partitions 0..%" PRIu32 " (check --part or the StatefulSet's replicas)\"",
+			  p, meta.layout.num_parts, s->dir, meta.layout.num_parts - 1);
 		rc = GNN_ERANGE;
 		goto out_fail;
 	}
-	if ((rc = gs_graph_id(&meta, &id)) != GNN_OK)
+	if ((rc = gnn_meta_graph_id(&meta, &meta.layout.graph_id)) != GNN_OK)
 		goto out_fail;
 	GNN_INFO("loading", "part=%d data=%s nodes=%lld verify=crc32+contents", p, s->dir,
 		 (long long)(meta.offsets[p + 1] - meta.offsets[p]));
@@ -169,7 +130,6 @@ int gs_store_load(struct gs_store *s)
 		bytes += part.arrs[i].info.file_bytes;
 	s->meta = meta;
 	s->part = part;
-	s->graph_id = id;
 	s->mapped_bytes = bytes;
 	s->load_seconds = gnn_now() - t0;
 	gnn_gauge_set(s->partition_bytes, (double)bytes);

@@ -31,9 +31,9 @@ struct gs_store {
 	_Atomic int state;          /* enum gs_state */
 	const char *dir;            /* partition output folder (borrowed) */
 	int32_t part_id;            /* the partition served (fixed at init) */
-	struct gnn_meta meta;       /* valid from READY on */
+	struct gnn_meta meta;       /* valid from READY on; meta.layout.graph_id is
+				     * gnn_meta_graph_id(&meta), which gnn_meta_load leaves 0 */
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
-	uint64_t graph_id;          /* gs_graph_id(&meta) */
 	uint64_t mapped_bytes;      /* the partition's five files, headers included */
 	double load_seconds;
 
@@ -70,11 +70,6 @@ void gs_store_close(struct gs_store *s);
  * writes what it is doing into reason ("loading partition 0", ...). */
 bool gs_ready(void *ctx, char *reason, size_t reason_size);
 
-/* A 64-bit identifier of a partition output, the same in every graph store
- * of one output: a hash of meta.json's node-map CRC-32, the graph's sizes,
- * the partition offsets and every partition file's CRC-32. Returns
- * GNN_EFORMAT (logged) when meta.json lacks those fields. */
-int gs_graph_id(const struct gnn_meta *m, uint64_t *out);
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
  * SAMPLE, FEAT, LABEL, SPLIT and NODES requests. Every request is checked

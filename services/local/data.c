@@ -21,8 +21,8 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	const char *path = json_string_value(json_object_get(src, "path"));
 	const char *preset = json_string_value(json_object_get(src, "preset"));
 
-	if (m->num_parts != r->parts) {
-		snprintf(why, size, "it has %d parts, %d asked for", m->num_parts, r->parts);
+	if ((int)m->layout.num_parts != r->parts) {
+		snprintf(why, size, "it has %d parts, %d asked for", (int)m->layout.num_parts, r->parts);
 		return false;
 	}
 	if (r->cfg->synthetic != NULL) {
@@ -98,13 +98,13 @@ int loc_partition_prepare(struct loc_run *r)
 				  r->partdir);
 			return GNN_EINVAL;
 		}
-		if (cfg->parts > 0 && cfg->parts != m.num_parts) {
+		if (cfg->parts > 0 && cfg->parts != (int)m.layout.num_parts) {
 			GNN_ERROR("bad_config", "option=--parts value=%lld reason=\"%s has %d partitions\"",
-				  (long long)cfg->parts, r->partdir, m.num_parts);
+				  (long long)cfg->parts, r->partdir, (int)m.layout.num_parts);
 			gnn_meta_free(&m);
 			return GNN_EINVAL;
 		}
-		r->parts = m.num_parts;
+		r->parts = (int)m.layout.num_parts;
 		gnn_meta_free(&m);
 		GNN_INFO("partition_given", "dir=%s parts=%d", r->partdir, r->parts);
 		return GNN_OK;
@@ -135,8 +135,9 @@ int loc_partition_prepare(struct loc_run *r)
 		return rc;
 	if ((rc = gnn_meta_load(r->partdir, &m)) != GNN_OK)
 		return rc;
-	if (m.num_parts != r->parts) {
-		GNN_ERROR("bad_partition", "dir=%s parts=%d expected=%d", r->partdir, m.num_parts, r->parts);
+	if ((int)m.layout.num_parts != r->parts) {
+		GNN_ERROR("bad_partition", "dir=%s parts=%d expected=%d", r->partdir, (int)m.layout.num_parts,
+			  r->parts);
 		rc = GNN_EFORMAT;
 	}
 	gnn_meta_free(&m);

@@ -11,12 +11,11 @@
 #include "sample.h"
 
 struct smp_local {
-	struct gnn_layout layout;
+	struct gnn_layout layout;       /* from a folder: meta.layout (offsets: meta's) */
 	struct smp_local_part *parts;   /* [num_parts] */
 	/* Only when opened from a folder: */
 	struct gnn_meta meta;
 	struct gnn_part *mapped;        /* [num_parts] */
-	int64_t *offsets;
 	bool own;
 };
 
@@ -54,11 +53,7 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 		free(l);
 		return rc;
 	}
-	l->layout = (struct gnn_layout){ .num_nodes = l->meta.num_nodes, .num_edges = l->meta.num_edges,
-					 .num_parts = (uint32_t)l->meta.num_parts,
-					 .feat_dim = (uint32_t)l->meta.feat_dim,
-					 .num_classes = (uint32_t)l->meta.num_classes,
-					 .offsets = l->meta.offsets };
+	l->layout = l->meta.layout;
 	l->mapped = calloc(l->layout.num_parts, sizeof(*l->mapped));
 	l->parts = calloc(l->layout.num_parts, sizeof(*l->parts));
 	if (l->mapped == NULL || l->parts == NULL) {

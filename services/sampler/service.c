@@ -70,10 +70,7 @@ static int reply_error(struct gnn_wbuf *out, const struct gnn_hdr *h, int code, 
 static int on_info(struct smp_service *s, const struct gnn_hdr *h, size_t len, struct gnn_wbuf *out)
 {
 	const struct gnn_layout *l = s->be->layout;
-	struct gnn_info info = { .part_id = l->num_parts, .num_parts = l->num_parts, .num_nodes = l->num_nodes,
-				 .num_edges = l->num_edges, .feat_dim = l->feat_dim,
-				 .num_classes = l->num_classes, .part_edges = l->num_edges,
-				 .graph_id = l->graph_id, .offsets = l->offsets };
+	struct gnn_info info = { .part_id = l->num_parts, .layout = *l, .part_edges = l->num_edges };
 	char text[128];
 
 	if (len != 0) {

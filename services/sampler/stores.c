@@ -28,7 +28,7 @@ struct store {
 	struct gnn_client *check;     /* INFO probes: short timeout, no retry */
 	atomic_int state;
 	_Atomic double down_since;    /* written by the check thread */
-	struct gnn_info info;         /* from its first INFO (offsets: owned copy) */
+	struct gnn_info info;         /* from its first INFO (layout.offsets: the owned copy below) */
 	int64_t *offsets;
 	bool answered;
 	struct gnn_counter *requests, *errors, *retries;
@@ -252,7 +252,7 @@ const struct gnn_layout *smp_stores_layout(const struct smp_stores *s)
 
 /* ---- INFO probes ---- */
 
-/* One INFO answer; offsets is a malloc'd copy (info.offsets points to it). */
+/* One INFO answer; offsets is a malloc'd copy (info.layout.offsets points to it). */
 struct probe {
 	int rc;
 	char err[256];
@@ -299,13 +299,13 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 		    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
 			snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
 		} else {
-			size_t bytes = ((size_t)r->info.num_parts + 1) * sizeof(int64_t);
+			size_t bytes = ((size_t)r->info.layout.num_parts + 1) * sizeof(int64_t);
 
 			if ((r->offsets = malloc(bytes)) == NULL) {
 				r->rc = GNN_ENOMEM;
 			} else {
-				memcpy(r->offsets, r->info.offsets, bytes);
-				r->info.offsets = r->offsets;
+				memcpy(r->offsets, r->info.layout.offsets, bytes);
+				r->info.layout.offsets = r->offsets;
 			}
 			gnn_proto_release(r->info.owned);
 			r->info.owned = NULL;
@@ -351,11 +351,12 @@ static void list_stores(const struct smp_stores *s, int st, bool negate, char *b
 static int check_layout(struct smp_stores *s)
 {
 	const struct gnn_info *ref = &s->st[0].info;
+	const struct gnn_layout *rl = &ref->layout;
 
-	if (ref->num_parts != s->n) {
+	if (rl->num_parts != s->n) {
 		GNN_ERROR("graphstores_mismatch", "configured=%zu num_parts=%" PRIu32 " reason=\"the graph has %" PRIu32
 			  " partitions but %zu graph stores are configured: give one URL per partition\"",
-			  s->n, ref->num_parts, ref->num_parts, s->n);
+			  s->n, rl->num_parts, rl->num_parts, s->n);
 		return GNN_EINVAL;
 	}
 	s->part_store = malloc(s->n * sizeof(*s->part_store));
@@ -366,30 +367,31 @@ static int check_layout(struct smp_stores *s)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct store *st = &s->st[i];
 		const struct gnn_info *in = &st->info;
+		const struct gnn_layout *il = &in->layout;
 		const char *field = NULL;
 
 		/* part_id == num_parts is how a sampler answers INFO. */
-		if (in->part_id >= in->num_parts) {
+		if (in->part_id >= il->num_parts) {
 			GNN_ERROR("graphstores_mismatch", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
 				  " reason=\"%s answers for the whole graph, not for one partition: it is a sampler, "
-				  "not a graph store\"", st->name, st->url, in->part_id, in->num_parts, st->name);
+				  "not a graph store\"", st->name, st->url, in->part_id, il->num_parts, st->name);
 			return GNN_EINVAL;
 		}
-		if (in->graph_id != ref->graph_id)
+		if (il->graph_id != rl->graph_id)
 			field = "graph_id";
-		else if (in->num_parts != ref->num_parts)
+		else if (il->num_parts != rl->num_parts)
 			field = "num_parts";
-		else if (in->num_nodes != ref->num_nodes || in->num_edges != ref->num_edges)
+		else if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
 			field = "num_nodes/num_edges";
-		else if (in->feat_dim != ref->feat_dim || in->num_classes != ref->num_classes)
+		else if (il->feat_dim != rl->feat_dim || il->num_classes != rl->num_classes)
 			field = "feat_dim/num_classes";
-		else if (memcmp(in->offsets, ref->offsets, ((size_t)ref->num_parts + 1) * 8) != 0)
+		else if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
 			field = "node_offsets";
 		if (field != NULL) {
 			GNN_ERROR("graphstores_mismatch", "store=%s url=%s field=%s graph_id=%016" PRIx64
 				  " expected_graph_id=%016" PRIx64 " reason=\"%s serves another graph than %s (%s "
 				  "differs): every store must serve a partition of the same gnn-partition output\"",
-				  st->name, st->url, field, in->graph_id, ref->graph_id, st->name, s->st[0].name, field);
+				  st->name, st->url, field, il->graph_id, rl->graph_id, st->name, s->st[0].name, field);
 			return GNN_EINVAL;
 		}
 		if (s->part_store[in->part_id] != UINT32_MAX) {
@@ -402,10 +404,7 @@ static int check_layout(struct smp_stores *s)
 		}
 		s->part_store[in->part_id] = (uint32_t)i;
 	}
-	s->layout = (struct gnn_layout){ .num_nodes = ref->num_nodes, .num_edges = ref->num_edges,
-					 .num_parts = ref->num_parts, .feat_dim = ref->feat_dim,
-					 .num_classes = ref->num_classes, .graph_id = ref->graph_id,
-					 .offsets = ref->offsets };
+	s->layout = ref->layout;
 	return GNN_OK;
 }
 
@@ -459,8 +458,8 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 			atomic_store(&st->state, ST_UP);
 			GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
 				 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
-				 st->info.part_id, st->info.num_parts, st->info.graph_id, st->info.num_nodes,
-				 st->info.feat_dim);
+				 st->info.part_id, st->info.layout.num_parts, st->info.layout.graph_id,
+				 st->info.layout.num_nodes, st->info.layout.feat_dim);
 		}
 		probes_free(res, s->n);
 		gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
@@ -514,7 +513,8 @@ out:
 /* The identity the layout rests on: which partition of which output. */
 static bool same_graph(const struct gnn_info *a, const struct gnn_info *b)
 {
-	return a->graph_id == b->graph_id && a->part_id == b->part_id && a->num_parts == b->num_parts;
+	return a->layout.graph_id == b->layout.graph_id && a->part_id == b->part_id &&
+	       a->layout.num_parts == b->layout.num_parts;
 }
 
 /* The error text of requests refused because st now answers in. */
@@ -524,8 +524,9 @@ static void changed_text(const struct smp_stores *s, const struct store *st, con
 	/* Short: a client keeps about 250 bytes of an error text. */
 	snprintf(buf, size, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
 		 ", not graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32 ": this sampler refuses requests "
-		 "and exits in %.0f s to restart on the new graph", st->name, st->url, in->graph_id, in->part_id,
-		 in->num_parts, st->info.graph_id, st->info.part_id, st->info.num_parts, s->changed_exit_s);
+		 "and exits in %.0f s to restart on the new graph", st->name, st->url, in->layout.graph_id,
+		 in->part_id, in->layout.num_parts, st->info.layout.graph_id, st->info.part_id,
+		 st->info.layout.num_parts, s->changed_exit_s);
 }
 
 /* Latches the change (first caller only: one ERROR line). Any thread. */
@@ -538,14 +539,15 @@ static void mark_changed(struct smp_stores *s, struct store *st, const struct gn
 		return;
 	changed_text(s, st, in, s->changed_text, sizeof(s->changed_text));
 	snprintf(s->changed_ready, sizeof(s->changed_ready), "graph changed: %s serves graph_id %016" PRIx64
-		 ", not %016" PRIx64 "; exiting", st->name, in->graph_id, st->info.graph_id);
+		 ", not %016" PRIx64 "; exiting", st->name, in->layout.graph_id, st->info.layout.graph_id);
 	s->changed_at = gnn_now();
 	GNN_ERROR("graph_changed", "store=%s url=%s old_graph_id=%016" PRIx64 " old_part=%" PRIu32
 		  " old_num_parts=%" PRIu32 " new_graph_id=%016" PRIx64 " new_part=%" PRIu32 " new_num_parts=%" PRIu32
 		  " exit_status=%d exit_in_s=%.0f reason=\"%s serves another graph or partition than when this sampler "
 		  "started; refusing every request, /readyz 503, exiting so that a restart loads the new graph\"",
-		  st->name, st->url, st->info.graph_id, st->info.part_id, st->info.num_parts, in->graph_id,
-		  in->part_id, in->num_parts, SMP_EXIT_GRAPH_CHANGED, s->changed_exit_s, st->name);
+		  st->name, st->url, st->info.layout.graph_id, st->info.part_id, st->info.layout.num_parts,
+		  in->layout.graph_id, in->part_id, in->layout.num_parts, SMP_EXIT_GRAPH_CHANGED, s->changed_exit_s,
+		  st->name);
 	atomic_store(&s->changed, true);
 }
 
@@ -851,7 +853,7 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 			rc = GNN_EUNAVAIL;
 		} else {
 			GNN_DEBUG("graphstore_verified", "store=%s url=%s graph_id=%016" PRIx64, st->name, st->url,
-				  st->info.graph_id);
+				  st->info.layout.graph_id);
 			atomic_store(&st->verified, gen[i]);
 		}
 	}

@@ -46,7 +46,7 @@ struct tr_samplers {
 	struct replica **reps;
 	size_t nreps;
 	bool have_graph;
-	struct gnn_info info;       /* first INFO answer: the graph */
+	struct gnn_info info;       /* first INFO answer: the graph (layout.offsets: offsets) */
 	int64_t *offsets;
 	pthread_t thread;
 	bool thread_started;
@@ -255,21 +255,22 @@ static bool take_info(struct tr_samplers *s, struct replica *r, nng_msg *reply)
 		return false;
 	pthread_mutex_lock(&s->mu);
 	if (!s->have_graph) {
-		size_t nb = ((size_t)info.num_parts + 1) * sizeof(int64_t);
+		size_t nb = ((size_t)info.layout.num_parts + 1) * sizeof(int64_t);
 
 		if ((s->offsets = malloc(nb)) != NULL) {
-			memcpy(s->offsets, info.offsets, nb);
+			memcpy(s->offsets, info.layout.offsets, nb);
 			s->info = info;
-			s->info.offsets = s->offsets;
+			s->info.layout.offsets = s->offsets;
 			s->info.owned = NULL;
 			s->have_graph = true;
 		}
 	}
-	if (s->have_graph && (info.graph_id != s->info.graph_id || info.num_nodes != s->info.num_nodes)) {
+	if (s->have_graph && (info.layout.graph_id != s->info.layout.graph_id ||
+			      info.layout.num_nodes != s->info.layout.num_nodes)) {
 		if (!r->wrong_graph)
 			GNN_ERROR("sampler_wrong_graph", "replica=%s graph_id=%016" PRIx64 " expected=%016" PRIx64
-				  " reason=\"this replica serves another graph: not used\"", r->url, info.graph_id,
-				  s->info.graph_id);
+				  " reason=\"this replica serves another graph: not used\"", r->url,
+				  info.layout.graph_id, s->info.layout.graph_id);
 		r->wrong_graph = true;
 	}
 	ok = s->have_graph && !r->wrong_graph;
@@ -484,10 +485,7 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout 
 		nanosleep(&tick, NULL);
 	}
 	pthread_mutex_lock(&s->mu);
-	*g = (struct gnn_layout){ .num_nodes = s->info.num_nodes, .num_edges = s->info.num_edges,
-				.num_parts = s->info.num_parts, .feat_dim = s->info.feat_dim,
-				.num_classes = s->info.num_classes, .graph_id = s->info.graph_id,
-				.offsets = s->offsets };
+	*g = s->info.layout;   /* layout.offsets: s->offsets, the samplers' copy */
 	pthread_mutex_unlock(&s->mu);
 	GNN_INFO("samplers_ready", "live=%zu nodes=%" PRId64 " edges=%" PRId64 " parts=%" PRIu32 " feat_dim=%" PRIu32
 		 " classes=%" PRIu32 " graph_id=%016" PRIx64 " waited_s=%.1f", tr_samplers_live(s), g->num_nodes,

@@ -172,6 +172,7 @@ static void check_error(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 {
 	struct gnn_info v, v2;
+	const struct gnn_layout *l = &v.layout, *l2 = &v2.layout;
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
@@ -181,24 +182,24 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	if (!decoded("info_resp", gnn_decode_info_resp(p, len, &v), &v, sizeof(v)))
 		return;
 	/* part_id == num_parts: a sampler's answer (the whole graph). */
-	if (v.num_parts == 0 || v.num_parts > GNN_PROTO_MAX_PARTS || v.part_id > v.num_parts ||
-	    v.num_nodes <= 0 || v.num_edges < 0 || v.part_edges < 0 || v.part_edges > v.num_edges ||
-	    v.feat_dim == 0 || v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_classes == 0)
+	if (l->num_parts == 0 || l->num_parts > GNN_PROTO_MAX_PARTS || v.part_id > l->num_parts ||
+	    l->num_nodes <= 0 || l->num_edges < 0 || v.part_edges < 0 || v.part_edges > l->num_edges ||
+	    l->feat_dim == 0 || l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
 		broken("info_resp", "accepted with a field out of range");
-	touch_i64(v.offsets, (uint64_t)v.num_parts + 1);
-	for (uint32_t i = 0; i < v.num_parts; i++)
-		if (v.offsets[i + 1] <= v.offsets[i])
+	touch_i64(l->offsets, (uint64_t)l->num_parts + 1);
+	for (uint32_t i = 0; i < l->num_parts; i++)
+		if (l->offsets[i + 1] <= l->offsets[i])
 			broken("info_resp", "accepted with offsets not strictly increasing");
-	if (v.offsets[0] != 0 || v.offsets[v.num_parts] != v.num_nodes)
+	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes)
 		broken("info_resp", "accepted with offsets not from 0 to num_nodes");
 	gnn_wbuf_init(&w);
 	p2 = reopen("info_resp", gnn_encode_info_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_INFO_RESP, &h2);
 	if (gnn_decode_info_resp(p2, h2.len, &v2) != GNN_OK)
 		broken("info_resp", "round trip: the re-encoded message is refused");
-	if (v2.part_id != v.part_id || v2.num_parts != v.num_parts || v2.num_nodes != v.num_nodes ||
-	    v2.num_edges != v.num_edges || v2.feat_dim != v.feat_dim ||
-	    v2.num_classes != v.num_classes || v2.part_edges != v.part_edges ||
-	    v2.graph_id != v.graph_id || !same(v2.offsets, v.offsets, ((size_t)v.num_parts + 1) * 8))
+	if (v2.part_id != v.part_id || l2->num_parts != l->num_parts || l2->num_nodes != l->num_nodes ||
+	    l2->num_edges != l->num_edges || l2->feat_dim != l->feat_dim ||
+	    l2->num_classes != l->num_classes || v2.part_edges != v.part_edges ||
+	    l2->graph_id != l->graph_id || !same(l2->offsets, l->offsets, ((size_t)l->num_parts + 1) * 8))
 		broken("info_resp", "round trip: a field or the offsets differ");
 	gnn_proto_release(v2.owned);
 	gnn_wbuf_free(&w);

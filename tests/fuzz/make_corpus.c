@@ -116,12 +116,13 @@ int main(int argc, char **argv)
 	static const int32_t labels[] = { 0, -1, 6 };
 	static const uint8_t codes[] = { 0, 1, 2, 3, 1 };
 	struct gnn_info info = {
-		.part_id = 1, .num_parts = 3, .num_nodes = 12, .num_edges = 40, .feat_dim = 8,
-		.num_classes = 4, .part_edges = 13, .graph_id = 0xfeedu, .offsets = offsets,
+		.part_id = 1, .part_edges = 13,
+		.layout = { .num_parts = 3, .num_nodes = 12, .num_edges = 40, .feat_dim = 8,
+			    .num_classes = 4, .graph_id = 0xfeedu, .offsets = offsets },
 	};
 	struct gnn_info info1 = {
-		.num_parts = 1, .num_nodes = 4, .num_edges = 0, .feat_dim = 1, .num_classes = 1,
-		.offsets = (const int64_t[]){ 0, 4 },
+		.layout = { .num_parts = 1, .num_nodes = 4, .num_edges = 0, .feat_dim = 1, .num_classes = 1,
+			    .offsets = (const int64_t[]){ 0, 4 } },
 	};
 	struct gnn_wbuf w;
 
@@ -138,8 +139,8 @@ int main(int argc, char **argv)
 	emit(NULL, "info_req", gnn_encode_info_req(&w, 3), &w);
 	emit("info_resp", "info_resp-3parts", gnn_encode_info_resp(&w, 3, &info), &w);
 	emit("info_resp", "info_resp-1part", gnn_encode_info_resp(&w, 3, &info1), &w);
-	info.part_id = info.num_parts;  /* a sampler's answer: the whole graph */
-	info.part_edges = info.num_edges;
+	info.part_id = info.layout.num_parts;  /* a sampler's answer: the whole graph */
+	info.part_edges = info.layout.num_edges;
 	emit("info_resp", "info_resp-sampler", gnn_encode_info_resp(&w, 3, &info), &w);
 	emit("ids_req", "feat_req", gnn_encode_ids_req(&w, GNN_MSG_FEAT_REQ, 4, ids, 3), &w);
 	emit("ids_req", "label_req-empty", gnn_encode_ids_req(&w, GNN_MSG_LABEL_REQ, 5, ids, 0), &w);

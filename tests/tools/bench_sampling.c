@@ -173,11 +173,11 @@ static void gather_reference(const struct shared *sh, uint64_t n)
 
 	if (gnn_meta_load(cfg.parts, &meta) != GNN_OK)
 		return;
-	parts = calloc((size_t)meta.num_parts, sizeof(*parts));
-	for (int32_t p = 0; p < meta.num_parts; p++)
+	parts = calloc((size_t)meta.layout.num_parts, sizeof(*parts));
+	for (int32_t p = 0; p < (int32_t)meta.layout.num_parts; p++)
 		if (gnn_part_open(cfg.parts, &meta, p, 0, &parts[p]) != GNN_OK)
 			return;
-	row = (size_t)meta.feat_dim * sizeof(float);
+	row = (size_t)meta.layout.feat_dim * sizeof(float);
 	for (uint64_t i = 0; i < n; i++)
 		if (sh->ninputs[i] > max_rows)
 			max_rows = sh->ninputs[i];
@@ -189,7 +189,7 @@ static void gather_reference(const struct shared *sh, uint64_t n)
 		for (uint64_t i = 0; i < n; i++) {
 			for (uint32_t k = 0; k < sh->ninputs[i]; k++) {
 				int64_t v = sh->inputs[i][k];
-				const struct gnn_part *pt = &parts[gnn_meta_owner(&meta, v)];
+				const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, v)];
 
 				memcpy((char *)buf + k * row, (const char *)pt->feat + (size_t)(v - pt->node_start) * row, row);
 			}
@@ -200,7 +200,7 @@ static void gather_reference(const struct shared *sh, uint64_t n)
 	printf("bench_gather rows=%" PRIu64 " seconds=%.3f rows_per_s=%.0f bytes_per_s=%.0f\n", rows, secs,
 	       (double)rows / secs, (double)rows * (double)row / secs);
 	free(buf);
-	for (int32_t p = 0; p < meta.num_parts; p++)
+	for (int32_t p = 0; p < (int32_t)meta.layout.num_parts; p++)
 		gnn_part_close(&parts[p]);
 	free(parts);
 	gnn_meta_free(&meta);
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 		printf("bench_sampling: --sampler URL and a readable --parts DIR are required\n");
 		return 2;
 	}
-	sh.num_nodes = meta.num_nodes;
+	sh.num_nodes = meta.layout.num_nodes;
 	gnn_meta_free(&meta);
 	for (p = cfg.fanouts; *p && sh.proto.num_layers < GNN_PROTO_MAX_LAYERS;) {
 		char *end;

@@ -43,7 +43,7 @@ static struct gnn_part parts[MAX_PARTS];
 /* The opened partition owning node v (opened on first use), or NULL. */
 static const struct gnn_part *part_of(const char *dir, int64_t v)
 {
-	int32_t p = gnn_meta_owner(&meta, v);
+	int32_t p = gnn_layout_owner(&meta.layout, v);
 
 	if (p < 0 || p >= MAX_PARTS)
 		return NULL;
@@ -173,7 +173,8 @@ static void check_nodes(const char *dir, json_t *doc, int32_t p, size_t *items)
 	for (int i = 0; i < 4; i++)
 		if (split != NULL && strcmp(split, split_names[i]) == 0)
 			code = i;
-	if (p < 0 || p >= meta.num_parts || code < 0 || (pt = part_of(dir, meta.offsets[p])) == NULL) {
+	if (p < 0 || p >= (int32_t)meta.layout.num_parts || code < 0 ||
+	    (pt = part_of(dir, meta.offsets[p])) == NULL) {
 		FAIL("nodes: need --part P and a reply with a split name");
 		return;
 	}
@@ -210,7 +211,7 @@ int main(int argc, char **argv)
 		printf("gscheck: FAIL cannot load %s/meta.json\n", argv[1]);
 		return 1;
 	}
-	if (meta.num_parts > MAX_PARTS) {
+	if (meta.layout.num_parts > MAX_PARTS) {
 		printf("gscheck: FAIL more than %d partitions\n", MAX_PARTS);
 		return 1;
 	}
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
 	if (failures == 0)
 		printf("gscheck: ok %s items=%zu\n", argv[2], items);
 	json_decref(doc);
-	for (int32_t p = 0; p < meta.num_parts; p++)
+	for (int32_t p = 0; p < (int32_t)meta.layout.num_parts; p++)
 		if (parts[p].indptr != NULL)
 			gnn_part_close(&parts[p]);
 	gnn_meta_free(&meta);

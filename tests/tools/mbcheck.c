@@ -83,7 +83,7 @@ static uint64_t rnd(uint64_t n)
 
 static const int64_t *adj_of(int64_t v, uint32_t *deg, const struct gnn_part **pt_out)
 {
-	const struct gnn_part *pt = &parts[gnn_meta_owner(&meta, v)];
+	const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, v)];
 	int64_t r = v - pt->node_start;
 
 	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
@@ -163,7 +163,7 @@ static void check(uint64_t n, const struct gnn_minibatch_req *rq, const struct g
 	if (rq->flags & GNN_MB_FEATURES) {
 		const struct gnn_block *b0 = &mb->blocks[0];
 
-		if (mb->feat == NULL || mb->feat_dim != (uint32_t)meta.feat_dim) {
+		if (mb->feat == NULL || mb->feat_dim != meta.layout.feat_dim) {
 			FAIL("minibatch=%" PRIu64 " reason=\"no features or wrong feat_dim\"", n);
 		} else {
 			for (uint32_t i = 0; i < b0->num_src; i++) {
@@ -172,9 +172,9 @@ static void check(uint64_t n, const struct gnn_minibatch_req *rq, const struct g
 				int64_t v = b0->src_ids[i];
 
 				adj_of(v, &deg, &pt);
-				if (memcmp(mb->feat + (size_t)i * meta.feat_dim,
-					   pt->feat + (size_t)(v - pt->node_start) * meta.feat_dim,
-					   (size_t)meta.feat_dim * 4) != 0) {
+				if (memcmp(mb->feat + (size_t)i * meta.layout.feat_dim,
+					   pt->feat + (size_t)(v - pt->node_start) * meta.layout.feat_dim,
+					   (size_t)meta.layout.feat_dim * 4) != 0) {
 					FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"feature row differs\"", n, v);
 					break;
 				}
@@ -234,7 +234,7 @@ static int parse_fanouts(const char *text, struct gnn_minibatch_req *rq)
 static void random_seeds(uint32_t n, int64_t *out)
 {
 	for (uint32_t i = 0; i < n;) {
-		int64_t v = (int64_t)rnd((uint64_t)meta.num_nodes);
+		int64_t v = (int64_t)rnd((uint64_t)meta.layout.num_nodes);
 		bool dup = false;
 
 		for (uint32_t q = 0; q < i && !dup; q++)
@@ -313,14 +313,14 @@ int main(int argc, char **argv)
 		printf("mbcheck: cannot read %s or bad --fanouts\n", cfg.parts);
 		return 2;
 	}
-	parts = calloc((size_t)meta.num_parts, sizeof(*parts));
-	for (int32_t p = 0; p < meta.num_parts; p++)
+	parts = calloc((size_t)meta.layout.num_parts, sizeof(*parts));
+	for (int32_t p = 0; p < (int32_t)meta.layout.num_parts; p++)
 		if (gnn_part_open(cfg.parts, &meta, p, 0, &parts[p]) != GNN_OK) {
 			printf("mbcheck: cannot open partition %d of %s\n", p, cfg.parts);
 			return 2;
 		}
-	if (cfg.batch > meta.num_nodes)
-		cfg.batch = meta.num_nodes;
+	if (cfg.batch > meta.layout.num_nodes)
+		cfg.batch = meta.layout.num_nodes;
 	rng ^= (uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull;
 	seeds = malloc((size_t)cfg.batch * sizeof(*seeds));
 	co = (struct gnn_client_opts){ .url = cfg.sampler, .name = "sampler", .timeout_ms = (int)cfg.timeout_ms,
@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 		printf("mbcheck: ok\n");
 out:
 	gnn_client_close(c);
-	for (int32_t p = 0; p < meta.num_parts; p++)
+	for (int32_t p = 0; p < (int32_t)meta.layout.num_parts; p++)
 		gnn_part_close(&parts[p]);
 	free(parts);
 	free(seeds);

@@ -83,7 +83,7 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 {
 	size_t n_want;
 	uint64_t *want = raw_edges(raw, directed, &n_want);
-	int64_t *inv = malloc((size_t)m->num_nodes * sizeof(*inv));
+	int64_t *inv = malloc((size_t)m->layout.num_nodes * sizeof(*inv));
 	static const char *const split_files[4] = { NULL, "train.csv.gz", "valid.csv.gz", "test.csv.gz" };
 	int64_t mismatched = 0;
 	FILE *f;
@@ -93,15 +93,15 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 	else
 		printf("raw_edges_equal=%zu\n", n_got);
 	free(want);
-	for (int64_t g = 0; g < m->num_nodes; g++)
+	for (int64_t g = 0; g < m->layout.num_nodes; g++)
 		inv[map[g]] = g;
 
 	/* Labels: one per line, in original order. */
 	f = zopen(raw, "node-label.csv.gz");
-	for (int64_t v = 0; f != NULL && v < m->num_nodes; v++) {
+	for (int64_t v = 0; f != NULL && v < m->layout.num_nodes; v++) {
 		long long lab;
 		int64_t g = inv[v];
-		const struct gnn_part *p = &parts[gnn_meta_owner(m, g)];
+		const struct gnn_part *p = &parts[gnn_layout_owner(&m->layout, g)];
 
 		if (fscanf(f, "%lld", &lab) != 1 || p->labels[g - p->node_start] != lab)
 			mismatched++;
@@ -111,17 +111,17 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 	if (mismatched)
 		FAIL("%" PRId64 " labels differ from the raw file", mismatched);
 	else
-		printf("raw_labels_equal=%" PRId64 "\n", m->num_nodes);
+		printf("raw_labels_equal=%" PRId64 "\n", m->layout.num_nodes);
 
 	/* Features: compare each parsed float exactly. */
 	mismatched = 0;
 	f = zopen(raw, "node-feat.csv.gz");
-	for (int64_t v = 0; f != NULL && v < m->num_nodes; v++) {
+	for (int64_t v = 0; f != NULL && v < m->layout.num_nodes; v++) {
 		int64_t g = inv[v];
-		const struct gnn_part *p = &parts[gnn_meta_owner(m, g)];
-		const float *row = p->feat + (size_t)(g - p->node_start) * (size_t)m->feat_dim;
+		const struct gnn_part *p = &parts[gnn_layout_owner(&m->layout, g)];
+		const float *row = p->feat + (size_t)(g - p->node_start) * (size_t)m->layout.feat_dim;
 
-		for (int32_t j = 0; j < m->feat_dim; j++) {
+		for (uint32_t j = 0; j < m->layout.feat_dim; j++) {
 			float x;
 
 			if (fscanf(f, j ? ",%f" : "%f", &x) != 1 || x != row[j]) {
@@ -135,7 +135,7 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 	if (mismatched)
 		FAIL("%" PRId64 " feature rows differ from the raw file", mismatched);
 	else
-		printf("raw_features_equal=%" PRId64 "\n", m->num_nodes);
+		printf("raw_features_equal=%" PRId64 "\n", m->layout.num_nodes);
 
 	/* Split: every listed node has that code, and the counts match. */
 	mismatched = 0;
@@ -146,14 +146,14 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 		f = zopen(splitdir, split_files[s]);
 		while (f != NULL && fscanf(f, "%lld", &v) == 1) {
 			int64_t g = inv[v];
-			const struct gnn_part *p = &parts[gnn_meta_owner(m, g)];
+			const struct gnn_part *p = &parts[gnn_layout_owner(&m->layout, g)];
 
 			listed++;
 			mismatched += p->split[g - p->node_start] != s;
 		}
 		if (f != NULL)
 			pclose(f);
-		for (int32_t q = 0; q < m->num_parts; q++)
+		for (uint32_t q = 0; q < m->layout.num_parts; q++)
 			for (int64_t i = 0; i < parts[q].num_nodes; i++)
 				coded += parts[q].split[i] == s;
 		mismatched += listed != coded;
@@ -202,8 +202,8 @@ int main(int argc, char **argv)
 		printf("partcheck: FAIL meta.json does not load\n");
 		return 1;
 	}
-	parts = calloc((size_t)m.num_parts, sizeof(*parts));
-	for (int32_t p = 0; p < m.num_parts; p++) {
+	parts = calloc((size_t)m.layout.num_parts, sizeof(*parts));
+	for (int32_t p = 0; p < (int32_t)m.layout.num_parts; p++) {
 		if (gnn_part_open(dir, &m, p, GNN_PART_VERIFY, &parts[p]) != GNN_OK) {
 			printf("partcheck: FAIL partition %d does not open and verify\n", p);
 			return 1;
@@ -211,14 +211,14 @@ int main(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/node-map.arr", dir);
 	if (gnn_arr_open(path, GNN_DT_I64, GNN_ARR_VERIFY, &map_arr) != GNN_OK ||
-	    map_arr.info.rows != (uint64_t)m.num_nodes) {
+	    map_arr.info.rows != (uint64_t)m.layout.num_nodes) {
 		printf("partcheck: FAIL node-map.arr missing or of the wrong size\n");
 		return 1;
 	}
 	map = map_arr.data;
-	seen = calloc((size_t)m.num_nodes, 1);
-	for (int64_t g = 0; g < m.num_nodes; g++) {
-		if (map[g] < 0 || map[g] >= m.num_nodes || seen[map[g]]++) {
+	seen = calloc((size_t)m.layout.num_nodes, 1);
+	for (int64_t g = 0; g < m.layout.num_nodes; g++) {
+		if (map[g] < 0 || map[g] >= m.layout.num_nodes || seen[map[g]]++) {
 			FAIL("node-map.arr is not a permutation (new ID %" PRId64 ")", g);
 			break;
 		}
@@ -226,8 +226,8 @@ int main(int argc, char **argv)
 	free(seen);
 
 	/* Edge keys in original IDs, per-partition counts against meta.json. */
-	keys = malloc(((size_t)m.num_edges + 1) * sizeof(*keys));
-	for (int32_t p = 0; p < m.num_parts; p++) {
+	keys = malloc(((size_t)m.layout.num_edges + 1) * sizeof(*keys));
+	for (int32_t p = 0; p < (int32_t)m.layout.num_parts; p++) {
 		const struct gnn_part *q = &parts[p];
 		json_t *po = json_array_get(json_object_get(m.json, "parts"), (size_t)p);
 		int64_t counts[4] = { 0 }, remote = 0;
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 					FAIL("partition %d row %" PRId64 " has a self-loop, duplicate or unsorted neighbour", p, i);
 					break;
 				}
-				remote += gnn_meta_owner(&m, u) != p;
+				remote += gnn_layout_owner(&m.layout, u) != p;
 				keys[nk++] = (uint64_t)map[g] << 32 | (uint64_t)map[u];
 			}
 		}
@@ -257,8 +257,8 @@ int main(int argc, char **argv)
 		    remote != json_integer_value(json_object_get(po, "num_remote_edges")))
 			FAIL("partition %d counts differ from meta.json", p);
 	}
-	if ((int64_t)nk != m.num_edges)
-		FAIL("partitions hold %zu edges, meta.json says %" PRId64, nk, m.num_edges);
+	if ((int64_t)nk != m.layout.num_edges)
+		FAIL("partitions hold %zu edges, meta.json says %" PRId64, nk, m.layout.num_edges);
 	if (cut != json_integer_value(json_object_get(m.json, "edge_cut")))
 		FAIL("recomputed edge_cut %" PRId64 " differs from meta.json", cut);
 	if (sort_unique(keys, nk) != nk)
@@ -278,10 +278,10 @@ int main(int argc, char **argv)
 		snprintf(splitdir, sizeof(splitdir), "%s/split/%s", raw, split);
 		check_raw(rawdir, splitdir, directed, &m, parts, map, keys, nk);
 	}
-	printf("nodes=%" PRId64 " edges=%" PRId64 " parts=%d edge_cut=%" PRId64 " train_max_over_mean=%.4f\n",
-	       m.num_nodes, m.num_edges, m.num_parts, cut,
-	       train_sum ? (double)train_max * m.num_parts / (double)train_sum : 1.0);
-	for (int32_t p = 0; p < m.num_parts; p++)
+	printf("nodes=%" PRId64 " edges=%" PRId64 " parts=%" PRIu32 " edge_cut=%" PRId64 " train_max_over_mean=%.4f\n",
+	       m.layout.num_nodes, m.layout.num_edges, m.layout.num_parts, cut,
+	       train_sum ? (double)train_max * m.layout.num_parts / (double)train_sum : 1.0);
+	for (int32_t p = 0; p < (int32_t)m.layout.num_parts; p++)
 		gnn_part_close(&parts[p]);
 	free(parts);
 	free(keys);

@@ -326,9 +326,11 @@ static void test_meta(void)
 			     "{\"node_start\": 3, \"node_end\": 9}, {\"node_start\": 9, \"node_end\": 10}]}");
 	if (!CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_OK))
 		return;
-	CHECK(m.num_parts == 3 && m.offsets[0] == 0 && m.offsets[1] == 3 && m.offsets[3] == 10);
+	CHECK(m.layout.num_parts == 3 && m.offsets[0] == 0 && m.offsets[1] == 3 && m.offsets[3] == 10);
+	/* the layout borrows the meta's offsets; meta.json holds no graph_id */
+	CHECK(m.layout.offsets == m.offsets && m.layout.num_nodes == 10 && m.layout.graph_id == 0);
 	for (int64_t g = -1; g <= 10; g++)
-		CHECK(gnn_meta_owner(&m, g) == want[g + 1]);
+		CHECK(gnn_layout_owner(&m.layout, g) == want[g + 1]);
 	gnn_meta_free(&m);
 
 	gnn_log_set_level(GNN_LOG_ERROR + 1);

@@ -205,20 +205,23 @@ static void test_info(void)
 	gnn_encode_info_req(&req, 9);
 	if (call(&f0.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_INFO_RESP) &&
 	    CHECK(gnn_decode_info_resp(payload, h.len, &info) == GNN_OK)) {
-		CHECK(info.part_id == 0 && info.num_parts == 2 && info.num_nodes == 6 && info.num_edges == 14);
-		CHECK(info.feat_dim == 2 && info.num_classes == 3 && info.part_edges == 6);
-		CHECK(info.offsets[0] == 0 && info.offsets[1] == 3 && info.offsets[2] == 6);
-		CHECK(gs_graph_id(&f0.s.meta, &id0) == GNN_OK && info.graph_id == id0 && id0 != 0);
+		const struct gnn_layout *l = &info.layout;
+
+		CHECK(info.part_id == 0 && l->num_parts == 2 && l->num_nodes == 6 && l->num_edges == 14);
+		CHECK(l->feat_dim == 2 && l->num_classes == 3 && info.part_edges == 6);
+		CHECK(l->offsets[0] == 0 && l->offsets[1] == 3 && l->offsets[2] == 6);
+		CHECK(gnn_meta_graph_id(&f0.s.meta, &id0) == GNN_OK && l->graph_id == id0 && id0 != 0);
+		CHECK(f0.s.meta.layout.graph_id == id0);
 		gnn_proto_release(info.owned);
 	}
 	if (call(&f1.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_info_resp(payload, h.len, &info) == GNN_OK)) {
-		CHECK(info.part_id == 1 && info.part_edges == 8 && info.graph_id == id0);
+		CHECK(info.part_id == 1 && info.part_edges == 8 && info.layout.graph_id == id0);
 		gnn_proto_release(info.owned);
 	}
 	/* Another graph (a changed checksum) has another identifier. */
 	json_integer_set(json_object_get(json_object_get(f0.s.meta.json, "node_map"), "crc32"), 12345);
 	uint64_t other = 0;
-	CHECK(gs_graph_id(&f0.s.meta, &other) == GNN_OK && other != id0);
+	CHECK(gnn_meta_graph_id(&f0.s.meta, &other) == GNN_OK && other != id0);
 	/* INFO carries no payload. */
 	rep.len = 0;
 	struct gnn_hdr bad = { .version = 1, .type = GNN_MSG_INFO_REQ, .req_id = 3, .len = 8 };

@@ -106,9 +106,10 @@ static void test_error(void)
 static void test_info(void)
 {
 	int64_t offsets[] = { 0, 10, 25 };
-	struct gnn_info in = { .part_id = 1, .num_parts = 2, .num_nodes = 25, .num_edges = 100,
-			       .feat_dim = 8, .num_classes = 3, .part_edges = 60, .graph_id = 0xabc,
-			       .offsets = offsets }, out;
+	struct gnn_info in = { .part_id = 1,
+			       .layout = { .num_parts = 2, .num_nodes = 25, .num_edges = 100, .feat_dim = 8,
+					   .num_classes = 3, .graph_id = 0xabc, .offsets = offsets },
+			       .part_edges = 60 }, out;
 	struct gnn_wbuf w;
 	struct gnn_hdr h;
 	const void *p;
@@ -118,8 +119,9 @@ static void test_info(void)
 	if ((p = open_msg(&w, &h)) == NULL)
 		return;
 	CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_OK);
-	CHECK(out.part_id == 1 && out.num_parts == 2 && out.num_nodes == 25 && out.graph_id == 0xabc &&
-	      out.offsets[1] == 10 && out.offsets[2] == 25 && out.part_edges == 60);
+	CHECK(out.part_id == 1 && out.layout.num_parts == 2 && out.layout.num_nodes == 25 &&
+	      out.layout.graph_id == 0xabc && out.layout.offsets[1] == 10 && out.layout.offsets[2] == 25 &&
+	      out.part_edges == 60);
 	check_robust(&w, (decode_fn)gnn_decode_info_resp, sizeof(out));
 	gnn_wbuf_free(&w);
 	offsets[1] = 30;  /* not increasing */
@@ -132,7 +134,7 @@ static void test_info(void)
 	in.part_edges = 100;
 	gnn_encode_info_resp(&w, 1, &in);
 	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_info_resp(p, h.len, &out) == GNN_OK)) {
-		CHECK(out.part_id == 2 && out.num_parts == 2 && out.part_edges == 100);
+		CHECK(out.part_id == 2 && out.layout.num_parts == 2 && out.part_edges == 100);
 		gnn_proto_release(out.owned);
 	}
 	gnn_wbuf_free(&w);

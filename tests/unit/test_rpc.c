@@ -25,8 +25,8 @@ static int handler(void *ctx, const struct gnn_hdr *h, const void *payload, size
 		   struct gnn_wbuf *out)
 {
 	int64_t offsets[2] = { 0, 10 };
-	struct gnn_info info = { .num_parts = 1, .num_nodes = 10, .num_edges = 5, .feat_dim = 4,
-				 .num_classes = 2, .graph_id = 77, .offsets = offsets };
+	struct gnn_info info = { .layout = { .num_parts = 1, .num_nodes = 10, .num_edges = 5, .feat_dim = 4,
+					     .num_classes = 2, .graph_id = 77, .offsets = offsets } };
 	struct gnn_sample_req rq;
 	uint32_t zero[64] = { 0 };
 	int rc;
@@ -100,7 +100,7 @@ static void test_calls_and_errors(void)
 	gnn_encode_info_req(&w, 41);
 	if (CHECK(gnn_client_call(c, &w, &reply, err, sizeof(err)) == GNN_OK)) {
 		CHECK(gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &payload, &len) == GNN_OK);
-		CHECK(gnn_decode_info_resp(payload, len, &info) == GNN_OK && info.graph_id == 77);
+		CHECK(gnn_decode_info_resp(payload, len, &info) == GNN_OK && info.layout.graph_id == 77);
 		/* nng strips a 4-byte ID in front: the 28-byte header realigns the payload */
 		CHECK(((uintptr_t)payload & 7) == 0 && info.owned == NULL);
 		gnn_proto_release(info.owned);

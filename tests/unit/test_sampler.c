@@ -886,10 +886,12 @@ static void test_info_nodes(void)
 		struct gnn_info info;
 
 		if (CHECK(gnn_decode_info_resp(out.buf + GNN_PROTO_HDR_BYTES, rh.len, &info) == GNN_OK)) {
-			CHECK(info.part_id == G_PARTS && info.num_parts == G_PARTS && info.num_nodes == G_NODES &&
-			      info.num_edges == g_edges && info.part_edges == g_edges && info.feat_dim == G_DIM &&
-			      info.num_classes == G_CLASSES && info.graph_id == G_GRAPH_ID);
-			CHECK(memcmp(info.offsets, g_offsets, sizeof(g_offsets)) == 0);
+			const struct gnn_layout *il = &info.layout;
+
+			CHECK(info.part_id == G_PARTS && il->num_parts == G_PARTS && il->num_nodes == G_NODES &&
+			      il->num_edges == g_edges && info.part_edges == g_edges && il->feat_dim == G_DIM &&
+			      il->num_classes == G_CLASSES && il->graph_id == G_GRAPH_ID);
+			CHECK(memcmp(il->offsets, g_offsets, sizeof(g_offsets)) == 0);
 			gnn_proto_release(info.owned);
 		}
 	}
@@ -1044,9 +1046,10 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 
 	smp_local_backend(g_local, &be);
 	if (h->type == GNN_MSG_INFO_REQ) {
-		struct gnn_info in = { .part_id = f->claim_part, .num_parts = G_PARTS, .num_nodes = G_NODES,
-				       .num_edges = 1000, .feat_dim = G_DIM, .num_classes = G_CLASSES,
-				       .graph_id = f->graph_id, .offsets = g_offsets };
+		struct gnn_info in = { .part_id = f->claim_part,
+				       .layout = { .num_parts = G_PARTS, .num_nodes = G_NODES, .num_edges = 1000,
+						   .feat_dim = G_DIM, .num_classes = G_CLASSES,
+						   .graph_id = f->graph_id, .offsets = g_offsets } };
 
 		return gnn_encode_info_resp(out, h->req_id, &in);
 	}
@@ -1170,8 +1173,8 @@ static void test_stores(void)
 
 		if (CHECK(gnn_proto_decode_hdr(wb.buf, wb.len, &rh, &payload) == GNN_OK && rh.type == GNN_MSG_INFO_RESP) &&
 		    CHECK(gnn_decode_info_resp(payload, rh.len, &info) == GNN_OK)) {
-			CHECK(info.graph_id == 42 && info.num_edges == 1000 && info.part_id == G_PARTS &&
-			      memcmp(info.offsets, g_offsets, sizeof(g_offsets)) == 0);
+			CHECK(info.layout.graph_id == 42 && info.layout.num_edges == 1000 && info.part_id == G_PARTS &&
+			      memcmp(info.layout.offsets, g_offsets, sizeof(g_offsets)) == 0);
 			gnn_proto_release(info.owned);
 		}
 	}
@@ -1488,7 +1491,7 @@ static void test_partition_files(void)
 				if (keys[split] != NULL)
 					CHECK(count == json_integer_value(json_object_get(meta.json, keys[split])));
 			}
-			CHECK(total == meta.num_nodes);
+			CHECK(total == meta.layout.num_nodes);
 			gnn_meta_free(&meta);
 		}
 		gnn_wbuf_free(&w);
