@@ -39,6 +39,8 @@ static const struct gnn_opt options[] = {
 	  "trainers' checkpoints (default WORKDIR/checkpoints; the baseline's get the suffix -features-only)" },
 	{ "fresh", GNN_OPT_BOOL, &cfg.fresh, NULL, 0, 0, NULL,
 	  "remove the checkpoints first: train from scratch instead of resuming or reporting a finished run" },
+	{ "no-infer", GNN_OPT_BOOL, &cfg.no_infer, NULL, 0, 0, NULL,
+	  "skip the inference after training (gnn-trainer infer: predictions for every node in WORKDIR/predictions)" },
 	{ "baseline", GNN_OPT_BOOL, &cfg.baseline, NULL, 0, 0, NULL,
 	  "then train the same model without neighbours (fanouts 0,..,0: features only) and print both test accuracies" },
 	{ "epochs", GNN_OPT_INT, &cfg.epochs, NULL, 1, 100000, NULL, "gnn-trainer --epochs (not given: its default)" },
@@ -129,6 +131,8 @@ int main(int argc, char **argv)
 		rc = loc_services_wait_ready(&run);
 	if (rc == GNN_OK)
 		rc = loc_train(&run, false);
+	if (rc == GNN_OK && !cfg.no_infer)
+		rc = loc_infer(&run);
 	if (rc == GNN_OK && cfg.baseline)
 		rc = loc_train(&run, true);
 

@@ -27,7 +27,7 @@ struct loc_config {
 	int64_t epochs, batch_size, layers, hidden, eval_batch_size, seed, prefetch, threads;
 	const char *model, *fanouts, *eval_fanouts;
 	double lr, weight_decay, dropout;
-	bool baseline, fresh;
+	bool baseline, fresh, no_infer;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
 
 	/* Derived by loc_config_check. */
@@ -40,6 +40,13 @@ struct loc_result {
 	bool done;
 	struct gnn_result res;   /* rank 0's result.json */
 	double seconds;
+};
+
+/* The inference step's outcome: OUT/summary.json's figures. */
+struct loc_infer_result {
+	bool done;
+	double test_acc, valid_acc, train_acc, seconds;
+	int64_t nodes;
 };
 
 struct loc_run {
@@ -58,6 +65,8 @@ struct loc_run {
 	const char *failure;             /* what went wrong, for the report */
 	double t_start, t_partition, t_ready;
 	struct loc_result main, baseline;
+	char preddir[PATH_MAX];          /* WORKDIR/predictions */
+	struct loc_infer_result infer;
 };
 
 /* Checks the options that the table's ranges cannot (one data source,
@@ -94,6 +103,13 @@ int loc_services_wait_ready(struct loc_run *r);
  * --timeout-s and reads their summary lines into the run's result. A
  * trainer without a summary, or ranks whose params_crc differ, fail. */
 int loc_train(struct loc_run *r, bool baseline);
+
+/* After training: T workers of `gnn-trainer infer` over the partition
+ * output and the run's checkpoints into WORKDIR/predictions (within
+ * --timeout-s), then their summary.json into r->infer. */
+int loc_infer(struct loc_run *r);
+/* The result block's inference lines: accuracies and a few predictions. */
+void loc_report_infer(const struct loc_run *r);
 
 /* After a failure: the failing component's status and log tail to stderr. */
 void loc_report_failure(const struct loc_run *r);

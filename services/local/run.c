@@ -224,8 +224,11 @@ void loc_report_result(const struct loc_run *r)
 		       r->baseline.res.test_acc);
 	else
 		printf("test_acc %s=%.4f\n", cfg->model, r->main.res.test_acc);
+	loc_report_infer(r);
 	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
 	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);
+	if (r->infer.done)
+		printf(", inference %.1f s", r->infer.seconds);
 	if (r->baseline.done)
 		printf(", features-only training %.1f s", r->baseline.seconds);
 	printf("\nlogs           %s\ncheckpoints    %s\n", r->logdir, r->ckptdir);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "arr.h"
 #include "err.h"
@@ -361,6 +362,54 @@ int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 	if (rc == GNN_OK && !*found && newest[0] != '\0')
 		GNN_WARN("checkpoint_fallback", "newest=%s used=none reason=\"no intact checkpoint: training from "
 			 "the start\"", newest);
+	return rc;
+}
+
+uint32_t tr_params_crc(const float *p, size_t n)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+	const Bytef *b = (const Bytef *)p;
+	size_t bytes = n * sizeof(float);
+
+	while (bytes > 0) {     /* zlib takes uInt lengths */
+		uInt chunk = bytes > (1u << 30) ? (1u << 30) : (uInt)bytes;
+
+		crc = crc32(crc, b, chunk);
+		b += chunk;
+		bytes -= chunk;
+	}
+	return (uint32_t)crc;
+}
+
+int tr_ckpt_find_best(const char *dir, uint64_t model_hash, uint32_t params_crc, struct tr_ckpt *out)
+{
+	char cdir[PATH_MAX], name[40];
+	uint64_t *eps = NULL;
+	size_t n = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = list_positions(dir, &eps, &n)) != GNN_OK) {
+		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));
+		return rc;
+	}
+	rc = GNN_ENOENT;
+	for (size_t i = n; i-- > 0;) {
+		pos_name(eps[i], name, sizeof(name));
+		snprintf(cdir, sizeof(cdir), "%s/%s", dir, name);
+		if (load_one(cdir, eps[i], out) == GNN_OK && out->model_hash == model_hash &&
+		    tr_params_crc(out->best, out->num_params) == params_crc) {
+			GNN_INFO("checkpoint_found", "path=%s best_epoch=%" PRId32 " params=%zu params_crc=%08" PRIx32, cdir,
+				 out->best_epoch, out->num_params, params_crc);
+			rc = GNN_OK;
+			break;
+		}
+		tr_ckpt_free(out);
+	}
+	free(eps);
+	if (rc == GNN_ENOENT)
+		GNN_ERROR("checkpoint_missing", "dir=%s checkpoints=%zu params_crc=%08" PRIx32 " reason=\"no intact "
+			  "checkpoint of this model holds the parameters result.json names\"", dir, n, params_crc);
 	return rc;
 }
 

@@ -54,6 +54,17 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found);
 void tr_ckpt_free(struct tr_ckpt *c);
 
+/* CRC-32 of a parameter block (the params_crc of logs, result.json and
+ * the ring's agreement check). */
+uint32_t tr_params_crc(const float *p, size_t n);
+
+/* Read-only, for a process that is not the writer (gnn-trainer infer):
+ * the newest intact checkpoint of DIR whose model hash is model_hash and
+ * whose best parameters have CRC-32 params_crc (result.json's), loaded
+ * into *out (tr_ckpt_free). Nothing in DIR is moved or removed.
+ * GNN_ENOENT (logged) when there is none; GNN_EIO, GNN_ENOMEM. */
+int tr_ckpt_find_best(const char *dir, uint64_t model_hash, uint32_t params_crc, struct tr_ckpt *out);
+
 /* DIR/result.json (gnn_result_read), with the trainer's policy: one that
  * does not load is moved aside and *found is false (the run's last
  * checkpoint gives the result again). Saving is gnn_result_save. */

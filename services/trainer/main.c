@@ -7,7 +7,8 @@
  *   backward, all-reduce, Adam), validation, checkpoint -> test accuracy of
  *   the best-validation model -> summary -> exit, or keep serving metrics.
  *
- * `gnn-trainer bench ...` runs the step benchmark instead (bench.h). */
+ * `gnn-trainer bench ...` runs the step benchmark instead (bench.h),
+ * `gnn-trainer infer ...` the inference over every node (infer.h). */
 #include <cblas.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -21,6 +22,7 @@
 #include "bench.h"
 #include "err.h"
 #include "fanouts.h"
+#include "infer.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
@@ -434,5 +436,7 @@ int main(int argc, char **argv)
 	 * and faulting them in again every step (see the sampler's keep_heap). */
 	mallopt(M_MMAP_MAX, 0);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	if (argc > 1 && strcmp(argv[1], "infer") == 0)
+		return tr_infer_main(argc - 1, argv + 1);
 	return gnn_lifecycle_run(&lc, argc, argv);
 }

@@ -118,6 +118,20 @@ float *tr_model_grads(struct tr_model *m)
 	return m->ops->grads(m->self);
 }
 
+void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uint32_t *out)
+{
+	*in = l == 0 ? m->cfg.in_dim : m->cfg.hidden;
+	*out = l + 1 == m->cfg.num_layers ? m->cfg.num_classes : m->cfg.hidden;
+}
+
+int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out)
+{
+	if (l >= m->cfg.num_layers)
+		return GNN_EINVAL;
+	m->ks = (struct tr_kstats){ 0 };
+	return m->ops->infer_layer(m->self, l, b, h, out, &m->ks);
+}
+
 /* ---- validation ---- */
 
 struct errbuf {

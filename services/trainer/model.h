@@ -62,6 +62,12 @@ struct tr_model_ops {
 	 * with respect to the logits is dlogits, written over the gradient
 	 * block. */
 	int (*backward)(void *self, const struct gnn_minibatch *mb, const float *dlogits, struct tr_kstats *ks);
+	/* Layer l alone, without dropout (layer-wise inference, infer.c):
+	 * block b's destination rows of the layer's output, from its source
+	 * rows h (num_src x in_l), into out (num_dst x out_l, the caller's);
+	 * ReLU after every layer but the last, as forward does. */
+	int (*infer_layer)(void *self, uint32_t l, const struct gnn_block *b, const float *h, float *out,
+			   struct tr_kstats *ks);
 };
 
 /* The registered model of this name, or NULL. */
@@ -117,6 +123,15 @@ int tr_model_train_step(struct tr_model *m, const struct gnn_minibatch *mb, uint
  * no dropout. For the gradient check. */
 int tr_model_loss(struct tr_model *m, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
 		  double *loss);
+
+/* Layer l's input and output widths: in_dim, hidden..., num_classes. */
+void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uint32_t *out);
+
+/* Layer-wise inference, one layer for the destination rows of one block
+ * (the model's infer_layer): out is the caller's, num_dst x out_l. b must
+ * be well formed (indices below num_src, num_dst <= num_src): the caller
+ * built it. */
+int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out);
 
 /* Inference without dropout: pred[i] = argmax of seed i's logits
  * (pred has mb->num_seeds entries, the caller's). */

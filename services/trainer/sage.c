@@ -213,6 +213,27 @@ static void agg_rows(void *arg, size_t lo, size_t hi)
 	}
 }
 
+/* Layer l of block b from the source rows h into y (num_dst x out_l),
+ * keeping X_l for the backward pass; dropout with key when asked. */
+static int sage_layer(struct sage *m, uint32_t l, const struct gnn_block *b, const float *h, bool dropout,
+		      uint64_t key, struct tr_kstats *ks, float *y)
+{
+	size_t nd = b->num_dst, in = m->in[l], out = m->out[l], ldx = m->ldx[l];
+	struct agg_ctx ac;
+	int rc;
+
+	if ((rc = tr_fbuf_reserve(&m->x[l], nd * ldx)) != GNN_OK)
+		return rc;
+	ac = (struct agg_ctx){ b, h, m->x[l].p, in, ldx };
+	/* ~64 KiB of gathered rows per thread at least. */
+	tr_par_for(nd, 1 + 16384 / (in * (1 + b->num_edges / (nd ? nd : 1))), agg_rows, &ac);
+	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, 2 * in + 1, m->x[l].p, ldx, m->params + m->off[l], out, y,
+		 out);
+	if (l + 1 < m->cfg.num_layers)
+		tr_relu_dropout(y, nd, out, dropout, key, m->keep_below, m->keep_scale);
+	return GNN_OK;
+}
+
 /* Runs the layers; m->h[L-1] holds the logits. */
 static int sage_forward(void *self, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
 			struct tr_kstats *ks, const float **logits)
@@ -224,24 +245,21 @@ static int sage_forward(void *self, const struct gnn_minibatch *mb, bool train, 
 
 	for (uint32_t l = 0; l < L; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
-		size_t nd = b->num_dst, in = m->in[l], out = m->out[l], ldx = m->ldx[l];
-		struct agg_ctx ac;
 
-		if ((rc = tr_fbuf_reserve(&m->x[l], nd * ldx)) != GNN_OK ||
-		    (rc = tr_fbuf_reserve(&m->h[l], nd * out)) != GNN_OK)
+		if ((rc = tr_fbuf_reserve(&m->h[l], (size_t)b->num_dst * m->out[l])) != GNN_OK ||
+		    (rc = sage_layer(m, l, b, h, train && m->cfg.dropout > 0.0f, tr_dropout_key(dropout_seed, l), ks,
+				     m->h[l].p)) != GNN_OK)
 			return rc;
-		ac = (struct agg_ctx){ b, h, m->x[l].p, in, ldx };
-		/* ~64 KiB of gathered rows per thread at least. */
-		tr_par_for(nd, 1 + 16384 / (in * (1 + b->num_edges / (nd ? nd : 1))), agg_rows, &ac);
-		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, 2 * in + 1, m->x[l].p, ldx, m->params + m->off[l], out,
-		      m->h[l].p, out);
-		if (l + 1 < L)
-			tr_relu_dropout(m->h[l].p, nd, out, train && m->cfg.dropout > 0.0f, tr_dropout_key(dropout_seed, l),
-					m->keep_below, m->keep_scale);
 		h = m->h[l].p;
 	}
 	*logits = m->h[L - 1].p;
 	return GNN_OK;
+}
+
+static int sage_infer_layer(void *self, uint32_t l, const struct gnn_block *b, const float *h, float *out,
+			    struct tr_kstats *ks)
+{
+	return sage_layer(self, l, b, h, false, 0, ks, out);
 }
 
 /* dY_{l-1}[u] = mask_u * (dX_self[u] (u < num_dst) + sum over the edges
@@ -344,4 +362,5 @@ const struct tr_model_ops tr_model_graphsage = {
 	.grads = sage_grads,
 	.forward = sage_forward,
 	.backward = sage_backward,
+	.infer_layer = sage_infer_layer,
 };

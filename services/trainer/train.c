@@ -21,7 +21,7 @@ enum phase { PH_WAIT, PH_COMPUTE, PH_ALLREDUCE, PH_EVAL, PH_CHECKPOINT, PH_COUNT
 static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce", "eval", "checkpoint" };
 
 struct metrics {
-	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished;
+	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished, *params;
 	struct gnn_counter *samples, *steps, *ckpt_failures, *hedges, *phase[PH_COUNT];
 };
 
@@ -107,29 +107,14 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 	return h;
 }
 
-static uint32_t params_crc(const float *p, size_t n)
-{
-	uLong crc = crc32(0L, Z_NULL, 0);
-	const Bytef *b = (const Bytef *)p;
-	size_t bytes = n * sizeof(float);
-
-	while (bytes > 0) {     /* zlib takes uInt lengths */
-		uInt chunk = bytes > (1u << 30) ? (1u << 30) : (uInt)bytes;
-
-		crc = crc32(crc, b, chunk);
-		b += chunk;
-		bytes -= chunk;
-	}
-	return (uint32_t)crc;
-}
-
 /* Registration that finds the family when it is there already: a rank
  * whose ring failed runs tr_train again in the same process. */
-static int gauge(struct gnn_metrics *reg, const char *name, const char *help, struct gnn_gauge **out)
+static int gauge(struct gnn_metrics *reg, const char *name, const char *help, const char *const *labels,
+		 size_t nlabels, struct gnn_gauge **out)
 {
 	int rc = gnn_metrics_find_gauge(reg, name, out);
 
-	return rc == GNN_ENOENT ? gnn_metrics_gauge(reg, name, help, NULL, 0, out) : rc;
+	return rc == GNN_ENOENT ? gnn_metrics_gauge(reg, name, help, labels, nlabels, out) : rc;
 }
 
 static int counter(struct gnn_metrics *reg, const char *name, const char *help, const char *const *labels,
@@ -155,11 +140,12 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 		{ &m->test_acc, "gnn_trainer_test_accuracy", "Test accuracy of the best-validation model (set at the end)" },
 		{ &m->samples_per_s, "gnn_trainer_samples_per_second", "Training seeds per second of this rank, last epoch" },
 		{ &m->finished, "gnn_trainer_finished", "1 once the run has finished" },
+		{ &m->params, "gnn_trainer_model_parameters", "Parameters of the model this rank trains" },
 	};
 	int rc;
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
-		if ((rc = gauge(reg, gauges[i].name, gauges[i].help, gauges[i].g)) != GNN_OK)
+		if ((rc = gauge(reg, gauges[i].name, gauges[i].help, NULL, 0, gauges[i].g)) != GNN_OK)
 			return rc;
 	if ((rc = counter(reg, "gnn_trainer_samples_total", "Training seeds processed by this rank", NULL, 0,
 			  &m->samples)) != GNN_OK ||
@@ -187,6 +173,24 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 	}
 	gnn_gauge_set(m->test_acc, NAN);
 	gnn_gauge_set(m->val_acc, NAN);
+	return GNN_OK;
+}
+
+/* Which model (--model) this rank trains, Prometheus' info-metric way: a
+ * constant 1 labelled with the name, and its parameter count. */
+static int model_metrics(struct metrics *m, struct gnn_metrics *reg, const struct tr_model *model)
+{
+	static const char *const label[] = { "model" };
+	const char *name = tr_model_config(model)->model;
+	struct gnn_gauge *fam, *info;
+	int rc;
+
+	if ((rc = gauge(reg, "gnn_trainer_model_info", "1, labelled with the model this rank trains (--model)", label,
+			1, &fam)) != GNN_OK ||
+	    (rc = gnn_gauge_labels(fam, &name, 1, &info)) != GNN_OK)
+		return rc;
+	gnn_gauge_set(info, 1);
+	gnn_gauge_set(m->params, (double)tr_model_num_params(model));
 	return GNN_OK;
 }
 
@@ -409,7 +413,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
 		GNN_INFO("resumed", "epoch=%" PRIu32 " step=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f "
 			 "best_epoch=%" PRId32 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->start_step,
-			 r->adam.t, r->best_val, r->best_epoch, params_crc(tr_model_params(r->model), r->np),
+			 r->adam.t, r->best_val, r->best_epoch, tr_params_crc(tr_model_params(r->model), r->np),
 			 c->checkpoint_dir ? c->checkpoint_dir : "-");
 	}
 out:
@@ -573,6 +577,8 @@ static int setup(struct run *r)
 
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
+	if ((rc = model_metrics(&r->m, r->e->metrics, r->model)) != GNN_OK)
+		return rc;
 	lo.hedges = r->m.hedges;
 	tr_model_init(r->model, c->seed);
 	r->np = tr_model_num_params(r->model);
@@ -585,7 +591,7 @@ static int setup(struct run *r)
 	memcpy(r->best, tr_model_params(r->model), r->np * sizeof(float));
 	GNN_INFO("model", "layers=%" PRIu32 " in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32 " params=%zu "
 		 "params_crc=%08" PRIx32 " name=%s", c->layers, mc.in_dim, c->hidden, mc.num_classes, r->np,
-		 params_crc(tr_model_params(r->model), r->np), tr_model_config(r->model)->model);
+		 tr_params_crc(tr_model_params(r->model), r->np), tr_model_config(r->model)->model);
 	return tr_loader_new(&lo, &r->loader);
 }
 
@@ -686,18 +692,18 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			 "params_crc=%08" PRIx32, epoch + 1, c->epochs, sums.labelled > 0 ? sums.loss / sums.labelled : 0,
 			 sums.labelled > 0 ? sums.correct / sums.labelled : 0, val_acc, epoch_s + r.phase_s[PH_EVAL],
 			 r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], rate,
-			 params_crc(params, r.np));
+			 tr_params_crc(params, r.np));
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
 	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, &test_acc)) != GNN_OK)
 		goto out;
-	if ((rc = ranks_agree(&r, params_crc(r.best, r.np))) != GNN_OK)
+	if ((rc = ranks_agree(&r, tr_params_crc(r.best, r.np))) != GNN_OK)
 		goto out;
 	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
-				   .params_crc = params_crc(r.best, r.np), .train_s = gnn_now() - t_train };
+				   .params_crc = tr_params_crc(r.best, r.np), .train_s = gnn_now() - t_train };
 	gnn_gauge_set(r.m.test_acc, test_acc);
 	gnn_gauge_set(r.m.finished, 1);
 	/* Not fatal: a restart evaluates the last checkpoint again. */

@@ -1,0 +1,137 @@
+/* infer.c - gnn-local's inference step (pipeline.h, docs/inference.md):
+ * one `gnn-trainer infer` worker per trainer, each taking the partitions
+ * p with p mod T == its index, then the summary they leave and a few
+ * example predictions for the result block. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arr.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "pipeline.h"
+#include "proc.h"
+#include "sys.h"
+
+static int start_workers(struct loc_run *r, struct loc_proc **w)
+{
+	const struct loc_config *cfg = r->cfg;
+	size_t T = (size_t)cfg->trainers;
+	struct loc_argv a = { 0 };
+	char name[LOC_NAME_MAX];
+	int rc = GNN_OK;
+
+	for (size_t i = 0; i < T && rc == GNN_OK; i++) {
+		snprintf(name, sizeof(name), "infer-%zu", i);
+		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "infer")) ||
+		    (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
+		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", r->ckptdir)) ||
+		    (rc = loc_argv_add(&a, "--out=%s", r->preddir)) || (rc = loc_argv_add(&a, "--workers=%zu", T)) ||
+		    (rc = loc_argv_add(&a, "--worker=%zu", i)) || (rc = loc_argv_add(&a, "--model=%s", cfg->model)) ||
+		    (rc = loc_argv_add(&a, "--layers=%d", cfg->layers_eff)) ||
+		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->timeout_s)) ||
+		    (cfg->hidden >= 0 && (rc = loc_argv_add(&a, "--hidden=%lld", (long long)cfg->hidden))) ||
+		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))))
+			break;
+		rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &w[i]);
+		loc_argv_free(&a);
+	}
+	loc_argv_free(&a);
+	return rc;
+}
+
+static int read_summary(struct loc_run *r)
+{
+	char path[PATH_MAX + 16];
+	json_t *s = NULL, *acc;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/summary.json", r->preddir);
+	if ((rc = gnn_json_load_format(path, 1, 1, &s)) != GNN_OK)
+		return rc;
+	acc = json_object_get(s, "accuracy");
+	r->infer.test_acc = json_number_value(json_object_get(acc, "test"));
+	r->infer.valid_acc = json_number_value(json_object_get(acc, "valid"));
+	r->infer.train_acc = json_number_value(json_object_get(acc, "train"));
+	r->infer.nodes = json_integer_value(json_object_get(s, "nodes"));
+	json_decref(s);
+	r->infer.done = true;
+	return GNN_OK;
+}
+
+int loc_infer(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	struct loc_proc **w = calloc((size_t)cfg->trainers, sizeof(*w)), *ex;
+	double t0 = gnn_now();
+	size_t done = 0;
+	int rc = GNN_ENOMEM;
+
+	if (w == NULL || snprintf(r->preddir, sizeof(r->preddir), "%s/predictions", r->workdir) >= PATH_MAX)
+		goto out;
+	if ((rc = start_workers(r, w)) != GNN_OK)
+		goto out;
+	while (done < (size_t)cfg->trainers) {
+		if ((rc = loc_tick(r, &ex)) != GNN_OK)
+			goto out;
+		done += ex != NULL && ex->role == LOC_ROLE_TRAINER;
+		if (gnn_now() - t0 > (double)cfg->timeout_s) {
+			GNN_ERROR("timeout", "what=inference seconds=%lld finished=%zu", (long long)cfg->timeout_s, done);
+			r->failed = w[0];
+			r->failure = "inference ran past --timeout-s";
+			rc = GNN_ETIMEDOUT;
+			goto out;
+		}
+	}
+	r->infer.seconds = gnn_now() - t0;
+	if ((rc = read_summary(r)) != GNN_OK) {
+		r->failed = w[0];
+		r->failure = "the inference workers exited without a summary.json that loads";
+		goto out;
+	}
+	GNN_INFO("inferred", "test_acc=%.4f nodes=%" PRId64 " out=%s seconds=%.1f", r->infer.test_acc, r->infer.nodes,
+		 r->preddir, r->infer.seconds);
+out:
+	free(w);
+	return rc;
+}
+
+/* The first n nodes of partition 0: original ID, class, probability. */
+static void print_examples(const struct loc_run *r, int n)
+{
+	struct gnn_arr pred, prob, orig;
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/part-0/pred.arr", r->preddir);
+	if (gnn_arr_open(path, GNN_DT_I32, 0, &pred) != GNN_OK)
+		return;
+	snprintf(path, sizeof(path), "%s/part-0/topk-prob.arr", r->preddir);
+	if (gnn_arr_open(path, GNN_DT_F32, 0, &prob) == GNN_OK) {
+		snprintf(path, sizeof(path), "%s/part-0/orig-id.arr", r->preddir);
+		if (gnn_arr_open(path, GNN_DT_I64, 0, &orig) == GNN_OK) {
+			printf("example        ");
+			for (uint64_t i = 0; i < (uint64_t)n && i < pred.info.rows; i++)
+				printf("%snode %" PRId64 " -> class %d (p=%.2f)", i ? ", " : "",
+				       ((const int64_t *)orig.data)[i], ((const int32_t *)pred.data)[i],
+				       (double)((const float *)prob.data)[i * prob.info.cols]);
+			printf("  (original IDs)\n");
+			gnn_arr_close(&orig);
+		}
+		gnn_arr_close(&prob);
+	}
+	gnn_arr_close(&pred);
+}
+
+void loc_report_infer(const struct loc_run *r)
+{
+	if (!r->infer.done)
+		return;
+	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64
+	       " (every node, full neighbourhood; the trainer's sampled test_acc=%.4f)\n",
+	       r->infer.test_acc, r->infer.valid_acc, r->infer.train_acc, r->infer.nodes, r->main.res.test_acc);
+	printf("predictions    %s\n", r->preddir);
+	print_examples(r, 3);
+}

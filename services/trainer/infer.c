@@ -1,0 +1,826 @@
+/* infer.c - `gnn-trainer infer` (infer.h, docs/inference.md).
+ *
+ * Why files on the volume and not the graph stores for the intermediate
+ * layers: each layer is written once and read by every worker, a
+ * partition's rows are one array file that maps straight into memory, a
+ * restarted worker finds the layers already done (the work folder is keyed
+ * by the parameters' CRC), and nothing has to change in the stores. The
+ * price is that every worker must see the data volume, which the
+ * partitioner's output needs already.
+ *
+ * Memory: the partitions and layer files are mapped (page cache, not the
+ * process's own memory); what a worker allocates is one batch's gathered
+ * rows (--buffer-mb) and the model's workspace for that batch. */
+#include "infer.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arr.h"
+#include "ckpt.h"
+#include "err.h"
+#include "json.h"
+#include "kernels.h"
+#include "log.h"
+#include "model.h"
+#include "opt.h"
+#include "part.h"
+#include "result.h"
+#include "sys.h"
+#include "train.h"
+
+#define SUMMARY_FORMAT 1
+#define MAX_TOP_K 64
+
+static struct {
+	const char *data, *ckpt, *out, *model;
+	int64_t workers, worker, layers, hidden, top_k, buffer_mb, threads, wait_s;
+	bool embeddings;
+} ic;
+
+static const struct gnn_opt infer_options[] = {
+	{ "data", GNN_OPT_STR, &ic.data, NULL, 0, 0, NULL, "partition output folder (gnn-partition --out)" },
+	{ "checkpoint-dir", GNN_OPT_STR, &ic.ckpt, NULL, 0, 0, NULL,
+	  "trainer rank 0's --checkpoint-dir: result.json and the checkpoints of the finished run" },
+	{ "out", GNN_OPT_STR, &ic.out, NULL, 0, 0, NULL, "where the predictions go (default: DATA/predictions)" },
+	{ "model", GNN_OPT_STR, &ic.model, "graphsage", 0, 0, NULL, "the trained model's --model" },
+	{ "layers", GNN_OPT_INT, &ic.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "the trained model's --layers" },
+	{ "hidden", GNN_OPT_INT, &ic.hidden, "256", 1, 65536, NULL, "the trained model's --hidden" },
+	{ "workers", GNN_OPT_INT, &ic.workers, "1", 1, 65536, NULL,
+	  "inference workers; worker w computes the partitions p with p mod workers == w" },
+	{ "worker", GNN_OPT_INT, &ic.worker, "-1", -1, 65535, NULL, "this worker (-1: 0 when --workers is 1)" },
+	{ "top-k", GNN_OPT_INT, &ic.top_k, "3", 1, MAX_TOP_K, NULL, "classes and probabilities kept per node" },
+	{ "embeddings", GNN_OPT_BOOL, &ic.embeddings, NULL, 0, 0, NULL,
+	  "also write each node's last hidden layer (the last layer's input)" },
+	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
+	  "rows gathered per batch at most (a node's whole neighbourhood is one batch at least)" },
+	{ "threads", GNN_OPT_INT, &ic.threads, "0", 0, 1024, NULL, "OpenBLAS and gather threads (0: one per CPU)" },
+	{ "wait-s", GNN_OPT_INT, &ic.wait_s, "3600", 0, 604800, NULL,
+	  "longest wait for result.json and for the other workers' layers" },
+	{ NULL },
+};
+
+/* The split codes of part.h, for the counts. */
+static const char *const split_names[4] = { "none", "train", "valid", "test" };
+
+struct counts {
+	uint64_t labelled[4], correct[4];
+};
+
+struct infer {
+	struct gnn_meta meta;
+	struct gnn_part *parts;    /* [num_parts], every partition mapped */
+	struct gnn_arr *prev;      /* [num_parts]: the previous layer's outputs */
+	struct gnn_arr node_map;
+	struct gnn_result res;
+	struct tr_model *model;
+	uint32_t L, P, top_k;
+	char work[PATH_MAX];       /* OUT/.work-<params_crc> */
+	double t0;
+	/* one batch */
+	struct tr_fbuf h, y;
+	struct tr_ibuf indptr, indices;
+};
+
+/* ---- waiting, bounded and logged ---- */
+
+typedef int (*probe_fn)(struct infer *in, void *arg, char *missing, size_t len, bool *ready);
+
+/* Until probe says ready, --wait-s at most; one line per 10 s. */
+static int wait_for(struct infer *in, const char *what, probe_fn probe, void *arg)
+{
+	const struct timespec tick = { 0, 200 * 1000000L };
+	double t0 = gnn_now(), logged = t0;
+	char missing[256];
+	bool ready = false;
+	int rc;
+
+	for (;;) {
+		missing[0] = '\0';
+		if ((rc = probe(in, arg, missing, sizeof(missing), &ready)) != GNN_OK || ready)
+			return rc;
+		if (gnn_stop_requested())
+			return GNN_ECLOSED;
+		if (gnn_now() - t0 >= (double)ic.wait_s) {
+			GNN_ERROR("wait_timeout", "what=%s missing=%s waited_s=%.0f", what, missing, gnn_now() - t0);
+			return GNN_ETIMEDOUT;
+		}
+		if (gnn_now() - logged >= 10 || logged == t0) {
+			GNN_INFO("waiting_for", "what=%s missing=%s waited_s=%.0f timeout_s=%" PRId64, what, missing,
+				 gnn_now() - t0, ic.wait_s);
+			logged = gnn_now() + (logged == t0 ? 1e-9 : 0);
+		}
+		nanosleep(&tick, NULL);
+	}
+}
+
+static int probe_result(struct infer *in, void *arg, char *missing, size_t len, bool *ready)
+{
+	int rc = gnn_result_read(ic.ckpt, &in->res, ready);
+
+	(void)arg;
+	snprintf(missing, len, "%s/%s", ic.ckpt, GNN_RESULT_FILE);
+	return rc;
+}
+
+/* ---- inputs ---- */
+
+static int check_options(void)
+{
+	if (ic.data == NULL || ic.ckpt == NULL) {
+		GNN_ERROR("bad_config", "reason=\"--data DIR and --checkpoint-dir DIR are required\"");
+		return GNN_EINVAL;
+	}
+	if (ic.worker < 0 && ic.workers == 1)
+		ic.worker = 0;
+	if (ic.worker < 0 || ic.worker >= ic.workers) {
+		GNN_ERROR("bad_config", "worker=%" PRId64 " workers=%" PRId64 " reason=\"give --worker in [0, "
+			  "--workers)\"", ic.worker, ic.workers);
+		return GNN_EINVAL;
+	}
+	if (tr_model_find(ic.model) == NULL) {
+		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", ic.model, tr_model_names());
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+/* Every partition mapped (the own ones verified), and the node map. */
+static int open_graph(struct infer *in)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	/* the graph stores' graph_id: the trainers mixed it into the model hash */
+	if ((rc = gnn_meta_load(ic.data, &in->meta)) != GNN_OK ||
+	    (rc = gnn_meta_graph_id(&in->meta, &in->meta.layout.graph_id)) != GNN_OK)
+		return rc;
+	in->P = in->meta.layout.num_parts;
+	in->parts = calloc(in->P, sizeof(*in->parts));
+	in->prev = calloc(in->P, sizeof(*in->prev));
+	if (in->parts == NULL || in->prev == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t p = 0; p < in->P; p++)
+		if ((rc = gnn_part_open(ic.data, &in->meta, (int32_t)p,
+					p % (uint32_t)ic.workers == (uint32_t)ic.worker ? GNN_PART_VERIFY : 0,
+					&in->parts[p])) != GNN_OK)
+			return rc;
+	snprintf(path, sizeof(path), "%s/node-map.arr", ic.data);
+	if ((rc = gnn_arr_open(path, GNN_DT_I64, 0, &in->node_map)) != GNN_OK)
+		return rc;
+	if (in->node_map.info.rows != (uint64_t)in->meta.layout.num_nodes) {
+		GNN_ERROR("bad_partition", "file=%s rows=%" PRIu64 " nodes=%" PRId64, path, in->node_map.info.rows,
+			  in->meta.layout.num_nodes);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+/* The model of the flags, with the parameters result.json names, after
+ * checking that both belong to this graph and this model. */
+static int load_model(struct infer *in)
+{
+	const struct gnn_layout *g = &in->meta.layout;
+	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model };
+	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
+				   .num_classes = g->num_classes, .model = ic.model };
+	uint64_t mh = tr_model_hash(&c, g);
+	struct tr_ckpt ck;
+	int rc;
+
+	if (in->res.model_hash != mh) {
+		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
+			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
+			  "check --data, --model, --layers and --hidden against the training run\"", ic.ckpt,
+			  in->res.model_hash, mh, g->graph_id);
+		return GNN_EINVAL;
+	}
+	if ((rc = tr_model_new(&mc, &in->model)) != GNN_OK ||
+	    (rc = tr_ckpt_find_best(ic.ckpt, mh, in->res.params_crc, &ck)) != GNN_OK)
+		return rc;
+	if (ck.num_params != tr_model_num_params(in->model)) {
+		GNN_ERROR("wrong_checkpoint", "params=%zu expected=%zu", ck.num_params, tr_model_num_params(in->model));
+		tr_ckpt_free(&ck);
+		return GNN_EFORMAT;
+	}
+	memcpy(tr_model_params(in->model), ck.best, ck.num_params * sizeof(float));
+	tr_ckpt_free(&ck);
+	return GNN_OK;
+}
+
+/* ---- one layer over one partition, batch by batch ---- */
+
+/* Layer l's input row of global node gid: a feature row, or the previous
+ * layer's output. */
+static const float *row_of(const struct infer *in, uint32_t l, int64_t gid)
+{
+	int32_t q = gnn_layout_owner(&in->meta.layout, gid);
+	int64_t local = gid - in->meta.layout.offsets[q];
+
+	if (l == 0)
+		return in->parts[q].feat + (size_t)local * in->meta.layout.feat_dim;
+	return (const float *)in->prev[q].data + (size_t)local * (size_t)ic.hidden;
+}
+
+/* The batch [v0, v0 + nb) of partition p as a block: source rows 0..nb-1
+ * are the nodes themselves, then one row per in-edge (a neighbour seen
+ * twice is gathered twice: no lookup, and the gather is per edge anyway). */
+struct gather {
+	const struct infer *in;
+	const struct gnn_part *part;
+	uint32_t l;
+	int64_t v0;
+	size_t nb, width;
+	const int32_t *indptr;   /* block-local */
+	float *h;
+};
+
+static void gather_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct gather *g = arg;
+	const int64_t *pi = g->part->indptr, *pidx = g->part->indices;
+	size_t w = g->width;
+
+	for (size_t i = lo; i < hi; i++) {
+		int64_t v = g->v0 + (int64_t)i;
+		float *dst = g->h + ((size_t)g->nb + (size_t)g->indptr[i]) * w;
+
+		memcpy(g->h + i * w, row_of(g->in, g->l, g->part->node_start + v), w * sizeof(float));
+		for (int64_t e = pi[v]; e < pi[v + 1]; e++, dst += w)
+			memcpy(dst, row_of(g->in, g->l, pidx[e]), w * sizeof(float));
+	}
+}
+
+/* The most nodes from v0 whose rows fit the buffer (one at least). */
+static size_t batch_end(const struct gnn_part *part, int64_t v0, size_t budget_rows)
+{
+	const int64_t *pi = part->indptr;
+	size_t rows = 0;
+	int64_t v = v0;
+
+	while (v < part->num_nodes) {
+		size_t r = 1 + (size_t)(pi[v + 1] - pi[v]);
+
+		if (v > v0 && rows + r > budget_rows)
+			break;
+		rows += r;
+		v++;
+	}
+	return (size_t)(v - v0);
+}
+
+/* Layer l's outputs of nodes [v0, v0 + nb) of part into in->y. */
+static int run_batch(struct infer *in, const struct gnn_part *part, uint32_t l, int64_t v0, size_t nb)
+{
+	uint32_t win, wout;
+	size_t ne = (size_t)(part->indptr[v0 + (int64_t)nb] - part->indptr[v0]), rows = nb + ne;
+	struct gather g;
+	struct gnn_block b;
+	int rc;
+
+	tr_model_layer_dims(in->model, l, &win, &wout);
+	if (rows > INT32_MAX) {
+		GNN_ERROR("batch_too_large", "part=%d first_node=%" PRId64 " rows=%zu", part->id, v0, rows);
+		return GNN_ERANGE;
+	}
+	if ((rc = tr_fbuf_reserve(&in->h, rows * win)) != GNN_OK || (rc = tr_fbuf_reserve(&in->y, nb * wout)) != GNN_OK ||
+	    (rc = tr_ibuf_reserve(&in->indptr, nb + 1)) != GNN_OK ||
+	    (rc = tr_ibuf_reserve(&in->indices, ne ? ne : 1)) != GNN_OK)
+		return rc;
+	for (size_t i = 0; i <= nb; i++)
+		in->indptr.p[i] = (int32_t)(part->indptr[v0 + (int64_t)i] - part->indptr[v0]);
+	for (size_t e = 0; e < ne; e++)
+		in->indices.p[e] = (int32_t)(nb + e);
+	g = (struct gather){ in, part, l, v0, nb, win, in->indptr.p, in->h.p };
+	tr_par_for(nb, 1 + 4096 / (1 + ne / (nb ? nb : 1)), gather_rows, &g);
+	b = (struct gnn_block){ .num_dst = (uint32_t)nb, .num_src = (uint32_t)rows, .num_edges = ne,
+				.indptr = in->indptr.p, .indices = in->indices.p };
+	return tr_model_infer_layer(in->model, l, &b, in->h.p, in->y.p);
+}
+
+/* ---- outputs of the last layer ---- */
+
+/* The arrays of one partition's predictions, written side by side. */
+enum { OUT_PRED, OUT_TOPK_CLASS, OUT_TOPK_PROB, OUT_ORIG_ID, OUT_EMB, OUT_COUNT };
+static const char *const out_names[OUT_COUNT] = { "pred", "topk-class", "topk-prob", "orig-id", "emb" };
+
+struct part_out {
+	struct gnn_arr_writer *w[OUT_COUNT];
+	struct counts counts;
+	int32_t *cls;     /* one batch's top-k classes, probabilities, predictions */
+	float *prob;
+	int32_t *pred;
+};
+
+/* Softmax of one row of logits, then its k most likely classes. */
+static void top_k(const float *z, uint32_t C, uint32_t k, int32_t *cls, float *prob)
+{
+	float mx = z[0], sum = 0;
+
+	for (uint32_t j = 1; j < C; j++)
+		mx = z[j] > mx ? z[j] : mx;
+	for (uint32_t j = 0; j < C; j++)
+		sum += expf(z[j] - mx);
+	for (uint32_t i = 0; i < k; i++) {
+		int32_t best = -1;
+
+		for (uint32_t j = 0; j < C; j++) {
+			bool taken = false;
+
+			for (uint32_t t = 0; t < i && !taken; t++)
+				taken = cls[t] == (int32_t)j;
+			if (!taken && (best < 0 || z[j] > z[best]))
+				best = (int32_t)j;
+		}
+		cls[i] = best;
+		prob[i] = expf(z[best] - mx) / sum;
+	}
+}
+
+/* One batch of logits (in->y) into the writers, and the counts. */
+static int emit_batch(struct infer *in, const struct gnn_part *part, int64_t v0, size_t nb, struct part_out *o)
+{
+	uint32_t C = in->meta.layout.num_classes, k = in->top_k;
+	int rc;
+
+	for (size_t i = 0; i < nb; i++) {
+		int64_t v = v0 + (int64_t)i;
+		int32_t y = part->labels[v];
+		uint8_t s = part->split[v];
+
+		top_k(in->y.p + i * C, C, k, o->cls + i * k, o->prob + i * k);
+		o->pred[i] = o->cls[i * k];
+		if (y >= 0) {
+			o->counts.labelled[s]++;
+			o->counts.correct[s] += o->pred[i] == y;
+		}
+	}
+	if ((rc = gnn_arr_writer_append(o->w[OUT_PRED], o->pred, nb)) != GNN_OK ||
+	    (rc = gnn_arr_writer_append(o->w[OUT_TOPK_CLASS], o->cls, nb)) != GNN_OK ||
+	    (rc = gnn_arr_writer_append(o->w[OUT_TOPK_PROB], o->prob, nb)) != GNN_OK ||
+	    (rc = gnn_arr_writer_append(o->w[OUT_ORIG_ID],
+					(const int64_t *)in->node_map.data + part->node_start + v0, nb)) != GNN_OK)
+		return rc;
+	/* The last layer's input: the self rows run_batch gathered first. */
+	if (o->w[OUT_EMB] != NULL)
+		rc = gnn_arr_writer_append(o->w[OUT_EMB], in->h.p, nb);
+	return rc;
+}
+
+static int open_writers(struct infer *in, const char *dir, size_t max_batch, struct part_out *o)
+{
+	static const enum gnn_dtype dt[OUT_COUNT] = { GNN_DT_I32, GNN_DT_I32, GNN_DT_F32, GNN_DT_I64, GNN_DT_F32 };
+	uint32_t win, wout;
+	uint64_t cols[OUT_COUNT] = { 1, in->top_k, in->top_k, 1, 0 };
+	char path[PATH_MAX + 32];
+	int rc;
+
+	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
+	cols[OUT_EMB] = win;
+	for (int i = 0; i < OUT_COUNT; i++) {
+		if (i == OUT_EMB && !ic.embeddings)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.arr", dir, out_names[i]);
+		if ((rc = gnn_arr_writer_open(path, dt[i], cols[i], &o->w[i])) != GNN_OK)
+			return rc;
+	}
+	o->cls = malloc(max_batch * in->top_k * sizeof(int32_t));
+	o->prob = malloc(max_batch * in->top_k * sizeof(float));
+	o->pred = malloc(max_batch * sizeof(int32_t));
+	return o->cls && o->prob && o->pred ? GNN_OK : GNN_ENOMEM;
+}
+
+static void part_out_free(struct part_out *o)
+{
+	for (int i = 0; i < OUT_COUNT; i++)
+		gnn_arr_writer_abort(o->w[i]);
+	free(o->cls);
+	free(o->prob);
+	free(o->pred);
+}
+
+/* ---- layers ---- */
+
+static bool own(uint32_t p)
+{
+	return p % (uint32_t)ic.workers == (uint32_t)ic.worker;
+}
+
+static void layer_path(const struct infer *in, uint32_t l, uint32_t p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/layer-%" PRIu32 "-part-%" PRIu32 ".arr", in->work, l, p);
+}
+
+/* Rows of width floats that fit --buffer-mb. */
+static size_t budget_rows(uint32_t width)
+{
+	size_t r = (size_t)ic.buffer_mb * 1048576u / ((size_t)width * sizeof(float));
+
+	return r < 1 ? 1 : r > INT32_MAX / 2 ? INT32_MAX / 2 : r;
+}
+
+/* Whether path holds an array of rows x cols floats (left by an earlier
+ * attempt at the same parameters: the work folder is theirs alone). */
+static bool have_array(const char *path, uint64_t rows, uint64_t cols)
+{
+	struct gnn_arr a;
+	bool ok;
+
+	if (access(path, F_OK) != 0 || gnn_arr_open(path, GNN_DT_F32, 0, &a) != GNN_OK)
+		return false;
+	ok = a.info.rows == rows && a.info.cols == cols;
+	gnn_arr_close(&a);
+	return ok;
+}
+
+/* Hidden layer l (not the last) of own partition p into its work file. */
+static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
+{
+	const struct gnn_part *part = &in->parts[p];
+	struct gnn_arr_writer *w = NULL;
+	char path[PATH_MAX + 64];
+	uint32_t win, wout;
+	double t0 = gnn_now();
+	size_t budget, nb;
+	int rc;
+
+	tr_model_layer_dims(in->model, l, &win, &wout);
+	layer_path(in, l, p, path, sizeof(path));
+	if (have_array(path, (uint64_t)part->num_nodes, wout)) {
+		GNN_INFO("layer_reused", "layer=%" PRIu32 " part=%" PRIu32 " path=%s", l, p, path);
+		return GNN_OK;
+	}
+	budget = budget_rows(win);
+	if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &w)) != GNN_OK)
+		return rc;
+	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
+		nb = batch_end(part, v, budget);
+		if (gnn_stop_requested())
+			rc = GNN_ECLOSED;
+		if (rc != GNN_OK || (rc = run_batch(in, part, l, v, nb)) != GNN_OK ||
+		    (rc = gnn_arr_writer_append(w, in->y.p, nb)) != GNN_OK) {
+			gnn_arr_writer_abort(w);
+			return rc;
+		}
+	}
+	if ((rc = gnn_arr_writer_finish(w, NULL)) != GNN_OK)
+		return rc;
+	GNN_INFO("layer_done", "layer=%" PRIu32 " part=%" PRIu32 " nodes=%" PRId64 " edges=%" PRId64 " width=%" PRIu32
+		 " seconds=%.2f", l, p, part->num_nodes, part->num_edges, wout, gnn_now() - t0);
+	return GNN_OK;
+}
+
+static int probe_layer(struct infer *in, void *arg, char *missing, size_t len, bool *ready)
+{
+	uint32_t l = *(const uint32_t *)arg;
+	char path[PATH_MAX + 64];
+	size_t used = 0;
+
+	*ready = true;
+	for (uint32_t q = 0; q < in->P; q++) {
+		layer_path(in, l, q, path, sizeof(path));
+		if (access(path, F_OK) == 0)
+			continue;
+		*ready = false;
+		if (used + 16 < len)
+			used += (size_t)snprintf(missing + used, len - used, "%spart-%" PRIu32, used ? "," : "", q);
+	}
+	return GNN_OK;
+}
+
+/* Layer l's outputs of every partition, mapped as the next layer's input. */
+static int open_layer(struct infer *in, uint32_t l)
+{
+	char path[PATH_MAX + 64];
+	int rc;
+
+	for (uint32_t q = 0; q < in->P; q++) {
+		gnn_arr_close(&in->prev[q]);
+		layer_path(in, l, q, path, sizeof(path));
+		if ((rc = gnn_arr_open(path, GNN_DT_F32, 0, &in->prev[q])) != GNN_OK)
+			return rc;
+		if (in->prev[q].info.rows != (uint64_t)in->parts[q].num_nodes ||
+		    in->prev[q].info.cols != (uint64_t)ic.hidden) {
+			GNN_ERROR("bad_layer_file", "path=%s rows=%" PRIu64 " cols=%" PRIu64 " expected_rows=%" PRId64
+				  " expected_cols=%" PRId64, path, in->prev[q].info.rows, in->prev[q].info.cols,
+				  in->parts[q].num_nodes, ic.hidden);
+			return GNN_EFORMAT;
+		}
+	}
+	return GNN_OK;
+}
+
+/* ---- the last layer: one partition's predictions ---- */
+
+static json_t *counts_json(const struct counts *c)
+{
+	json_t *j = json_object();
+
+	for (int s = 1; s < 4; s++)
+		json_object_set_new(j, split_names[s], json_pack("{s:I, s:I}", "labelled", (json_int_t)c->labelled[s],
+								 "correct", (json_int_t)c->correct[s]));
+	return j;
+}
+
+/* The identity every output file of this run carries. */
+static json_t *identity_json(const struct infer *in)
+{
+	char crc[9], mh[17], gid[17];
+
+	snprintf(crc, sizeof(crc), "%08" PRIx32, in->res.params_crc);
+	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
+	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b}", "format", SUMMARY_FORMAT, "params_crc", crc,
+			 "model_hash", mh, "graph_id", gid, "model", ic.model, "top_k", (int)in->top_k, "embeddings",
+			 ic.embeddings);
+}
+
+/* OUT/part-p replaced by the finished temporary folder tmp. */
+static int swap_in(const char *tmp, uint32_t p)
+{
+	char final[PATH_MAX], old[PATH_MAX + 32];
+
+	snprintf(final, sizeof(final), "%s/part-%" PRIu32, ic.out, p);
+	snprintf(old, sizeof(old), "%s/.old-part-%" PRIu32 "-%d", ic.out, p, (int)getpid());
+	if (access(final, F_OK) == 0 && rename(final, old) != 0) {
+		GNN_ERROR("write_failed", "path=%s error=\"%s\"", final, strerror(errno));
+		return GNN_EIO;
+	}
+	if (rename(tmp, final) != 0) {
+		GNN_ERROR("write_failed", "path=%s error=\"%s\"", final, strerror(errno));
+		rename(old, final);
+		return GNN_EIO;
+	}
+	gnn_rm_rf(old);
+	return gnn_fsync_dir(ic.out);
+}
+
+static int finish_part(struct infer *in, const char *tmp, uint32_t p, struct part_out *o)
+{
+	char path[PATH_MAX + 32];
+	json_t *st = identity_json(in);
+	int rc = GNN_OK;
+
+	for (int i = 0; i < OUT_COUNT; i++) {
+		if (o->w[i] != NULL && rc == GNN_OK)
+			rc = gnn_arr_writer_finish(o->w[i], NULL);
+		else
+			gnn_arr_writer_abort(o->w[i]);
+		o->w[i] = NULL;
+	}
+	json_object_set_new(st, "part", json_integer(p));
+	json_object_set_new(st, "nodes", json_integer(in->parts[p].num_nodes));
+	json_object_set_new(st, "splits", counts_json(&o->counts));
+	snprintf(path, sizeof(path), "%s/stats.json", tmp);
+	if (rc == GNN_OK)
+		rc = gnn_json_save_atomic(path, st);
+	json_decref(st);
+	return rc != GNN_OK ? rc : swap_in(tmp, p);
+}
+
+static int last_layer_part(struct infer *in, uint32_t p)
+{
+	const struct gnn_part *part = &in->parts[p];
+	struct part_out o = { 0 };
+	char tmp[PATH_MAX];
+	uint32_t win, wout;
+	double t0 = gnn_now();
+	size_t budget, nb;
+	int rc;
+
+	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
+	budget = budget_rows(win);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-part-%" PRIu32 "-%d", ic.out, p, (int)getpid());
+	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK || (rc = open_writers(in, tmp, budget, &o)) != GNN_OK)
+		goto out;
+	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
+		nb = batch_end(part, v, budget);
+		if (gnn_stop_requested())
+			rc = GNN_ECLOSED;
+		if (rc != GNN_OK || (rc = run_batch(in, part, in->L - 1, v, nb)) != GNN_OK ||
+		    (rc = emit_batch(in, part, v, nb, &o)) != GNN_OK)
+			goto out;
+	}
+	if ((rc = finish_part(in, tmp, p, &o)) != GNN_OK)
+		goto out;
+	GNN_INFO("part_done", "part=%" PRIu32 " nodes=%" PRId64 " test_acc=%.4f seconds=%.2f", p, part->num_nodes,
+		 o.counts.labelled[3] ? (double)o.counts.correct[3] / (double)o.counts.labelled[3] : 0.0,
+		 gnn_now() - t0);
+out:
+	part_out_free(&o);
+	if (rc != GNN_OK)
+		gnn_rm_rf(tmp);
+	return rc;
+}
+
+/* ---- the summary (worker 0) ---- */
+
+/* OUT/part-q/stats.json of this run, its counts added to *c. */
+static int read_part_stats(const struct infer *in, uint32_t q, struct counts *c, bool *found)
+{
+	char path[PATH_MAX + 32];
+	json_t *st = NULL, *splits;
+	const char *crc;
+	char want[9];
+	int rc;
+
+	*found = false;
+	snprintf(path, sizeof(path), "%s/part-%" PRIu32 "/stats.json", ic.out, q);
+	if (access(path, F_OK) != 0)
+		return GNN_OK;
+	if ((rc = gnn_json_load_format(path, SUMMARY_FORMAT, SUMMARY_FORMAT, &st)) != GNN_OK)
+		return rc;
+	snprintf(want, sizeof(want), "%08" PRIx32, in->res.params_crc);
+	crc = json_string_value(json_object_get(st, "params_crc"));
+	splits = json_object_get(st, "splits");
+	if (crc != NULL && strcmp(crc, want) == 0 && json_is_object(splits)) {
+		*found = true;
+		for (int s = 1; s < 4; s++) {
+			json_t *o = json_object_get(splits, split_names[s]);
+
+			c->labelled[s] += (uint64_t)json_integer_value(json_object_get(o, "labelled"));
+			c->correct[s] += (uint64_t)json_integer_value(json_object_get(o, "correct"));
+		}
+	}
+	json_decref(st);
+	return GNN_OK;
+}
+
+static int probe_parts(struct infer *in, void *arg, char *missing, size_t len, bool *ready)
+{
+	struct counts *c = arg;
+	size_t used = 0;
+	int rc;
+
+	*ready = true;
+	memset(c, 0, sizeof(*c));
+	for (uint32_t q = 0; q < in->P; q++) {
+		bool found;
+
+		if ((rc = read_part_stats(in, q, c, &found)) != GNN_OK)
+			return rc;
+		if (!found) {
+			*ready = false;
+			if (used + 16 < len)
+				used += (size_t)snprintf(missing + used, len - used, "%spart-%" PRIu32, used ? "," : "", q);
+		}
+	}
+	return GNN_OK;
+}
+
+static double acc(const struct counts *c, int s)
+{
+	return c->labelled[s] ? (double)c->correct[s] / (double)c->labelled[s] : 0.0;
+}
+
+static int write_summary(struct infer *in)
+{
+	struct counts c;
+	char path[PATH_MAX + 16];
+	json_t *sum;
+	int rc;
+
+	if ((rc = wait_for(in, "predictions", probe_parts, &c)) != GNN_OK)
+		return rc;
+	sum = identity_json(in);
+	json_object_set_new(sum, "nodes", json_integer(in->meta.layout.num_nodes));
+	json_object_set_new(sum, "parts", json_integer(in->P));
+	json_object_set_new(sum, "splits", counts_json(&c));
+	json_object_set_new(sum, "accuracy", json_pack("{s:f, s:f, s:f}", "train", acc(&c, 1), "valid", acc(&c, 2),
+							"test", acc(&c, 3)));
+	json_object_set_new(sum, "trainer", json_pack("{s:f, s:f, s:i, s:i}", "sampled_test_acc", in->res.test_acc,
+						       "best_val_acc", in->res.best_val_acc, "best_epoch",
+						       (int)in->res.best_epoch, "epochs", (int)in->res.epochs));
+	json_object_set_new(sum, "workers", json_integer(ic.workers));
+	json_object_set_new(sum, "seconds", json_real(gnn_now() - in->t0));
+	snprintf(path, sizeof(path), "%s/summary.json", ic.out);
+	rc = gnn_json_save_atomic(path, sum);
+	json_decref(sum);
+	if (rc != GNN_OK)
+		return rc;
+	gnn_rm_rf(in->work);
+	GNN_INFO("infer_summary", "test_acc=%.4f valid_acc=%.4f train_acc=%.4f sampled_test_acc=%.4f nodes=%" PRId64
+		 " parts=%" PRIu32 " params_crc=%08" PRIx32 " out=%s seconds=%.1f", acc(&c, 3), acc(&c, 2), acc(&c, 1),
+		 in->res.test_acc, in->meta.layout.num_nodes, in->P, in->res.params_crc, ic.out, gnn_now() - in->t0);
+	return GNN_OK;
+}
+
+/* Whether OUT/summary.json is this run's already (a Job run again). */
+static bool already_done(const struct infer *in)
+{
+	char path[PATH_MAX + 16];
+	json_t *sum = NULL, *want = identity_json(in);
+	bool same = false;
+
+	snprintf(path, sizeof(path), "%s/summary.json", ic.out);
+	if (access(path, F_OK) == 0 && gnn_json_load_format(path, SUMMARY_FORMAT, SUMMARY_FORMAT, &sum) == GNN_OK) {
+		const char *key;
+		json_t *v;
+
+		same = true;
+		json_object_foreach(want, key, v)
+			same = same && json_equal(v, json_object_get(sum, key));
+	}
+	json_decref(sum);
+	json_decref(want);
+	return same;
+}
+
+/* ---- the whole run ---- */
+
+static int infer_run(struct infer *in)
+{
+	int rc;
+
+	if ((rc = wait_for(in, "result.json", probe_result, NULL)) != GNN_OK || (rc = open_graph(in)) != GNN_OK ||
+	    (rc = load_model(in)) != GNN_OK)
+		return rc;
+	in->L = (uint32_t)ic.layers;
+	in->top_k = (uint32_t)ic.top_k < in->meta.layout.num_classes ? (uint32_t)ic.top_k : in->meta.layout.num_classes;
+	if (already_done(in)) {
+		GNN_INFO("already_inferred", "out=%s params_crc=%08" PRIx32 " reason=\"summary.json is this run's\"", ic.out,
+			 in->res.params_crc);
+		return GNN_OK;
+	}
+	snprintf(in->work, sizeof(in->work), "%s/.work-%08" PRIx32, ic.out, in->res.params_crc);
+	if ((rc = gnn_mkdir_p(in->work)) != GNN_OK)
+		return rc;
+	for (uint32_t l = 0; l + 1 < in->L; l++) {
+		for (uint32_t p = 0; p < in->P; p++)
+			if (own(p) && (rc = hidden_layer_part(in, l, p)) != GNN_OK)
+				return rc;
+		if ((rc = wait_for(in, "layer", probe_layer, &l)) != GNN_OK || (rc = open_layer(in, l)) != GNN_OK)
+			return rc;
+	}
+	for (uint32_t p = 0; p < in->P; p++)
+		if (own(p) && (rc = last_layer_part(in, p)) != GNN_OK)
+			return rc;
+	return ic.worker == 0 ? write_summary(in) : GNN_OK;
+}
+
+static void infer_free(struct infer *in)
+{
+	for (uint32_t p = 0; in->parts != NULL && p < in->P; p++) {
+		gnn_part_close(&in->parts[p]);
+		gnn_arr_close(&in->prev[p]);
+	}
+	free(in->parts);
+	free(in->prev);
+	gnn_arr_close(&in->node_map);
+	gnn_meta_free(&in->meta);
+	tr_model_free(in->model);
+	free(in->h.p);
+	free(in->y.p);
+	free(in->indptr.p);
+	free(in->indices.p);
+}
+
+int tr_infer_main(int argc, char **argv)
+{
+	static struct infer in;
+	static char out[PATH_MAX];
+	int rc = gnn_opt_parse("gnn-trainer infer",
+			       "Predict every node of the graph with a finished run's best parameters: layer-wise "
+			       "full-neighbourhood inference (docs/inference.md).", infer_options, argc, argv);
+
+	if (rc == GNN_EHELP)
+		return 0;
+	if (rc != GNN_OK || check_options() != GNN_OK)
+		return 2;
+	if (ic.out == NULL) {
+		snprintf(out, sizeof(out), "%s/predictions", ic.data);
+		ic.out = out;
+	}
+	gnn_opt_log(infer_options);
+	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
+	openblas_set_num_threads(ic.threads > 0 ? (int)ic.threads : (int)gnn_cpu_count());
+	in.t0 = gnn_now();
+	GNN_INFO("infer_start", "worker=%" PRId64 " workers=%" PRId64 " data=%s checkpoint_dir=%s out=%s", ic.worker,
+		 ic.workers, ic.data, ic.ckpt, ic.out);
+	rc = infer_run(&in);
+	infer_free(&in);
+	if (rc == GNN_OK) {
+		GNN_INFO("infer_done", "worker=%" PRId64 " seconds=%.1f peak_rss_mb=%.1f", ic.worker, gnn_now() - in.t0,
+			 (double)gnn_peak_rss_bytes() / 1048576.0);
+		return 0;
+	}
+	if (rc == GNN_ECLOSED) {
+		/* not 0: a Job whose pod was stopped has not succeeded */
+		GNN_WARN("stopping", "reason=signal exit=1 note=\"a new run reuses the layers already written\"");
+		return 1;
+	}
+	GNN_ERROR("infer_failed", "code=%s reason=\"%s\" note=\"nothing half-written: the outputs are complete or "
+		  "absent\"", gnn_errname(rc), gnn_strerror(rc));
+	return rc == GNN_EINVAL ? 2 : 1;
+}
