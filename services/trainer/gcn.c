@@ -96,12 +96,5 @@ const struct tr_model_ops tr_model_gcn = {
 	.summary = "GraphSAGE with the GCN aggregator (DGL's SAGEConv('gcn')): one weight per layer over the mean "
 		   "of the node and its neighbours",
 	.create = gcn_create,
-	.destroy = tr_layers_destroy,
-	.init = tr_layers_init,
-	.num_params = tr_layers_num_params,
-	.params = tr_layers_params,
-	.grads = tr_layers_grads,
-	.forward = tr_layers_forward,
-	.backward = tr_layers_backward,
-	.infer_layer = tr_layers_infer_layer,
+	TR_LAYERS_OPS,
 };

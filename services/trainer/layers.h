@@ -95,4 +95,11 @@ int tr_layers_backward(void *self, const struct gnn_minibatch *mb, const float *
 int tr_layers_infer_layer(void *self, uint32_t l, const struct gnn_block *b, const float *h, float *out,
 			  struct tr_kstats *ks);
 
+/* The ops table's fields above, for a model's designated initialiser:
+ * { .name = ..., .summary = ..., .create = ..., TR_LAYERS_OPS }. */
+#define TR_LAYERS_OPS                                                                       \
+	.destroy = tr_layers_destroy, .init = tr_layers_init, .num_params = tr_layers_num_params, \
+	.params = tr_layers_params, .grads = tr_layers_grads, .forward = tr_layers_forward,       \
+	.backward = tr_layers_backward, .infer_layer = tr_layers_infer_layer
+
 #endif

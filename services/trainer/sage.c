@@ -149,12 +149,5 @@ const struct tr_model_ops tr_model_graphsage = {
 	.name = "graphsage",
 	.summary = "GraphSAGE with the mean aggregator (DGL's SAGEConv('mean'), PyG's SAGEConv)",
 	.create = sage_create,
-	.destroy = tr_layers_destroy,
-	.init = tr_layers_init,
-	.num_params = tr_layers_num_params,
-	.params = tr_layers_params,
-	.grads = tr_layers_grads,
-	.forward = tr_layers_forward,
-	.backward = tr_layers_backward,
-	.infer_layer = tr_layers_infer_layer,
+	TR_LAYERS_OPS,
 };
