@@ -23,6 +23,8 @@ static const char *const msg_names[GNN_MSG_TYPE_COUNT] = {
 	[GNN_MSG_NODES_RESP] = "nodes_resp",
 	[GNN_MSG_MINIBATCH_REQ] = "minibatch",
 	[GNN_MSG_MINIBATCH_RESP] = "minibatch_resp",
+	[GNN_MSG_PREDICT_REQ] = "predict",
+	[GNN_MSG_PREDICT_RESP] = "predict_resp",
 };
 
 const char *gnn_msg_name(uint16_t type)
@@ -456,6 +458,55 @@ int gnn_decode_label_resp(const void *payload, size_t len, struct gnn_label_resp
 	if (v.n > GNN_PROTO_MAX_IDS)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	v.labels = take(&r, v.n, 4);
+	skip8(&r);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- PREDICT ---- */
+
+int gnn_encode_predict_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_predict_resp *p)
+{
+	size_t start = begin(w, GNN_MSG_PREDICT_RESP, req_id, 0), nk = (size_t)p->n * p->k;
+
+	put_u32(w, p->n);
+	put_u32(w, p->k);
+	put_u32(w, p->params_crc);
+	put_u32(w, 0);
+	gnn_wbuf_put(w, p->orig_ids, (size_t)p->n * 8);
+	gnn_wbuf_put(w, p->pred, (size_t)p->n * 4);
+	pad8(w, start);
+	gnn_wbuf_put(w, p->classes, nk * 4);
+	pad8(w, start);
+	gnn_wbuf_put(w, p->probs, nk * 4);
+	pad8(w, start);
+	return finish(w, start);
+}
+
+int gnn_decode_predict_resp(const void *payload, size_t len, struct gnn_predict_resp *out)
+{
+	struct gnn_predict_resp v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.n = get_u32(&r);
+	v.k = get_u32(&r);
+	v.params_crc = get_u32(&r);
+	get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.n > GNN_PROTO_MAX_IDS || v.k < 1 || v.k > GNN_PROTO_MAX_TOP_K)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.orig_ids = take(&r, v.n, 8);
+	v.pred = take(&r, v.n, 4);
+	skip8(&r);
+	v.classes = take(&r, (uint64_t)v.n * v.k, 4);
+	skip8(&r);
+	v.probs = take(&r, (uint64_t)v.n * v.k, 4);
 	skip8(&r);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;

@@ -47,6 +47,7 @@
 #define GNN_PROTO_MAX_PARTS 65536
 #define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the sockets' receive limit */
 #define GNN_PROTO_MAX_ERROR_TEXT 1024
+#define GNN_PROTO_MAX_TOP_K 64            /* classes per node in PREDICT_RESP */
 
 enum gnn_msg_type {
 	GNN_MSG_ERROR = 1,          /* reply: status + UTF-8 text */
@@ -65,6 +66,9 @@ enum gnn_msg_type {
 	GNN_MSG_NODES_RESP = 13,
 	GNN_MSG_MINIBATCH_REQ = 14, /* sampler: build a minibatch */
 	GNN_MSG_MINIBATCH_RESP = 15,
+	GNN_MSG_PREDICT_REQ = 16,   /* graph store: the predictions of owned nodes (gnn-trainer infer's);
+				     * sampler: of any nodes, asking their owners */
+	GNN_MSG_PREDICT_RESP = 17,
 	GNN_MSG_TYPE_COUNT
 };
 
@@ -182,6 +186,23 @@ struct gnn_split_resp {
 };
 int gnn_encode_split_resp(struct gnn_wbuf *w, uint64_t req_id, const uint8_t *codes, uint32_t n);
 int gnn_decode_split_resp(const void *payload, size_t len, struct gnn_split_resp *out);
+
+/* PREDICT_REQ is an ids request (gnn_encode_ids_req). PREDICT_RESP: for
+ * each requested node, in order, its original ID (node-map), predicted
+ * class and the k most likely classes with their probabilities, most
+ * likely first; params_crc names the parameters that made them. */
+struct gnn_predict_resp {
+	uint32_t n, k, params_crc;
+	const int64_t *orig_ids;  /* [n] */
+	const int32_t *pred;      /* [n] */
+	const int32_t *classes;   /* [n * k] */
+	const float *probs;       /* [n * k] */
+	void *owned;
+};
+int gnn_encode_predict_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_predict_resp *p);
+/* Checks n against GNN_PROTO_MAX_IDS, k in [1, GNN_PROTO_MAX_TOP_K] and
+ * that the arrays fill the payload exactly (values are the sender's). */
+int gnn_decode_predict_resp(const void *payload, size_t len, struct gnn_predict_resp *out);
 
 /* NODES_REQ: up to limit owned nodes whose split code is split, in ID order,
  * starting at global ID cursor (use the partition's node_start, or 0, first).

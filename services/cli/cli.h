@@ -51,6 +51,9 @@ json_t *cli_id_array(const int64_t *ids, uint64_t n);
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *info);
 json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r);
 json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb);
+/* {"params_crc", "top_k", "predictions": [{"node", "original_id", "class",
+ * "top": [{"class", "prob"}, ...]}, ...]} for ids[r->n]. */
+json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r);
 
 /* The commands. Each checks its options, calls the service and on success
  * sets *out to the JSON document to print (a new reference). On failure
@@ -63,5 +66,6 @@ int cli_cmd_labels(const struct cli_config *c, json_t **out);
 int cli_cmd_split(const struct cli_config *c, json_t **out);
 int cli_cmd_nodes(const struct cli_config *c, json_t **out);
 int cli_cmd_minibatch(const struct cli_config *c, json_t **out);
+int cli_cmd_predict(const struct cli_config *c, json_t **out);
 
 #endif

@@ -381,3 +381,40 @@ out:
 	free(seeds);
 	return rc;
 }
+
+/* PREDICT: a store's own nodes, or any nodes through a sampler. */
+int cli_cmd_predict(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_predict_resp r = { 0 };
+	struct gnn_wbuf req;
+	nng_msg *reply = NULL;
+	const void *payload;
+	const char *url, *opt;
+	int64_t *ids = NULL;
+	uint32_t n;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &ids, &n)) != GNN_OK ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
+		goto out;
+	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, next_req_id++, ids, n);
+	if ((rc = call(cl, url, &req, GNN_MSG_PREDICT_RESP, &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_predict_resp(payload, len, &r)) != GNN_OK || r.n != n) {
+		rc = bad_reply(url, "the reply does not hold one prediction per requested node", rc);
+		goto out;
+	}
+	if ((*out = cli_predict_json(ids, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	gnn_client_close(cl);
+	free(ids);
+	return rc;
+}

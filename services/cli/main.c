@@ -64,6 +64,13 @@ static const struct gnn_opt minibatch_rows[] = {
 	{ "no-labels", GNN_OPT_BOOL, &cfg.no_labels, NULL, 0, 0, NULL, "leave out the seeds' labels" },
 	{ NULL },
 };
+static const struct gnn_opt predict_rows[] = {
+	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
+	  "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000 (nodes it owns)" },
+	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
+	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (any nodes)" },
+	NODES_ROW, { NULL },
+};
 static const struct gnn_opt common_rows[] = {
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "5000", 1, 3600000, NULL,
 	  "milliseconds to wait for each attempt's reply" },
@@ -88,6 +95,8 @@ static const struct command commands[] = {
 	  nodes_rows, cli_cmd_nodes },
 	{ "minibatch", "A minibatch from a sampler: sampled blocks, features, labels.", minibatch_rows,
 	  cli_cmd_minibatch },
+	{ "predict", "Predicted class and top-k of nodes (global IDs; the reply gives original IDs too).",
+	  predict_rows, cli_cmd_predict },
 	{ NULL },
 };
 

@@ -2,6 +2,7 @@
  * and the conversions of decoded replies into JSON. No network here. */
 #include <errno.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,4 +307,23 @@ out_fail:
 	json_decref(fanouts);
 	json_decref(blocks);
 	return NULL;
+}
+
+json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r)
+{
+	json_t *doc, *list = json_array();
+	char crc[9];
+
+	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
+	for (uint32_t i = 0; list != NULL && i < r->n; i++) {
+		json_t *top = json_array();
+
+		for (uint32_t j = 0; top != NULL && j < r->k; j++)
+			json_array_append_new(top, json_pack("{s:i, s:f}", "class", r->classes[(size_t)i * r->k + j], "prob",
+							     (double)r->probs[(size_t)i * r->k + j]));
+		json_array_append_new(list, json_pack("{s:I, s:I, s:i, s:o}", "node", (json_int_t)ids[i], "original_id",
+						      (json_int_t)r->orig_ids[i], "class", r->pred[i], "top", top));
+	}
+	doc = json_pack("{s:s, s:i, s:o}", "params_crc", crc, "top_k", (int)r->k, "predictions", list);
+	return doc;
 }

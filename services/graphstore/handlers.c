@@ -1,5 +1,6 @@
 /* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT
- * and NODES over the mapped partition (store.h).
+ * and NODES over the mapped partition (store.h), PREDICT over the
+ * inference's predictions (preds.h).
  *
  * Every handler decodes and checks the whole request before any work and
  * answers with exactly one message: the reply, or an ERROR whose text says
@@ -248,6 +249,26 @@ static int on_nodes(struct gs_store *s, const struct gnn_hdr *h, const void *pay
 	return rc;
 }
 
+/* PREDICT: the inference's predictions of owned nodes (preds.h). */
+static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	struct gnn_ids req;
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
+	int rc;
+
+	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	if (check_owned(s, h, req.ids, req.n, out, &rc)) {
+		why[0] = '\0';
+		rc = gs_preds_answer(s->preds, h->req_id, req.ids, req.n, out, why, sizeof(why));
+		if (rc == GNN_ENOENT || rc == GNN_EFORMAT || rc == GNN_EUNAVAIL)
+			rc = reply_error(out, h->req_id, rc, "graph store %d has no predictions to answer with: %s",
+					 s->part_id, why);
+	}
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
 int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
 {
 	struct gs_store *s = ctx;
@@ -270,6 +291,8 @@ int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t le
 		return on_rows(s, h, payload, out);
 	case GNN_MSG_NODES_REQ:
 		return on_nodes(s, h, payload, out);
+	case GNN_MSG_PREDICT_REQ:
+		return on_predict(s, h, payload, out);
 	default:
 		return reply_error(out, h->req_id, GNN_EPROTO,
 				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),

@@ -25,7 +25,7 @@
 #include "sys.h"
 
 struct config {
-	const char *data, *listen, *http_addr;
+	const char *data, *listen, *http_addr, *predictions;
 	int64_t part, http_port, workers, wait_data;
 };
 
@@ -36,6 +36,9 @@ static const struct gnn_opt options[] = {
 	  "partition output folder (gnn-partition --out): meta.json and part-<p>/" },
 	{ "part", GNN_OPT_INT, &cfg.part, NULL, 0, GNN_PROTO_MAX_PARTS - 1, NULL,
 	  "partition to serve (default: the host name's ordinal, graphstore-3 serves 3)" },
+	{ "predictions", GNN_OPT_STR, &cfg.predictions, NULL, 0, 0, NULL,
+	  "gnn-trainer infer's output, served to PREDICT requests and picked up when it changes "
+	  "(default: DATA/predictions)" },
 	{ "listen", GNN_OPT_STR, &cfg.listen, "tcp://0.0.0.0:7000", 0, 0, NULL,
 	  "nng URL the requests arrive on (port 0: any free port, logged)" },
 	{ "http-addr", GNN_OPT_STR, &cfg.http_addr, "0.0.0.0", 0, 0, NULL,
@@ -64,6 +67,12 @@ static int configure(void *ctx)
 		GNN_ERROR("bad_config", "reason=\"--data DIR (GNN_DATA) is required: the partition output folder\"");
 		return GNN_EINVAL;
 	}
+	if (cfg.predictions == NULL) {
+		static char dflt[4096];
+
+		snprintf(dflt, sizeof(dflt), "%s/predictions", cfg.data);
+		cfg.predictions = dflt;
+	}
 	if (cfg.part < 0 && gnn_own_ordinal("part", &cfg.part) != GNN_OK)
 		return GNN_EINVAL;
 	if (cfg.workers == 0)
@@ -78,7 +87,7 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	struct graphstore *gs = ctx;
 	struct gnn_server_opts so = { .name = "graphstore", .listen = cfg.listen, .workers = (int)cfg.workers,
 				      .metrics = reg, .handler = gs_handle, .ctx = &gs->store };
-	int rc = gs_store_init(&gs->store, cfg.data, (int32_t)cfg.part, reg);
+	int rc = gs_store_init(&gs->store, cfg.data, cfg.predictions, (int32_t)cfg.part, reg);
 
 	return rc != GNN_OK ? rc : gnn_server_start(&so, &gs->server);
 }

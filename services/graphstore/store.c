@@ -23,13 +23,15 @@
 #define WAIT_POLL_MS 250
 #define WAIT_LOG_EVERY_S 10.0
 
-int gs_store_init(struct gs_store *s, const char *dir, int32_t part, struct gnn_metrics *reg)
+int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
+		  struct gnn_metrics *reg)
 {
 	int rc;
 
 	memset(s, 0, sizeof(*s));
 	atomic_init(&s->state, GS_WAITING);
 	s->dir = dir;
+	s->preds_dir = preds_dir;
 	s->part_id = part;
 	if ((rc = gnn_metrics_counter(reg, "gnn_graphstore_sampled_edges_total",
 				      "Neighbour IDs returned by SAMPLE requests", NULL, 0, &s->sampled_edges)) ||
@@ -126,6 +128,10 @@ int gs_store_load(struct gs_store *s)
 	 * checked before the first request, and the pages are then resident. */
 	if ((rc = gnn_part_open(s->dir, &meta, p, GNN_PART_VERIFY, &part)) != GNN_OK)
 		goto out_fail;
+	if ((rc = gs_preds_new(s->preds_dir, p, part.node_start, part.num_nodes, &s->preds)) != GNN_OK) {
+		gnn_part_close(&part);
+		goto out_fail;
+	}
 	for (int i = 0; i < 5; i++)
 		bytes += part.arrs[i].info.file_bytes;
 	s->meta = meta;
@@ -153,6 +159,8 @@ void gs_store_close(struct gs_store *s)
 	if (s->ready != NULL)
 		gnn_gauge_set(s->ready, 0);
 	if (was == GS_READY) {
+		gs_preds_free(s->preds);
+		s->preds = NULL;
 		gnn_part_close(&s->part);
 		gnn_meta_free(&s->meta);
 	}

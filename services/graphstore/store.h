@@ -23,6 +23,7 @@
 
 #include "metrics.h"
 #include "part.h"
+#include "preds.h"
 #include "proto.h"
 
 enum gs_state { GS_WAITING, GS_LOADING, GS_READY, GS_STOPPING };
@@ -30,10 +31,12 @@ enum gs_state { GS_WAITING, GS_LOADING, GS_READY, GS_STOPPING };
 struct gs_store {
 	_Atomic int state;          /* enum gs_state */
 	const char *dir;            /* partition output folder (borrowed) */
+	const char *preds_dir;      /* gnn-trainer infer's output (borrowed) */
 	int32_t part_id;            /* the partition served (fixed at init) */
 	struct gnn_meta meta;       /* valid from READY on; meta.layout.graph_id is
 				     * gnn_meta_graph_id(&meta), which gnn_meta_load leaves 0 */
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
+	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
 	uint64_t mapped_bytes;      /* the partition's five files, headers included */
 	double load_seconds;
 
@@ -43,10 +46,12 @@ struct gs_store {
 	struct gnn_gauge *partition_id, *load_seconds_gauge;
 };
 
-/* Prepares s (state WAITING) to serve partition part of the output in dir
- * and registers the graph store's metrics in reg (borrowed: it must
- * outlive s). dir is borrowed too. Returns GNN_OK or the registry's error. */
-int gs_store_init(struct gs_store *s, const char *dir, int32_t part, struct gnn_metrics *reg);
+/* Prepares s (state WAITING) to serve partition part of the output in dir,
+ * and the predictions in preds_dir (preds.h), and registers the graph
+ * store's metrics in reg (borrowed: it must outlive s). dir and preds_dir
+ * are borrowed too. Returns GNN_OK or the registry's error. */
+int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
+		  struct gnn_metrics *reg);
 
 /* Waits up to timeout_s seconds for dir/meta.json to exist, logging what it
  * waits for when it starts and about every 10 s; a SIGTERM ends the wait.
@@ -72,7 +77,8 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size);
 
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
- * SAMPLE, FEAT, LABEL, SPLIT and NODES requests. Every request is checked
+ * SAMPLE, FEAT, LABEL, SPLIT, NODES and PREDICT requests (PREDICT: GNN_ENOENT
+ * naming what is missing while there are no predictions). Every request is checked
  * completely before any work: a malformed payload gets an ERROR reply with
  * the decoder's code, a node outside this partition GNN_ERANGE naming the
  * node and the owned range, a request before READY GNN_EUNAVAIL. */

@@ -635,3 +635,109 @@ out:
 	be->release(be->ctx, &c, 1);
 	return rc;
 }
+
+/* ---- PREDICT ---- */
+
+/* The answers of calls[0..nc) merged in the order of ids (pos[i]: where
+ * ids[i] went in its partition's call, part[i] its call), checked to be of
+ * one run, then encoded. */
+static int merge_predictions(const struct smp_backend *be, uint64_t req_id, const struct smp_call *calls,
+			     size_t nc, const uint32_t *call_of, const uint32_t *pos, uint32_t n,
+			     struct gnn_wbuf *w, char *err, size_t err_len)
+{
+	const struct gnn_predict_resp *first = &calls[0].predict;
+	struct gnn_predict_resp r = { .n = n, .k = first->k, .params_crc = first->params_crc };
+	int64_t *orig = malloc((size_t)n * 8 + 1);
+	int32_t *pred = malloc((size_t)n * 4 + 1), *cls = malloc((size_t)n * r.k * 4 + 1);
+	float *prob = malloc((size_t)n * r.k * 4 + 1);
+	char who[256];
+	int rc = GNN_ENOMEM;
+
+	if (orig == NULL || pred == NULL || cls == NULL || prob == NULL)
+		goto out;
+	for (size_t c = 1; c < nc; c++)
+		if (calls[c].predict.k != r.k || calls[c].predict.params_crc != r.params_crc) {
+			be->describe(be->ctx, calls[c].part, who, sizeof(who));
+			snprintf(err, err_len, "%s holds predictions of another inference run (params_crc %08" PRIx32
+				 ", top %" PRIu32 ") than partition %" PRIu32 "'s (%08" PRIx32 ", top %" PRIu32 ")", who,
+				 calls[c].predict.params_crc, calls[c].predict.k, calls[0].part, r.params_crc, r.k);
+			rc = GNN_EPROTO;
+			goto out;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct gnn_predict_resp *a = &calls[call_of[i]].predict;
+
+		orig[i] = a->orig_ids[pos[i]];
+		pred[i] = a->pred[pos[i]];
+		memcpy(cls + (size_t)i * r.k, a->classes + (size_t)pos[i] * r.k, r.k * 4);
+		memcpy(prob + (size_t)i * r.k, a->probs + (size_t)pos[i] * r.k, r.k * 4);
+	}
+	r.orig_ids = orig;
+	r.pred = pred;
+	r.classes = cls;
+	r.probs = prob;
+	if ((rc = gnn_encode_predict_resp(w, req_id, &r)) != GNN_OK)
+		snprintf(err, err_len, "cannot encode %" PRIu32 " predictions (%s)", n, gnn_strerror(rc));
+out:
+	free(orig);
+	free(pred);
+	free(cls);
+	free(prob);
+	return rc;
+}
+
+int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
+			struct gnn_wbuf *w, char *err, size_t err_len)
+{
+	const struct gnn_layout *l = be->layout;
+	uint32_t *call_of = malloc((size_t)n * 4 + 1), *pos = malloc((size_t)n * 4 + 1);
+	uint32_t *of_part = malloc((size_t)l->num_parts * 4);
+	int64_t *sorted = malloc((size_t)n * 8 + 1);
+	struct smp_call *calls = calloc(l->num_parts, sizeof(*calls));
+	size_t nc = 0, start = w->len;
+	int rc = GNN_ENOMEM;
+
+	err[0] = '\0';
+	if (call_of == NULL || pos == NULL || of_part == NULL || sorted == NULL || calls == NULL)
+		goto out;
+	/* One call per partition that owns any of the nodes: count, then place. */
+	memset(of_part, 0xff, (size_t)l->num_parts * 4);
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t p = gnn_layout_owner(l, ids[i]);
+
+		if (p < 0) {
+			snprintf(err, err_len, "node %" PRId64 " (ids[%" PRIu32 "]) is outside the graph [0, %" PRId64 ")",
+				 ids[i], i, l->num_nodes);
+			rc = GNN_ERANGE;
+			goto out;
+		}
+		if (of_part[p] == UINT32_MAX) {
+			of_part[p] = (uint32_t)nc;
+			calls[nc++] = (struct smp_call){ .op = SMP_OP_PREDICT, .part = (uint32_t)p };
+		}
+		call_of[i] = of_part[p];
+		pos[i] = calls[call_of[i]].n++;
+	}
+	for (size_t c = 0, at = 0; c < nc; at += calls[c].n, c++) {
+		calls[c].first = (uint32_t)at;
+		calls[c].ids = sorted + at;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sorted[calls[call_of[i]].first + pos[i]] = ids[i];
+	if (nc == 0) {
+		rc = gnn_encode_predict_resp(w, req_id, &(struct gnn_predict_resp){ .k = 1 });
+		goto out;
+	}
+	if ((rc = be->run(be->ctx, calls, nc, err, err_len)) == GNN_OK)
+		rc = merge_predictions(be, req_id, calls, nc, call_of, pos, n, w, err, err_len);
+	be->release(be->ctx, calls, nc);
+out:
+	if (rc != GNN_OK)
+		w->len = start;
+	free(call_of);
+	free(pos);
+	free(of_part);
+	free(sorted);
+	free(calls);
+	return rc;
+}

@@ -27,7 +27,7 @@
 #include "part.h"
 #include "proto.h"
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES };
+enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT };
 
 /* One request to the owner of one partition and, once run, its answer. */
 struct smp_call {
@@ -53,6 +53,7 @@ struct smp_call {
 	const int64_t *found;     /* NODES: [num_found] node IDs (num_found <= limit) */
 	uint32_t num_found;
 	int64_t next_cursor;      /* NODES: where the store continues, -1 when done */
+	struct gnn_predict_resp predict;  /* PREDICT: the answer (n rows; owned unused) */
 	void *keep;               /* the backend's: what the answers point into */
 };
 
@@ -157,5 +158,15 @@ void smp_minibatch_free(struct smp_minibatch *m);
  * GNN_ENOMEM; w is then as it was (its failed flag set on GNN_ENOMEM). */
 int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
 		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len);
+
+/* PREDICT through the sampler: the predictions of n nodes anywhere in the
+ * graph, asked of their owners (one call per partition, in parallel) and
+ * appended to w as one PREDICT_RESP in the order of ids. Every owner must
+ * answer with the same params_crc and k (one inference run). On error w
+ * is as it was and err says what failed: a node outside the graph
+ * (GNN_ERANGE), a store without predictions (its code and text), owners
+ * of different runs (GNN_EPROTO). */
+int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
+			struct gnn_wbuf *w, char *err, size_t err_len);
 
 #endif

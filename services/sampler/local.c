@@ -280,6 +280,10 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 		case SMP_OP_NODES:
 			rc = local_nodes(pt, c, &bad);
 			break;
+		case SMP_OP_PREDICT:
+			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no predictions: only graph stores "
+				 "serve them", c->part);
+			return GNN_ENOENT;
 		default:
 			rc = GNN_EINVAL;
 		}

@@ -104,6 +104,24 @@ static int on_nodes(struct smp_service *s, const struct gnn_hdr *h, const void *
 	return GNN_OK;
 }
 
+/* PREDICT: the inference's predictions of any nodes, from their owners. */
+static int on_predict(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
+		      struct gnn_wbuf *out)
+{
+	struct gnn_ids req;
+	char err[512], text[640];
+	int rc;
+
+	if ((rc = gnn_decode_ids_req(payload, len, &req)) != GNN_OK) {
+		snprintf(text, sizeof(text), "malformed predict request: %s (%s)",
+			 rc == GNN_ERANGE ? "over 2^22 node IDs" : "lengths do not match the payload", gnn_errname(rc));
+		return reply_error(out, h, rc, text);
+	}
+	rc = smp_predict_message(s->be, h->req_id, req.ids, req.n, out, err, sizeof(err));
+	gnn_proto_release(req.owned);
+	return rc == GNN_OK ? GNN_OK : reply_error(out, h, rc, err);
+}
+
 static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
 			struct gnn_wbuf *out)
 {
@@ -142,9 +160,10 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 	struct smp_service *s = ctx;
 	char text[640];
 
-	if (h->type != GNN_MSG_MINIBATCH_REQ && h->type != GNN_MSG_NODES_REQ && h->type != GNN_MSG_INFO_REQ) {
-		snprintf(text, sizeof(text), "the sampler answers info, nodes and minibatch requests only, not %s "
-			 "(type %u)", gnn_msg_name(h->type), (unsigned)h->type);
+	if (h->type != GNN_MSG_MINIBATCH_REQ && h->type != GNN_MSG_NODES_REQ && h->type != GNN_MSG_INFO_REQ &&
+	    h->type != GNN_MSG_PREDICT_REQ) {
+		snprintf(text, sizeof(text), "the sampler answers info, nodes, minibatch and predict requests only, not "
+			 "%s (type %u)", gnn_msg_name(h->type), (unsigned)h->type);
 		return reply_error(out, h, GNN_EPROTO, text);
 	}
 	/* Until the stores have told the layout there is nothing to answer
@@ -155,5 +174,7 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 		return on_info(s, h, len, out);
 	if (h->type == GNN_MSG_NODES_REQ)
 		return on_nodes(s, h, payload, len, out);
+	if (h->type == GNN_MSG_PREDICT_REQ)
+		return on_predict(s, h, payload, len, out);
 	return on_minibatch(s, h, payload, len, out);
 }

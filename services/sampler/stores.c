@@ -741,6 +741,8 @@ static int encode_call(struct gnn_wbuf *w, uint64_t req_id, const struct smp_cal
 		return gnn_encode_ids_req(w, GNN_MSG_LABEL_REQ, req_id, c->ids, c->n);
 	case SMP_OP_NODES:
 		return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
+	case SMP_OP_PREDICT:
+		return gnn_encode_ids_req(w, GNN_MSG_PREDICT_REQ, req_id, c->ids, c->n);
 	}
 	return GNN_EINVAL;
 }
@@ -751,7 +753,8 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 	static const uint16_t want[] = { [SMP_OP_SAMPLE] = GNN_MSG_SAMPLE_RESP,
 					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
 					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
-					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP };
+					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP,
+					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
@@ -778,6 +781,12 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 		c->rows = r.rows;
 		return r.n == c->n && r.dim == s->layout.feat_dim ? GNN_OK : GNN_EPROTO;
 	}
+	if (c->op == SMP_OP_PREDICT) {
+		if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
+			return rc;
+		h->owned = c->predict.owned;
+		return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
+	}
 	if (c->op == SMP_OP_NODES) {
 		struct gnn_nodes_resp r;
 
@@ -800,7 +809,11 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 
 static const char *op_name(enum smp_op op)
 {
-	return op == SMP_OP_SAMPLE ? "sample" : op == SMP_OP_FEAT ? "features" : op == SMP_OP_LABEL ? "labels" : "nodes";
+	static const char *const names[] = { [SMP_OP_SAMPLE] = "sample", [SMP_OP_FEAT] = "features",
+					     [SMP_OP_LABEL] = "labels", [SMP_OP_NODES] = "nodes",
+					     [SMP_OP_PREDICT] = "predict" };
+
+	return names[op];
 }
 
 /* Before answers of the stores in used[] are trusted: each one with a

@@ -13,7 +13,8 @@
 L=$BIN/gnn-local
 TR=$BIN/gnn-trainer
 PC=$BUILD/tests/predcheck
-trap 'rm -rf "$WORK"' EXIT
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 LIMITS=(--ready-timeout-s 60 --timeout-s 300 --stop-timeout-s 10)
 
 # infer OUT LOG [flags]: one worker; the exit status.
@@ -26,6 +27,36 @@ infer() {
 kv() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 close() {  # close A B D: |A - B| <= D
 	awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { x = a - b; if (x < 0) x = -x; exit !(a != "" && b != "" && x <= d + 1e-9) }'
+}
+
+# serve TAG DATA PREDS: graph stores 0 and 1 of DATA with --predictions
+# PREDS and a sampler over them; sets ST0, ST1, SMP (nng URLs) and HTTP0
+# (store 0's HTTP port).
+port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
+serve() {
+	local tag=$1 d=$2 preds=$3 p
+	for p in 0 1; do
+		"$BIN/gnn-graphstore" --data "$d" --part $p --predictions "$preds" --listen tcp://127.0.0.1:0 \
+			--http-addr 127.0.0.1 --http-port 0 --workers 2 2>"$WORK/$tag-gs$p.log" &
+		PIDS+=($!)
+	done
+	for p in 0 1; do wait_for 30 grep -q " ready part=" "$WORK/$tag-gs$p.log" || return 1; done
+	ST0=tcp://127.0.0.1:$(port_of "$WORK/$tag-gs0.log") ST1=tcp://127.0.0.1:$(port_of "$WORK/$tag-gs1.log")
+	HTTP0=$(sed -n 's/.* ready .* http_port=\([0-9]*\) .*/\1/p' "$WORK/$tag-gs0.log" | head -n 1)
+	"$BIN/gnn-sampler" --graphstores "$ST0,$ST1" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 \
+		--workers 2 2>"$WORK/$tag-smp.log" &
+	PIDS+=($!)
+	wait_for 30 grep -q " ready listen=" "$WORK/$tag-smp.log" || return 1
+	SMP=tcp://127.0.0.1:$(port_of "$WORK/$tag-smp.log")
+}
+# same_as_arrays JSON OUT: the lookup's classes and original IDs are the
+# inference's pred.arr and orig-id.arr rows, partition after partition.
+same_as_arrays() {
+	local f
+	cmp -s <(jq -r '.predictions[].class' "$1") \
+		<(for f in "$2"/part-0/pred.arr "$2"/part-1/pred.arr; do od -An -v -t d4 -j 64 "$f"; done | tr -s ' ' '\n' | grep -v '^$') &&
+	cmp -s <(jq -r '.predictions[].original_id' "$1") \
+		<(for f in "$2"/part-0/orig-id.arr "$2"/part-1/orig-id.arr; do od -An -v -t d8 -j 64 "$f"; done | tr -s ' ' '\n' | grep -v '^$')
 }
 
 # ---- tiny: train, then infer ------------------------------------------------
@@ -84,6 +115,41 @@ check tiny_resumes_layers "a worker alone times out waiting for the other's laye
 	bash -c "[ $rc -eq 1 ] && grep -q wait_timeout '$WORK/stop1.log' && grep -q layer_reused '$WORK/stop2.log' &&
 		 [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && cmp -s '$WORK/one/part-0/pred.arr' '$WORK/stop/part-0/pred.arr'"
 
+# ---- PREDICT: graph stores serve the predictions, the sampler routes ------
+# The stores start before there are any, pick them up when they appear and
+# again when another inference run replaces them: no restart.
+if serve t "$D" "$WORK/live"; then
+	seq 0 1999 >"$WORK/ids"
+	timeout 30 "$BIN/gnn-cli" predict --sampler "$SMP" --nodes 0,1 >"$WORK/p0.json" 2>"$WORK/p0.err"
+	rc0=$?
+	cp -r "$WORK/one" "$WORK/live"
+	timeout 60 "$BIN/gnn-cli" predict --sampler "$SMP" --nodes @"$WORK/ids" >"$WORK/p1.json" 2>"$WORK/p1.err"
+	rc1=$?
+	check predict_through_sampler "none yet: exit 1 naming it (got $rc0); then all 2000 nodes through the sampler (got $rc1, $(jq '.predictions | length' "$WORK/p1.json" 2>/dev/null)), the same classes and original IDs as the arrays" \
+		bash -c "[ $rc0 -eq 1 ] && grep -q 'no predictions' '$WORK/p0.err' && [ $rc1 -eq 0 ] &&
+			 [ \"\$(jq '.predictions | length' '$WORK/p1.json')\" = 2000 ] && [ \"\$(jq -r .top_k '$WORK/p1.json')\" = 3 ] &&
+			 $(declare -f same_as_arrays); same_as_arrays '$WORK/p1.json' '$WORK/one'"
+	timeout 30 "$BIN/gnn-cli" predict --store "$ST0" --nodes 0,1 >"$WORK/p2.json" 2>/dev/null
+	rc2=$?
+	timeout 30 "$BIN/gnn-cli" predict --store "$ST0" --nodes 1999 >/dev/null 2>"$WORK/p3.err"
+	rc3=$?
+	n=$(curl -s "http://127.0.0.1:$HTTP0/metrics" | awk '$1 == "gnn_graphstore_requests_total{op=\"predict\"}" { print $2 }')
+	check predict_from_store "a store answers for its nodes (got $rc2), refuses another's (got $rc3), counts them in /metrics (predict=$n)" \
+		bash -c "[ $rc2 -eq 0 ] && [ \"\$(jq '.predictions[1].node' '$WORK/p2.json')\" = 1 ] && [ $rc3 -eq 1 ] &&
+			 grep -q 'not owned' '$WORK/p3.err' && [ '${n:-0}' -ge 3 ]"
+	infer "$WORK/live" "$WORK/live.log" "${M[@]}" --top-k 2
+	rc=$?
+	timeout 30 "$BIN/gnn-cli" predict --sampler "$SMP" --nodes 5,1500 >"$WORK/p4.json" 2>/dev/null
+	rc4=$?
+	check predict_picks_up_new_run "another inference run (--top-k 2) replaces them (got $rc): the stores answer with it, no restart (got $rc4, top_k $(jq -r .top_k "$WORK/p4.json" 2>/dev/null))" \
+		bash -c "[ $rc -eq 0 ] && [ $rc4 -eq 0 ] && [ \"\$(jq -r .top_k '$WORK/p4.json')\" = 2 ] &&
+			 grep -q predictions_loaded '$WORK/t-gs1.log'"
+else
+	for t in predict_through_sampler predict_from_store predict_picks_up_new_run; do
+		fail $t "graph stores or sampler not ready: $(tail -n 2 "$WORK"/t-*.log | tr '\n' ' ')"
+	done
+fi
+
 # ---- bad inputs: a clear error, nothing written ----------------------------
 infer "$WORK/bad1" "$WORK/bad1.log" --hidden 64
 rc=$?
@@ -105,6 +171,7 @@ check no_result_waits_then_fails "no result.json: waits (logged) then exit 1 (go
 # ---- Cora: the same accuracy as the trainer's full-neighbourhood evaluation --
 if ! have_cora; then
 	skip cora_matches_full_evaluation "no Cora at $DATASETS/cora (CI has it)"
+	skip cora_lookup "no Cora at $DATASETS/cora (CI has it)"
 	exit 0
 fi
 CM=(--fanouts 10,25 --eval-fanouts -1,-1 --hidden 256 --lr 0.003 --dropout 0.8 --weight-decay 5e-3 --epochs 30 --seed 1)
@@ -123,3 +190,13 @@ close "$a" "$s" 0.001 && near=true
 check cora_matches_full_evaluation "all 2708 nodes predicted, test_acc $a equal to the trainer's full-neighbourhood $s (within one node of 1000: $near)" \
 	bash -c "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -q 'predcheck: ok' '$WORK/cora.check' &&
 		 [ '$(kv nodes "$WORK/cora.check")' = 2708 ] && $near"
+# The same 2708 predictions looked up through the graph stores and a sampler.
+rc=1
+if serve c "$D" "$WORK/cp"; then
+	seq 0 2707 >"$WORK/cids"
+	timeout 60 "$BIN/gnn-cli" predict --sampler "$SMP" --nodes @"$WORK/cids" >"$WORK/cora.json" 2>"$WORK/cora-p.err"
+	rc=$?
+fi
+check cora_lookup "gnn-cli predict --sampler: exit 0 (got $rc), all 2708 nodes, the classes whose accuracy predcheck measured" \
+	bash -c "[ $rc -eq 0 ] && [ \"\$(jq '.predictions | length' '$WORK/cora.json')\" = 2708 ] &&
+		 $(declare -f same_as_arrays); same_as_arrays '$WORK/cora.json' '$WORK/cp'"

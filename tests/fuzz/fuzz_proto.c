@@ -343,6 +343,38 @@ static void check_label_resp(const struct gnn_hdr *h, const uint8_t *p, size_t l
 	gnn_proto_release(v.owned);
 }
 
+static void check_predict_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_predict_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	uint64_t nk;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("predict_resp", gnn_decode_predict_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || v.k < 1 || v.k > GNN_PROTO_MAX_TOP_K)
+		broken("predict_resp", "accepted a count out of range");
+	nk = (uint64_t)v.n * v.k;
+	touch_i64(v.orig_ids, v.n);
+	touch_i32(v.pred, v.n);
+	touch_i32(v.classes, nk);
+	touch_f32(v.probs, nk);
+	gnn_wbuf_init(&w);
+	p2 = reopen("predict_resp", gnn_encode_predict_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_PREDICT_RESP, &h2);
+	if (gnn_decode_predict_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("predict_resp", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || v2.k != v.k || v2.params_crc != v.params_crc ||
+	    !same(v2.orig_ids, v.orig_ids, (size_t)v.n * 8) || !same(v2.pred, v.pred, (size_t)v.n * 4) ||
+	    !same(v2.classes, v.classes, nk * 4) || !same(v2.probs, v.probs, nk * 4))
+		broken("predict_resp", "round trip: the predictions differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
 static void check_split_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 {
 	struct gnn_split_resp v, v2;
@@ -536,14 +568,15 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 
 struct decoder {
 	const char *name;          /* the target is fuzz_<name> */
-	uint16_t types[3];         /* message types with this payload; types[0] for direct calls */
+	uint16_t types[4];         /* message types with this payload; types[0] for direct calls */
 	void (*check)(const struct gnn_hdr *h, const uint8_t *p, size_t len);
 };
 
 static const struct decoder decoders[] = {
 	{ "error", { GNN_MSG_ERROR }, check_error },
 	{ "info_resp", { GNN_MSG_INFO_RESP }, check_info_resp },
-	{ "ids_req", { GNN_MSG_FEAT_REQ, GNN_MSG_LABEL_REQ, GNN_MSG_SPLIT_REQ }, check_ids_req },
+	{ "ids_req", { GNN_MSG_FEAT_REQ, GNN_MSG_LABEL_REQ, GNN_MSG_SPLIT_REQ, GNN_MSG_PREDICT_REQ }, check_ids_req },
+	{ "predict_resp", { GNN_MSG_PREDICT_RESP }, check_predict_resp },
 	{ "sample_req", { GNN_MSG_SAMPLE_REQ }, check_sample_req },
 	{ "sample_resp", { GNN_MSG_SAMPLE_RESP }, check_sample_resp },
 	{ "feat_resp", { GNN_MSG_FEAT_RESP }, check_feat_resp },

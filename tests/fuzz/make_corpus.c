@@ -113,7 +113,9 @@ int main(int argc, char **argv)
 	static const int64_t ids[] = { 5, 1, 9 }, offsets[] = { 0, 4, 9, 12 };
 	static const uint32_t counts[] = { 2, 0, 1 };
 	static const float rows[] = { 0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f };
-	static const int32_t labels[] = { 0, -1, 6 };
+	static const int32_t labels[] = { 0, -1, 6 }, classes[] = { 6, 0, 1, 2, 0, 6 };
+	struct gnn_predict_resp predict = { .n = 3, .k = 2, .params_crc = 0x1f97ab63u, .orig_ids = ids, .pred = labels,
+					    .classes = classes, .probs = rows };
 	static const uint8_t codes[] = { 0, 1, 2, 3, 1 };
 	struct gnn_info info = {
 		.part_id = 1, .part_edges = 13,
@@ -153,6 +155,10 @@ int main(int argc, char **argv)
 	emit("feat_resp", "feat_resp-empty", gnn_encode_feat_resp(&w, 8, rows, 0, 1), &w);
 	emit("label_resp", "label_resp", gnn_encode_label_resp(&w, 9, labels, 3), &w);
 	emit("label_resp", "label_resp-empty", gnn_encode_label_resp(&w, 9, labels, 0), &w);
+	emit("ids_req", "predict_req", gnn_encode_ids_req(&w, GNN_MSG_PREDICT_REQ, 6, ids, 3), &w);
+	emit("predict_resp", "predict_resp", gnn_encode_predict_resp(&w, 13, &predict), &w);
+	predict.n = 0;
+	emit("predict_resp", "predict_resp-empty", gnn_encode_predict_resp(&w, 13, &predict), &w);
 	emit("split_resp", "split_resp", gnn_encode_split_resp(&w, 10, codes, 5), &w);
 	emit("split_resp", "split_resp-empty", gnn_encode_split_resp(&w, 10, codes, 0), &w);
 	emit("nodes_req", "nodes_req", gnn_encode_nodes_req(&w, 11, 0, 100, 0), &w);

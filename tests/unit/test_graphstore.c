@@ -102,7 +102,9 @@ struct fixture {
 static bool open_store(struct fixture *f, int32_t p, bool load)
 {
 	memset(f, 0, sizeof(*f));
-	if (!CHECK(gnn_metrics_new(&f->reg) == GNN_OK) || !CHECK(gs_store_init(&f->s, out_dir, p, f->reg) == GNN_OK))
+	/* no predictions there: PREDICT is tests/e2e/infer.sh's */
+	if (!CHECK(gnn_metrics_new(&f->reg) == GNN_OK) ||
+	    !CHECK(gs_store_init(&f->s, out_dir, "/nonexistent/predictions", p, f->reg) == GNN_OK))
 		return false;
 	return !load || CHECK(gs_store_load(&f->s) == GNN_OK);
 }

@@ -240,6 +240,38 @@ static void test_row_msgs(void)
 	gnn_wbuf_free(&w);
 }
 
+/* PREDICT_RESP: 3 nodes, top 2 (odd counts: the padding after pred and
+ * after each top-k array is exercised), and k out of range refused. */
+static void test_predict(void)
+{
+	int64_t orig[3] = { 100, 7, 42 };
+	int32_t pred[3] = { 1, 0, 2 }, cls[6] = { 1, 2, 0, 1, 2, 0 };
+	float prob[6] = { 0.7f, 0.2f, 0.5f, 0.4f, 0.9f, 0.05f };
+	struct gnn_predict_resp in = { .n = 3, .k = 2, .params_crc = 0xabcdef01u, .orig_ids = orig, .pred = pred,
+				       .classes = cls, .probs = prob }, out;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_predict_resp(&w, 9, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_PREDICT_RESP) &&
+	    CHECK(gnn_decode_predict_resp(p, h.len, &out) == GNN_OK)) {
+		CHECK(out.n == 3 && out.k == 2 && out.params_crc == 0xabcdef01u && out.orig_ids[2] == 42);
+		CHECK(out.pred[1] == 0 && out.classes[5] == 0 && out.probs[4] == 0.9f);
+		gnn_proto_release(out.owned);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_predict_resp, sizeof(out));
+	gnn_wbuf_free(&w);
+	in.k = GNN_PROTO_MAX_TOP_K + 1;
+	in.n = 0;
+	CHECK(gnn_encode_predict_resp(&w, 9, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_predict_resp(p, h.len, &out) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+	CHECK(strcmp(gnn_msg_name(GNN_MSG_PREDICT_REQ), "predict") == 0);
+}
+
 /* A 2-layer minibatch: seeds {10, 11}; block 1 src {10, 11, 12}; block 0
  * src {10, 11, 12, 13}. */
 static void test_minibatch(void)
@@ -403,6 +435,7 @@ int main(void)
 	RUN(test_sample_msgs);
 	RUN(test_row_msgs);
 	RUN(test_minibatch);
+	RUN(test_predict);
 	RUN(test_minibatch_writer);
 	RUN(test_sample_choose);
 	return t_done();
