@@ -44,7 +44,7 @@
 
 static struct {
 	const char *data, *ckpt, *out, *model;
-	int64_t workers, worker, layers, hidden, top_k, buffer_mb, threads, wait_s;
+	int64_t workers, worker, layers, hidden, top_k, buffer_mb, threads, wait_s, epochs;
 	bool embeddings;
 } ic;
 
@@ -54,6 +54,8 @@ static const struct gnn_opt infer_options[] = {
 	  "trainer rank 0's --checkpoint-dir: result.json and the checkpoints of the finished run" },
 	{ "out", GNN_OPT_STR, &ic.out, NULL, 0, 0, NULL, "where the predictions go (default: DATA/predictions)" },
 	{ "model", GNN_OPT_STR, &ic.model, "graphsage", 0, 0, NULL, "the trained model's --model" },
+	{ "epochs", GNN_OPT_INT, &ic.epochs, "0", 0, 100000, NULL,
+	  "wait for a result of at least this many epochs (a continued run's, not the one before it; 0: any)" },
 	{ "layers", GNN_OPT_INT, &ic.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "the trained model's --layers" },
 	{ "hidden", GNN_OPT_INT, &ic.hidden, "256", 1, 65536, NULL, "the trained model's --hidden" },
 	{ "workers", GNN_OPT_INT, &ic.workers, "1", 1, 65536, NULL,
@@ -129,6 +131,12 @@ static int probe_result(struct infer *in, void *arg, char *missing, size_t len, 
 	int rc = gnn_result_read(ic.ckpt, &in->res, ready);
 
 	(void)arg;
+	if (rc == GNN_OK && *ready && in->res.epochs < (uint64_t)ic.epochs) {
+		*ready = false;
+		snprintf(missing, len, "%s/%s(epochs>=%" PRId64 ",has=%" PRIu32 ")", ic.ckpt, GNN_RESULT_FILE, ic.epochs,
+			 in->res.epochs);
+		return GNN_OK;
+	}
 	snprintf(missing, len, "%s/%s", ic.ckpt, GNN_RESULT_FILE);
 	return rc;
 }

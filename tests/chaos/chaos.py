@@ -222,8 +222,9 @@ def trainers_repeatedly(delay):
 
 def freeze(name, seconds, who=None, event=None, text=""):
     """name stops answering (SIGSTOP) for `seconds`, without closing its
-    connections, from right after epoch 3. With `event`, trainer `who`
-    (default: each) must have logged that event (containing `text`). A
+    connections, from right after epoch 3. With `event` (one name, or a
+    tuple of names any of which will do), trainer `who` (default: each)
+    must have logged that event (containing `text`). A
     frozen trainer's own silence is not judged. The fault must land while
     the trainers still train: the whole run takes 1-4 s here, so a harness
     that falls behind could otherwise freeze a finished run and find no
@@ -243,9 +244,14 @@ def freeze(name, seconds, who=None, event=None, text=""):
                 done = [log_time(ln) for ln in s.c.lines("trainer-0", "summary")]
                 if done and done[0] is not None and done[0] < t_freeze:
                     return ["the trainers had finished before the fault landed (the harness fell behind)"]
-                if any(text in ln for t in whose for ln in s.c.lines(t, event)):
+                events = event if isinstance(event, tuple) else (event,)
+                if any(text in ln for t in whose for e in events for ln in s.c.lines(t, e)):
                     return []
-                return ["no %s line%s" % (event, " with " + text if text else "")]
+                # what the trainers did say about it, for the report
+                said = [ln.strip()[-160:] for t in whose for ln in s.c.text(t).splitlines()
+                        if "minibatch" in ln or "sampler" in ln][-4:]
+                return ["no %s line%s; last related lines: %s" % (
+                    " or ".join(events), " with " + text if text else "", said)]
             s.after = after
     return fault
 
@@ -311,7 +317,9 @@ SCENARIOS = {
     "trainers_killed_repeatedly_0.5s": trainers_repeatedly(0.5),
     "trainers_killed_repeatedly_0s": trainers_repeatedly(0.0),
     "graphstore_frozen_30s": freeze("graphstore-0", 30, event="waiting_for_minibatch"),
-    "sampler_frozen_20s": freeze("sampler-0", 20, event="minibatch_hedged"),
+    # its requests hedged to the other replica, or it set aside after a
+    # failed call: either way the trainers went around it
+    "sampler_frozen_20s": freeze("sampler-0", 20, event=("minibatch_hedged", "sampler_down")),
     "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "waiting_for_peer", "op=allreduce"),
     "corrupt_newest_checkpoint": corrupt_newest,
     "trainer_restarted_after_finish": restart_after_finish,

@@ -276,6 +276,9 @@ all_ready() { [ "$(ready_count)" = "$1" ]; }
 job_complete() {
 	[ "$(kc get job -l app.kubernetes.io/component=partition -o jsonpath='{.items[*].status.succeeded}')" = 1 ]
 }
+infer_complete() {
+	[ "$(kc get job -l app.kubernetes.io/component=inference -o jsonpath='{.items[*].status.succeeded}')" = 1 ]
+}
 has_summary() { kc logs "$1" -c trainer 2>/dev/null | grep -q ' summary '; }
 summary_of() { kc logs "$1" -c trainer 2>/dev/null | grep ' summary ' | tail -n 1 | sed 's/.* summary //'; }
 kv() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p" | head -n 1; }
@@ -314,6 +317,21 @@ install_defaults() {
 		bad helm_test "helm test failed: $(tail -n 3 "$WORK/helm-test.log" | tr '\n' ' ')"
 	fi
 	row "helm test" "$(since "$t0") s"
+	check_inference "$(kv params_crc "$s0")"
+}
+
+# The inference Job after the run, and a lookup through a sampler pod: the
+# graph stores serve the predictions of the run whose params_crc is $1.
+check_inference() {
+	local t0 t_inf smp out
+	t0=$(now)
+	wait_until 300 "the inference Job" infer_complete && t_inf=$(since "$t0") || t_inf=
+	check inference_job_completes "the inference Job completes: predictions for every node" [ -n "$t_inf" ]
+	smp=$(kc get pods -l app.kubernetes.io/component=sampler -o jsonpath='{.items[0].metadata.name}')
+	out=$(kc exec "$smp" -c sampler -- gnn-cli predict --sampler tcp://127.0.0.1:7100 --nodes 0,1,2 2>&1)
+	check predict_lookup "gnn-cli predict in a sampler pod answers 3 nodes with params_crc $1 (got: $(head -c 300 <<<"$out"))" \
+		bash -c "[ \"\$(jq '.predictions | length' <<<'$out' 2>/dev/null)\" = 3 ] && [ \"\$(jq -r .params_crc <<<'$out')\" = '$1' ]"
+	row "summary -> inference Job complete" "${t_inf:-never} s"
 }
 
 # ---- 3. Prometheus ---------------------------------------------------------
@@ -565,6 +583,10 @@ PY
 }
 uninstall_and_reinstall() {
 	local t0 report bad_pods out s0 seen dir
+	# The last upgrade's inference Job waits for the continued run's result:
+	# done before the uninstall, as a Job pod stopped mid-run exits 1.
+	wait_until 300 "the inference Job of the continued run" infer_complete ||
+		bad inference_after_upgrade "the inference Job of the run the upgrades continued did not complete"
 	running_containers >"$WORK/containers.txt"
 	# each container's log to its end, to show why one did not exit cleanly
 	mkdir -p "$WORK/final-logs"

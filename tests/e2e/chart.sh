@@ -122,6 +122,8 @@ dns|s/graphstore-%d.graphstore:/graphstore-%d.graphstores:/
 dns|s/--graphstore-count=4/--graphstore-count=3/
 dns|s/--samplers=tcp:\/\/sampler:7100/--samplers=tcp:\/\/sampler:7101/
 storage|s/readOnly: true/readOnly: false/;s/--data=\/data\/partitions\//--data=\/data\/parts\//
+storage|s/--predictions=\/data\/partitions\//--predictions=\/data\/parts\//
+flags|s/--top-k=3/--top-k=99/
 security|0,/readOnlyRootFilesystem: true/s//readOnlyRootFilesystem: false/
 EOF
 check checker_catches_breakage "check_chart.cjs missed:$mut_bad" [ -z "$mut_bad" ]

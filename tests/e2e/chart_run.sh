@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Helm chart as rendered, run without a cluster: `helm template` with
 # tests/k8s/run-values.yaml (synthetic `tiny`, 2 partitions, 2 samplers,
-# 2 trainers, 3 epochs), and every pod it describes (the partitioner Job,
-# graphstore-0/1, two sampler replicas, trainer-0/1, later the helm test pod)
+# 2 trainers, 8 epochs), and every pod it describes (the partitioner Job,
+# graphstore-0/1, two sampler replicas, trainer-0/1, the inference Job,
+# later the helm test pod)
 # run as a local process with the container's command, args and environment
 # (tests/k8s/pods.cjs writes each pod's script):
 #   - its own network namespace with its own address on a bridge (in a hub
@@ -19,9 +20,10 @@
 # All pods start at once, as on a cluster: the start-up order must come from
 # the services' own waits. Checked: the Job partitions; training completes
 # and trainer-0's log ends with its summary, equal on both ranks; the helm
-# test pod passes; the report is on the checkpoint claim; a restarted
-# trainer pair does not train again and a re-run Job does not partition
-# again. Needs root and `ip netns`; skips otherwise. Every process and
+# test pod passes; the report is on the checkpoint claim; the inference Job
+# predicts every node after the run and a sampler answers a lookup; a
+# restarted trainer pair does not train again, a re-run Job does not
+# partition again and a re-run inference Job does not infer again. Needs root and `ip netns`; skips otherwise. Every process and
 # namespace started here is removed on exit.
 . "$(dirname "$0")/lib.bash"
 CHART=$ROOT/charts/gnn-dist
@@ -122,6 +124,7 @@ start() {
 }
 pods_of() { awk -F'\t' -v c="$1" '$2 == c && $4 == "-" { print $1 }' "$WORK/plan/pods.tsv"; }
 JOB=$(pods_of partition)
+INFER=$(pods_of inference)
 TRAINERS=$(pods_of trainer)
 T0=$(pods_of trainer | head -n 1)
 TESTPOD=$(awk -F'\t' '$4 == "test" { print $1 }' "$WORK/plan/pods.tsv")
@@ -172,7 +175,7 @@ while [ $((SECONDS - t_start)) -lt "$DEADLINE_S" ]; do
 	if grep -q ' summary ' "$WORK/logs/$T0.log" 2>/dev/null; then ok=1; break; fi
 	dead=""
 	for p in $(cut -f1 "$WORK/plan/pods.tsv"); do
-		[ "$p" = "$JOB" ] || [ "$p" = "$TESTPOD" ] && continue
+		[ "$p" = "$JOB" ] || [ "$p" = "$TESTPOD" ] || [ "$p" = "$INFER" ] && continue
 		kill -0 "${PID_OF[$p]}" 2>/dev/null || dead="$dead $p"
 	done
 	[ -n "$dead" ] && break
@@ -220,6 +223,24 @@ run_dir=$(sed -n 's/.*--checkpoint-dir=\([^ ]*\).*/\1/p' "$WORK/rendered.yaml" |
 report=$(find "$WORK/vol" -path "*checkpoints*/${run_dir##*/}/result.json" | head -n 1)
 check report_on_claim "result.json of the run is on the checkpoint claim and names the test accuracy" \
 	bash -c "[ -s '$report' ] && grep -q test_acc '$report'"
+
+# The inference Job waited for that report, then predicted every node; the
+# graph stores serve the predictions, and a sampler routes a lookup.
+infer_rc=none
+if [ -n "$INFER" ] && timeout 120 tail --pid="${PID_OF[$INFER]}" -f /dev/null; then
+	wait "${PID_OF[$INFER]}"
+	infer_rc=$?
+fi
+preds=$(find "$WORK/vol" -path "*/predictions/${run_dir##*/}/summary.json" | head -n 1)
+S0=$(pods_of sampler | head -n 1)
+sport=$(sed -n 's/.*--listen=tcp:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/plan/pod-$S0.sh" | head -n 1)
+ip netns exec "${NS_OF[$S0]}" "$BIN/gnn-cli" predict --sampler "tcp://127.0.0.1:$sport" --nodes 0,1,1999 \
+	>"$WORK/predict.json" 2>"$WORK/predict.err"
+prc=$?
+check_dump inference_job_predicts "the inference Job exits 0 (got $infer_rc) after waiting for result.json; summary.json on the data claim; gnn-cli predict through a sampler answers 3 nodes (got $prc: $(head -c 200 "$WORK/predict.err"))" \
+	"${INFER:-none}" bash -c "[ '$infer_rc' = 0 ] && grep -q 'waiting_for what=result.json' '$WORK/logs/$INFER.log' &&
+		grep -q infer_summary '$WORK/logs/$INFER.log' && [ -s '$preds' ] && [ $prc = 0 ] &&
+		[ \"\$(jq '.predictions | length' '$WORK/predict.json')\" = 3 ]"
 
 # ---- helm test ----------------------------------------------------------------
 if [ -n "$TESTPOD" ]; then
@@ -271,6 +292,14 @@ wait "${PID_OF[$JOB]}"
 rc=$?
 check rerun_job_not_repartitioned "the Job run again exits 0 at once: already_partitioned" \
 	bash -c "[ $rc = 0 ] && grep -q already_partitioned '$WORK/logs/$JOB.rerun.log' && ! grep -q ' done out=' '$WORK/logs/$JOB.rerun.log'"
+rc=none
+if [ -n "$INFER" ]; then
+	start "$INFER" "$INFER.rerun"
+	wait "${PID_OF[$INFER]}"
+	rc=$?
+fi
+check rerun_inference_not_redone "the inference Job run again exits 0 at once: already_inferred (got $rc)" \
+	bash -c "[ $rc = 0 ] && grep -q already_inferred '$WORK/logs/$INFER.rerun.log' && ! grep -q layer_done '$WORK/logs/$INFER.rerun.log'"
 # Pods are stopped as Kubernetes stops them (SIGTERM): every process exits
 # 0, and no log holds a sanitizer report (with the SAN=1 build).
 rcs=""

@@ -168,6 +168,11 @@ rc=$?
 check no_result_waits_then_fails "no result.json: waits (logged) then exit 1 (got $rc)" \
 	bash -c "[ $rc -eq 1 ] && grep -q 'waiting_for what=result.json' '$WORK/bad3.log' && grep -q wait_timeout '$WORK/bad3.log'"
 
+infer "$WORK/bad4" "$WORK/bad4.log" "${M[@]}" --epochs 99 --wait-s 1
+rc=$?
+check result_of_fewer_epochs_waited_out "--epochs 99 against a 10-epoch result (a run being continued): waits for it, then exit 1 (got $rc), nothing written" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'epochs>=99,has=10' '$WORK/bad4.log' && [ ! -e '$WORK/bad4/summary.json' ]"
+
 # ---- Cora: the same accuracy as the trainer's full-neighbourhood evaluation --
 if ! have_cora; then
 	skip cora_matches_full_evaluation "no Cora at $DATASETS/cora (CI has it)"

@@ -123,11 +123,13 @@ const selects = (sel, labels) => sel && Object.entries(sel).every(([k, v]) => la
 
 // --help of each binary: option name -> {env, kind (N|X|VALUE|choices|bool), min, max}.
 const helpCache = {};
-function helpOf(bin) {
-	if (helpCache[bin]) return helpCache[bin];
+function helpOf(bin, sub) {
+	const key = sub ? `${bin} ${sub}` : bin;
+	if (helpCache[key]) return helpCache[key];
 	let text;
 	try {
-		text = execFileSync(path.join(binDir, bin), ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+		text = execFileSync(path.join(binDir, bin), sub ? [sub, "--help"] : ["--help"],
+				    { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 	} catch (e) {
 		text = (e.stdout || "") + (e.stderr || "");
 	}
@@ -141,7 +143,7 @@ function helpOf(bin) {
 		const d = /\(default ([^)]*)\)/.exec(desc);
 		opts[m[1]] = { env: m[3], arg: m[2] || "bool", min: r ? +r[1] : null, max: r ? +r[2] : null, def: d ? d[1] : null };
 	}
-	return (helpCache[bin] = opts);
+	return (helpCache[key] = opts);
 }
 function checkValue(where, opt, value) {
 	if (opt.arg === "bool") {
@@ -179,13 +181,16 @@ for (const w of workloads) {
 			if (w.kind !== "Pod") report("flags", `${where}: runs no gnn-* binary`);
 			continue;
 		}
-		const opts = helpOf(bin);
+		// `gnn-trainer infer ...`: a subcommand first, then its own options.
+		const sub = c.args && c.args.length && !/^--/.test(c.args[0]) ? c.args[0] : null;
+		const args = sub ? c.args.slice(1) : c.args || [];
+		const opts = helpOf(bin, sub);
 		if (!Object.keys(opts).length) {
 			report("flags", `${where}: ${bin} --help listed no options (is ${binDir}/${bin} built?)`);
 			continue;
 		}
 		const given = {};
-		for (const a of c.args || []) {
+		for (const a of args) {
 			const m = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(a);
 			if (!m) { report("flags", `${where}: argument ${JSON.stringify(a)} is not --flag or --flag=value`); continue; }
 			if (!opts[m[1]]) { report("flags", `${where}: ${bin} has no option --${m[1]}`); continue; }
@@ -223,7 +228,7 @@ for (const w of workloads) {
 			if (declared[n] !== p) report("ports", `${where}: listens on ${n} port ${p}, declares ${n}=${declared[n]}`);
 		for (const [n, p] of Object.entries(declared))
 			if (want[n] !== p) report("ports", `${where}: declares port ${n}=${p} that ${bin} does not listen on`);
-		listens.push({ w, c, bin, given, value, ports: declared });
+		listens.push({ w, c, bin: sub ? `${bin} ${sub}` : bin, given, value, ports: declared });
 		for (const k of ["graphstores", "graphstore-pattern", "peers", "peer-pattern", "samplers"])
 			if (given[k]) dialed.push({ where, opt: k, value: given[k], l: listens[listens.length - 1] });
 
@@ -351,6 +356,19 @@ for (const l of listens.filter((x) => x.bin === "gnn-trainer")) {
 	const mnt = dir && mountOf(l.w, l.c, dir);
 	if (!mnt || mnt.m.readOnly || !mnt.v.persistentVolumeClaim)
 		report("storage", `${l.w.name}: --checkpoint-dir=${dir} is not on a writable claim`);
+}
+
+for (const l of listens.filter((x) => x.bin === "gnn-trainer infer")) {
+	const where = l.w.name, trainer = listens.find((x) => x.bin === "gnn-trainer");
+	const ck = l.value("checkpoint-dir"), ckMnt = ck && mountOf(l.w, l.c, ck);
+	const outDir = l.value("out"), outMnt = outDir && mountOf(l.w, l.c, outDir);
+	if (!trainer || ck !== trainer.value("checkpoint-dir") || !ckMnt || !ckMnt.v.persistentVolumeClaim)
+		report("storage", `${where}: --checkpoint-dir=${ck} is not the trainers' on a claim`);
+	if (!outMnt || outMnt.m.readOnly || !outMnt.v.persistentVolumeClaim)
+		report("storage", `${where}: --out=${outDir} is not on a writable claim`);
+	for (const g of listens.filter((x) => x.bin === "gnn-graphstore"))
+		if (g.value("predictions") !== outDir)
+			report("storage", `${g.w.name}: --predictions=${g.value("predictions")}, the inference writes ${outDir}`);
 }
 
 // ---- security -------------------------------------------------------------------

@@ -138,6 +138,12 @@ partition={{ include "gnn-dist.partitionHash" $ }} layers={{ len .fanouts }} hid
 {{- end -}}
 {{- end -}}
 
+{{/* Where the inference Jobs write the run's predictions and the graph
+stores read them: next to the partition output, one folder per run. */}}
+{{- define "gnn-dist.predictionsDir" -}}
+{{- printf "%s/predictions/%s" (include "gnn-dist.partitionDir" .) (include "gnn-dist.runName" .) -}}
+{{- end -}}
+
 {{- define "gnn-dist.checkpointDir" -}}
 {{- printf "%s/%s" .Values.storage.checkpoints.mountPath (include "gnn-dist.runName" .) -}}
 {{- end -}}
@@ -285,4 +291,78 @@ keeps its owner). {root, volume, mountPath, dirs}
     - name: {{ .volume }}
       mountPath: {{ .mountPath }}
 {{- end }}
+{{- end -}}
+
+{{/* An inference Job's pod: {root, comp (inference values), podComp (the
+same with the affinity in force), worker, claim (the checkpoint claim)}. */}}
+{{- define "gnn-dist.inferPod" -}}
+{{- $root := .root -}}
+{{- $comp := .comp -}}
+{{- $t := $root.Values.trainer -}}
+metadata:
+  labels:
+    {{- include "gnn-dist.selectorLabels" (dict "root" $root "component" "inference") | nindent 4 }}
+  {{- with $comp.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  restartPolicy: Never
+  {{- include "gnn-dist.podCommon" (dict "root" $root "comp" .podComp) | nindent 2 }}
+  containers:
+    - name: inference
+      image: {{ include "gnn-dist.image" $root }}
+      imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+      command: [gnn-trainer]
+      args:
+        - infer
+        - --data={{ include "gnn-dist.partitionDir" $root }}
+        - --checkpoint-dir={{ include "gnn-dist.checkpointDir" $root }}
+        - --out={{ include "gnn-dist.predictionsDir" $root }}
+        - --layers={{ len $t.fanouts }}
+        - --hidden={{ int64 $t.hidden }}
+        - --epochs={{ int64 $t.epochs }}
+        - --workers={{ int64 $comp.workers }}
+        - --worker={{ .worker }}
+        - --top-k={{ int64 $comp.topK }}
+        - --buffer-mb={{ int64 $comp.bufferMb }}
+        - --wait-s={{ int64 $comp.waitSeconds }}
+        {{- if $comp.embeddings }}
+        - --embeddings
+        {{- end }}
+        {{- with $t.extraArgs }}
+        {{- range . }}
+        {{- if hasPrefix "--model=" . }}
+        - {{ . }}
+        {{- end }}
+        {{- end }}
+        {{- end }}
+        {{- with $comp.extraArgs }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- with $comp.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      volumeMounts:
+        - name: data
+          mountPath: {{ $root.Values.storage.data.mountPath }}
+        - name: checkpoints
+          mountPath: {{ $root.Values.storage.checkpoints.mountPath }}
+          readOnly: true
+        - name: tmp
+          mountPath: /tmp
+  volumes:
+    - name: data
+      persistentVolumeClaim:
+        claimName: {{ include "gnn-dist.dataClaim" $root }}
+    - name: checkpoints
+      persistentVolumeClaim:
+        claimName: {{ .claim }}
+        readOnly: true
+    {{- include "gnn-dist.tmpVolume" $root | nindent 4 }}
 {{- end -}}
