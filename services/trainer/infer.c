@@ -102,7 +102,7 @@ typedef int (*probe_fn)(struct infer *in, void *arg, char *missing, size_t len, 
 static int wait_for(struct infer *in, const char *what, probe_fn probe, void *arg)
 {
 	const struct timespec tick = { 0, 200 * 1000000L };
-	double t0 = gnn_now(), logged = t0;
+	double t0 = gnn_now(), logged = -1e9;
 	char missing[256];
 	bool ready = false;
 	int rc;
@@ -117,10 +117,10 @@ static int wait_for(struct infer *in, const char *what, probe_fn probe, void *ar
 			GNN_ERROR("wait_timeout", "what=%s missing=%s waited_s=%.0f", what, missing, gnn_now() - t0);
 			return GNN_ETIMEDOUT;
 		}
-		if (gnn_now() - logged >= 10 || logged == t0) {
+		if (gnn_now() - logged >= 10) {
 			GNN_INFO("waiting_for", "what=%s missing=%s waited_s=%.0f timeout_s=%" PRId64, what, missing,
 				 gnn_now() - t0, ic.wait_s);
-			logged = gnn_now() + (logged == t0 ? 1e-9 : 0);
+			logged = gnn_now();
 		}
 		nanosleep(&tick, NULL);
 	}

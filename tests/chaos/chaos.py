@@ -229,8 +229,16 @@ def freeze(name, seconds, who=None, event=None, text=""):
     the trainers still train: the whole run takes 1-4 s here, so a harness
     that falls behind could otherwise freeze a finished run and find no
     event (that is said, rather than the event's absence)."""
+    def both_samplers_up(s):
+        return all(len({kv(ln, "replica") for ln in s.c.lines(t, "sampler_up")}) >= 2 for t in s.c.trainers)
+
     def fault(s):
         s.epoch(3)
+        if name.startswith("sampler-"):
+            # Under load a replica's first probe can time out; it is probed
+            # again every 2 s. Until then the trainers do not use it, and
+            # freezing it would test nothing.
+            s.c.wait("every trainer using both samplers", lambda: both_samplers_up(s), 20)
         if name.startswith("trainer-"):
             s.frozen.add(name)
         t_freeze = time.time()
