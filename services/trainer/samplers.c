@@ -19,6 +19,10 @@
 #define MAX_REPLICAS 4096
 #define PROBE_TIMEOUT_MS 2000
 #define PROBE_PERIOD_S 2.0
+/* A replica that has never answered yet (it is still starting, or its
+ * first probe lost a race with its start-up) is probed this often, so
+ * that it takes its share of the requests soon after it is ready. */
+#define FIRST_PROBE_PERIOD_S 0.25
 #define RESOLVE_SOON_S 1.0      /* earliest re-resolve after a failure */
 #define NODES_PAGE 65536
 #define MAX_ORDER 64            /* replicas one call tries */
@@ -32,6 +36,7 @@ struct replica {
 	struct gnn_client *data;    /* minibatch and NODES calls (failover) */
 	struct gnn_client *probe;   /* INFO checks: short timeout, no retries */
 	atomic_bool up;
+	bool ever_up;              /* answered a probe once (under the lock) */
 	bool wrong_graph;           /* answered INFO for another graph: never used */
 	bool dropped;               /* no longer in reps */
 	unsigned refs;
@@ -308,6 +313,7 @@ static void probe_all(struct tr_samplers *s, struct replica **v, size_t n)
 		if (ok[i] && gnn_client_connected(v[i]->data) && !atomic_exchange(&v[i]->up, true)) {
 			GNN_INFO("sampler_up", "replica=%s", v[i]->url);
 			pthread_mutex_lock(&s->mu);
+			v[i]->ever_up = true;
 			pthread_cond_broadcast(&s->changed);
 			pthread_mutex_unlock(&s->mu);
 			update_live_gauge(s);
@@ -331,7 +337,8 @@ static void set_down(struct tr_samplers *s, struct replica *r, int rc, const cha
 
 /* Background: DNS every resolve_interval_s (every second while nothing is
  * known; within a second after a failure), INFO probes of the replicas
- * that are not up every PROBE_PERIOD_S. */
+ * that are not up every PROBE_PERIOD_S (FIRST_PROBE_PERIOD_S until one
+ * has answered once). */
 static void *background(void *arg)
 {
 	struct tr_samplers *s = arg;
@@ -356,7 +363,8 @@ static void *background(void *arg)
 		for (size_t i = 0; i < s->nreps && n < MAX_ORDER; i++) {
 			struct replica *r = s->reps[i];
 
-			if (!atomic_load(&r->up) && !r->wrong_graph && gnn_now() - r->last_probe >= PROBE_PERIOD_S) {
+			if (!atomic_load(&r->up) && !r->wrong_graph &&
+			    gnn_now() - r->last_probe >= (r->ever_up ? PROBE_PERIOD_S : FIRST_PROBE_PERIOD_S)) {
 				r->refs++;
 				due[n++] = r;
 			}
