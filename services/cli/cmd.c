@@ -404,7 +404,7 @@ int cli_cmd_predict(const struct cli_config *c, json_t **out)
 	if ((rc = call(cl, url, &req, GNN_MSG_PREDICT_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
 	if ((rc = gnn_decode_predict_resp(payload, len, &r)) != GNN_OK || r.n != n) {
-		rc = bad_reply(url, "the reply does not hold one prediction per requested node", rc);
+		rc = bad_reply(url, "the reply does not hold one prediction per requested node", rc ? rc : GNN_EPROTO);
 		goto out;
 	}
 	if ((*out = cli_predict_json(ids, &r)) == NULL)

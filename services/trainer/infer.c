@@ -488,6 +488,14 @@ static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
 	return GNN_OK;
 }
 
+/* Partition q is not there yet: added to the "part-1,part-3" list. */
+static void note_missing(uint32_t q, char *missing, size_t len, size_t *used, bool *ready)
+{
+	*ready = false;
+	if (*used + 16 < len)
+		*used += (size_t)snprintf(missing + *used, len - *used, "%spart-%" PRIu32, *used ? "," : "", q);
+}
+
 static int probe_layer(struct infer *in, void *arg, char *missing, size_t len, bool *ready)
 {
 	uint32_t l = *(const uint32_t *)arg;
@@ -497,11 +505,8 @@ static int probe_layer(struct infer *in, void *arg, char *missing, size_t len, b
 	*ready = true;
 	for (uint32_t q = 0; q < in->P; q++) {
 		layer_path(in, l, q, path, sizeof(path));
-		if (access(path, F_OK) == 0)
-			continue;
-		*ready = false;
-		if (used + 16 < len)
-			used += (size_t)snprintf(missing + used, len - used, "%spart-%" PRIu32, used ? "," : "", q);
+		if (access(path, F_OK) != 0)
+			note_missing(q, missing, len, &used, ready);
 	}
 	return GNN_OK;
 }
@@ -677,11 +682,8 @@ static int probe_parts(struct infer *in, void *arg, char *missing, size_t len, b
 
 		if ((rc = read_part_stats(in, q, c, &found)) != GNN_OK)
 			return rc;
-		if (!found) {
-			*ready = false;
-			if (used + 16 < len)
-				used += (size_t)snprintf(missing + used, len - used, "%spart-%" PRIu32, used ? "," : "", q);
-		}
+		if (!found)
+			note_missing(q, missing, len, &used, ready);
 	}
 	return GNN_OK;
 }

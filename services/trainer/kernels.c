@@ -136,7 +136,7 @@ uint32_t tr_dropout_keep_below(float p)
  * (1 - p) 2^32. 32-bit multiplies keep the hash in SIMD registers: a
  * 64-bit hash per element made this pass cost as much as the layer's
  * matrix product. */
-static inline uint32_t lowbias32(uint32_t x)
+static inline v4u vlowbias32(v4u x)
 {
 	x ^= x >> 16;
 	x *= 0x7feb352du;
@@ -146,14 +146,10 @@ static inline uint32_t lowbias32(uint32_t x)
 	return x;
 }
 
-static inline v4u vlowbias32(v4u x)
+/* The same for one lane (the columns after the last full vector). */
+static inline uint32_t lowbias32(uint32_t x)
 {
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
+	return vlowbias32((v4u){ x, 0, 0, 0 })[0];
 }
 
 /* ReLU then inverted dropout, in place, on rows [lo, hi) of y. */
