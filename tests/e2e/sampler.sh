@@ -225,7 +225,10 @@ early=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$hp/readyz" | tr -d '\n')
 sleep 0.5
 store c0 "$WORK/cora" 0 "$p0"
 store c1 "$WORK/cora" 1 "$p1"
-if ! sampler_ready cora; then
+# 180 s: under ASan beside a whole make test (a CI run and a busy-machine
+# check on 2 cores) the stores were still not answering after 60 s once;
+# the sampler itself waits up to --wait-stores (600 s).
+if ! sampler_ready cora 180; then
 	fail cora_sampler_waits_for_stores "not ready after the stores started: $(tail -n 3 "$WORK/cora.log")"
 	exit 1
 fi
