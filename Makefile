@@ -4,8 +4,13 @@
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/)
 #   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
 #               against a features-only baseline (docs/local.md)
-#   make bench  partitioner time and peak memory at ogbn-products scale, and
+#   make bench  partitioner time and peak memory at ogbn-products scale, the
+#               trainer step, the epoch split, inference against sampled
+#               evaluation (small, products), products end to end, and
 #               distributed sampling throughput against in-process sampling
+#   make bench-products  ogbn-products scale end to end: partition, one epoch,
+#               validation, the test accuracy by inference; time and memory
+#               (tests/bench_products.sh; GNN_BENCH_BUSY=2 beside a busy machine)
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 BUILD ?= build
 .DEFAULT_GOAL := all
@@ -65,7 +70,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test asan demo bench clean
+.PHONY: all deps test asan demo bench bench-products clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -133,6 +138,10 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench.sh $(BUILD)
 	@tests/bench_sampling.sh $(BUILD)
+
+bench-products: deps
+	@$(MAKE) --no-print-directory all
+	@tests/bench_products.sh $(BUILD)
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
 # make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile with

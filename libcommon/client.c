@@ -254,6 +254,11 @@ static bool ended_early(struct gnn_call *call, struct pending *p, int rv, bool c
 	return true;
 }
 
+static int call_timeout_ms(const struct gnn_call *call)
+{
+	return call->timeout_ms > 0 ? call->timeout_ms : call->client->timeout_ms;
+}
+
 /* One attempt for every active call: all sends start, then all receives,
  * each bounded by its client's timeout. */
 static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
@@ -279,7 +284,7 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 			p[i].active = false;
 			continue;
 		}
-		p[i].send_deadline = gnn_now() + calls[i].client->timeout_ms / 1000.0;
+		p[i].send_deadline = gnn_now() + call_timeout_ms(&calls[i]) / 1000.0;
 		p[i].sending = true;
 		nng_aio_set_msg(p[i].aio, m);
 		post_send(&p[i]);
@@ -314,7 +319,7 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 				continue;
 			}
 			p[i].sent = true;
-			nng_aio_set_timeout(p[i].aio, calls[i].client->timeout_ms);
+			nng_aio_set_timeout(p[i].aio, call_timeout_ms(&calls[i]));
 			nng_ctx_recv(p[i].ctx, p[i].aio);
 		}
 	}

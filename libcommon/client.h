@@ -79,6 +79,7 @@ bool gnn_client_connected(const struct gnn_client *c);
 struct gnn_call {
 	struct gnn_client *client;
 	const struct gnn_wbuf *req;
+	int timeout_ms;            /* per attempt; 0: the client's */
 	nng_msg *reply;
 	int rc;
 	int attempts;

@@ -83,9 +83,10 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 		lc->stop(lc->ctx, status);
 	gnn_http_stop(http);
 	gnn_metrics_free(reg);
+	/* peak_rss_mb counts mapped files too: a graph store's partition */
 	if (status == 0)
-		GNN_INFO("stopped", "exit=0");
+		GNN_INFO("stopped", "exit=0 peak_rss_mb=%.0f", (double)gnn_peak_rss_bytes() / 1048576.0);
 	else
-		GNN_ERROR("stopped", "exit=%d", status);
+		GNN_ERROR("stopped", "exit=%d peak_rss_mb=%.0f", status, (double)gnn_peak_rss_bytes() / 1048576.0);
 	return status;
 }

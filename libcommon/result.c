@@ -22,10 +22,10 @@ int gnn_result_save(const char *dir, const struct gnn_result *r)
 		return GNN_ERANGE;
 	snprintf(hash, sizeof(hash), "%016" PRIx64, r->model_hash);
 	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
-	j = json_pack("{s:i, s:b, s:I, s:s, s:f, s:f, s:I, s:s, s:f}", "format", FORMAT, "finished", 1, "epochs",
-		      (json_int_t)r->epochs, "model_hash", hash, "test_acc", r->test_acc, "best_val_acc",
-		      r->best_val_acc, "best_epoch", (json_int_t)r->best_epoch, "params_crc", crc, "train_s",
-		      r->train_s);
+	j = json_pack("{s:i, s:b, s:I, s:s, s:f, s:I, s:f, s:I, s:s, s:f}", "format", FORMAT, "finished", 1,
+		      "epochs", (json_int_t)r->epochs, "model_hash", hash, "test_acc", r->test_acc, "test_nodes",
+		      (json_int_t)r->test_nodes, "best_val_acc", r->best_val_acc, "best_epoch",
+		      (json_int_t)r->best_epoch, "params_crc", crc, "train_s", r->train_s);
 	if (j == NULL)
 		return GNN_ENOMEM;
 	rc = gnn_json_save_checked(file, j);
@@ -52,7 +52,7 @@ int gnn_result_read(const char *dir, struct gnn_result *r, bool *found)
 	char file[PATH_MAX];
 	json_t *j = NULL;
 	uint64_t crc;
-	int64_t epochs, best;
+	int64_t epochs, best, test_nodes = 0;
 	int rc;
 
 	*found = false;
@@ -68,7 +68,9 @@ int gnn_result_read(const char *dir, struct gnn_result *r, bool *found)
 	    (rc = gnn_json_get_u64(j, file, "params_crc", true, &crc)) != GNN_OK ||
 	    (rc = get_number(j, file, "test_acc", 1, &r->test_acc)) != GNN_OK ||
 	    (rc = get_number(j, file, "best_val_acc", 1, &r->best_val_acc)) != GNN_OK ||
-	    (rc = get_number(j, file, "train_s", 1e12, &r->train_s)) != GNN_OK)
+	    (rc = get_number(j, file, "train_s", 1e12, &r->train_s)) != GNN_OK ||
+	    (json_object_get(j, "test_nodes") != NULL &&   /* absent in results written before it */
+	     (rc = gnn_json_get_int(j, file, "test_nodes", 0, INT64_MAX, &test_nodes)) != GNN_OK))
 		goto out;
 	if (crc > UINT32_MAX) {
 		GNN_ERROR("bad_result", "file=%s key=params_crc reason=\"more than 32 bits\"", file);
@@ -78,6 +80,7 @@ int gnn_result_read(const char *dir, struct gnn_result *r, bool *found)
 	r->epochs = (uint32_t)epochs;
 	r->best_epoch = (int32_t)best;
 	r->params_crc = (uint32_t)crc;
+	r->test_nodes = (uint64_t)test_nodes;
 	*found = true;
 out:
 	json_decref(j);

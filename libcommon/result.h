@@ -19,6 +19,7 @@ struct gnn_result {
 	int32_t best_epoch;           /* -1: none */
 	uint32_t params_crc;          /* CRC-32 of the best parameters, equal on every rank */
 	double train_s;
+	uint64_t test_nodes;          /* the test accuracy's sample size (0: not recorded, before 2026-11) */
 };
 
 #define GNN_RESULT_FILE "result.json"

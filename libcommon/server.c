@@ -40,6 +40,7 @@ struct gnn_server {
 	int nworkers;
 	struct worker *workers;
 	gnn_handler_fn handler;
+	void (*after_reply)(void *ctx);
 	void *ctx;
 	struct op_metrics ops[GNN_MSG_TYPE_COUNT];
 	struct gnn_counter *errors;      /* {op, code} */
@@ -179,6 +180,8 @@ static void *worker_main(void *arg)
 		nng_msg_clear(msg);
 		if (nng_msg_append(msg, out.buf, out.len) != 0) {
 			nng_msg_free(msg);
+			if (s->after_reply != NULL)
+				s->after_reply(s->ctx);
 			continue;
 		}
 		gnn_counter_add(s->bytes_out, (double)out.len);
@@ -189,11 +192,12 @@ static void *worker_main(void *arg)
 		nng_ctx_send(w->ctx, w->aio);
 		nng_aio_wait(w->aio);
 		rv = nng_aio_result(w->aio);
-		if (rv != 0) {
+		if (rv != 0)
 			nng_msg_free(msg);  /* the client went away: nothing to do */
-			if (rv == NNG_ECLOSED)
-				break;
-		}
+		if (s->after_reply != NULL)
+			s->after_reply(s->ctx);
+		if (rv == NNG_ECLOSED)
+			break;
 	}
 	gnn_wbuf_free(&out);
 	return NULL;
@@ -211,6 +215,7 @@ int gnn_server_start(const struct gnn_server_opts *o, struct gnn_server **out)
 		return GNN_ENOMEM;
 	snprintf(s->name, sizeof(s->name), "%s", o->name);
 	s->handler = o->handler;
+	s->after_reply = o->after_reply;
 	s->ctx = o->ctx;
 	if ((rc = register_metrics(s, o->metrics)) != GNN_OK) {
 		free(s);

@@ -37,6 +37,10 @@ struct gnn_server_opts {
 	struct gnn_metrics *metrics; /* registry (borrowed; outlives the server) */
 	gnn_handler_fn handler;
 	void *ctx;                 /* passed to handler */
+	/* Optional: called with ctx on the worker's thread after each reply
+	 * was sent (or could not be), before the worker takes the next
+	 * request: what the handler kept for the reply may go now. */
+	void (*after_reply)(void *ctx);
 };
 
 struct gnn_server;

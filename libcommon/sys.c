@@ -33,6 +33,15 @@ double gnn_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double gnn_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 void gnn_deadline(clockid_t clock, long ms, struct timespec *ts)
 {
 	clock_gettime(clock, ts);
@@ -108,6 +117,25 @@ unsigned gnn_cpu_count(void)
 		n = up < limit ? up + 1 : up;
 	}
 	return n > 0 ? n : 1;
+}
+
+uint64_t gnn_memory_limit_bytes(void)
+{
+	static const char *const files[] = { "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes" };
+	unsigned long long v = 0;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FILE *f = fopen(files[i], "r");
+		int got;
+
+		if (f == NULL)
+			continue;
+		got = fscanf(f, "%llu", &v);   /* "max" (v2, none) does not scan */
+		fclose(f);
+		/* v1 says "none" with a huge page-rounded number */
+		return got == 1 && v < (1ull << 60) ? (uint64_t)v : 0;
+	}
+	return 0;
 }
 
 void gnn_remove_stale(const char *dir, const char *prefix, const char *suffix, const char *why)

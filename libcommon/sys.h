@@ -10,6 +10,9 @@
 
 /* Seconds on a monotonic clock (for durations). */
 double gnn_now(void);
+/* CPU seconds the calling thread has used: set against gnn_now, what a
+ * busy machine's other processes took from it. */
+double gnn_thread_cpu_s(void);
 
 /* *ts := the time on clock (CLOCK_REALTIME for a default condition
  * variable, CLOCK_MONOTONIC for one set up with it) ms milliseconds from
@@ -26,6 +29,11 @@ uint64_t gnn_rss_bytes(void);
  * cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us), at least 1. A
  * container sees every CPU of its node; this is what it may keep busy. */
 unsigned gnn_cpu_count(void);
+
+/* The memory limit of this process's cgroup (a container's
+ * `resources.limits.memory`: cgroup v2 memory.max, v1
+ * memory.limit_in_bytes), 0 when it has none. */
+uint64_t gnn_memory_limit_bytes(void);
 
 /* Creates dir and its missing parents (mode 0755). */
 int gnn_mkdir_p(const char *dir);

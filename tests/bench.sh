@@ -4,6 +4,10 @@
 # Prints time, peak RSS against the bytes of the symmetrised CSR plus
 # features (target: ratio < 3) and METIS's edge cut against --method random's,
 # both measured in this run. GNN_BENCH_PRESET=small gives a quick run.
+# Then the trainer step (bench_trainer.sh), the demo's epoch split
+# (bench_epoch.sh), inference against the sampled evaluation on `small`
+# (bench_infer.sh) and products end to end, inference included
+# (bench_products.sh).
 # Usage: tests/bench.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,3 +36,5 @@ jq -r --slurpfile r "$r" '
 grep -h "Maximum resident set size" "$DIR/$PRESET-metis.log" | sed 's/^\s*/time -v (metis): /'
 "$ROOT/tests/bench_trainer.sh" "$BUILD"
 "$ROOT/tests/bench_epoch.sh" "$BUILD"
+"$ROOT/tests/bench_infer.sh" "$BUILD"
+"$ROOT/tests/bench_products.sh" "$BUILD"

@@ -130,8 +130,9 @@ void loc_report_infer(const struct loc_run *r)
 	if (!r->infer.done)
 		return;
 	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64
-	       " (every node, full neighbourhood; the trainer's sampled test_acc=%.4f)\n",
-	       r->infer.test_acc, r->infer.valid_acc, r->infer.train_acc, r->infer.nodes, r->main.res.test_acc);
+	       " (every node, full neighbourhood; the trainer's sampled test_acc=%.4f on %llu test nodes)\n",
+	       r->infer.test_acc, r->infer.valid_acc, r->infer.train_acc, r->infer.nodes, r->main.res.test_acc,
+	       (unsigned long long)r->main.res.test_nodes);
 	printf("predictions    %s\n", r->preddir);
 	print_examples(r, 3);
 }

@@ -54,6 +54,10 @@ static const struct gnn_opt options[] = {
 	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
 	{ "eval-batch-size", GNN_OPT_INT, &cfg.eval_batch_size, NULL, 1, 1 << 22, NULL,
 	  "gnn-trainer --eval-batch-size" },
+	{ "val-nodes", GNN_OPT_INT, &cfg.val_nodes, NULL, 0, UINT32_MAX, NULL,
+	  "gnn-trainer --val-nodes (validation sample; 0: every validation node)" },
+	{ "test-nodes", GNN_OPT_INT, &cfg.test_nodes, NULL, 0, UINT32_MAX, NULL,
+	  "gnn-trainer --test-nodes (the sampled test estimate; the inference covers every node)" },
 	{ "hidden", GNN_OPT_INT, &cfg.hidden, NULL, 1, 1 << 16, NULL, "gnn-trainer --hidden" },
 	{ "lr", GNN_OPT_FLOAT, &cfg.lr, NULL, 1e-9, 10, NULL, "gnn-trainer --lr" },
 	{ "weight-decay", GNN_OPT_FLOAT, &cfg.weight_decay, NULL, 0, 1, NULL, "gnn-trainer --weight-decay" },
@@ -66,6 +70,22 @@ static const struct gnn_opt options[] = {
 	  "gnn-graphstore --workers (0: its default)" },
 	{ "sampler-workers", GNN_OPT_INT, &cfg.sampler_workers, "0", 0, 1024, NULL,
 	  "gnn-sampler --workers (0: its default)" },
+	{ "store-timeout-ms", GNN_OPT_INT, &cfg.store_timeout_ms, "0", 0, 600000, NULL,
+	  "gnn-sampler --timeout-ms: a graph store call's base deadline (0: its default)" },
+	{ "store-retries", GNN_OPT_INT, &cfg.store_retries, "-1", -1, 100, NULL,
+	  "gnn-sampler --retries (-1: its default)" },
+	{ "store-min-mb-per-s", GNN_OPT_INT, &cfg.store_min_mb_per_s, "0", 0, 1 << 20, NULL,
+	  "gnn-sampler --store-min-mb-per-s: a store call's deadline grows by its bytes at this rate (0: its default)" },
+	{ "build-budget-mb", GNN_OPT_INT, &cfg.build_budget_mb, "0", 0, 1 << 20, NULL,
+	  "gnn-sampler --build-budget-mb: minibatch bytes each sampler builds at once (0: its default)" },
+	{ "admission-wait-s", GNN_OPT_INT, &cfg.admission_wait_s, "0", 0, 86400, NULL,
+	  "gnn-sampler --admission-wait-s: longest wait for room in the build budget (0: its default)" },
+	{ "sampler-timeout-ms", GNN_OPT_INT, &cfg.sampler_timeout_ms, "0", 0, 3600000, NULL,
+	  "gnn-trainer --timeout-ms: one sampler call attempt (0: its default)" },
+	{ "sampler-retries", GNN_OPT_INT, &cfg.sampler_retries, "-1", -1, 100, NULL,
+	  "gnn-trainer --retries (-1: its default)" },
+	{ "peer-timeout-s", GNN_OPT_INT, &cfg.peer_timeout_s, "0", 0, 86400, NULL,
+	  "gnn-trainer --peer-timeout-s: longest wait for a peer in an all-reduce (0: its default)" },
 	{ "ready-timeout-s", GNN_OPT_INT, &cfg.ready_timeout_s, "600", 1, 86400, NULL,
 	  "longest wait for the graph stores and samplers to be ready (also the trainers' --wait-s)" },
 	{ "timeout-s", GNN_OPT_INT, &cfg.timeout_s, "86400", 1, 31536000, NULL,
@@ -79,6 +99,7 @@ static const struct gnn_opt options[] = {
 static void unset_model_options(void)
 {
 	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
+	cfg.val_nodes = cfg.test_nodes = -1;
 	cfg.seed = cfg.prefetch = cfg.threads = -1;
 	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
 }

@@ -24,11 +24,13 @@
 struct loc_config {
 	const char *dataset, *synthetic, *partition_dir, *workdir, *checkpoint_dir;
 	int64_t parts, samplers, trainers;
-	int64_t epochs, batch_size, layers, hidden, eval_batch_size, seed, prefetch, threads;
+	int64_t epochs, batch_size, layers, hidden, eval_batch_size, val_nodes, test_nodes, seed, prefetch, threads;
 	const char *model, *fanouts, *eval_fanouts;
 	double lr, weight_decay, dropout;
 	bool baseline, fresh, no_infer;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
+	int64_t store_timeout_ms, store_retries, store_min_mb_per_s, build_budget_mb, admission_wait_s;
+	int64_t sampler_timeout_ms, sampler_retries, peer_timeout_s;
 
 	/* Derived by loc_config_check. */
 	int layers_eff;                  /* layers the trainers will build */

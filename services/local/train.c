@@ -98,6 +98,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	INT_ARG(epochs, "epochs");
 	INT_ARG(batch_size, "batch-size");
 	INT_ARG(eval_batch_size, "eval-batch-size");
+	INT_ARG(val_nodes, "val-nodes");
+	INT_ARG(test_nodes, "test-nodes");
 	INT_ARG(hidden, "hidden");
 	INT_ARG(seed, "seed");
 	INT_ARG(prefetch, "prefetch");
@@ -162,6 +164,12 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", baseline ? r->ckptdir_baseline : r->ckptdir)) ||
 		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->ready_timeout_s)) ||
 		    (rc = loc_argv_add(&a, "--threads=%ld", trainer_threads(cfg))) ||
+		    (cfg->sampler_timeout_ms > 0 &&
+		     (rc = loc_argv_add(&a, "--timeout-ms=%lld", (long long)cfg->sampler_timeout_ms))) ||
+		    (cfg->sampler_retries >= 0 &&
+		     (rc = loc_argv_add(&a, "--retries=%lld", (long long)cfg->sampler_retries))) ||
+		    (cfg->peer_timeout_s > 0 &&
+		     (rc = loc_argv_add(&a, "--peer-timeout-s=%lld", (long long)cfg->peer_timeout_s))) ||
 		    (rc = model_args(cfg, &a, baseline)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &tr[i])))
 			goto out;
@@ -198,9 +206,9 @@ void loc_format_result(const struct loc_config *cfg, const struct loc_result *re
 {
 	const struct gnn_result *g = &res->res;
 
-	snprintf(buf, cap, "test_acc=%.4f best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld train_s=%.1f "
-		 "params_crc=%08x", g->test_acc, g->best_val_acc, (int)g->best_epoch, (unsigned)g->epochs,
-		 (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
+	snprintf(buf, cap, "test_acc=%.4f test_nodes=%llu best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld "
+		 "train_s=%.1f params_crc=%08x", g->test_acc, (unsigned long long)g->test_nodes, g->best_val_acc,
+		 (int)g->best_epoch, (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
 }
 
 int loc_train(struct loc_run *r, bool baseline)

@@ -135,6 +135,8 @@ out:
 
 struct job {
 	const struct smp_backend *be;
+	struct smp_admit *admit;
+	uint64_t admitted;            /* bytes held in admit */
 	const struct gnn_layout *l;
 	uint32_t max_ids, max_feat_ids;
 	char *err;
@@ -417,7 +419,8 @@ static void job_init(struct job *j, const struct smp_backend *be, const struct s
 {
 	uint64_t row = (uint64_t)be->layout->feat_dim * sizeof(float), feat_ids;
 
-	*j = (struct job){ .be = be, .l = be->layout, .err = err, .err_len = err_len };
+	*j = (struct job){ .be = be, .l = be->layout, .err = err, .err_len = err_len,
+			   .admit = o != NULL ? o->admit : NULL };
 	j->max_ids = o != NULL && o->max_ids_per_call > 0 ? o->max_ids_per_call : SMP_DEFAULT_IDS_PER_CALL;
 	if (j->max_ids > GNN_PROTO_MAX_IDS)
 		j->max_ids = GNN_PROTO_MAX_IDS;
@@ -483,6 +486,34 @@ static int check_feature_bytes(struct job *j, struct smp_minibatch *m)
 	return GNN_OK;
 }
 
+/* Waits for room for the features' bytes (m->feature_bytes, set): the
+ * rows are held twice while they are gathered (the stores' answers and
+ * the minibatch or message) besides the rest of the message. */
+static int admit_features(struct job *j, const struct smp_minibatch *m)
+{
+	uint64_t bytes = m->wire_bytes + 2 * m->feature_bytes;
+	int rc;
+
+	if (j->admit == NULL)
+		return GNN_OK;
+	if ((rc = smp_admit_acquire(j->admit, bytes)) == GNN_EUNAVAIL)
+		return fail(j, rc, "sampler busy: %" PRIu64 " MB of minibatch found no room in its build budget in "
+			    "time (--build-budget-mb, --admission-wait-s)", bytes >> 20);
+	if (rc != GNN_OK)
+		return fail(j, rc, "this sampler is stopping");
+	j->admitted = bytes;
+	return GNN_OK;
+}
+
+static void job_end(struct job *j)
+{
+	if (j->admitted > 0)
+		smp_admit_release(j->admit, j->admitted);
+	j->admitted = 0;
+	free(j->calls);
+	j->calls = NULL;
+}
+
 int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len)
 {
@@ -494,7 +525,7 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK)
 		goto out_fail;
 	if (req->flags & GNN_MB_FEATURES) {
-		if ((rc = check_feature_bytes(&j, &m)) != GNN_OK)
+		if ((rc = check_feature_bytes(&j, &m)) != GNN_OK || (rc = admit_features(&j, &m)) != GNN_OK)
 			goto out_fail;
 		if ((m.feat = malloc(m.feature_bytes ? m.feature_bytes : 1)) == NULL) {
 			rc = fail(&j, GNN_ENOMEM, "out of memory for %" PRIu64 " feature bytes", m.feature_bytes);
@@ -505,12 +536,12 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 		m.mb.feat = m.feat;
 		m.wire_bytes += gnn_minibatch_resp_section_bytes(m.feature_bytes);
 	}
-	free(j.calls);
+	job_end(&j);
 	*out = m;
 	return GNN_OK;
 
 out_fail:
-	free(j.calls);
+	job_end(&j);
 	smp_minibatch_free(&m);
 	return rc;
 }
@@ -527,7 +558,8 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 
 	job_init(&j, be, o, err, err_len);
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK ||
-	    ((req->flags & GNN_MB_FEATURES) && (rc = check_feature_bytes(&j, &m)) != GNN_OK))
+	    ((req->flags & GNN_MB_FEATURES) &&
+	     ((rc = check_feature_bytes(&j, &m)) != GNN_OK || (rc = admit_features(&j, &m)) != GNN_OK)))
 		goto out;
 	/* The feature rows go from the graph stores' answers straight into
 	 * the message (docs/protocol.md has the layout). */
@@ -551,9 +583,12 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 		*st = (struct smp_minibatch_stats){ .sampled_edges = m.sampled_edges,
 						    .feature_bytes = m.feature_bytes,
 						    .input_nodes = m.mb.blocks[0].num_src,
-						    .wire_bytes = w->len - start - GNN_PROTO_HDR_BYTES };
+						    .wire_bytes = w->len - start - GNN_PROTO_HDR_BYTES,
+						    .admitted_bytes = j.admitted };
+	if (st != NULL)
+		j.admitted = 0;   /* the caller's now: the message is not sent yet */
 out:
-	free(j.calls);
+	job_end(&j);
 	smp_minibatch_free(&m);
 	return rc;
 }

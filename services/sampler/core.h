@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "part.h"
 #include "proto.h"
 
@@ -82,6 +83,9 @@ struct smp_backend {
 struct smp_build_opts {
 	uint32_t max_ids_per_call;  /* a partition's share is split into calls of at
 				     * most this many IDs (0: SMP_DEFAULT_IDS_PER_CALL) */
+	struct smp_admit *admit;    /* borrowed; NULL: no admission control. A
+				     * minibatch with features waits here, once
+				     * sampled, until its bytes fit (admit.h) */
 };
 
 /* Small enough that a partition's share of a large layer becomes several
@@ -128,6 +132,8 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 struct smp_minibatch_stats {
 	uint64_t sampled_edges, feature_bytes, wire_bytes;
 	uint32_t input_nodes;     /* blocks[0].num_src */
+	uint64_t admitted_bytes;  /* held in opts->admit for the message: the
+				   * caller's to smp_admit_release once sent */
 };
 
 /* The same minibatch as smp_build, appended to w as one MINIBATCH_RESP
@@ -136,7 +142,8 @@ struct smp_minibatch_stats {
  * feature rows copied from the answers straight into the message (the
  * largest part of it) instead of through an array of their own. The
  * service and the benchmark use it. On success st (may be NULL) gets the
- * sizes; on error w is as it was (its failed flag set on GNN_ENOMEM) and
+ * sizes, and with o->admit the bytes still admitted for the message,
+ * st->admitted_bytes (released here when st is NULL); on error w is as it was (its failed flag set on GNN_ENOMEM) and
  * err says what failed, as for smp_build. */
 int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
 		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,

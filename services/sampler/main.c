@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "bench.h"
 #include "err.h"
 #include "lifecycle.h"
@@ -37,7 +38,8 @@
 struct config {
 	const char *graphstores, *pattern, *listen, *http_addr;
 	int64_t count, http_port, workers, timeout_ms, retries, wait_stores, check_interval_ms,
-		check_timeout_ms, ids_per_call, store_down_grace_s, graph_changed_exit_s;
+		check_timeout_ms, ids_per_call, store_down_grace_s, graph_changed_exit_s, build_budget_mb,
+		admission_wait_s, store_min_mb_per_s;
 };
 
 static struct config cfg;
@@ -74,6 +76,15 @@ static const struct gnn_opt options[] = {
 	  "and report not ready, then exit with status 3 after this long, so that its restart loads the new graph" },
 	{ "check-timeout-ms", GNN_OPT_INT, &cfg.check_timeout_ms, "1000", 1, 600000, NULL,
 	  "timeout of one INFO check (no retries)" },
+	{ "build-budget-mb", GNN_OPT_INT, &cfg.build_budget_mb, "0", 0, 1 << 20, NULL,
+	  "megabytes of minibatches built at once (their feature rows twice, and the reply until sent); the "
+	  "rest wait in arrival order (0: half the container's memory limit, at most 512)" },
+	{ "admission-wait-s", GNN_OPT_INT, &cfg.admission_wait_s, "20", 1, 86400, NULL,
+	  "longest wait of a minibatch for room in the build budget, then it is answered busy (eunavail) and the "
+	  "trainer asks another replica: keep it below the trainers' --timeout-ms" },
+	{ "store-min-mb-per-s", GNN_OPT_INT, &cfg.store_min_mb_per_s, "20", 1, 1 << 20, NULL,
+	  "a graph store call's deadline is --timeout-ms plus the bytes this minibatch asks of that store at this "
+	  "rate: large minibatches get longer" },
 	{ "ids-per-call", GNN_OPT_INT, &cfg.ids_per_call, "8192", 1, 524288, NULL,
 	  "a partition's share of a layer goes out in calls of at most this many node IDs" },
 	{ NULL },
@@ -103,6 +114,7 @@ struct sampler {
 	size_t nurls;
 	struct smp_stores *stores;
 	struct smp_service *service;
+	struct smp_admit *admit;
 	struct smp_backend be;
 	struct gnn_server *server;
 };
@@ -113,6 +125,8 @@ static int configure(void *ctx)
 
 	if (cfg.workers == 0)
 		cfg.workers = 2 * gnn_cpu_count();
+	if (cfg.build_budget_mb == 0)
+		cfg.build_budget_mb = (int64_t)(smp_admit_default_budget() >> 20);
 	return gnn_peers_parse("graphstore", cfg.graphstores, cfg.pattern, cfg.count, GNN_PROTO_MAX_PARTS, &sm->urls,
 			       &sm->nurls);
 }
@@ -127,13 +141,20 @@ static int start(void *ctx, struct gnn_metrics *reg)
 		.urls = (const char *const *)sm->urls, .n = sm->nurls, .timeout_ms = (int)cfg.timeout_ms,
 		.retries = (int)cfg.retries, .check_interval_ms = (int)cfg.check_interval_ms,
 		.check_timeout_ms = (int)cfg.check_timeout_ms, .down_grace_s = (double)cfg.store_down_grace_s,
-		.changed_exit_s = (double)cfg.graph_changed_exit_s, .metrics = reg };
+		.changed_exit_s = (double)cfg.graph_changed_exit_s,
+		.min_bytes_per_s = (double)cfg.store_min_mb_per_s * 1048576.0, .metrics = reg };
+	struct smp_admit_opts ao = { .budget_bytes = (uint64_t)cfg.build_budget_mb << 20,
+				     .wait_s = (double)cfg.admission_wait_s, .metrics = reg };
 	struct smp_service_opts sv = { .backend = &sm->be, .metrics = reg,
 				       .max_ids_per_call = (uint32_t)cfg.ids_per_call };
 	struct gnn_server_opts srv = { .name = "sampler", .listen = cfg.listen, .workers = (int)cfg.workers,
-				       .metrics = reg, .handler = smp_service_handle };
+				       .metrics = reg, .handler = smp_service_handle,
+				       .after_reply = smp_service_after_reply };
 	int rc;
 
+	if ((rc = smp_admit_new(&ao, &sm->admit)) != GNN_OK)
+		return rc;
+	sv.admit = sm->admit;
 	if ((rc = smp_stores_open(&so, &sm->stores)) != GNN_OK)
 		return rc;
 	smp_stores_backend(sm->stores, &sm->be);
@@ -156,8 +177,8 @@ static int wait_stores(void *ctx, int http_port)
 
 	if (rc != GNN_OK || (rc = smp_stores_start_check(sm->stores)) != GNN_OK)
 		return rc;
-	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64, cfg.listen,
-		 gnn_server_port(sm->server), http_port, sm->nurls, cfg.workers);
+	GNN_INFO("ready", "listen=%s port=%d http_port=%d stores=%zu workers=%" PRId64 " build_budget_mb=%" PRId64,
+		 cfg.listen, gnn_server_port(sm->server), http_port, sm->nurls, cfg.workers, cfg.build_budget_mb);
 	return GNN_OK;
 }
 
@@ -196,11 +217,15 @@ static void stop(void *ctx, int status)
 {
 	struct sampler *sm = ctx;
 
-	if (gnn_stop_requested() || status == SMP_EXIT_GRAPH_CHANGED)
+	if (gnn_stop_requested() || status == SMP_EXIT_GRAPH_CHANGED) {
 		smp_stores_abort(sm->stores);
+		if (sm->admit != NULL)
+			smp_admit_abort(sm->admit);
+	}
 	gnn_server_stop(sm->server);
 	smp_stores_close(sm->stores);
 	smp_service_free(sm->service);
+	smp_admit_free(sm->admit);
 	gnn_peers_free(sm->urls, sm->nurls);
 }
 

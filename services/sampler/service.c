@@ -28,6 +28,7 @@ int smp_service_new(const struct smp_service_opts *o, struct smp_service **out)
 		return GNN_ENOMEM;
 	s->be = o->backend;
 	s->build.max_ids_per_call = o->max_ids_per_call;
+	s->build.admit = o->admit;
 	gnn_metrics_exp_buckets(0.001, 2, 16, bounds);  /* 1 ms .. 33 s */
 	if ((rc = gnn_metrics_counter(o->metrics, "gnn_sampler_minibatches_total",
 				      "Minibatches built and sent", NULL, 0, &s->minibatches)) ||
@@ -49,6 +50,18 @@ int smp_service_new(const struct smp_service_opts *o, struct smp_service **out)
 void smp_service_free(struct smp_service *s)
 {
 	free(s);
+}
+
+/* The bytes admitted for the reply this worker thread is sending. */
+static _Thread_local uint64_t reply_admitted;
+
+void smp_service_after_reply(void *ctx)
+{
+	struct smp_service *s = ctx;
+
+	if (reply_admitted > 0)
+		smp_admit_release(s->build.admit, reply_admitted);
+	reply_admitted = 0;
 }
 
 /* Replaces whatever is in out by an ERROR for h, logged as "<op>_failed"
@@ -143,6 +156,7 @@ static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const vo
 		gnn_proto_release(req.owned);
 		return reply_error(out, h, rc, err);
 	}
+	reply_admitted = st.admitted_bytes;
 	gnn_counter_inc(s->minibatches);
 	gnn_counter_add(s->edges, (double)st.sampled_edges);
 	gnn_counter_add(s->feat_bytes, (double)st.feature_bytes);

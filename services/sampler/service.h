@@ -16,6 +16,7 @@ struct smp_service_opts {
 	const struct smp_backend *backend;  /* borrowed; outlives the service */
 	struct gnn_metrics *metrics;        /* borrowed; outlives the service */
 	uint32_t max_ids_per_call;          /* see struct smp_build_opts */
+	struct smp_admit *admit;            /* borrowed, may be NULL: see struct smp_build_opts */
 };
 
 struct smp_service;
@@ -36,5 +37,9 @@ void smp_service_free(struct smp_service *s);
  * written. Thread-safe. */
 int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
 		       struct gnn_wbuf *out);
+
+/* The server's after_reply (server.h): a minibatch's bytes stay admitted
+ * until its reply was sent, and go now. */
+void smp_service_after_reply(void *ctx);
 
 #endif

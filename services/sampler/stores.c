@@ -51,7 +51,8 @@ struct store {
 struct smp_stores {
 	struct store *st;
 	size_t n;
-	int check_interval_ms;
+	int check_interval_ms, timeout_ms;
+	double min_bytes_per_s;
 	double down_grace_s;
 	struct gnn_layout layout;
 	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
@@ -162,6 +163,8 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	}
 	s->n = o->n;
 	s->check_interval_ms = o->check_interval_ms;
+	s->timeout_ms = o->timeout_ms;
+	s->min_bytes_per_s = o->min_bytes_per_s;
 	s->down_grace_s = o->down_grace_s;
 	s->changed_exit_s = o->changed_exit_s;
 	atomic_init(&s->connected, false);
@@ -877,6 +880,49 @@ out:
 	return rc;
 }
 
+/* The answer bytes a call asks for, about: what its store must read and
+ * send, which is what takes it time. */
+static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
+{
+	double mean_degree = s->layout.num_nodes > 0 ? (double)s->layout.num_edges / (double)s->layout.num_nodes : 0;
+
+	switch (c->op) {
+	case SMP_OP_SAMPLE:
+		return (double)c->n * (4 + 8 * (c->fanout > 0 ? (double)c->fanout : mean_degree));
+	case SMP_OP_FEAT:
+		return (double)c->n * s->layout.feat_dim * sizeof(float);
+	case SMP_OP_LABEL:
+		return (double)c->n * sizeof(int32_t);
+	case SMP_OP_NODES:
+		return (double)c->limit * sizeof(int64_t);
+	default:
+		return 0;
+	}
+}
+
+/* Deadlines that grow with the work: a store answers the calls of one
+ * batch (a layer's sampling, or all the input features of a minibatch,
+ * tens of calls each) in some order, so the last answer comes after all
+ * of them. Each call to a store therefore gets --timeout-ms plus the
+ * bytes the whole batch asks of that store at --store-min-mb-per-s. */
+static void set_deadlines(const struct smp_stores *s, const struct smp_call *calls, struct gnn_call *gc, size_t n)
+{
+	double *bytes = calloc(s->n, sizeof(*bytes));
+
+	if (bytes == NULL || !(s->min_bytes_per_s > 0)) {
+		free(bytes);
+		return;   /* the clients' flat timeout */
+	}
+	for (size_t i = 0; i < n; i++)
+		bytes[s->part_store[calls[i].part]] += answer_bytes(s, &calls[i]);
+	for (size_t i = 0; i < n; i++) {
+		double ms = s->timeout_ms + 1000.0 * bytes[s->part_store[calls[i].part]] / s->min_bytes_per_s;
+
+		gc[i].timeout_ms = ms < 3600000 ? (int)ms : 3600000;
+	}
+	free(bytes);
+}
+
 static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
 {
 	struct smp_stores *s = ctx;
@@ -909,6 +955,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		gc[i] = (struct gnn_call){ .client = s->st[s->part_store[calls[i].part]].data, .req = &reqs[i] };
 		used[s->part_store[calls[i].part]] = true;
 	}
+	set_deadlines(s, calls, gc, n);
 	/* No connection now: the one the answers come over may reach a new
 	 * process. */
 	for (size_t i = 0; i < s->n; i++)

@@ -18,7 +18,8 @@
 struct smp_stores_opts {
 	const char *const *urls;   /* [n] nng URLs (copied) */
 	size_t n;
-	int timeout_ms;            /* per attempt of a data call */
+	int timeout_ms;            /* per attempt of a data call, plus: */
+	double min_bytes_per_s;    /* the bytes a minibatch's calls ask of the store at this rate (0: flat) */
 	int retries;               /* extra attempts after a timeout */
 	int check_interval_ms;     /* background INFO to every store */
 	int check_timeout_ms;      /* timeout of one INFO (no retries) */

@@ -708,7 +708,8 @@ static int write_summary(struct infer *in)
 	json_object_set_new(sum, "splits", counts_json(&c));
 	json_object_set_new(sum, "accuracy", json_pack("{s:f, s:f, s:f}", "train", acc(&c, 1), "valid", acc(&c, 2),
 							"test", acc(&c, 3)));
-	json_object_set_new(sum, "trainer", json_pack("{s:f, s:f, s:i, s:i}", "sampled_test_acc", in->res.test_acc,
+	json_object_set_new(sum, "trainer", json_pack("{s:f, s:I, s:f, s:i, s:i}", "sampled_test_acc",
+						       in->res.test_acc, "sampled_test_nodes", (json_int_t)in->res.test_nodes,
 						       "best_val_acc", in->res.best_val_acc, "best_epoch",
 						       (int)in->res.best_epoch, "epochs", (int)in->res.epochs));
 	json_object_set_new(sum, "workers", json_integer(ic.workers));

@@ -37,7 +37,7 @@
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
 		*on_finish, *model;
-	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, seed, prefetch, threads,
+	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
 };
@@ -70,6 +70,11 @@ static const struct gnn_opt options[] = {
 	{ "eval-fanouts", GNN_OPT_LIST, &opt.eval_fanouts, NULL, 0, 0, NULL,
 	  "fanouts for validation and test (default: --fanouts); -1 = full neighbourhood" },
 	{ "eval-batch-size", GNN_OPT_INT, &opt.eval_batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "seeds per evaluation minibatch" },
+	{ "val-nodes", GNN_OPT_INT, &opt.val_nodes, "10000", 0, UINT32_MAX, NULL,
+	  "validate on this many validation nodes, one seeded sample for every epoch (0: all of them)" },
+	{ "test-nodes", GNN_OPT_INT, &opt.test_nodes, "10000", 0, UINT32_MAX, NULL,
+	  "the sampled test accuracy at the end over this many test nodes, a seeded sample (0: all of them); "
+	  "the whole split's comes from `gnn-trainer infer` (docs/inference.md)" },
 	{ "hidden", GNN_OPT_INT, &opt.hidden, "256", 1, 65536, NULL, "width of the hidden layers" },
 	{ "lr", GNN_OPT_FLOAT, &opt.lr, "0.003", 1e-9, 10, NULL, "Adam learning rate" },
 	{ "weight-decay", GNN_OPT_FLOAT, &opt.weight_decay, "0", 0, 1, NULL, "L2 penalty (as torch.optim.Adam)" },
@@ -151,6 +156,7 @@ static int resolve_config(struct tr_config *c)
 	}
 	*c = (struct tr_config){ .rank = (uint32_t)opt.rank, .world = (uint32_t)opt.world, .epochs = (uint32_t)opt.epochs,
 				 .batch = (uint32_t)opt.batch, .eval_batch = (uint32_t)opt.eval_batch,
+				 .val_nodes = (uint32_t)opt.val_nodes, .test_nodes = (uint32_t)opt.test_nodes,
 				 .layers = (uint32_t)opt.layers, .hidden = (uint32_t)opt.hidden,
 				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
@@ -168,9 +174,10 @@ static int resolve_config(struct tr_config *c)
 
 static void log_summary(const struct tr_config *c, const struct gnn_result *res)
 {
-	GNN_INFO("summary", "test_acc=%.4f best_val_acc=%.4f best_epoch=%" PRId32 " epochs=%" PRIu32 " rank=%" PRIu32
-		 " world_size=%" PRIu32 " train_s=%.1f params_crc=%08" PRIx32, res->test_acc, res->best_val_acc,
-		 res->best_epoch, res->epochs, c->rank, c->world, res->train_s, res->params_crc);
+	GNN_INFO("summary", "test_acc=%.4f test_nodes=%" PRIu64 " best_val_acc=%.4f best_epoch=%" PRId32 " epochs=%"
+		 PRIu32 " rank=%" PRIu32 " world_size=%" PRIu32 " train_s=%.1f params_crc=%08" PRIx32, res->test_acc,
+		 res->test_nodes, res->best_val_acc, res->best_epoch, res->epochs, c->rank, c->world, res->train_s,
+		 res->params_crc);
 }
 
 /* Sleeps up to s seconds, less when a stop is requested. */

@@ -56,13 +56,15 @@ struct run {
 	struct epoch_sums start_sums;           /* the start epoch's sums so far (rank 0 carries them) */
 	double ckpt_at;                         /* when the last checkpoint was taken (rank 0) */
 	int64_t *train, *valid, *test;
-	size_t ntrain, nvalid, ntest;
+	size_t ntrain, nvalid, ntest;           /* valid and test: the evaluation samples */
+	size_t valid_all, test_all;             /* the splits' sizes */
 	size_t share_lo, share_hi, per_rank;    /* this rank's training nodes, and every rank's count */
 	uint32_t steps;
 	int64_t *epoch_seeds;                   /* [per_rank] */
 	int32_t *pred;                          /* [eval_batch] */
 	struct tr_loader *loader;
 	double phase_s[PH_COUNT];               /* this epoch */
+	double compute_cpu_s;                   /* this epoch: the compute phase's CPU time on this thread */
 	uint64_t global_step;
 };
 
@@ -96,6 +98,7 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 	h = gnn_draw64(h, c->epochs);
 	h = gnn_draw64(h, c->batch);
 	h = gnn_draw64(h, c->eval_batch);
+	h = gnn_draw64(gnn_draw64(h, c->val_nodes), c->test_nodes);
 	h = gnn_draw64(h, c->seed);
 	h = mix_float(h, c->lr);
 	h = mix_float(h, c->weight_decay);
@@ -202,6 +205,36 @@ static void add_phase(struct run *r, enum phase p, double s)
 
 /* ---- data ---- */
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Keeps a seeded sample of k of the *n nodes (k = 0 or k >= *n: all), in ID
+ * order. Every rank draws the same sample, and so does every epoch: the
+ * best epoch is picked on the same nodes. Evaluating a whole split of
+ * ogbn-products' size as sampled minibatches takes longer than the
+ * training (docs/training.md, "Evaluation"). */
+static void eval_sample(int64_t *nodes, size_t *n, uint32_t k, uint64_t seed)
+{
+	if (k == 0 || k >= *n)
+		return;
+	for (size_t i = 0; i < k; i++) {   /* partial Fisher-Yates: the first k */
+		size_t j;
+		int64_t t;
+
+		seed = gnn_draw64(seed, i);
+		j = i + (size_t)(seed % (*n - i));
+		t = nodes[i];
+		nodes[i] = nodes[j];
+		nodes[j] = t;
+	}
+	qsort(nodes, k, sizeof(*nodes), cmp_i64);
+	*n = k;
+}
+
 static int load_nodes(struct run *r)
 {
 	const struct tr_config *c = r->c;
@@ -211,6 +244,10 @@ static int load_nodes(struct run *r)
 	    (rc = tr_samplers_nodes(r->e->samplers, GNN_SPLIT_VALID, &r->valid, &r->nvalid)) != GNN_OK ||
 	    (rc = tr_samplers_nodes(r->e->samplers, GNN_SPLIT_TEST, &r->test, &r->ntest)) != GNN_OK)
 		return rc;
+	r->valid_all = r->nvalid;
+	r->test_all = r->ntest;
+	eval_sample(r->valid, &r->nvalid, c->val_nodes, gnn_draw64(c->seed, 0x76616c6964ull));
+	eval_sample(r->test, &r->ntest, c->test_nodes, gnn_draw64(c->seed, 0x74657374ull));
 	if (r->ntrain < c->world) {
 		GNN_ERROR("bad_config", "train_nodes=%zu world_size=%" PRIu32 " reason=\"fewer training nodes than "
 			  "trainers\"", r->ntrain, c->world);
@@ -234,9 +271,10 @@ static int load_nodes(struct run *r)
 
 		for (size_t i = r->share_lo; i < r->share_hi; i++)
 			mine += r->train[i] >= r->e->graph->offsets[own] && r->train[i] < r->e->graph->offsets[own + 1];
-		GNN_INFO("work_split", "train_nodes=%zu valid_nodes=%zu test_nodes=%zu share=%zu padded_to=%zu "
-			 "steps_per_epoch=%" PRIu32 " own_partition=%" PRIu32 " own_partition_fraction=%.3f",
-			 r->ntrain, r->nvalid, r->ntest, r->share_hi - r->share_lo, r->per_rank, r->steps, own,
+		GNN_INFO("work_split", "train_nodes=%zu valid_nodes=%zu of=%zu test_nodes=%zu of=%zu share=%zu "
+			 "padded_to=%zu steps_per_epoch=%" PRIu32 " own_partition=%" PRIu32 " own_partition_fraction=%.3f",
+			 r->ntrain, r->nvalid, r->valid_all, r->ntest, r->test_all, r->share_hi - r->share_lo,
+			 r->per_rank, r->steps, own,
 			 r->share_hi > r->share_lo ? (double)mine / (double)(r->share_hi - r->share_lo) : 0.0);
 	}
 	return GNN_OK;
@@ -313,7 +351,7 @@ static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *w
 /* ---- resume ---- */
 
 enum { RS_STATUS, RS_FINISHED, RS_EPOCHS, RS_TEST, RS_BESTVAL, RS_BESTEPOCH, RS_CRC, RS_TRAIN_S, RS_CKPT,
-       RS_CKPT_EPOCH, RS_CKPT_STEP, RS_LOSS, RS_LABELLED, RS_CORRECT, RS_ADAM_T, RS_COUNT };
+       RS_CKPT_EPOCH, RS_CKPT_STEP, RS_LOSS, RS_LABELLED, RS_CORRECT, RS_ADAM_T, RS_TEST_NODES, RS_COUNT };
 
 /* A mid-epoch position means the same steps only with the same world size
  * and batch size; otherwise the epoch starts again from these parameters. */
@@ -358,6 +396,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 			st[RS_BESTEPOCH] = prev.best_epoch;
 			st[RS_CRC] = prev.params_crc;
 			st[RS_TRAIN_S] = prev.train_s;
+			st[RS_TEST_NODES] = (double)prev.test_nodes;
 		}
 		if (st[RS_STATUS] == 0 && st[RS_FINISHED] == 0) {
 			if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, &ck, &have_ck)) != GNN_OK) {
@@ -390,7 +429,8 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 	if (st[RS_FINISHED] != 0) {
 		*res = (struct gnn_result){ .epochs = (uint32_t)st[RS_EPOCHS], .model_hash = mh, .test_acc = st[RS_TEST],
 					   .best_val_acc = st[RS_BESTVAL], .best_epoch = (int32_t)st[RS_BESTEPOCH],
-					   .params_crc = (uint32_t)st[RS_CRC], .train_s = st[RS_TRAIN_S] };
+					   .params_crc = (uint32_t)st[RS_CRC], .train_s = st[RS_TRAIN_S],
+					   .test_nodes = (uint64_t)st[RS_TEST_NODES] };
 		*finished = true;
 		goto out;
 	}
@@ -501,12 +541,13 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 	for (uint32_t k = first; k < r->steps; k++) {
 		struct tr_step_stats st;
 		struct tr_batch *b;
-		double waited, t0;
+		double waited, t0, c0;
 
 		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
 		add_phase(r, PH_WAIT, waited);
 		t0 = gnn_now();
+		c0 = gnn_thread_cpu_s();
 		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK) {
 			GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1,
 				  k, err);
@@ -520,15 +561,18 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 		if (rc != GNN_OK)
 			break;
 		add_phase(r, PH_COMPUTE, gnn_now() - t0);
+		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
 		t0 = gnn_now();
 		if ((rc = tr_ring_allreduce(r->e->ring, grads, r->np)) != GNN_OK)
 			break;
 		add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
 		t0 = gnn_now();
+		c0 = gnn_thread_cpu_s();
 		for (size_t i = 0; i < r->np; i++)
 			grads[i] *= scale;
 		tr_adam_step(&r->adam, params, grads);
 		add_phase(r, PH_COMPUTE, gnn_now() - t0);
+		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
 		loss_sum += st.loss * st.labelled;
 		labelled += st.labelled;
 		correct += st.correct;
@@ -641,7 +685,7 @@ static int ranks_agree(struct run *r, uint32_t crc)
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
-	double t_train = gnn_now(), test_acc = 0;
+	double t_train = gnn_now(), test_acc = 0, t_test;
 	uint64_t eval_seed = gnn_draw64(c->seed, 0x6576616cull);
 	int rc;
 
@@ -668,6 +712,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 
 		memset(r.phase_s, 0, sizeof(r.phase_s));
+		r.compute_cpu_s = 0;
 		gnn_gauge_set(r.m.step, first);
 		if (first > 0)
 			sums = r.start_sums;
@@ -688,22 +733,29 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		gnn_gauge_set(r.m.val_acc, val_acc);
 		gnn_gauge_set(r.m.samples_per_s, rate);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
-			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f allreduce_s=%.2f eval_s=%.2f samples_per_s=%.0f "
-			 "params_crc=%08" PRIx32, epoch + 1, c->epochs, sums.labelled > 0 ? sums.loss / sums.labelled : 0,
-			 sums.labelled > 0 ? sums.correct / sums.labelled : 0, val_acc, epoch_s + r.phase_s[PH_EVAL],
-			 r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], rate,
-			 tr_params_crc(params, r.np));
+			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f "
+			 "steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
+			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
+			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], r.steps - first, rate, tr_params_crc(params, r.np));
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
+	t_test = gnn_now();
 	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, &test_acc)) != GNN_OK)
 		goto out;
+	t_test = gnn_now() - t_test;
+	GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
+		 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
+		 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
+		 "accuracy: gnn-trainer infer\"" : "");
 	if ((rc = ranks_agree(&r, tr_params_crc(r.best, r.np))) != GNN_OK)
 		goto out;
 	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
-				   .params_crc = tr_params_crc(r.best, r.np), .train_s = gnn_now() - t_train };
+				   .params_crc = tr_params_crc(r.best, r.np), .train_s = gnn_now() - t_train,
+				   .test_nodes = r.ntest };
 	gnn_gauge_set(r.m.test_acc, test_acc);
 	gnn_gauge_set(r.m.finished, 1);
 	/* Not fatal: a restart evaluates the last checkpoint again. */

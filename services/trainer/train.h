@@ -15,6 +15,7 @@
 struct tr_config {
 	uint32_t rank, world;
 	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;
+	uint32_t val_nodes, test_nodes;  /* evaluation samples (0: the whole split) */
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS], eval_fanouts[GNN_PROTO_MAX_LAYERS];
 	float lr, weight_decay, dropout;
 	uint64_t seed;

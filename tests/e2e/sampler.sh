@@ -249,6 +249,26 @@ check cora_info_nodes "INFO through the sampler is the stores' graph; NODES list
 "$MB" --sampler "$URL_cora" --parts "$WORK/cora" --minibatches 40 --batch 64 --fanouts 0,0,0 --seed 3 >"$WORK/mb-cora0"
 check cora_fanout_zero "fanouts 0,0,0 (features only): 40 minibatches pass mbcheck" grep -q '^mbcheck: ok' "$WORK/mb-cora0"
 
+# ---- admission control: a build budget smaller than one minibatch --------
+# Cora minibatches of 64 seeds carry ~10 MB of features (1433 floats per
+# input node): with an 8 MB budget each is built alone, the others wait.
+sampler coraadm --graphstores "tcp://127.0.0.1:$p0,tcp://127.0.0.1:$p1" --build-budget-mb 8 --admission-wait-s 60
+if sampler_ready coraadm 60; then
+	adm=()
+	for i in 1 2 3 4; do
+		"$MB" --sampler "$URL_coraadm" --parts "$WORK/cora" --minibatches 15 --batch 64 --seed "$i" >"$WORK/mb-adm-$i" &
+		adm+=($!)
+	done
+	wait "${adm[@]}" || true
+	queued=$(metric "$HTTP_coraadm" gnn_sampler_admission_queued_total)
+	used=$(metric "$HTTP_coraadm" gnn_sampler_admission_used_bytes)
+	busy=$(metric "$HTTP_coraadm" gnn_sampler_admission_timeouts_total)
+	check cora_admission_queues "4 clients at once, --build-budget-mb 8: all 60 minibatches pass mbcheck, some waited (queued_total=$queued), none refused ($busy), nothing held after (used_bytes=$used)" \
+		bash -c "[ \$(cat '$WORK'/mb-adm-* | grep -c '^mbcheck: ok') -eq 4 ] && [ '${queued:-0}' != 0 ] && [ '$used' = 0 ] && [ '$busy' = 0 ]"
+else
+	fail cora_admission_queues "the sampler with --build-budget-mb 8 did not become ready: $(tail -n 3 "$WORK/coraadm.log")"
+fi
+
 # ---- garbage to the sampler port (hdr, le32: above) ------------------------
 head -c 300 /dev/urandom | sed 's/^GNNP/XXXX/' >"$WORK/g-random"
 printf 'GNN' >"$WORK/g-short"

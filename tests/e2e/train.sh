@@ -223,6 +223,35 @@ gcn=$(sed -n 's/^test_acc gcn=\([0-9.]*\)$/\1/p' "$WORK/gcn.out")
 check tiny_gcn_learns "gnn-local --model gcn: exit 0, test_acc >= 0.80 and >= 0.15 above features-only ${learn#* } (got $rc, ${gcn:-no result})" \
 	bash -c "[ $rc -eq 0 ] && awk -v g='$gcn' -v f='${learn#* }' 'BEGIN { exit !(g != \"\" && f != \"\" && g >= 0.80 && g >= f + 0.15) }'"
 
+# Evaluation on seeded samples (--val-nodes, --test-nodes): the sizes are
+# logged against the splits' (tiny: 200 valid, 1400 test), the test
+# estimate's sample size reaches result.json, and the inference still
+# covers every test node.
+# The same run passes every sampler and trainer timeout gnn-local offers.
+timeout 120 "$L" "${TINY[@]}" --epochs 2 --val-nodes 50 --test-nodes 100 --workdir "$WORK/w-eval" \
+	--store-timeout-ms 7000 --store-retries 3 --store-min-mb-per-s 30 --build-budget-mb 64 --admission-wait-s 15 \
+	--sampler-timeout-ms 40000 --sampler-retries 1 --peer-timeout-s 120 >"$WORK/eval.out" 2>&1
+rc=$?
+E0=$WORK/w-eval/logs/trainer-0.log
+scfg=$(grep -o ' config .*' "$WORK/w-eval/logs/sampler-0.log" | head -n 1)
+tcfg=$(grep -o ' config .*' "$E0" | head -n 1)
+passed=yes
+for kv in timeout-ms=7000 retries=3 store-min-mb-per-s=30 build-budget-mb=64 admission-wait-s=15; do
+	[[ "$scfg " == *" $kv "* ]] || passed="no: sampler lacks $kv"
+done
+for kv in timeout-ms=40000 retries=1 peer-timeout-s=120; do
+	[[ "$tcfg " == *" $kv "* ]] || passed="no: trainer lacks $kv"
+done
+check local_passes_timeouts "gnn-local's --store-*, --build-budget-mb, --admission-wait-s, --sampler-* and --peer-timeout-s reach the samplers' and trainers' configuration ($passed)" \
+	[ "$passed" = yes ]
+split=$(grep -o 'valid_nodes=[0-9]* of=[0-9]* test_nodes=[0-9]* of=[0-9]*' "$E0" | head -n 1)
+tested=$(grep -o 'test_evaluated test_acc=[0-9.]* nodes=[0-9]* of=[0-9]*' "$E0" | head -n 1)
+check tiny_eval_samples "exit 0; work_split 'valid_nodes=50 of=200 test_nodes=100 of=1400' (got '$split'), test_evaluated over 100 of 1400 (got '$tested'), result.json test_nodes 100, inference over all 1400 test nodes (got $rc)" \
+	bash -c "[ $rc -eq 0 ] && [ '$split' = 'valid_nodes=50 of=200 test_nodes=100 of=1400' ] &&
+		 [[ '$tested' == *' nodes=100 of=1400' ]] && [ \"\$(jq .test_nodes '$WORK/w-eval/checkpoints/result.json')\" = 100 ] &&
+		 [ \"\$(jq .splits.test.labelled '$WORK/w-eval/predictions/summary.json')\" = 1400 ] &&
+		 [ \"\$(jq .trainer.sampled_test_nodes '$WORK/w-eval/predictions/summary.json')\" = 100 ]"
+
 # ---- Cora -----------------------------------------------------------------
 if ! have_cora; then
 	for t in cora_accuracy cora_params_equal cora_one_vs_two_trainers component_config_error_reported cora_resume; do

@@ -367,7 +367,7 @@ static void test_deterministic(void)
 	int64_t seeds[100];
 	struct gnn_minibatch_req req = { .seed = 99, .num_layers = 3, .fanouts = { 4, 3, 2 }, .num_seeds = 100,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
-	struct smp_build_opts o;
+	struct smp_build_opts o = { 0 };
 	struct smp_minibatch mb;
 	char err[256];
 
