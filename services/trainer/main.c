@@ -209,7 +209,7 @@ static int register_ring_metrics(struct gnn_metrics *reg, struct ring_metrics *m
 
 /* The result as a finished rank serves it to a rank that restarts later
  * (tr_ring_serve_result): native doubles, like every other ring payload. */
-enum { RES_EPOCHS, RES_TEST, RES_BESTVAL, RES_BESTEPOCH, RES_CRC, RES_TRAIN_S, RES_COUNT };
+enum { RES_EPOCHS, RES_TEST, RES_BESTVAL, RES_BESTEPOCH, RES_CRC, RES_TRAIN_S, RES_TEST_NODES, RES_COUNT };
 
 static void result_pack(const struct gnn_result *res, double v[RES_COUNT])
 {
@@ -219,6 +219,7 @@ static void result_pack(const struct gnn_result *res, double v[RES_COUNT])
 	v[RES_BESTEPOCH] = res->best_epoch;
 	v[RES_CRC] = res->params_crc;
 	v[RES_TRAIN_S] = res->train_s;
+	v[RES_TEST_NODES] = (double)res->test_nodes;
 }
 
 /* The result a finished peer answered the handshake with (GNN_EDONE). */
@@ -238,7 +239,8 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
 	*res = (struct gnn_result){ .epochs = (uint32_t)v[RES_EPOCHS], .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = v[RES_TEST], .best_val_acc = v[RES_BESTVAL],
 				   .best_epoch = (int32_t)v[RES_BESTEPOCH], .params_crc = (uint32_t)v[RES_CRC],
-				   .train_s = v[RES_TRAIN_S] };
+				   .train_s = v[RES_TRAIN_S],
+				   .test_nodes = v[RES_TEST_NODES] >= 0 ? (uint64_t)v[RES_TEST_NODES] : 0 };
 	GNN_INFO("already_finished", "epochs=%" PRIu32 " source=trainer-%" PRIu32 " reason=\"the peers finished "
 		 "this run: their result, not retrained\"", res->epochs, from);
 	return tr_publish_result(env->metrics, res);
