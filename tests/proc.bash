@@ -2,11 +2,18 @@
 # tests/e2e/lib.bash and tests/bench_sampling.sh).
 
 # free_port: a TCP port nothing listens on now (the race with other
-# processes is negligible over this range).
+# processes is negligible over this range), outside the kernel's ephemeral
+# range: a process that dials the port before its listener is up could
+# otherwise get that very port as its source port and connect to itself,
+# and the listener then fails to bind (seen under ASan, where stores take
+# seconds to start while a sampler keeps dialling).
 free_port() {
-	local p
+	local p lo=32768 hi=60999 first count
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	# 10000 up to the range, short of Kubernetes' NodePorts (30000-32767)
+	if [ "$lo" -gt 11024 ]; then first=10000 count=$(((lo < 30000 ? lo : 30000) - 10000)); else first=$((hi + 1)) count=$((65535 - hi)); fi
 	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((first + (RANDOM * 32768 + RANDOM) % count))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return

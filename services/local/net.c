@@ -16,6 +16,62 @@
 #include "proc.h"
 #include "sys.h"
 
+/* The kernel's ephemeral port range (the source ports of outgoing
+ * connections); 32768-60999 when it cannot be read. */
+static void ephemeral_range(int *lo, int *hi)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	*lo = 32768;
+	*hi = 60999;
+	if (f == NULL)
+		return;
+	if (fscanf(f, "%d %d", lo, hi) != 2 || *lo < 1 || *hi > 65535 || *lo > *hi) {
+		*lo = 32768;
+		*hi = 60999;
+	}
+	fclose(f);
+}
+
+/* Binds fd to 127.0.0.1:port (0: any). */
+static int bind_loopback(int fd, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return bind(fd, (struct sockaddr *)&a, sizeof(a));
+}
+
+/* A port outside the ephemeral range, bound to fd: a process that dials
+ * one of these ports before its listener is up cannot end up connected
+ * to itself (TCP's self-connect: the kernel picks the dialled port as the
+ * source port, and the listener then finds its port taken). Falls back to
+ * port 0 when no such port is free after many tries. */
+static int bind_outside_ephemeral(int fd, int *port)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int lo, hi, first, count;
+
+	ephemeral_range(&lo, &hi);
+	/* below the range when there is room there (and below Kubernetes'
+	 * NodePorts, 30000-32767, which kube-proxy may hold), else above it */
+	first = lo > 11024 ? 10000 : hi + 1;
+	count = lo > 11024 ? (lo < 30000 ? lo : 30000) - 10000 : 65536 - (hi + 1);
+	for (int t = 0; count > 0 && t < 200; t++) {
+		int p = first + (int)((unsigned)rand() % (unsigned)count);
+
+		if (bind_loopback(fd, p) == 0) {
+			*port = p;
+			return 0;
+		}
+	}
+	if (bind_loopback(fd, 0) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+		return -1;
+	*port = ntohs(a.sin_port);
+	return 0;
+}
+
 int loc_free_ports(int *ports, size_t n)
 {
 	int *fds = calloc(n ? n : 1, sizeof(*fds));
@@ -24,11 +80,8 @@ int loc_free_ports(int *ports, size_t n)
 
 	if (fds == NULL)
 		return GNN_ENOMEM;
+	srand((unsigned)getpid() ^ (unsigned)(gnn_now() * 1e6));
 	for (i = 0; i < n; i++) {
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
-		socklen_t len = sizeof(a);
-
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fds[i] < 0) {
 			GNN_ERROR("socket_failed", "error=\"%s\"", strerror(errno));
@@ -36,13 +89,11 @@ int loc_free_ports(int *ports, size_t n)
 			break;
 		}
 		opened++;
-		if (bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
-		    getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
-			GNN_ERROR("bind_failed", "addr=127.0.0.1:0 error=\"%s\"", strerror(errno));
+		if (bind_outside_ephemeral(fds[i], &ports[i]) != 0) {
+			GNN_ERROR("bind_failed", "addr=127.0.0.1 error=\"%s\"", strerror(errno));
 			rc = GNN_EIO;
 			break;
 		}
-		ports[i] = ntohs(a.sin_port);
 	}
 	for (i = 0; i < opened; i++)
 		close(fds[i]);

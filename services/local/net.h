@@ -5,11 +5,13 @@
 
 #include <stddef.h>
 
-/* Fills ports[0..n-1] with distinct TCP ports free on 127.0.0.1 now: binds n
- * sockets to port 0 at once (so the kernel cannot hand out one twice), reads
- * their ports, closes them. Another process may still take one before the
- * component binds it; the component then fails and says so in its log.
- * Returns GNN_EIO (logged) when a socket cannot be bound. */
+/* Fills ports[0..n-1] with distinct TCP ports free on 127.0.0.1 now and
+ * outside the kernel's ephemeral range (a component that dials another
+ * before it listens must not connect to itself): binds n sockets at once,
+ * so no port is handed out twice, then closes them. Another process may
+ * still take one before the component binds it; the component then fails
+ * and says so in its log. Returns GNN_EIO (logged) when a socket cannot be
+ * bound. */
 int loc_free_ports(int *ports, size_t n);
 
 /* GET http://127.0.0.1:port/path over HTTP/1.0 with a whole-exchange

@@ -9,6 +9,7 @@ the scenarios (chaos.py) through kill(), freeze() and thaw(); every wait is
 bounded and the whole cluster is stopped by stop(), also on errors.
 """
 import os
+import random
 import re
 import signal
 import socket
@@ -27,18 +28,41 @@ TRAINER_ARGS = ["--timeout-ms=30000", "--retries=2", "--peer-timeout-s=300", "--
 TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z ")
 
 
+def _port_candidates():
+    """Ports outside the kernel's ephemeral range (and Kubernetes' NodePorts):
+    a process killed here is restarted on its port while its peers keep
+    dialling it, and a dial whose source port is the dialled port connects
+    to itself and leaves the restarted listener without its port."""
+    lo, hi = 32768, 60999
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        pass
+    return range(10000, min(lo, 30000)) if lo > 11024 else range(hi + 1, 65536)
+
+
 def free_ports(n):
     """n distinct free TCP ports on 127.0.0.1 (held open together while chosen)."""
     socks, ports = [], []
+    cands = _port_candidates()
     try:
-        for _ in range(n):
+        for _ in range(100 * n + 100):
+            if len(ports) == n:
+                break
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", random.choice(cands)))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
             ports.append(s.getsockname()[1])
     finally:
         for s in socks:
             s.close()
+    if len(ports) < n:
+        raise RuntimeError("no %d free ports outside the ephemeral range" % n)
     return ports
 
 

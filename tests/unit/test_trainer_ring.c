@@ -50,20 +50,11 @@ struct net {
 	const char *ptrs[MAXT];
 };
 
-/* A port the kernel just handed out; the ring binds it moments later. */
+/* A free port outside the ephemeral range (testlib.h): ranks dial their
+ * peers before those listen, and restarted ranks take their port again. */
 static int free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
+	return t_free_port();
 }
 
 static void net_tcp(struct net *n, uint32_t T)

@@ -9,11 +9,15 @@
 #ifndef GNN_TESTLIB_H
 #define GNN_TESTLIB_H
 
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static int t_failed_checks;
 static int t_failed_tests;
@@ -64,6 +68,38 @@ static inline double t_sample_value(const char *text, const char *key)
 		if ((p == text || p[-1] == '\n') && p[n] == ' ')
 			return strtod(p + n + 1, NULL);
 	return NAN;
+}
+
+/* A TCP port free on 127.0.0.1 now, outside the kernel's ephemeral range
+ * (and Kubernetes' NodePorts): a peer restarted on its port while others
+ * keep dialling it cannot lose the port to a dial that connected to
+ * itself (the kernel picking the dialled port as the source port). -1
+ * when none is found. */
+static inline int t_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int lo = 32768, hi = 60999, first, count;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+			lo = 32768, hi = 60999;
+		fclose(f);
+	}
+	first = lo > 11024 ? 10000 : hi + 1;
+	count = lo > 11024 ? (lo < 30000 ? lo : 30000) - 10000 : 65535 - hi;
+	for (int t = 0; count > 0 && t < 500; t++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), port = first + rand() % count, ok;
+
+		if (fd < 0)
+			return -1;
+		a.sin_port = htons((uint16_t)port);
+		ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return port;
+	}
+	return -1;
 }
 
 static inline int t_done(void)
