@@ -14,8 +14,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 PRESET=${GNN_BENCH_PRESET:-small}
 WORK=$BUILD/bench/infer-$PRESET
-# shellcheck source=tests/bench_mem.bash
-. "$ROOT/tests/bench_mem.bash"
+# shellcheck source=tests/bench_lib.bash
+. "$ROOT/tests/bench_lib.bash"
 trap mem_watch_stop EXIT
 mkdir -p "$WORK"
 rm -rf "$WORK/run"
@@ -28,13 +28,6 @@ mem_watch_start "$BUILD" "$WORK/rss.samples"
 	exit 1
 }
 mem_watch_stop
-kv() { grep -o " $1=[^ ]*" | head -n 1 | cut -d= -f2; }
-test_line=$(grep ' test_evaluated ' "$WORK/run/logs/trainer-0.log" | tail -n 1)
-inf_s=$(grep -o ' inferred .*' "$WORK/local.out" | kv seconds)
-jq -r --arg sacc "$(kv test_acc <<<"$test_line")" --arg sn "$(kv nodes <<<"$test_line")" \
-	--arg ss "$(kv seconds <<<"$test_line")" --arg rate "$(kv nodes_per_s <<<"$test_line")" --arg s "$inf_s" '
-  "test inference_test_acc=\(.accuracy.test*10000|round/10000) sampled_test_acc=\($sacc) over the same \($sn) test nodes (sampled: \($ss) s)",
-  "inference preset='"$PRESET"' nodes=\(.nodes) workers=\(.workers) seconds=\($s) sampled_path_seconds=\(.nodes/($rate|tonumber)*10|round/10) (every node at the sampled evaluation'"'"'s \($rate) nodes/s) ratio=\(.nodes/($rate|tonumber)/($s|tonumber)*10|round/10)"' \
-	"$WORK/run/predictions/summary.json"
+infer_report "$PRESET" "$WORK/run" "$WORK/local.out"
 mem_local_pids "$WORK/local.out" >"$WORK/pids"
 mem_table "$WORK/pids" "$WORK/rss.samples"

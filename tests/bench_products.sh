@@ -32,8 +32,8 @@ THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 tr
 mkdir -p "$WORK"
 rm -rf "$WORK/run" "$WORK/partition"
 pids=()
-# shellcheck source=tests/bench_mem.bash
-. "$ROOT/tests/bench_mem.bash"
+# shellcheck source=tests/bench_lib.bash
+. "$ROOT/tests/bench_lib.bash"
 cleanup() {
 	mem_watch_stop
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -74,7 +74,6 @@ wait 2>/dev/null || true
 pids=()
 
 T0=$WORK/run/logs/trainer-0.log
-kv() { grep -o " $1=[^ ]*" | head -n 1 | cut -d= -f2; }
 epoch=$(grep ' epoch epoch=' "$T0" | tail -n 1)
 echo "epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
 steps=$(kv steps <<<"$epoch")
@@ -83,13 +82,7 @@ awk -v c="$(kv compute_s <<<"$epoch")" -v cpu="$(kv compute_cpu_s <<<"$epoch")" 
 	printf "step compute_ms_per_step=%.1f compute_cpu_ms_per_step=%.1f bench_step_ms=%.1f threads=%d ratio_wall=%.2f ratio_cpu=%.2f target<=1.5 %s\n",
 		w, u, b, t, w / b, u / b, (w / b <= 1.5 ? "PASS" : "MISS (wall; see ratio_cpu: the CPUs are shared with the samplers and stores)")
 }'
-test_line=$(grep ' test_evaluated ' "$T0" | tail -n 1)
-inf_s=$(grep -o ' inferred .*' "$WORK/local.out" | kv seconds)
-jq -r --arg sacc "$(kv test_acc <<<"$test_line")" --arg sn "$(kv nodes <<<"$test_line")" \
-	--arg rate "$(kv nodes_per_s <<<"$test_line")" --arg s "$inf_s" '
-  "test inference_test_acc=\(.accuracy.test*10000|round/10000) over all \(.splits.test.labelled) test nodes; sampled_estimate=\($sacc) over \($sn)",
-  "inference preset='"$PRESET"' nodes=\(.nodes) workers=\(.workers) seconds=\($s) sampled_path_seconds=\(.nodes/($rate|tonumber)|round) (every node at the sampled evaluation'"'"'s \($rate) nodes/s) ratio=\(.nodes/($rate|tonumber)/($s|tonumber)*10|round/10)"' \
-	"$WORK/run/predictions/summary.json"
+infer_report "$PRESET" "$WORK/run" "$WORK/local.out"
 
 # Peak memory per process, and the training system's sum (the stores,
 # samplers and trainers: inference runs after them).

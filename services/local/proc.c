@@ -44,6 +44,11 @@ int loc_argv_add(struct loc_argv *a, const char *fmt, ...)
 	return GNN_OK;
 }
 
+int loc_argv_add_opt(struct loc_argv *a, const char *flag, int64_t v, int64_t least)
+{
+	return v >= least ? loc_argv_add(a, "--%s=%lld", flag, (long long)v) : GNN_OK;
+}
+
 void loc_argv_free(struct loc_argv *a)
 {
 	for (size_t i = 0; i < a->n; i++)

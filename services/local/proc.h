@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -42,6 +43,9 @@ struct loc_argv {
 
 /* Appends one printf-formatted argument. GNN_ENOMEM on failure. */
 int loc_argv_add(struct loc_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends "--flag=v" when v >= least (an option given to gnn-local);
+ * otherwise nothing, so the component's own default holds. */
+int loc_argv_add_opt(struct loc_argv *a, const char *flag, int64_t v, int64_t least);
 /* Frees the strings and the vector; leaves *a empty and reusable. */
 void loc_argv_free(struct loc_argv *a);
 

@@ -60,7 +60,7 @@ int loc_services_start(struct loc_run *r)
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
 		    (rc = loc_argv_add(&a, "--wait-data=0")) ||
-		    (cfg->store_workers > 0 && (rc = loc_argv_add(&a, "--workers=%lld", (long long)cfg->store_workers))) ||
+		    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL)))
 			goto out;
 		loc_argv_free(&a);
@@ -72,18 +72,12 @@ int loc_services_start(struct loc_run *r)
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * P + S + s])) ||
 		    (rc = loc_argv_add(&a, "--wait-stores=%lld", (long long)cfg->ready_timeout_s)) ||
-		    (cfg->sampler_workers > 0 &&
-		     (rc = loc_argv_add(&a, "--workers=%lld", (long long)cfg->sampler_workers))) ||
-		    (cfg->store_timeout_ms > 0 &&
-		     (rc = loc_argv_add(&a, "--timeout-ms=%lld", (long long)cfg->store_timeout_ms))) ||
-		    (cfg->store_retries >= 0 &&
-		     (rc = loc_argv_add(&a, "--retries=%lld", (long long)cfg->store_retries))) ||
-		    (cfg->store_min_mb_per_s > 0 &&
-		     (rc = loc_argv_add(&a, "--store-min-mb-per-s=%lld", (long long)cfg->store_min_mb_per_s))) ||
-		    (cfg->build_budget_mb > 0 &&
-		     (rc = loc_argv_add(&a, "--build-budget-mb=%lld", (long long)cfg->build_budget_mb))) ||
-		    (cfg->admission_wait_s > 0 &&
-		     (rc = loc_argv_add(&a, "--admission-wait-s=%lld", (long long)cfg->admission_wait_s))) ||
+		    (rc = loc_argv_add_opt(&a, "workers", cfg->sampler_workers, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->store_timeout_ms, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "retries", cfg->store_retries, 0)) ||
+		    (rc = loc_argv_add_opt(&a, "store-min-mb-per-s", cfg->store_min_mb_per_s, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "build-budget-mb", cfg->build_budget_mb, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "admission-wait-s", cfg->admission_wait_s, 1)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL)))
 			goto out;
 		loc_argv_free(&a);

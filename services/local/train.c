@@ -90,8 +90,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	int rc = GNN_OK;
 
 #define INT_ARG(field, flag) \
-	if (rc == GNN_OK && cfg->field >= 0) \
-		rc = loc_argv_add(a, "--" flag "=%lld", (long long)cfg->field)
+	if (rc == GNN_OK) \
+		rc = loc_argv_add_opt(a, flag, cfg->field, 0)
 #define FLOAT_ARG(field, flag) \
 	if (rc == GNN_OK && cfg->field >= 0) \
 		rc = loc_argv_add(a, "--" flag "=%.17g", cfg->field)
@@ -164,12 +164,9 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", baseline ? r->ckptdir_baseline : r->ckptdir)) ||
 		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->ready_timeout_s)) ||
 		    (rc = loc_argv_add(&a, "--threads=%ld", trainer_threads(cfg))) ||
-		    (cfg->sampler_timeout_ms > 0 &&
-		     (rc = loc_argv_add(&a, "--timeout-ms=%lld", (long long)cfg->sampler_timeout_ms))) ||
-		    (cfg->sampler_retries >= 0 &&
-		     (rc = loc_argv_add(&a, "--retries=%lld", (long long)cfg->sampler_retries))) ||
-		    (cfg->peer_timeout_s > 0 &&
-		     (rc = loc_argv_add(&a, "--peer-timeout-s=%lld", (long long)cfg->peer_timeout_s))) ||
+		    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->sampler_timeout_ms, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "retries", cfg->sampler_retries, 0)) ||
+		    (rc = loc_argv_add_opt(&a, "peer-timeout-s", cfg->peer_timeout_s, 1)) ||
 		    (rc = model_args(cfg, &a, baseline)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &tr[i])))
 			goto out;

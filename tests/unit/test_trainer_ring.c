@@ -50,19 +50,12 @@ struct net {
 	const char *ptrs[MAXT];
 };
 
-/* A free port outside the ephemeral range (testlib.h): ranks dial their
- * peers before those listen, and restarted ranks take their port again. */
-static int free_port(void)
-{
-	return t_free_port();
-}
-
 static void net_tcp(struct net *n, uint32_t T)
 {
 	n->T = T;
 	n->tcp = true;
 	for (uint32_t i = 0; i < T; i++) {
-		snprintf(n->urls[i], sizeof(n->urls[i]), "tcp://127.0.0.1:%d", free_port());
+		snprintf(n->urls[i], sizeof(n->urls[i]), "tcp://127.0.0.1:%d", t_free_port());
 		n->ptrs[i] = n->urls[i];
 	}
 }
@@ -909,7 +902,7 @@ static double baseline(size_t bytes, int iters)
 	char url[64];
 	double t0 = 0, t;
 
-	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", free_port());
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", t_free_port());
 	if (nng_pair0_open(&rx) != 0 || nng_pair0_open(&c.s) != 0)
 		return NAN;
 	nng_socket_set_size(rx, NNG_OPT_RECVMAXSZ, bytes + 64);

@@ -1,4 +1,5 @@
-# bench_mem.bash - per-process peak memory for the benchmarks (sourced).
+# bench_lib.bash - what the gnn-local benchmarks share (sourced):
+# per-process peak memory, and inference against sampled evaluation.
 #   mem_watch_start BUILD FILE   samples every process running a BUILD/bin/gnn-*
 #                                binary twice a second: "pid VmHWM_kB RssAnon_kB"
 #   mem_watch_stop               ends the sampler
@@ -40,4 +41,22 @@ mem_table() {
 	     ($1 in name) { if ($2 > hwm[$1]) hwm[$1] = $2; if ($3 > anon[$1]) anon[$1] = $3 }
 	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f\n", name[p], hwm[p] / 1024, anon[p] / 1024 }' \
 		"$1" "$2" | sort
+}
+
+# kv KEY: KEY's value in the key=value line on stdin.
+kv() { grep -o " $1=[^ ]*" | head -n 1 | cut -d= -f2; }
+
+# infer_report PRESET WORKDIR LOCAL_OUT: the test accuracies (inference over
+# every test node; trainer-0's sampled evaluation, test_evaluated) and the
+# inference's time against the sampled path's for every node, at the rate
+# the sampled evaluation measured.
+infer_report() {
+	local preset=$1 work=$2 out=$3 line s
+	line=$(grep ' test_evaluated ' "$work/logs/trainer-0.log" | tail -n 1)
+	s=$(grep -o ' inferred .*' "$out" | kv seconds)
+	jq -r --arg sacc "$(kv test_acc <<<"$line")" --arg sn "$(kv nodes <<<"$line")" \
+		--arg ss "$(kv seconds <<<"$line")" --arg rate "$(kv nodes_per_s <<<"$line")" --arg s "$s" --arg p "$preset" '
+	  "test inference_test_acc=\(.accuracy.test*10000|round/10000) over all \(.splits.test.labelled) test nodes; sampled_test_acc=\($sacc) over \($sn) in \($ss) s",
+	  "inference preset=\($p) nodes=\(.nodes) workers=\(.workers) seconds=\($s) sampled_path_seconds=\(.nodes/($rate|tonumber)*10|round/10) (every node at the sampled evaluation'"'"'s \($rate) nodes/s) ratio=\(.nodes/($rate|tonumber)/($s|tonumber)*10|round/10)"' \
+		"$work/predictions/summary.json"
 }
