@@ -1,31 +1,62 @@
-/* fanouts.h - the per-layer fanout list ("15,10,5": input layer first), as
- * every program that takes one parses it (--fanouts, --eval-fanouts).
+/* fanouts.h - the per-layer fanout list, as every program that takes one
+ * parses it (--fanouts, --eval-fanouts), and its meaning on a graph's
+ * relations (docs/training.md, "Fanouts").
  *
- * A fanout is how many in-neighbours of each node a layer samples: -1 all of
- * them, 0 none (that layer sees only the node's own features), else 1 ..
- * GNN_PROTO_MAX_FANOUT. Programs that accept fewer pass a narrower range. */
+ * A fanout is how many in-neighbours of each node a layer samples under
+ * one relation: -1 all of them, 0 none, else 1 .. GNN_PROTO_MAX_FANOUT.
+ * Programs that accept fewer pass a narrower range. The text is one or
+ * more lists separated by ';', each "[REL=]F0,F1,...", input layer first:
+ *
+ *   15,10,5                      every relation: 15, 10, 5 (DGL's int fanout)
+ *   writes=15,10;cites=10,5;*=5,5  per relation (PyG's dict of edge types);
+ *                                  '*' (or a list without REL=) is every
+ *                                  relation not named
+ *
+ * REL is a relation's bare name when no other relation has it, or its
+ * canonical "src:rel:dst". Every list has the same number of layers. */
 #ifndef GNN_FANOUTS_H
 #define GNN_FANOUTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "part.h"
 #include "proto.h"
+
+/* Relations one text may name. */
+#define GNN_FANOUTS_MAX_NAMED 32
 
 struct gnn_fanouts {
 	uint32_t n;                         /* layers, 1..GNN_PROTO_MAX_LAYERS */
-	int32_t v[GNN_PROTO_MAX_LAYERS];    /* v[0]: the input layer's */
+	bool has_default;                   /* v holds the list of every relation not named */
+	int32_t v[GNN_PROTO_MAX_LAYERS];    /* the default list; v[0]: the input layer's */
+	uint32_t num_named;
+	struct {
+		char rel[3 * GNN_NAME_MAX];     /* as written */
+		int32_t v[GNN_PROTO_MAX_LAYERS];
+	} named[GNN_FANOUTS_MAX_NAMED];
 };
 
-/* Parses text, comma-separated integers in [min, max] (min >= -1, max <=
- * GNN_PROTO_MAX_FANOUT), 1 to GNN_PROTO_MAX_LAYERS of them, into *out.
+/* Parses text (syntax above), every fanout in [min, max] (min >= -1, max <=
+ * GNN_PROTO_MAX_FANOUT), 1 to GNN_PROTO_MAX_LAYERS layers, into *out.
  * Returns GNN_OK, or GNN_EINVAL with *out unspecified and why (cap bytes,
  * caller's) saying what is wrong in words fit for a log line's reason. */
 int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fanouts *out, char *why,
 		      size_t cap);
 
-/* Writes "15,10,5" into buf (cap bytes, caller's; 12 per layer suffice);
- * GNN_ERANGE when it does not fit. */
+/* Whether f is one list for every relation (no relation named). */
+bool gnn_fanouts_uniform(const struct gnn_fanouts *f);
+
+/* Each layer's fanout for each relation of s: out[l R + r] (out holds
+ * f->n * s->num_rels). GNN_EINVAL with why when a named relation is
+ * unknown or ambiguous, named twice, or a relation has no list (none
+ * names it and there is no default). */
+int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s, int32_t *out, char *why,
+			size_t cap);
+
+/* Writes the text back ("15,10,5", or "writes=15,10;*=5,5") into buf (cap
+ * bytes, caller's); GNN_ERANGE when it does not fit. */
 int gnn_fanouts_format(const struct gnn_fanouts *f, char *buf, size_t cap);
 
 #endif

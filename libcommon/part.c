@@ -10,14 +10,374 @@
 #include "json.h"
 #include "log.h"
 
+/* ---- the schema ---- */
+
+void gnn_schema_plain(struct gnn_schema *s, int64_t num_nodes, int64_t num_edges, uint32_t feat_dim)
+{
+	memset(s, 0, sizeof(*s));
+	s->num_types = 1;
+	s->num_rels = 1;
+	snprintf(s->types[0].name, GNN_NAME_MAX, "node");
+	s->types[0].num_nodes = num_nodes;
+	s->types[0].feat_dim = feat_dim;
+	snprintf(s->rels[0].name, GNN_NAME_MAX, "edge");
+	s->rels[0].num_edges = num_edges;
+}
+
+bool gnn_name_ok(const char *name)
+{
+	size_t n = 0;
+
+	for (; name[n] != '\0'; n++) {
+		char c = name[n];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-' || c == '.'))
+			return false;
+	}
+	return n >= 1 && n < GNN_NAME_MAX && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* Whether a fixed-size name field holds a NUL-terminated acceptable name. */
+static bool name_field_ok(const char *name)
+{
+	return memchr(name, '\0', GNN_NAME_MAX) != NULL && gnn_name_ok(name);
+}
+
+int gnn_schema_check(const struct gnn_schema *s, char *why, size_t cap)
+{
+	if (s->num_types < 1 || s->num_types > GNN_MAX_TYPES || s->num_rels < 1 || s->num_rels > GNN_MAX_RELS) {
+		snprintf(why, cap, "%u node types and %u relations: 1..%d and 1..%d are supported", s->num_types,
+			 s->num_rels, GNN_MAX_TYPES, GNN_MAX_RELS);
+		return GNN_EFORMAT;
+	}
+	if (s->label_type >= s->num_types) {
+		snprintf(why, cap, "label type %u of %u types", s->label_type, s->num_types);
+		return GNN_EFORMAT;
+	}
+	for (uint32_t t = 0; t < s->num_types; t++) {
+		const struct gnn_ntype *ty = &s->types[t];
+
+		if (!name_field_ok(ty->name)) {
+			snprintf(why, cap, "node type %u has no valid name (1..%d letters, digits, '_', '-', '.')", t,
+				 GNN_NAME_MAX - 1);
+			return GNN_EFORMAT;
+		}
+		if (ty->num_nodes < 0 || ty->feat_dim > (1u << 16)) {
+			snprintf(why, cap, "node type %s: %lld nodes, feature width %u", ty->name, (long long)ty->num_nodes,
+				 ty->feat_dim);
+			return GNN_EFORMAT;
+		}
+		for (uint32_t u = 0; u < t; u++)
+			if (strcmp(s->types[u].name, ty->name) == 0) {
+				snprintf(why, cap, "node type %s appears twice", ty->name);
+				return GNN_EFORMAT;
+			}
+	}
+	for (uint32_t r = 0; r < s->num_rels; r++) {
+		const struct gnn_rel *re = &s->rels[r];
+
+		if (!name_field_ok(re->name) || re->src >= s->num_types || re->dst >= s->num_types || re->num_edges < 0) {
+			snprintf(why, cap, "relation %u: bad name, node types (%u, %u of %u) or edge count", r, re->src,
+				 re->dst, s->num_types);
+			return GNN_EFORMAT;
+		}
+		for (uint32_t q = 0; q < r; q++)
+			if (strcmp(s->rels[q].name, re->name) == 0 && s->rels[q].src == re->src && s->rels[q].dst == re->dst) {
+				snprintf(why, cap, "relation %s:%s:%s appears twice", s->types[re->src].name, re->name,
+					 s->types[re->dst].name);
+				return GNN_EFORMAT;
+			}
+	}
+	return GNN_OK;
+}
+
+int32_t gnn_schema_type(const struct gnn_schema *s, const char *name)
+{
+	for (uint32_t t = 0; t < s->num_types; t++)
+		if (strcmp(s->types[t].name, name) == 0)
+			return (int32_t)t;
+	return -1;
+}
+
+void gnn_schema_rel_label(const struct gnn_schema *s, uint32_t r, char *buf, size_t cap)
+{
+	const struct gnn_rel *re = &s->rels[r];
+
+	snprintf(buf, cap, "%s:%s:%s", s->types[re->src].name, re->name, s->types[re->dst].name);
+}
+
+int32_t gnn_schema_rel(const struct gnn_schema *s, const char *name)
+{
+	char label[3 * GNN_NAME_MAX];
+	int32_t found = -1;
+
+	for (uint32_t r = 0; r < s->num_rels; r++) {
+		gnn_schema_rel_label(s, r, label, sizeof(label));
+		if (strcmp(label, name) == 0)
+			return (int32_t)r;
+	}
+	for (uint32_t r = 0; r < s->num_rels; r++)
+		if (strcmp(s->rels[r].name, name) == 0) {
+			if (found >= 0)
+				return -2;
+			found = (int32_t)r;
+		}
+	return found;
+}
+
+uint32_t gnn_schema_max_feat_dim(const struct gnn_schema *s)
+{
+	uint32_t d = 0;
+
+	for (uint32_t t = 0; t < s->num_types; t++)
+		d = s->types[t].feat_dim > d ? s->types[t].feat_dim : d;
+	return d;
+}
+
+bool gnn_schema_is_plain(const struct gnn_schema *s)
+{
+	return s->num_types == 1 && s->num_rels == 1;
+}
+
+static uint64_t fold(uint64_t h, uint64_t v)
+{
+	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
+}
+
+static uint64_t fold_str(uint64_t h, const char *s)
+{
+	h = fold(h, strlen(s));
+	for (; *s != '\0'; s++)
+		h = fold(h, (unsigned char)*s);
+	return h;
+}
+
+uint64_t gnn_schema_hash(const struct gnn_schema *s)
+{
+	uint64_t h = fold(fold(fold(0x736368656d61ull, s->num_types), s->num_rels), s->label_type);
+
+	for (uint32_t t = 0; t < s->num_types; t++)
+		h = fold(fold_str(h, s->types[t].name), s->types[t].feat_dim);
+	for (uint32_t r = 0; r < s->num_rels; r++)
+		h = fold(fold(fold_str(h, s->rels[r].name), s->rels[r].src), s->rels[r].dst);
+	return h;
+}
+
+/* ---- the layout ---- */
+
+int gnn_layout_dup(const struct gnn_layout *src, struct gnn_layout *dst)
+{
+	size_t P = src->num_parts, T = src->schema->num_types;
+	size_t bytes = sizeof(struct gnn_schema) + (P + 1 + P * T + 1) * sizeof(int64_t);
+	char *block = malloc(bytes);
+	struct gnn_schema *s = (struct gnn_schema *)(void *)block;
+	int64_t *offsets = (int64_t *)(void *)(block + sizeof(*s)), *toff = offsets + P + 1;
+
+	if (block == NULL)
+		return GNN_ENOMEM;
+	memcpy(s, src->schema, sizeof(*s));
+	memcpy(offsets, src->offsets, (P + 1) * sizeof(int64_t));
+	memcpy(toff, src->type_offsets, (P * T + 1) * sizeof(int64_t));
+	*dst = *src;
+	dst->schema = s;
+	dst->offsets = offsets;
+	dst->type_offsets = toff;
+	return GNN_OK;
+}
+
+void gnn_layout_free(struct gnn_layout *l)
+{
+	free((void *)l->schema);  /* the block gnn_layout_dup allocated starts there */
+	memset(l, 0, sizeof(*l));
+}
+
+int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
+{
+	const struct gnn_schema *s = l->schema;
+	int64_t count[GNN_MAX_TYPES] = { 0 };
+	uint32_t T;
+	int rc;
+
+	if ((rc = gnn_schema_check(s, why, cap)) != GNN_OK)
+		return rc;
+	T = s->num_types;
+	for (uint32_t p = 0; p < l->num_parts; p++) {
+		const int64_t *to = l->type_offsets + (size_t)p * T;
+
+		if (to[0] != l->offsets[p] || to[T] != l->offsets[p + 1]) {
+			snprintf(why, cap, "type ranges of partition %u span [%lld, %lld), the partition [%lld, %lld)", p,
+				 (long long)to[0], (long long)to[T], (long long)l->offsets[p], (long long)l->offsets[p + 1]);
+			return GNN_EFORMAT;
+		}
+		for (uint32_t t = 0; t < T; t++) {
+			if (to[t + 1] < to[t]) {
+				snprintf(why, cap, "type %s's range in partition %u ends before it starts", s->types[t].name, p);
+				return GNN_EFORMAT;
+			}
+			count[t] += to[t + 1] - to[t];
+		}
+	}
+	for (uint32_t t = 0; t < T; t++)
+		if (count[t] != s->types[t].num_nodes) {
+			snprintf(why, cap, "type %s has %lld nodes in the partitions' ranges, %lld in the schema",
+				 s->types[t].name, (long long)count[t], (long long)s->types[t].num_nodes);
+			return GNN_EFORMAT;
+		}
+	if (l->feat_dim != gnn_schema_max_feat_dim(s)) {
+		snprintf(why, cap, "feature width %u, the schema's widest type has %u", l->feat_dim,
+			 gnn_schema_max_feat_dim(s));
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+/* ---- meta.json ---- */
+
+/* One entry of node_types[] or relations[] into the schema. */
+static int meta_type(const json_t *o, const char *path, struct gnn_ntype *ty)
+{
+	const char *name;
+	int64_t n, d;
+	int rc;
+
+	if ((rc = gnn_json_get_str(o, path, "name", &name)) ||
+	    (rc = gnn_json_get_int(o, path, "num_nodes", 0, INT64_MAX / 16, &n)) ||
+	    (rc = gnn_json_get_int(o, path, "feat_dim", 0, 1 << 16, &d)))
+		return rc;
+	if (!gnn_name_ok(name)) {
+		GNN_ERROR("bad_metadata", "in=%s node_type=\"%s\" reason=\"not a valid type name\"", path, name);
+		return GNN_EFORMAT;
+	}
+	snprintf(ty->name, GNN_NAME_MAX, "%s", name);
+	ty->num_nodes = n;
+	ty->feat_dim = (uint32_t)d;
+	return GNN_OK;
+}
+
+static int meta_rel(const json_t *o, const char *path, struct gnn_schema *s, struct gnn_rel *re)
+{
+	const char *name, *src, *dst;
+	int64_t m;
+	int rc;
+
+	if ((rc = gnn_json_get_str(o, path, "name", &name)) || (rc = gnn_json_get_str(o, path, "src", &src)) ||
+	    (rc = gnn_json_get_str(o, path, "dst", &dst)) ||
+	    (rc = gnn_json_get_int(o, path, "num_edges", 0, INT64_MAX / 16, &m)))
+		return rc;
+	if (!gnn_name_ok(name) || gnn_schema_type(s, src) < 0 || gnn_schema_type(s, dst) < 0) {
+		GNN_ERROR("bad_metadata", "in=%s relation=\"%s:%s:%s\" reason=\"bad relation name or unknown node type\"",
+			  path, src, name, dst);
+		return GNN_EFORMAT;
+	}
+	snprintf(re->name, GNN_NAME_MAX, "%s", name);
+	re->src = (uint32_t)gnn_schema_type(s, src);
+	re->dst = (uint32_t)gnn_schema_type(s, dst);
+	re->num_edges = m;
+	return GNN_OK;
+}
+
+/* The schema of a version 2 file (node_types, relations, label_type), or
+ * the plain one of a version 1 file. */
+static int meta_schema(struct gnn_meta *m, const char *path, int64_t feat_dim)
+{
+	struct gnn_schema *s = m->schema;
+	json_t *types, *rels, *o;
+	const char *label;
+	char why[256];
+	size_t i;
+	int rc;
+
+	if (m->version == 1) {
+		gnn_schema_plain(s, m->layout.num_nodes, m->layout.num_edges, (uint32_t)feat_dim);
+		return GNN_OK;
+	}
+	if ((rc = gnn_json_get_array(m->json, path, "node_types", &types)) ||
+	    (rc = gnn_json_get_array(m->json, path, "relations", &rels)) ||
+	    (rc = gnn_json_get_str(m->json, path, "label_type", &label)))
+		return rc;
+	if (json_array_size(types) < 1 || json_array_size(types) > GNN_MAX_TYPES || json_array_size(rels) < 1 ||
+	    json_array_size(rels) > GNN_MAX_RELS) {
+		GNN_ERROR("bad_metadata", "in=%s node_types=%zu relations=%zu reason=\"1..%d types and 1..%d relations\"",
+			  path, json_array_size(types), json_array_size(rels), GNN_MAX_TYPES, GNN_MAX_RELS);
+		return GNN_EFORMAT;
+	}
+	s->num_types = (uint32_t)json_array_size(types);
+	s->num_rels = (uint32_t)json_array_size(rels);
+	json_array_foreach(types, i, o)
+		if ((rc = meta_type(o, path, &s->types[i])) != GNN_OK)
+			return rc;
+	json_array_foreach(rels, i, o)
+		if ((rc = meta_rel(o, path, s, &s->rels[i])) != GNN_OK)
+			return rc;
+	if (gnn_schema_type(s, label) < 0) {
+		GNN_ERROR("bad_metadata", "in=%s label_type=\"%s\" reason=\"not one of node_types\"", path, label);
+		return GNN_EFORMAT;
+	}
+	s->label_type = (uint32_t)gnn_schema_type(s, label);
+	if (gnn_schema_check(s, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"%s\"", path, why);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+/* parts[p]'s node range into offsets and its type ranges into
+ * type_offsets (version 1: the node range itself). */
+static int meta_part_ranges(struct gnn_meta *m, const char *path, json_t *p, size_t i)
+{
+	uint32_t T = m->schema->num_types;
+	int64_t *to = m->type_offsets + i * T;
+	int64_t start, end;
+	json_t *arr;
+	int rc;
+
+	if ((rc = gnn_json_get_int(p, path, "node_start", 0, m->layout.num_nodes, &start)) ||
+	    (rc = gnn_json_get_int(p, path, "node_end", 0, m->layout.num_nodes, &end)))
+		return rc;
+	if (start != m->offsets[i] || end <= start) {
+		GNN_ERROR("bad_metadata", "in=%s part=%zu node_start=%lld node_end=%lld reason=\"ranges must be contiguous and non-empty\"",
+			  path, i, (long long)start, (long long)end);
+		return GNN_EFORMAT;
+	}
+	m->offsets[i + 1] = end;
+	if (m->version == 1) {
+		to[0] = start;
+		to[1] = end;
+		return GNN_OK;
+	}
+	if ((rc = gnn_json_get_array(p, path, "type_offsets", &arr)) != GNN_OK)
+		return rc;
+	if (json_array_size(arr) != (size_t)T + 1) {
+		GNN_ERROR("bad_metadata", "in=%s part=%zu type_offsets=%zu reason=\"expected one per node type plus one\"",
+			  path, i, json_array_size(arr));
+		return GNN_EFORMAT;
+	}
+	for (uint32_t t = 0; t <= T; t++) {
+		json_t *v = json_array_get(arr, t);
+
+		if (!json_is_integer(v)) {
+			GNN_ERROR("bad_metadata", "in=%s part=%zu reason=\"type_offsets holds a non-integer\"", path, i);
+			return GNN_EFORMAT;
+		}
+		to[t] = json_integer_value(v);
+	}
+	if (to[0] != start || to[T] != end) {
+		GNN_ERROR("bad_metadata", "in=%s part=%zu reason=\"type_offsets must run from node_start to node_end\"",
+			  path, i);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
 int gnn_meta_load(const char *dir, struct gnn_meta *out)
 {
-	char path[4096];
+	char path[4096], why[256];
 	struct gnn_meta m = { 0 };
 	struct gnn_layout *l = &m.layout;
 	json_t *parts, *p;
 	const char *format;
-	int64_t v, version;
+	int64_t v, version, feat_dim;
 	size_t i;
 	int rc;
 
@@ -34,18 +394,18 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 	}
 	if ((rc = gnn_json_get_int(m.json, path, "format_version", 1, INT32_MAX, &version)) != GNN_OK)
 		goto out_fail;
-	if (version != GNN_PART_FORMAT_VERSION) {
-		GNN_ERROR("bad_metadata", "in=%s format_version=%lld supported=%d", path, (long long)version,
-			  GNN_PART_FORMAT_VERSION);
+	if (version < 1 || version > GNN_PART_FORMAT_VERSION) {
+		GNN_ERROR("bad_metadata", "in=%s format_version=%lld supported=1..%d reason=\"written by a newer gnn-partition: re-partition with this version\"",
+			  path, (long long)version, GNN_PART_FORMAT_VERSION);
 		rc = GNN_EVERSION;
 		goto out_fail;
 	}
+	m.version = (int)version;
 	if ((rc = gnn_json_get_int(m.json, path, "num_nodes", 1, INT64_MAX / 16, &l->num_nodes)) ||
 	    (rc = gnn_json_get_int(m.json, path, "num_edges", 0, INT64_MAX / 16, &l->num_edges)))
 		goto out_fail;
-	if ((rc = gnn_json_get_int(m.json, path, "feat_dim", 1, 1 << 16, &v)))
+	if ((rc = gnn_json_get_int(m.json, path, "feat_dim", m.version == 1 ? 1 : 0, 1 << 16, &feat_dim)))
 		goto out_fail;
-	l->feat_dim = (uint32_t)v;
 	if ((rc = gnn_json_get_int(m.json, path, "num_classes", 1, 1 << 20, &v)))
 		goto out_fail;
 	l->num_classes = (uint32_t)v;
@@ -53,6 +413,14 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 		goto out_fail;
 	l->num_parts = (uint32_t)v;
 	m.symmetric = json_is_true(json_object_get(m.json, "symmetric"));
+	if ((m.schema = calloc(1, sizeof(*m.schema))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_fail;
+	}
+	l->schema = m.schema;
+	if ((rc = meta_schema(&m, path, feat_dim)) != GNN_OK)
+		goto out_fail;
+	l->feat_dim = (uint32_t)feat_dim;
 	if ((rc = gnn_json_get_array(m.json, path, "parts", &parts)))
 		goto out_fail;
 	if (json_array_size(parts) != l->num_parts) {
@@ -62,29 +430,26 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 		goto out_fail;
 	}
 	m.offsets = malloc(((size_t)l->num_parts + 1) * sizeof(*m.offsets));
-	if (m.offsets == NULL) {
+	m.type_offsets = malloc(((size_t)l->num_parts * m.schema->num_types + 1) * sizeof(*m.type_offsets));
+	if (m.offsets == NULL || m.type_offsets == NULL) {
 		rc = GNN_ENOMEM;
 		goto out_fail;
 	}
 	l->offsets = m.offsets;
+	l->type_offsets = m.type_offsets;
 	m.offsets[0] = 0;
-	json_array_foreach(parts, i, p) {
-		int64_t start, end;
-
-		if ((rc = gnn_json_get_int(p, path, "node_start", 0, l->num_nodes, &start)) ||
-		    (rc = gnn_json_get_int(p, path, "node_end", 0, l->num_nodes, &end)))
+	json_array_foreach(parts, i, p)
+		if ((rc = meta_part_ranges(&m, path, p, i)) != GNN_OK)
 			goto out_fail;
-		if (start != m.offsets[i] || end <= start) {
-			GNN_ERROR("bad_metadata", "in=%s part=%zu node_start=%lld node_end=%lld reason=\"ranges must be contiguous and non-empty\"",
-				  path, i, (long long)start, (long long)end);
-			rc = GNN_EFORMAT;
-			goto out_fail;
-		}
-		m.offsets[i + 1] = end;
-	}
+	m.type_offsets[(size_t)l->num_parts * m.schema->num_types] = l->num_nodes;
 	if (m.offsets[l->num_parts] != l->num_nodes) {
 		GNN_ERROR("bad_metadata", "in=%s reason=\"partition ranges end at %lld, num_nodes is %lld\"", path,
 			  (long long)m.offsets[l->num_parts], (long long)l->num_nodes);
+		rc = GNN_EFORMAT;
+		goto out_fail;
+	}
+	if (gnn_layout_check(l, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"%s\"", path, why);
 		rc = GNN_EFORMAT;
 		goto out_fail;
 	}
@@ -99,6 +464,8 @@ out_fail:
 void gnn_meta_free(struct gnn_meta *m)
 {
 	free(m->offsets);
+	free(m->type_offsets);
+	free(m->schema);
 	json_decref(m->json);
 	memset(m, 0, sizeof(*m));
 }
@@ -125,11 +492,43 @@ int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid)
 	return gid < 0 || gid >= l->num_nodes ? -1 : gnn_owner_of(l->offsets, l->num_parts, gid);
 }
 
-/* Maps one file of the partition and checks it against its meta.json entry. */
-static int open_file(const char *pdir, const json_t *files, const char *key, enum gnn_dtype dt,
-		     uint64_t rows, uint64_t cols, unsigned flags, struct gnn_arr *a)
+int32_t gnn_layout_locate(const struct gnn_layout *l, int64_t gid, uint32_t *part, int64_t *row)
 {
-	json_t *f = json_object_get(files, key);
+	uint32_t T = l->schema->num_types, lo, hi;
+	int32_t p = gnn_layout_owner(l, gid);
+	const int64_t *to;
+
+	if (p < 0)
+		return -1;
+	/* the last type t of p with to[t] <= gid: empty ranges are skipped */
+	to = l->type_offsets + (size_t)p * T;
+	lo = 0;
+	hi = T;
+	while (hi - lo > 1) {  /* invariant: to[lo] <= gid < to[hi] */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (to[mid] <= gid)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (part != NULL)
+		*part = (uint32_t)p;
+	if (row != NULL)
+		*row = gid - to[lo];
+	return (int32_t)lo;
+}
+
+int32_t gnn_layout_type(const struct gnn_layout *l, int64_t gid)
+{
+	return l->schema->num_types == 1 ? (gid >= 0 && gid < l->num_nodes ? 0 : -1)
+					 : gnn_layout_locate(l, gid, NULL, NULL);
+}
+
+/* Maps one file of the partition (its meta.json entry f) and checks it. */
+static int open_file(const char *pdir, const json_t *f, enum gnn_dtype dt, uint64_t rows, uint64_t cols,
+		     unsigned flags, struct gnn_arr *a)
+{
 	const char *name;
 	char path[4400];
 	int64_t crc;
@@ -155,34 +554,88 @@ static int open_file(const char *pdir, const json_t *files, const char *key, enu
 	return GNN_OK;
 }
 
+/* The type of the partition's local row v (a linear walk over the few
+ * types, in step with v). */
+static uint32_t type_at(const struct gnn_part *pt, int64_t v, uint32_t t)
+{
+	while (t + 1 < pt->num_types && pt->node_start + v >= pt->type_start[t + 1])
+		t++;
+	return t;
+}
+
 static int verify_contents(const struct gnn_meta *m, const struct gnn_part *pt, const char *pdir)
 {
+	const struct gnn_layout *l = &m->layout;
+	const struct gnn_schema *s = l->schema;
+	uint32_t R = pt->num_rels, t = 0;
 	const char *why = NULL;
-	int64_t i = 0;
+	int64_t i = 0, rows = pt->num_nodes * (int64_t)R;
 
-	if (pt->indptr[0] != 0 || pt->indptr[pt->num_nodes] != pt->num_edges)
+	if (pt->indptr[0] != 0 || pt->indptr[rows] != pt->num_edges)
 		why = "indptr must run from 0 to num_edges";
-	for (i = 0; why == NULL && i < pt->num_nodes; i++)
+	for (i = 0; why == NULL && i < rows; i++)
 		if (pt->indptr[i + 1] < pt->indptr[i])
 			why = "indptr decreases";
-	for (i = 0; why == NULL && i < pt->num_edges; i++)
-		if (pt->indices[i] < 0 || pt->indices[i] >= m->layout.num_nodes)
-			why = "neighbour ID out of range";
-	for (i = 0; why == NULL && i < pt->num_nodes; i++)
-		if (pt->labels[i] < -1 || pt->labels[i] >= (int64_t)m->layout.num_classes)
+	for (int64_t v = 0; why == NULL && v < pt->num_nodes; v++) {
+		t = type_at(pt, v, t);
+		for (uint32_t r = 0; why == NULL && r < R; r++) {
+			int64_t b = pt->indptr[v * R + r], e = pt->indptr[v * R + r + 1];
+
+			if (e > b && s->rels[r].dst != t) {
+				why = "in-edges of a relation whose destination is another node type";
+				i = b + 1;
+			}
+			for (i = b; why == NULL && i < e; i++) {
+				int64_t u = pt->indices[i];
+
+				if (u < 0 || u >= l->num_nodes)
+					why = "neighbour ID out of range";
+				else if (s->num_types > 1 && gnn_layout_type(l, u) != (int32_t)s->rels[r].src)
+					why = "neighbour of another node type than its relation's source";
+				else if (i > b && u <= pt->indices[i - 1])
+					why = "neighbours not ascending within a row";
+			}
+		}
+	}
+	t = 0;
+	for (i = 0; why == NULL && i < pt->num_nodes; i++) {
+		t = type_at(pt, i, t);
+		if (pt->labels[i] < -1 || pt->labels[i] >= (int64_t)l->num_classes)
 			why = "label out of range";
-	for (i = 0; why == NULL && i < pt->num_nodes; i++)
-		if (pt->split[i] > 3)
+		else if (t != s->label_type && (pt->labels[i] != -1 || pt->split[i] != GNN_SPLIT_NONE))
+			why = "label or split on a node of a type without labels";
+		else if (pt->split[i] > 3)
 			why = "unknown split code";
+	}
 	if (why == NULL)
 		return GNN_OK;
 	GNN_ERROR("bad_partition", "dir=%s index=%lld reason=\"%s\"", pdir, (long long)i - 1, why);
 	return GNN_EFORMAT;
 }
 
+/* The feature files' entries: files.feat, one per type (version 2: an
+ * array, null for a type without features; version 1: one object). */
+static int feat_entry(const struct gnn_meta *m, const json_t *files, const char *pdir, uint32_t t, const json_t **f)
+{
+	const json_t *feat = json_object_get(files, "feat");
+
+	*f = m->version == 1 ? feat : json_array_get(feat, t);
+	if (m->version > 1 && json_array_size(feat) != m->schema->num_types) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"files.feat must list one entry (or null) per node type\"", pdir);
+		return GNN_EFORMAT;
+	}
+	if ((m->schema->types[t].feat_dim == 0) != (*f == NULL || json_is_null(*f))) {
+		GNN_ERROR("bad_metadata", "in=%s type=%s feat_dim=%u reason=\"a feature file exactly for the types with features\"",
+			  pdir, m->schema->types[t].name, m->schema->types[t].feat_dim);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
 int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned flags,
 		  struct gnn_part *out)
 {
+	const struct gnn_schema *s = m->schema;
 	struct gnn_part pt = { .id = p };
 	json_t *po, *files;
 	const char *sub;
@@ -210,19 +663,33 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 	pt.node_start = m->offsets[p];
 	pt.node_end = m->offsets[p + 1];
 	pt.num_nodes = n = pt.node_end - pt.node_start;
-	pt.feat_dim = (int32_t)m->layout.feat_dim;
-	if ((rc = open_file(pdir, files, "indptr", GNN_DT_I64, (uint64_t)n + 1, 1, flags, &pt.arrs[0])) ||
-	    (rc = open_file(pdir, files, "indices", GNN_DT_I64, (uint64_t)pt.num_edges, 1, flags, &pt.arrs[1])) ||
-	    (rc = open_file(pdir, files, "feat", GNN_DT_F32, (uint64_t)n, (uint64_t)m->layout.feat_dim, flags,
-			    &pt.arrs[2])) ||
-	    (rc = open_file(pdir, files, "label", GNN_DT_I32, (uint64_t)n, 1, flags, &pt.arrs[3])) ||
-	    (rc = open_file(pdir, files, "split", GNN_DT_U8, (uint64_t)n, 1, flags, &pt.arrs[4])))
+	pt.num_types = s->num_types;
+	pt.num_rels = s->num_rels;
+	pt.type_start = m->type_offsets + (size_t)p * s->num_types;
+	if ((rc = open_file(pdir, json_object_get(files, "indptr"), GNN_DT_I64, (uint64_t)n * s->num_rels + 1, 1,
+			    flags, &pt.arrs[0])) ||
+	    (rc = open_file(pdir, json_object_get(files, "indices"), GNN_DT_I64, (uint64_t)pt.num_edges, 1, flags,
+			    &pt.arrs[1])) ||
+	    (rc = open_file(pdir, json_object_get(files, "label"), GNN_DT_I32, (uint64_t)n, 1, flags, &pt.arrs[2])) ||
+	    (rc = open_file(pdir, json_object_get(files, "split"), GNN_DT_U8, (uint64_t)n, 1, flags, &pt.arrs[3])))
 		goto out_fail;
+	for (uint32_t t = 0; t < s->num_types; t++) {
+		uint64_t rows = (uint64_t)(pt.type_start[t + 1] - pt.type_start[t]);
+		const json_t *f;
+
+		if ((rc = feat_entry(m, files, pdir, t, &f)) != GNN_OK)
+			goto out_fail;
+		pt.feat_dim[t] = s->types[t].feat_dim;
+		if (pt.feat_dim[t] == 0)
+			continue;
+		if ((rc = open_file(pdir, f, GNN_DT_F32, rows, pt.feat_dim[t], flags, &pt.arrs[4 + t])) != GNN_OK)
+			goto out_fail;
+		pt.feat[t] = pt.arrs[4 + t].data;
+	}
 	pt.indptr = pt.arrs[0].data;
 	pt.indices = pt.arrs[1].data;
-	pt.feat = pt.arrs[2].data;
-	pt.labels = pt.arrs[3].data;
-	pt.split = pt.arrs[4].data;
+	pt.labels = pt.arrs[2].data;
+	pt.split = pt.arrs[3].data;
 	if ((flags & GNN_PART_VERIFY) && (rc = verify_contents(m, &pt, pdir)) != GNN_OK)
 		goto out_fail;
 	*out = pt;
@@ -235,20 +702,51 @@ out_fail:
 
 void gnn_part_close(struct gnn_part *part)
 {
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(part->arrs) / sizeof(part->arrs[0]); i++)
 		gnn_arr_close(&part->arrs[i]);
 	memset(part, 0, sizeof(*part));
 }
 
-static uint64_t fold(uint64_t h, uint64_t v)
+const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim)
 {
-	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
+	uint32_t t = 0;
+
+	if (pt->num_types > 1) {
+		uint32_t lo = 0, hi = pt->num_types;
+
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (pt->type_start[mid] <= gid)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		t = lo;
+	}
+	*dim = pt->feat_dim[t];
+	if (pt->feat[t] == NULL)
+		return NULL;
+	return pt->feat[t] + (size_t)(gid - pt->type_start[t]) * pt->feat_dim[t];
+}
+
+/* The CRC-32 of one file entry into the hash (none for a type without features). */
+static int fold_crc(uint64_t *h, const json_t *e)
+{
+	int64_t crc;
+
+	if (e == NULL || json_is_null(e))
+		return GNN_OK;
+	if (gnn_json_get_int(e, "meta.json parts[].files", "crc32", 0, UINT32_MAX, &crc) != GNN_OK)
+		return GNN_EFORMAT;
+	*h = fold(*h, (uint64_t)crc);
+	return GNN_OK;
 }
 
 int gnn_meta_graph_id(const struct gnn_meta *m, uint64_t *out)
 {
-	static const char *const files[] = { "indptr", "indices", "feat", "label", "split" };
 	const struct gnn_layout *l = &m->layout;
+	const struct gnn_schema *s = l->schema;
 	json_t *parts = json_object_get(m->json, "parts");
 	uint64_t h = 0x676e6e2d64697374ull; /* "gnn-dist" */
 	int64_t crc;
@@ -265,17 +763,26 @@ int gnn_meta_graph_id(const struct gnn_meta *m, uint64_t *out)
 	h = fold(h, l->num_classes);
 	for (uint32_t p = 0; p <= l->num_parts; p++)
 		h = fold(h, (uint64_t)l->offsets[p]);
+	/* A homogeneous output keeps the identity it had before schemas (its
+	 * checkpoints still resume); a typed one adds its schema and ranges. */
+	if (!gnn_schema_is_plain(s)) {
+		h = fold(h, gnn_schema_hash(s));
+		for (size_t k = 0; k <= (size_t)l->num_parts * s->num_types; k++)
+			h = fold(h, (uint64_t)l->type_offsets[k]);
+	}
 	/* The file checksums make two outputs with equal sizes but different
 	 * contents (another seed, another method) different graphs. */
 	for (uint32_t p = 0; p < l->num_parts; p++) {
 		json_t *f = json_object_get(json_array_get(parts, (size_t)p), "files");
+		const json_t *e;
 
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			if ((rc = gnn_json_get_int(json_object_get(f, files[i]), "meta.json parts[].files", "crc32",
-						   0, UINT32_MAX, &crc)) != GNN_OK)
+		if (fold_crc(&h, json_object_get(f, "indptr")) || fold_crc(&h, json_object_get(f, "indices")))
+			return GNN_EFORMAT;
+		for (uint32_t t = 0; t < s->num_types; t++)
+			if (feat_entry(m, f, "meta.json", t, &e) != GNN_OK || fold_crc(&h, e) != GNN_OK)
 				return GNN_EFORMAT;
-			h = fold(h, (uint64_t)crc);
-		}
+		if (fold_crc(&h, json_object_get(f, "label")) || fold_crc(&h, json_object_get(f, "split")))
+			return GNN_EFORMAT;
 	}
 	*out = h;
 	return GNN_OK;

@@ -1,5 +1,6 @@
 #include "proto.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,9 +237,19 @@ int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id)
 	return finish(w, begin(w, GNN_MSG_INFO_REQ, req_id, 0));
 }
 
+/* A schema entry's name: GNN_NAME_MAX bytes, NUL-padded. */
+static void put_name(struct gnn_wbuf *w, const char *name)
+{
+	char field[GNN_NAME_MAX] = { 0 };
+
+	snprintf(field, sizeof(field), "%s", name);
+	gnn_wbuf_put(w, field, sizeof(field));
+}
+
 int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in)
 {
 	const struct gnn_layout *l = &in->layout;
+	const struct gnn_schema *sc = l->schema;
 	size_t start = begin(w, GNN_MSG_INFO_RESP, req_id, 0);
 
 	put_u32(w, in->part_id);
@@ -250,18 +261,80 @@ int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_i
 	put_u64(w, (uint64_t)in->part_edges);
 	put_u64(w, l->graph_id);
 	gnn_wbuf_put(w, l->offsets, ((size_t)l->num_parts + 1) * sizeof(int64_t));
+	put_u32(w, sc->num_types);
+	put_u32(w, sc->num_rels);
+	put_u32(w, sc->label_type);
+	put_u32(w, 0);
+	for (uint32_t t = 0; t < sc->num_types; t++) {
+		put_name(w, sc->types[t].name);
+		put_u64(w, (uint64_t)sc->types[t].num_nodes);
+		put_u32(w, sc->types[t].feat_dim);
+		put_u32(w, 0);
+	}
+	for (uint32_t r = 0; r < sc->num_rels; r++) {
+		put_name(w, sc->rels[r].name);
+		put_u64(w, (uint64_t)sc->rels[r].num_edges);
+		put_u32(w, sc->rels[r].src);
+		put_u32(w, sc->rels[r].dst);
+	}
+	gnn_wbuf_put(w, l->type_offsets, ((size_t)l->num_parts * sc->num_types + 1) * sizeof(int64_t));
 	return finish(w, start);
+}
+
+/* INFO_RESP's schema section into s (names are checked by the caller's
+ * gnn_layout_check). */
+static void get_schema(struct rd *r, struct gnn_schema *s)
+{
+	s->num_types = get_u32(r);
+	s->num_rels = get_u32(r);
+	s->label_type = get_u32(r);
+	get_u32(r);
+	if (r->bad || s->num_types == 0 || s->num_types > GNN_PROTO_MAX_TYPES || s->num_rels == 0 ||
+	    s->num_rels > GNN_PROTO_MAX_RELS) {
+		r->bad = true;
+		return;
+	}
+	for (uint32_t t = 0; t < s->num_types; t++) {
+		const void *name = take(r, GNN_NAME_MAX, 1);
+
+		if (name != NULL)
+			memcpy(s->types[t].name, name, GNN_NAME_MAX);
+		s->types[t].num_nodes = (int64_t)get_u64(r);
+		s->types[t].feat_dim = get_u32(r);
+		get_u32(r);
+	}
+	for (uint32_t q = 0; q < s->num_rels; q++) {
+		const void *name = take(r, GNN_NAME_MAX, 1);
+
+		if (name != NULL)
+			memcpy(s->rels[q].name, name, GNN_NAME_MAX);
+		s->rels[q].num_edges = (int64_t)get_u64(r);
+		s->rels[q].src = get_u32(r);
+		s->rels[q].dst = get_u32(r);
+	}
 }
 
 int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 {
 	struct gnn_info v = { 0 };
 	struct gnn_layout *l = &v.layout;
-	struct rd r;
-	int rc;
+	bool misaligned = ((uintptr_t)payload & 7) != 0;
+	struct gnn_schema *sc;
+	char why[256];
+	struct rd r = { .len = len };
 
-	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
-		return rc;
+	/* One block the caller frees: the schema, then the payload's copy
+	 * when it is misaligned (so the offsets can be read in place). */
+	if ((v.owned = malloc(sizeof(*sc) + (misaligned ? len : 0))) == NULL)
+		return GNN_ENOMEM;
+	sc = v.owned;
+	memset(sc, 0, sizeof(*sc));
+	r.p = payload;
+	if (misaligned) {
+		memcpy(sc + 1, payload, len);
+		r.p = (const uint8_t *)(sc + 1);
+	}
+	l->schema = sc;
 	v.part_id = get_u32(&r);
 	l->num_parts = get_u32(&r);
 	l->num_nodes = (int64_t)get_u64(&r);
@@ -275,15 +348,21 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 	/* part_id == num_parts: a sampler answering for the whole graph. */
 	if (l->num_parts == 0 || l->num_parts > GNN_PROTO_MAX_PARTS || v.part_id > l->num_parts ||
 	    l->num_nodes <= 0 || l->num_edges < 0 || v.part_edges < 0 || v.part_edges > l->num_edges ||
-	    l->feat_dim == 0 || l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
+	    l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	l->offsets = take(&r, (uint64_t)l->num_parts + 1, 8);
-	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
-		return rc;
+	get_schema(&r, sc);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	l->type_offsets = take(&r, (uint64_t)l->num_parts * sc->num_types + 1, 8);
+	if (r.bad || r.off != r.len)
+		return rd_fail(&v.owned, GNN_EPROTO);
 	for (uint32_t p = 0; p < l->num_parts; p++)
 		if (l->offsets[p + 1] <= l->offsets[p])
 			return rd_fail(&v.owned, GNN_EPROTO);
-	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes)
+	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes ||
+	    l->type_offsets[(size_t)l->num_parts * sc->num_types] != l->num_nodes ||
+	    gnn_layout_check(l, why, sizeof(why)) != GNN_OK)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	*out = v;
 	return GNN_OK;
@@ -323,14 +402,16 @@ int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out)
 
 /* ---- SAMPLE ---- */
 
-int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, int32_t fanout,
-			  const int64_t *ids, uint32_t n)
+int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, uint32_t num_rels,
+			  const int32_t *fanouts, const int64_t *ids, uint32_t n)
 {
 	size_t start = begin(w, GNN_MSG_SAMPLE_REQ, req_id, 0);
 
 	put_u64(w, seed);
-	put_u32(w, (uint32_t)fanout);
+	put_u32(w, num_rels);
 	put_u32(w, n);
+	gnn_wbuf_put(w, fanouts, (size_t)num_rels * 4);
+	pad8(w, start);
 	gnn_wbuf_put(w, ids, (size_t)n * 8);
 	return finish(w, start);
 }
@@ -338,17 +419,29 @@ int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, in
 int gnn_decode_sample_req(const void *payload, size_t len, struct gnn_sample_req *out)
 {
 	struct gnn_sample_req v = { 0 };
+	bool any = false;
 	struct rd r;
 	int rc;
 
 	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
 		return rc;
 	v.seed = get_u64(&r);
-	v.fanout = (int32_t)get_u32(&r);
+	v.num_rels = get_u32(&r);
 	v.n = get_u32(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.n > GNN_PROTO_MAX_IDS || v.fanout == 0 || v.fanout < -1 || v.fanout > GNN_PROTO_MAX_FANOUT)
+	if (v.n > GNN_PROTO_MAX_IDS || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.fanouts = take(&r, v.num_rels, 4);
+	skip8(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	for (uint32_t k = 0; k < v.num_rels; k++) {
+		if (v.fanouts[k] < -1 || v.fanouts[k] > GNN_PROTO_MAX_FANOUT)
+			return rd_fail(&v.owned, GNN_ERANGE);
+		any = any || v.fanouts[k] != 0;
+	}
+	if (!any)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	v.ids = take(&r, v.n, 8);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
@@ -358,14 +451,14 @@ int gnn_decode_sample_req(const void *payload, size_t len, struct gnn_sample_req
 }
 
 int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *counts, uint32_t n,
-			   const int64_t *nbrs, uint64_t total)
+			   uint32_t num_rels, const int64_t *nbrs, uint64_t total)
 {
 	size_t start = begin(w, GNN_MSG_SAMPLE_RESP, req_id, 0);
 
 	put_u32(w, n);
-	put_u32(w, 0);
+	put_u32(w, num_rels);
 	put_u64(w, total);
-	gnn_wbuf_put(w, counts, (size_t)n * 4);
+	gnn_wbuf_put(w, counts, (size_t)n * num_rels * 4);
 	pad8(w, start);
 	gnn_wbuf_put(w, nbrs, (size_t)total * 8);
 	return finish(w, start);
@@ -374,25 +467,27 @@ int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *
 int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_resp *out)
 {
 	struct gnn_sample_resp v = { 0 };
-	uint64_t sum = 0;
+	uint64_t sum = 0, nc;
 	struct rd r;
 	int rc;
 
 	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
 		return rc;
 	v.n = get_u32(&r);
-	get_u32(&r);
+	v.num_rels = get_u32(&r);
 	v.total = get_u64(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.n > GNN_PROTO_MAX_IDS || v.total > GNN_PROTO_MAX_MSG_BYTES / 8)
+	if (v.n > GNN_PROTO_MAX_IDS || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS ||
+	    v.total > GNN_PROTO_MAX_MSG_BYTES / 8)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	v.counts = take(&r, v.n, 4);
+	nc = (uint64_t)v.n * v.num_rels;
+	v.counts = take(&r, nc, 4);
 	skip8(&r);
 	v.nbrs = take(&r, v.total, 8);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
-	for (uint32_t i = 0; i < v.n; i++)
+	for (uint64_t i = 0; i < nc; i++)
 		sum += v.counts[i];
 	if (sum != v.total)
 		return rd_fail(&v.owned, GNN_EPROTO);
@@ -613,13 +708,15 @@ int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct g
 {
 	size_t start;
 
-	if (in->num_layers > GNN_PROTO_MAX_LAYERS)
+	if (in->num_layers > GNN_PROTO_MAX_LAYERS || in->num_rels > GNN_PROTO_MAX_RELS)
 		return GNN_ERANGE;
 	start = begin(w, GNN_MSG_MINIBATCH_REQ, req_id, 0);
 	put_u64(w, in->seed);
 	put_u32(w, in->flags);
 	put_u32(w, in->num_layers);
-	gnn_wbuf_put(w, in->fanouts, (size_t)in->num_layers * 4);
+	put_u32(w, in->num_rels);
+	put_u32(w, 0);
+	gnn_wbuf_put(w, in->fanouts, (size_t)in->num_layers * in->num_rels * 4);
 	pad8(w, start);
 	put_u32(w, in->num_seeds);
 	put_u32(w, 0);
@@ -630,7 +727,6 @@ int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct g
 int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibatch_req *out)
 {
 	struct gnn_minibatch_req v = { 0 };
-	const int32_t *fanouts;
 	struct rd r;
 	int rc;
 
@@ -639,12 +735,14 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 	v.seed = get_u64(&r);
 	v.flags = get_u32(&r);
 	v.num_layers = get_u32(&r);
+	v.num_rels = get_u32(&r);
+	get_u32(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS ||
-	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || v.num_rels == 0 ||
+	    v.num_rels > GNN_PROTO_MAX_RELS || (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	fanouts = take(&r, v.num_layers, 4);
+	v.fanouts = take(&r, (uint64_t)v.num_layers * v.num_rels, 4);
 	skip8(&r);
 	v.num_seeds = get_u32(&r);
 	get_u32(&r);
@@ -652,12 +750,10 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 		return rd_fail(&v.owned, GNN_EPROTO);
 	if (v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	for (uint32_t l = 0; l < v.num_layers; l++) {
-		v.fanouts[l] = fanouts[l];
-		/* 0 is allowed here (no neighbours for that layer), unlike in SAMPLE_REQ. */
-		if (v.fanouts[l] < -1 || v.fanouts[l] > GNN_PROTO_MAX_FANOUT)
+	/* 0 is allowed here (no neighbours), even for a whole layer. */
+	for (uint32_t k = 0; k < v.num_layers * v.num_rels; k++)
+		if (v.fanouts[k] < -1 || v.fanouts[k] > GNN_PROTO_MAX_FANOUT)
 			return rd_fail(&v.owned, GNN_ERANGE);
-	}
 	v.seeds = take(&r, v.num_seeds, 8);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
@@ -670,35 +766,62 @@ uint64_t gnn_minibatch_resp_section_bytes(uint64_t n)
 	return (n + 7) / 8 * 8;
 }
 
-uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges)
+uint64_t gnn_minibatch_resp_head_bytes(uint32_t num_types)
 {
-	return 16 + 8 * num_src + gnn_minibatch_resp_section_bytes((num_dst + 1) * 4) +
+	return 24 + gnn_minibatch_resp_section_bytes((uint64_t)num_types * 4);
+}
+
+uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges, uint32_t num_rels)
+{
+	return 16 + 8 * num_src + gnn_minibatch_resp_section_bytes((num_dst * num_rels + 1) * 4) +
 	       gnn_minibatch_resp_section_bytes(num_edges * 4);
+}
+
+void gnn_minibatch_count_types(struct gnn_minibatch *mb)
+{
+	memset(mb->type_rows, 0, sizeof(mb->type_rows));
+	if (mb->num_types == 1) {
+		mb->type_rows[0] = mb->blocks[0].num_src;
+		return;
+	}
+	for (uint32_t i = 0; i < mb->blocks[0].num_src; i++)
+		mb->type_rows[mb->src_types[i] < GNN_PROTO_MAX_TYPES ? mb->src_types[i] : 0]++;
 }
 
 int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
 {
-	uint64_t total;
+	uint32_t T = in->num_types, R = in->num_rels;
+	uint64_t total, feat = 0;
 
-	*mw = (struct gnn_mb_writer){ .w = w, .start = w->len, .flags = in->flags, .num_seeds = in->num_seeds };
-	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS ||
-	    (in->flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
+	*mw = (struct gnn_mb_writer){ .w = w, .start = w->len, .flags = in->flags, .num_seeds = in->num_seeds,
+				      .num_types = T };
+	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS || T == 0 || T > GNN_PROTO_MAX_TYPES ||
+	    R == 0 || R > GNN_PROTO_MAX_RELS || (in->flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
 		return GNN_ERANGE;
-	if (in->flags & GNN_MB_FEATURES)
-		mw->feat_bytes = gnn_minibatch_resp_section_bytes((uint64_t)in->blocks[0].num_src * in->feat_dim * 4);
+	for (uint32_t t = 0; t < T; t++) {
+		mw->feat_off[t] = feat;
+		if (in->flags & GNN_MB_FEATURES)
+			feat += gnn_minibatch_resp_section_bytes((uint64_t)in->type_rows[t] * in->feat_dims[t] * 4);
+	}
+	mw->feat_off[T] = feat;
 	if (in->flags & GNN_MB_LABELS)
 		mw->label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)in->num_seeds * 4);
-	total = 16 + mw->feat_bytes + mw->label_bytes;
+	total = gnn_minibatch_resp_head_bytes(T) + gnn_minibatch_resp_section_bytes(in->blocks[0].num_src) + feat +
+		mw->label_bytes;
 	for (uint32_t l = 0; l < in->num_layers; l++)
 		total += gnn_minibatch_resp_block_bytes(in->blocks[l].num_dst, in->blocks[l].num_src,
-							in->blocks[l].num_edges);
+							in->blocks[l].num_edges, R);
 	if (total > GNN_PROTO_MAX_MSG_BYTES)
 		return GNN_ERANGE;
 	begin(w, GNN_MSG_MINIBATCH_RESP, req_id, 0);
 	put_u32(w, in->num_layers);
 	put_u32(w, in->flags);
-	put_u32(w, in->feat_dim);
+	put_u32(w, T);
+	put_u32(w, R);
 	put_u32(w, in->num_seeds);
+	put_u32(w, 0);
+	gnn_wbuf_put(w, in->feat_dims, (size_t)T * 4);
+	pad8(w, mw->start);
 	for (uint32_t l = 0; l < in->num_layers; l++) {
 		const struct gnn_block *b = &in->blocks[l];
 
@@ -706,12 +829,24 @@ int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t r
 		put_u32(w, b->num_src);
 		put_u64(w, b->num_edges);
 		gnn_wbuf_put(w, b->src_ids, (size_t)b->num_src * 8);
-		gnn_wbuf_put(w, b->indptr, ((size_t)b->num_dst + 1) * 4);
+		gnn_wbuf_put(w, b->indptr, ((size_t)b->num_dst * R + 1) * 4);
 		pad8(w, mw->start);
 		gnn_wbuf_put(w, b->indices, (size_t)b->num_edges * 4);
 		pad8(w, mw->start);
 	}
-	if (!gnn_wbuf_reserve(w, (size_t)(mw->feat_bytes + mw->label_bytes))) {
+	if (T == 1) {
+		/* every input is of type 0 */
+		size_t at = w->len;
+
+		if (gnn_wbuf_reserve(w, in->blocks[0].num_src)) {
+			memset(w->buf + at, 0, in->blocks[0].num_src);
+			w->len += in->blocks[0].num_src;
+		}
+	} else {
+		gnn_wbuf_put(w, in->src_types, in->blocks[0].num_src);
+	}
+	pad8(w, mw->start);
+	if (w->failed || !gnn_wbuf_reserve(w, (size_t)(feat + mw->label_bytes))) {
 		gnn_mb_writer_abort(mw);
 		return GNN_ENOMEM;
 	}
@@ -729,12 +864,17 @@ static uint8_t *section(struct gnn_wbuf *w, uint64_t bytes)
 	return p;
 }
 
-float *gnn_mb_writer_features(struct gnn_mb_writer *mw)
+int gnn_mb_writer_features(struct gnn_mb_writer *mw, float *rows[GNN_PROTO_MAX_TYPES])
 {
+	uint8_t *base;
+
 	if (!(mw->flags & GNN_MB_FEATURES) || (mw->written & (GNN_MB_FEATURES | GNN_MB_LABELS)))
-		return NULL;
+		return GNN_EINVAL;
 	mw->written |= GNN_MB_FEATURES;
-	return (float *)(void *)section(mw->w, mw->feat_bytes);
+	base = section(mw->w, mw->feat_off[mw->num_types]);
+	for (uint32_t t = 0; t < mw->num_types; t++)
+		rows[t] = mw->feat_off[t + 1] > mw->feat_off[t] ? (float *)(void *)(base + mw->feat_off[t]) : NULL;
+	return GNN_OK;
 }
 
 void gnn_mb_writer_labels(struct gnn_mb_writer *mw, const int32_t *labels)
@@ -770,14 +910,15 @@ void gnn_mb_writer_abort(struct gnn_mb_writer *mw)
 int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
 {
 	struct gnn_mb_writer mw;
-	size_t feat = (size_t)in->blocks[0].num_src * in->feat_dim * sizeof(float);
-	float *rows;
+	float *rows[GNN_PROTO_MAX_TYPES];
 	int rc;
 
 	if ((rc = gnn_mb_writer_begin(&mw, w, req_id, in)) != GNN_OK)
 		return rc;
-	if ((rows = gnn_mb_writer_features(&mw)) != NULL && feat > 0)
-		memcpy(rows, in->feat, feat);
+	if ((in->flags & GNN_MB_FEATURES) && gnn_mb_writer_features(&mw, rows) == GNN_OK)
+		for (uint32_t t = 0; t < in->num_types; t++)
+			if (rows[t] != NULL && in->feat[t] != NULL)
+				memcpy(rows[t], in->feat[t], (size_t)in->type_rows[t] * in->feat_dims[t] * sizeof(float));
 	if (in->flags & GNN_MB_LABELS)
 		gnn_mb_writer_labels(&mw, in->labels);
 	return gnn_mb_writer_end(&mw);
@@ -786,9 +927,11 @@ int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct 
 /* Checks one decoded block's CSR. */
 static bool block_ok(const struct gnn_block *b)
 {
-	if (b->num_dst > b->num_src || b->indptr[0] != 0 || (uint64_t)b->indptr[b->num_dst] != b->num_edges)
+	uint64_t rows = (uint64_t)b->num_dst * b->num_rels;
+
+	if (b->num_dst > b->num_src || b->indptr[0] != 0 || (uint64_t)b->indptr[rows] != b->num_edges)
 		return false;
-	for (uint32_t i = 0; i < b->num_dst; i++)
+	for (uint64_t i = 0; i < rows; i++)
 		if (b->indptr[i + 1] < b->indptr[i])
 			return false;
 	for (uint64_t e = 0; e < b->num_edges; e++)
@@ -797,9 +940,40 @@ static bool block_ok(const struct gnn_block *b)
 	return true;
 }
 
+/* The blocks of a MINIBATCH_RESP, checked and chained. */
+static int get_blocks(struct rd *r, struct gnn_minibatch *v)
+{
+	for (uint32_t l = 0; l < v->num_layers; l++) {
+		struct gnn_block *b = &v->blocks[l];
+
+		b->num_dst = get_u32(r);
+		b->num_src = get_u32(r);
+		b->num_edges = get_u64(r);
+		b->num_rels = v->num_rels;
+		if (r->bad)
+			return GNN_EPROTO;
+		if (b->num_src > GNN_PROTO_MAX_MSG_BYTES / 8 || b->num_edges > GNN_PROTO_MAX_MSG_BYTES / 4 ||
+		    (uint64_t)b->num_dst * v->num_rels > GNN_PROTO_MAX_MSG_BYTES / 4)
+			return GNN_ERANGE;
+		b->src_ids = take(r, b->num_src, 8);
+		b->indptr = take(r, (uint64_t)b->num_dst * v->num_rels + 1, 4);
+		skip8(r);
+		b->indices = take(r, b->num_edges, 4);
+		skip8(r);
+		if (r->bad || !block_ok(b))
+			return GNN_EPROTO;
+		/* Chaining: block l-1's destinations are this block's sources. */
+		if (l > 0 && (v->blocks[l - 1].num_dst != b->num_src ||
+			      memcmp(v->blocks[l - 1].src_ids, b->src_ids, (size_t)b->num_src * 8) != 0))
+			return GNN_EPROTO;
+	}
+	return v->blocks[v->num_layers - 1].num_dst == v->num_seeds ? GNN_OK : GNN_EPROTO;
+}
+
 int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out)
 {
 	struct gnn_minibatch v = { 0 };
+	const uint32_t *dims;
 	struct rd r;
 	int rc;
 
@@ -807,43 +981,45 @@ int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_miniba
 		return rc;
 	v.num_layers = get_u32(&r);
 	v.flags = get_u32(&r);
-	v.feat_dim = get_u32(&r);
+	v.num_types = get_u32(&r);
+	v.num_rels = get_u32(&r);
 	v.num_seeds = get_u32(&r);
+	get_u32(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS ||
-	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0 ||
-	    v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0 || v.num_types == 0 ||
+	    v.num_types > GNN_PROTO_MAX_TYPES || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS ||
+	    v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	for (uint32_t l = 0; l < v.num_layers; l++) {
-		struct gnn_block *b = &v.blocks[l];
-
-		b->num_dst = get_u32(&r);
-		b->num_src = get_u32(&r);
-		b->num_edges = get_u64(&r);
-		if (r.bad)
-			return rd_fail(&v.owned, GNN_EPROTO);
-		if (b->num_src > GNN_PROTO_MAX_MSG_BYTES / 8 || b->num_edges > GNN_PROTO_MAX_MSG_BYTES / 4)
-			return rd_fail(&v.owned, GNN_ERANGE);
-		b->src_ids = take(&r, b->num_src, 8);
-		b->indptr = take(&r, (uint64_t)b->num_dst + 1, 4);
-		skip8(&r);
-		b->indices = take(&r, b->num_edges, 4);
-		skip8(&r);
-		if (r.bad || !block_ok(b))
-			return rd_fail(&v.owned, GNN_EPROTO);
-		/* Chaining: block l-1's destinations are this block's sources. */
-		if (l > 0 && (v.blocks[l - 1].num_dst != b->num_src ||
-			      memcmp(v.blocks[l - 1].src_ids, b->src_ids, (size_t)b->num_src * 8) != 0))
-			return rd_fail(&v.owned, GNN_EPROTO);
-	}
-	if (v.blocks[v.num_layers - 1].num_dst != v.num_seeds)
+	dims = take(&r, v.num_types, 4);
+	skip8(&r);
+	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.flags & GNN_MB_FEATURES) {
-		if (v.feat_dim == 0)
+	for (uint32_t t = 0; t < v.num_types; t++) {
+		if (dims[t] > GNN_PROTO_MAX_FEAT_DIM)
+			return rd_fail(&v.owned, GNN_ERANGE);
+		v.feat_dims[t] = dims[t];
+	}
+	if ((rc = get_blocks(&r, &v)) != GNN_OK)
+		return rd_fail(&v.owned, rc);
+	v.src_types = take(&r, v.blocks[0].num_src, 1);
+	skip8(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	for (uint32_t i = 0; i < v.blocks[0].num_src; i++)
+		if (v.src_types[i] >= v.num_types)
 			return rd_fail(&v.owned, GNN_EPROTO);
-		v.feat = take(&r, (uint64_t)v.blocks[0].num_src * v.feat_dim, 4);
-		skip8(&r);
+	gnn_minibatch_count_types(&v);
+	if (v.flags & GNN_MB_FEATURES) {
+		for (uint32_t t = 0; t < v.num_types; t++) {
+			uint64_t n = (uint64_t)v.type_rows[t] * v.feat_dims[t];
+
+			if (n == 0)
+				continue;
+			v.feat[t] = take(&r, n, 4);
+			skip8(&r);
+		}
 	}
 	if (v.flags & GNN_MB_LABELS) {
 		v.labels = take(&r, v.num_seeds, 4);

@@ -36,7 +36,9 @@
 #include "part.h"  /* struct gnn_layout */
 
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
-#define GNN_PROTO_VERSION 1
+/* 2: node types and relations (INFO's schema, per-relation SAMPLE and
+ * MINIBATCH fanouts, typed minibatches). */
+#define GNN_PROTO_VERSION 2
 #define GNN_PROTO_HDR_BYTES 28
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
@@ -48,6 +50,8 @@
 #define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the sockets' receive limit */
 #define GNN_PROTO_MAX_ERROR_TEXT 1024
 #define GNN_PROTO_MAX_TOP_K 64            /* classes per node in PREDICT_RESP */
+#define GNN_PROTO_MAX_TYPES GNN_MAX_TYPES /* node types (part.h) */
+#define GNN_PROTO_MAX_RELS GNN_MAX_RELS   /* relations (part.h) */
 
 enum gnn_msg_type {
 	GNN_MSG_ERROR = 1,          /* reply: status + UTF-8 text */
@@ -110,16 +114,19 @@ int gnn_encode_info_req(struct gnn_wbuf *w, uint64_t req_id);
 struct gnn_info {
 	uint32_t part_id;           /* a graph store's partition, below num_parts; a sampler
 				     * answers num_parts: the whole graph, no one partition */
-	struct gnn_layout layout;   /* the whole graph's; graph_id identifies the partition
-				     * output (a hash of its node map, sizes and file CRCs):
-				     * every graph store of one graph sends the same */
+	struct gnn_layout layout;   /* the whole graph's, schema and type ranges included;
+				     * graph_id identifies the partition output (a hash of its
+				     * node map, sizes and file CRCs): every graph store of one
+				     * graph sends the same */
 	int64_t part_edges;         /* edges stored in this partition (a sampler: num_edges) */
-	void *owned;
+	void *owned;                /* the decoder's: it holds the decoded schema */
 };
 int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_info *in);
-/* Also checks the offsets: 0, strictly increasing, ending at num_nodes, and
+/* Also checks the offsets: 0, strictly increasing, ending at num_nodes,
  * part_id <= num_parts (so offsets[part_id + 1] exists only when
- * part_id < num_parts: callers indexing by part_id check that first). */
+ * part_id < num_parts: callers indexing by part_id check that first), and
+ * the schema and type ranges (gnn_layout_check). layout.schema always
+ * points into out->owned: release it with gnn_proto_release. */
 int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out);
 
 /* A list of node IDs: FEAT_REQ, LABEL_REQ and SPLIT_REQ carry only this. */
@@ -132,35 +139,41 @@ int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const
 		       uint32_t n);
 int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out);
 
-/* SAMPLE_REQ: up to fanout in-neighbours of each node, uniformly without
- * replacement (all of them when the degree is at most fanout; fanout -1
- * means all). The choice for node v depends only on (seed, v, fanout), see
- * gnn_sample_choose in sample.h, so a request can be split or retried. */
+/* SAMPLE_REQ: for each node and each of the graph's num_rels relations,
+ * up to fanouts[r] of its in-neighbours under relation r, uniformly
+ * without replacement (all of them when there are at most that many, or
+ * fanouts[r] is -1; none when it is 0). The choice for node v under
+ * relation r depends only on (gnn_sample_rel_seed(seed, r), v, fanout),
+ * see sample.h, so a request can be split or retried. */
 struct gnn_sample_req {
 	uint64_t seed;
-	int32_t fanout;
+	uint32_t num_rels;        /* 1..GNN_PROTO_MAX_RELS: the graph's */
 	uint32_t n;
+	const int32_t *fanouts;   /* [num_rels]: each -1, 0 or 1..GNN_PROTO_MAX_FANOUT, not all 0 */
 	const int64_t *ids;
 	void *owned;
 };
-int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, int32_t fanout,
-			  const int64_t *ids, uint32_t n);
+int gnn_encode_sample_req(struct gnn_wbuf *w, uint64_t req_id, uint64_t seed, uint32_t num_rels,
+			  const int32_t *fanouts, const int64_t *ids, uint32_t n);
 int gnn_decode_sample_req(const void *payload, size_t len, struct gnn_sample_req *out);
 
-/* SAMPLE_RESP: counts[i] neighbours of ids[i], concatenated in nbrs. */
+/* SAMPLE_RESP: counts[i R + r] neighbours of ids[i] under relation r,
+ * concatenated in nbrs node after node, relation after relation. */
 struct gnn_sample_resp {
-	uint32_t n;
+	uint32_t n, num_rels;
 	uint64_t total;           /* sum of counts */
-	const uint32_t *counts;   /* [n] */
+	const uint32_t *counts;   /* [n * num_rels] */
 	const int64_t *nbrs;      /* [total], global IDs */
 	void *owned;
 };
 int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *counts, uint32_t n,
-			   const int64_t *nbrs, uint64_t total);
+			   uint32_t num_rels, const int64_t *nbrs, uint64_t total);
 /* Checks that the counts add up to total and the arrays fit. */
 int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_resp *out);
 
-/* FEAT_RESP: n rows of dim floats. */
+/* FEAT_REQ asks for rows of nodes of one type (a graph store refuses a
+ * mix, or a type without features); FEAT_RESP: n rows of dim floats, dim
+ * being that type's feature width. */
 struct gnn_feat_resp {
 	uint32_t n, dim;
 	const float *rows;        /* [n * dim] */
@@ -230,19 +243,21 @@ int gnn_encode_nodes_resp(struct gnn_wbuf *w, uint64_t req_id, const int64_t *id
 			  int64_t next_cursor);
 int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp *out);
 
-/* MINIBATCH_REQ: seed nodes (global IDs) and one fanout per layer in model
- * order: fanouts[0] belongs to the first (input) layer, fanouts[L-1] to the
- * layer producing the seeds' outputs, as DGL's NeighborSampler([15, 10, 5]).
- * Sampling therefore starts at the seeds with fanouts[L-1]. Each fanout is
- * 1..GNN_PROTO_MAX_FANOUT, -1 (all neighbours) or 0: no neighbours, the
- * layer's block has num_src == num_dst and no edges (a features-only
- * model); SAMPLE_REQ refuses 0. */
+/* MINIBATCH_REQ: seed nodes (global IDs) and, for each layer in model
+ * order, one fanout per relation: fanouts[l R + r] is layer l's for
+ * relation r. fanouts[0 .. R) belong to the first (input) layer, the last
+ * R to the layer producing the seeds' outputs, as DGL's
+ * NeighborSampler([15, 10, 5]); sampling therefore starts at the seeds
+ * with layer L-1's. Each fanout is 1..GNN_PROTO_MAX_FANOUT, -1 (all
+ * neighbours) or 0 (none); a layer whose fanouts are all 0 has a block
+ * with num_src == num_dst and no edges (a features-only model). */
 enum { GNN_MB_FEATURES = 1, GNN_MB_LABELS = 2 };
 struct gnn_minibatch_req {
 	uint64_t seed;
 	uint32_t flags;           /* GNN_MB_* */
 	uint32_t num_layers;
-	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
+	uint32_t num_rels;        /* the graph's relations, 1..GNN_PROTO_MAX_RELS */
+	const int32_t *fanouts;   /* [num_layers * num_rels], layer-major */
 	uint32_t num_seeds;
 	const int64_t *seeds;
 	void *owned;
@@ -253,62 +268,79 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 /* One block (message flow graph) of a minibatch, for layer l. Its
  * destination nodes are the first num_dst of its source nodes (DGL's
  * convention), so src_ids[0 .. num_dst) are the dst IDs. Edges are an
- * in-CSR over the destinations in local source indices. Block l's
- * destination nodes are block l+1's source nodes; the last block's
- * destinations are the seeds, in request order. */
+ * in-CSR over (destination, relation) pairs in local source indices:
+ * destination i's edges of relation r are indices[indptr[i R + r] ..
+ * indptr[i R + r + 1]). Block l's destination nodes are block l+1's
+ * source nodes; the last block's destinations are the seeds, in request
+ * order. */
 struct gnn_block {
 	uint32_t num_dst, num_src;
+	uint32_t num_rels;        /* R: the minibatch's */
 	uint64_t num_edges;
 	const int64_t *src_ids;   /* [num_src] global IDs */
-	const int32_t *indptr;    /* [num_dst + 1] */
+	const int32_t *indptr;    /* [num_dst * num_rels + 1] */
 	const int32_t *indices;   /* [num_edges], each < num_src */
 };
 
 /* MINIBATCH_RESP: the blocks in layer order (blocks[0] is the input layer),
- * then the feature rows of blocks[0]'s source nodes (if asked for), then the
- * seeds' labels (if asked for). */
+ * the node type of each of blocks[0]'s sources, then (if asked for) one
+ * feature matrix per node type with features: the rows of that type's
+ * sources in source order, then (if asked for) the seeds' labels. With
+ * one type, feat[0] holds a row per source. */
 struct gnn_minibatch {
-	uint32_t num_layers, flags, feat_dim, num_seeds;
+	uint32_t num_layers, flags, num_types, num_rels, num_seeds;
+	uint32_t feat_dims[GNN_PROTO_MAX_TYPES];  /* each type's feature width (0: none) */
 	struct gnn_block blocks[GNN_PROTO_MAX_LAYERS];
-	const float *feat;        /* [blocks[0].num_src * feat_dim] or NULL */
-	const int32_t *labels;    /* [num_seeds] or NULL */
+	const uint8_t *src_types;                 /* [blocks[0].num_src], each < num_types */
+	uint32_t type_rows[GNN_PROTO_MAX_TYPES];  /* sources of each type (the decoder counts them) */
+	const float *feat[GNN_PROTO_MAX_TYPES];   /* [type_rows[t] * feat_dims[t]], NULL when none */
+	const int32_t *labels;                    /* [num_seeds] or NULL */
 	void *owned;
 };
 int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
 
-/* Payload bytes of one block of a MINIBATCH_RESP, and of an optional
- * section (feature rows, labels) of n bytes: what a producer checks against
+/* Payload bytes of a MINIBATCH_RESP's fixed head (for num_types types),
+ * of one block, and of an optional section (the input types, feature
+ * rows, labels) of n bytes: what a producer checks against
  * GNN_PROTO_MAX_MSG_BYTES while it is still building the blocks. */
-uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges);
+uint64_t gnn_minibatch_resp_head_bytes(uint32_t num_types);
+uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges, uint32_t num_rels);
 uint64_t gnn_minibatch_resp_section_bytes(uint64_t n);
+
+/* Counts blocks[0]'s sources of each type into mb->type_rows. */
+void gnn_minibatch_count_types(struct gnn_minibatch *mb);
 
 /* A MINIBATCH_RESP written in place, for a producer that fills the feature
  * rows straight into the message (the sampler, from the graph stores'
- * answers). gnn_mb_writer_begin appends the header and in's blocks to w
- * and reserves the room for the sections in->flags asks for (in->feat and
- * in->labels are not read); then, for each of them in this order,
- * gnn_mb_writer_features returns where the blocks[0].num_src * feat_dim
- * rows go (valid until w changes), gnn_mb_writer_labels copies num_seeds
- * labels; gnn_mb_writer_end checks that both were written and seals the
- * message. begin returns GNN_ERANGE (over the message limit, or bad
- * layers) or GNN_ENOMEM; on any error, and on gnn_mb_writer_abort, w is as
- * it was before begin. gnn_encode_minibatch_resp is this writer. */
+ * answers). gnn_mb_writer_begin appends the header, in's blocks and input
+ * types to w and reserves the room for the sections in->flags asks for
+ * (in->type_rows must be counted; in->feat and in->labels are not read);
+ * then, for each of them in this order, gnn_mb_writer_features sets
+ * rows[t] to where type t's type_rows[t] x feat_dims[t] rows go (NULL for
+ * a type without features; valid until w changes), gnn_mb_writer_labels
+ * copies num_seeds labels; gnn_mb_writer_end checks that both were written
+ * and seals the message. begin returns GNN_ERANGE (over the message limit,
+ * or bad layers or types) or GNN_ENOMEM; on any error, and on
+ * gnn_mb_writer_abort, w is as it was before begin.
+ * gnn_encode_minibatch_resp is this writer. */
 struct gnn_mb_writer {
 	struct gnn_wbuf *w;
 	size_t start;             /* where the message starts in w */
 	uint32_t flags, written;  /* GNN_MB_* asked for, and written */
-	uint32_t num_seeds;
-	uint64_t feat_bytes, label_bytes;
+	uint32_t num_seeds, num_types;
+	uint64_t feat_off[GNN_PROTO_MAX_TYPES + 1];  /* each type's section within the features' */
+	uint64_t label_bytes;
 };
 int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
-float *gnn_mb_writer_features(struct gnn_mb_writer *mw);
+int gnn_mb_writer_features(struct gnn_mb_writer *mw, float *rows[GNN_PROTO_MAX_TYPES]);
 void gnn_mb_writer_labels(struct gnn_mb_writer *mw, const int32_t *labels);
 int gnn_mb_writer_end(struct gnn_mb_writer *mw);
 void gnn_mb_writer_abort(struct gnn_mb_writer *mw);
 /* Checks the structure completely: chaining (block l's num_dst equals block
  * l+1's num_src, with the same IDs), num_dst <= num_src, indptr monotone
  * from 0 to num_edges, indices below num_src, the last block's num_dst equal
- * to num_seeds. */
+ * to num_seeds, input types below num_types, feature rows present for
+ * exactly the types of nonzero width. */
 int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out);
 
 /* Frees the copy a decoder made of misaligned arrays (owned may be NULL). */

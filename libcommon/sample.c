@@ -76,6 +76,11 @@ uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer)
 	return gnn_splitmix64(&s);
 }
 
+uint64_t gnn_sample_rel_seed(uint64_t layer_seed, uint32_t rel)
+{
+	return rel == 0 ? layer_seed : gnn_draw64(layer_seed ^ 0x72656c6174696f6eull, rel);
+}
+
 int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n, int64_t *out)
 {
 	uint64_t s = seed * GNN_GOLDEN64 ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;

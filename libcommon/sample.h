@@ -23,4 +23,10 @@ int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n
 /* The seed for one layer of a minibatch: hashes (minibatch seed, layer). */
 uint64_t gnn_sample_layer_seed(uint64_t seed, uint32_t layer);
 
+/* The seed for one relation of a layer: relation 0 samples with the layer's
+ * seed itself (so a one-relation graph samples as before relations
+ * existed), every other with a hash of (layer seed, relation), so that a
+ * node's lists under two relations are not drawn alike. */
+uint64_t gnn_sample_rel_seed(uint64_t layer_seed, uint32_t rel);
+
 #endif

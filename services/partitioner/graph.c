@@ -13,9 +13,19 @@ static int cmp_i32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst,
+uint32_t graph_node_type(const struct graph *g, int64_t v)
+{
+	uint32_t t = 0;
+
+	while (t + 1 < g->schema.num_types && v >= g->type_start[t + 1])
+		t++;
+	return t;
+}
+
+int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
 		    int64_t m, bool symmetrize)
 {
+	int64_t R = g->schema.num_rels > 0 ? g->schema.num_rels : 1, rows = num_nodes * R;
 	int64_t *indptr = NULL, *fill = NULL;
 	int32_t *indices = NULL;
 	int64_t total = 0, w = 0;
@@ -27,44 +37,50 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 		rc = GNN_ERANGE;
 		goto out_free_edges;
 	}
-	indptr = calloc((size_t)num_nodes + 1, sizeof(*indptr));
+	indptr = calloc((size_t)rows + 1, sizeof(*indptr));
 	if (indptr == NULL)
 		goto out_free_edges;
 
-	/* Counting sort by destination: in-neighbour lists. */
+	/* Counting sort by (destination, relation): in-neighbour lists. */
 	for (int64_t i = 0; i < m; i++) {
+		int64_t r = rel != NULL ? rel[i] : 0;
+
 		if (src[i] == dst[i])
 			continue;
-		indptr[dst[i] + 1]++;
+		indptr[dst[i] * R + r + 1]++;
 		if (symmetrize)
-			indptr[src[i] + 1]++;
+			indptr[src[i] * R + r + 1]++;
 	}
-	for (int64_t v = 0; v < num_nodes; v++)
-		indptr[v + 1] += indptr[v];
-	total = indptr[num_nodes];
+	for (int64_t k = 0; k < rows; k++)
+		indptr[k + 1] += indptr[k];
+	total = indptr[rows];
 	indices = malloc((size_t)(total ? total : 1) * sizeof(*indices));
-	fill = malloc((size_t)num_nodes * sizeof(*fill) + 1);
+	fill = malloc((size_t)rows * sizeof(*fill) + 1);
 	if (indices == NULL || fill == NULL)
 		goto out_free_all;
-	memcpy(fill, indptr, (size_t)num_nodes * sizeof(*fill));
+	memcpy(fill, indptr, (size_t)rows * sizeof(*fill));
 	for (int64_t i = 0; i < m; i++) {
+		int64_t r = rel != NULL ? rel[i] : 0;
+
 		if (src[i] == dst[i])
 			continue;
-		indices[fill[dst[i]]++] = src[i];
+		indices[fill[dst[i] * R + r]++] = src[i];
 		if (symmetrize)
-			indices[fill[src[i]]++] = dst[i];
+			indices[fill[src[i] * R + r]++] = dst[i];
 	}
 	free(fill);
 	fill = NULL;
 	free(src);
 	free(dst);
+	free(rel);
 	src = dst = NULL;
+	rel = NULL;
 
 	/* Sort each row and drop duplicates, compacting in place. */
-	for (int64_t v = 0; v < num_nodes; v++) {
-		int64_t b = indptr[v], e = indptr[v + 1];
+	for (int64_t k = 0; k < rows; k++) {
+		int64_t b = indptr[k], e = indptr[k + 1];
 
-		indptr[v] = w;
+		indptr[k] = w;
 		if (e - b > 1)
 			qsort(indices + b, (size_t)(e - b), sizeof(*indices), cmp_i32);
 		for (int64_t i = b; i < e; i++) {
@@ -73,13 +89,17 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 			indices[w++] = indices[i];
 		}
 	}
-	indptr[num_nodes] = w;
+	indptr[rows] = w;
 	if (w < total) {
 		int32_t *shrunk = realloc(indices, (size_t)(w ? w : 1) * sizeof(*indices));
 
 		if (shrunk != NULL)
 			indices = shrunk;
 	}
+	for (int64_t r = 0; r < R; r++)
+		g->schema.rels[r].num_edges = 0;
+	for (int64_t k = 0; k < rows; k++)
+		g->schema.rels[k % R].num_edges += indptr[k + 1] - indptr[k];
 	g->num_nodes = num_nodes;
 	g->num_edges = w;
 	g->indptr = indptr;
@@ -94,16 +114,23 @@ out_free_all:
 out_free_edges:
 	free(src);
 	free(dst);
+	free(rel);
 	return rc;
 }
 
 int graph_feature_row(const struct graph *g, int64_t node, float *out)
 {
+	uint32_t t;
+	size_t dim;
+
 	if (node < 0 || node >= g->num_nodes)
 		return GNN_ERANGE;
-	if (g->feat != NULL) {
-		memcpy(out, g->feat + (size_t)node * (size_t)g->feat_dim,
-		       (size_t)g->feat_dim * sizeof(float));
+	t = graph_node_type(g, node);
+	dim = g->schema.types[t].feat_dim;
+	if (dim == 0)
+		return GNN_OK;
+	if (g->feat[t] != NULL) {
+		memcpy(out, g->feat[t] + (size_t)(node - g->type_start[t]) * dim, dim * sizeof(float));
 		return GNN_OK;
 	}
 	if (g->feat_row == NULL)
@@ -117,7 +144,8 @@ void graph_free(struct graph *g)
 	free(g->indices);
 	free(g->labels);
 	free(g->split);
-	free(g->feat);
+	for (int t = 0; t < GNN_MAX_TYPES; t++)
+		free(g->feat[t]);
 	free(g->feat_ctx);
 	memset(g, 0, sizeof(*g));
 }

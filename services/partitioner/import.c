@@ -326,13 +326,13 @@ static int read_features(const char *dir, struct graph *g)
 				goto out;
 			}
 			g->feat_dim = (int32_t)d;
-			g->feat = malloc((size_t)g->num_nodes * (size_t)d * sizeof(float));
-			if (g->feat == NULL) {
+			g->feat[0] = malloc((size_t)g->num_nodes * (size_t)d * sizeof(float));
+			if (g->feat[0] == NULL) {
 				rc = GNN_ENOMEM;
 				goto out;
 			}
 		}
-		row = g->feat + (size_t)(c.line - 1) * (size_t)d;
+		row = g->feat[0] + (size_t)(c.line - 1) * (size_t)d;
 		for (int64_t j = 0; j < d; j++) {
 			errno = 0;
 			row[j] = strtof(p, &end);
@@ -488,12 +488,15 @@ int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, s
 		GNN_ERROR("bad_input", "file=%s/edge.csv.gz reason=\"empty graph: no edges\"", raw);
 		return GNN_EINVAL;
 	}
-	if ((rc = graph_build_csr(g, n, src, dst, m, !o->keep_directed)) != GNN_OK)
+	gnn_schema_plain(&g->schema, n, 0, 0);
+	g->type_start[1] = n;
+	if ((rc = graph_build_csr(g, n, src, dst, NULL, m, !o->keep_directed)) != GNN_OK)
 		return rc;
 	if ((rc = read_labels(raw, g, o->num_classes)) != GNN_OK)
 		return rc;
 	if ((rc = read_features(raw, g)) != GNN_OK)
 		return rc;
+	g->schema.types[0].feat_dim = (uint32_t)g->feat_dim;
 	g->split = calloc((size_t)n, 1);
 	if (g->split == NULL)
 		return GNN_ENOMEM;

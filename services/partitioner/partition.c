@@ -59,7 +59,7 @@ static int symmetric_copy(const struct graph *g, struct graph *sym)
 			dst[e] = (int32_t)v;
 		}
 	}
-	return graph_build_csr(sym, g->num_nodes, src, dst, m, true);
+	return graph_build_csr(sym, g->num_nodes, src, dst, NULL, m, true);
 }
 
 /* Position of the undirected edge {u, v} in [0, 1), the same from both ends. */

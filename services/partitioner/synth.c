@@ -1135,7 +1135,9 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 		goto out;
 	/* src/dst are in (min, max) order, so graph_build_csr fills each row
 	 * already sorted and its per-row sort has no work to do. */
-	rc = graph_build_csr(g, p->nodes, src, dst, p->edges, true);
+	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
+	g->type_start[1] = p->nodes;
+	rc = graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true);
 	src = dst = NULL;
 	if (rc != GNN_OK)
 		goto out;
@@ -1147,7 +1149,6 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	}
 	g->feat_dim = p->feat_dim;
 	g->num_classes = p->classes;
-	g->feat = NULL;
 	g->feat_row = synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, &st);
