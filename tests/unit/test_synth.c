@@ -59,7 +59,7 @@ static void test_tiny_structure(void)
 	CHECK(g.num_edges == 2 * p.edges && p.edges == 10000);
 	CHECK(g.symmetric);
 	CHECK(g.feat_dim == 32 && g.num_classes == 5);
-	CHECK(g.feat == NULL && g.feat_row != NULL && g.feat_ctx != NULL);
+	CHECK(g.feat[0] == NULL && g.feat_row != NULL && g.feat_ctx != NULL);
 	CHECK(g.indptr[0] == 0 && g.indptr[g.num_nodes] == g.num_edges);
 	for (int64_t v = 0; v < g.num_nodes; v++) {
 		for (int64_t i = g.indptr[v]; i < g.indptr[v + 1]; i++) {
