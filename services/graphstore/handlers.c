@@ -311,6 +311,27 @@ static int on_nodes(struct gs_store *s, const struct gnn_hdr *h, const void *pay
 	return rc;
 }
 
+/* Predictions exist for the nodes of the label type only: on another,
+ * appends the ERROR naming it and returns false. */
+static bool check_label_type(const struct gs_store *s, const struct gnn_hdr *h, const int64_t *ids, uint32_t n,
+			     struct gnn_wbuf *out, int *rc)
+{
+	const struct gnn_layout *l = &s->meta.layout;
+	const struct gnn_schema *sc = l->schema;
+
+	for (uint32_t i = 0; sc->num_types > 1 && i < n; i++) {
+		int32_t t = gnn_layout_type(l, ids[i]);
+
+		if (t != (int32_t)sc->label_type) {
+			*rc = reply_error(out, h->req_id, GNN_EINVAL,
+					  "node %lld (ids[%u]) is a %s: predictions are of %s nodes (the label type)",
+					  (long long)ids[i], i, sc->types[t].name, sc->types[sc->label_type].name);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* PREDICT: the inference's predictions of owned nodes (preds.h). */
 static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
@@ -320,7 +341,7 @@ static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *p
 
 	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	if (check_owned(s, h, req.ids, req.n, out, &rc)) {
+	if (check_owned(s, h, req.ids, req.n, out, &rc) && check_label_type(s, h, req.ids, req.n, out, &rc)) {
 		why[0] = '\0';
 		rc = gs_preds_answer(s->preds, h->req_id, req.ids, req.n, out, why, sizeof(why));
 		if (rc == GNN_ENOENT || rc == GNN_EFORMAT || rc == GNN_EUNAVAIL)

@@ -109,6 +109,7 @@ int gs_store_load(struct gs_store *s)
 	struct gnn_part part = { 0 };
 	double t0 = gnn_now();
 	uint64_t bytes = 0;
+	uint32_t lt;
 	int rc;
 
 	atomic_store(&s->state, GS_LOADING);
@@ -128,7 +129,10 @@ int gs_store_load(struct gs_store *s)
 	 * checked before the first request, and the pages are then resident. */
 	if ((rc = gnn_part_open(s->dir, &meta, p, GNN_PART_VERIFY, &part)) != GNN_OK)
 		goto out_fail;
-	if ((rc = gs_preds_new(s->preds_dir, p, part.node_start, part.num_nodes, &s->preds)) != GNN_OK) {
+	/* predictions are rows of the label type's nodes of this partition */
+	lt = meta.schema->label_type;
+	if ((rc = gs_preds_new(s->preds_dir, p, part.type_start[lt], part.type_start[lt + 1] - part.type_start[lt],
+			       &s->preds)) != GNN_OK) {
 		gnn_part_close(&part);
 		goto out_fail;
 	}
