@@ -1,5 +1,5 @@
-/* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT
- * and NODES over the mapped partition (store.h), PREDICT over the
+/* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT,
+ * NODES and LOOKUP over the mapped partition (store.h), PREDICT over the
  * inference's predictions (preds.h).
  *
  * Every handler decodes and checks the whole request before any work and
@@ -352,6 +352,35 @@ static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *p
 	return rc;
 }
 
+/* LOOKUP: the global IDs of original per-type IDs, -1 for those this
+ * partition does not hold. */
+static int on_lookup(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	const struct gnn_layout *l = &s->meta.layout;
+	struct gnn_lookup_req req;
+	int64_t *ids = NULL;
+	int rc;
+
+	if ((rc = gnn_decode_lookup_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	if (req.node_type >= l->schema->num_types) {
+		rc = reply_error(out, h->req_id, GNN_EINVAL, "no node type %u: the graph has %u", req.node_type,
+				 l->schema->num_types);
+		goto out;
+	}
+	if ((ids = malloc((size_t)req.n * sizeof(*ids) + 1)) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < req.n; i++)
+		ids[i] = gnn_node_map_find(l, &s->node_map, (uint32_t)s->part.id, req.node_type, req.orig_ids[i]);
+	rc = gnn_encode_ids_req(out, GNN_MSG_LOOKUP_RESP, h->req_id, ids, req.n);
+out:
+	free(ids);
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
 int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
 {
 	struct gs_store *s = ctx;
@@ -376,6 +405,8 @@ int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t le
 		return on_nodes(s, h, payload, out);
 	case GNN_MSG_PREDICT_REQ:
 		return on_predict(s, h, payload, out);
+	case GNN_MSG_LOOKUP_REQ:
+		return on_lookup(s, h, payload, out);
 	default:
 		return reply_error(out, h->req_id, GNN_EPROTO,
 				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),

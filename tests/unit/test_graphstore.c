@@ -753,6 +753,25 @@ static void test_typed(void)
 	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, 7, (const int64_t[]){ 4, 2 }, 2);
 	if (call(&f.s, &req, &rep, &h, &payload))
 		is_error(&h, payload, GNN_EINVAL, "node 2 (ids[1]) is a author: predictions are of paper nodes");
+	/* LOOKUP: papers 3, 0 and 9 (none such) by their original IDs; author 2 */
+	struct gnn_ids lr;
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 8, 1, (const int64_t[]){ 3, 0, 9 }, 3);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_LOOKUP_RESP) &&
+	    CHECK(gnn_decode_ids_req(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 3 && lr.ids[0] == 6 && lr.ids[1] == 3 && lr.ids[2] == -1);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 9, 0, (const int64_t[]){ 2 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_ids_req(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 1 && lr.ids[0] == 2);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 10, 5, (const int64_t[]){ 2 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "no node type 5: the graph has 2");
 	gnn_wbuf_free(&req);
 	gnn_wbuf_free(&rep);
 	close_store(&f);
