@@ -213,7 +213,7 @@ static bool check_feat_type(const struct gs_store *s, const struct gnn_hdr *h, c
 
 		if (t != t0) {
 			*rc = reply_error(out, h->req_id, GNN_EINVAL,
-					  "FEAT request mixes node types: node %lld (ids[0]) is a %s, node %lld (ids[%u]) a %s; "
+					  "FEAT request mixes node types: node %lld (ids[0]) is of type %s, node %lld (ids[%u]) of type %s; "
 					  "ask for one type per request", (long long)ids[0], sc->types[t0].name,
 					  (long long)ids[i], i, sc->types[t].name);
 			return false;
@@ -324,7 +324,7 @@ static bool check_label_type(const struct gs_store *s, const struct gnn_hdr *h, 
 
 		if (t != (int32_t)sc->label_type) {
 			*rc = reply_error(out, h->req_id, GNN_EINVAL,
-					  "node %lld (ids[%u]) is a %s: predictions are of %s nodes (the label type)",
+					  "node %lld (ids[%u]) is of type %s: predictions are of %s nodes (the label type)",
 					  (long long)ids[i], i, sc->types[t].name, sc->types[sc->label_type].name);
 			return false;
 		}

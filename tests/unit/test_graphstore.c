@@ -744,7 +744,7 @@ static void test_typed(void)
 	req.len = 0;
 	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 5, (const int64_t[]){ 3, 0 }, 2);
 	if (call(&f.s, &req, &rep, &h, &payload))
-		is_error(&h, payload, GNN_EINVAL, "mixes node types: node 3 (ids[0]) is a paper, node 0 (ids[1]) a author");
+		is_error(&h, payload, GNN_EINVAL, "mixes node types: node 3 (ids[0]) is of type paper, node 0 (ids[1]) of type author");
 	req.len = 0;
 	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 6, (const int64_t[]){ 1 }, 1);
 	if (call(&f.s, &req, &rep, &h, &payload))
@@ -752,7 +752,7 @@ static void test_typed(void)
 	req.len = 0;
 	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, 7, (const int64_t[]){ 4, 2 }, 2);
 	if (call(&f.s, &req, &rep, &h, &payload))
-		is_error(&h, payload, GNN_EINVAL, "node 2 (ids[1]) is a author: predictions are of paper nodes");
+		is_error(&h, payload, GNN_EINVAL, "node 2 (ids[1]) is of type author: predictions are of paper nodes");
 	/* LOOKUP: papers 3, 0 and 9 (none such) by their original IDs; author 2 */
 	struct gnn_ids lr;
 	req.len = 0;
