@@ -36,6 +36,13 @@ static inline uint64_t gnn_draw64(uint64_t key, uint64_t i)
 	return gnn_mix64(key + (i + 1) * GNN_GOLDEN64);
 }
 
+/* Folds v into the running hash h: content hashes (graph IDs, schema
+ * digests) are chains of these. */
+static inline uint64_t gnn_fold64(uint64_t h, uint64_t v)
+{
+	return gnn_mix64(h ^ gnn_mix64(v + GNN_GOLDEN64));
+}
+
 /* The top 53 bits of x as a double in [0, 1). */
 static inline double gnn_unit64(uint64_t x)
 {

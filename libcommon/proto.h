@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "part.h"  /* struct gnn_layout */
+#include "layout.h"
 
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
 /* 2: node types and relations (INFO's schema, per-relation SAMPLE and

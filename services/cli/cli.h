@@ -17,8 +17,8 @@
 struct cli_config {
 	const char *store, *sampler;      /* nng URLs */
 	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
-	const char *fanouts, *split;
-	int64_t fanout, seed, limit, page, timeout_ms, retries;
+	const char *fanouts, *fanout, *split;
+	int64_t seed, limit, page, timeout_ms, retries;
 	bool json, no_features, no_labels;
 };
 
@@ -32,9 +32,13 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * success. Returns GNN_EINVAL (error printed), GNN_EIO or GNN_ENOMEM. */
 int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n);
 
-/* Parses "10,5": 1..GNN_PROTO_MAX_LAYERS fanouts, each -1 (all) or in
- * 1..GNN_PROTO_MAX_FANOUT, into out[]. Returns GNN_EINVAL (error printed). */
-int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint32_t *n);
+/* Parses the fanouts of option what ("--fanouts": "10,5", or per relation,
+ * fanouts.h; layers 1..GNN_PROTO_MAX_LAYERS, or exactly one when one_layer)
+ * and resolves them on schema s into out[layers * num_rels] (layer-major),
+ * each -1 (all), 0 (none) or in 1..GNN_PROTO_MAX_FANOUT. Returns GNN_EINVAL
+ * (error printed). */
+int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const struct gnn_schema *s,
+		      int32_t out[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS], uint32_t *n);
 
 /* Split names and codes (GNN_SPLIT_* of part.h): "none", "train", "valid",
  * "test". cli_split_code returns GNN_EINVAL for another name. */
@@ -49,8 +53,12 @@ json_t *cli_id_array(const int64_t *ids, uint64_t n);
 /* key names the URL's field: "store" or "sampler". A sampler's answer
  * (part_id == num_parts: the whole graph) has no node_start/node_end. */
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *info);
-json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r);
-json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb);
+/* schema: the store's; one relation gives "neighbours" per node, more
+ * also "relations" (each neighbour's relation) and "relation_names". */
+json_t *cli_sample_json(uint64_t seed, const int32_t *fanouts, const int64_t *ids, const struct gnn_sample_resp *r,
+			const struct gnn_schema *schema);
+json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb,
+			   const struct gnn_schema *schema);
 /* {"params_crc", "top_k", "predictions": [{"node", "original_id", "class",
  * "top": [{"class", "prob"}, ...]}, ...]} for ids[r->n]. */
 json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r);

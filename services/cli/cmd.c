@@ -100,34 +100,41 @@ static int print_json_failed(void)
 	return GNN_ENOMEM;
 }
 
-int cli_cmd_info(const struct cli_config *c, json_t **out)
+/* INFO of url over cl into *info (its schema is info->owned's:
+ * gnn_proto_release). */
+static int fetch_info(struct gnn_client *cl, const char *url, struct gnn_info *info)
 {
-	struct gnn_client *cl = NULL;
 	struct gnn_wbuf req;
-	struct gnn_info info = { 0 };
 	nng_msg *reply = NULL;
 	const void *payload;
-	const char *url, *opt;
 	size_t len;
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
-		goto out;
 	gnn_encode_info_req(&req, next_req_id++);
-	if ((rc = call(cl, url, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK)
-		goto out;
-	if ((rc = gnn_decode_info_resp(payload, len, &info)) != GNN_OK) {
+	if ((rc = call(cl, url, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) == GNN_OK &&
+	    (rc = gnn_decode_info_resp(payload, len, info)) != GNN_OK)
 		rc = bad_reply(url, "INFO", rc);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	return rc;
+}
+
+int cli_cmd_info(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_info info = { 0 };
+	const char *url, *opt;
+	int rc;
+
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = connect_to(c, url, opt, &cl)) != GNN_OK ||
+	    (rc = fetch_info(cl, url, &info)) != GNN_OK)
 		goto out;
-	}
 	if ((*out = cli_info_json(opt + 2, url, &info)) == NULL)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(info.owned);
-	if (reply != NULL)
-		nng_msg_free(reply);
-	gnn_wbuf_free(&req);
 	gnn_client_close(cl);
 	return rc;
 }
@@ -135,34 +142,43 @@ out:
 int cli_cmd_sample(const struct cli_config *c, json_t **out)
 {
 	struct gnn_client *cl = NULL;
+	struct gnn_info info = { 0 };
 	struct gnn_wbuf req;
 	struct gnn_sample_resp r = { 0 };
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
 	nng_msg *reply = NULL;
 	int64_t *ids = NULL;
 	const void *payload;
-	uint32_t n;
+	uint32_t n, layers, R;
+	bool any = false;
 	size_t len;
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if (c->fanout == 0) {
-		cli_error("--fanout 0: give -1 (all neighbours) or 1..%d", GNN_PROTO_MAX_FANOUT);
-		return GNN_EINVAL;
-	}
 	if ((rc = cli_parse_ids(c->nodes, "--nodes", &ids, &n)) != GNN_OK ||
-	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK)
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = fetch_info(cl, c->store, &info)) != GNN_OK ||
+	    (rc = cli_parse_fanouts("--fanout", c->fanout, true, info.layout.schema, fanouts, &layers)) != GNN_OK)
 		goto out;
-	gnn_encode_sample_req(&req, next_req_id++, (uint64_t)c->seed, (int32_t)c->fanout, ids, n);
+	R = info.layout.schema->num_rels;
+	for (uint32_t q = 0; q < R; q++)
+		any = any || fanouts[q] != 0;
+	if (!any) {
+		cli_error("--fanout %s samples nothing: give -1 (all neighbours) or 1..%d", c->fanout, GNN_PROTO_MAX_FANOUT);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	gnn_encode_sample_req(&req, next_req_id++, (uint64_t)c->seed, R, fanouts, ids, n);
 	if ((rc = call(cl, c->store, &req, GNN_MSG_SAMPLE_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
-	if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK || r.n != n) {
+	if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK || r.n != n || r.num_rels != R) {
 		rc = bad_reply(c->store, "SAMPLE reply does not match the request", rc ? rc : GNN_EPROTO);
 		goto out;
 	}
-	if ((*out = cli_sample_json((uint64_t)c->seed, (int32_t)c->fanout, ids, &r)) == NULL)
+	if ((*out = cli_sample_json((uint64_t)c->seed, fanouts, ids, &r, info.layout.schema)) == NULL)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(r.owned);
+	gnn_proto_release(info.owned);
 	if (reply != NULL)
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);
@@ -341,7 +357,9 @@ out:
 
 int cli_cmd_minibatch(const struct cli_config *c, json_t **out)
 {
+	static int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
 	struct gnn_client *cl = NULL;
+	struct gnn_info info = { 0 };
 	struct gnn_wbuf req;
 	struct gnn_minibatch_req mr = { 0 };
 	struct gnn_minibatch mb = { 0 };
@@ -352,28 +370,34 @@ int cli_cmd_minibatch(const struct cli_config *c, json_t **out)
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = cli_parse_fanouts(c->fanouts, mr.fanouts, &mr.num_layers)) != GNN_OK ||
-	    (rc = cli_parse_ids(c->seeds, "--seeds", &seeds, &mr.num_seeds)) != GNN_OK ||
-	    (rc = connect_to(c, c->sampler, "--sampler", &cl)) != GNN_OK)
+	if ((rc = cli_parse_ids(c->seeds, "--seeds", &seeds, &mr.num_seeds)) != GNN_OK ||
+	    (rc = connect_to(c, c->sampler, "--sampler", &cl)) != GNN_OK ||
+	    (rc = fetch_info(cl, c->sampler, &info)) != GNN_OK ||
+	    (rc = cli_parse_fanouts("--fanouts", c->fanouts, false, info.layout.schema, fanouts, &mr.num_layers)) !=
+		    GNN_OK)
 		goto out;
+	mr.num_rels = info.layout.schema->num_rels;
+	mr.fanouts = fanouts;
 	mr.seed = (uint64_t)c->seed;
 	mr.seeds = seeds;
 	mr.flags = (c->no_features ? 0 : GNN_MB_FEATURES) | (c->no_labels ? 0 : GNN_MB_LABELS);
 	gnn_encode_minibatch_req(&req, next_req_id++, &mr);
 	if ((rc = call(cl, c->sampler, &req, GNN_MSG_MINIBATCH_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
-	/* The decoder checks the blocks' structure; the seeds and the parts
-	 * asked for are checked here. */
+	/* The decoder checks the blocks' structure; the seeds, the shape and
+	 * the parts asked for are checked here. */
 	if ((rc = gnn_decode_minibatch_resp(payload, len, &mb)) != GNN_OK || mb.num_layers != mr.num_layers ||
-	    mb.num_seeds != mr.num_seeds || mb.flags != mr.flags ||
+	    mb.num_seeds != mr.num_seeds || mb.flags != mr.flags || mb.num_rels != mr.num_rels ||
+	    mb.num_types != info.layout.schema->num_types ||
 	    memcmp(mb.blocks[mb.num_layers - 1].src_ids, seeds, (size_t)mr.num_seeds * 8) != 0) {
 		rc = bad_reply(c->sampler, "MINIBATCH reply does not match the request", rc ? rc : GNN_EPROTO);
 		goto out;
 	}
-	if ((*out = cli_minibatch_json(&mr, &mb)) == NULL)
+	if ((*out = cli_minibatch_json(&mr, &mb, info.layout.schema)) == NULL)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(mb.owned);
+	gnn_proto_release(info.owned);
 	if (reply != NULL)
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);

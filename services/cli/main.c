@@ -41,8 +41,9 @@ static struct cli_config cfg;
 static const struct gnn_opt info_rows[] = { STORE_OR_SAMPLER_ROWS, { NULL } };
 static const struct gnn_opt sample_rows[] = {
 	STORE_ROW, NODES_ROW,
-	{ "fanout", GNN_OPT_INT, &cfg.fanout, "10", -1, GNN_PROTO_MAX_FANOUT, NULL,
-	  "neighbours per node, uniformly without replacement; -1 = all" },
+	{ "fanout", GNN_OPT_LIST, &cfg.fanout, "10", 0, 0, NULL,
+	  "neighbours per node under each relation, uniformly without replacement; -1 = all; per relation: "
+	  "writes=5;*=0 (docs/training.md, Fanouts)" },
 	SEED_ROW, { NULL },
 };
 static const struct gnn_opt rows_rows[] = { STORE_ROW, NODES_ROW, { NULL } };
@@ -58,7 +59,8 @@ static const struct gnn_opt minibatch_rows[] = {
 	{ "seeds", GNN_OPT_LIST, &cfg.seeds, NULL, 0, 0, NULL,
 	  "seed nodes (global IDs): 0,5,9, or @FILE / @-" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
-	  "one fanout per layer, input layer first (DGL's order), e.g. 10,5; -1 = all" },
+	  "one fanout per layer, input layer first (DGL's order), e.g. 10,5; -1 = all; per relation: "
+	  "writes=10,5;*=5,5 (docs/training.md, Fanouts)" },
 	SEED_ROW,
 	{ "no-features", GNN_OPT_BOOL, &cfg.no_features, NULL, 0, 0, NULL, "leave out the input features" },
 	{ "no-labels", GNN_OPT_BOOL, &cfg.no_labels, NULL, 0, 0, NULL, "leave out the seeds' labels" },

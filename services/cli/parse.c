@@ -147,20 +147,26 @@ out:
 	return rc;
 }
 
-int cli_parse_fanouts(const char *text, int32_t out[GNN_PROTO_MAX_LAYERS], uint32_t *n)
+int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const struct gnn_schema *s,
+		      int32_t out[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS], uint32_t *n)
 {
 	struct gnn_fanouts f;
-	char why[160];
+	char why[256];
 
 	if (text == NULL || *text == '\0') {
-		cli_error("--fanouts is required: one per layer, input layer first, e.g. 10,5");
+		cli_error("%s is required: %s, e.g. %s", what, one_layer ? "one fanout" : "one per layer, input layer first",
+			  one_layer ? "10" : "10,5");
 		return GNN_EINVAL;
 	}
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
-		cli_error("--fanouts \"%s\": %s", text, why);
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
+	    gnn_fanouts_resolve(&f, s, out, why, sizeof(why)) != GNN_OK) {
+		cli_error("%s \"%s\": %s", what, text, why);
 		return GNN_EINVAL;
 	}
-	memcpy(out, f.v, f.n * sizeof(*out));
+	if (one_layer && f.n != 1) {
+		cli_error("%s \"%s\": one fanout (per relation), not %u layers", what, text, f.n);
+		return GNN_EINVAL;
+	}
 	*n = f.n;
 	return GNN_OK;
 }
@@ -208,6 +214,32 @@ static json_t *hex64(uint64_t v)
 	return json_string(buf);
 }
 
+/* Adds add's keys to doc and drops add; -1 when add is NULL or a key fails. */
+static int merge(json_t *doc, json_t *add)
+{
+	int rc = add != NULL ? json_object_update(doc, add) : -1;
+
+	json_decref(add);
+	return rc;
+}
+
+/* The schema as JSON: node types, relations, the label type. */
+static json_t *schema_json(const struct gnn_schema *s)
+{
+	json_t *types = json_array(), *rels = json_array();
+
+	for (uint32_t t = 0; types != NULL && t < s->num_types; t++)
+		json_array_append_new(types, json_pack("{s:s, s:I, s:i}", "name", s->types[t].name, "num_nodes",
+						       (json_int_t)s->types[t].num_nodes, "feat_dim",
+						       (int)s->types[t].feat_dim));
+	for (uint32_t r = 0; rels != NULL && r < s->num_rels; r++)
+		json_array_append_new(rels, json_pack("{s:s, s:s, s:s, s:I}", "name", s->rels[r].name, "src",
+						      s->types[s->rels[r].src].name, "dst", s->types[s->rels[r].dst].name,
+						      "num_edges", (json_int_t)s->rels[r].num_edges));
+	return json_pack("{s:o, s:o, s:s}", "node_types", types, "relations", rels, "label_type",
+			 s->types[s->label_type].name);
+}
+
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *in)
 {
 	const struct gnn_layout *l = &in->layout;
@@ -218,6 +250,12 @@ json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *i
 				"part_edges", (json_int_t)in->part_edges, "graph_id", hex64(l->graph_id),
 				"offsets", cli_id_array(l->offsets, (uint64_t)l->num_parts + 1));
 
+	if (doc != NULL &&
+	    merge(doc, json_pack("{s:o, s:o}", "schema", schema_json(l->schema), "type_offsets",
+				 cli_id_array(l->type_offsets, (uint64_t)l->num_parts * l->schema->num_types + 1))) != 0) {
+		json_decref(doc);
+		return NULL;
+	}
 	/* The decoder allows part_id == num_parts (a sampler), which owns no range. */
 	if (doc != NULL && in->part_id < l->num_parts &&
 	    (json_object_set_new(doc, "node_start", json_integer(l->offsets[in->part_id])) != 0 ||
@@ -228,30 +266,77 @@ json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *i
 	return doc;
 }
 
-json_t *cli_sample_json(uint64_t seed, int32_t fanout, const int64_t *ids, const struct gnn_sample_resp *r)
+/* The fanouts of one layer: a number when one relation, else one per
+ * relation. */
+static json_t *fanouts_json(const int32_t *v, uint32_t R)
 {
-	json_t *lists = json_array();
+	json_t *a;
+
+	if (R == 1)
+		return json_integer(v[0]);
+	a = json_array();
+	for (uint32_t r = 0; a != NULL && r < R; r++)
+		json_array_append_new(a, json_integer(v[r]));
+	return a;
+}
+
+static json_t *rel_names(const struct gnn_schema *s)
+{
+	json_t *a = json_array();
+	char label[3 * GNN_NAME_MAX];
+
+	for (uint32_t r = 0; a != NULL && r < s->num_rels; r++) {
+		gnn_schema_rel_label(s, r, label, sizeof(label));
+		json_array_append_new(a, json_string(label));
+	}
+	return a;
+}
+
+json_t *cli_sample_json(uint64_t seed, const int32_t *fanouts, const int64_t *ids, const struct gnn_sample_resp *r,
+			const struct gnn_schema *schema)
+{
+	uint32_t R = r->num_rels;
+	json_t *lists = json_array(), *rels = R > 1 ? json_array() : NULL, *doc;
 	uint64_t at = 0;
 
 	for (uint32_t i = 0; lists != NULL && i < r->n; i++) {
-		if (json_array_append_new(lists, cli_id_array(r->nbrs + at, r->counts[i])) != 0) {
+		uint64_t cnt = 0;
+		json_t *which = json_array();
+
+		for (uint32_t q = 0; q < R; q++)
+			for (uint32_t k = 0; which != NULL && k < r->counts[(size_t)i * R + q]; k++, cnt++)
+				json_array_append_new(which, json_integer(q));
+		if (json_array_append_new(lists, cli_id_array(r->nbrs + at, cnt)) != 0 ||
+		    (rels != NULL && json_array_append(rels, which) != 0)) {
+			json_decref(which);
 			json_decref(lists);
+			json_decref(rels);
 			return NULL;
 		}
-		at += r->counts[i];
+		json_decref(which);
+		at += cnt;
 	}
-	return json_pack("{s:I, s:i, s:o, s:o}", "seed", (json_int_t)seed, "fanout", (int)fanout, "nodes",
-			 cli_id_array(ids, r->n), "neighbours", lists);
+	doc = json_pack("{s:I, s:o, s:o, s:o}", "seed", (json_int_t)seed, "fanout", fanouts_json(fanouts, R), "nodes",
+			cli_id_array(ids, r->n), "neighbours", lists);
+	if (doc != NULL && rels != NULL)
+		merge(doc, json_pack("{s:o, s:o}", "relations", rels, "relation_names", rel_names(schema)));
+	else
+		json_decref(rels);
+	return doc;
 }
 
-/* One block: its dst and src IDs and its edges as [dst_local, src_local]. */
+/* One block: its dst and src IDs and its edges as [dst_local, src_local]
+ * (and, with several relations, [dst_local, src_local, relation]). */
 static json_t *block_json(uint32_t layer, const struct gnn_block *b)
 {
+	uint32_t R = b->num_rels;
 	json_t *edges = json_array();
 
-	for (uint32_t d = 0; edges != NULL && d < b->num_dst; d++)
-		for (int32_t e = b->indptr[d]; e < b->indptr[d + 1]; e++)
-			if (json_array_append_new(edges, json_pack("[i, i]", (int)d, (int)b->indices[e])) != 0) {
+	for (uint64_t row = 0; edges != NULL && row < (uint64_t)b->num_dst * R; row++)
+		for (int32_t e = b->indptr[row]; e < b->indptr[row + 1]; e++)
+			if (json_array_append_new(edges, R == 1 ? json_pack("[i, i]", (int)row, (int)b->indices[e]) :
+						  json_pack("[i, i, i]", (int)(row / R), (int)b->indices[e],
+							    (int)(row % R))) != 0) {
 				json_decref(edges);
 				return NULL;
 			}
@@ -261,14 +346,35 @@ static json_t *block_json(uint32_t layer, const struct gnn_block *b)
 			 cli_id_array(b->src_ids, b->num_src), "edges", edges);
 }
 
-json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb)
+/* One row per input node (blocks[0]'s sources), in source order; a node
+ * of a type without features has an empty row. */
+static json_t *features_json(const struct gnn_minibatch *mb)
+{
+	uint32_t at[GNN_PROTO_MAX_TYPES] = { 0 }, n = mb->blocks[0].num_src;
+	json_t *rows = json_array();
+
+	for (uint32_t i = 0; rows != NULL && i < n; i++) {
+		uint32_t t = mb->src_types[i], d = mb->feat_dims[t];
+		json_t *row = json_array();
+
+		for (uint32_t k = 0; row != NULL && mb->feat[t] != NULL && k < d; k++)
+			json_array_append_new(row, json_real(mb->feat[t][(size_t)at[t] * d + k]));
+		at[t]++;
+		json_array_append_new(rows, row);
+	}
+	return rows;
+}
+
+json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb,
+			   const struct gnn_schema *schema)
 {
 	json_t *doc = NULL, *blocks = json_array(), *fanouts = json_array();
 
 	if (blocks == NULL || fanouts == NULL)
 		goto out_fail;
 	for (uint32_t l = 0; l < req->num_layers; l++)
-		if (json_array_append_new(fanouts, json_integer(req->fanouts[l])) != 0)
+		if (json_array_append_new(fanouts, fanouts_json(req->fanouts + (size_t)l * req->num_rels,
+								req->num_rels)) != 0)
 			goto out_fail;
 	for (uint32_t l = 0; l < mb->num_layers; l++)
 		if (json_array_append_new(blocks, block_json(l, &mb->blocks[l])) != 0)
@@ -278,19 +384,18 @@ json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn
 			"blocks", blocks);
 	if (doc == NULL)
 		goto out_fail;
-	if (mb->feat != NULL) {
-		json_t *rows = json_array();
-		uint32_t n = mb->blocks[0].num_src;
+	if (mb->num_rels > 1)
+		json_object_set_new(doc, "relation_names", rel_names(schema));
+	if (mb->num_types > 1) {
+		json_t *types = json_array();
 
-		for (uint32_t i = 0; rows != NULL && i < n; i++) {
-			json_t *row = json_array();
-
-			for (uint32_t k = 0; row != NULL && k < mb->feat_dim; k++)
-				json_array_append_new(row, json_real(mb->feat[(size_t)i * mb->feat_dim + k]));
-			json_array_append_new(rows, row);
-		}
-		json_object_set_new(doc, "feat_dim", json_integer(mb->feat_dim));
-		json_object_set_new(doc, "features", rows);
+		for (uint32_t i = 0; types != NULL && i < mb->blocks[0].num_src; i++)
+			json_array_append_new(types, json_string(schema->types[mb->src_types[i]].name));
+		json_object_set_new(doc, "input_types", types);
+	}
+	if (mb->flags & GNN_MB_FEATURES) {
+		json_object_set_new(doc, "feat_dim", json_integer(gnn_schema_max_feat_dim(schema)));
+		json_object_set_new(doc, "features", features_json(mb));
 	}
 	if (mb->labels != NULL) {
 		json_t *labels = json_array();

@@ -91,18 +91,51 @@ static int on_info(struct gs_store *s, const struct gnn_hdr *h, struct gnn_wbuf 
 	return gnn_encode_info_resp(out, h->req_id, &info);
 }
 
-/* Neighbours node v (local row r) contributes for fanout k. */
-static uint64_t sample_count(const struct gnn_part *pt, int64_t r, int32_t k)
+/* Neighbours a (node, relation) row contributes for fanout k. */
+static uint64_t sample_count(const struct gnn_part *pt, int64_t row, int32_t k)
 {
-	uint64_t deg = (uint64_t)(pt->indptr[r + 1] - pt->indptr[r]);
+	uint64_t deg = (uint64_t)(pt->indptr[row + 1] - pt->indptr[row]);
 
-	return (k < 0 || deg <= (uint64_t)k) ? deg : (uint64_t)k;
+	return k == 0 ? 0 : (k < 0 || deg <= (uint64_t)k) ? deg : (uint64_t)k;
+}
+
+/* Sizes a SAMPLE reply: *total neighbours (within the message limit). */
+static bool sample_size(const struct gs_store *s, const struct gnn_hdr *h, const struct gnn_sample_req *req,
+			struct gnn_wbuf *out, uint64_t *total, int *rc)
+{
+	const struct gnn_part *pt = &s->part;
+	uint32_t R = pt->num_rels;
+
+	*total = 0;
+	for (uint32_t i = 0; i < req->n; i++) {
+		int64_t v = req->ids[i] - pt->node_start;
+
+		for (uint32_t r = 0; r < R; r++) {
+			int64_t row = v * R + r, deg = pt->indptr[row + 1] - pt->indptr[row];
+
+			if (deg > (int64_t)UINT32_MAX) {
+				*rc = reply_error(out, h->req_id, GNN_ERANGE,
+						  "node %lld has %lld in-neighbours under relation %u, more than sampling "
+						  "supports (2^32 - 1)", (long long)req->ids[i], (long long)deg, r);
+				return false;
+			}
+			*total += sample_count(pt, row, req->fanouts[r]);
+		}
+	}
+	if (16 + 4 * (uint64_t)req->n * R + 8 + 8 * *total > MAX_REPLY) {
+		*rc = reply_error(out, h->req_id, GNN_ERANGE,
+				  "reply would hold %llu neighbours of %u nodes, over the %u-byte message limit: send fewer nodes per request",
+				  (unsigned long long)*total, req->n, MAX_REPLY);
+		return false;
+	}
+	return true;
 }
 
 static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *payload,
 		     struct gnn_wbuf *out)
 {
 	const struct gnn_part *pt = &s->part;
+	uint32_t R = pt->num_rels, maxk = 1;
 	struct gnn_sample_req req;
 	uint32_t *counts = NULL, *pos = NULL;
 	int64_t *nbrs = NULL;
@@ -111,52 +144,48 @@ static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *pa
 
 	if ((rc = gnn_decode_sample_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	if (!check_owned(s, h, req.ids, req.n, out, &rc))
-		goto out_release;
-	/* Size the reply first: it must fit one message. */
-	for (uint32_t i = 0; i < req.n; i++) {
-		int64_t r = req.ids[i] - pt->node_start;
-
-		if (pt->indptr[r + 1] - pt->indptr[r] > (int64_t)UINT32_MAX) {
-			rc = reply_error(out, h->req_id, GNN_ERANGE,
-					 "node %lld has %lld in-neighbours, more than sampling supports (2^32 - 1)",
-					 (long long)req.ids[i], (long long)(pt->indptr[r + 1] - pt->indptr[r]));
-			goto out_release;
-		}
-		total += sample_count(pt, r, req.fanout);
-	}
-	if (16 + 4 * (uint64_t)req.n + 8 + 8 * total > MAX_REPLY) {
-		rc = reply_error(out, h->req_id, GNN_ERANGE,
-				 "reply would hold %llu neighbours of %u nodes, over the %u-byte message limit: send fewer nodes per request",
-				 (unsigned long long)total, req.n, MAX_REPLY);
+	if (req.num_rels != R) {
+		rc = reply_error(out, h->req_id, GNN_EINVAL, "SAMPLE request has fanouts for %u relations; the graph has %u",
+				 req.num_rels, R);
 		goto out_release;
 	}
-	counts = malloc((size_t)req.n * sizeof(*counts) + 1);
+	if (!check_owned(s, h, req.ids, req.n, out, &rc) || !sample_size(s, h, &req, out, &total, &rc))
+		goto out_release;
+	for (uint32_t r = 0; r < R; r++)
+		maxk = req.fanouts[r] > (int32_t)maxk ? (uint32_t)req.fanouts[r] : maxk;
+	counts = malloc((size_t)req.n * R * sizeof(*counts) + 1);
 	nbrs = malloc((size_t)total * sizeof(*nbrs) + 1);
-	pos = malloc((req.fanout > 0 ? (size_t)req.fanout : 1) * sizeof(*pos));
+	pos = malloc((size_t)maxk * sizeof(*pos));
 	if (counts == NULL || nbrs == NULL || pos == NULL) {
 		rc = GNN_ENOMEM;
 		goto out_release;
 	}
 	for (uint32_t i = 0; i < req.n; i++) {
-		int64_t v = req.ids[i], r = v - pt->node_start;
-		const int64_t *row = pt->indices + pt->indptr[r];
-		uint32_t deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]), k;
+		int64_t v = req.ids[i];
 
-		if (req.fanout < 0 || deg <= (uint32_t)req.fanout) {
-			/* gnn_sample_choose would return every position 0..deg-1
-			 * in order: copy the row instead of listing them. */
-			memcpy(nbrs + at, row, (size_t)deg * sizeof(*nbrs));
-			k = deg;
-		} else {
-			k = gnn_sample_choose(req.seed, v, deg, req.fanout, pos);
-			for (uint32_t j = 0; j < k; j++)
-				nbrs[at + j] = row[pos[j]];
+		for (uint32_t r = 0; r < R; r++) {
+			int64_t row = (v - pt->node_start) * R + r;
+			const int64_t *list = pt->indices + pt->indptr[row];
+			uint32_t deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]), k;
+			int32_t f = req.fanouts[r];
+
+			if (f == 0) {
+				k = 0;
+			} else if (f < 0 || deg <= (uint32_t)f) {
+				/* gnn_sample_choose would return every position 0..deg-1
+				 * in order: copy the row instead of listing them. */
+				memcpy(nbrs + at, list, (size_t)deg * sizeof(*nbrs));
+				k = deg;
+			} else {
+				k = gnn_sample_choose(gnn_sample_rel_seed(req.seed, r), v, deg, f, pos);
+				for (uint32_t j = 0; j < k; j++)
+					nbrs[at + j] = list[pos[j]];
+			}
+			counts[(size_t)i * R + r] = k;
+			at += k;
 		}
-		counts[i] = k;
-		at += k;
 	}
-	rc = gnn_encode_sample_resp(out, h->req_id, counts, req.n, nbrs, total);
+	rc = gnn_encode_sample_resp(out, h->req_id, counts, req.n, R, nbrs, total);
 	if (rc == GNN_OK)
 		gnn_counter_add(s->sampled_edges, (double)total);
 
@@ -168,18 +197,50 @@ out_release:
 	return rc;
 }
 
+/* FEAT asks for nodes of one type with features: the type of ids[0], all
+ * the others checked against it. On a mix, or a type without features,
+ * appends the ERROR naming the node and returns false. */
+static bool check_feat_type(const struct gs_store *s, const struct gnn_hdr *h, const int64_t *ids, uint32_t n,
+			    uint32_t *dim, struct gnn_wbuf *out, int *rc)
+{
+	const struct gnn_layout *l = &s->meta.layout;
+	const struct gnn_schema *sc = l->schema;
+	int32_t t0 = n > 0 ? gnn_layout_type(l, ids[0]) : 0;
+
+	*dim = n > 0 ? sc->types[t0].feat_dim : 0;
+	for (uint32_t i = 1; sc->num_types > 1 && i < n; i++) {
+		int32_t t = gnn_layout_type(l, ids[i]);
+
+		if (t != t0) {
+			*rc = reply_error(out, h->req_id, GNN_EINVAL,
+					  "FEAT request mixes node types: node %lld (ids[0]) is a %s, node %lld (ids[%u]) a %s; "
+					  "ask for one type per request", (long long)ids[0], sc->types[t0].name,
+					  (long long)ids[i], i, sc->types[t].name);
+			return false;
+		}
+	}
+	if (n > 0 && *dim == 0) {
+		*rc = reply_error(out, h->req_id, GNN_EINVAL, "nodes of type %s (node %lld) have no features",
+				  sc->types[t0].name, (long long)ids[0]);
+		return false;
+	}
+	return true;
+}
+
 /* FEAT, LABEL and SPLIT: one value (row) per ID, in request order. */
 static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
 	const struct gnn_part *pt = &s->part;
-	size_t dim = (size_t)pt->feat_dim, elem;
+	uint32_t dim = 1;
+	size_t elem;
 	struct gnn_ids req;
 	uint8_t *buf = NULL;
 	int rc;
 
 	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	if (!check_owned(s, h, req.ids, req.n, out, &rc))
+	if (!check_owned(s, h, req.ids, req.n, out, &rc) ||
+	    (h->type == GNN_MSG_FEAT_REQ && !check_feat_type(s, h, req.ids, req.n, &dim, out, &rc)))
 		goto out_release;
 	elem = h->type == GNN_MSG_FEAT_REQ ? dim * sizeof(float) : h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
 	if (8 + (uint64_t)req.n * elem + 8 > MAX_REPLY) {
@@ -195,16 +256,17 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 	}
 	for (uint32_t i = 0; i < req.n; i++) {
 		size_t r = (size_t)(req.ids[i] - pt->node_start);
+		uint32_t d;
 
 		if (h->type == GNN_MSG_FEAT_REQ)
-			memcpy(buf + i * elem, pt->feat + r * dim, elem);
+			memcpy(buf + i * elem, gnn_part_feat_row(pt, req.ids[i], &d), elem);
 		else if (h->type == GNN_MSG_LABEL_REQ)
 			memcpy(buf + i * elem, pt->labels + r, elem);
 		else
 			buf[i] = pt->split[r];
 	}
 	if (h->type == GNN_MSG_FEAT_REQ) {
-		rc = gnn_encode_feat_resp(out, h->req_id, (const float *)(void *)buf, req.n, (uint32_t)dim);
+		rc = gnn_encode_feat_resp(out, h->req_id, (const float *)(void *)buf, req.n, dim);
 		if (rc == GNN_OK)
 			gnn_counter_add(s->feature_rows, req.n);
 	} else if (h->type == GNN_MSG_LABEL_REQ) {

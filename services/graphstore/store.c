@@ -132,7 +132,7 @@ int gs_store_load(struct gs_store *s)
 		gnn_part_close(&part);
 		goto out_fail;
 	}
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(part.arrs) / sizeof(part.arrs[0]); i++)
 		bytes += part.arrs[i].info.file_bytes;
 	s->meta = meta;
 	s->part = part;

@@ -37,7 +37,7 @@ struct gs_store {
 				     * gnn_meta_graph_id(&meta), which gnn_meta_load leaves 0 */
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
 	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
-	uint64_t mapped_bytes;      /* the partition's five files, headers included */
+	uint64_t mapped_bytes;      /* the partition's files, headers included */
 	double load_seconds;
 
 	/* metrics, owned by the registry given to gs_store_init */

@@ -73,13 +73,14 @@ static void follow_poll(struct follow *f, const char *who)
 	}
 }
 
-static int add_fanouts(struct loc_argv *a, const char *flag, const struct gnn_fanouts *f, int n, bool zeros)
+/* --flag=text, or with zeros n layers of 0 (every relation: no neighbours). */
+static int add_fanouts(struct loc_argv *a, const char *flag, const char *text, int n, bool zeros)
 {
-	struct gnn_fanouts z = { .n = (uint32_t)n };
+	struct gnn_fanouts z = { .n = (uint32_t)n, .has_default = true };
 	char list[GNN_PROTO_MAX_LAYERS * 12];
-	int rc = gnn_fanouts_format(zeros ? &z : f, list, sizeof(list));
+	int rc = zeros ? gnn_fanouts_format(&z, list, sizeof(list)) : GNN_OK;
 
-	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, list);
+	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, zeros ? list : text);
 }
 
 /* The model flags: those given to gnn-local, passed on as they are; the
@@ -113,9 +114,9 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
-		rc = add_fanouts(a, "fanouts", &cfg->fanout, cfg->layers_eff, baseline);
+		rc = add_fanouts(a, "fanouts", cfg->fanouts, cfg->layers_eff, baseline);
 	if (rc == GNN_OK && baseline)
-		rc = add_fanouts(a, "eval-fanouts", &cfg->fanout, cfg->layers_eff, true);
+		rc = add_fanouts(a, "eval-fanouts", NULL, cfg->layers_eff, true);
 	else if (rc == GNN_OK && cfg->eval_fanouts != NULL)
 		rc = loc_argv_add(a, "--eval-fanouts=%s", cfg->eval_fanouts);
 	return rc;

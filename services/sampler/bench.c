@@ -1,6 +1,7 @@
 #include "bench.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,23 +17,37 @@
 #include "sample.h"
 #include "sys.h"
 
-int smp_parse_fanouts(const char *text, int32_t *fanouts, uint32_t *num_layers)
+int smp_parse_fanouts(const char *text, const struct gnn_schema *sc, int32_t **fanouts, uint32_t *num_layers)
 {
 	struct gnn_fanouts f;
-	char why[160];
+	uint32_t R = sc->num_rels;
+	char why[256];
+	int32_t *v;
 
-	/* 0 would measure no sampling at all */
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
+	    (v = malloc((size_t)f.n * R * sizeof(*v))) == NULL) {
 		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
 		return GNN_EINVAL;
 	}
-	for (uint32_t i = 0; i < f.n; i++)
-		if (f.v[i] == 0) {
-			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"a fanout of 0 samples "
-				  "nothing: give -1 (all) or 1..%d\"", text, GNN_PROTO_MAX_FANOUT);
+	if (gnn_fanouts_resolve(&f, sc, v, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
+		free(v);
+		return GNN_EINVAL;
+	}
+	/* a layer of 0s would measure no sampling at all */
+	for (uint32_t l = 0; l < f.n; l++) {
+		bool any = false;
+
+		for (uint32_t r = 0; r < R; r++)
+			any = any || v[l * R + r] != 0;
+		if (!any) {
+			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"layer %u samples nothing (every "
+				  "fanout 0): give -1 (all) or 1..%d\"", text, l, GNN_PROTO_MAX_FANOUT);
+			free(v);
 			return GNN_EINVAL;
 		}
-	memcpy(fanouts, f.v, f.n * sizeof(*fanouts));
+	}
+	*fanouts = v;
 	*num_layers = f.n;
 	return GNN_OK;
 }
@@ -145,6 +160,7 @@ int smp_bench_main(int argc, char **argv)
 {
 	struct gnn_minibatch_req proto = { .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	struct smp_local *local = NULL;
+	int32_t *fanouts = NULL;
 	struct smp_backend be;
 	struct worker sum;
 	double t0, secs;
@@ -162,8 +178,6 @@ int smp_bench_main(int argc, char **argv)
 		GNN_ERROR("bad_config", "reason=\"--parts DIR is required\"");
 		return 2;
 	}
-	if (smp_parse_fanouts(bcfg.fanouts, proto.fanouts, &proto.num_layers) != GNN_OK)
-		return 2;
 	proto.num_seeds = (uint32_t)bcfg.batch;
 	gnn_opt_log(bench_options);
 	if ((rc = smp_local_open_dir(bcfg.parts, false, &local)) != GNN_OK) {
@@ -172,9 +186,16 @@ int smp_bench_main(int argc, char **argv)
 		return 1;
 	}
 	smp_local_backend(local, &be);
+	proto.num_rels = be.layout->schema->num_rels;
+	if (smp_parse_fanouts(bcfg.fanouts, be.layout->schema, &fanouts, &proto.num_layers) != GNN_OK) {
+		smp_local_close(local);
+		return 2;
+	}
+	proto.fanouts = fanouts;
 	if ((int64_t)bcfg.batch > be.layout->num_nodes) {
 		GNN_ERROR("bad_config", "batch=%" PRId64 " nodes=%" PRId64 " reason=\"batch larger than the graph\"",
 			  bcfg.batch, be.layout->num_nodes);
+		free(fanouts);
 		smp_local_close(local);
 		return 2;
 	}
@@ -195,6 +216,7 @@ int smp_bench_main(int argc, char **argv)
 	       (double)sum.input_nodes / (double)sum.done);
 	fflush(stdout);
 out:
+	free(fanouts);
 	smp_local_close(local);
 	return rc == GNN_OK ? 0 : 1;
 }

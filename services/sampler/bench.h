@@ -8,10 +8,14 @@
 
 #include <stdint.h>
 
-/* Parses a fanout list "15,10,5" (model order, input layer first) into
- * fanouts; each value -1 or 1..GNN_PROTO_MAX_FANOUT, 1..GNN_PROTO_MAX_LAYERS
- * of them. Returns GNN_EINVAL (logged) otherwise. */
-int smp_parse_fanouts(const char *text, int32_t *fanouts, uint32_t *num_layers);
+#include "part.h"
+
+/* Parses a fanout text ("15,10,5", or per relation: fanouts.h) for the
+ * graph of schema sc into *fanouts (malloc'd, the caller's: num_layers x
+ * num_rels, layer-major) and *num_layers; each value -1, 0 or
+ * 1..GNN_PROTO_MAX_FANOUT, no layer all 0. Returns GNN_EINVAL (logged)
+ * otherwise. */
+int smp_parse_fanouts(const char *text, const struct gnn_schema *sc, int32_t **fanouts, uint32_t *num_layers);
 
 /* Runs the subcommand: argv[0] is "bench". Returns the exit status. */
 int smp_bench_main(int argc, char **argv);

@@ -138,7 +138,8 @@ struct job {
 	struct smp_admit *admit;
 	uint64_t admitted;            /* bytes held in admit */
 	const struct gnn_layout *l;
-	uint32_t max_ids, max_feat_ids;
+	uint32_t R;                   /* relations */
+	uint32_t max_ids;
 	char *err;
 	size_t err_len;
 	struct smp_call *calls;
@@ -157,10 +158,9 @@ static int fail(struct job *j, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* Appends op calls covering every partition's share of g, each at most
- * max IDs. */
-static int add_calls(struct job *j, const struct groups *g, enum smp_op op, uint64_t seed, int32_t fanout,
-		     uint32_t max)
+/* Appends calls like tmpl (its op and parameters) covering every
+ * partition's share of g, each at most max IDs. */
+static int add_calls(struct job *j, const struct groups *g, const struct smp_call *tmpl, uint32_t max)
 {
 	for (uint32_t p = 0; p < j->l->num_parts; p++) {
 		for (uint32_t k = g->start[p]; k < g->start[p + 1]; k += max) {
@@ -175,9 +175,11 @@ static int add_calls(struct job *j, const struct groups *g, enum smp_op op, uint
 				j->calls = c;
 				j->cap = cap;
 			}
-			j->calls[j->ncalls++] = (struct smp_call){
-				.op = op, .part = p, .n = n < max ? n : max, .ids = g->ids + k,
-				.seed = seed, .fanout = fanout, .first = k };
+			j->calls[j->ncalls] = *tmpl;
+			j->calls[j->ncalls].part = p;
+			j->calls[j->ncalls].n = n < max ? n : max;
+			j->calls[j->ncalls].ids = g->ids + k;
+			j->calls[j->ncalls++].first = k;
 		}
 	}
 	return GNN_OK;
@@ -227,12 +229,13 @@ static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
 	return GNN_OK;
 }
 
-/* Each destination's sampled neighbours from the SAMPLE answers, in
- * destination order: deg[i] of them at nbrs[i] (borrowed from the calls);
- * *total is their sum. */
-static int collect_answers(struct job *j, const struct groups *g, int32_t fanout, uint32_t *deg,
+/* Each (destination, relation) row's sampled neighbours from the SAMPLE
+ * answers, in destination order: deg[i R + r] of them at nbrs[i R + r]
+ * (borrowed from the calls); *total is their sum. */
+static int collect_answers(struct job *j, const struct groups *g, const int32_t *fanouts, uint32_t *deg,
 			   const int64_t **nbrs, uint64_t *total)
 {
+	uint32_t R = j->R;
 	char who[256];
 
 	*total = 0;
@@ -243,33 +246,51 @@ static int collect_answers(struct job *j, const struct groups *g, int32_t fanout
 		if (call->op != SMP_OP_SAMPLE)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
-			uint32_t i = g->pos[call->first + k], cnt = call->counts[k];
+			size_t i = g->pos[call->first + k];
 
-			if (fanout > 0 && cnt > (uint32_t)fanout) {
-				describe(j, call->part, who, sizeof(who));
-				return fail(j, GNN_EPROTO, "%s: %" PRIu32 " neighbours of node %" PRId64
-					    " for fanout %" PRId32, who, cnt, call->ids[k], fanout);
+			for (uint32_t r = 0; r < R; r++) {
+				uint32_t cnt = call->counts[(size_t)k * R + r];
+
+				if ((fanouts[r] >= 0 && cnt > (uint32_t)fanouts[r])) {
+					describe(j, call->part, who, sizeof(who));
+					return fail(j, GNN_EPROTO, "%s: %" PRIu32 " neighbours of node %" PRId64
+						    " under relation %" PRIu32 " for fanout %" PRId32, who, cnt,
+						    call->ids[k], r, fanouts[r]);
+				}
+				deg[i * R + r] = cnt;
+				nbrs[i * R + r] = call->nbrs + off;
+				off += cnt;
 			}
-			deg[i] = cnt;
-			nbrs[i] = call->nbrs + off;
-			off += cnt;
 		}
 		*total += off;
 	}
 	return GNN_OK;
 }
 
+/* Whether u may be a neighbour under relation r: in the graph, and (typed
+ * graphs) of the relation's source type. */
+static bool neighbour_ok(const struct job *j, uint32_t r, int64_t u)
+{
+	const struct gnn_schema *s = j->l->schema;
+
+	if (u < 0 || u >= j->l->num_nodes)
+		return false;
+	return s->num_types == 1 || gnn_layout_type(j->l, u) == (int32_t)s->rels[r].src;
+}
+
 /* Block l from the collected answers: the sources are dst followed by
- * every new neighbour in first-seen order; an in-CSR over dst in local
- * source indices. Stored in m (which owns it from then on). */
+ * every new neighbour in first-seen order; an in-CSR over (dst,
+ * relation) rows in local source indices. Stored in m (which owns it from
+ * then on). */
 static int build_block(struct job *j, uint32_t l, const int64_t *dst, uint32_t num_dst, const uint32_t *deg,
 		       const int64_t *const *nbrs, uint64_t total, struct smp_minibatch *m)
 {
 	/* Every source is a distinct node of the graph: at most num_nodes. */
 	uint64_t cap = (uint64_t)num_dst + total < (uint64_t)j->l->num_nodes ? (uint64_t)num_dst + total
 									      : (uint64_t)j->l->num_nodes;
+	size_t R = j->R, rows = (size_t)num_dst * R;
 	int64_t *src = malloc(cap * sizeof(*src));
-	int32_t *indptr = malloc(((size_t)num_dst + 1) * sizeof(*indptr));
+	int32_t *indptr = malloc((rows + 1) * sizeof(*indptr));
 	int32_t *indices = malloc((total ? total : 1) * sizeof(*indices));
 	struct idmap map = { 0 };
 	uint64_t n_src = num_dst;
@@ -284,14 +305,15 @@ static int build_block(struct job *j, uint32_t l, const int64_t *dst, uint32_t n
 	for (uint32_t i = 0; i < num_dst; i++)
 		idmap_get_or_put(&map, dst[i], i);
 	indptr[0] = 0;
-	for (uint32_t i = 0, e = 0; i < num_dst; i++) {
-		for (uint32_t k = 0; k < deg[i]; k++, e++) {
-			int64_t u = nbrs[i][k], idx;
+	for (size_t row = 0, e = 0; row < rows; row++) {
+		for (uint32_t k = 0; k < deg[row]; k++, e++) {
+			int64_t u = nbrs[row][k], idx;
 
-			if (u < 0 || u >= j->l->num_nodes) {
-				describe(j, (uint32_t)gnn_layout_owner(j->l, dst[i]), who, sizeof(who));
-				rc = fail(j, GNN_EPROTO, "%s: neighbour %" PRId64 " of node %" PRId64
-					  " outside [0, %" PRId64 ")", who, u, dst[i], j->l->num_nodes);
+			if (!neighbour_ok(j, (uint32_t)(row % R), u)) {
+				describe(j, (uint32_t)gnn_layout_owner(j->l, dst[row / R]), who, sizeof(who));
+				rc = fail(j, GNN_EPROTO, "%s: neighbour %" PRId64 " of node %" PRId64 " under relation %zu "
+					  "outside [0, %" PRId64 ") or not of the relation's source type", who, u,
+					  dst[row / R], row % R, j->l->num_nodes);
 				goto out;
 			}
 			idx = idmap_get_or_put(&map, u, (int64_t)n_src);
@@ -299,13 +321,13 @@ static int build_block(struct job *j, uint32_t l, const int64_t *dst, uint32_t n
 				src[n_src++] = u;
 			indices[e] = (int32_t)idx;
 		}
-		indptr[i + 1] = indptr[i] + (int32_t)deg[i];
+		indptr[row + 1] = indptr[row] + (int32_t)deg[row];
 	}
 	m->src_ids[l] = src;
 	m->indptr[l] = indptr;
 	m->indices[l] = indices;
-	m->mb.blocks[l] = (struct gnn_block){ .num_dst = num_dst, .num_src = (uint32_t)n_src, .num_edges = total,
-					      .src_ids = src, .indptr = indptr, .indices = indices };
+	m->mb.blocks[l] = (struct gnn_block){ .num_dst = num_dst, .num_src = (uint32_t)n_src, .num_rels = (uint32_t)R,
+					      .num_edges = total, .src_ids = src, .indptr = indptr, .indices = indices };
 	src = NULL;
 	indptr = indices = NULL;
 out:
@@ -318,20 +340,27 @@ out:
 
 /* Samples block l: its destinations are dst[0 .. num_dst), unique; its
  * sources are dst followed by every new neighbour in first-seen order
- * (walking the destinations in order, each one's neighbours in the order
- * its owner returned them). With labels (the seeds' block) the seeds'
- * LABEL calls go out in the same batch. Fanout 0 makes no SAMPLE calls:
- * every degree is 0, so the sources are the destinations and there are no
+ * (walking the destinations in order, each one's relations in order and
+ * its neighbours in the order its owner returned them). fanouts are the
+ * layer's, one per relation. With labels (the seeds' block) the seeds'
+ * LABEL calls go out in the same batch. A layer whose fanouts are all 0
+ * makes no SAMPLE calls: its sources are the destinations and it has no
  * edges. */
-static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout, const int64_t *dst,
+static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t *fanouts, const int64_t *dst,
 			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
 {
+	size_t rows = (size_t)num_dst * j->R;
+	struct smp_call sample = { .op = SMP_OP_SAMPLE, .seed = seed, .fanouts = fanouts };
+	struct smp_call label = { .op = SMP_OP_LABEL };
 	struct groups g = { 0 };
-	uint32_t *deg = calloc(num_dst ? num_dst : 1, sizeof(*deg));
-	const int64_t **nbrs = malloc((num_dst ? num_dst : 1) * sizeof(*nbrs));
+	uint32_t *deg = calloc(rows ? rows : 1, sizeof(*deg));
+	const int64_t **nbrs = malloc((rows ? rows : 1) * sizeof(*nbrs));
 	uint64_t total = 0;
+	bool any = false;
 	int rc;
 
+	for (uint32_t r = 0; r < j->R; r++)
+		any = any || fanouts[r] != 0;
 	if (deg == NULL || nbrs == NULL) {
 		rc = fail(j, GNN_ENOMEM, "out of memory");
 		goto out;
@@ -340,9 +369,9 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, int32_t fanout
 		rc = fail(j, rc, "grouping layer %" PRIu32 " by owner failed (%s)", l, gnn_strerror(rc));
 		goto out;
 	}
-	if ((fanout != 0 && (rc = add_calls(j, &g, SMP_OP_SAMPLE, seed, fanout, j->max_ids)) != GNN_OK) ||
-	    (labels != NULL && (rc = add_calls(j, &g, SMP_OP_LABEL, 0, 0, j->max_ids)) != GNN_OK) ||
-	    (rc = run_calls(j)) != GNN_OK || (rc = collect_answers(j, &g, fanout, deg, nbrs, &total)) != GNN_OK ||
+	if ((any && (rc = add_calls(j, &g, &sample, j->max_ids)) != GNN_OK) ||
+	    (labels != NULL && (rc = add_calls(j, &g, &label, j->max_ids)) != GNN_OK) ||
+	    (rc = run_calls(j)) != GNN_OK || (rc = collect_answers(j, &g, fanouts, deg, nbrs, &total)) != GNN_OK ||
 	    (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK))
 		goto out;
 	if (total > INT32_MAX) {
@@ -359,18 +388,24 @@ out:
 	return rc;
 }
 
-/* Fetches the feature rows of ids[0 .. n) into feat (row i for ids[i]). */
-static int gather_features(struct job *j, const int64_t *ids, uint32_t n, float *feat)
+/* The feature rows of ids[0 .. n), all of type t, into feat (row i for
+ * ids[i]): FEAT calls of about SMP_FEAT_CALL_BYTES each. */
+static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n, float *feat)
 {
+	uint32_t dim = j->l->schema->types[t].feat_dim;
+	size_t row = (size_t)dim * sizeof(float);
+	uint64_t per_call = SMP_FEAT_CALL_BYTES / row;
+	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim };
 	struct groups g = { 0 };
-	size_t row = (size_t)j->l->feat_dim * sizeof(float);
 	int rc;
 
 	if ((rc = group_by_owner(j->l, ids, n, &g)) != GNN_OK) {
 		rc = fail(j, rc, "grouping the input nodes by owner failed (%s)", gnn_strerror(rc));
 		goto out;
 	}
-	if ((rc = add_calls(j, &g, SMP_OP_FEAT, 0, 0, j->max_feat_ids)) != GNN_OK || (rc = run_calls(j)) != GNN_OK)
+	/* Feature answers stay near SMP_FEAT_CALL_BYTES whatever the width. */
+	per_call = per_call < 1 ? 1 : per_call < j->max_ids ? per_call : j->max_ids;
+	if ((rc = add_calls(j, &g, &tmpl, (uint32_t)per_call)) != GNN_OK || (rc = run_calls(j)) != GNN_OK)
 		goto out;
 	for (size_t c = 0; c < j->ncalls; c++) {
 		const struct smp_call *call = &j->calls[c];
@@ -384,11 +419,40 @@ out:
 	return rc;
 }
 
+/* The feature rows of mb's input nodes (blocks[0]'s sources), type by
+ * type, into rows[t] (type t's sources in source order). */
+static int gather_features(struct job *j, const struct gnn_minibatch *mb, float *const *rows)
+{
+	const struct gnn_block *b0 = &mb->blocks[0];
+	uint32_t T = mb->num_types, start[GNN_PROTO_MAX_TYPES + 1] = { 0 };
+	int64_t *ids;
+	int rc = GNN_OK;
+
+	if (T == 1)
+		return mb->feat_dims[0] > 0 ? gather_type(j, 0, b0->src_ids, b0->num_src, rows[0]) : GNN_OK;
+	if ((ids = malloc((size_t)b0->num_src * sizeof(*ids) + 1)) == NULL)
+		return fail(j, GNN_ENOMEM, "out of memory");
+	for (uint32_t t = 0; t < T; t++)
+		start[t + 1] = start[t] + mb->type_rows[t];
+	for (uint32_t i = 0; i < b0->num_src; i++)
+		ids[start[mb->src_types[i]]++] = b0->src_ids[i];
+	for (uint32_t t = 0, at = 0; t < T && rc == GNN_OK; at += mb->type_rows[t], t++)
+		if (mb->feat_dims[t] > 0 && mb->type_rows[t] > 0)
+			rc = gather_type(j, t, ids + at, mb->type_rows[t], rows[t]);
+	free(ids);
+	return rc;
+}
+
 int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len)
 {
 	struct idmap map;
 
+	if (req->num_rels != l->schema->num_rels) {
+		snprintf(err, err_len, "fanouts for %" PRIu32 " relations; the graph has %" PRIu32 " (fanouts[l R + r])",
+			 req->num_rels, l->schema->num_rels);
+		return GNN_EINVAL;
+	}
 	for (uint32_t i = 0; i < req->num_seeds; i++) {
 		if (req->seeds[i] < 0 || req->seeds[i] >= l->num_nodes) {
 			snprintf(err, err_len, "seed %" PRIu32 " is node %" PRId64 ", outside [0, %" PRId64 ")",
@@ -417,35 +481,52 @@ int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req
 static void job_init(struct job *j, const struct smp_backend *be, const struct smp_build_opts *o, char *err,
 		     size_t err_len)
 {
-	uint64_t row = (uint64_t)be->layout->feat_dim * sizeof(float), feat_ids;
-
-	*j = (struct job){ .be = be, .l = be->layout, .err = err, .err_len = err_len,
-			   .admit = o != NULL ? o->admit : NULL };
+	*j = (struct job){ .be = be, .l = be->layout, .R = be->layout->schema->num_rels, .err = err,
+			   .err_len = err_len, .admit = o != NULL ? o->admit : NULL };
 	j->max_ids = o != NULL && o->max_ids_per_call > 0 ? o->max_ids_per_call : SMP_DEFAULT_IDS_PER_CALL;
 	if (j->max_ids > GNN_PROTO_MAX_IDS)
 		j->max_ids = GNN_PROTO_MAX_IDS;
-	/* Feature answers stay near SMP_FEAT_CALL_BYTES whatever the dimension. */
-	feat_ids = row > 0 ? SMP_FEAT_CALL_BYTES / row : 1;
-	j->max_feat_ids = feat_ids < 1 ? 1 : feat_ids < j->max_ids ? (uint32_t)feat_ids : j->max_ids;
 	err[0] = '\0';
 }
 
-/* The blocks (from the seeds down to the input layer) and, if asked for,
- * the seeds' labels, into m; m->wire_bytes counts the payload so far
- * (blocks, plus the labels' share). Features are the caller's. */
+/* The types of the input nodes (blocks[0]'s sources) into m, and how many
+ * of each. */
+static int input_types(struct job *j, struct smp_minibatch *m)
+{
+	const struct gnn_block *b0 = &m->mb.blocks[0];
+
+	if ((m->src_types = calloc((size_t)b0->num_src + 1, 1)) == NULL)
+		return fail(j, GNN_ENOMEM, "out of memory");
+	if (m->mb.num_types > 1)
+		for (uint32_t i = 0; i < b0->num_src; i++)
+			m->src_types[i] = (uint8_t)gnn_layout_type(j->l, b0->src_ids[i]);
+	m->mb.src_types = m->src_types;
+	gnn_minibatch_count_types(&m->mb);
+	return GNN_OK;
+}
+
+/* The blocks (from the seeds down to the input layer), the input nodes'
+ * types and, if asked for, the seeds' labels, into m; m->wire_bytes counts
+ * the payload so far (head, blocks, input types, plus the labels' share).
+ * Features are the caller's. */
 static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, struct smp_minibatch *m)
 {
+	const struct gnn_schema *sc = j->l->schema;
 	const int64_t *dst = req->seeds;
 	uint32_t L = req->num_layers, num_dst = req->num_seeds;
-	uint64_t wire = 16, label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)req->num_seeds * 4);
+	uint64_t wire = gnn_minibatch_resp_head_bytes(sc->num_types),
+		 label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)req->num_seeds * 4);
 	int rc;
 
-	if (L == 0 || L > GNN_PROTO_MAX_LAYERS || req->num_seeds == 0)
-		return fail(j, GNN_EINVAL, "a minibatch needs 1..%d layers and at least one seed",
-			    GNN_PROTO_MAX_LAYERS);
+	if (L == 0 || L > GNN_PROTO_MAX_LAYERS || req->num_seeds == 0 || req->num_rels != j->R)
+		return fail(j, GNN_EINVAL, "a minibatch needs 1..%d layers, at least one seed and fanouts for each of "
+			    "the graph's %" PRIu32 " relations", GNN_PROTO_MAX_LAYERS, j->R);
 	m->mb.num_layers = L;
 	m->mb.flags = req->flags;
-	m->mb.feat_dim = j->l->feat_dim;
+	m->mb.num_types = sc->num_types;
+	m->mb.num_rels = j->R;
+	for (uint32_t t = 0; t < sc->num_types; t++)
+		m->mb.feat_dims[t] = sc->types[t].feat_dim;
 	m->mb.num_seeds = req->num_seeds;
 	if ((req->flags & GNN_MB_LABELS) &&
 	    (m->labels = malloc((size_t)req->num_seeds * sizeof(*m->labels))) == NULL)
@@ -455,32 +536,35 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 	for (uint32_t l = L; l-- > 0;) {
 		const struct gnn_block *b = &m->mb.blocks[l];
 
-		rc = sample_block(j, l, gnn_sample_layer_seed(req->seed, l), req->fanouts[l], dst, num_dst,
-				  l == L - 1 ? m->labels : NULL, m);
+		rc = sample_block(j, l, gnn_sample_layer_seed(req->seed, l), req->fanouts + (size_t)l * j->R, dst,
+				  num_dst, l == L - 1 ? m->labels : NULL, m);
 		if (rc != GNN_OK)
 			return rc;
 		m->sampled_edges += b->num_edges;
-		wire += gnn_minibatch_resp_block_bytes(b->num_dst, b->num_src, b->num_edges);
+		wire += gnn_minibatch_resp_block_bytes(b->num_dst, b->num_src, b->num_edges, j->R);
 		if (wire + label_bytes > GNN_PROTO_MAX_MSG_BYTES)
 			return fail(j, GNN_ERANGE, "minibatch over the %u-byte message limit after layer %" PRIu32
 				    ": use smaller fanouts or batches", GNN_PROTO_MAX_MSG_BYTES, l);
 		dst = b->src_ids;
 		num_dst = b->num_src;
 	}
+	if ((rc = input_types(j, m)) != GNN_OK)
+		return rc;
 	m->mb.labels = m->labels;
-	m->wire_bytes = wire + label_bytes;
+	m->wire_bytes = wire + gnn_minibatch_resp_section_bytes(m->mb.blocks[0].num_src) + label_bytes;
 	return GNN_OK;
 }
 
 /* Checks that the input rows fit the message; sets m->feature_bytes. */
 static int check_feature_bytes(struct job *j, struct smp_minibatch *m)
 {
-	uint32_t n0 = m->mb.blocks[0].num_src;
-	uint64_t bytes = (uint64_t)n0 * j->l->feat_dim * sizeof(float);
+	uint64_t bytes = 0;
 
-	if (m->wire_bytes + gnn_minibatch_resp_section_bytes(bytes) > GNN_PROTO_MAX_MSG_BYTES)
-		return fail(j, GNN_ERANGE, "%" PRIu32 " input nodes x %" PRIu32 " features exceed the %u-byte "
-			    "message limit: use smaller fanouts or batches", n0, j->l->feat_dim,
+	for (uint32_t t = 0; t < m->mb.num_types; t++)
+		bytes += gnn_minibatch_resp_section_bytes((uint64_t)m->mb.type_rows[t] * m->mb.feat_dims[t] * sizeof(float));
+	if (m->wire_bytes + bytes > GNN_PROTO_MAX_MSG_BYTES)
+		return fail(j, GNN_ERANGE, "%" PRIu32 " input nodes' features (%" PRIu64 " bytes) exceed the %u-byte "
+			    "message limit: use smaller fanouts or batches", m->mb.blocks[0].num_src, bytes,
 			    GNN_PROTO_MAX_MSG_BYTES);
 	m->feature_bytes = bytes;
 	return GNN_OK;
@@ -514,6 +598,21 @@ static void job_end(struct job *j)
 	j->calls = NULL;
 }
 
+/* The feature arrays of smp_build's minibatch, one per type with rows. */
+static int alloc_features(struct job *j, struct smp_minibatch *m)
+{
+	for (uint32_t t = 0; t < m->mb.num_types; t++) {
+		size_t bytes = (size_t)m->mb.type_rows[t] * m->mb.feat_dims[t] * sizeof(float);
+
+		if (bytes == 0)
+			continue;
+		if ((m->feat[t] = malloc(bytes)) == NULL)
+			return fail(j, GNN_ENOMEM, "out of memory for %" PRIu64 " feature bytes", m->feature_bytes);
+		m->mb.feat[t] = m->feat[t];
+	}
+	return GNN_OK;
+}
+
 int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len)
 {
@@ -525,16 +624,10 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK)
 		goto out_fail;
 	if (req->flags & GNN_MB_FEATURES) {
-		if ((rc = check_feature_bytes(&j, &m)) != GNN_OK || (rc = admit_features(&j, &m)) != GNN_OK)
+		if ((rc = check_feature_bytes(&j, &m)) != GNN_OK || (rc = admit_features(&j, &m)) != GNN_OK ||
+		    (rc = alloc_features(&j, &m)) != GNN_OK || (rc = gather_features(&j, &m.mb, m.feat)) != GNN_OK)
 			goto out_fail;
-		if ((m.feat = malloc(m.feature_bytes ? m.feature_bytes : 1)) == NULL) {
-			rc = fail(&j, GNN_ENOMEM, "out of memory for %" PRIu64 " feature bytes", m.feature_bytes);
-			goto out_fail;
-		}
-		if ((rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src, m.feat)) != GNN_OK)
-			goto out_fail;
-		m.mb.feat = m.feat;
-		m.wire_bytes += gnn_minibatch_resp_section_bytes(m.feature_bytes);
+		m.wire_bytes += m.feature_bytes;
 	}
 	job_end(&j);
 	*out = m;
@@ -552,6 +645,7 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 {
 	struct smp_minibatch m = { 0 };
 	struct gnn_mb_writer mw;
+	float *rows[GNN_PROTO_MAX_TYPES];
 	size_t start = w->len;
 	struct job j;
 	int rc;
@@ -568,8 +662,7 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 		goto out;
 	}
 	if ((req->flags & GNN_MB_FEATURES) &&
-	    (rc = gather_features(&j, m.mb.blocks[0].src_ids, m.mb.blocks[0].num_src,
-				  gnn_mb_writer_features(&mw))) != GNN_OK) {
+	    ((rc = gnn_mb_writer_features(&mw, rows)) != GNN_OK || (rc = gather_features(&j, &m.mb, rows)) != GNN_OK)) {
 		gnn_mb_writer_abort(&mw);
 		goto out;
 	}
@@ -600,7 +693,9 @@ void smp_minibatch_free(struct smp_minibatch *m)
 		free(m->indptr[l]);
 		free(m->indices[l]);
 	}
-	free(m->feat);
+	for (int t = 0; t < GNN_PROTO_MAX_TYPES; t++)
+		free(m->feat[t]);
+	free(m->src_types);
 	free(m->labels);
 	memset(m, 0, sizeof(*m));
 }

@@ -11,12 +11,15 @@
  * partitions mapped into this process (local.h) in tests and in the
  * benchmark, so both run exactly this code.
  *
- * Sampling starts at the seeds with fanouts[L-1] (proto.h's convention: fanouts[0]
- * belongs to the input layer) and block l is sampled with the seed
- * gnn_sample_layer_seed(req.seed, l). Since the graph stores choose each
- * node's neighbours with gnn_sample_choose(layer seed, node, ...) and the
- * merge walks the destinations in order, the same request gives the same
- * minibatch however its nodes are split among calls. */
+ * Sampling starts at the seeds with layer L-1's fanouts (proto.h's
+ * convention: layer 0 is the input layer) and block l is sampled with the
+ * seed gnn_sample_layer_seed(req.seed, l). Since the graph stores choose
+ * each node's neighbours under relation r with gnn_sample_choose(
+ * gnn_sample_rel_seed(layer seed, r), node, ...) and the merge walks the
+ * destinations in order, each one's relations in order, the same request
+ * gives the same minibatch however its nodes are split among calls. The
+ * input nodes' features are gathered type by type (a FEAT call asks for
+ * one type). */
 #ifndef SMP_CORE_H
 #define SMP_CORE_H
 
@@ -38,7 +41,8 @@ struct smp_call {
 	uint32_t n;
 	const int64_t *ids;       /* [n], every one owned by part */
 	uint64_t seed;            /* SAMPLE: the layer's seed */
-	int32_t fanout;           /* SAMPLE: > 0, or -1 for all neighbours */
+	const int32_t *fanouts;   /* SAMPLE: [num_rels] the layer's, borrowed; not all 0 */
+	uint32_t feat_dim;        /* FEAT: the width of the rows (ids are of one type) */
 	uint32_t first;           /* the core's bookkeeping: where ids start in its list */
 	uint8_t split;            /* NODES (n = 0, ids unused): the partition's nodes of */
 	uint32_t limit;           /*   this split, at most limit (>= 1) of them, */
@@ -46,8 +50,8 @@ struct smp_call {
 	/* Set by the backend's run on success; the memory stays the backend's
 	 * until its release. The backend checks the sizes (n answers, feat_dim
 	 * columns); the core checks the values. */
-	const uint32_t *counts;   /* SAMPLE: [n] neighbours per node */
-	const int64_t *nbrs;      /* SAMPLE: [total] global IDs, node after node */
+	const uint32_t *counts;   /* SAMPLE: [n * num_rels] neighbours per node and relation */
+	const int64_t *nbrs;      /* SAMPLE: [total] global IDs, node after node, relation after relation */
 	uint64_t total;           /* SAMPLE: sum of counts */
 	const float *rows;        /* FEAT: [n * feat_dim] */
 	const int32_t *labels;    /* LABEL: [n] */
@@ -104,15 +108,17 @@ struct smp_minibatch {
 	int64_t *src_ids[GNN_PROTO_MAX_LAYERS];
 	int32_t *indptr[GNN_PROTO_MAX_LAYERS];
 	int32_t *indices[GNN_PROTO_MAX_LAYERS];
-	float *feat;
+	uint8_t *src_types;
+	float *feat[GNN_PROTO_MAX_TYPES];
 	int32_t *labels;
 	uint64_t sampled_edges;   /* edges of all blocks */
 	uint64_t feature_bytes;   /* bytes of feat */
 	uint64_t wire_bytes;      /* size of the MINIBATCH_RESP payload it encodes to */
 };
 
-/* Checks a request against the layout: every seed in [0, num_nodes), no
- * seed twice. (The decoder already checked counts, fanouts and flags.)
+/* Checks a request against the layout: fanouts for the graph's number of
+ * relations, every seed in [0, num_nodes), no seed twice. (The decoder
+ * already checked counts, fanouts and flags.)
  * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed. */
 int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len);

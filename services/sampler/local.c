@@ -11,22 +11,20 @@
 #include "sample.h"
 
 struct smp_local {
-	struct gnn_layout layout;       /* from a folder: meta.layout (offsets: meta's) */
-	struct smp_local_part *parts;   /* [num_parts] */
+	struct gnn_layout layout;       /* from a folder: meta.layout (pointers: meta's) */
+	struct gnn_part *parts;         /* [num_parts]: mapped (from a folder) or copied */
 	/* Only when opened from a folder: */
 	struct gnn_meta meta;
-	struct gnn_part *mapped;        /* [num_parts] */
 	bool own;
 };
 
-int smp_local_wrap(const struct gnn_layout *layout, const struct smp_local_part *parts,
-		   struct smp_local **out)
+int smp_local_wrap(const struct gnn_layout *layout, const struct gnn_part *parts, struct smp_local **out)
 {
 	struct smp_local *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
 		return GNN_ENOMEM;
-	if (layout->num_parts == 0 || layout->num_nodes <= 0 || layout->feat_dim == 0) {
+	if (layout->num_parts == 0 || layout->num_nodes <= 0 || layout->schema == NULL) {
 		free(l);
 		return GNN_EINVAL;
 	}
@@ -54,21 +52,15 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 		return rc;
 	}
 	l->layout = l->meta.layout;
-	l->mapped = calloc(l->layout.num_parts, sizeof(*l->mapped));
 	l->parts = calloc(l->layout.num_parts, sizeof(*l->parts));
-	if (l->mapped == NULL || l->parts == NULL) {
+	if (l->parts == NULL) {
 		rc = GNN_ENOMEM;
 		goto out_fail;
 	}
-	for (uint32_t p = 0; p < l->layout.num_parts; p++) {
-		struct gnn_part *g = &l->mapped[p];
-
-		if ((rc = gnn_part_open(dir, &l->meta, (int32_t)p, verify ? GNN_PART_VERIFY : 0, g)) != GNN_OK)
+	for (uint32_t p = 0; p < l->layout.num_parts; p++)
+		if ((rc = gnn_part_open(dir, &l->meta, (int32_t)p, verify ? GNN_PART_VERIFY : 0, &l->parts[p])) !=
+		    GNN_OK)
 			goto out_fail;
-		l->parts[p] = (struct smp_local_part){ .node_start = g->node_start, .node_end = g->node_end,
-						       .indptr = g->indptr, .indices = g->indices,
-						       .feat = g->feat, .labels = g->labels, .split = g->split };
-	}
 	*out = l;
 	return GNN_OK;
 
@@ -82,9 +74,8 @@ void smp_local_close(struct smp_local *l)
 	if (l == NULL)
 		return;
 	if (l->own) {
-		for (uint32_t p = 0; l->mapped != NULL && p < l->layout.num_parts; p++)
-			gnn_part_close(&l->mapped[p]);
-		free(l->mapped);
+		for (uint32_t p = 0; l->parts != NULL && p < l->layout.num_parts; p++)
+			gnn_part_close(&l->parts[p]);
 		gnn_meta_free(&l->meta);
 	}
 	free(l->parts);
@@ -96,7 +87,7 @@ const struct gnn_layout *smp_local_layout(const struct smp_local *l)
 	return &l->layout;
 }
 
-const struct smp_local_part *smp_local_part(const struct smp_local *l, uint32_t p)
+const struct gnn_part *smp_local_part(const struct smp_local *l, uint32_t p)
 {
 	return p < l->layout.num_parts ? &l->parts[p] : NULL;
 }
@@ -109,24 +100,33 @@ static void local_describe(void *ctx, uint32_t part, char *buf, size_t size)
 	snprintf(buf, size, "partition %" PRIu32 " (in process)", part);
 }
 
-/* Row of id in part, after checking that part owns it and that its CSR
- * row is sane (the arrays may come from an unverified file). */
-static int local_row(const struct smp_local_part *pt, int64_t id, int64_t *row)
+/* The first CSR row of id in part (rows id R .. id R + R - 1 are its
+ * relations), after checking that part owns it and that its rows are sane
+ * (the arrays may come from an unverified file). */
+static int local_row(const struct gnn_part *pt, int64_t id, int64_t *row)
 {
-	int64_t r = id - pt->node_start;
+	int64_t R = pt->num_rels, r = (id - pt->node_start) * R;
 
 	if (id < pt->node_start || id >= pt->node_end)
 		return GNN_ERANGE;
-	if (pt->indptr[r] < 0 || pt->indptr[r + 1] < pt->indptr[r] ||
-	    pt->indptr[r + 1] > pt->indptr[pt->node_end - pt->node_start])
-		return GNN_EFORMAT;
+	for (int64_t k = r; k < r + R; k++)
+		if (pt->indptr[k] < 0 || pt->indptr[k + 1] < pt->indptr[k] ||
+		    pt->indptr[k + 1] > pt->indptr[pt->num_nodes * R])
+			return GNN_EFORMAT;
 	*row = r;
 	return GNN_OK;
 }
 
-/* SAMPLE: what a graph store does for one request. */
-static int local_sample(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+/* How many neighbours a row gives for fanout f. */
+static uint64_t take_count(uint64_t deg, int32_t f)
 {
+	return f == 0 ? 0 : f < 0 || deg <= (uint64_t)f ? deg : (uint64_t)f;
+}
+
+/* SAMPLE: what a graph store does for one request. */
+static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
+{
+	uint32_t R = pt->num_rels;
 	uint64_t total = 0, maxk = 0;
 	uint32_t *counts, *pos;
 	int64_t *nbrs, row;
@@ -135,23 +135,23 @@ static int local_sample(const struct smp_local_part *pt, struct smp_call *c, int
 	int rc;
 
 	for (uint32_t i = 0; i < c->n; i++) {
-		uint64_t deg, k;
-
 		if ((rc = local_row(pt, c->ids[i], &row)) != GNN_OK) {
 			*bad = c->ids[i];
 			return rc;
 		}
-		deg = (uint64_t)(pt->indptr[row + 1] - pt->indptr[row]);
-		if (deg > UINT32_MAX) {
-			*bad = c->ids[i];
-			return GNN_ERANGE;
+		for (uint32_t r = 0; r < R; r++) {
+			uint64_t deg = (uint64_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), k;
+
+			if (deg > UINT32_MAX) {
+				*bad = c->ids[i];
+				return GNN_ERANGE;
+			}
+			k = take_count(deg, c->fanouts[r]);
+			total += k;
+			maxk = k > maxk ? k : maxk;
 		}
-		k = c->fanout < 0 || deg <= (uint64_t)c->fanout ? deg : (uint64_t)c->fanout;
-		total += k;
-		if (k > maxk)
-			maxk = k;
 	}
-	head = ((size_t)c->n * 4 + 7) / 8 * 8;
+	head = ((size_t)c->n * R * 4 + 7) / 8 * 8;
 	block = malloc(head + total * 8 + maxk * 4 + 8);
 	if (block == NULL)
 		return GNN_ENOMEM;
@@ -160,23 +160,26 @@ static int local_sample(const struct smp_local_part *pt, struct smp_call *c, int
 	pos = (uint32_t *)(nbrs + total);
 	total = 0;
 	for (uint32_t i = 0; i < c->n; i++) {
-		const int64_t *adj;
-		uint32_t deg, k;
+		row = (c->ids[i] - pt->node_start) * R;
+		for (uint32_t r = 0; r < R; r++) {
+			const int64_t *adj = pt->indices + pt->indptr[row + r];
+			uint32_t deg = (uint32_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), k;
+			int32_t f = c->fanouts[r];
 
-		row = c->ids[i] - pt->node_start;
-		adj = pt->indices + pt->indptr[row];
-		deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]);
-		if (c->fanout < 0 || deg <= (uint32_t)c->fanout) {
-			/* gnn_sample_choose would pick all of them, in order. */
-			memcpy(nbrs + total, adj, (size_t)deg * 8);
-			k = deg;
-		} else {
-			k = gnn_sample_choose(c->seed, c->ids[i], deg, c->fanout, pos);
-			for (uint32_t q = 0; q < k; q++)
-				nbrs[total + q] = adj[pos[q]];
+			if (f == 0) {
+				k = 0;
+			} else if (f < 0 || deg <= (uint32_t)f) {
+				/* gnn_sample_choose would pick all of them, in order. */
+				memcpy(nbrs + total, adj, (size_t)deg * 8);
+				k = deg;
+			} else {
+				k = gnn_sample_choose(gnn_sample_rel_seed(c->seed, r), c->ids[i], deg, f, pos);
+				for (uint32_t q = 0; q < k; q++)
+					nbrs[total + q] = adj[pos[q]];
+			}
+			counts[(size_t)i * R + r] = k;
+			total += k;
 		}
-		counts[i] = k;
-		total += k;
 	}
 	c->counts = counts;
 	c->nbrs = nbrs;
@@ -185,27 +188,29 @@ static int local_sample(const struct smp_local_part *pt, struct smp_call *c, int
 	return GNN_OK;
 }
 
-static int local_feat(const struct smp_local_part *pt, uint32_t dim, struct smp_call *c, int64_t *bad)
+static int local_feat(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
 {
+	uint32_t dim = c->feat_dim, d;
 	float *rows = malloc((size_t)c->n * dim * sizeof(float) + 1);
+	const float *src;
 
 	if (rows == NULL)
 		return GNN_ENOMEM;
 	for (uint32_t i = 0; i < c->n; i++) {
-		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end) {
+		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end ||
+		    (src = gnn_part_feat_row(pt, c->ids[i], &d)) == NULL || d != dim) {
 			*bad = c->ids[i];
 			free(rows);
 			return GNN_ERANGE;
 		}
-		memcpy(rows + (size_t)i * dim, pt->feat + (size_t)(c->ids[i] - pt->node_start) * dim,
-		       (size_t)dim * sizeof(float));
+		memcpy(rows + (size_t)i * dim, src, (size_t)dim * sizeof(float));
 	}
 	c->rows = rows;
 	c->keep = rows;
 	return GNN_OK;
 }
 
-static int local_label(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+static int local_label(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
 {
 	int32_t *labels = malloc((size_t)c->n * sizeof(int32_t) + 1);
 
@@ -226,7 +231,7 @@ static int local_label(const struct smp_local_part *pt, struct smp_call *c, int6
 
 /* NODES: what a graph store does (a cursor below the partition starts at
  * its first node; next_cursor -1 once the partition is exhausted). */
-static int local_nodes(const struct smp_local_part *pt, struct smp_call *c, int64_t *bad)
+static int local_nodes(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
 {
 	int64_t v = c->cursor < pt->node_start ? pt->node_start : c->cursor, *found;
 	uint64_t cap = v < pt->node_end ? (uint64_t)(pt->node_end - v) : 0;
@@ -258,7 +263,7 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 		calls[i].keep = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct smp_call *c = &calls[i];
-		const struct smp_local_part *pt;
+		const struct gnn_part *pt;
 		int64_t bad = -1;
 		int rc;
 
@@ -272,7 +277,7 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 			rc = local_sample(pt, c, &bad);
 			break;
 		case SMP_OP_FEAT:
-			rc = local_feat(pt, l->layout.feat_dim, c, &bad);
+			rc = local_feat(pt, c, &bad);
 			break;
 		case SMP_OP_LABEL:
 			rc = local_label(pt, c, &bad);

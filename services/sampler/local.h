@@ -10,17 +10,7 @@
 #include <stdint.h>
 
 #include "core.h"
-
-/* One partition's arrays (docs/formats.md), borrowed. */
-struct smp_local_part {
-	int64_t node_start, node_end;
-	const int64_t *indptr;    /* [node_end - node_start + 1], local rows */
-	const int64_t *indices;   /* [indptr[last]], global IDs */
-	const float *feat;        /* [(node_end - node_start) * feat_dim] */
-	const int32_t *labels;    /* [node_end - node_start] */
-	const uint8_t *split;     /* [node_end - node_start] GNN_SPLIT_* codes, or NULL:
-				   * NODES calls then fail with GNN_EINVAL */
-};
+#include "part.h"
 
 struct smp_local;
 
@@ -31,15 +21,17 @@ struct smp_local;
 int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out);
 
 /* Wraps arrays already in memory (tests): layout->num_parts partitions,
- * parts[p] owning [layout->offsets[p], layout->offsets[p+1]). The layout
- * struct and parts[] are copied; the offsets and the arrays they point to
- * are borrowed and must outlive the returned object (smp_local_close). */
-int smp_local_wrap(const struct gnn_layout *layout, const struct smp_local_part *parts,
-		   struct smp_local **out);
+ * parts[p] (part.h's struct, filled by the caller: node range, type
+ * starts, num_rels, indptr, indices, feat, labels and split; split may be
+ * NULL, and NODES calls then fail with GNN_EINVAL) owning
+ * [layout->offsets[p], layout->offsets[p+1]). The layout struct and parts[]
+ * are copied; what their pointers point to is borrowed and must outlive
+ * the returned object (smp_local_close). */
+int smp_local_wrap(const struct gnn_layout *layout, const struct gnn_part *parts, struct smp_local **out);
 
 /* The layout and partitions (borrowed from l). */
 const struct gnn_layout *smp_local_layout(const struct smp_local *l);
-const struct smp_local_part *smp_local_part(const struct smp_local *l, uint32_t p);
+const struct gnn_part *smp_local_part(const struct smp_local *l, uint32_t p);
 
 /* Fills be with l's backend (l stays the owner; be is valid while l is). */
 void smp_local_backend(struct smp_local *l, struct smp_backend *be);

@@ -28,8 +28,7 @@ struct store {
 	struct gnn_client *check;     /* INFO probes: short timeout, no retry */
 	atomic_int state;
 	_Atomic double down_since;    /* written by the check thread */
-	struct gnn_info info;         /* from its first INFO (layout.offsets: the owned copy below) */
-	int64_t *offsets;
+	struct gnn_info info;         /* from its first INFO (its layout an owned copy, gnn_layout_dup) */
 	bool answered;
 	struct gnn_counter *requests, *errors, *retries;
 	/* Another connection to the store, never used for calls: its closing
@@ -239,7 +238,8 @@ void smp_stores_close(struct smp_stores *s)
 		if (s->st[i].watch_open && !gnn_close_bounded(&s->st[i].watch, 1, gnn_close_limit(), s->st[i].name))
 			return;
 		free(s->st[i].url);
-		free(s->st[i].offsets);
+		if (s->st[i].answered)
+			gnn_layout_free(&s->st[i].info.layout);
 	}
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
@@ -255,12 +255,12 @@ const struct gnn_layout *smp_stores_layout(const struct smp_stores *s)
 
 /* ---- INFO probes ---- */
 
-/* One INFO answer; offsets is a malloc'd copy (info.layout.offsets points to it). */
+/* One INFO answer; with own, info.layout is a copy it owns (gnn_layout_dup). */
 struct probe {
 	int rc;
 	char err[256];
 	struct gnn_info info;
-	int64_t *offsets;
+	bool own;
 };
 
 /* Sends INFO to every store with want[i] set, in parallel, through the
@@ -275,7 +275,7 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 	for (size_t i = 0; i < s->n; i++) {
 		res[i].rc = GNN_ENOMEM;
 		snprintf(res[i].err, sizeof(res[i].err), "out of memory");
-		res[i].offsets = NULL;
+		res[i].own = false;
 	}
 	if (calls == NULL || reqs == NULL || idx == NULL)
 		goto out;
@@ -302,13 +302,11 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 		    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
 			snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
 		} else {
-			size_t bytes = ((size_t)r->info.layout.num_parts + 1) * sizeof(int64_t);
+			struct gnn_layout copy;
 
-			if ((r->offsets = malloc(bytes)) == NULL) {
-				r->rc = GNN_ENOMEM;
-			} else {
-				memcpy(r->offsets, r->info.layout.offsets, bytes);
-				r->info.layout.offsets = r->offsets;
+			if ((r->rc = gnn_layout_dup(&r->info.layout, &copy)) == GNN_OK) {
+				r->info.layout = copy;
+				r->own = true;
 			}
 			gnn_proto_release(r->info.owned);
 			r->info.owned = NULL;
@@ -326,7 +324,8 @@ out:
 static void probes_free(struct probe *res, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		free(res[i].offsets);
+		if (res[i].own)
+			gnn_layout_free(&res[i].info.layout);
 }
 
 /* Names of the stores in state st (or not in it, with negate), for logs:
@@ -390,6 +389,11 @@ static int check_layout(struct smp_stores *s)
 			field = "feat_dim/num_classes";
 		else if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
 			field = "node_offsets";
+		else if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
+			 il->schema->num_types != rl->schema->num_types ||
+			 memcmp(il->type_offsets, rl->type_offsets,
+				((size_t)rl->num_parts * rl->schema->num_types + 1) * 8) != 0)
+			field = "schema";
 		if (field != NULL) {
 			GNN_ERROR("graphstores_mismatch", "store=%s url=%s field=%s graph_id=%016" PRIx64
 				  " expected_graph_id=%016" PRIx64 " reason=\"%s serves another graph than %s (%s "
@@ -455,8 +459,7 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 				continue;
 			}
 			st->info = res[i].info;
-			st->offsets = res[i].offsets;
-			res[i].offsets = NULL;
+			res[i].own = false;
 			st->answered = true;
 			atomic_store(&st->state, ST_UP);
 			GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
@@ -733,11 +736,11 @@ static const char *client_detail(const struct store *st, const char *err)
 	return err;
 }
 
-static int encode_call(struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+static int encode_call(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
 {
 	switch (c->op) {
 	case SMP_OP_SAMPLE:
-		return gnn_encode_sample_req(w, req_id, c->seed, c->fanout, c->ids, c->n);
+		return gnn_encode_sample_req(w, req_id, c->seed, s->layout.schema->num_rels, c->fanouts, c->ids, c->n);
 	case SMP_OP_FEAT:
 		return gnn_encode_ids_req(w, GNN_MSG_FEAT_REQ, req_id, c->ids, c->n);
 	case SMP_OP_LABEL:
@@ -773,7 +776,7 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 		c->counts = r.counts;
 		c->nbrs = r.nbrs;
 		c->total = r.total;
-		return r.n == c->n ? GNN_OK : GNN_EPROTO;
+		return r.n == c->n && r.num_rels == s->layout.schema->num_rels ? GNN_OK : GNN_EPROTO;
 	}
 	if (c->op == SMP_OP_FEAT) {
 		struct gnn_feat_resp r;
@@ -782,7 +785,7 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 			return rc;
 		h->owned = r.owned;
 		c->rows = r.rows;
-		return r.n == c->n && r.dim == s->layout.feat_dim ? GNN_OK : GNN_EPROTO;
+		return r.n == c->n && r.dim == c->feat_dim ? GNN_OK : GNN_EPROTO;
 	}
 	if (c->op == SMP_OP_PREDICT) {
 		if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
@@ -887,10 +890,18 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 	double mean_degree = s->layout.num_nodes > 0 ? (double)s->layout.num_edges / (double)s->layout.num_nodes : 0;
 
 	switch (c->op) {
-	case SMP_OP_SAMPLE:
-		return (double)c->n * (4 + 8 * (c->fanout > 0 ? (double)c->fanout : mean_degree));
+	case SMP_OP_SAMPLE: {
+		const struct gnn_schema *sc = s->layout.schema;
+		double per_node = 0;
+
+		/* a node has neighbours under about R_dst of the R relations */
+		for (uint32_t r = 0; r < sc->num_rels; r++)
+			per_node += 4 + 8 * (c->fanouts[r] > 0 ? (double)c->fanouts[r] :
+					     c->fanouts[r] < 0 ? mean_degree : 0) / sc->num_types;
+		return (double)c->n * per_node;
+	}
 	case SMP_OP_FEAT:
-		return (double)c->n * s->layout.feat_dim * sizeof(float);
+		return (double)c->n * c->feat_dim * sizeof(float);
 	case SMP_OP_LABEL:
 		return (double)c->n * sizeof(int32_t);
 	case SMP_OP_NODES:
@@ -946,7 +957,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 	for (size_t i = 0; i < n; i++) {
 		gnn_wbuf_init(&reqs[i]);
 		if (calls[i].part >= s->layout.num_parts ||
-		    encode_call(&reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
+		    encode_call(s, &reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
 			snprintf(err, err_len, "cannot encode a %s request for partition %" PRIu32,
 				 op_name(calls[i].op), calls[i].part);
 			rc = GNN_ENOMEM;

@@ -66,6 +66,7 @@ struct bench_mb {
 	int64_t *ids[GNN_PROTO_MAX_LAYERS + 1];  /* ids[l]: block l's src IDs; ids[L]: the seeds */
 	int32_t *indptr[GNN_PROTO_MAX_LAYERS], *indices[GNN_PROTO_MAX_LAYERS];
 	float *feat;
+	uint8_t *types;   /* all 0: one node type */
 	int32_t *labels;
 };
 
@@ -78,6 +79,7 @@ static void bench_mb_free(struct bench_mb *b)
 		free(b->indices[l]);
 	}
 	free(b->feat);
+	free(b->types);
 	free(b->labels);
 }
 
@@ -144,8 +146,8 @@ static int make_block(struct bench_mb *b, uint32_t l, uint32_t nd, uint32_t f, u
 	}
 	for (uint32_t i = 0; i < ns; i++)
 		loc[src[i]] = -1;
-	b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_edges = e, .src_ids = src,
-					      .indptr = indptr, .indices = indices };
+	b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_rels = 1, .num_edges = e,
+					      .src_ids = src, .indptr = indptr, .indices = indices };
 	return GNN_OK;
 }
 
@@ -156,6 +158,7 @@ static int make_rows(struct bench_mb *b, uint32_t L, uint64_t key)
 	uint64_t fkey = gnn_mix64(key ^ 0x66656174ull), ykey = gnn_mix64(key ^ 0x6c61626cull);
 
 	if ((b->feat = malloc(nf * sizeof(float))) == NULL ||
+	    (b->types = calloc((size_t)b->mb.blocks[0].num_src + 1, 1)) == NULL ||
 	    (b->labels = malloc((size_t)bc.batch * sizeof(int32_t))) == NULL)
 		return GNN_ENOMEM;
 	for (size_t i = 0; i < nf; i++)
@@ -164,9 +167,13 @@ static int make_rows(struct bench_mb *b, uint32_t L, uint64_t key)
 		b->labels[i] = (int32_t)(unit(ykey, (uint64_t)i) * (double)bc.classes);
 	b->mb.num_layers = L;
 	b->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
-	b->mb.feat_dim = (uint32_t)bc.in_dim;
+	b->mb.num_types = 1;
+	b->mb.num_rels = 1;
+	b->mb.feat_dims[0] = (uint32_t)bc.in_dim;
 	b->mb.num_seeds = (uint32_t)bc.batch;
-	b->mb.feat = b->feat;
+	b->mb.src_types = b->types;
+	b->mb.feat[0] = b->feat;
+	gnn_minibatch_count_types(&b->mb);
 	b->mb.labels = b->labels;
 	return GNN_OK;
 }
@@ -319,7 +326,7 @@ static int write_dump(const char *path, const struct bench_mb *b, const int32_t 
 		off_indptr[l] = dump_array(&w, k->indptr, ((size_t)k->num_dst + 1) * sizeof(int32_t));
 		off_indices[l] = dump_array(&w, k->indices, k->num_edges * sizeof(int32_t));
 	}
-	off_feat = dump_array(&w, b->feat, (size_t)b->mb.blocks[0].num_src * b->mb.feat_dim * sizeof(float));
+	off_feat = dump_array(&w, b->feat, (size_t)b->mb.blocks[0].num_src * b->mb.feat_dims[0] * sizeof(float));
 	off_labels = dump_array(&w, b->labels, (size_t)b->mb.num_seeds * sizeof(int32_t));
 	off_params = dump_array(&w, params, np * sizeof(float));
 	off_grad = dump_array(&w, grad_nodrop, np * sizeof(float));

@@ -235,8 +235,10 @@ static const float *row_of(const struct infer *in, uint32_t l, int64_t gid)
 	int32_t q = gnn_layout_owner(&in->meta.layout, gid);
 	int64_t local = gid - in->meta.layout.offsets[q];
 
+	uint32_t dim;
+
 	if (l == 0)
-		return in->parts[q].feat + (size_t)local * in->meta.layout.feat_dim;
+		return gnn_part_feat_row(&in->parts[q], gid, &dim);
 	return (const float *)in->prev[q].data + (size_t)local * (size_t)ic.hidden;
 }
 

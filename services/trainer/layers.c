@@ -133,7 +133,7 @@ int tr_layers_forward(void *self, const struct gnn_minibatch *mb, bool train, ui
 {
 	struct tr_layers *s = self;
 	uint32_t L = s->cfg.num_layers;
-	const float *h = mb->feat;
+	const float *h = mb->feat[0];
 	int rc;
 
 	for (uint32_t l = 0; l < L; l++) {

@@ -89,7 +89,8 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 		  uint64_t hint, uint64_t req_id, struct fetched *out)
 {
 	struct gnn_minibatch_req req = { .seed = gnn_draw64(job->seed, k), .flags = job->flags,
-					  .num_layers = job->num_layers, .seeds = seeds, .num_seeds = n };
+					  .num_layers = job->num_layers, .num_rels = job->num_rels,
+					  .fanouts = job->fanouts, .seeds = seeds, .num_seeds = n };
 	struct tr_batch *b = calloc(1, sizeof(*b));
 
 	out->rc = GNN_ENOMEM;
@@ -97,7 +98,6 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 	out->err[0] = '\0';
 	if (b == NULL)
 		return;
-	memcpy(req.fanouts, job->fanouts, sizeof(req.fanouts));
 	b->step = k;
 	out->rc = tr_samplers_minibatch(l->o.samplers, hint, req_id, &req, &b->reply, &b->mb, out->err,
 					sizeof(out->err));

@@ -27,8 +27,8 @@ struct tr_job {
 	size_t n;
 	uint32_t batch;
 	uint64_t first_step;
-	uint32_t num_layers;
-	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
+	uint32_t num_layers, num_rels;
+	const int32_t *fanouts;     /* [num_layers * num_rels], borrowed until tr_loader_end */
 	uint32_t flags;             /* GNN_MB_* */
 	uint64_t seed;
 	const char *what;           /* "train", "valid", "test": for logs */

@@ -115,22 +115,21 @@ static bool ready(void *ctx, char *reason, size_t len)
 	return false;
 }
 
-/* --NAME's fanouts into v[n], one per layer. */
-static int parse_fanouts(const char *name, const char *text, uint32_t n, int32_t *v)
+/* --NAME's fanouts (fanouts.h) into *f, one per layer (for each relation:
+ * they are resolved on the graph's relations once the samplers tell them). */
+static int parse_fanouts(const char *name, const char *text, uint32_t n, struct gnn_fanouts *f)
 {
-	struct gnn_fanouts f;
-	char why[160];
+	char why[256];
 
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, f, why, sizeof(why)) != GNN_OK) {
 		GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", name, text, why);
 		return GNN_EINVAL;
 	}
-	if (f.n != n) {
+	if (f->n != n) {
 		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
-			  text, n, f.n);
+			  text, n, f->n);
 		return GNN_EINVAL;
 	}
-	memcpy(v, f.v, n * sizeof(*v));
 	return GNN_OK;
 }
 
@@ -163,9 +162,9 @@ static int resolve_config(struct tr_config *c)
 				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
 				 .log_interval_s = opt.log_interval_s };
-	if (parse_fanouts("fanouts", opt.fanouts, c->layers, c->fanouts) != GNN_OK ||
+	if (parse_fanouts("fanouts", opt.fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
 	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
-			  c->eval_fanouts) != GNN_OK)
+			  &c->eval_fanouts_text) != GNN_OK)
 		return GNN_EINVAL;
 	if (opt.threads == 0)
 		opt.threads = gnn_cpu_count();
@@ -376,7 +375,7 @@ static int wait_samplers(void *ctx, int http_port)
 	int rc = tr_samplers_connect(t->samplers, (double)opt.wait_s, &t->graph);
 
 	(void)http_port;
-	if (rc == GNN_OK)
+	if (rc == GNN_OK && (rc = tr_config_resolve(&t->c, &t->graph)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);
 	return rc;
 }
@@ -401,7 +400,6 @@ static int serve(void *ctx)
 	/* Nothing to sample any more: stop resolving and probing replicas. */
 	tr_samplers_close(t->samplers);
 	t->samplers = NULL;
-	t->graph.offsets = NULL; /* was the samplers' */
 	atomic_store(&state, ST_FINISHED);
 	log_summary(&t->c, &res);
 	if (strcmp(opt.on_finish, "serve") == 0)
@@ -415,6 +413,8 @@ static void stop(void *ctx, int status)
 
 	(void)status;
 	tr_samplers_close(t->samplers);
+	if (t->graph.schema != NULL)
+		gnn_layout_free(&t->graph);
 	gnn_peers_free(t->peer_urls, t->npeers);
 	gnn_peers_free(t->sampler_urls, t->nsamplers);
 }

@@ -175,10 +175,13 @@ static void check_shape(const struct tr_model *m, const struct gnn_minibatch *mb
 		err_add(e, "minibatch has %" PRIu32 " layers, the model %" PRIu32, mb->num_layers, L);
 		return;
 	}
-	if (mb->feat == NULL)
+	if (mb->num_types != 1 || mb->num_rels != 1)
+		err_add(e, "minibatch of %" PRIu32 " node types and %" PRIu32 " relations; the model reads one of each",
+			mb->num_types, mb->num_rels);
+	else if (mb->feat[0] == NULL)
 		err_add(e, "minibatch has no feature rows");
-	else if (mb->feat_dim != m->cfg.in_dim)
-		err_add(e, "feature width %" PRIu32 " differs from the model's in_dim %" PRIu32, mb->feat_dim,
+	else if (mb->feat_dims[0] != m->cfg.in_dim)
+		err_add(e, "feature width %" PRIu32 " differs from the model's in_dim %" PRIu32, mb->feat_dims[0],
 			m->cfg.in_dim);
 	if (need_labels && mb->labels == NULL)
 		err_add(e, "minibatch has no labels");

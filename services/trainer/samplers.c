@@ -51,8 +51,7 @@ struct tr_samplers {
 	struct replica **reps;
 	size_t nreps;
 	bool have_graph;
-	struct gnn_info info;       /* first INFO answer: the graph (layout.offsets: offsets) */
-	int64_t *offsets;
+	struct gnn_info info;       /* first INFO answer: the graph (its layout an owned copy) */
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool closing;
@@ -260,12 +259,11 @@ static bool take_info(struct tr_samplers *s, struct replica *r, nng_msg *reply)
 		return false;
 	pthread_mutex_lock(&s->mu);
 	if (!s->have_graph) {
-		size_t nb = ((size_t)info.layout.num_parts + 1) * sizeof(int64_t);
+		struct gnn_layout copy;
 
-		if ((s->offsets = malloc(nb)) != NULL) {
-			memcpy(s->offsets, info.layout.offsets, nb);
+		if (gnn_layout_dup(&info.layout, &copy) == GNN_OK) {
 			s->info = info;
-			s->info.layout.offsets = s->offsets;
+			s->info.layout = copy;
 			s->info.owned = NULL;
 			s->have_graph = true;
 		}
@@ -468,6 +466,7 @@ void tr_samplers_set_slow(struct tr_samplers *s, uint64_t hint, double waited_s)
 int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout *g)
 {
 	double t0 = gnn_now(), last_log = t0;
+	int rc;
 
 	GNN_INFO("waiting_for_samplers", "samplers=%zu timeout_s=%.0f", s->o.n, wait_s);
 	while (tr_samplers_live(s) == 0) {
@@ -493,8 +492,10 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout 
 		nanosleep(&tick, NULL);
 	}
 	pthread_mutex_lock(&s->mu);
-	*g = s->info.layout;   /* layout.offsets: s->offsets, the samplers' copy */
+	rc = gnn_layout_dup(&s->info.layout, g);
 	pthread_mutex_unlock(&s->mu);
+	if (rc != GNN_OK)
+		return rc;
 	GNN_INFO("samplers_ready", "live=%zu nodes=%" PRId64 " edges=%" PRId64 " parts=%" PRIu32 " feat_dim=%" PRIu32
 		 " classes=%" PRIu32 " graph_id=%016" PRIx64 " waited_s=%.1f", tr_samplers_live(s), g->num_nodes,
 		 g->num_edges, g->num_parts, g->feat_dim, g->num_classes, g->graph_id, gnn_now() - t0);
@@ -685,7 +686,8 @@ void tr_samplers_close(struct tr_samplers *s)
 		for (size_t i = 0; i < s->o.n; i++)
 			free(s->given[i]);
 	free(s->given);
-	free(s->offsets);
+	if (s->have_graph)
+		gnn_layout_free(&s->info.layout);
 	pthread_cond_destroy(&s->changed);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

@@ -46,8 +46,8 @@ struct tr_samplers;
 int tr_samplers_open(const struct tr_samplers_opts *o, struct tr_samplers **out);
 
 /* Waits up to wait_s for a replica to answer INFO (logging every ~10 s
- * which URLs it waits for), and fills g, the graph as the samplers report
- * it (g->offsets is the samplers' until tr_samplers_close). GNN_ETIMEDOUT,
+ * which URLs it waits for), and fills g with a copy of the graph's layout
+ * as the samplers report it (the caller's: gnn_layout_free). GNN_ETIMEDOUT,
  * GNN_ECLOSED (stop), GNN_EINVAL when replicas disagree about the graph. */
 int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout *g);
 

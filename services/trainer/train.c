@@ -68,6 +68,23 @@ struct run {
 	uint64_t global_step;
 };
 
+int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g)
+{
+	const struct gnn_fanouts *f[2] = { &c->fanouts_text, &c->eval_fanouts_text };
+	int32_t *out[2] = { c->fanouts, c->eval_fanouts };
+	const char *names[2] = { "fanouts", "eval-fanouts" };
+	char why[256], text[512];
+
+	c->num_rels = g->schema->num_rels;
+	for (int i = 0; i < 2; i++)
+		if (gnn_fanouts_resolve(f[i], g->schema, out[i], why, sizeof(why)) != GNN_OK) {
+			gnn_fanouts_format(f[i], text, sizeof(text));
+			GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", names[i], text, why);
+			return GNN_EINVAL;
+		}
+	return GNN_OK;
+}
+
 uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 {
 	uint64_t h = gnn_draw64(0x6d6f64656cull, c->layers);
@@ -79,6 +96,10 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 	 * checkpoints written then still resume */
 	for (const char *s = c->model; s != NULL && strcmp(c->model, "graphsage") != 0 && *s != '\0'; s++)
 		h = gnn_draw64(h, (unsigned char)*s);
+	/* the schema is a typed graph's only (a homogeneous model's hash stays
+	 * what it was, so its checkpoints still resume) */
+	if (!gnn_schema_is_plain(g->schema))
+		h = gnn_draw64(h, gnn_schema_hash(g->schema));
 	return gnn_draw64(h, g->graph_id);
 }
 
@@ -105,8 +126,8 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 	h = mix_float(h, c->dropout);
 	h = gnn_draw64(h, c->checkpoint_dir != NULL);
 	h = gnn_draw64(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
-	for (uint32_t l = 0; l < c->layers; l++)
-		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[l]), (uint32_t)c->eval_fanouts[l]);
+	for (uint32_t k = 0; k < c->layers * c->num_rels; k++)
+		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[k]), (uint32_t)c->eval_fanouts[k]);
 	return h;
 }
 
@@ -310,12 +331,12 @@ static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *w
 	const struct tr_config *c = r->c;
 	size_t lo = (size_t)((uint64_t)n * c->rank / c->world), hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
 	struct tr_job job = { .seeds = nodes + lo, .n = hi - lo, .batch = c->eval_batch, .num_layers = c->layers,
+			      .num_rels = c->num_rels, .fanouts = c->eval_fanouts,
 			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .seed = seed, .what = what };
 	double counts[2] = { 0, 0 }, t0 = gnn_now(), waited;
 	char err[512];
 	int rc = GNN_OK;
 
-	memcpy(job.fanouts, c->eval_fanouts, sizeof(job.fanouts));
 	if (job.n > 0 && (rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
 		return rc;
 	for (size_t k = 0; job.n > 0 && k < (job.n + job.batch - 1) / job.batch; k++) {
@@ -525,7 +546,8 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 {
 	const struct tr_config *c = r->c;
 	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
-			      .num_layers = c->layers, .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
+			      .num_layers = c->layers, .num_rels = c->num_rels, .fanouts = c->fanouts,
+			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
 			      .seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
 	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
 	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = sums->loss, labelled = sums->labelled,
@@ -534,7 +556,6 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 	char err[512];
 	int rc;
 
-	memcpy(job.fanouts, c->fanouts, sizeof(job.fanouts));
 	epoch_seeds(r, epoch);
 	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
 		return rc;

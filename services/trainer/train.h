@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ckpt.h"
+#include "fanouts.h"
 #include "metrics.h"
 #include "proto.h"
 #include "ring.h"
@@ -16,7 +17,12 @@ struct tr_config {
 	uint32_t rank, world;
 	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;
 	uint32_t val_nodes, test_nodes;  /* evaluation samples (0: the whole split) */
-	int32_t fanouts[GNN_PROTO_MAX_LAYERS], eval_fanouts[GNN_PROTO_MAX_LAYERS];
+	struct gnn_fanouts fanouts_text, eval_fanouts_text;  /* as given (--fanouts, --eval-fanouts) */
+	/* Resolved on the graph's relations (tr_config_resolve): layer l's
+	 * fanout for relation r at l num_rels + r. */
+	uint32_t num_rels;
+	int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
+	int32_t eval_fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
 	float lr, weight_decay, dropout;
 	uint64_t seed;
 	const char *model;            /* tr_model_find's name; NULL: graphsage */
@@ -33,6 +39,11 @@ struct tr_env {
 	struct gnn_metrics *metrics;
 	bool (*stop)(void);
 };
+
+/* Resolves the fanout texts on the graph's relations into c->fanouts and
+ * c->eval_fanouts (GNN_EINVAL, logged, for a relation named that the graph
+ * lacks, or one without a list). */
+int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g);
 
 /* The digest of the model's shape and graph a checkpoint must match. */
 uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g);

@@ -122,7 +122,7 @@ static const void *reopen(const char *msg, int rc, const struct gnn_wbuf *w, uin
 	return payload;
 }
 
-/* A SAMPLE_REQ fanout; a MINIBATCH_REQ one may also be 0 (no neighbours). */
+/* A fanout: -1 (all), 0 (none) or 1..GNN_PROTO_MAX_FANOUT. */
 static bool fanout_ok(int32_t f)
 {
 	return f == -1 || (f >= 1 && f <= GNN_PROTO_MAX_FANOUT);
@@ -176,6 +176,8 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
+	char why[256];
+	size_t nt;
 
 	(void)h;
 	memset(&v, FILL, sizeof(v));
@@ -184,7 +186,7 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	/* part_id == num_parts: a sampler's answer (the whole graph). */
 	if (l->num_parts == 0 || l->num_parts > GNN_PROTO_MAX_PARTS || v.part_id > l->num_parts ||
 	    l->num_nodes <= 0 || l->num_edges < 0 || v.part_edges < 0 || v.part_edges > l->num_edges ||
-	    l->feat_dim == 0 || l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
+	    l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
 		broken("info_resp", "accepted with a field out of range");
 	touch_i64(l->offsets, (uint64_t)l->num_parts + 1);
 	for (uint32_t i = 0; i < l->num_parts; i++)
@@ -192,6 +194,10 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 			broken("info_resp", "accepted with offsets not strictly increasing");
 	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes)
 		broken("info_resp", "accepted with offsets not from 0 to num_nodes");
+	nt = (size_t)l->num_parts * l->schema->num_types + 1;
+	touch_i64(l->type_offsets, nt);
+	if (gnn_layout_check(l, why, sizeof(why)) != GNN_OK)
+		broken("info_resp", "accepted a schema or type ranges gnn_layout_check refuses");
 	gnn_wbuf_init(&w);
 	p2 = reopen("info_resp", gnn_encode_info_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_INFO_RESP, &h2);
 	if (gnn_decode_info_resp(p2, h2.len, &v2) != GNN_OK)
@@ -199,8 +205,10 @@ static void check_info_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	if (v2.part_id != v.part_id || l2->num_parts != l->num_parts || l2->num_nodes != l->num_nodes ||
 	    l2->num_edges != l->num_edges || l2->feat_dim != l->feat_dim ||
 	    l2->num_classes != l->num_classes || v2.part_edges != v.part_edges ||
-	    l2->graph_id != l->graph_id || !same(l2->offsets, l->offsets, ((size_t)l->num_parts + 1) * 8))
-		broken("info_resp", "round trip: a field or the offsets differ");
+	    l2->graph_id != l->graph_id || !same(l2->offsets, l->offsets, ((size_t)l->num_parts + 1) * 8) ||
+	    gnn_schema_hash(l2->schema) != gnn_schema_hash(l->schema) ||
+	    !same(l2->type_offsets, l->type_offsets, nt * 8))
+		broken("info_resp", "round trip: a field, the offsets or the schema differ");
 	gnn_proto_release(v2.owned);
 	gnn_wbuf_free(&w);
 	gnn_proto_release(v.owned);
@@ -236,22 +244,31 @@ static void check_sample_req(const struct gnn_hdr *h, const uint8_t *p, size_t l
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
+	bool any = false;
 
 	(void)h;
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("sample_req", gnn_decode_sample_req(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.n > GNN_PROTO_MAX_IDS || !fanout_ok(v.fanout))
-		broken("sample_req", "accepted over the ID limit or with a bad fanout");
+	if (v.n > GNN_PROTO_MAX_IDS || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS)
+		broken("sample_req", "accepted over the ID or relation limit");
+	for (uint32_t r = 0; r < v.num_rels; r++) {
+		if (!layer_fanout_ok(v.fanouts[r]))
+			broken("sample_req", "accepted a bad fanout");
+		any = any || v.fanouts[r] != 0;
+	}
+	if (!any)
+		broken("sample_req", "accepted fanouts that are all 0");
 	touch_i64(v.ids, v.n);
 	gnn_wbuf_init(&w);
-	p2 = reopen("sample_req", gnn_encode_sample_req(&w, FUZZ_REQ_ID, v.seed, v.fanout, v.ids, v.n),
-		    &w, GNN_MSG_SAMPLE_REQ, &h2);
+	p2 = reopen("sample_req",
+		    gnn_encode_sample_req(&w, FUZZ_REQ_ID, v.seed, v.num_rels, v.fanouts, v.ids, v.n), &w,
+		    GNN_MSG_SAMPLE_REQ, &h2);
 	if (gnn_decode_sample_req(p2, h2.len, &v2) != GNN_OK)
 		broken("sample_req", "round trip: the re-encoded message is refused");
-	if (v2.seed != v.seed || v2.fanout != v.fanout || v2.n != v.n ||
-	    !same(v2.ids, v.ids, (size_t)v.n * 8))
-		broken("sample_req", "round trip: seed, fanout or IDs differ");
+	if (v2.seed != v.seed || v2.num_rels != v.num_rels || !same(v2.fanouts, v.fanouts, (size_t)v.num_rels * 4) ||
+	    v2.n != v.n || !same(v2.ids, v.ids, (size_t)v.n * 8))
+		broken("sample_req", "round trip: seed, fanouts or IDs differ");
 	gnn_proto_release(v2.owned);
 	gnn_wbuf_free(&w);
 	gnn_proto_release(v.owned);
@@ -263,26 +280,27 @@ static void check_sample_resp(const struct gnn_hdr *h, const uint8_t *p, size_t 
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
-	uint64_t sum = 0;
+	uint64_t sum = 0, nc;
 
 	(void)h;
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("sample_resp", gnn_decode_sample_resp(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.n > GNN_PROTO_MAX_IDS)
-		broken("sample_resp", "accepted over the ID limit");
-	for (uint32_t i = 0; i < v.n; i++)
+	if (v.n > GNN_PROTO_MAX_IDS || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS)
+		broken("sample_resp", "accepted over the ID or relation limit");
+	nc = (uint64_t)v.n * v.num_rels;
+	for (uint64_t i = 0; i < nc; i++)
 		sum += v.counts[i];
 	if (sum != v.total)
 		broken("sample_resp", "accepted with counts not adding up to total");
 	touch_i64(v.nbrs, v.total);
 	gnn_wbuf_init(&w);
 	p2 = reopen("sample_resp",
-		    gnn_encode_sample_resp(&w, FUZZ_REQ_ID, v.counts, v.n, v.nbrs, v.total), &w,
+		    gnn_encode_sample_resp(&w, FUZZ_REQ_ID, v.counts, v.n, v.num_rels, v.nbrs, v.total), &w,
 		    GNN_MSG_SAMPLE_RESP, &h2);
 	if (gnn_decode_sample_resp(p2, h2.len, &v2) != GNN_OK)
 		broken("sample_resp", "round trip: the re-encoded message is refused");
-	if (v2.n != v.n || v2.total != v.total || !same(v2.counts, v.counts, (size_t)v.n * 4) ||
+	if (v2.n != v.n || v2.num_rels != v.num_rels || v2.total != v.total || !same(v2.counts, v.counts, nc * 4) ||
 	    !same(v2.nbrs, v.nbrs, (size_t)v.total * 8))
 		broken("sample_resp", "round trip: counts or neighbours differ");
 	gnn_proto_release(v2.owned);
@@ -466,11 +484,11 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("minibatch_req", gnn_decode_minibatch_req(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || !flags_ok(v.flags) ||
-	    v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
-		broken("minibatch_req", "accepted with layers, flags or seeds out of range");
-	for (uint32_t l = 0; l < v.num_layers; l++)
-		if (!layer_fanout_ok(v.fanouts[l]))
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || v.num_rels == 0 ||
+	    v.num_rels > GNN_PROTO_MAX_RELS || !flags_ok(v.flags) || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		broken("minibatch_req", "accepted with layers, relations, flags or seeds out of range");
+	for (uint32_t k = 0; k < v.num_layers * v.num_rels; k++)
+		if (!layer_fanout_ok(v.fanouts[k]))
 			broken("minibatch_req", "accepted a bad fanout");
 	touch_i64(v.seeds, v.num_seeds);
 	gnn_wbuf_init(&w);
@@ -478,8 +496,8 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 		    GNN_MSG_MINIBATCH_REQ, &h2);
 	if (gnn_decode_minibatch_req(p2, h2.len, &v2) != GNN_OK)
 		broken("minibatch_req", "round trip: the re-encoded message is refused");
-	if (v2.seed != v.seed || v2.flags != v.flags || v2.num_layers != v.num_layers ||
-	    !same(v2.fanouts, v.fanouts, (size_t)v.num_layers * 4) || v2.num_seeds != v.num_seeds ||
+	if (v2.seed != v.seed || v2.flags != v.flags || v2.num_layers != v.num_layers || v2.num_rels != v.num_rels ||
+	    !same(v2.fanouts, v.fanouts, (size_t)v.num_layers * v.num_rels * 4) || v2.num_seeds != v.num_seeds ||
 	    !same(v2.seeds, v.seeds, (size_t)v.num_seeds * 8))
 		broken("minibatch_req", "round trip: seed, flags, fanouts or seeds differ");
 	gnn_proto_release(v2.owned);
@@ -488,14 +506,17 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 }
 
 /* What proto.h promises of an accepted block: num_dst <= num_src, indptr
- * monotone from 0 to num_edges, indices below num_src. */
-static void check_block(const struct gnn_block *b)
+ * over the (destination, relation) rows monotone from 0 to num_edges,
+ * indices below num_src. */
+static void check_block(const struct gnn_block *b, uint32_t R)
 {
+	uint64_t rows = (uint64_t)b->num_dst * R;
+
 	touch_i64(b->src_ids, b->num_src);
-	if (b->num_dst > b->num_src || b->indptr[0] != 0 ||
-	    (uint64_t)(uint32_t)b->indptr[b->num_dst] != b->num_edges)
+	if (b->num_rels != R || b->num_dst > b->num_src || b->indptr[0] != 0 ||
+	    (uint64_t)(uint32_t)b->indptr[rows] != b->num_edges)
 		broken("minibatch_resp", "accepted a block with bad sizes or indptr ends");
-	for (uint32_t i = 0; i < b->num_dst; i++)
+	for (uint64_t i = 0; i < rows; i++)
 		if (b->indptr[i + 1] < b->indptr[i])
 			broken("minibatch_resp", "accepted a block with indptr decreasing");
 	for (uint64_t e = 0; e < b->num_edges; e++)
@@ -505,10 +526,32 @@ static void check_block(const struct gnn_block *b)
 
 static bool same_block(const struct gnn_block *a, const struct gnn_block *b)
 {
-	return a->num_dst == b->num_dst && a->num_src == b->num_src &&
+	return a->num_dst == b->num_dst && a->num_src == b->num_src && a->num_rels == b->num_rels &&
 	       a->num_edges == b->num_edges && same(a->src_ids, b->src_ids, (size_t)a->num_src * 8) &&
-	       same(a->indptr, b->indptr, ((size_t)a->num_dst + 1) * 4) &&
+	       same(a->indptr, b->indptr, ((size_t)a->num_dst * a->num_rels + 1) * 4) &&
 	       same(a->indices, b->indices, (size_t)a->num_edges * 4);
+}
+
+/* The input types and per-type feature matrices of an accepted minibatch. */
+static void check_inputs(const struct gnn_minibatch *v)
+{
+	uint32_t rows[GNN_PROTO_MAX_TYPES] = { 0 };
+
+	for (uint32_t i = 0; i < v->blocks[0].num_src; i++) {
+		if (v->src_types[i] >= v->num_types)
+			broken("minibatch_resp", "accepted an input node type out of range");
+		rows[v->src_types[i]]++;
+	}
+	for (uint32_t t = 0; t < v->num_types; t++) {
+		uint64_t n = (uint64_t)rows[t] * v->feat_dims[t];
+
+		if (rows[t] != v->type_rows[t] || v->feat_dims[t] > GNN_PROTO_MAX_FEAT_DIM)
+			broken("minibatch_resp", "accepted with type counts or a feature width out of range");
+		if ((v->flags & GNN_MB_FEATURES) && n > 0 && v->feat[t] == NULL)
+			broken("minibatch_resp", "accepted features without a type's rows");
+		if ((v->flags & GNN_MB_FEATURES) && n > 0)
+			touch_f32(v->feat[t], n);
+	}
 }
 
 static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
@@ -517,17 +560,17 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
-	size_t feat_n;
 
 	(void)h;
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("minibatch_resp", gnn_decode_minibatch_resp(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || !flags_ok(v.flags) ||
-	    v.feat_dim > GNN_PROTO_MAX_FEAT_DIM || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
-		broken("minibatch_resp", "accepted with layers, flags, feat_dim or seeds out of range");
+	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || !flags_ok(v.flags) || v.num_types == 0 ||
+	    v.num_types > GNN_PROTO_MAX_TYPES || v.num_rels == 0 || v.num_rels > GNN_PROTO_MAX_RELS ||
+	    v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+		broken("minibatch_resp", "accepted with layers, flags, types, relations or seeds out of range");
 	for (uint32_t l = 0; l < v.num_layers; l++) {
-		check_block(&v.blocks[l]);
+		check_block(&v.blocks[l], v.num_rels);
 		if (l > 0 && (v.blocks[l - 1].num_dst != v.blocks[l].num_src ||
 			      !same(v.blocks[l - 1].src_ids, v.blocks[l].src_ids,
 				    (size_t)v.blocks[l].num_src * 8)))
@@ -535,13 +578,9 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 	}
 	if (v.blocks[v.num_layers - 1].num_dst != v.num_seeds)
 		broken("minibatch_resp", "accepted a last block without num_seeds destinations");
-	feat_n = (size_t)v.blocks[0].num_src * v.feat_dim;
-	if ((v.flags & GNN_MB_FEATURES) && (v.feat == NULL || v.feat_dim == 0))
-		broken("minibatch_resp", "accepted features without rows or with dim 0");
+	check_inputs(&v);
 	if ((v.flags & GNN_MB_LABELS) && v.labels == NULL)
 		broken("minibatch_resp", "accepted labels without the array");
-	if (v.flags & GNN_MB_FEATURES)
-		touch_f32(v.feat, feat_n);
 	if (v.flags & GNN_MB_LABELS)
 		touch_i32(v.labels, v.num_seeds);
 	gnn_wbuf_init(&w);
@@ -549,14 +588,17 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 		    GNN_MSG_MINIBATCH_RESP, &h2);
 	if (gnn_decode_minibatch_resp(p2, h2.len, &v2) != GNN_OK)
 		broken("minibatch_resp", "round trip: the re-encoded message is refused");
-	if (v2.num_layers != v.num_layers || v2.flags != v.flags || v2.feat_dim != v.feat_dim ||
-	    v2.num_seeds != v.num_seeds)
-		broken("minibatch_resp", "round trip: a header field differs");
+	if (v2.num_layers != v.num_layers || v2.flags != v.flags || v2.num_types != v.num_types ||
+	    v2.num_rels != v.num_rels || v2.num_seeds != v.num_seeds ||
+	    !same(v2.feat_dims, v.feat_dims, (size_t)v.num_types * 4) ||
+	    !same(v2.src_types, v.src_types, v.blocks[0].num_src))
+		broken("minibatch_resp", "round trip: a header field or the input types differ");
 	for (uint32_t l = 0; l < v.num_layers; l++)
 		if (!same_block(&v2.blocks[l], &v.blocks[l]))
 			broken("minibatch_resp", "round trip: a block differs");
-	if ((v.flags & GNN_MB_FEATURES) && !same(v2.feat, v.feat, feat_n * 4))
-		broken("minibatch_resp", "round trip: the features differ");
+	for (uint32_t t = 0; (v.flags & GNN_MB_FEATURES) && t < v.num_types; t++)
+		if (!same(v2.feat[t], v.feat[t], (size_t)v.type_rows[t] * v.feat_dims[t] * 4))
+			broken("minibatch_resp", "round trip: the features differ");
 	if ((v.flags & GNN_MB_LABELS) && !same(v2.labels, v.labels, (size_t)v.num_seeds * 4))
 		broken("minibatch_resp", "round trip: the labels differ");
 	gnn_proto_release(v2.owned);

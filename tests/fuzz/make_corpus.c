@@ -75,37 +75,79 @@ static void emit_minibatches(struct gnn_wbuf *w)
 	static const int32_t labels[] = { 3, -1 };
 	static const int64_t seeds[] = { 100, 200 }, one_seed[] = { 7 };
 	static const int32_t indptr_one[] = { 0, 0 };
+	static const uint8_t types[4] = { 0 }, typed[4] = { 1, 1, 0, 1 };
+	/* typed: two relations; 300 is of type 0 (no features) */
+	static const int32_t tptr0[] = { 0, 1, 1, 1, 1, 1, 2 }, tptr1[] = { 0, 0, 1, 1, 2 };
+	static const int32_t tfan[] = { 2, 0, 3, 1 };
 	struct gnn_minibatch mb = {
-		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dim = 2,
-		.num_seeds = 2, .feat = feat, .labels = labels,
+		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 1, .num_rels = 1,
+		.feat_dims = { 2 }, .num_seeds = 2, .src_types = types, .type_rows = { 4 }, .feat = { feat },
+		.labels = labels,
 		.blocks = {
-			{ .num_dst = 3, .num_src = 4, .num_edges = 2, .src_ids = src0,
+			{ .num_dst = 3, .num_src = 4, .num_rels = 1, .num_edges = 2, .src_ids = src0,
 			  .indptr = indptr0, .indices = indices0 },
-			{ .num_dst = 2, .num_src = 3, .num_edges = 2, .src_ids = src1,
+			{ .num_dst = 2, .num_src = 3, .num_rels = 1, .num_edges = 2, .src_ids = src1,
 			  .indptr = indptr1, .indices = indices1 },
 		},
 	};
+	struct gnn_minibatch tmb = {
+		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 2, .num_rels = 2,
+		.feat_dims = { 0, 2 }, .num_seeds = 2, .src_types = typed, .type_rows = { 1, 3 },
+		.feat = { NULL, feat }, .labels = labels,
+		.blocks = {
+			{ .num_dst = 3, .num_src = 4, .num_rels = 2, .num_edges = 2, .src_ids = src0,
+			  .indptr = tptr0, .indices = indices0 },
+			{ .num_dst = 2, .num_src = 3, .num_rels = 2, .num_edges = 2, .src_ids = src1,
+			  .indptr = tptr1, .indices = indices1 },
+		},
+	};
 	struct gnn_minibatch bare = {
-		.num_layers = 1, .num_seeds = 1,
-		.blocks = { { .num_dst = 1, .num_src = 1, .src_ids = one_seed, .indptr = indptr_one } },
+		.num_layers = 1, .num_types = 1, .num_rels = 1, .num_seeds = 1, .src_types = types, .type_rows = { 1 },
+		.blocks = { { .num_dst = 1, .num_src = 1, .num_rels = 1, .src_ids = one_seed, .indptr = indptr_one } },
 	};
 	struct gnn_minibatch_req req = {
-		.seed = 42, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
-		.fanouts = { 10, 5 }, .num_seeds = 2, .seeds = seeds,
+		.seed = 42, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2, .num_rels = 1,
+		.fanouts = (const int32_t[]){ 10, 5 }, .num_seeds = 2, .seeds = seeds,
 	};
 	struct gnn_minibatch_req req3 = {
-		.seed = 1, .num_layers = 3, .fanouts = { -1, 2, 1 }, .num_seeds = 1, .seeds = one_seed,
+		.seed = 1, .num_layers = 3, .num_rels = 1, .fanouts = (const int32_t[]){ -1, 2, 1 }, .num_seeds = 1,
+		.seeds = one_seed,
 	};
 	struct gnn_minibatch_req req0 = {  /* features only: no neighbours */
-		.seed = 2, .flags = GNN_MB_FEATURES, .num_layers = 3, .fanouts = { 0, 0, 0 }, .num_seeds = 2,
-		.seeds = seeds,
+		.seed = 2, .flags = GNN_MB_FEATURES, .num_layers = 3, .num_rels = 1,
+		.fanouts = (const int32_t[]){ 0, 0, 0 }, .num_seeds = 2, .seeds = seeds,
+	};
+	struct gnn_minibatch_req treq = {
+		.seed = 3, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2, .num_rels = 2, .fanouts = tfan,
+		.num_seeds = 2, .seeds = seeds,
 	};
 
 	emit("minibatch_resp", "minibatch_resp-2layers", gnn_encode_minibatch_resp(w, 15, &mb), w);
+	emit("minibatch_resp", "minibatch_resp-typed", gnn_encode_minibatch_resp(w, 15, &tmb), w);
 	emit("minibatch_resp", "minibatch_resp-bare", gnn_encode_minibatch_resp(w, 16, &bare), w);
 	emit("minibatch_req", "minibatch_req-2layers", gnn_encode_minibatch_req(w, 13, &req), w);
 	emit("minibatch_req", "minibatch_req-3layers", gnn_encode_minibatch_req(w, 14, &req3), w);
 	emit("minibatch_req", "minibatch_req-fanout0", gnn_encode_minibatch_req(w, 14, &req0), w);
+	emit("minibatch_req", "minibatch_req-typed", gnn_encode_minibatch_req(w, 14, &treq), w);
+}
+
+/* A typed layout: 3 partitions of 2 types ("a" without features, "b"
+ * with 8), 3 relations. */
+static void emit_typed_info(struct gnn_wbuf *w, const int64_t *offsets)
+{
+	static const int64_t toff[] = { 0, 1, 4, 6, 9, 10, 12 };
+	static struct gnn_schema s = {
+		.num_types = 2, .num_rels = 3, .label_type = 1,
+		.types = { { "a", 4, 0 }, { "b", 8, 8 } },
+		.rels = { { "ab", 0, 1, 10 }, { "rev_ab", 1, 0, 10 }, { "bb", 1, 1, 20 } },
+	};
+	struct gnn_info info = {
+		.part_id = 2, .part_edges = 13,
+		.layout = { .num_parts = 3, .num_nodes = 12, .num_edges = 40, .feat_dim = 8, .num_classes = 4,
+			    .graph_id = 0xbeefu, .offsets = offsets, .schema = &s, .type_offsets = toff },
+	};
+
+	emit("info_resp", "info_resp-typed", gnn_encode_info_resp(w, 3, &info), w);
 }
 
 int main(int argc, char **argv)
@@ -117,16 +159,22 @@ int main(int argc, char **argv)
 	struct gnn_predict_resp predict = { .n = 3, .k = 2, .params_crc = 0x1f97ab63u, .orig_ids = ids, .pred = labels,
 					    .classes = classes, .probs = rows };
 	static const uint8_t codes[] = { 0, 1, 2, 3, 1 };
+	struct gnn_schema plain12, plain4;
 	struct gnn_info info = {
 		.part_id = 1, .part_edges = 13,
 		.layout = { .num_parts = 3, .num_nodes = 12, .num_edges = 40, .feat_dim = 8,
-			    .num_classes = 4, .graph_id = 0xfeedu, .offsets = offsets },
+			    .num_classes = 4, .graph_id = 0xfeedu, .offsets = offsets, .schema = &plain12,
+			    .type_offsets = offsets },
 	};
 	struct gnn_info info1 = {
 		.layout = { .num_parts = 1, .num_nodes = 4, .num_edges = 0, .feat_dim = 1, .num_classes = 1,
-			    .offsets = (const int64_t[]){ 0, 4 } },
+			    .offsets = (const int64_t[]){ 0, 4 }, .schema = &plain4,
+			    .type_offsets = (const int64_t[]){ 0, 4 } },
 	};
 	struct gnn_wbuf w;
+
+	gnn_schema_plain(&plain12, 12, 40, 8);
+	gnn_schema_plain(&plain4, 4, 0, 1);
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: make_corpus OUTDIR\n");
@@ -144,13 +192,18 @@ int main(int argc, char **argv)
 	info.part_id = info.layout.num_parts;  /* a sampler's answer: the whole graph */
 	info.part_edges = info.layout.num_edges;
 	emit("info_resp", "info_resp-sampler", gnn_encode_info_resp(&w, 3, &info), &w);
+	emit_typed_info(&w, offsets);
 	emit("ids_req", "feat_req", gnn_encode_ids_req(&w, GNN_MSG_FEAT_REQ, 4, ids, 3), &w);
 	emit("ids_req", "label_req-empty", gnn_encode_ids_req(&w, GNN_MSG_LABEL_REQ, 5, ids, 0), &w);
 	emit("ids_req", "split_req", gnn_encode_ids_req(&w, GNN_MSG_SPLIT_REQ, 6, ids, 1), &w);
-	emit("sample_req", "sample_req", gnn_encode_sample_req(&w, 7, 99, 5, ids, 3), &w);
-	emit("sample_req", "sample_req-all", gnn_encode_sample_req(&w, 7, 0, -1, ids, 1), &w);
-	emit("sample_resp", "sample_resp", gnn_encode_sample_resp(&w, 7, counts, 3, ids, 3), &w);
-	emit("sample_resp", "sample_resp-empty", gnn_encode_sample_resp(&w, 7, counts, 0, ids, 0), &w);
+	emit("sample_req", "sample_req", gnn_encode_sample_req(&w, 7, 99, 1, (const int32_t[]){ 5 }, ids, 3), &w);
+	emit("sample_req", "sample_req-all", gnn_encode_sample_req(&w, 7, 0, 1, (const int32_t[]){ -1 }, ids, 1), &w);
+	emit("sample_req", "sample_req-rels",
+	     gnn_encode_sample_req(&w, 7, 5, 3, (const int32_t[]){ 0, 2, -1 }, ids, 2), &w);
+	emit("sample_resp", "sample_resp", gnn_encode_sample_resp(&w, 7, counts, 3, 1, ids, 3), &w);
+	emit("sample_resp", "sample_resp-rels",
+	     gnn_encode_sample_resp(&w, 7, (const uint32_t[]){ 1, 0, 0, 2, 0, 0 }, 2, 3, ids, 3), &w);
+	emit("sample_resp", "sample_resp-empty", gnn_encode_sample_resp(&w, 7, counts, 0, 1, ids, 0), &w);
 	emit("feat_resp", "feat_resp", gnn_encode_feat_resp(&w, 8, rows, 2, 3), &w);
 	emit("feat_resp", "feat_resp-empty", gnn_encode_feat_resp(&w, 8, rows, 0, 1), &w);
 	emit("label_resp", "label_resp", gnn_encode_label_resp(&w, 9, labels, 3), &w);

@@ -22,6 +22,7 @@
 
 #include "client.h"
 #include "err.h"
+#include "fanouts.h"
 #include "log.h"
 #include "opt.h"
 #include "part.h"
@@ -113,7 +114,8 @@ static void *worker_main(void *arg)
 		}
 		for (uint32_t l = 0; l < mb.num_layers; l++)
 			w->edges += mb.blocks[l].num_edges;
-		w->feat_bytes += (uint64_t)mb.blocks[0].num_src * mb.feat_dim * 4;
+		for (uint32_t t = 0; t < mb.num_types; t++)
+			w->feat_bytes += (uint64_t)mb.type_rows[t] * mb.feat_dims[t] * 4;
 		w->input_nodes += mb.blocks[0].num_src;
 		w->done++;
 		if (sh->timed) {
@@ -214,7 +216,9 @@ int main(int argc, char **argv)
 	struct worker sum;
 	uint64_t N;
 	double t0, secs, *lat;
-	const char *p;
+	static int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
+	struct gnn_fanouts f;
+	char why[256];
 	int rc;
 
 	gnn_log_init("bench_sampling");
@@ -232,15 +236,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sh.num_nodes = meta.layout.num_nodes;
-	gnn_meta_free(&meta);
-	for (p = cfg.fanouts; *p && sh.proto.num_layers < GNN_PROTO_MAX_LAYERS;) {
-		char *end;
-
-		sh.proto.fanouts[sh.proto.num_layers++] = (int32_t)strtol(p, &end, 10);
-		p = *end == ',' ? end + 1 : end;
-		if (end == p && *end)
-			return 2;
+	if (gnn_fanouts_parse(cfg.fanouts, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
+	    gnn_fanouts_resolve(&f, meta.layout.schema, fanouts, why, sizeof(why)) != GNN_OK) {
+		printf("bench_sampling: --fanouts %s: %s\n", cfg.fanouts, why);
+		return 2;
 	}
+	sh.proto.num_layers = f.n;
+	sh.proto.num_rels = meta.layout.schema->num_rels;
+	sh.proto.fanouts = fanouts;
+	gnn_meta_free(&meta);
 	sh.proto.num_seeds = (uint32_t)cfg.batch;
 	co = (struct gnn_client_opts){ .url = cfg.sampler, .name = "sampler", .timeout_ms = (int)cfg.timeout_ms };
 	if (gnn_client_open(&co, &sh.client) != GNN_OK)

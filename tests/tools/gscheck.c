@@ -54,63 +54,85 @@ static const struct gnn_part *part_of(const char *dir, int64_t v)
 
 static const char *const split_names[] = { "none", "train", "valid", "test" };
 
+/* Fanout of relation r in the reply's "fanout" (a number: every relation). */
+static int32_t fanout_of(json_t *doc, uint32_t r)
+{
+	json_t *f = json_object_get(doc, "fanout");
+
+	return (int32_t)json_integer_value(json_is_array(f) ? json_array_get(f, r) : f);
+}
+
+/* Node v's sampled neighbours under relation r (the entries of got whose
+ * relation, rels[j] or 0 without "relations", is r) against its stored
+ * list: the count, true in-neighbours, distinct, gnn_sample_choose's pick. */
+static void check_sample_rel(const struct gnn_part *pt, int64_t v, uint32_t r, int32_t fanout, uint64_t seed,
+			     json_t *got, json_t *rels, size_t *items)
+{
+	int64_t row = (v - pt->node_start) * pt->num_rels + r, deg = pt->indptr[row + 1] - pt->indptr[row];
+	const int64_t *adj = pt->indices + pt->indptr[row];
+	uint32_t *pos = malloc(sizeof(uint32_t) * (size_t)(deg > 0 ? deg : 1));
+	int64_t mine[4096];
+	size_t n = 0, want = fanout == 0 ? 0 : (fanout < 0 || deg <= fanout) ? (size_t)deg : (size_t)fanout;
+
+	for (size_t j = 0; j < json_array_size(got); j++)
+		if ((rels == NULL ? 0 : json_integer_value(json_array_get(rels, j))) == r && n < 4096)
+			mine[n++] = json_integer_value(json_array_get(got, j));
+	if (n != want) {
+		FAIL("sample: node %lld relation %u degree %lld fanout %d: %zu neighbours, want %zu", (long long)v, r,
+		     (long long)deg, fanout, n, want);
+		free(pos);
+		return;
+	}
+	for (size_t j = 0; j < n; j++) {
+		bool found = false;
+
+		for (int64_t e = 0; e < deg && !found; e++)
+			found = adj[e] == mine[j];
+		if (!found)
+			FAIL("sample: %lld is not an in-neighbour of %lld under relation %u", (long long)mine[j],
+			     (long long)v, r);
+		for (size_t k = 0; k < j; k++)
+			if (mine[k] == mine[j])
+				FAIL("sample: node %lld: neighbour %lld twice", (long long)v, (long long)mine[j]);
+	}
+	/* The rule every component shares: positions from gnn_sample_choose. */
+	if (fanout > 0 && deg > fanout) {
+		uint32_t k = gnn_sample_choose(gnn_sample_rel_seed(seed, r), v, (uint32_t)deg, fanout, pos);
+
+		for (uint32_t j = 0; j < k; j++)
+			if (mine[j] != adj[pos[j]]) {
+				FAIL("sample: node %lld relation %u seed %llu: not gnn_sample_choose's pick", (long long)v, r,
+				     (unsigned long long)seed);
+				break;
+			}
+	}
+	*items += n;
+	free(pos);
+}
+
 static void check_sample(const char *dir, json_t *doc, size_t *items)
 {
 	json_t *nodes = json_object_get(doc, "nodes"), *lists = json_object_get(doc, "neighbours");
-	int32_t fanout = (int32_t)json_integer_value(json_object_get(doc, "fanout"));
+	json_t *rels = json_object_get(doc, "relations");
 	uint64_t seed = (uint64_t)json_integer_value(json_object_get(doc, "seed"));
-	uint32_t *pos = malloc(sizeof(uint32_t) * (fanout > 0 ? (size_t)fanout : 1));
+	uint32_t R = meta.layout.schema->num_rels;
 
-	if (json_array_size(nodes) != json_array_size(lists) || fanout == 0) {
-		FAIL("sample: nodes and neighbours differ in length or no fanout");
-		free(pos);
+	if (json_array_size(nodes) != json_array_size(lists) || (R > 1 && json_array_size(rels) != json_array_size(nodes))) {
+		FAIL("sample: nodes, neighbours and relations differ in length");
 		return;
 	}
 	for (size_t i = 0; i < json_array_size(nodes); i++) {
 		int64_t v = json_integer_value(json_array_get(nodes, i));
 		const struct gnn_part *pt = part_of(dir, v);
-		json_t *got = json_array_get(lists, i);
-		int64_t r, deg;
-		size_t want, n = json_array_size(got);
 
 		if (pt == NULL) {
 			FAIL("sample: node %lld not in the graph", (long long)v);
 			continue;
 		}
-		r = v - pt->node_start;
-		deg = pt->indptr[r + 1] - pt->indptr[r];
-		want = (fanout < 0 || deg <= fanout) ? (size_t)deg : (size_t)fanout;
-		if (n != want) {
-			FAIL("sample: node %lld degree %lld fanout %d: %zu neighbours, want %zu", (long long)v,
-			     (long long)deg, fanout, n, want);
-			continue;
-		}
-		for (size_t j = 0; j < n; j++) {
-			int64_t u = json_integer_value(json_array_get(got, j));
-			bool found = false;
-
-			for (int64_t e = pt->indptr[r]; e < pt->indptr[r + 1] && !found; e++)
-				found = pt->indices[e] == u;
-			if (!found)
-				FAIL("sample: %lld is not an in-neighbour of %lld", (long long)u, (long long)v);
-			for (size_t k = 0; k < j; k++)
-				if (json_integer_value(json_array_get(got, k)) == u)
-					FAIL("sample: node %lld: neighbour %lld twice", (long long)v, (long long)u);
-		}
-		/* The rule every component shares: positions from gnn_sample_choose. */
-		if (fanout > 0 && deg > fanout) {
-			uint32_t k = gnn_sample_choose(seed, v, (uint32_t)deg, fanout, pos);
-
-			for (uint32_t j = 0; j < k; j++)
-				if (json_integer_value(json_array_get(got, j)) != pt->indices[pt->indptr[r] + pos[j]]) {
-					FAIL("sample: node %lld seed %llu: not gnn_sample_choose's pick", (long long)v,
-					     (unsigned long long)seed);
-					break;
-				}
-		}
-		*items += n;
+		for (uint32_t r = 0; r < R; r++)
+			check_sample_rel(pt, v, r, fanout_of(doc, r), seed, json_array_get(lists, i),
+					 R > 1 ? json_array_get(rels, i) : NULL, items);
 	}
-	free(pos);
 }
 
 static void check_rows(const char *dir, const char *kind, json_t *doc, size_t *items)
@@ -134,14 +156,14 @@ static void check_rows(const char *dir, const char *kind, json_t *doc, size_t *i
 		}
 		r = v - pt->node_start;
 		if (strcmp(kind, "features") == 0) {
-			const float *row = pt->feat + (size_t)r * (size_t)pt->feat_dim;
+			uint32_t dim;
+			const float *row = gnn_part_feat_row(pt, v, &dim);
 
-			if (json_array_size(x) != (size_t)pt->feat_dim) {
-				FAIL("features: node %lld has %zu values, want %d", (long long)v, json_array_size(x),
-				     pt->feat_dim);
+			if (json_array_size(x) != (size_t)dim) {
+				FAIL("features: node %lld has %zu values, want %u", (long long)v, json_array_size(x), dim);
 				continue;
 			}
-			for (int32_t k = 0; k < pt->feat_dim; k++)
+			for (uint32_t k = 0; k < dim; k++)
 				if ((float)json_number_value(json_array_get(x, (size_t)k)) != row[k]) {
 					FAIL("features: node %lld column %d: %.9g, file has %.9g", (long long)v, k,
 					     json_number_value(json_array_get(x, (size_t)k)), row[k]);

@@ -7,12 +7,15 @@
  *   - the reply decodes (the decoder checks the block structure: dst prefix,
  *     chaining, CSR bounds) and the last block's destinations are the seeds
  *     in request order;
- *   - every sampled edge u -> v exists in v's stored neighbour list;
- *   - no node has more than its layer's fanout, a node whose degree is at
- *     most the fanout has all its neighbours, the neighbours are distinct,
- *     and they are exactly what gnn_sample_choose picks (docs/protocol.md);
+ *   - every sampled edge u -> v of relation r exists in v's stored
+ *     neighbour list of that relation;
+ *   - no (node, relation) has more than its layer's fanout for the
+ *     relation, one whose degree is at most the fanout has all its
+ *     neighbours, the neighbours are distinct, and they are exactly what
+ *     gnn_sample_choose picks with the relation's seed (docs/protocol.md);
  *   - source lists hold each node once;
- *   - every feature row and label equals the partition files';
+ *   - the input nodes' types are the layout's, every feature row (of its
+ *     type's matrix) and label equals the partition files';
  *   - every 4th minibatch, asked again, comes back byte-identical.
  * Prints statistics and "mbcheck: ok", or "mbcheck: FAIL ..." and exits 1.
  *
@@ -29,6 +32,7 @@
 
 #include "client.h"
 #include "err.h"
+#include "fanouts.h"
 #include "log.h"
 #include "opt.h"
 #include "part.h"
@@ -47,7 +51,8 @@ static const struct gnn_opt options[] = {
 	{ "parts", GNN_OPT_STR, &cfg.parts, NULL, 0, 0, NULL, "the partition folder the stores serve" },
 	{ "minibatches", GNN_OPT_INT, &cfg.minibatches, "50", 1, 1e6, NULL, "minibatches to check" },
 	{ "batch", GNN_OPT_INT, &cfg.batch, "64", 1, 1e6, NULL, "largest batch (sizes vary up to it)" },
-	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, "15,10,5", 0, 0, NULL, "fanouts, input layer first" },
+	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, "15,10,5", 0, 0, NULL,
+	  "fanouts, input layer first (per relation: fanouts.h)" },
 	{ "seed", GNN_OPT_INT, &cfg.seed, "1", 0, INT64_MAX, NULL, "seed of the random requests" },
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "30000", 1, 1e7, NULL, "timeout of one request" },
 	{ "retries", GNN_OPT_INT, &cfg.retries, "0", 0, 100, NULL, "retries of a request that timed out" },
@@ -81,15 +86,16 @@ static uint64_t rnd(uint64_t n)
 	return rng % n;
 }
 
-static const int64_t *adj_of(int64_t v, uint32_t *deg, const struct gnn_part **pt_out)
+/* Node v's stored in-neighbours under relation r (ascending), *deg of them. */
+static const int64_t *adj_of(int64_t v, uint32_t r, uint32_t *deg, const struct gnn_part **pt_out)
 {
 	const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, v)];
-	int64_t r = v - pt->node_start;
+	int64_t row = (v - pt->node_start) * pt->num_rels + r;
 
-	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
+	*deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]);
 	if (pt_out != NULL)
 		*pt_out = pt;
-	return pt->indices + pt->indptr[r];
+	return pt->indices + pt->indptr[row];
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -99,55 +105,98 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* One (destination, relation) row of block l against the files. */
+static void check_row(uint64_t n, uint32_t l, const struct gnn_block *b, uint32_t i, uint32_t r, uint64_t seed,
+		      int32_t fanout, uint32_t **pos, size_t *pos_cap)
+{
+	size_t row = (size_t)i * b->num_rels + r;
+	int64_t v = b->src_ids[i];
+	uint32_t deg, got = (uint32_t)(b->indptr[row + 1] - b->indptr[row]), want, k;
+	const int64_t *adj = adj_of(v, r, &deg, NULL);
+
+	want = fanout == 0 ? 0 : fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout;
+	if (got != want) {
+		FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64 " relation=%u degree=%u fanout=%d sampled=%u "
+		     "reason=\"expected %u neighbours\"", n, l, v, r, deg, fanout, got, want);
+		return;
+	}
+	if (want == 0)
+		return;
+	stats.full_nodes += want == deg;
+	stats.capped_nodes += want != deg;
+	if (deg > *pos_cap) {
+		*pos_cap = deg;
+		*pos = realloc(*pos, *pos_cap * sizeof(**pos));
+	}
+	k = gnn_sample_choose(gnn_sample_rel_seed(seed, r), v, deg, fanout, *pos);
+	for (uint32_t e = 0; e < got; e++) {
+		int64_t u = b->src_ids[b->indices[b->indptr[row] + e]];
+
+		if (bsearch(&u, adj, deg, 8, cmp_i64) == NULL)
+			FAIL("minibatch=%" PRIu64 " layer=%u edge=%" PRId64 "->%" PRId64 " relation=%u"
+			     " reason=\"no such edge of that relation in the partition files\"", n, l, u, v, r);
+		else if (e > 0 && u <= b->src_ids[b->indices[b->indptr[row] + e - 1]])
+			FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64
+			     " reason=\"neighbours repeated or out of order\"", n, l, v);
+		else if (k != got || u != adj[(*pos)[e]])
+			FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64 " relation=%u"
+			     " reason=\"not the neighbours gnn_sample_choose picks\"", n, l, v, r);
+	}
+}
+
+/* The input nodes' types and feature rows against the files. */
+static void check_features(uint64_t n, const struct gnn_minibatch *mb)
+{
+	const struct gnn_block *b0 = &mb->blocks[0];
+	const struct gnn_schema *sc = meta.layout.schema;
+	uint32_t at[GNN_MAX_TYPES] = { 0 };
+
+	if (mb->num_types != sc->num_types) {
+		FAIL("minibatch=%" PRIu64 " reason=\"%u node types, the graph has %u\"", n, mb->num_types, sc->num_types);
+		return;
+	}
+	for (uint32_t i = 0; i < b0->num_src; i++) {
+		const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, b0->src_ids[i])];
+		int32_t t = gnn_layout_type(&meta.layout, b0->src_ids[i]);
+		const float *want;
+		uint32_t d;
+
+		if (t != mb->src_types[i] || mb->feat_dims[t] != sc->types[t].feat_dim) {
+			FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"wrong node type or feature width\"", n,
+			     b0->src_ids[i]);
+			return;
+		}
+		want = gnn_part_feat_row(pt, b0->src_ids[i], &d);
+		if (d > 0 && (mb->feat[t] == NULL ||
+			      memcmp(mb->feat[t] + (size_t)at[t] * d, want, (size_t)d * 4) != 0)) {
+			FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"feature row differs\"", n, b0->src_ids[i]);
+			return;
+		}
+		at[t]++;
+		stats.feat_rows += d > 0;
+	}
+	stats.input_nodes += b0->num_src;
+}
+
 /* Checks one decoded minibatch against the partition files. */
 static void check(uint64_t n, const struct gnn_minibatch_req *rq, const struct gnn_minibatch *mb)
 {
-	uint32_t L = rq->num_layers, *pos = NULL;
+	uint32_t L = rq->num_layers, R = rq->num_rels, *pos = NULL;
 	size_t pos_cap = 0;
 
 	if (mb->num_layers != L || mb->num_seeds != rq->num_seeds || mb->blocks[L - 1].num_dst != rq->num_seeds ||
-	    memcmp(mb->blocks[L - 1].src_ids, rq->seeds, (size_t)rq->num_seeds * 8) != 0) {
+	    mb->num_rels != R || memcmp(mb->blocks[L - 1].src_ids, rq->seeds, (size_t)rq->num_seeds * 8) != 0) {
 		FAIL("minibatch=%" PRIu64 " reason=\"last block's destinations are not the seeds\"", n);
 		return;
 	}
 	for (uint32_t l = 0; l < L; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 		uint64_t seed = gnn_sample_layer_seed(rq->seed, l);
-		int32_t fanout = rq->fanouts[l];
 		int64_t *sorted = malloc(((size_t)b->num_src + 1) * 8);
 
-		for (uint32_t i = 0; i < b->num_dst; i++) {
-			int64_t v = b->src_ids[i];
-			uint32_t deg, got = (uint32_t)(b->indptr[i + 1] - b->indptr[i]), want, k;
-			const int64_t *adj = adj_of(v, &deg, NULL);
-
-			want = fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout;
-			if (got != want) {
-				FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64 " degree=%u fanout=%d sampled=%u "
-				     "reason=\"expected %u neighbours\"", n, l, v, deg, fanout, got, want);
-				continue;
-			}
-			stats.full_nodes += want == deg;
-			stats.capped_nodes += want != deg;
-			if (deg > pos_cap) {
-				pos_cap = deg;
-				pos = realloc(pos, pos_cap * sizeof(*pos));
-			}
-			k = gnn_sample_choose(seed, v, deg, fanout, pos);
-			for (uint32_t e = 0; e < got; e++) {
-				int64_t u = b->src_ids[b->indices[b->indptr[i] + e]];
-
-				if (bsearch(&u, adj, deg, 8, cmp_i64) == NULL)
-					FAIL("minibatch=%" PRIu64 " layer=%u edge=%" PRId64 "->%" PRId64
-					     " reason=\"no such edge in the partition files\"", n, l, u, v);
-				else if (e > 0 && u <= b->src_ids[b->indices[b->indptr[i] + e - 1]])
-					FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64
-					     " reason=\"neighbours repeated or out of order\"", n, l, v);
-				else if (k != got || u != adj[pos[e]])
-					FAIL("minibatch=%" PRIu64 " layer=%u node=%" PRId64
-					     " reason=\"not the neighbours gnn_sample_choose picks\"", n, l, v);
-			}
-		}
+		for (uint32_t i = 0; i < b->num_dst; i++)
+			for (uint32_t r = 0; r < R; r++)
+				check_row(n, l, b, i, r, seed, rq->fanouts[(size_t)l * R + r], &pos, &pos_cap);
 		memcpy(sorted, b->src_ids, (size_t)b->num_src * 8);
 		qsort(sorted, b->num_src, 8, cmp_i64);
 		for (uint32_t i = 1; i < b->num_src; i++)
@@ -160,35 +209,12 @@ static void check(uint64_t n, const struct gnn_minibatch_req *rq, const struct g
 		stats.edges += b->num_edges;
 	}
 	free(pos);
-	if (rq->flags & GNN_MB_FEATURES) {
-		const struct gnn_block *b0 = &mb->blocks[0];
-
-		if (mb->feat == NULL || mb->feat_dim != meta.layout.feat_dim) {
-			FAIL("minibatch=%" PRIu64 " reason=\"no features or wrong feat_dim\"", n);
-		} else {
-			for (uint32_t i = 0; i < b0->num_src; i++) {
-				const struct gnn_part *pt;
-				uint32_t deg;
-				int64_t v = b0->src_ids[i];
-
-				adj_of(v, &deg, &pt);
-				if (memcmp(mb->feat + (size_t)i * meta.layout.feat_dim,
-					   pt->feat + (size_t)(v - pt->node_start) * meta.layout.feat_dim,
-					   (size_t)meta.layout.feat_dim * 4) != 0) {
-					FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"feature row differs\"", n, v);
-					break;
-				}
-				stats.feat_rows++;
-			}
-		}
-		stats.input_nodes += b0->num_src;
-	}
+	if (rq->flags & GNN_MB_FEATURES)
+		check_features(n, mb);
 	if (rq->flags & GNN_MB_LABELS) {
 		for (uint32_t i = 0; mb->labels != NULL && i < rq->num_seeds; i++) {
-			const struct gnn_part *pt;
-			uint32_t deg;
+			const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, rq->seeds[i])];
 
-			adj_of(rq->seeds[i], &deg, &pt);
 			if (mb->labels[i] != pt->labels[rq->seeds[i] - pt->node_start]) {
 				FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"label differs\"", n, rq->seeds[i]);
 				break;
@@ -215,20 +241,36 @@ static int request(struct gnn_client *c, uint64_t id, const struct gnn_minibatch
 	return rc;
 }
 
+static int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
+
+/* --fanouts resolved on the graph's relations into rq. */
 static int parse_fanouts(const char *text, struct gnn_minibatch_req *rq)
 {
-	const char *p = text;
+	struct gnn_fanouts f;
+	char why[256];
 
-	rq->num_layers = 0;
-	while (*p && rq->num_layers < GNN_PROTO_MAX_LAYERS) {
-		char *end;
-
-		rq->fanouts[rq->num_layers++] = (int32_t)strtol(p, &end, 10);
-		p = *end == ',' ? end + 1 : end;
-		if (end == p && *end != '\0')
-			return GNN_EINVAL;
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
+	    gnn_fanouts_resolve(&f, meta.layout.schema, fanouts, why, sizeof(why)) != GNN_OK) {
+		printf("mbcheck: --fanouts %s: %s\n", text, why);
+		return GNN_EINVAL;
 	}
-	return rq->num_layers > 0 ? GNN_OK : GNN_EINVAL;
+	rq->num_layers = f.n;
+	rq->num_rels = meta.layout.schema->num_rels;
+	rq->fanouts = fanouts;
+	return GNN_OK;
+}
+
+/* 1..3 layers of random fanouts per relation: some -1 (all), some 0 (none). */
+static void random_fanouts(struct gnn_minibatch_req *rq)
+{
+	rq->num_layers = 1 + (uint32_t)rnd(3);
+	rq->num_rels = meta.layout.schema->num_rels;
+	for (uint32_t k = 0; k < rq->num_layers * rq->num_rels; k++) {
+		uint64_t x = rnd(10);
+
+		fanouts[k] = x == 0 ? -1 : x == 1 && rq->num_rels > 1 ? 0 : 1 + (int32_t)rnd(20);
+	}
+	rq->fanouts = fanouts;
 }
 
 static void random_seeds(uint32_t n, int64_t *out)
@@ -359,13 +401,10 @@ int main(int argc, char **argv)
 		rq.seed = rnd(UINT64_MAX);
 		rq.num_seeds = 1 + (uint32_t)rnd((uint64_t)cfg.batch);
 		random_seeds(rq.num_seeds, seeds);
-		if (n % 2 == 1) {
-			rq.num_layers = 1 + (uint32_t)rnd(3);
-			for (uint32_t l = 0; l < rq.num_layers; l++)
-				rq.fanouts[l] = rnd(5) == 0 ? -1 : 1 + (int32_t)rnd(20);
-		} else {
+		if (n % 2 == 1)
+			random_fanouts(&rq);
+		else
 			parse_fanouts(cfg.fanouts, &rq);
-		}
 		if ((rc = request(c, (uint64_t)n + 1, &rq, &reply, err, sizeof(err))) != GNN_OK) {
 			FAIL("minibatch=%" PRId64 " code=%s reason=\"%s\"", n, gnn_errname(rc), err);
 			break;

@@ -119,7 +119,8 @@ static void check_raw(const char *raw, const char *splitdir, bool directed, cons
 	for (int64_t v = 0; f != NULL && v < m->layout.num_nodes; v++) {
 		int64_t g = inv[v];
 		const struct gnn_part *p = &parts[gnn_layout_owner(&m->layout, g)];
-		const float *row = p->feat + (size_t)(g - p->node_start) * (size_t)m->layout.feat_dim;
+		uint32_t dim;
+		const float *row = gnn_part_feat_row(p, g, &dim);
 
 		for (uint32_t j = 0; j < m->layout.feat_dim; j++) {
 			float x;

@@ -341,7 +341,7 @@ static void test_meta(void)
 	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);  /* count mismatch */
 	write_meta(META_HEAD "\"num_parts\": 1, \"parts\": [{\"node_start\": 0, \"node_end\": 9}]}");
 	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);  /* does not cover */
-	write_meta("{\"format\": \"gnn-dist-partitions\", \"format_version\": 2}");
+	write_meta("{\"format\": \"gnn-dist-partitions\", \"format_version\": 3}");
 	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EVERSION);
 	write_meta("{\"format\": \"something-else\"}");
 	CHECK(gnn_meta_load(tmp_path("p"), &m) == GNN_EFORMAT);

@@ -251,7 +251,7 @@ static void test_sample(void)
 		return;
 	gnn_wbuf_init(&req);
 	gnn_wbuf_init(&rep);
-	gnn_encode_sample_req(&req, 1, 77, 2, ids, 4);
+	gnn_encode_sample_req(&req, 1, 77, 1, (const int32_t[]){ 2 }, ids, 4);
 	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_SAMPLE_RESP) &&
 	    CHECK(gnn_decode_sample_resp(payload, h.len, &r) == GNN_OK)) {
 		/* node 0: 2 of 5, exactly gnn_sample_choose's; node 1: its only
@@ -265,18 +265,18 @@ static void test_sample(void)
 	}
 	CHECK(gnn_counter_value(f.s.sampled_edges) == 5);
 	req.len = 0;
-	gnn_encode_sample_req(&req, 2, 77, -1, ids, 2);
+	gnn_encode_sample_req(&req, 2, 77, 1, (const int32_t[]){ -1 }, ids, 2);
 	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_sample_resp(payload, h.len, &r) == GNN_OK)) {
 		CHECK(r.total == 6 && memcmp(r.nbrs, indices0, sizeof(indices0)) == 0);
 		gnn_proto_release(r.owned);
 	}
 	/* A node of partition 1, and one outside the graph. */
 	req.len = 0;
-	gnn_encode_sample_req(&req, 3, 77, 2, (const int64_t[]){ 1, 4 }, 2);
+	gnn_encode_sample_req(&req, 3, 77, 1, (const int32_t[]){ 2 }, (const int64_t[]){ 1, 4 }, 2);
 	if (call(&f.s, &req, &rep, &h, &payload))
 		is_error(&h, payload, GNN_ERANGE, "node 4 (ids[1]) is not owned by graph store 0, which owns [0, 3); partition 1 owns it");
 	req.len = 0;
-	gnn_encode_sample_req(&req, 4, 77, 2, (const int64_t[]){ -3 }, 1);
+	gnn_encode_sample_req(&req, 4, 77, 1, (const int32_t[]){ 2 }, (const int64_t[]){ -3 }, 1);
 	if (call(&f.s, &req, &rep, &h, &payload))
 		is_error(&h, payload, GNN_ERANGE, "node -3 (ids[0]) is outside the graph [0, 6)");
 	gnn_wbuf_free(&req);
@@ -389,7 +389,7 @@ static void test_malformed_requests(void)
 	for (int i = 0; i < 4; i++)
 		gnn_wbuf_init(&reqs[i]);
 	gnn_wbuf_init(&rep);
-	gnn_encode_sample_req(&reqs[0], 1, 5, 3, ids, 2);
+	gnn_encode_sample_req(&reqs[0], 1, 5, 1, (const int32_t[]){ 3 }, ids, 2);
 	gnn_encode_ids_req(&reqs[1], GNN_MSG_FEAT_REQ, 1, ids, 2);
 	gnn_encode_nodes_req(&reqs[2], 1, GNN_SPLIT_TRAIN, 10, 0);
 	gnn_encode_ids_req(&reqs[3], GNN_MSG_MINIBATCH_REQ, 1, ids, 2);  /* not served here */
@@ -545,20 +545,40 @@ static void test_cli_parse_ids(void)
 
 static void test_cli_parse_fanouts_and_split(void)
 {
-	int32_t f[GNN_PROTO_MAX_LAYERS];
+	int32_t f[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
+	struct gnn_schema plain, typed;
 	uint32_t n = 0;
 	uint8_t code = 9;
 	int saved;
 
-	CHECK(cli_parse_fanouts("10,5", f, &n) == GNN_OK && n == 2 && f[0] == 10 && f[1] == 5);
-	CHECK(cli_parse_fanouts("-1", f, &n) == GNN_OK && n == 1 && f[0] == -1);
+	gnn_schema_plain(&plain, 10, 10, 2);
+	memset(&typed, 0, sizeof(typed));
+	typed.num_types = 2;
+	typed.num_rels = 2;
+	typed.types[0] = (struct gnn_ntype){ "author", 5, 0 };
+	typed.types[1] = (struct gnn_ntype){ "paper", 5, 2 };
+	typed.rels[0] = (struct gnn_rel){ "writes", 0, 1, 3 };
+	typed.rels[1] = (struct gnn_rel){ "rev_writes", 1, 0, 3 };
+	typed.label_type = 1;
+	CHECK(cli_parse_fanouts("--fanouts", "10,5", false, &plain, f, &n) == GNN_OK && n == 2 && f[0] == 10 && f[1] == 5);
+	CHECK(cli_parse_fanouts("--fanouts", "-1", false, &plain, f, &n) == GNN_OK && n == 1 && f[0] == -1);
+	CHECK(cli_parse_fanouts("--fanouts", "10,5", false, &typed, f, &n) == GNN_OK && n == 2 && f[0] == 10 &&
+	      f[1] == 10 && f[2] == 5 && f[3] == 5);
+	CHECK(cli_parse_fanouts("--fanouts", "writes=3,2;*=0,1", false, &typed, f, &n) == GNN_OK && n == 2 &&
+	      f[0] == 3 && f[1] == 0 && f[2] == 2 && f[3] == 1);
+	CHECK(cli_parse_fanouts("--fanout", "paper:rev_writes:author=4;writes=1", true, &typed, f, &n) == GNN_OK &&
+	      n == 1 && f[0] == 1 && f[1] == 4);
 	saved = quiet();
-	CHECK(cli_parse_fanouts("0,-1", f, &n) == GNN_OK && n == 2 && f[0] == 0);
-	CHECK(cli_parse_fanouts("-2", f, &n) == GNN_EINVAL);
-	CHECK(cli_parse_fanouts("5000", f, &n) == GNN_EINVAL);
-	CHECK(cli_parse_fanouts("1,2,3,4,5,6,7,8,9", f, &n) == GNN_EINVAL);
-	CHECK(cli_parse_fanouts("3,", f, &n) == GNN_EINVAL);
-	CHECK(cli_parse_fanouts(NULL, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", "0,-1", false, &plain, f, &n) == GNN_OK && n == 2 && f[0] == 0);
+	CHECK(cli_parse_fanouts("--fanouts", "-2", false, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", "5000", false, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", "1,2,3,4,5,6,7,8,9", false, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", "3,", false, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", NULL, false, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanout", "3,2", true, &plain, f, &n) == GNN_EINVAL);
+	CHECK(cli_parse_fanouts("--fanouts", "cites=3", false, &typed, f, &n) == GNN_EINVAL);     /* unknown */
+	CHECK(cli_parse_fanouts("--fanouts", "writes=3", false, &typed, f, &n) == GNN_EINVAL);    /* rev_writes? */
+	CHECK(cli_parse_fanouts("--fanouts", "writes=3,2;*=1", false, &typed, f, &n) == GNN_EINVAL); /* layers */
 	loud(saved);
 	CHECK(cli_split_code("train", &code) == GNN_OK && code == GNN_SPLIT_TRAIN);
 	CHECK(cli_split_code("test", &code) == GNN_OK && code == GNN_SPLIT_TEST);
@@ -575,15 +595,23 @@ static void test_cli_minibatch_json(void)
 	const int32_t ptr1[] = { 0, 2, 3 }, idx1[] = { 1, 2, 0 };
 	const float feat4[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	const int32_t lab[] = { 1, -1 };
+	const int32_t fanouts[] = { 10, 5 };
+	const uint8_t types[4] = { 0 };
+	struct gnn_schema plain;
 	struct gnn_minibatch_req req = { .seed = 3, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
-					 .fanouts = { 10, 5 }, .num_seeds = 2, .seeds = seeds };
+					 .num_rels = 1, .fanouts = fanouts, .num_seeds = 2, .seeds = seeds };
 	struct gnn_minibatch mb = {
-		.num_layers = 2, .flags = req.flags, .feat_dim = 2, .num_seeds = 2,
-		.blocks = { { .num_dst = 3, .num_src = 4, .num_edges = 4, .src_ids = src0, .indptr = ptr0, .indices = idx0 },
-			    { .num_dst = 2, .num_src = 3, .num_edges = 3, .src_ids = src1, .indptr = ptr1, .indices = idx1 } },
-		.feat = feat4, .labels = lab,
+		.num_layers = 2, .flags = req.flags, .num_types = 1, .num_rels = 1, .feat_dims = { 2 }, .num_seeds = 2,
+		.blocks = { { .num_dst = 3, .num_src = 4, .num_rels = 1, .num_edges = 4, .src_ids = src0, .indptr = ptr0,
+			      .indices = idx0 },
+			    { .num_dst = 2, .num_src = 3, .num_rels = 1, .num_edges = 3, .src_ids = src1, .indptr = ptr1,
+			      .indices = idx1 } },
+		.src_types = types, .type_rows = { 4 }, .feat = { feat4 }, .labels = lab,
 	};
-	json_t *doc = cli_minibatch_json(&req, &mb);
+	json_t *doc;
+
+	gnn_schema_plain(&plain, 10, 10, 2);
+	doc = cli_minibatch_json(&req, &mb, &plain);
 	char *s;
 
 	if (!CHECK(doc != NULL))

@@ -27,7 +27,7 @@ static void test_csr_symmetrize_dedupe(void)
 	static const int32_t want_idx[] = { 1, 0, 3, 1 };
 	struct graph g = { 0 };
 
-	if (!CHECK(graph_build_csr(&g, 4, ints(4, src), ints(4, dst), 4, true) == GNN_OK))
+	if (!CHECK(graph_build_csr(&g, 4, ints(4, src), ints(4, dst), NULL, 4, true) == GNN_OK))
 		return;
 	CHECK(g.num_edges == 4 && g.symmetric);
 	CHECK(memcmp(g.indptr, want_ptr, sizeof(want_ptr)) == 0);
@@ -43,7 +43,7 @@ static void test_csr_directed(void)
 	static const int32_t want_idx[] = { 0, 2, 0 };
 	struct graph g = { 0 };
 
-	if (!CHECK(graph_build_csr(&g, 3, ints(4, src), ints(4, dst), 4, false) == GNN_OK))
+	if (!CHECK(graph_build_csr(&g, 3, ints(4, src), ints(4, dst), NULL, 4, false) == GNN_OK))
 		return;
 	CHECK(g.num_edges == 3 && !g.symmetric);
 	CHECK(memcmp(g.indptr, want_ptr, sizeof(want_ptr)) == 0);
@@ -172,7 +172,7 @@ static void test_import_cora(void)
 		for (int j = 0; j < g.feat_dim; j++) {
 			float x;
 
-			bad += fscanf(f, j ? ",%f" : "%f", &x) != 1 || x != g.feat[v * g.feat_dim + j];
+			bad += fscanf(f, j ? ",%f" : "%f", &x) != 1 || x != g.feat[0][v * g.feat_dim + j];
 		}
 	}
 	if (f != NULL)

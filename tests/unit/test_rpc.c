@@ -25,21 +25,24 @@ static int handler(void *ctx, const struct gnn_hdr *h, const void *payload, size
 		   struct gnn_wbuf *out)
 {
 	int64_t offsets[2] = { 0, 10 };
+	static struct gnn_schema schema;
 	struct gnn_info info = { .layout = { .num_parts = 1, .num_nodes = 10, .num_edges = 5, .feat_dim = 4,
-					     .num_classes = 2, .graph_id = 77, .offsets = offsets } };
+					     .num_classes = 2, .graph_id = 77, .offsets = offsets, .schema = &schema,
+					     .type_offsets = offsets } };
 	struct gnn_sample_req rq;
 	uint32_t zero[64] = { 0 };
 	int rc;
 
 	(void)ctx;
+	gnn_schema_plain(&schema, 10, 5, 4);
 	switch (h->type) {
 	case GNN_MSG_INFO_REQ:
 		return gnn_encode_info_resp(out, h->req_id, &info);
 	case GNN_MSG_SAMPLE_REQ:
 		if ((rc = gnn_decode_sample_req(payload, len, &rq)) != GNN_OK)
 			return rc;
-		usleep((useconds_t)rq.fanout * 1000);
-		rc = gnn_encode_sample_resp(out, h->req_id, zero, rq.n < 64 ? rq.n : 64, NULL, 0);
+		usleep((useconds_t)rq.fanouts[0] * 1000);
+		rc = gnn_encode_sample_resp(out, h->req_id, zero, rq.n < 64 ? rq.n : 64, 1, NULL, 0);
 		gnn_proto_release(rq.owned);
 		return rc;
 	case GNN_MSG_FEAT_REQ:
@@ -102,7 +105,7 @@ static void test_calls_and_errors(void)
 		CHECK(gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &payload, &len) == GNN_OK);
 		CHECK(gnn_decode_info_resp(payload, len, &info) == GNN_OK && info.layout.graph_id == 77);
 		/* nng strips a 4-byte ID in front: the 28-byte header realigns the payload */
-		CHECK(((uintptr_t)payload & 7) == 0 && info.owned == NULL);
+		CHECK(((uintptr_t)payload & 7) == 0 && info.owned == (const void *)info.layout.schema);
 		gnn_proto_release(info.owned);
 		CHECK(gnn_reply_payload(reply, GNN_MSG_SAMPLE_RESP, &payload, &len) == GNN_EPROTO);
 		nng_msg_free(reply);
@@ -196,7 +199,7 @@ static void test_timeouts_and_recovery(void)
 		int64_t ids[1] = { 0 };
 
 		w.len = 0;
-		gnn_encode_sample_req(&w, 2, 1, 500, ids, 1);
+		gnn_encode_sample_req(&w, 2, 1, 1, (const int32_t[]){ 500 }, ids, 1);
 		t0 = gnn_now();
 		CHECK(gnn_client_call(c, &w, &reply, err, sizeof(err)) == GNN_ETIMEDOUT);
 		dt = gnn_now() - t0;
@@ -222,7 +225,7 @@ static void test_parallel(void)
 	CHECK(open_client(gnn_server_port(s), 3000, 0, &c) == GNN_OK);
 	for (int i = 0; i < 4; i++) {
 		gnn_wbuf_init(&w[i]);
-		gnn_encode_sample_req(&w[i], (uint64_t)i + 10, 1, 300, ids, 1);  /* each sleeps 300 ms */
+		gnn_encode_sample_req(&w[i], (uint64_t)i + 10, 1, 1, (const int32_t[]){ 300 }, ids, 1);  /* each sleeps 300 ms */
 		calls[i] = (struct gnn_call){ .client = c, .req = &w[i] };
 	}
 	t0 = gnn_now();

@@ -45,6 +45,7 @@ static float *g_feat[G_PARTS];
 static int32_t *g_labels[G_PARTS];
 static uint8_t *g_split[G_PARTS];
 static int64_t g_edges;
+static struct gnn_schema g_schema;
 static struct smp_local *g_local;
 
 static uint64_t rng_state = 12345;
@@ -68,9 +69,10 @@ static int cmp_i64(const void *a, const void *b)
  * NODES listing crosses an empty partition). */
 static void make_graph(void)
 {
-	struct smp_local_part parts[G_PARTS];
+	struct gnn_part parts[G_PARTS];
 	struct gnn_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
-				     .num_classes = G_CLASSES, .graph_id = G_GRAPH_ID, .offsets = g_offsets };
+				     .num_classes = G_CLASSES, .graph_id = G_GRAPH_ID, .offsets = g_offsets,
+				     .schema = &g_schema, .type_offsets = g_offsets };
 
 	for (int p = 0; p < G_PARTS; p++) {
 		int64_t n = g_offsets[p + 1] - g_offsets[p], m = 0;
@@ -104,11 +106,14 @@ static void make_graph(void)
 			g_split[p][r] = (uint8_t)rnd(p == 1 ? 3 : 4);
 		}
 		g_edges += m;
-		parts[p] = (struct smp_local_part){ .node_start = g_offsets[p], .node_end = g_offsets[p + 1],
-						    .indptr = g_indptr[p], .indices = g_indices[p],
-						    .feat = g_feat[p], .labels = g_labels[p], .split = g_split[p] };
+		parts[p] = (struct gnn_part){ .id = p, .node_start = g_offsets[p], .node_end = g_offsets[p + 1],
+					      .num_nodes = n, .num_edges = m, .num_types = 1, .num_rels = 1,
+					      .type_start = g_offsets + p, .indptr = g_indptr[p], .indices = g_indices[p],
+					      .feat = { g_feat[p] }, .feat_dim = { G_DIM }, .labels = g_labels[p],
+					      .split = g_split[p] };
 	}
 	layout.num_edges = g_edges;
+	gnn_schema_plain(&g_schema, G_NODES, g_edges, G_DIM);
 	if (smp_local_wrap(&layout, parts, &g_local) != GNN_OK)
 		abort();
 }
@@ -127,20 +132,70 @@ static void free_graph(void)
 
 /* ---- the reference check ---- */
 
-/* Node v's in-neighbours in l's partitions. */
-static const int64_t *adj_of(const struct smp_local *l, int64_t v, uint32_t *deg)
+/* Node v's in-neighbours under relation r in l's partitions. */
+static const int64_t *adj_of(const struct smp_local *l, int64_t v, uint32_t r, uint32_t *deg)
 {
 	const struct gnn_layout *lay = smp_local_layout(l);
-	const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
-	int64_t r = v - pt->node_start;
+	const struct gnn_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
+	int64_t row = (v - pt->node_start) * pt->num_rels + r;
 
-	*deg = (uint32_t)(pt->indptr[r + 1] - pt->indptr[r]);
-	return pt->indices + pt->indptr[r];
+	*deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]);
+	return pt->indices + pt->indptr[row];
 }
 
-static bool has_edge(const int64_t *adj, uint32_t deg, int64_t u)
+/* Checks block b's (destination, relation) row of dst i: the count the
+ * fanout allows, real edges, gnn_sample_choose's pick, ascending; new
+ * sources appended to expect (first-seen order). */
+static void check_row(const struct smp_local *l, const struct gnn_block *blk, uint32_t i, uint32_t r, uint64_t seed,
+		      int32_t fanout, uint32_t *pos, int64_t *expect, uint32_t *n_expect)
 {
-	return bsearch(&u, adj, deg, sizeof(*adj), cmp_i64) != NULL;
+	int64_t v = blk->src_ids[i];
+	size_t row = (size_t)i * blk->num_rels + r;
+	uint32_t deg, k = 0, got = (uint32_t)(blk->indptr[row + 1] - blk->indptr[row]);
+	const int64_t *adj = adj_of(l, v, r, &deg);
+
+	if (fanout != 0)
+		k = gnn_sample_choose(gnn_sample_rel_seed(seed, r), v, deg, fanout, pos);
+	CHECK(got == (fanout == 0 ? 0 : fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout));
+	if (!CHECK(got == k))
+		return;
+	for (uint32_t e = 0; e < got; e++) {
+		int64_t u = blk->src_ids[blk->indices[blk->indptr[row] + e]];
+		bool seen = false;
+
+		CHECK(bsearch(&u, adj, deg, sizeof(*adj), cmp_i64) != NULL);   /* the edge exists */
+		CHECK(u == adj[pos[e]]);                                       /* the agreed choice */
+		if (e > 0)                                                     /* distinct (ascending) */
+			CHECK(u > blk->src_ids[blk->indices[blk->indptr[row] + e - 1]]);
+		/* first-seen order of new sources */
+		for (uint32_t q = 0; q < *n_expect && !seen; q++)
+			seen = expect[q] == u;
+		if (!seen && CHECK(*n_expect < blk->num_src))
+			expect[(*n_expect)++] = u;
+	}
+}
+
+/* The input nodes' types and feature rows against l's partitions. */
+static void check_features(const struct smp_local *l, const struct gnn_minibatch *mb)
+{
+	const struct gnn_layout *lay = smp_local_layout(l);
+	const struct gnn_block *b0 = &mb->blocks[0];
+	uint32_t at[GNN_MAX_TYPES] = { 0 };
+
+	CHECK(mb->num_types == lay->schema->num_types);
+	for (uint32_t i = 0; i < b0->num_src; i++) {
+		int64_t v = b0->src_ids[i];
+		const struct gnn_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
+		int32_t t = gnn_layout_type(lay, v);
+		uint32_t d;
+		const float *want = gnn_part_feat_row(pt, v, &d);
+
+		if (!CHECK(mb->src_types[i] == t && mb->feat_dims[t] == d))
+			break;
+		if (d > 0 && !CHECK(mb->feat[t] != NULL && memcmp(mb->feat[t] + (size_t)at[t] * d, want, d * 4) == 0))
+			break;
+		at[t]++;
+	}
 }
 
 /* Checks mb, built for req over l's graph, independently of the core; also
@@ -149,10 +204,10 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 			    const struct gnn_minibatch *mb)
 {
 	const struct gnn_layout *lay = smp_local_layout(l);
-	uint32_t L = req->num_layers, *pos = malloc(100000 * sizeof(*pos));
+	uint32_t L = req->num_layers, R = req->num_rels, *pos = malloc(100000 * sizeof(*pos));
 	int before = t_failed_checks;
 
-	if (!CHECK(mb->num_layers == L && mb->num_seeds == req->num_seeds))
+	if (!CHECK(mb->num_layers == L && mb->num_seeds == req->num_seeds && mb->num_rels == R))
 		goto out;
 	if (!CHECK(memcmp(mb->blocks[L - 1].src_ids, req->seeds, req->num_seeds * 8) == 0 &&
 		   mb->blocks[L - 1].num_dst == req->num_seeds))
@@ -160,7 +215,6 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 	for (uint32_t b = 0; b < L; b++) {
 		const struct gnn_block *blk = &mb->blocks[b];
 		uint64_t seed = gnn_sample_layer_seed(req->seed, b);
-		int32_t fanout = req->fanouts[b];
 		int64_t *expect_src = malloc(((size_t)blk->num_src + 1) * 8), *sorted;
 		uint32_t n_expect = blk->num_dst;
 
@@ -169,31 +223,9 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 			CHECK(blk->num_dst == mb->blocks[b + 1].num_src &&
 			      memcmp(blk->src_ids, mb->blocks[b + 1].src_ids, (size_t)blk->num_dst * 8) == 0);
 		memcpy(expect_src, blk->src_ids, (size_t)blk->num_dst * 8);
-		for (uint32_t i = 0; i < blk->num_dst && t_failed_checks == before; i++) {
-			int64_t v = blk->src_ids[i];
-			uint32_t deg, k, got = (uint32_t)(blk->indptr[i + 1] - blk->indptr[i]);
-			const int64_t *adj = adj_of(l, v, &deg);
-
-			k = gnn_sample_choose(seed, v, deg, fanout, pos);
-			CHECK(got == (fanout < 0 || deg <= (uint32_t)fanout ? deg : (uint32_t)fanout));
-			if (!CHECK(got == k))
-				break;
-			for (uint32_t e = 0; e < got; e++) {
-				int64_t u = blk->src_ids[blk->indices[blk->indptr[i] + e]];
-
-				CHECK(has_edge(adj, deg, u));            /* the edge exists */
-				CHECK(u == adj[pos[e]]);                  /* the agreed choice */
-				if (e > 0)                                /* distinct (ascending) */
-					CHECK(u > blk->src_ids[blk->indices[blk->indptr[i] + e - 1]]);
-				/* first-seen order of new sources */
-				bool seen = false;
-
-				for (uint32_t q = 0; q < n_expect && !seen; q++)
-					seen = expect_src[q] == u;
-				if (!seen && CHECK(n_expect < blk->num_src))
-					expect_src[n_expect++] = u;
-			}
-		}
+		for (uint32_t i = 0; i < blk->num_dst && t_failed_checks == before; i++)
+			for (uint32_t r = 0; r < R; r++)
+				check_row(l, blk, i, r, seed, req->fanouts[(size_t)b * R + r], pos, expect_src, &n_expect);
 		CHECK(n_expect == blk->num_src);
 		CHECK(memcmp(expect_src, blk->src_ids, (size_t)n_expect * 8) == 0);
 		sorted = malloc(((size_t)blk->num_src + 1) * 8);
@@ -206,25 +238,13 @@ static bool check_minibatch(const struct smp_local *l, const struct gnn_minibatc
 		if (t_failed_checks != before)
 			goto out;
 	}
-	if (req->flags & GNN_MB_FEATURES) {
-		const struct gnn_block *b0 = &mb->blocks[0];
-
-		CHECK(mb->feat != NULL && mb->feat_dim == lay->feat_dim);
-		for (uint32_t i = 0; mb->feat != NULL && i < b0->num_src; i++) {
-			int64_t v = b0->src_ids[i];
-			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
-
-			if (!CHECK(memcmp(mb->feat + (size_t)i * lay->feat_dim,
-					  pt->feat + (size_t)(v - pt->node_start) * lay->feat_dim,
-					  lay->feat_dim * sizeof(float)) == 0))
-				break;
-		}
-	}
+	if (req->flags & GNN_MB_FEATURES)
+		check_features(l, mb);
 	if (req->flags & GNN_MB_LABELS) {
 		CHECK(mb->labels != NULL);
 		for (uint32_t i = 0; mb->labels != NULL && i < req->num_seeds; i++) {
 			int64_t v = req->seeds[i];
-			const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
+			const struct gnn_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, v));
 
 			if (!CHECK(mb->labels[i] == pt->labels[v - pt->node_start]))
 				break;
@@ -304,10 +324,10 @@ static void test_blocks_valid(void)
 	gnn_wbuf_init(&w);
 	for (int t = 0; t < 40; t++) {
 		struct gnn_minibatch_req req = { .seed = (uint64_t)t * 977 + 1, .num_layers = layers[t % 5],
+						 .num_rels = 1, .fanouts = fanouts[t % 5],
 						 .num_seeds = 1 + (uint32_t)rnd(64), .seeds = seeds,
 						 .flags = (uint32_t)(t % 4) };
 
-		memcpy(req.fanouts, fanouts[t % 5], sizeof(fanouts[0]));
 		random_seeds(G_NODES, req.num_seeds, seeds);
 		if (!build_and_check(&be, g_local, (uint32_t)(t % 3 == 0 ? 7 : 0), &req, &w)) {
 			printf("  minibatch %d failed\n", t);
@@ -329,7 +349,7 @@ static void test_edge_cases(void)
 	smp_local_backend(g_local, &be);
 	gnn_wbuf_init(&w);
 	for (int64_t v = 0; v < G_NODES && (nz < 8 || ne < 8); v++) {
-		adj_of(g_local, v, &deg);
+		adj_of(g_local, v, 0, &deg);
 		if (deg == 0 && nz < 8)
 			zero[nz++] = v;
 		if (deg == 5 && ne < 8)
@@ -337,7 +357,7 @@ static void test_edge_cases(void)
 	}
 	if (!CHECK(nz == 8 && ne == 8))
 		return;
-	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .fanouts = { 5, 5 }, .num_seeds = 8,
+	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 5, 5 }, .num_seeds = 8,
 					 .seeds = zero, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	struct smp_minibatch mb;
 	char err[256];
@@ -365,7 +385,7 @@ static void test_deterministic(void)
 	struct smp_backend be;
 	struct gnn_wbuf w[4], other;
 	int64_t seeds[100];
-	struct gnn_minibatch_req req = { .seed = 99, .num_layers = 3, .fanouts = { 4, 3, 2 }, .num_seeds = 100,
+	struct gnn_minibatch_req req = { .seed = 99, .num_layers = 3, .num_rels = 1, .fanouts = (const int32_t[]){ 4, 3, 2 }, .num_seeds = 100,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	struct smp_build_opts o = { 0 };
 	struct smp_minibatch mb;
@@ -400,22 +420,27 @@ static void test_deterministic(void)
 static void test_message_equals_encoder(void)
 {
 	struct gnn_layout odd = *smp_local_layout(g_local);
-	struct smp_local_part parts[G_PARTS];
+	struct gnn_part parts[G_PARTS];
+	struct gnn_schema odd_schema = g_schema;
 	struct smp_local *l3;
 	struct smp_backend be;
 	struct gnn_wbuf a, b;
 	int64_t seeds[33];
 	char err[256];
 
-	for (uint32_t p = 0; p < G_PARTS; p++)
+	for (uint32_t p = 0; p < G_PARTS; p++) {
 		parts[p] = *smp_local_part(g_local, p);
-	odd.feat_dim = 3;  /* reads the same arrays as 3 columns */
+		parts[p].feat_dim[0] = 3;  /* reads the same arrays as 3 columns */
+	}
+	odd_schema.types[0].feat_dim = 3;
+	odd.schema = &odd_schema;
+	odd.feat_dim = 3;
 	if (!CHECK(smp_local_wrap(&odd, parts, &l3) == GNN_OK))
 		return;
 	gnn_wbuf_init(&a);
 	gnn_wbuf_init(&b);
 	for (int t = 0; t < 16; t++) {
-		struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 2, .fanouts = { 4, 3 },
+		struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 4, 3 },
 						 .num_seeds = 31 + (uint32_t)(t % 3), .seeds = seeds,
 						 .flags = (uint32_t)(t % 4) };
 		struct smp_minibatch_stats st;
@@ -443,7 +468,7 @@ static void test_message_equals_encoder(void)
 	smp_local_backend(g_local, &be);
 	gnn_encode_info_req(&a, 5);
 	{
-		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 2,
+		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .num_rels = 1, .fanouts = (const int32_t[]){ 2 }, .num_seeds = 2,
 						 .seeds = seeds, .flags = 3 };
 		size_t before = a.len;
 
@@ -463,7 +488,7 @@ static void test_bad_requests(void)
 {
 	struct smp_backend be;
 	int64_t seeds[3] = { 1, 2, 3 };
-	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 3,
+	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .num_rels = 1, .fanouts = (const int32_t[]){ 2 }, .num_seeds = 3,
 					 .seeds = seeds };
 	char err[256];
 
@@ -506,7 +531,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			break_buf = nb;
 		} else if (break_mode == BREAK_COUNT && c->op == SMP_OP_SAMPLE) {
 			/* One node gets fanout + 1 neighbours (node 0, repeated). */
-			uint32_t extra = (uint32_t)c->fanout + 1;
+			uint32_t extra = (uint32_t)c->fanouts[0] + 1;
 			char *b = malloc(c->n * 4 + (c->total + extra) * 8);
 			uint32_t *cnt = (uint32_t *)b;
 			int64_t *nb = (int64_t *)(b + c->n * 4);
@@ -565,7 +590,7 @@ static void test_bad_answers(void)
 	};
 	struct smp_backend be;
 	int64_t seeds[20];
-	struct gnn_minibatch_req req = { .seed = 5, .num_layers = 2, .fanouts = { 3, 3 }, .num_seeds = 20,
+	struct gnn_minibatch_req req = { .seed = 5, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 3, 3 }, .num_seeds = 20,
 					 .seeds = seeds, .flags = GNN_MB_LABELS };
 	struct smp_minibatch mb;
 	char err[512];
@@ -577,7 +602,7 @@ static void test_bad_answers(void)
 	for (uint32_t v = 0, k = 0; k < 20; v++) {
 		uint32_t deg;
 
-		adj_of(g_local, v, &deg);
+		adj_of(g_local, v, 0, &deg);
 		if (deg >= 3)
 			seeds[k++] = v;
 	}
@@ -632,7 +657,7 @@ static void test_handler(void)
 	struct gnn_wbuf in, out;
 	struct gnn_hdr rh;
 	int64_t seeds[10];
-	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 2, .fanouts = { 5, 3 }, .num_seeds = 10,
+	struct gnn_minibatch_req req = { .seed = 1, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 5, 3 }, .num_seeds = 10,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 
 	smp_local_backend(g_local, &be);
@@ -669,12 +694,12 @@ static void test_handler(void)
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EINVAL);
 	in.len = 0;                      /* fanout -2: over the limits */
-	req.fanouts[0] = -2;
+	req.fanouts = (const int32_t[]){ -2, 3 };
 	gnn_encode_minibatch_req(&in, 14, &req);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_ERANGE);
 	in.len = 0;                      /* a message type samplers do not serve */
-	gnn_encode_sample_req(&in, 15, 1, 5, seeds, 2);
+	gnn_encode_sample_req(&in, 15, 1, 1, (const int32_t[]){ 5 }, seeds, 2);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
 	CHECK(out.len > 28 && memmem(out.buf, out.len, "info, nodes, minibatch and predict", 34) != NULL);
@@ -704,7 +729,7 @@ static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, 
 	smp_local_backend(ctx, &local);
 	for (size_t i = 0; i < n; i++) {
 		counted.calls[calls[i].op]++;
-		counted.zero_fanout += calls[i].op == SMP_OP_SAMPLE && calls[i].fanout == 0;
+		counted.zero_fanout += calls[i].op == SMP_OP_SAMPLE && calls[i].fanouts[0] == 0;
 	}
 	return local.run(ctx, calls, n, err, err_len);
 }
@@ -726,12 +751,12 @@ static void test_fanout_zero(void)
 	gnn_wbuf_init(&a);
 	gnn_wbuf_init(&b);
 	for (int t = 0; t < 5; t++) {
-		struct gnn_minibatch_req req = { .seed = 40 + (uint64_t)t, .num_layers = layers[t], .num_seeds = 40,
-						 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+		struct gnn_minibatch_req req = { .seed = 40 + (uint64_t)t, .num_layers = layers[t], .num_rels = 1,
+						 .fanouts = fanouts[t], .num_seeds = 40, .seeds = seeds,
+						 .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 		struct smp_minibatch mb;
 		bool sampled = false, shape = true;
 
-		memcpy(req.fanouts, fanouts[t], sizeof(fanouts[t]));
 		random_seeds(G_NODES, 40, seeds);
 		memset(&counted, 0, sizeof(counted));
 		if (!CHECK(smp_build(&be, NULL, &req, &mb, err, sizeof(err)) == GNN_OK)) {
@@ -984,7 +1009,7 @@ static void test_info_nodes(void)
 	ob.metrics = mb;
 	if (CHECK(smp_service_new(&ob, &svc_bad) == GNN_OK)) {
 		int64_t seeds[1] = { 3 };
-		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .fanouts = { 2 }, .num_seeds = 1,
+		struct gnn_minibatch_req req = { .seed = 1, .num_layers = 1, .num_rels = 1, .fanouts = (const int32_t[]){ 2 }, .num_seeds = 1,
 						 .seeds = seeds };
 
 		in.len = 0;
@@ -1002,7 +1027,7 @@ static void test_info_nodes(void)
 
 	/* A partition without split codes (in process only). */
 	{
-		struct smp_local_part parts[G_PARTS];
+		struct gnn_part parts[G_PARTS];
 		struct smp_local *nosplit;
 
 		for (uint32_t p = 0; p < G_PARTS; p++)
@@ -1054,7 +1079,8 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 		struct gnn_info in = { .part_id = f->claim_part,
 				       .layout = { .num_parts = G_PARTS, .num_nodes = G_NODES, .num_edges = 1000,
 						   .feat_dim = G_DIM, .num_classes = G_CLASSES,
-						   .graph_id = f->graph_id, .offsets = g_offsets } };
+						   .graph_id = f->graph_id, .offsets = g_offsets, .schema = &g_schema,
+						   .type_offsets = g_offsets } };
 
 		return gnn_encode_info_resp(out, h->req_id, &in);
 	}
@@ -1069,18 +1095,18 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 		if ((rc = gnn_decode_sample_req(payload, len, &sr)) != GNN_OK)
 			return rc;
 		c = (struct smp_call){ .op = SMP_OP_SAMPLE, .part = f->part, .n = sr.n, .ids = sr.ids,
-				       .seed = sr.seed, .fanout = sr.fanout };
+				       .seed = sr.seed, .fanouts = sr.fanouts };
 	} else {
 		if ((rc = gnn_decode_ids_req(payload, len, &ir)) != GNN_OK)
 			return rc;
 		c = (struct smp_call){ .op = h->type == GNN_MSG_FEAT_REQ ? SMP_OP_FEAT : SMP_OP_LABEL,
-				       .part = f->part, .n = ir.n, .ids = ir.ids };
+				       .part = f->part, .n = ir.n, .ids = ir.ids, .feat_dim = G_DIM };
 	}
 	rc = be.run(be.ctx, &c, 1, err, sizeof(err));
 	if (rc != GNN_OK)
 		rc = gnn_encode_error(out, h->req_id, (uint32_t)rc, err);
 	else if (c.op == SMP_OP_SAMPLE)
-		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, c.nbrs, c.total);
+		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, 1, c.nbrs, c.total);
 	else if (c.op == SMP_OP_FEAT)
 		rc = gnn_encode_feat_resp(out, h->req_id, c.rows, c.n, G_DIM);
 	else if (c.op == SMP_OP_NODES)
@@ -1134,7 +1160,7 @@ static void test_stores(void)
 	struct smp_service_opts so = { .backend = &net };
 	struct gnn_wbuf wa, wb;
 	int64_t seeds[50], got[G_NODES], want[G_NODES];
-	struct gnn_minibatch_req req = { .seed = 8, .num_layers = 2, .fanouts = { 6, 4 }, .num_seeds = 50,
+	struct gnn_minibatch_req req = { .seed = 8, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 6, 4 }, .num_seeds = 50,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	char err[512], reason[128], url[64];
 	double t0, dt;
@@ -1351,7 +1377,7 @@ static void test_stores_changed(void)
 	struct smp_service_opts so = { .backend = &net };
 	struct gnn_wbuf w;
 	int64_t seeds[20];
-	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .fanouts = { 5, 3 }, .num_seeds = 20,
+	struct gnn_minibatch_req req = { .seed = 3, .num_layers = 2, .num_rels = 1, .fanouts = (const int32_t[]){ 5, 3 }, .num_seeds = 20,
 					 .seeds = seeds, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	const char *changed = "graph store graphstore-1 (tcp://127.0.0.1:";
 	const char *ids = "now serves graph_id 000000000000002b partition 1 of 3, not graph_id 000000000000002a";
@@ -1455,7 +1481,7 @@ static void test_partition_files(void)
 		smp_local_backend(l, &be);
 		gnn_wbuf_init(&w);
 		for (int t = 0; t < 10; t++) {
-			struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 3, .fanouts = { 15, 10, 5 },
+			struct gnn_minibatch_req req = { .seed = (uint64_t)t, .num_layers = 3, .num_rels = 1, .fanouts = (const int32_t[]){ 15, 10, 5 },
 							 .num_seeds = 256, .seeds = seeds,
 							 .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 
@@ -1486,7 +1512,7 @@ static void test_partition_files(void)
 					     CHECK(gnn_proto_decode_hdr(w.buf, w.len, &h, &payload) == GNN_OK) &&
 					     CHECK(gnn_decode_nodes_resp(payload, h.len, &r) == GNN_OK);
 					for (uint32_t i = 0; ok && i < r.n; i++) {
-						const struct smp_local_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, r.ids[i]));
+						const struct gnn_part *pt = smp_local_part(l, (uint32_t)gnn_layout_owner(lay, r.ids[i]));
 
 						ok = CHECK(r.ids[i] > prev && pt->split[r.ids[i] - pt->node_start] == split);
 						prev = r.ids[i];

@@ -25,6 +25,7 @@ struct tmb {
 	int32_t indptr[GNN_PROTO_MAX_LAYERS][MAXN + 1];
 	int32_t indices[GNN_PROTO_MAX_LAYERS][MAXN * 8];
 	float *feat;
+	uint8_t types[MAXN];
 	int32_t labels[MAXN];
 };
 
@@ -50,7 +51,10 @@ static void make_mb(struct tmb *t, uint32_t L, const uint32_t *sizes, uint32_t i
 	rng_state = seed;
 	memset(&t->mb, 0, sizeof(t->mb));
 	t->mb.num_layers = L;
-	t->mb.feat_dim = in_dim;
+	t->mb.num_types = 1;
+	t->mb.num_rels = 1;
+	t->mb.feat_dims[0] = in_dim;
+	t->mb.src_types = t->types;
 	t->mb.num_seeds = sizes[L];
 	t->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
 	for (uint32_t l = 0; l < L; l++) {
@@ -72,15 +76,16 @@ static void make_mb(struct tmb *t, uint32_t L, const uint32_t *sizes, uint32_t i
 				t->indices[l][e - 1] = t->indices[l][e - 2];
 			t->indptr[l][v + 1] = e;
 		}
-		*b = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_edges = (uint64_t)e, .src_ids = t->ids[l],
-					 .indptr = t->indptr[l], .indices = t->indices[l] };
+		*b = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_rels = 1, .num_edges = (uint64_t)e,
+					 .src_ids = t->ids[l], .indptr = t->indptr[l], .indices = t->indices[l] };
 	}
 	t->feat = malloc((size_t)sizes[0] * in_dim * sizeof(float));
 	for (size_t i = 0; i < (size_t)sizes[0] * in_dim; i++)
 		t->feat[i] = (float)(2.0 * unif() - 1.0);
 	for (uint32_t i = 0; i < sizes[L]; i++)
 		t->labels[i] = i == 2 ? -1 : (int32_t)(rnd() % classes);
-	t->mb.feat = t->feat;
+	t->mb.feat[0] = t->feat;
+	gnn_minibatch_count_types(&t->mb);
 	t->mb.labels = t->labels;
 }
 
@@ -103,7 +108,7 @@ static double *ref_forward(const struct tr_model_cfg *c, const float *p, const s
 	size_t off = 0;
 
 	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
-		h[i] = mb->feat[i];
+		h[i] = mb->feat[0][i];
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
@@ -561,10 +566,10 @@ static void test_check_rejects(void)
 	CHECK(rejects(m, &mb, true, "2 layers, the model 3"));
 	CHECK(tr_model_train_step(m, &mb, 1, &st) == GNN_EINVAL);
 	mb = t.mb;
-	mb.feat = NULL;
+	mb.feat[0] = NULL;
 	CHECK(rejects(m, &mb, true, "no feature rows"));
 	mb = t.mb;
-	mb.feat_dim = 8;
+	mb.feat_dims[0] = 8;
 	CHECK(rejects(m, &mb, true, "feature width 8 differs from the model's in_dim 7"));
 	mb = t.mb;
 	mb.labels = NULL;
@@ -604,7 +609,7 @@ static void test_check_rejects(void)
 	t.indptr[2][3] = saved;
 	/* Several mismatches are all named. */
 	mb = t.mb;
-	mb.feat_dim = 9;
+	mb.feat_dims[0] = 9;
 	mb.labels = NULL;
 	CHECK(rejects(m, &mb, true, "feature width 9"));
 	CHECK(rejects(m, &mb, true, "; minibatch has no labels"));
@@ -744,7 +749,7 @@ static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, con
 	size_t off = 0;
 
 	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
-		h[i] = mb->feat[i];
+		h[i] = mb->feat[0][i];
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
