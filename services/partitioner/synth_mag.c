@@ -59,7 +59,7 @@ enum {
 /* The z (synth_noise_z) at which an ideal nearest-centroid classifier on a
  * paper's own features is right with probability 1/K + 0.3 (1 - 1/K): 0.3
  * of the way from chance to certain. Estimated centroids do a little
- * worse: 0.28 measured with 349 classes (ogbn-mag's MLP: 0.27). Same
+ * worse: 0.27 measured with 349 classes (ogbn-mag's MLP: 0.27). Same
  * offline integral as synth.c's table. */
 static const struct synth_zpoint mag_raw_z[] = {
 	{ 2, 0.385 },   { 3, 0.470 },   { 4, 0.536 },   { 5, 0.591 },   { 6, 0.637 },
