@@ -430,6 +430,33 @@ void gnn_part_close(struct gnn_part *part)
 	memset(part, 0, sizeof(*part));
 }
 
+int gnn_node_map_open(const char *dir, const struct gnn_meta *m, unsigned flags, struct gnn_arr *out)
+{
+	char pdir[4096];
+
+	snprintf(pdir, sizeof(pdir), "%s", dir);
+	return open_file(pdir, json_object_get(m->json, "node_map"), GNN_DT_I64, (uint64_t)m->layout.num_nodes, 1,
+			 flags, out);
+}
+
+int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map, uint32_t p, uint32_t t,
+			  int64_t orig)
+{
+	const int64_t *ids = map->data;
+	int64_t lo = l->type_offsets[(size_t)p * l->schema->num_types + t],
+		hi = l->type_offsets[(size_t)p * l->schema->num_types + t + 1];
+
+	while (lo < hi) {  /* the first ID whose original ID is >= orig */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (ids[mid] < orig)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->type_offsets[(size_t)p * l->schema->num_types + t + 1] && ids[lo] == orig ? lo : -1;
+}
+
 const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim)
 {
 	uint32_t t = 0;

@@ -77,6 +77,19 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 		  struct gnn_part *out);
 void gnn_part_close(struct gnn_part *part);
 
+/* Maps DIR/node-map.arr (new global ID -> original per-type ID) into out
+ * and checks it against meta.json's node_map entry (rows, CRC-32 in the
+ * header; with GNN_PART_VERIFY also the data's). GNN_EFORMAT (logged) on a
+ * mismatch. */
+int gnn_node_map_open(const char *dir, const struct gnn_meta *m, unsigned flags, struct gnn_arr *out);
+
+/* The global ID of the node of type t in partition p whose original ID is
+ * orig, from a node map (gnn_node_map_open): a binary search, as a
+ * (partition, type) range lists its nodes in original order; -1 when p
+ * has no such node. */
+int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map, uint32_t p, uint32_t t,
+			  int64_t orig);
+
 /* The feature row of node gid (owned by pt) and its width into *dim; NULL
  * (and *dim 0) for a type without features. gid must be pt's. */
 const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim);

@@ -26,6 +26,8 @@ static const char *const msg_names[GNN_MSG_TYPE_COUNT] = {
 	[GNN_MSG_MINIBATCH_RESP] = "minibatch_resp",
 	[GNN_MSG_PREDICT_REQ] = "predict",
 	[GNN_MSG_PREDICT_RESP] = "predict_resp",
+	[GNN_MSG_LOOKUP_REQ] = "lookup",
+	[GNN_MSG_LOOKUP_RESP] = "lookup_resp",
 };
 
 const char *gnn_msg_name(uint16_t type)
@@ -370,18 +372,19 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 
 /* ---- ID lists ---- */
 
-int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const int64_t *ids,
-		       uint32_t n)
+/* An ID list whose second word is word (0, or LOOKUP's node type). */
+static int encode_ids(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, uint32_t word, const int64_t *ids,
+		      uint32_t n)
 {
 	size_t start = begin(w, type, req_id, 0);
 
 	put_u32(w, n);
-	put_u32(w, 0);
+	put_u32(w, word);
 	gnn_wbuf_put(w, ids, (size_t)n * 8);
 	return finish(w, start);
 }
 
-int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out)
+static int decode_ids(const void *payload, size_t len, uint32_t *word, struct gnn_ids *out)
 {
 	struct gnn_ids v = { 0 };
 	struct rd r;
@@ -390,13 +393,48 @@ int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out)
 	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
 		return rc;
 	v.n = get_u32(&r);
-	get_u32(&r);
+	*word = get_u32(&r);
 	if (v.n > GNN_PROTO_MAX_IDS)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	v.ids = take(&r, v.n, 8);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
 	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_ids_req(struct gnn_wbuf *w, uint16_t type, uint64_t req_id, const int64_t *ids,
+		       uint32_t n)
+{
+	return encode_ids(w, type, req_id, 0, ids, n);
+}
+
+int gnn_decode_ids_req(const void *payload, size_t len, struct gnn_ids *out)
+{
+	uint32_t word;
+
+	return decode_ids(payload, len, &word, out);
+}
+
+int gnn_encode_lookup_req(struct gnn_wbuf *w, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
+			  uint32_t n)
+{
+	return encode_ids(w, GNN_MSG_LOOKUP_REQ, req_id, node_type, orig_ids, n);
+}
+
+int gnn_decode_lookup_req(const void *payload, size_t len, struct gnn_lookup_req *out)
+{
+	struct gnn_ids v;
+	uint32_t word = 0;
+	int rc;
+
+	if ((rc = decode_ids(payload, len, &word, &v)) != GNN_OK)
+		return rc;
+	if (word >= GNN_PROTO_MAX_TYPES) {
+		gnn_proto_release(v.owned);
+		return GNN_ERANGE;
+	}
+	*out = (struct gnn_lookup_req){ .n = v.n, .node_type = word, .orig_ids = v.ids, .owned = v.owned };
 	return GNN_OK;
 }
 

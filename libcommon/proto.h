@@ -73,6 +73,9 @@ enum gnn_msg_type {
 	GNN_MSG_PREDICT_REQ = 16,   /* graph store: the predictions of owned nodes (gnn-trainer infer's);
 				     * sampler: of any nodes, asking their owners */
 	GNN_MSG_PREDICT_RESP = 17,
+	GNN_MSG_LOOKUP_REQ = 18,    /* graph store: global IDs of original per-type IDs in its partition;
+				     * sampler: in the whole graph */
+	GNN_MSG_LOOKUP_RESP = 19,
 	GNN_MSG_TYPE_COUNT
 };
 
@@ -216,6 +219,21 @@ int gnn_encode_predict_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gn
 /* Checks n against GNN_PROTO_MAX_IDS, k in [1, GNN_PROTO_MAX_TOP_K] and
  * that the arrays fill the payload exactly (values are the sender's). */
 int gnn_decode_predict_resp(const void *payload, size_t len, struct gnn_predict_resp *out);
+
+/* LOOKUP_REQ: the global IDs of nodes of type node_type known by their
+ * original IDs (the input's per-type IDs, node-map.arr's values). Its
+ * payload is an ID list whose second word is the type. LOOKUP_RESP is an
+ * ID list (gnn_encode_ids_req / gnn_decode_ids_req with that type): ids[i]
+ * is the global ID of orig_ids[i], or -1 where a graph store does not
+ * hold it (a sampler answers every one or an ERROR). */
+struct gnn_lookup_req {
+	uint32_t n, node_type;    /* node_type < GNN_PROTO_MAX_TYPES */
+	const int64_t *orig_ids;
+	void *owned;
+};
+int gnn_encode_lookup_req(struct gnn_wbuf *w, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
+			  uint32_t n);
+int gnn_decode_lookup_req(const void *payload, size_t len, struct gnn_lookup_req *out);
 
 /* NODES_REQ: up to limit owned nodes whose split code is split, in ID order,
  * starting at global ID cursor (use the partition's node_start, or 0, first).

@@ -17,7 +17,7 @@
 struct cli_config {
 	const char *store, *sampler;      /* nng URLs */
 	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
-	const char *fanouts, *fanout, *split;
+	const char *fanouts, *fanout, *split, *type;
 	int64_t seed, limit, page, timeout_ms, retries;
 	bool json, no_features, no_labels;
 };
@@ -75,5 +75,6 @@ int cli_cmd_split(const struct cli_config *c, json_t **out);
 int cli_cmd_nodes(const struct cli_config *c, json_t **out);
 int cli_cmd_minibatch(const struct cli_config *c, json_t **out);
 int cli_cmd_predict(const struct cli_config *c, json_t **out);
+int cli_cmd_lookup(const struct cli_config *c, json_t **out);
 
 #endif

@@ -406,7 +406,102 @@ out:
 	return rc;
 }
 
-/* PREDICT: a store's own nodes, or any nodes through a sampler. */
+/* --type NAME's index in url's schema (INFO over cl). */
+static int type_index(struct gnn_client *cl, const char *url, const char *name, uint32_t *t)
+{
+	struct gnn_info info = { 0 };
+	int32_t k;
+	int rc;
+
+	if ((rc = fetch_info(cl, url, &info)) != GNN_OK)
+		return rc;
+	if ((k = gnn_schema_type(info.layout.schema, name)) < 0) {
+		char names[512];
+		size_t used = 0;
+
+		names[0] = '\0';
+		for (uint32_t i = 0; i < info.layout.schema->num_types && used + 1 < sizeof(names); i++)
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+						 info.layout.schema->types[i].name);
+		cli_error("--type %s: not a node type of the graph (%s)", name, names);
+		rc = GNN_EINVAL;
+	}
+	gnn_proto_release(info.owned);
+	*t = k < 0 ? 0 : (uint32_t)k;
+	return rc;
+}
+
+/* LOOKUP of n original IDs of type c->type over cl into *ids (malloc'd,
+ * the caller's): every one must be found (a store answers -1 for the
+ * nodes of other partitions: an error here). */
+static int lookup(const struct cli_config *c, struct gnn_client *cl, const char *url, const int64_t *orig,
+		  uint32_t n, int64_t **ids)
+{
+	struct gnn_wbuf req;
+	struct gnn_ids r = { 0 };
+	nng_msg *reply = NULL;
+	const void *payload;
+	uint32_t t;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = type_index(cl, url, c->type, &t)) != GNN_OK)
+		goto out;
+	gnn_encode_lookup_req(&req, next_req_id++, t, orig, n);
+	if ((rc = call(cl, url, &req, GNN_MSG_LOOKUP_RESP, &reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK || r.n != n) {
+		rc = bad_reply(url, "the reply does not hold one ID per original ID", rc ? rc : GNN_EPROTO);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (r.ids[i] < 0) {
+			cli_error("%s %lld is not held by %s (a graph store answers for its own partition: ask a sampler "
+				  "for the whole graph)", c->type, (long long)orig[i], url);
+			rc = GNN_ENOENT;
+			goto out;
+		}
+	if ((*ids = malloc((size_t)n * sizeof(**ids) + 1)) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	memcpy(*ids, r.ids, (size_t)n * sizeof(**ids));
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&req);
+	return rc;
+}
+
+int cli_cmd_lookup(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	int64_t *orig = NULL, *ids = NULL;
+	const char *url, *opt;
+	uint32_t n;
+	int rc;
+
+	if (c->type == NULL) {
+		cli_error("--type NAME is required: the node type the original IDs are of");
+		return GNN_EINVAL;
+	}
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &orig, &n)) != GNN_OK ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK || (rc = lookup(c, cl, url, orig, n, &ids)) != GNN_OK)
+		goto out;
+	if ((*out = json_pack("{s:s, s:s, s:o, s:o}", opt + 2, url, "type", c->type, "original_ids",
+			      cli_id_array(orig, n), "nodes", cli_id_array(ids, n))) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_client_close(cl);
+	free(orig);
+	free(ids);
+	return rc;
+}
+
+/* PREDICT: a store's own nodes, or any nodes through a sampler; with
+ * --type, nodes given by their original IDs (a LOOKUP first). */
 int cli_cmd_predict(const struct cli_config *c, json_t **out)
 {
 	struct gnn_client *cl = NULL;
@@ -415,15 +510,21 @@ int cli_cmd_predict(const struct cli_config *c, json_t **out)
 	nng_msg *reply = NULL;
 	const void *payload;
 	const char *url, *opt;
-	int64_t *ids = NULL;
+	int64_t *ids = NULL, *given = NULL;
 	uint32_t n;
 	size_t len;
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &ids, &n)) != GNN_OK ||
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &given, &n)) != GNN_OK ||
 	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
+	if (c->type == NULL) {
+		ids = given;
+		given = NULL;
+	} else if ((rc = lookup(c, cl, url, given, n, &ids)) != GNN_OK) {
+		goto out;
+	}
 	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, next_req_id++, ids, n);
 	if ((rc = call(cl, url, &req, GNN_MSG_PREDICT_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
@@ -440,5 +541,6 @@ out:
 	gnn_wbuf_free(&req);
 	gnn_client_close(cl);
 	free(ids);
+	free(given);
 	return rc;
 }

@@ -66,13 +66,16 @@ static const struct gnn_opt minibatch_rows[] = {
 	{ "no-labels", GNN_OPT_BOOL, &cfg.no_labels, NULL, 0, 0, NULL, "leave out the seeds' labels" },
 	{ NULL },
 };
+#define TYPE_ROW { "type", GNN_OPT_STR, &cfg.type, NULL, 0, 0, NULL, \
+		   "the node type (e.g. paper): --nodes are then original IDs of that type, as in the input files" }
 static const struct gnn_opt predict_rows[] = {
 	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
 	  "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000 (nodes it owns)" },
 	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
 	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (any nodes)" },
-	NODES_ROW, { NULL },
+	NODES_ROW, TYPE_ROW, { NULL },
 };
+static const struct gnn_opt lookup_rows[] = { STORE_OR_SAMPLER_ROWS, NODES_ROW, TYPE_ROW, { NULL } };
 static const struct gnn_opt common_rows[] = {
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "5000", 1, 3600000, NULL,
 	  "milliseconds to wait for each attempt's reply" },
@@ -97,8 +100,10 @@ static const struct command commands[] = {
 	  nodes_rows, cli_cmd_nodes },
 	{ "minibatch", "A minibatch from a sampler: sampled blocks, features, labels.", minibatch_rows,
 	  cli_cmd_minibatch },
-	{ "predict", "Predicted class and top-k of nodes (global IDs; the reply gives original IDs too).",
+	{ "predict", "Predicted class and top-k of nodes (global IDs, or --type T and original IDs; the reply gives both).",
 	  predict_rows, cli_cmd_predict },
+	{ "lookup", "Global IDs of nodes of --type given by their original IDs (a store: its partition's; a sampler: any).",
+	  lookup_rows, cli_cmd_lookup },
 	{ NULL },
 };
 

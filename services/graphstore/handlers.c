@@ -1,5 +1,5 @@
-/* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT
- * and NODES over the mapped partition (store.h), PREDICT over the
+/* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT,
+ * NODES and LOOKUP over the mapped partition (store.h), PREDICT over the
  * inference's predictions (preds.h).
  *
  * Every handler decodes and checks the whole request before any work and
@@ -311,6 +311,27 @@ static int on_nodes(struct gs_store *s, const struct gnn_hdr *h, const void *pay
 	return rc;
 }
 
+/* Predictions exist for the nodes of the label type only: on another,
+ * appends the ERROR naming it and returns false. */
+static bool check_label_type(const struct gs_store *s, const struct gnn_hdr *h, const int64_t *ids, uint32_t n,
+			     struct gnn_wbuf *out, int *rc)
+{
+	const struct gnn_layout *l = &s->meta.layout;
+	const struct gnn_schema *sc = l->schema;
+
+	for (uint32_t i = 0; sc->num_types > 1 && i < n; i++) {
+		int32_t t = gnn_layout_type(l, ids[i]);
+
+		if (t != (int32_t)sc->label_type) {
+			*rc = reply_error(out, h->req_id, GNN_EINVAL,
+					  "node %lld (ids[%u]) is a %s: predictions are of %s nodes (the label type)",
+					  (long long)ids[i], i, sc->types[t].name, sc->types[sc->label_type].name);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* PREDICT: the inference's predictions of owned nodes (preds.h). */
 static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
@@ -320,13 +341,42 @@ static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *p
 
 	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	if (check_owned(s, h, req.ids, req.n, out, &rc)) {
+	if (check_owned(s, h, req.ids, req.n, out, &rc) && check_label_type(s, h, req.ids, req.n, out, &rc)) {
 		why[0] = '\0';
 		rc = gs_preds_answer(s->preds, h->req_id, req.ids, req.n, out, why, sizeof(why));
 		if (rc == GNN_ENOENT || rc == GNN_EFORMAT || rc == GNN_EUNAVAIL)
 			rc = reply_error(out, h->req_id, rc, "graph store %d has no predictions to answer with: %s",
 					 s->part_id, why);
 	}
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
+/* LOOKUP: the global IDs of original per-type IDs, -1 for those this
+ * partition does not hold. */
+static int on_lookup(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	const struct gnn_layout *l = &s->meta.layout;
+	struct gnn_lookup_req req;
+	int64_t *ids = NULL;
+	int rc;
+
+	if ((rc = gnn_decode_lookup_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	if (req.node_type >= l->schema->num_types) {
+		rc = reply_error(out, h->req_id, GNN_EINVAL, "no node type %u: the graph has %u", req.node_type,
+				 l->schema->num_types);
+		goto out;
+	}
+	if ((ids = malloc((size_t)req.n * sizeof(*ids) + 1)) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < req.n; i++)
+		ids[i] = gnn_node_map_find(l, &s->node_map, (uint32_t)s->part.id, req.node_type, req.orig_ids[i]);
+	rc = gnn_encode_ids_req(out, GNN_MSG_LOOKUP_RESP, h->req_id, ids, req.n);
+out:
+	free(ids);
 	gnn_proto_release(req.owned);
 	return rc;
 }
@@ -355,6 +405,8 @@ int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t le
 		return on_nodes(s, h, payload, out);
 	case GNN_MSG_PREDICT_REQ:
 		return on_predict(s, h, payload, out);
+	case GNN_MSG_LOOKUP_REQ:
+		return on_lookup(s, h, payload, out);
 	default:
 		return reply_error(out, h->req_id, GNN_EPROTO,
 				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),

@@ -102,6 +102,32 @@ int gs_wait_data(const char *dir, int64_t timeout_s)
 	}
 }
 
+/* The node map, for LOOKUP: its rows of each of partition p's types must
+ * ascend (a (partition, type) range lists its nodes in original order). */
+static int open_node_map(struct gs_store *s, const struct gnn_meta *m, int32_t p)
+{
+	const struct gnn_layout *l = &m->layout;
+	const int64_t *ids;
+	int rc;
+
+	if ((rc = gnn_node_map_open(s->dir, m, GNN_PART_VERIFY, &s->node_map)) != GNN_OK)
+		return rc;
+	ids = s->node_map.data;
+	for (uint32_t t = 0; t < l->schema->num_types; t++) {
+		int64_t b = l->type_offsets[(size_t)p * l->schema->num_types + t],
+			e = l->type_offsets[(size_t)p * l->schema->num_types + t + 1];
+
+		for (int64_t v = b + 1; v < e; v++)
+			if (ids[v] <= ids[v - 1]) {
+				GNN_ERROR("bad_partition", "dir=%s node=%lld reason=\"node-map.arr: the original IDs of a (partition, type) range must ascend\"",
+					  s->dir, (long long)v);
+				gnn_arr_close(&s->node_map);
+				return GNN_EFORMAT;
+			}
+	}
+	return GNN_OK;
+}
+
 int gs_store_load(struct gs_store *s)
 {
 	int32_t p = s->part_id;
@@ -109,6 +135,7 @@ int gs_store_load(struct gs_store *s)
 	struct gnn_part part = { 0 };
 	double t0 = gnn_now();
 	uint64_t bytes = 0;
+	uint32_t lt;
 	int rc;
 
 	atomic_store(&s->state, GS_LOADING);
@@ -128,8 +155,16 @@ int gs_store_load(struct gs_store *s)
 	 * checked before the first request, and the pages are then resident. */
 	if ((rc = gnn_part_open(s->dir, &meta, p, GNN_PART_VERIFY, &part)) != GNN_OK)
 		goto out_fail;
-	if ((rc = gs_preds_new(s->preds_dir, p, part.node_start, part.num_nodes, &s->preds)) != GNN_OK) {
+	if ((rc = open_node_map(s, &meta, p)) != GNN_OK) {
 		gnn_part_close(&part);
+		goto out_fail;
+	}
+	/* predictions are rows of the label type's nodes of this partition */
+	lt = meta.schema->label_type;
+	if ((rc = gs_preds_new(s->preds_dir, p, part.type_start[lt], part.type_start[lt + 1] - part.type_start[lt],
+			       &s->preds)) != GNN_OK) {
+		gnn_part_close(&part);
+		gnn_arr_close(&s->node_map);
 		goto out_fail;
 	}
 	for (size_t i = 0; i < sizeof(part.arrs) / sizeof(part.arrs[0]); i++)
@@ -162,6 +197,7 @@ void gs_store_close(struct gs_store *s)
 		gs_preds_free(s->preds);
 		s->preds = NULL;
 		gnn_part_close(&s->part);
+		gnn_arr_close(&s->node_map);
 		gnn_meta_free(&s->meta);
 	}
 }

@@ -36,6 +36,7 @@ struct gs_store {
 	struct gnn_meta meta;       /* valid from READY on; meta.layout.graph_id is
 				     * gnn_meta_graph_id(&meta), which gnn_meta_load leaves 0 */
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
+	struct gnn_arr node_map;    /* node-map.arr (every node's original ID), for LOOKUP */
 	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
 	uint64_t mapped_bytes;      /* the partition's files, headers included */
 	double load_seconds;
@@ -77,8 +78,8 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size);
 
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
- * SAMPLE, FEAT, LABEL, SPLIT, NODES and PREDICT requests (PREDICT: GNN_ENOENT
- * naming what is missing while there are no predictions). Every request is checked
+ * SAMPLE, FEAT, LABEL, SPLIT, NODES, PREDICT (GNN_ENOENT naming what is
+ * missing while there are no predictions) and LOOKUP requests. Every request is checked
  * completely before any work: a malformed payload gets an ERROR reply with
  * the decoder's code, a node outside this partition GNN_ERANGE naming the
  * node and the owned range, a request before READY GNN_EUNAVAIL. */

@@ -20,6 +20,7 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	const char *kind = json_string_value(json_object_get(src, "kind"));
 	const char *path = json_string_value(json_object_get(src, "path"));
 	const char *preset = json_string_value(json_object_get(src, "preset"));
+	const char *split = json_string_value(json_object_get(src, "split"));
 
 	if ((int)m->layout.num_parts != r->parts) {
 		snprintf(why, size, "it has %d parts, %d asked for", (int)m->layout.num_parts, r->parts);
@@ -35,6 +36,10 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	}
 	if (kind == NULL || strcmp(kind, "ogb") != 0 || path == NULL || strcmp(path, r->dataset) != 0) {
 		snprintf(why, size, "it was not made from %s", r->dataset);
+		return false;
+	}
+	if (r->cfg->split != NULL && (split == NULL || strcmp(split, r->cfg->split) != 0)) {
+		snprintf(why, size, "it was made from split %s, not %s", split ? split : "?", r->cfg->split);
 		return false;
 	}
 	return true;
@@ -55,6 +60,8 @@ static int run_partitioner(struct loc_run *r)
 		rc = loc_argv_add(&a, "--synthetic=%s", cfg->synthetic);
 	else
 		rc = loc_argv_add(&a, "--input=%s", r->dataset);
+	if (rc == GNN_OK && cfg->split != NULL)
+		rc = loc_argv_add(&a, "--split=%s", cfg->split);
 	/* --force: WORKDIR/partition is gnn-local's own, and a stale one must go. */
 	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK)

@@ -24,9 +24,12 @@ static struct loc_config cfg;
 
 static const struct gnn_opt options[] = {
 	{ "dataset", GNN_OPT_STR, &cfg.dataset, NULL, 0, 0, NULL,
-	  "graph in OGB's node-property layout (raw/, split/), partitioned with gnn-partition --input" },
-	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, "tiny|small|medium|products",
-	  "instead: the built-in synthetic graph of this preset" },
+	  "graph in OGB's node-property layout (raw/, split/), homogeneous or heterogeneous (ogbn-mag's), "
+	  "partitioned with gnn-partition --input" },
+	{ "split", GNN_OPT_STR, &cfg.split, NULL, 0, 0, NULL,
+	  "--dataset's split folder (gnn-partition --split; default: the only one)" },
+	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, "tiny|small|medium|products|mag-tiny|mag-small|mag",
+	  "instead: the built-in synthetic graph of this preset (mag*: ogbn-mag's schema, docs/synthetic.md)" },
 	{ "partition-dir", GNN_OPT_STR, &cfg.partition_dir, NULL, 0, 0, NULL,
 	  "instead: an existing gnn-partition output to serve (not partitioned again)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, NULL, 1, 1024, NULL,
@@ -48,7 +51,9 @@ static const struct gnn_opt options[] = {
 	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, GNN_PROTO_MAX_LAYERS, NULL,
 	  "gnn-trainer --layers (not given: the number of --fanouts)" },
 	{ "model", GNN_OPT_STR, &cfg.model, "graphsage", 0, 0, NULL,
-	  "gnn-trainer --model (graphsage or gcn; the result lines are labelled with it)" },
+	  "gnn-trainer --model (graphsage, gcn or rgcn; the result lines are labelled with it)" },
+	{ "num-bases", GNN_OPT_INT, &cfg.num_bases, NULL, 0, 1024, NULL,
+	  "gnn-trainer --num-bases (rgcn's basis decomposition)" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
 	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
@@ -100,7 +105,7 @@ static void unset_model_options(void)
 {
 	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
 	cfg.val_nodes = cfg.test_nodes = -1;
-	cfg.seed = cfg.prefetch = cfg.threads = -1;
+	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = -1;
 	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
 }
 

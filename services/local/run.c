@@ -36,6 +36,11 @@ int loc_config_check(struct loc_config *cfg)
 			  sources);
 		return GNN_EINVAL;
 	}
+	if (cfg->split != NULL && cfg->dataset == NULL) {
+		GNN_ERROR("bad_config", "option=--split value=%s reason=\"--split picks a split folder of --dataset\"",
+			  cfg->split);
+		return GNN_EINVAL;
+	}
 	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, &cfg->fanout) != GNN_OK)
 		return GNN_EINVAL;
 	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != cfg->fanout.n) {

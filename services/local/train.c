@@ -104,6 +104,7 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	INT_ARG(hidden, "hidden");
 	INT_ARG(seed, "seed");
 	INT_ARG(prefetch, "prefetch");
+	INT_ARG(num_bases, "num-bases");
 	FLOAT_ARG(lr, "lr");
 	FLOAT_ARG(weight_decay, "weight-decay");
 	FLOAT_ARG(dropout, "dropout");

@@ -871,3 +871,73 @@ out:
 	free(calls);
 	return rc;
 }
+
+/* ---- LOOKUP ---- */
+
+/* Merges the stores' answers (calls[p] is partition p's) into ids:
+ * exactly one store must hold each original ID. */
+static int merge_lookup(const struct smp_backend *be, const struct smp_call *calls, uint32_t P, uint32_t node_type,
+			const int64_t *orig_ids, uint32_t n, int64_t *ids, char *err, size_t err_len)
+{
+	const struct gnn_schema *sc = be->layout->schema;
+	char who[256];
+
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = -1;
+		for (uint32_t p = 0; p < P; p++) {
+			int64_t g = calls[p].found[i];
+
+			if (g < 0)
+				continue;
+			if (ids[i] >= 0 || gnn_layout_owner(be->layout, g) != (int32_t)p ||
+			    gnn_layout_type(be->layout, g) != (int32_t)node_type) {
+				be->describe(be->ctx, p, who, sizeof(who));
+				snprintf(err, err_len, "%s: %s %" PRId64 " answered as node %" PRId64 ", which it does not "
+					 "hold, or which another store holds too", who, sc->types[node_type].name, orig_ids[i], g);
+				return GNN_EPROTO;
+			}
+			ids[i] = g;
+		}
+		if (ids[i] < 0) {
+			snprintf(err, err_len, "%s %" PRId64 " (orig_ids[%" PRIu32 "]) is not in the graph: its %" PRId64
+				 " %s nodes have original IDs as in the input files", sc->types[node_type].name, orig_ids[i], i,
+				 sc->types[node_type].num_nodes, sc->types[node_type].name);
+			return GNN_ENOENT;
+		}
+	}
+	return GNN_OK;
+}
+
+int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
+		       uint32_t n, struct gnn_wbuf *w, char *err, size_t err_len)
+{
+	const struct gnn_layout *l = be->layout;
+	uint32_t P = l->num_parts;
+	struct smp_call *calls = calloc(P, sizeof(*calls));
+	int64_t *ids = malloc((size_t)n * sizeof(*ids) + 1);
+	size_t start = w->len;
+	int rc = GNN_ENOMEM;
+
+	err[0] = '\0';
+	if (calls == NULL || ids == NULL)
+		goto out;
+	if (node_type >= l->schema->num_types) {
+		snprintf(err, err_len, "no node type %" PRIu32 ": the graph has %" PRIu32, node_type, l->schema->num_types);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	for (uint32_t p = 0; p < P; p++)
+		calls[p] = (struct smp_call){ .op = SMP_OP_LOOKUP, .part = p, .n = n, .ids = orig_ids,
+					      .node_type = node_type };
+	if ((rc = be->run(be->ctx, calls, P, err, err_len)) == GNN_OK &&
+	    (rc = merge_lookup(be, calls, P, node_type, orig_ids, n, ids, err, err_len)) == GNN_OK &&
+	    (rc = gnn_encode_ids_req(w, GNN_MSG_LOOKUP_RESP, req_id, ids, n)) != GNN_OK)
+		snprintf(err, err_len, "cannot encode %" PRIu32 " node IDs (%s)", n, gnn_strerror(rc));
+	be->release(be->ctx, calls, P);
+out:
+	if (rc != GNN_OK)
+		w->len = start;
+	free(calls);
+	free(ids);
+	return rc;
+}

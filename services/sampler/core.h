@@ -31,7 +31,7 @@
 #include "part.h"
 #include "proto.h"
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT };
+enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT, SMP_OP_LOOKUP };
 
 /* One request to the owner of one partition and, once run, its answer. */
 struct smp_call {
@@ -43,6 +43,7 @@ struct smp_call {
 	uint64_t seed;            /* SAMPLE: the layer's seed */
 	const int32_t *fanouts;   /* SAMPLE: [num_rels] the layer's, borrowed; not all 0 */
 	uint32_t feat_dim;        /* FEAT: the width of the rows (ids are of one type) */
+	uint32_t node_type;       /* LOOKUP: ids are original IDs of nodes of this type */
 	uint32_t first;           /* the core's bookkeeping: where ids start in its list */
 	uint8_t split;            /* NODES (n = 0, ids unused): the partition's nodes of */
 	uint32_t limit;           /*   this split, at most limit (>= 1) of them, */
@@ -55,7 +56,8 @@ struct smp_call {
 	uint64_t total;           /* SAMPLE: sum of counts */
 	const float *rows;        /* FEAT: [n * feat_dim] */
 	const int32_t *labels;    /* LABEL: [n] */
-	const int64_t *found;     /* NODES: [num_found] node IDs (num_found <= limit) */
+	const int64_t *found;     /* NODES: [num_found] node IDs (num_found <= limit);
+				   * LOOKUP: [n] global IDs, -1 where the store has none */
 	uint32_t num_found;
 	int64_t next_cursor;      /* NODES: where the store continues, -1 when done */
 	struct gnn_predict_resp predict;  /* PREDICT: the answer (n rows; owned unused) */
@@ -181,5 +183,15 @@ int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struc
  * of different runs (GNN_EPROTO). */
 int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
 			struct gnn_wbuf *w, char *err, size_t err_len);
+
+/* LOOKUP through the sampler: the global IDs of n nodes of type
+ * node_type known by their original IDs, asked of every store at once
+ * (each answers for its partition) and appended to w as one LOOKUP_RESP in
+ * the order of orig_ids. Errors, with err saying which: GNN_EINVAL for a
+ * type the graph lacks, GNN_ENOENT for an original ID no store holds,
+ * GNN_EPROTO for one two stores claim, the backend's code. w is then as
+ * it was. */
+int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
+		       uint32_t n, struct gnn_wbuf *w, char *err, size_t err_len);
 
 #endif

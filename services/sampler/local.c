@@ -286,8 +286,9 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 			rc = local_nodes(pt, c, &bad);
 			break;
 		case SMP_OP_PREDICT:
-			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no predictions: only graph stores "
-				 "serve them", c->part);
+		case SMP_OP_LOOKUP:
+			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no %s: only graph stores serve "
+				 "them", c->part, c->op == SMP_OP_PREDICT ? "predictions" : "node map");
 			return GNN_ENOENT;
 		default:
 			rc = GNN_EINVAL;

@@ -135,6 +135,25 @@ static int on_predict(struct smp_service *s, const struct gnn_hdr *h, const void
 	return rc == GNN_OK ? GNN_OK : reply_error(out, h, rc, err);
 }
 
+/* LOOKUP: global IDs of original per-type IDs, from every store. */
+static int on_lookup(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
+		     struct gnn_wbuf *out)
+{
+	struct gnn_lookup_req req;
+	char err[512], text[640];
+	int rc;
+
+	if ((rc = gnn_decode_lookup_req(payload, len, &req)) != GNN_OK) {
+		snprintf(text, sizeof(text), "malformed lookup request: %s (%s)",
+			 rc == GNN_ERANGE ? "over 2^22 IDs or a type over 63" : "lengths do not match the payload",
+			 gnn_errname(rc));
+		return reply_error(out, h, rc, text);
+	}
+	rc = smp_lookup_message(s->be, h->req_id, req.node_type, req.orig_ids, req.n, out, err, sizeof(err));
+	gnn_proto_release(req.owned);
+	return rc == GNN_OK ? GNN_OK : reply_error(out, h, rc, err);
+}
+
 static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
 			struct gnn_wbuf *out)
 {
@@ -175,9 +194,9 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 	char text[640];
 
 	if (h->type != GNN_MSG_MINIBATCH_REQ && h->type != GNN_MSG_NODES_REQ && h->type != GNN_MSG_INFO_REQ &&
-	    h->type != GNN_MSG_PREDICT_REQ) {
-		snprintf(text, sizeof(text), "the sampler answers info, nodes, minibatch and predict requests only, not "
-			 "%s (type %u)", gnn_msg_name(h->type), (unsigned)h->type);
+	    h->type != GNN_MSG_PREDICT_REQ && h->type != GNN_MSG_LOOKUP_REQ) {
+		snprintf(text, sizeof(text), "the sampler answers info, nodes, minibatch, predict and lookup requests only, "
+			 "not %s (type %u)", gnn_msg_name(h->type), (unsigned)h->type);
 		return reply_error(out, h, GNN_EPROTO, text);
 	}
 	/* Until the stores have told the layout there is nothing to answer
@@ -190,5 +209,7 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 		return on_nodes(s, h, payload, len, out);
 	if (h->type == GNN_MSG_PREDICT_REQ)
 		return on_predict(s, h, payload, len, out);
+	if (h->type == GNN_MSG_LOOKUP_REQ)
+		return on_lookup(s, h, payload, len, out);
 	return on_minibatch(s, h, payload, len, out);
 }

@@ -749,6 +749,8 @@ static int encode_call(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t 
 		return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
 	case SMP_OP_PREDICT:
 		return gnn_encode_ids_req(w, GNN_MSG_PREDICT_REQ, req_id, c->ids, c->n);
+	case SMP_OP_LOOKUP:
+		return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
 	}
 	return GNN_EINVAL;
 }
@@ -760,7 +762,8 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
 					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
 					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP,
-					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP };
+					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP,
+					 [SMP_OP_LOOKUP] = GNN_MSG_LOOKUP_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
@@ -793,6 +796,15 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 		h->owned = c->predict.owned;
 		return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
 	}
+	if (c->op == SMP_OP_LOOKUP) {
+		struct gnn_ids r;
+
+		if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK)
+			return rc;
+		h->owned = r.owned;
+		c->found = r.ids;
+		return r.n == c->n ? GNN_OK : GNN_EPROTO;
+	}
 	if (c->op == SMP_OP_NODES) {
 		struct gnn_nodes_resp r;
 
@@ -817,7 +829,7 @@ static const char *op_name(enum smp_op op)
 {
 	static const char *const names[] = { [SMP_OP_SAMPLE] = "sample", [SMP_OP_FEAT] = "features",
 					     [SMP_OP_LABEL] = "labels", [SMP_OP_NODES] = "nodes",
-					     [SMP_OP_PREDICT] = "predict" };
+					     [SMP_OP_PREDICT] = "predict", [SMP_OP_LOOKUP] = "lookup" };
 
 	return names[op];
 }

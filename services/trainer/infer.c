@@ -44,7 +44,7 @@
 
 static struct {
 	const char *data, *ckpt, *out, *model;
-	int64_t workers, worker, layers, hidden, top_k, buffer_mb, threads, wait_s, epochs;
+	int64_t workers, worker, layers, hidden, num_bases, top_k, buffer_mb, threads, wait_s, epochs;
 	bool embeddings;
 } ic;
 
@@ -58,6 +58,7 @@ static const struct gnn_opt infer_options[] = {
 	  "wait for a result of at least this many epochs (a continued run's, not the one before it; 0: any)" },
 	{ "layers", GNN_OPT_INT, &ic.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "the trained model's --layers" },
 	{ "hidden", GNN_OPT_INT, &ic.hidden, "256", 1, 65536, NULL, "the trained model's --hidden" },
+	{ "num-bases", GNN_OPT_INT, &ic.num_bases, "0", 0, 1024, NULL, "the trained model's --num-bases" },
 	{ "workers", GNN_OPT_INT, &ic.workers, "1", 1, 65536, NULL,
 	  "inference workers; worker w computes the partitions p with p mod workers == w" },
 	{ "worker", GNN_OPT_INT, &ic.worker, "-1", -1, 65535, NULL, "this worker (-1: 0 when --workers is 1)" },
@@ -199,7 +200,8 @@ static int open_graph(struct infer *in)
 static int load_model(struct infer *in)
 {
 	const struct gnn_layout *g = &in->meta.layout;
-	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model };
+	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model,
+			       .num_bases = (uint32_t)ic.num_bases };
 	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
 				   .num_classes = g->num_classes, .model = ic.model };
 	uint64_t mh = tr_model_hash(&c, g);
@@ -209,7 +211,7 @@ static int load_model(struct infer *in)
 	if (in->res.model_hash != mh) {
 		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
 			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
-			  "check --data, --model, --layers and --hidden against the training run\"", ic.ckpt,
+			  "check --data, --model, --layers, --hidden and --num-bases against the training run\"", ic.ckpt,
 			  in->res.model_hash, mh, g->graph_id);
 		return GNN_EINVAL;
 	}
@@ -228,60 +230,63 @@ static int load_model(struct infer *in)
 
 /* ---- one layer over one partition, batch by batch ---- */
 
-/* Layer l's input row of global node gid: a feature row, or the previous
- * layer's output. */
-static const float *row_of(const struct infer *in, uint32_t l, int64_t gid)
+/* Layer l's input row of global node gid (width floats) into dst: for
+ * layer 0 what the model makes of the node's features (its type's learned
+ * vector for a type without features), later the previous layer's output. */
+static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t width, float *dst)
 {
-	int32_t q = gnn_layout_owner(&in->meta.layout, gid);
-	int64_t local = gid - in->meta.layout.offsets[q];
+	uint32_t q, dim;
+	int32_t t = gnn_layout_locate(&in->meta.layout, gid, &q, NULL);
 
-	uint32_t dim;
-
-	if (l == 0)
-		return gnn_part_feat_row(&in->parts[q], gid, &dim);
-	return (const float *)in->prev[q].data + (size_t)local * (size_t)ic.hidden;
+	if (l == 0) {
+		tr_model_input_row(in->model, (uint32_t)t, gnn_part_feat_row(&in->parts[q], gid, &dim), dst);
+		return;
+	}
+	memcpy(dst, (const float *)in->prev[q].data + (size_t)(gid - in->meta.layout.offsets[q]) * width,
+	       width * sizeof(float));
 }
 
 /* The batch [v0, v0 + nb) of partition p as a block: source rows 0..nb-1
- * are the nodes themselves, then one row per in-edge (a neighbour seen
- * twice is gathered twice: no lookup, and the gather is per edge anyway). */
+ * are the nodes themselves, then one row per in-edge, relation after
+ * relation (a neighbour seen twice is gathered twice: no lookup, and the
+ * gather is per edge anyway). */
 struct gather {
 	const struct infer *in;
 	const struct gnn_part *part;
 	uint32_t l;
 	int64_t v0;
 	size_t nb, width;
-	const int32_t *indptr;   /* block-local */
+	const int32_t *indptr;   /* block-local, [nb * R + 1] */
 	float *h;
 };
 
 static void gather_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct gather *g = arg;
-	const int64_t *pi = g->part->indptr, *pidx = g->part->indices;
+	const int64_t *pi = g->part->indptr, *pidx = g->part->indices, R = g->part->num_rels;
 	size_t w = g->width;
 
 	for (size_t i = lo; i < hi; i++) {
 		int64_t v = g->v0 + (int64_t)i;
-		float *dst = g->h + ((size_t)g->nb + (size_t)g->indptr[i]) * w;
+		float *dst = g->h + ((size_t)g->nb + (size_t)g->indptr[i * (size_t)R]) * w;
 
-		memcpy(g->h + i * w, row_of(g->in, g->l, g->part->node_start + v), w * sizeof(float));
-		for (int64_t e = pi[v]; e < pi[v + 1]; e++, dst += w)
-			memcpy(dst, row_of(g->in, g->l, pidx[e]), w * sizeof(float));
+		put_row(g->in, g->l, g->part->node_start + v, w, g->h + i * w);
+		for (int64_t e = pi[v * R]; e < pi[(v + 1) * R]; e++, dst += w)
+			put_row(g->in, g->l, pidx[e], w, dst);
 	}
 }
 
-/* The most nodes from v0 whose rows fit the buffer (one at least). */
-static size_t batch_end(const struct gnn_part *part, int64_t v0, size_t budget_rows)
+/* The most nodes from v0 (up to end) whose rows fit the buffer (one at least). */
+static size_t batch_end(const struct gnn_part *part, int64_t v0, int64_t end, size_t budget)
 {
-	const int64_t *pi = part->indptr;
+	const int64_t *pi = part->indptr, R = part->num_rels;
 	size_t rows = 0;
 	int64_t v = v0;
 
-	while (v < part->num_nodes) {
-		size_t r = 1 + (size_t)(pi[v + 1] - pi[v]);
+	while (v < end) {
+		size_t r = 1 + (size_t)(pi[(v + 1) * R] - pi[v * R]);
 
-		if (v > v0 && rows + r > budget_rows)
+		if (v > v0 && rows + r > budget)
 			break;
 		rows += r;
 		v++;
@@ -292,8 +297,9 @@ static size_t batch_end(const struct gnn_part *part, int64_t v0, size_t budget_r
 /* Layer l's outputs of nodes [v0, v0 + nb) of part into in->y. */
 static int run_batch(struct infer *in, const struct gnn_part *part, uint32_t l, int64_t v0, size_t nb)
 {
+	const int64_t R = part->num_rels, *pi = part->indptr + v0 * R;
 	uint32_t win, wout;
-	size_t ne = (size_t)(part->indptr[v0 + (int64_t)nb] - part->indptr[v0]), rows = nb + ne;
+	size_t ne = (size_t)(pi[(int64_t)nb * R] - pi[0]), rows = nb + ne;
 	struct gather g;
 	struct gnn_block b;
 	int rc;
@@ -304,17 +310,17 @@ static int run_batch(struct infer *in, const struct gnn_part *part, uint32_t l, 
 		return GNN_ERANGE;
 	}
 	if ((rc = tr_fbuf_reserve(&in->h, rows * win)) != GNN_OK || (rc = tr_fbuf_reserve(&in->y, nb * wout)) != GNN_OK ||
-	    (rc = tr_ibuf_reserve(&in->indptr, nb + 1)) != GNN_OK ||
+	    (rc = tr_ibuf_reserve(&in->indptr, nb * (size_t)R + 1)) != GNN_OK ||
 	    (rc = tr_ibuf_reserve(&in->indices, ne ? ne : 1)) != GNN_OK)
 		return rc;
-	for (size_t i = 0; i <= nb; i++)
-		in->indptr.p[i] = (int32_t)(part->indptr[v0 + (int64_t)i] - part->indptr[v0]);
+	for (size_t k = 0; k <= nb * (size_t)R; k++)
+		in->indptr.p[k] = (int32_t)(pi[k] - pi[0]);
 	for (size_t e = 0; e < ne; e++)
 		in->indices.p[e] = (int32_t)(nb + e);
 	g = (struct gather){ in, part, l, v0, nb, win, in->indptr.p, in->h.p };
 	tr_par_for(nb, 1 + 4096 / (1 + ne / (nb ? nb : 1)), gather_rows, &g);
-	b = (struct gnn_block){ .num_dst = (uint32_t)nb, .num_src = (uint32_t)rows, .num_edges = ne,
-				.indptr = in->indptr.p, .indices = in->indices.p };
+	b = (struct gnn_block){ .num_dst = (uint32_t)nb, .num_src = (uint32_t)rows, .num_rels = (uint32_t)R,
+				.num_edges = ne, .indptr = in->indptr.p, .indices = in->indices.p };
 	return tr_model_infer_layer(in->model, l, &b, in->h.p, in->y.p);
 }
 
@@ -381,10 +387,28 @@ static int emit_batch(struct infer *in, const struct gnn_part *part, int64_t v0,
 	    (rc = gnn_arr_writer_append(o->w[OUT_ORIG_ID],
 					(const int64_t *)in->node_map.data + part->node_start + v0, nb)) != GNN_OK)
 		return rc;
-	/* The last layer's input: the self rows run_batch gathered first. */
-	if (o->w[OUT_EMB] != NULL)
-		rc = gnn_arr_writer_append(o->w[OUT_EMB], in->h.p, nb);
-	return rc;
+	return GNN_OK;
+}
+
+/* With --embeddings: the last layer's input row of every node of part,
+ * whatever its type (predictions are the label type's only). */
+static int write_embeddings(struct infer *in, const struct gnn_part *part, size_t budget, struct gnn_arr_writer *w)
+{
+	uint32_t win, wout;
+	int rc;
+
+	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
+	if ((rc = tr_fbuf_reserve(&in->h, budget * win)) != GNN_OK)
+		return rc;
+	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)budget) {
+		size_t nb = part->num_nodes - v < (int64_t)budget ? (size_t)(part->num_nodes - v) : budget;
+
+		for (size_t i = 0; i < nb; i++)
+			put_row(in, in->L - 1, part->node_start + v + (int64_t)i, win, in->h.p + i * win);
+		if ((rc = gnn_arr_writer_append(w, in->h.p, nb)) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
 }
 
 static int open_writers(struct infer *in, const char *dir, size_t max_batch, struct part_out *o)
@@ -474,7 +498,7 @@ static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
 	if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &w)) != GNN_OK)
 		return rc;
 	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
-		nb = batch_end(part, v, budget);
+		nb = batch_end(part, v, part->num_nodes, budget);
 		if (gnn_stop_requested())
 			rc = GNN_ECLOSED;
 		if (rc != GNN_OK || (rc = run_batch(in, part, l, v, nb)) != GNN_OK ||
@@ -555,9 +579,10 @@ static json_t *identity_json(const struct infer *in)
 	snprintf(crc, sizeof(crc), "%08" PRIx32, in->res.params_crc);
 	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
 	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b}", "format", SUMMARY_FORMAT, "params_crc", crc,
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
 			 "model_hash", mh, "graph_id", gid, "model", ic.model, "top_k", (int)in->top_k, "embeddings",
-			 ic.embeddings);
+			 ic.embeddings, "label_type",
+			 in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
 }
 
 /* OUT/part-p replaced by the finished temporary folder tmp. */
@@ -582,6 +607,7 @@ static int swap_in(const char *tmp, uint32_t p)
 
 static int finish_part(struct infer *in, const char *tmp, uint32_t p, struct part_out *o)
 {
+	uint32_t lt = in->meta.layout.schema->label_type;
 	char path[PATH_MAX + 32];
 	json_t *st = identity_json(in);
 	int rc = GNN_OK;
@@ -595,6 +621,9 @@ static int finish_part(struct infer *in, const char *tmp, uint32_t p, struct par
 	}
 	json_object_set_new(st, "part", json_integer(p));
 	json_object_set_new(st, "nodes", json_integer(in->parts[p].num_nodes));
+	/* the rows of pred.arr: the label type's nodes of the partition */
+	json_object_set_new(st, "predicted_start", json_integer(in->parts[p].type_start[lt]));
+	json_object_set_new(st, "predicted", json_integer(in->parts[p].type_start[lt + 1] - in->parts[p].type_start[lt]));
 	json_object_set_new(st, "splits", counts_json(&o->counts));
 	snprintf(path, sizeof(path), "%s/stats.json", tmp);
 	if (rc == GNN_OK)
@@ -603,9 +632,13 @@ static int finish_part(struct infer *in, const char *tmp, uint32_t p, struct par
 	return rc != GNN_OK ? rc : swap_in(tmp, p);
 }
 
+/* Predictions of partition p's label-type nodes (all of them with one
+ * type), then with --embeddings every node's last hidden layer. */
 static int last_layer_part(struct infer *in, uint32_t p)
 {
 	const struct gnn_part *part = &in->parts[p];
+	uint32_t lt = in->meta.layout.schema->label_type;
+	int64_t first = part->type_start[lt] - part->node_start, end = part->type_start[lt + 1] - part->node_start;
 	struct part_out o = { 0 };
 	char tmp[PATH_MAX];
 	uint32_t win, wout;
@@ -618,19 +651,20 @@ static int last_layer_part(struct infer *in, uint32_t p)
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-part-%" PRIu32 "-%d", ic.out, p, (int)getpid());
 	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK || (rc = open_writers(in, tmp, budget, &o)) != GNN_OK)
 		goto out;
-	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
-		nb = batch_end(part, v, budget);
+	for (int64_t v = first; v < end; v += (int64_t)nb) {
+		nb = batch_end(part, v, end, budget);
 		if (gnn_stop_requested())
 			rc = GNN_ECLOSED;
 		if (rc != GNN_OK || (rc = run_batch(in, part, in->L - 1, v, nb)) != GNN_OK ||
 		    (rc = emit_batch(in, part, v, nb, &o)) != GNN_OK)
 			goto out;
 	}
-	if ((rc = finish_part(in, tmp, p, &o)) != GNN_OK)
+	if ((o.w[OUT_EMB] != NULL && (rc = write_embeddings(in, part, budget, o.w[OUT_EMB])) != GNN_OK) ||
+	    (rc = finish_part(in, tmp, p, &o)) != GNN_OK)
 		goto out;
-	GNN_INFO("part_done", "part=%" PRIu32 " nodes=%" PRId64 " test_acc=%.4f seconds=%.2f", p, part->num_nodes,
-		 o.counts.labelled[3] ? (double)o.counts.correct[3] / (double)o.counts.labelled[3] : 0.0,
-		 gnn_now() - t0);
+	GNN_INFO("part_done", "part=%" PRIu32 " nodes=%" PRId64 " predicted=%" PRId64 " test_acc=%.4f seconds=%.2f", p,
+		 part->num_nodes, end - first,
+		 o.counts.labelled[3] ? (double)o.counts.correct[3] / (double)o.counts.labelled[3] : 0.0, gnn_now() - t0);
 out:
 	part_out_free(&o);
 	if (rc != GNN_OK)

@@ -37,7 +37,7 @@
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
 		*on_finish, *model;
-	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, seed, prefetch, threads,
+	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
 };
@@ -63,10 +63,14 @@ static const struct gnn_opt options[] = {
 	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
 	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
 	{ "model", GNN_OPT_STR, &opt.model, "graphsage", 0, 0, NULL,
-	  "the model to train: one registered in services/trainer/model.c, graphsage or gcn today (docs/model.md)" },
+	  "the model to train: one registered in services/trainer/model.c: graphsage, gcn (one relation) or rgcn "
+	  "(any relations; docs/model.md)" },
+	{ "num-bases", GNN_OPT_INT, &opt.num_bases, "0", 0, 1024, NULL,
+	  "rgcn: basis matrices per layer shared by the relations' weights (0: a full weight per relation)" },
 	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)" },
 	{ "fanouts", GNN_OPT_LIST, &opt.fanouts, "15,10,5", 0, 0, NULL,
-	  "neighbours sampled per node and layer, input layer first; 0: none (features only), -1: all" },
+	  "neighbours sampled per node and layer under each relation, input layer first; 0: none (features only), "
+	  "-1: all; per relation: writes=15,10;*=5,5 (docs/training.md, Fanouts)" },
 	{ "eval-fanouts", GNN_OPT_LIST, &opt.eval_fanouts, NULL, 0, 0, NULL,
 	  "fanouts for validation and test (default: --fanouts); -1 = full neighbourhood" },
 	{ "eval-batch-size", GNN_OPT_INT, &opt.eval_batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "seeds per evaluation minibatch" },
@@ -156,6 +160,7 @@ static int resolve_config(struct tr_config *c)
 	*c = (struct tr_config){ .rank = (uint32_t)opt.rank, .world = (uint32_t)opt.world, .epochs = (uint32_t)opt.epochs,
 				 .batch = (uint32_t)opt.batch, .eval_batch = (uint32_t)opt.eval_batch,
 				 .val_nodes = (uint32_t)opt.val_nodes, .test_nodes = (uint32_t)opt.test_nodes,
+				 .num_bases = (uint32_t)opt.num_bases,
 				 .layers = (uint32_t)opt.layers, .hidden = (uint32_t)opt.hidden,
 				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,

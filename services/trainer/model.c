@@ -124,6 +124,15 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
 	*out = l + 1 == m->cfg.num_layers ? m->cfg.num_classes : m->cfg.hidden;
 }
 
+void tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out)
+{
+	(void)t;
+	if (feat != NULL)
+		memcpy(out, feat, m->cfg.in_dim * sizeof(float));
+	else
+		memset(out, 0, m->cfg.in_dim * sizeof(float));
+}
+
 int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out)
 {
 	if (l >= m->cfg.num_layers)

@@ -133,6 +133,11 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
  * built it. */
 int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out);
 
+/* Layer 0's input row (in_dim floats) into out for a node of type t whose
+ * feature row is feat (its type's feat_dim floats; NULL for a type
+ * without features): what layer-wise inference gathers. */
+void tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
+
 /* Inference without dropout: pred[i] = argmax of seed i's logits
  * (pred has mb->num_seeds entries, the caller's). */
 int tr_model_predict(struct tr_model *m, const struct gnn_minibatch *mb, int32_t *pred);

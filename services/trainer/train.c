@@ -100,6 +100,8 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 	 * what it was, so its checkpoints still resume) */
 	if (!gnn_schema_is_plain(g->schema))
 		h = gnn_draw64(h, gnn_schema_hash(g->schema));
+	if (c->num_bases > 0)
+		h = gnn_draw64(h ^ 0x6261736573ull, c->num_bases);
 	return gnn_draw64(h, g->graph_id);
 }
 

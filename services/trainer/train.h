@@ -17,6 +17,7 @@ struct tr_config {
 	uint32_t rank, world;
 	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;
 	uint32_t val_nodes, test_nodes;  /* evaluation samples (0: the whole split) */
+	uint32_t num_bases;              /* rgcn: basis matrices per layer (0: none) */
 	struct gnn_fanouts fanouts_text, eval_fanouts_text;  /* as given (--fanouts, --eval-fanouts) */
 	/* Resolved on the graph's relations (tr_config_resolve): layer l's
 	 * fanout for relation r at l num_rels + r. */

@@ -33,7 +33,7 @@ t_start=$SECONDS
 
 # ---- lint --------------------------------------------------------------------------
 lint_bad=""
-for f in "" "$CHART"/ci/*-values.yaml; do
+for f in "" "$CHART"/ci/*-values.yaml "$CHART"/examples/*-values.yaml; do
 	if ! "$H" lint --strict "$CHART" ${f:+-f "$f"} >"$WORK/lint.out" 2>&1; then
 		lint_bad="$lint_bad ${f:-defaults}: $(grep -E 'ERROR|WARNING|Error' "$WORK/lint.out" | head -n 2 | tr '\n' ' ')"
 	fi
@@ -75,7 +75,8 @@ check schema_covers_values "values.yaml and values.schema.json disagree: $(head 
 rej_bad=""
 for s in trainer.replicas=0 partition.parts=0 trainer.onFinish=stay dataset.source=csv trainer.bogus=1 \
 	trainer.lr=-1 trainer.dropout=0.99 sampler.port=70000 'trainer.fanouts={}' storage.data.accessModes[0]=Everything \
-	graphstore.waitDataSeconds=100000 dataset.synthetic.preset=huge 'trainer.extraArgs[0]=rm -rf'; do
+	graphstore.waitDataSeconds=100000 dataset.synthetic.preset=huge 'trainer.extraArgs[0]=rm -rf' \
+	trainer.model=gat trainer.numBases=-1 'trainer.fanouts=writes=5 5'; do
 	if "$H" template "$CHART" --set "$s" >/dev/null 2>"$WORK/rej"; then
 		rej_bad="$rej_bad $s(accepted)"
 	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
@@ -86,8 +87,8 @@ done
 grep -q 'one per layer' "$WORK/rej" || rej_bad="$rej_bad evalFanouts-length(no reason)"
 check schema_rejects_bad_values "values accepted or refused without the schema's reason:$rej_bad" [ -z "$rej_bad" ]
 
-# ---- every ci value set rendered and checked ----------------------------------------------
-for f in "$CHART"/ci/*-values.yaml; do
+# ---- every ci and example value set rendered and checked ----------------------------------
+for f in "$CHART"/ci/*-values.yaml "$CHART"/examples/*-values.yaml; do
 	n=$(basename "$f" -values.yaml)
 	if ! "$H" template gnn-dist "$CHART" --namespace ml -f "$f" >"$WORK/r-$n.yaml" 2>"$WORK/err"; then
 		fail "render_$n" "helm template: $(head -n 2 "$WORK/err")"

@@ -238,6 +238,32 @@ static void check_ids_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 	gnn_proto_release(v.owned);
 }
 
+static void check_lookup_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_lookup_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("lookup_req", gnn_decode_lookup_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || v.node_type >= GNN_PROTO_MAX_TYPES)
+		broken("lookup_req", "accepted over the ID limit or with a type out of range");
+	touch_i64(v.orig_ids, v.n);
+	gnn_wbuf_init(&w);
+	p2 = reopen("lookup_req", gnn_encode_lookup_req(&w, FUZZ_REQ_ID, v.node_type, v.orig_ids, v.n), &w,
+		    GNN_MSG_LOOKUP_REQ, &h2);
+	if (gnn_decode_lookup_req(p2, h2.len, &v2) != GNN_OK)
+		broken("lookup_req", "round trip: the re-encoded message is refused");
+	if (v2.n != v.n || v2.node_type != v.node_type || !same(v2.orig_ids, v.orig_ids, (size_t)v.n * 8))
+		broken("lookup_req", "round trip: the type or the IDs differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
 static void check_sample_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 {
 	struct gnn_sample_req v, v2;
@@ -610,14 +636,16 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 
 struct decoder {
 	const char *name;          /* the target is fuzz_<name> */
-	uint16_t types[4];         /* message types with this payload; types[0] for direct calls */
+	uint16_t types[5];         /* message types with this payload; types[0] for direct calls */
 	void (*check)(const struct gnn_hdr *h, const uint8_t *p, size_t len);
 };
 
 static const struct decoder decoders[] = {
 	{ "error", { GNN_MSG_ERROR }, check_error },
 	{ "info_resp", { GNN_MSG_INFO_RESP }, check_info_resp },
-	{ "ids_req", { GNN_MSG_FEAT_REQ, GNN_MSG_LABEL_REQ, GNN_MSG_SPLIT_REQ, GNN_MSG_PREDICT_REQ }, check_ids_req },
+	{ "ids_req", { GNN_MSG_FEAT_REQ, GNN_MSG_LABEL_REQ, GNN_MSG_SPLIT_REQ, GNN_MSG_PREDICT_REQ, GNN_MSG_LOOKUP_RESP },
+	  check_ids_req },
+	{ "lookup_req", { GNN_MSG_LOOKUP_REQ }, check_lookup_req },
 	{ "predict_resp", { GNN_MSG_PREDICT_RESP }, check_predict_resp },
 	{ "sample_req", { GNN_MSG_SAMPLE_REQ }, check_sample_req },
 	{ "sample_resp", { GNN_MSG_SAMPLE_RESP }, check_sample_resp },

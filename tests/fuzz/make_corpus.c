@@ -209,6 +209,8 @@ int main(int argc, char **argv)
 	emit("label_resp", "label_resp", gnn_encode_label_resp(&w, 9, labels, 3), &w);
 	emit("label_resp", "label_resp-empty", gnn_encode_label_resp(&w, 9, labels, 0), &w);
 	emit("ids_req", "predict_req", gnn_encode_ids_req(&w, GNN_MSG_PREDICT_REQ, 6, ids, 3), &w);
+	emit("ids_req", "lookup_resp", gnn_encode_ids_req(&w, GNN_MSG_LOOKUP_RESP, 6, (const int64_t[]){ 4, -1 }, 2), &w);
+	emit("lookup_req", "lookup_req", gnn_encode_lookup_req(&w, 6, 1, ids, 3), &w);
 	emit("predict_resp", "predict_resp", gnn_encode_predict_resp(&w, 13, &predict), &w);
 	predict.n = 0;
 	emit("predict_resp", "predict_resp-empty", gnn_encode_predict_resp(&w, 13, &predict), &w);

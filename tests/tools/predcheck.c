@@ -1,8 +1,10 @@
 /* predcheck - verifies a `gnn-trainer infer` output against its partition
  * output, independently of the inference code: for every partition
  * OUT/part-<p>/ it checks that
- *   - pred, topk-class, topk-prob and orig-id have one row per node of the
- *     partition (emb too, when present), every array's checksum;
+ *   - pred, topk-class, topk-prob and orig-id have one row per node of
+ *     the label type in the partition (every node with one type), emb,
+ *     when present, one per node of every type; every array's checksum;
+ *   - only nodes of the label type carry labels and splits;
  *   - pred is a class and equals the first top-k class; the top-k classes
  *     are distinct, their probabilities in (0, 1], non-increasing, summing
  *     to at most 1;
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arr.h"
 #include "err.h"
@@ -105,17 +108,25 @@ static void check_part(const char *data, const char *out, const struct gnn_meta 
 		       int32_t p, struct counts *total)
 {
 	struct gnn_part part;
-	struct gnn_arr pred, cls, prob, orig;
+	struct gnn_arr pred, cls, prob, orig, emb;
 	struct counts c = { 0 };
+	char path[4300];
+	uint32_t lt = m->layout.schema->label_type;
 	char dir[4200];
 	uint64_t k, n;
+	int64_t first;
 
 	snprintf(dir, sizeof(dir), "%s/part-%d", out, p);
 	if (gnn_part_open(data, m, p, 0, &part) != GNN_OK) {
 		FAIL("partition %d does not open", p);
 		return;
 	}
-	n = (uint64_t)part.num_nodes;
+	/* rows are the partition's nodes of the label type (every node with one type) */
+	first = part.type_start[lt] - part.node_start;
+	n = (uint64_t)(part.type_start[lt + 1] - part.type_start[lt]);
+	for (int64_t i = 0; i < part.num_nodes; i++)
+		if ((i < first || i >= first + (int64_t)n) && (part.labels[i] != -1 || part.split[i] != 0))
+			FAIL("part %d node %" PRId64 ": labelled, but not of the label type", p, i);
 	if (!open_arr(dir, "pred", GNN_DT_I32, n, &pred))
 		goto out_part;
 	if (!open_arr(dir, "topk-class", GNN_DT_I32, n, &cls))
@@ -128,18 +139,22 @@ static void check_part(const char *data, const char *out, const struct gnn_meta 
 	if (prob.info.cols != k || k < 1)
 		FAIL("%s: top-k widths %" PRIu64 " and %" PRIu64, dir, k, prob.info.cols);
 	for (uint64_t i = 0; i < n && failures < 20; i++) {
-		int32_t y = part.labels[i], pr = ((const int32_t *)pred.data)[i];
+		int64_t v = first + (int64_t)i;
+		int32_t y = part.labels[v], pr = ((const int32_t *)pred.data)[i];
 
-		check_row(p, (int64_t)i, (const int32_t *)cls.data + i * k, (const float *)prob.data + i * k,
+		check_row(p, v, (const int32_t *)cls.data + i * k, (const float *)prob.data + i * k,
 			  prob.info.cols == k ? k : 0, pr, (uint32_t)m->layout.num_classes);
-		if (((const int64_t *)orig.data)[i] != ((const int64_t *)map->data)[part.node_start + (int64_t)i])
-			FAIL("part %d node %" PRIu64 ": orig-id is not node-map's", p, i);
+		if (((const int64_t *)orig.data)[i] != ((const int64_t *)map->data)[part.node_start + v])
+			FAIL("part %d node %" PRId64 ": orig-id is not node-map's", p, v);
 		if (y >= 0) {
-			c.labelled[part.split[i]]++;
-			c.correct[part.split[i]] += pr == y;
+			c.labelled[part.split[v]]++;
+			c.correct[part.split[v]] += pr == y;
 		}
 	}
 	check_stats(dir, &c);
+	snprintf(path, sizeof(path), "%s/emb.arr", dir);
+	if (access(path, F_OK) == 0 && open_arr(dir, "emb", GNN_DT_F32, (uint64_t)part.num_nodes, &emb))
+		gnn_arr_close(&emb);
 	for (int s = 0; s < 4; s++) {
 		total->labelled[s] += c.labelled[s];
 		total->correct[s] += c.correct[s];

@@ -93,6 +93,69 @@ static int make_output(void)
 	return GNN_OK;
 }
 
+/* ---- a typed graph: format 2, one partition ----
+ * authors 0..2 (no features), papers 3..6 (2 features); relations writes
+ * (author -> paper), rev_writes (paper -> author), cites (paper <-> paper).
+ * Row v*3 + r of indptr lists v's in-neighbours under relation r. */
+static char typed_dir[256];
+static const int64_t t_indptr[22] = { 0, 0, 2, 2, 2, 3, 3, 3, 4, 4, 5, 5, 6, 8, 8, 10, 10, 10, 11, 12, 12, 12 };
+static const int64_t t_indices[12] = { 3, 4, 4, 6, 0, 4, 0, 1, 3, 5, 4, 2 };
+static const float t_feat[4][2] = { { 10, 11 }, { 20, 21 }, { 30, 31 }, { 40, 41 } };
+static const int32_t t_labels[7] = { -1, -1, -1, 0, 1, 0, 1 };
+static const uint8_t t_split[7] = { 0, 0, 0, 1, 2, 3, 1 };
+
+/* Writes the typed graph into dir; label and split can be overridden to
+ * write a broken output. */
+static int make_typed_output(const char *dir, const int32_t *lab, const int64_t *indices)
+{
+	const int64_t map[7] = { 0, 1, 2, 0, 1, 2, 3 };
+	json_t *meta, *files = json_object(), *feats;
+	struct gnn_arr_info info;
+	char path[512], pdir[400];
+
+	snprintf(pdir, sizeof(pdir), "%s/part-0", dir);
+	if (gnn_mkdir_p(pdir) != GNN_OK)
+		return GNN_EIO;
+	snprintf(path, sizeof(path), "%s/node-map.arr", dir);
+	if (gnn_arr_write(path, GNN_DT_I64, 7, 1, map, &info) != GNN_OK)
+		return GNN_EIO;
+	meta = json_pack("{s:s, s:i, s:I, s:I, s:b, s:i, s:i, s:i, s:[i,i], s:o, s:s}", "format", GNN_PART_FORMAT,
+			 "format_version", 2, "num_nodes", (json_int_t)7, "num_edges", (json_int_t)12, "symmetric", 1,
+			 "feat_dim", 2, "num_classes", 2, "num_parts", 1, "node_offsets", 0, 7, "node_map",
+			 file_entry("node-map.arr", &info), "label_type", "paper");
+	json_object_set_new(meta, "node_types",
+			    json_pack("[{s:s, s:i, s:i}, {s:s, s:i, s:i}]", "name", "author", "num_nodes", 3, "feat_dim", 0,
+				      "name", "paper", "num_nodes", 4, "feat_dim", 2));
+	json_object_set_new(meta, "relations",
+			    json_pack("[{s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:i}]", "name", "writes",
+				      "src", "author", "dst", "paper", "num_edges", 4, "name", "rev_writes", "src", "paper",
+				      "dst", "author", "num_edges", 4, "name", "cites", "src", "paper", "dst", "paper",
+				      "num_edges", 4));
+#define WRITE(key, name, dt, rows, cols, data)                                              \
+	snprintf(path, sizeof(path), "%s/%s", pdir, name);                                  \
+	if (gnn_arr_write(path, dt, rows, cols, data, &info) != GNN_OK)                     \
+		return GNN_EIO;                                                             \
+	json_object_set_new(files, key, file_entry(name, &info))
+	WRITE("indptr", "indptr.arr", GNN_DT_I64, 22, 1, t_indptr);
+	WRITE("indices", "indices.arr", GNN_DT_I64, 12, 1, indices);
+	WRITE("label", "label.arr", GNN_DT_I32, 7, 1, lab);
+	WRITE("split", "split.arr", GNN_DT_U8, 7, 1, t_split);
+	WRITE("paper_feat", "feat-paper.arr", GNN_DT_F32, 4, 2, t_feat);
+#undef WRITE
+	feats = json_pack("[n, O]", json_object_get(files, "paper_feat"));
+	json_object_del(files, "paper_feat");
+	json_object_set_new(files, "feat", feats);
+	json_object_set_new(meta, "parts",
+			    json_pack("[{s:i, s:s, s:i, s:i, s:i, s:i, s:[i,i,i], s:o}]", "id", 0, "dir", "part-0",
+				      "node_start", 0, "node_end", 7, "num_nodes", 7, "num_edges", 12, "type_offsets", 0,
+				      3, 7, "files", files));
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	if (gnn_json_save_atomic(path, meta) != GNN_OK)
+		return GNN_EIO;
+	json_decref(meta);
+	return GNN_OK;
+}
+
 /* A loaded store of partition p with its own registry. */
 struct fixture {
 	struct gnn_metrics *reg;
@@ -628,6 +691,122 @@ static void test_cli_minibatch_json(void)
 	json_decref(doc);
 }
 
+/* The typed store: its schema in INFO, sampling per relation, features
+ * of one type per request, and a partition whose edges or labels break
+ * the schema refused at load. */
+static void test_typed(void)
+{
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_info info;
+	struct gnn_sample_resp r;
+	struct gnn_feat_resp fr;
+	struct gnn_hdr h;
+	const void *payload;
+	uint32_t pos[2];
+
+	memset(&f, 0, sizeof(f));
+	if (!CHECK(gnn_metrics_new(&f.reg) == GNN_OK) ||
+	    !CHECK(gs_store_init(&f.s, typed_dir, "/nonexistent/predictions", 0, f.reg) == GNN_OK) ||
+	    !CHECK(gs_store_load(&f.s) == GNN_OK))
+		return;
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	gnn_encode_info_req(&req, 1);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_info_resp(payload, h.len, &info) == GNN_OK)) {
+		const struct gnn_schema *sc = info.layout.schema;
+
+		CHECK(sc->num_types == 2 && sc->num_rels == 3 && sc->label_type == 1 && sc->types[0].feat_dim == 0 &&
+		      strcmp(sc->rels[1].name, "rev_writes") == 0 && info.layout.type_offsets[1] == 3 &&
+		      info.layout.feat_dim == 2);
+		gnn_proto_release(info.owned);
+	}
+	/* author 0: its rev_writes row only; paper 4: all of writes, 1 of cites */
+	req.len = 0;
+	gnn_encode_sample_req(&req, 2, 77, 3, (const int32_t[]){ -1, -1, 1 }, (const int64_t[]){ 0, 4 }, 2);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_sample_resp(payload, h.len, &r) == GNN_OK)) {
+		CHECK(r.num_rels == 3 && r.total == 5 && r.counts[0] == 0 && r.counts[1] == 2 && r.counts[2] == 0 &&
+		      r.counts[3] == 2 && r.counts[4] == 0 && r.counts[5] == 1);
+		CHECK(r.nbrs[0] == 3 && r.nbrs[1] == 4 && r.nbrs[2] == 0 && r.nbrs[3] == 1);
+		CHECK(gnn_sample_choose(gnn_sample_rel_seed(77, 2), 4, 2, 1, pos) == 1 && r.nbrs[4] == (pos[0] ? 5 : 3));
+		gnn_proto_release(r.owned);
+	}
+	req.len = 0;
+	gnn_encode_sample_req(&req, 3, 77, 2, (const int32_t[]){ 1, 1 }, (const int64_t[]){ 0 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "fanouts for 2 relations; the graph has 3");
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 4, (const int64_t[]){ 6, 3 }, 2);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_feat_resp(payload, h.len, &fr) == GNN_OK)) {
+		CHECK(fr.n == 2 && fr.dim == 2 && fr.rows[0] == 40 && fr.rows[1] == 41 && fr.rows[2] == 10);
+		gnn_proto_release(fr.owned);
+	}
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 5, (const int64_t[]){ 3, 0 }, 2);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "mixes node types: node 3 (ids[0]) is a paper, node 0 (ids[1]) a author");
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 6, (const int64_t[]){ 1 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "nodes of type author (node 1) have no features");
+	req.len = 0;
+	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, 7, (const int64_t[]){ 4, 2 }, 2);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "node 2 (ids[1]) is a author: predictions are of paper nodes");
+	/* LOOKUP: papers 3, 0 and 9 (none such) by their original IDs; author 2 */
+	struct gnn_ids lr;
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 8, 1, (const int64_t[]){ 3, 0, 9 }, 3);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(h.type == GNN_MSG_LOOKUP_RESP) &&
+	    CHECK(gnn_decode_ids_req(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 3 && lr.ids[0] == 6 && lr.ids[1] == 3 && lr.ids[2] == -1);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 9, 0, (const int64_t[]){ 2 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_ids_req(payload, h.len, &lr) == GNN_OK)) {
+		CHECK(lr.n == 1 && lr.ids[0] == 2);
+		gnn_proto_release(lr.owned);
+	}
+	req.len = 0;
+	gnn_encode_lookup_req(&req, 10, 5, (const int64_t[]){ 2 }, 1);
+	if (call(&f.s, &req, &rep, &h, &payload))
+		is_error(&h, payload, GNN_EINVAL, "no node type 5: the graph has 2");
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	close_store(&f);
+}
+
+/* Outputs that break the schema: a store refuses to load them. */
+static void test_typed_refused(void)
+{
+	int32_t lab[7];
+	int64_t indices[12];
+	char dir[300];
+	struct fixture f;
+	int saved = quiet();
+
+	memcpy(lab, t_labels, sizeof(lab));
+	memcpy(indices, t_indices, sizeof(indices));
+	lab[1] = 0;  /* a label on an author */
+	snprintf(dir, sizeof(dir), "%s/typed-label", tmpdir);
+	CHECK(make_typed_output(dir, lab, indices) == GNN_OK);
+	memset(&f, 0, sizeof(f));
+	if (CHECK(gnn_metrics_new(&f.reg) == GNN_OK) && CHECK(gs_store_init(&f.s, dir, "/none", 0, f.reg) == GNN_OK))
+		CHECK(gs_store_load(&f.s) == GNN_EFORMAT);
+	close_store(&f);
+	lab[1] = -1;
+	indices[4] = 1;  /* paper 3's writes row names author 1... */
+	indices[5] = 2;  /* ...and its cites row author 2: not a paper */
+	snprintf(dir, sizeof(dir), "%s/typed-edge", tmpdir);
+	CHECK(make_typed_output(dir, lab, indices) == GNN_OK);
+	memset(&f, 0, sizeof(f));
+	if (CHECK(gnn_metrics_new(&f.reg) == GNN_OK) && CHECK(gs_store_init(&f.s, dir, "/none", 0, f.reg) == GNN_OK))
+		CHECK(gs_store_load(&f.s) == GNN_EFORMAT);
+	close_store(&f);
+	loud(saved);
+}
+
 int main(void)
 {
 	gnn_log_init("test_graphstore");
@@ -636,7 +815,9 @@ int main(void)
 	else
 		while (log_level > GNN_LOG_DEBUG && gnn_log_enabled((enum gnn_log_level)(log_level - 1)))
 			log_level--;
-	if (mkdtemp(tmpdir) == NULL || make_output() != GNN_OK) {
+	if (mkdtemp(tmpdir) == NULL || make_output() != GNN_OK ||
+	    snprintf(typed_dir, sizeof(typed_dir), "%s/typed", tmpdir) < 0 ||
+	    make_typed_output(typed_dir, t_labels, t_indices) != GNN_OK) {
 		printf("FAIL setup: cannot write the test partition output under /tmp\n");
 		return 1;
 	}
@@ -652,6 +833,8 @@ int main(void)
 	RUN(test_cli_parse_ids);
 	RUN(test_cli_parse_fanouts_and_split);
 	RUN(test_cli_minibatch_json);
+	RUN(test_typed);
+	RUN(test_typed_refused);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

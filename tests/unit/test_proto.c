@@ -545,6 +545,38 @@ static void test_minibatch_writer(void)
 	gnn_wbuf_free(&w);
 }
 
+/* LOOKUP_REQ: an ID list whose second word is the node type. */
+static void test_lookup(void)
+{
+	int64_t orig[] = { 7, 0, 3 };
+	struct gnn_lookup_req out;
+	struct gnn_ids ids;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_lookup_req(&w, 3, 2, orig, 3) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_LOOKUP_REQ) &&
+	    CHECK(gnn_decode_lookup_req(p, h.len, &out) == GNN_OK)) {
+		CHECK(out.n == 3 && out.node_type == 2 && out.orig_ids[0] == 7 && out.orig_ids[2] == 3);
+		gnn_proto_release(out.owned);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_lookup_req, sizeof(out));
+	gnn_wbuf_free(&w);
+	gnn_encode_lookup_req(&w, 3, GNN_PROTO_MAX_TYPES, orig, 3);  /* no such type can exist */
+	if ((p = open_msg(&w, &h)) != NULL)
+		CHECK(gnn_decode_lookup_req(p, h.len, &out) == GNN_ERANGE);
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_ids_req(&w, GNN_MSG_LOOKUP_RESP, 3, (const int64_t[]){ 12, -1 }, 2) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_ids_req(p, h.len, &ids) == GNN_OK)) {
+		CHECK(ids.n == 2 && ids.ids[0] == 12 && ids.ids[1] == -1);
+		gnn_proto_release(ids.owned);
+	}
+	gnn_wbuf_free(&w);
+	CHECK(strcmp(gnn_msg_name(GNN_MSG_LOOKUP_REQ), "lookup") == 0);
+}
+
 static void test_sample_choose(void)
 {
 	uint32_t out[64], again[64], hits[20] = { 0 };
@@ -592,6 +624,7 @@ int main(void)
 	RUN(test_minibatch_typed);
 	RUN(test_predict);
 	RUN(test_minibatch_writer);
+	RUN(test_lookup);
 	RUN(test_sample_choose);
 	return t_done();
 }

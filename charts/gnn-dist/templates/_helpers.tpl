@@ -126,7 +126,25 @@ change between attempts of one run, as gnn-trainer allows: a larger
 trainer.epochs continues a finished run (docs/training.md). */}}
 {{- define "gnn-dist.runKey" -}}
 {{- with .Values.trainer -}}
-partition={{ include "gnn-dist.partitionHash" $ }} layers={{ len .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
+partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.layers" .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
+{{- /* the defaults' key stays what it was, so their runs continue */ -}}
+{{- if or (ne .model "graphsage") .numBases }} model={{ .model }} bases={{ int64 .numBases }}{{ end }}
+{{- end -}}
+{{- end -}}
+
+{{/* A fanouts value as gnn-trainer's --fanouts text: a list joined with
+commas, or a per-relation string ("writes=15,10;*=5,5") as it is. */}}
+{{- define "gnn-dist.fanoutText" -}}
+{{- if kindIs "string" . -}}{{ . }}{{- else -}}{{ join "," . }}{{- end -}}
+{{- end -}}
+
+{{/* The layers of a fanouts value: its entries, or a per-relation string's
+first list's. */}}
+{{- define "gnn-dist.layers" -}}
+{{- if kindIs "string" . -}}
+{{- len (splitList "," (regexReplaceAll "^[^=]*=" (first (splitList ";" .)) "")) -}}
+{{- else -}}
+{{- len . -}}
 {{- end -}}
 {{- end -}}
 
@@ -319,7 +337,11 @@ spec:
         - --data={{ include "gnn-dist.partitionDir" $root }}
         - --checkpoint-dir={{ include "gnn-dist.checkpointDir" $root }}
         - --out={{ include "gnn-dist.predictionsDir" $root }}
-        - --layers={{ len $t.fanouts }}
+        - --model={{ $t.model }}
+        {{- if $t.numBases }}
+        - --num-bases={{ int64 $t.numBases }}
+        {{- end }}
+        - --layers={{ include "gnn-dist.layers" $t.fanouts }}
         - --hidden={{ int64 $t.hidden }}
         - --epochs={{ int64 $t.epochs }}
         - --workers={{ int64 $comp.workers }}
@@ -329,13 +351,6 @@ spec:
         - --wait-s={{ int64 $comp.waitSeconds }}
         {{- if $comp.embeddings }}
         - --embeddings
-        {{- end }}
-        {{- with $t.extraArgs }}
-        {{- range . }}
-        {{- if hasPrefix "--model=" . }}
-        - {{ . }}
-        {{- end }}
-        {{- end }}
         {{- end }}
         {{- with $comp.extraArgs }}
         {{- toYaml . | nindent 8 }}
