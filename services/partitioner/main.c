@@ -44,12 +44,14 @@ static const struct gnn_opt options[] = {
 	{ "keep-directed", GNN_OPT_BOOL, &cfg.keep_directed, NULL, 0, 0, NULL,
 	  "keep edges as given instead of adding every reverse edge" },
 	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, NULL,
-	  "generate a synthetic graph from a preset instead: tiny|small|medium|products" },
-	{ "nodes", GNN_OPT_INT, &cfg.nodes, "0", 0, INT32_MAX, NULL, "synthetic: node count (0: preset's)" },
+	  "generate a synthetic graph from a preset instead: tiny|small|medium|products|mag-tiny|mag-small|mag" },
+	{ "nodes", GNN_OPT_INT, &cfg.nodes, "0", 0, INT32_MAX, NULL,
+	  "synthetic: node count (0: preset's); mag presets: all types together, every type, relation "
+	  "and split scaled alike" },
 	{ "edges", GNN_OPT_INT, &cfg.edges, "0", 0, 1e12, NULL,
-	  "synthetic: undirected edge count (0: preset's)" },
+	  "synthetic: undirected edge count (0: preset's); not for mag presets" },
 	{ "feat-dim", GNN_OPT_INT, &cfg.feat_dim, "0", 0, 65536, NULL,
-	  "synthetic: feature dimension (0: preset's)" },
+	  "synthetic: feature dimension (0: preset's); mag presets: the papers'" },
 	{ "classes", GNN_OPT_INT, &cfg.classes, "0", 0, 65536, NULL,
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
@@ -134,21 +136,43 @@ static int prepare_output(char *tmp, size_t len)
 	return rc;
 }
 
+/* The synthetic parameters: the preset's, with --nodes/--edges/--feat-dim/
+ * --classes overriding them. A mag preset has no single edge count:
+ * --nodes scales every type's nodes, every relation's edges and the split
+ * by --nodes over the preset's total (rounding down), --feat-dim sets the
+ * papers' width, and --edges is refused. */
 static int synth_config(struct synth_params *p)
 {
 	int rc = synth_preset(cfg.synthetic, (uint64_t)cfg.seed, p);
+	int64_t total;
 	double scale;
 
 	if (rc != GNN_OK)
 		return rc;
+	if (p->kind == SYNTH_MAG && cfg.edges) {
+		GNN_ERROR("bad_config",
+			  "preset=%s reason=\"--edges does not apply to a heterogeneous preset: --nodes scales every type's nodes and every relation's edges together\"",
+			  cfg.synthetic);
+		return GNN_EINVAL;
+	}
 	if (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.classes) {
 		/* Custom sizes keep the preset's split fractions and density. */
-		scale = cfg.nodes ? (double)cfg.nodes / (double)p->nodes : 1.0;
+		total = p->nodes;
+		for (int t = 0; p->kind == SYNTH_MAG && t < SYNTH_MAG_TYPES; t++)
+			total += p->type_nodes[t];
+		scale = cfg.nodes ? (double)cfg.nodes / (double)total : 1.0;
 		p->preset = "custom";
 		if (cfg.nodes) {
 			p->num_train = (int64_t)((double)p->num_train * scale);
 			p->num_valid = (int64_t)((double)p->num_valid * scale);
 			p->num_test = (int64_t)((double)p->num_test * scale);
+		}
+		if (cfg.nodes && p->kind == SYNTH_MAG) {
+			for (int t = 0; t < SYNTH_MAG_TYPES; t++)
+				p->type_nodes[t] = (int64_t)((double)p->type_nodes[t] * scale);
+			for (int r = 0; r < SYNTH_MAG_FWD; r++)
+				p->rel_edges[r] = (int64_t)((double)p->rel_edges[r] * scale);
+		} else if (cfg.nodes) {
 			p->edges = (int64_t)((double)p->edges * scale);
 			p->nodes = cfg.nodes;
 		}
@@ -180,6 +204,20 @@ static int load_graph(const struct synth_params *sp, struct graph *g, json_t *me
 		return rc;
 	}
 	rc = synth_generate(sp, g);
+	if (sp->kind == SYNTH_MAG) {
+		json_t *nodes = json_object(), *edges = json_object();
+
+		/* The generated schema names the types and relations. */
+		for (uint32_t t = 0; rc == GNN_OK && t < SYNTH_MAG_TYPES; t++)
+			json_object_set_new(nodes, g->schema.types[t].name, json_integer(sp->type_nodes[t]));
+		for (uint32_t r = 0; rc == GNN_OK && r < SYNTH_MAG_FWD; r++)
+			json_object_set_new(edges, g->schema.rels[r].name, json_integer(sp->rel_edges[r]));
+		json_object_set_new(meta, "source",
+				    json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:I}", "kind", "synthetic", "model",
+					      "mag", "preset", sp->preset, "nodes", nodes, "edges", edges, "feat_dim",
+					      sp->feat_dim, "classes", sp->classes, "seed", (json_int_t)sp->seed));
+		return rc;
+	}
 	json_object_set_new(meta, "source",
 			    json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "kind", "synthetic", "preset",
 				      sp->preset, "nodes", (json_int_t)sp->nodes, "undirected_edges",

@@ -1,5 +1,6 @@
 /* synth.c - deterministic synthetic graph generator (see synth.h and
- * docs/synthetic.md).
+ * docs/synthetic.md): the homogeneous presets, and the steps the
+ * heterogeneous ones (synth_mag.c) share with them (synth_int.h).
  *
  * Pipeline, with what each step holds at ogbn-products scale:
  *   1. communities: a seeded permutation of the nodes is cut into Zipf-sized
@@ -24,6 +25,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +33,7 @@
 #include "err.h"
 #include "hash.h"
 #include "log.h"
+#include "synth_int.h"
 #include "sys.h"
 
 /* ---- model constants (documented in docs/synthetic.md) ---- */
@@ -48,9 +51,6 @@
 /* Top-up rounds drawn from the model before the remaining deficit is filled
  * with uniform pairs (only reachable for very dense custom graphs). */
 #define MODEL_ROUNDS 64
-/* Mean weight: density exponent 2.5 is tail index a = 1.5, and with
- * x_min = 1 the mean is a / (a - 1) = 3 (a little less after the cap). */
-#define PARETO_MEAN 3.0
 
 /* Stream tags: each purpose gets its own independent stream of the seed, so
  * changing how many numbers one step draws never shifts another step. */
@@ -65,47 +65,7 @@ enum {
 	TAG_MISFIT,
 };
 
-/* ---- random numbers ---- */
-
-struct rng {
-	uint64_t s[4];
-};
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** (Blackman & Vigna), seeded through splitmix64 as its authors
- * recommend, so that nearby seeds give unrelated streams. */
-static void rng_seed(struct rng *r, uint64_t seed, uint64_t tag)
-{
-	uint64_t x = gnn_mix64(seed ^ gnn_mix64(tag * GNN_GOLDEN64));
-
-	for (int i = 0; i < 4; i++)
-		r->s[i] = gnn_splitmix64(&x);
-}
-
-static uint64_t rng_next(struct rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return out;
-}
-
-/* Uniform in [0, n) for n <= 2^32 by multiply-shift (Lemire); the bias is
- * below n / 2^32 and, unlike rejection, uses exactly one draw. */
-static uint64_t rng_below(struct rng *r, uint64_t n)
-{
-	return ((rng_next(r) >> 32) * n) >> 32;
-}
+/* ---- random numbers (the stream itself is in synth_int.h) ---- */
 
 /* Uniform in (0, 1], 53 bits. */
 static double rng_unit_open0(struct rng *r)
@@ -168,48 +128,44 @@ static double now_s(void)
 
 /* ---- presets and validation ---- */
 
-struct preset {
-	const char *name;
-	int64_t nodes, edges;
-	int32_t feat_dim, classes;
-	int64_t train, valid, test;
-};
-
 /* tiny: unit tests. small: the demo. medium: products' density at a fifth of
  * its size. products: ogbn-products' exact sizes and split. small and medium
  * use products' split proportions (8% / 1.6% / rest). */
-static const struct preset presets[] = {
-	{ "tiny", 2000, 10000, 32, 5, 400, 200, 1400 },
-	{ "small", 100000, 1000000, 100, 47, 8000, 1600, 90400 },
-	{ "medium", 500000, 12500000, 100, 47, 40000, 8000, 452000 },
-	{ "products", 2449029, 61859140, 100, 47, 196615, 39323, 2213091 },
+static const struct synth_params presets[] = {
+	{ .preset = "tiny", .nodes = 2000, .edges = 10000, .feat_dim = 32, .classes = 5,
+	  .num_train = 400, .num_valid = 200, .num_test = 1400 },
+	{ .preset = "small", .nodes = 100000, .edges = 1000000, .feat_dim = 100, .classes = 47,
+	  .num_train = 8000, .num_valid = 1600, .num_test = 90400 },
+	{ .preset = "medium", .nodes = 500000, .edges = 12500000, .feat_dim = 100, .classes = 47,
+	  .num_train = 40000, .num_valid = 8000, .num_test = 452000 },
+	{ .preset = "products", .nodes = 2449029, .edges = 61859140, .feat_dim = 100, .classes = 47,
+	  .num_train = 196615, .num_valid = 39323, .num_test = 2213091 },
 };
 
 const char *synth_preset_names(void)
 {
-	return "tiny|small|medium|products";
+	return "tiny|small|medium|products|mag-tiny|mag-small|mag";
+}
+
+/* Copies the preset called name among t[0..n) into *p with the seed. */
+static bool find_preset(const struct synth_params *t, size_t n, const char *name, uint64_t seed,
+			struct synth_params *p)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(name, t[i].preset) != 0)
+			continue;
+		*p = t[i];
+		p->seed = seed;
+		return true;
+	}
+	return false;
 }
 
 int synth_preset(const char *name, uint64_t seed, struct synth_params *p)
 {
-	for (size_t i = 0; name != NULL && i < sizeof(presets) / sizeof(presets[0]); i++) {
-		const struct preset *s = &presets[i];
-
-		if (strcmp(name, s->name) != 0)
-			continue;
-		*p = (struct synth_params){
-			.preset = s->name,
-			.nodes = s->nodes,
-			.edges = s->edges,
-			.feat_dim = s->feat_dim,
-			.classes = s->classes,
-			.num_train = s->train,
-			.num_valid = s->valid,
-			.num_test = s->test,
-			.seed = seed,
-		};
+	if (name != NULL && (find_preset(presets, sizeof(presets) / sizeof(presets[0]), name, seed, p) ||
+			     find_preset(synth_mag_presets, synth_mag_num_presets, name, seed, p)))
 		return GNN_OK;
-	}
 	GNN_ERROR("synth_unknown_preset", "preset=\"%s\" known=%s", name ? name : "(null)",
 		  synth_preset_names());
 	return GNN_ENOENT;
@@ -220,60 +176,74 @@ static const char *preset_name(const struct synth_params *p)
 	return p->preset != NULL ? p->preset : "custom";
 }
 
-static int invalid(const struct synth_params *p, const char *field, long long value,
-		   const char *reason)
+int synth_invalid(const struct synth_params *p, const char *field, long long value, const char *reason)
 {
 	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", preset_name(p),
 		  field, value, reason);
 	return GNN_EINVAL;
 }
 
+int synth_check_classes(const struct synth_params *p, int64_t nodes, const char *what)
+{
+	char reason[128];
+
+	if (p->feat_dim < 1 || p->feat_dim > 65536)
+		return synth_invalid(p, "feat_dim", p->feat_dim, "must be in [1, 65536]");
+	if (p->classes < 2 || p->classes > 65536)
+		return synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
+	snprintf(reason, sizeof(reason), "must not exceed %s (every class gets a node)", what);
+	if (p->classes > nodes)
+		return synth_invalid(p, "classes", p->classes, reason);
+	return GNN_OK;
+}
+
+int synth_check_split(const struct synth_params *p, int64_t nodes, const char *what)
+{
+	char reason[128];
+
+	snprintf(reason, sizeof(reason), "must be in [0, %s]", what);
+	if (p->num_train < 0 || p->num_train > nodes)
+		return synth_invalid(p, "num_train", p->num_train, reason);
+	if (p->num_valid < 0 || p->num_valid > nodes)
+		return synth_invalid(p, "num_valid", p->num_valid, reason);
+	if (p->num_test < 0 || p->num_test > nodes)
+		return synth_invalid(p, "num_test", p->num_test, reason);
+	snprintf(reason, sizeof(reason), "num_train + num_valid + num_test exceeds %s", what);
+	if (p->num_train + p->num_valid + p->num_test > nodes)
+		return synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, reason);
+	return GNN_OK;
+}
+
 int synth_validate(const struct synth_params *p)
 {
 	int64_t pairs;
+	int rc;
 
 	if (p == NULL) {
 		GNN_ERROR("synth_invalid", "reason=\"no parameters\"");
 		return GNN_EINVAL;
 	}
+	if (p->kind == SYNTH_MAG)
+		return synth_mag_validate(p);
+	if (p->kind != SYNTH_PLAIN)
+		return synth_invalid(p, "kind", p->kind, "must be SYNTH_PLAIN or SYNTH_MAG");
 	if (p->nodes < 1 || p->nodes > INT32_MAX)
-		return invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
-	if (p->feat_dim < 1 || p->feat_dim > 65536)
-		return invalid(p, "feat_dim", p->feat_dim, "must be in [1, 65536]");
-	if (p->classes < 2 || p->classes > 65536)
-		return invalid(p, "classes", p->classes, "must be in [2, 65536]");
-	if (p->classes > p->nodes)
-		return invalid(p, "classes", p->classes, "must not exceed nodes (every class gets a node)");
+		return synth_invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
+	if ((rc = synth_check_classes(p, p->nodes, "nodes")) != GNN_OK)
+		return rc;
 	pairs = p->nodes * (p->nodes - 1) / 2; /* < 2^61: no overflow */
 	if (p->edges < 0)
-		return invalid(p, "edges", p->edges, "must be >= 0");
+		return synth_invalid(p, "edges", p->edges, "must be >= 0");
 	if (p->edges > pairs)
-		return invalid(p, "edges", p->edges,
+		return synth_invalid(p, "edges", p->edges,
 			       "more than nodes*(nodes-1)/2, the number of distinct node pairs");
 	if (p->edges > pairs / 2)
-		return invalid(p, "edges", p->edges,
+		return synth_invalid(p, "edges", p->edges,
 			       "more than half of all node pairs: too dense to generate by rejecting duplicates");
-	if (p->num_train < 0 || p->num_train > p->nodes)
-		return invalid(p, "num_train", p->num_train, "must be in [0, nodes]");
-	if (p->num_valid < 0 || p->num_valid > p->nodes)
-		return invalid(p, "num_valid", p->num_valid, "must be in [0, nodes]");
-	if (p->num_test < 0 || p->num_test > p->nodes)
-		return invalid(p, "num_test", p->num_test, "must be in [0, nodes]");
-	if (p->num_train + p->num_valid + p->num_test > p->nodes)
-		return invalid(p, "num_test", p->num_train + p->num_valid + p->num_test,
-			       "num_train + num_valid + num_test exceeds nodes");
-	return GNN_OK;
+	return synth_check_split(p, p->nodes, "nodes");
 }
 
 /* ---- communities ---- */
-
-/* One slot of an alias table, in one cache line access: a draw landing on
- * the slot yields item when its low 32 bits are below thr, else alt. */
-struct alias_slot {
-	uint32_t thr;
-	int32_t item;
-	int32_t alt;
-};
 
 /* Community c is the set of nodes whose edges follow class c; all but the
  * misfits among them are labelled c. */
@@ -310,7 +280,7 @@ static void model_free(struct model *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static void shuffle_i32(int32_t *a, int64_t n, struct rng *r)
+void synth_shuffle_i32(int32_t *a, int64_t n, struct rng *r)
 {
 	for (int64_t i = n - 1; i > 0; i--) {
 		int64_t j = (int64_t)rng_below(r, (uint64_t)i + 1);
@@ -321,28 +291,26 @@ static void shuffle_i32(int32_t *a, int64_t n, struct rng *r)
 	}
 }
 
-/* Class sizes proportional to 1 / rank (Zipf, exponent 1), at least 1 each,
- * summing to n exactly; which class gets which rank is shuffled so that
- * class 0 is not always the biggest. */
-static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
+void synth_class_ranks(int32_t k, uint64_t seed, uint64_t tag, int32_t *rank)
 {
-	int32_t *rank = malloc((size_t)k * sizeof(*rank));
+	struct rng r;
+
+	for (int32_t i = 0; i < k; i++)
+		rank[i] = i;
+	rng_seed(&r, seed, tag);
+	synth_shuffle_i32(rank, k, &r);
+}
+
+int synth_class_sizes(int64_t n, int32_t k, const int32_t *rank, int64_t *size)
+{
 	int32_t *by_rank = malloc((size_t)k * sizeof(*by_rank));
 	double harmonic = 0.0;
 	int64_t sum = 0;
-	struct rng r;
 
-	if (rank == NULL || by_rank == NULL) {
-		free(rank);
-		free(by_rank);
+	if (by_rank == NULL)
 		return GNN_ENOMEM;
-	}
-	for (int32_t i = 0; i < k; i++) {
-		rank[i] = i;
+	for (int32_t i = 0; i < k; i++)
 		harmonic += 1.0 / (double)(i + 1);
-	}
-	rng_seed(&r, seed, TAG_CLASS_RANK);
-	shuffle_i32(rank, k, &r);
 	for (int32_t c = 0; c < k; c++) {
 		by_rank[rank[c]] = c;
 		size[c] = (int64_t)((double)n / ((double)(rank[c] + 1) * harmonic));
@@ -363,9 +331,22 @@ static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 			sum--;
 		}
 	}
-	free(rank);
 	free(by_rank);
 	return GNN_OK;
+}
+
+/* The homogeneous model's class sizes: Zipf, ranks from TAG_CLASS_RANK. */
+static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
+{
+	int32_t *rank = malloc((size_t)k * sizeof(*rank));
+	int rc;
+
+	if (rank == NULL)
+		return GNN_ENOMEM;
+	synth_class_ranks(k, seed, TAG_CLASS_RANK, rank);
+	rc = synth_class_sizes(n, k, rank, size);
+	free(rank);
+	return rc;
 }
 
 static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
@@ -399,7 +380,7 @@ static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
 	for (int64_t i = 0; i < m->n; i++)
 		m->perm[i] = (int32_t)i;
 	rng_seed(&r, seed, TAG_CLASS_PERM);
-	shuffle_i32(m->perm, m->n, &r);
+	synth_shuffle_i32(m->perm, m->n, &r);
 	m->class_off[0] = 0;
 	for (int32_t c = 0; c < m->classes; c++) {
 		int64_t b = m->class_off[c], k = size[c] / sub_size > 1 ? size[c] / sub_size : 1;
@@ -423,24 +404,33 @@ out:
 
 /* ---- weights and alias tables ---- */
 
-/* Pareto(2.5) weights with x_min = 1: P(w > x) = x^-1.5, so w = u^(-2/3);
- * capped at weight_cap, which makes the expected maximum degree about
- * sqrt(2 * edges), the Chung-Lu limit below which a pair's expected number
- * of edges stays under one (ogbn-products: sqrt(2 * 61.9M) = 11k, max 17k). */
-static int build_weights(struct model *m, uint64_t seed)
+/* w = u^(-2/3) for u uniform in (0, 1]. The homogeneous model caps it at
+ * weight_cap, which makes the expected maximum degree about sqrt(2 *
+ * edges), the Chung-Lu limit below which a pair's expected number of edges
+ * stays under one (ogbn-products: sqrt(2 * 61.9M) = 11k, max 17k). */
+/* Degree is proportional to weight, and a weight-1 node gets mean_deg /
+ * SYNTH_PARETO_MEAN: the cap that makes deg_cap the top degree. */
+double synth_weight_cap(double deg_cap, double mean_deg)
 {
-	double cap = m->weight_cap, cap3 = cap * cap * cap;
+	double cap = mean_deg > 0.0 ? deg_cap * SYNTH_PARETO_MEAN / mean_deg : 1.0;
+
+	return cap < 1.0 ? 1.0 : cap;
+}
+
+int synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, double **out)
+{
+	double cap3 = cap * cap * cap, *w = malloc((size_t)(n ? n : 1) * sizeof(*w));
 	struct rng r;
 
-	m->w = malloc((size_t)m->n * sizeof(*m->w));
-	if (m->w == NULL)
+	if (w == NULL)
 		return GNN_ENOMEM;
-	rng_seed(&r, seed, TAG_WEIGHTS);
-	for (int64_t v = 0; v < m->n; v++) {
+	rng_seed(&r, seed, tag);
+	for (int64_t v = 0; v < n; v++) {
 		double s = 1.0 / rng_unit_open0(&r), s2 = s * s;
 
-		m->w[v] = s2 >= cap3 ? cap : det_cbrt(s2);
+		w[v] = s2 >= cap3 ? cap : det_cbrt(s2);
 	}
+	*out = w;
 	return GNN_OK;
 }
 
@@ -490,32 +480,43 @@ static void alias_build(const double *w, const int32_t *items, int64_t b, int64_
 	}
 }
 
-static int build_alias_tables(struct model *m)
+int synth_alias_groups(const double *w, const int32_t *items, const int64_t *off, int64_t groups,
+		       struct alias_slot *tab)
 {
-	size_t n = (size_t)m->n;
-	double *scaled = malloc(n * sizeof(*scaled));
-	int32_t *small = malloc(n * sizeof(*small)), *large = malloc(n * sizeof(*large));
+	size_t n = (size_t)(off[groups] - off[0]);
+	double *scaled = malloc((n ? n : 1) * sizeof(*scaled));
+	int32_t *small = malloc((n ? n : 1) * sizeof(*small)), *large = malloc((n ? n : 1) * sizeof(*large));
 	int rc = GNN_ENOMEM;
 
-	m->g_tab = malloc(n * sizeof(*m->g_tab));
-	m->c_tab = malloc(n * sizeof(*m->c_tab));
-	m->s_tab = malloc(n * sizeof(*m->s_tab));
-	if (scaled == NULL || small == NULL || large == NULL || m->g_tab == NULL ||
-	    m->c_tab == NULL || m->s_tab == NULL)
+	if (scaled == NULL || small == NULL || large == NULL)
 		goto out;
-	alias_build(m->w, NULL, 0, m->n, m->g_tab, scaled, small, large);
-	for (int32_t c = 0; c < m->classes; c++)
-		alias_build(m->w, m->perm, m->class_off[c], m->class_off[c + 1], m->c_tab, scaled,
-			    small, large);
-	for (int64_t sub = 0; sub < m->nsub; sub++)
-		alias_build(m->w, m->perm, m->sub_off[sub], m->sub_off[sub + 1], m->s_tab, scaled,
-			    small, large);
+	for (int64_t i = 0; i < groups; i++)
+		alias_build(w, items, off[i], off[i + 1], tab, scaled, small, large);
 	rc = GNN_OK;
 out:
 	free(scaled);
 	free(small);
 	free(large);
 	return rc;
+}
+
+/* Global table (slot = node), one per community and one per
+ * sub-community (slot = perm index). */
+static int build_alias_tables(struct model *m)
+{
+	size_t n = (size_t)m->n;
+	int64_t all[2] = { 0, m->n };
+	int rc;
+
+	m->g_tab = malloc(n * sizeof(*m->g_tab));
+	m->c_tab = malloc(n * sizeof(*m->c_tab));
+	m->s_tab = malloc(n * sizeof(*m->s_tab));
+	if (m->g_tab == NULL || m->c_tab == NULL || m->s_tab == NULL)
+		return GNN_ENOMEM;
+	if ((rc = synth_alias_groups(m->w, NULL, all, 1, m->g_tab)) != GNN_OK ||
+	    (rc = synth_alias_groups(m->w, m->perm, m->class_off, m->classes, m->c_tab)) != GNN_OK)
+		return rc;
+	return synth_alias_groups(m->w, m->perm, m->sub_off, m->nsub, m->s_tab);
 }
 
 /* x * y with both rounded to 26 significant bits, so that the product is
@@ -526,32 +527,42 @@ static double exact_mul(double x, double y)
 	return round_bits(x, 26) * round_bits(y, 26);
 }
 
-/* Relabels a share SYNTH_MISFIT of the nodes with another class, drawn in
- * proportion to class size: they keep their community's edges (so their
- * neighbours vote for the community's class) while their own features
- * follow the new label, only weakly. That caps what aggregating neighbours
- * can reach below 1, as ambiguous labels do in real data; without it the
- * mean over ~50 neighbours classifies products-scale graphs perfectly.
- * The first node of each community is never relabelled, so every class
- * keeps at least one node. */
-static void assign_misfits(struct model *m, uint64_t seed)
+/* The community whose range of class_off[0..k] holds slot i. */
+static int32_t class_of_slot(const int64_t *class_off, int32_t k, int64_t i)
 {
-	uint32_t thr = (uint32_t)(SYNTH_MISFIT * 4294967295.0);
-	struct rng r;
+	int32_t lo = 0, hi = k - 1;
 
-	rng_seed(&r, seed, TAG_MISFIT);
-	for (int32_t c = 0; c < m->classes; c++) {
-		for (int64_t i = m->class_off[c] + 1; i < m->class_off[c + 1]; i++) {
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo + 1) / 2;
+
+		if (class_off[mid] <= i)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* Misfits keep their community's edges (so their neighbours vote for the
+ * community's class) while their own features follow the new label, only
+ * weakly. That caps what aggregating neighbours can reach below 1, as
+ * ambiguous labels do in real data; without it the mean over ~50
+ * neighbours classifies products-scale graphs perfectly. */
+void synth_assign_misfits(const int32_t *perm, const int64_t *class_off, int32_t k, int64_t n,
+			  double share, struct rng *r, int32_t *labels)
+{
+	uint32_t thr = prob_threshold(share);
+
+	for (int32_t c = 0; c < k; c++) {
+		for (int64_t i = class_off[c] + 1; i < class_off[c + 1]; i++) {
 			int32_t other;
 
-			if ((uint32_t)rng_next(&r) >= thr)
+			if ((uint32_t)rng_next(r) >= thr)
 				continue;
-			do {
-				int32_t v = m->perm[rng_below(&r, (uint64_t)m->n)];
-
-				other = m->sub_class[m->node_sub[v]];
-			} while (other == c);
-			m->labels[m->perm[i]] = other;
+			do
+				other = class_of_slot(class_off, k, (int64_t)rng_below(r, (uint64_t)n));
+			while (other == c);
+			labels[perm[i]] = other;
 		}
 	}
 }
@@ -618,7 +629,6 @@ struct gen {
 	int key_bits;        /* B: a key is min << B | max */
 	uint32_t in_class;   /* thresholds on 32 random bits */
 	uint32_t in_sub;
-	bool uniform;        /* fallback: uniform pairs */
 	struct rng r;
 	int64_t drawn;       /* candidates drawn, self-loops included */
 };
@@ -629,25 +639,17 @@ struct gen {
  * misses, which would otherwise be paid one after another. */
 #define GEN_BATCH 256
 
-static int64_t slot_in(int64_t b, int64_t e, uint64_t r)
-{
-	return b + (int64_t)(((r >> 32) * (uint64_t)(e - b)) >> 32);
-}
-
-static int32_t slot_draw(const struct alias_slot *t, uint64_t r)
-{
-	return (uint32_t)r < t->thr ? t->item : t->alt;
-}
-
 /* Writes count candidate keys to out. Attempt i of a batch uses exactly
  * three numbers of the stream (first endpoint, choice of community, second
  * endpoint): the first endpoint in proportion to weight; the second, with
  * probability h_in, from the first's community (and then with probability
  * SUB_SHARE from its sub-community), else again from everywhere. Both
  * endpoints are then marginally proportional to weight (Chung-Lu).
- * Self-loops are dropped; surplus keys of the last batch are discarded. */
-static void gen_keys(struct gen *g, uint64_t *out, size_t count)
+ * Self-loops are dropped; surplus keys of the last batch are discarded.
+ * uniform: plain uniform pairs instead (synth_unique_keys' fallback). */
+static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 {
+	struct gen *g = ctx;
 	const struct model *m = g->m;
 	uint64_t r[3 * GEN_BATCH];
 	int64_t slot[GEN_BATCH];
@@ -664,7 +666,7 @@ static void gen_keys(struct gen *g, uint64_t *out, size_t count)
 			__builtin_prefetch(&m->g_tab[slot[i]]);
 		}
 		for (int i = 0; i < GEN_BATCH; i++) {
-			u[i] = g->uniform ? (int32_t)slot[i] : slot_draw(&m->g_tab[slot[i]], r[3 * i]);
+			u[i] = uniform ? (int32_t)slot[i] : slot_draw(&m->g_tab[slot[i]], r[3 * i]);
 			__builtin_prefetch(&m->node_sub[u[i]]);
 		}
 		for (int i = 0; i < GEN_BATCH; i++) {
@@ -672,7 +674,7 @@ static void gen_keys(struct gen *g, uint64_t *out, size_t count)
 
 			tab[i] = m->g_tab;
 			slot[i] = slot_in(0, m->n, rv);
-			if (!g->uniform && (uint32_t)c < g->in_class) {
+			if (!uniform && (uint32_t)c < g->in_class) {
 				int32_t sub = m->node_sub[u[i]], cls = m->sub_class[sub];
 				int64_t sb = m->sub_off[sub], se = m->sub_off[sub + 1];
 				int64_t cb = m->class_off[cls], ce = m->class_off[cls + 1];
@@ -691,7 +693,7 @@ static void gen_keys(struct gen *g, uint64_t *out, size_t count)
 		for (int i = 0; i < GEN_BATCH && done < count; i++) {
 			int32_t a = u[i], b;
 
-			b = g->uniform ? (int32_t)slot[i] : slot_draw(&tab[i][slot[i]], r[3 * i + 2]);
+			b = uniform ? (int32_t)slot[i] : slot_draw(&tab[i][slot[i]], r[3 * i + 2]);
 			if (a == b)
 				continue;
 			if (a > b) {
@@ -801,30 +803,31 @@ static void merge_back(uint64_t *have, size_t u, const uint64_t *add, size_t k)
 	}
 }
 
-/* Fills *keys_out with exactly `edges` sorted unique keys. */
 /* Between the generator's phases (each at most a few seconds at products
  * scale): a stop signal ends the run, the watchdog is only the backstop. */
-static int stop_point(void)
+int synth_stop_point(void)
 {
 	return gnn_stop_requested() ? GNN_ECLOSED : GNN_OK;
 }
 
-static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *rounds_out)
+int synth_unique_keys(synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
+		      uint64_t **keys_out, int *rounds_out)
 {
-	size_t m = (size_t)edges, u, cap = 0;
+	size_t m = (size_t)count, u, cap = 0;
 	uint64_t *keys = malloc((m ? m : 1) * sizeof(*keys));
 	uint64_t *tmp = malloc((m ? m : 1) * sizeof(*tmp)), *sorted = NULL;
 	uint64_t *add = NULL, *add_tmp = NULL;
 	int rounds = 0, rc = GNN_ENOMEM;
+	bool uniform = false;
 
 	if (keys == NULL || tmp == NULL)
 		goto out;
-	gen_keys(g, keys, m);
-	if ((rc = stop_point()) != GNN_OK)
+	draw(ctx, uniform, keys, m);
+	if ((rc = synth_stop_point()) != GNN_OK)
 		goto out;
-	rc = radix_sort(keys, tmp, m, 2 * g->key_bits, &sorted);
+	rc = radix_sort(keys, tmp, m, bits, &sorted);
 	if (rc == GNN_OK)
-		rc = stop_point();
+		rc = synth_stop_point();
 	if (rc != GNN_OK)
 		goto out;
 	/* Keep the sorted buffer, free the other before the top-up rounds. */
@@ -843,11 +846,11 @@ static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *ro
 		size_t d = m - u, k;
 
 		rounds++;
-		if (rounds > MODEL_ROUNDS && !g->uniform) {
-			g->uniform = true;
+		if (rounds > MODEL_ROUNDS && !uniform) {
+			uniform = true;
 			GNN_WARN("synth_uniform_fill",
-				 "missing=%zu rounds=%d reason=\"model keeps redrawing existing edges; filling with uniform pairs\"",
-				 d, rounds - 1);
+				 "edges=%s missing=%zu rounds=%d reason=\"model keeps redrawing existing edges; filling with uniform pairs\"",
+				 what, d, rounds - 1);
 		}
 		if (d > cap) {
 			free(add);
@@ -860,8 +863,8 @@ static int make_edges(struct gen *g, int64_t edges, uint64_t **keys_out, int *ro
 			}
 			cap = d;
 		}
-		gen_keys(g, add, d);
-		rc = radix_sort(add, add_tmp, d, 2 * g->key_bits, &sorted);
+		draw(ctx, uniform, add, d);
+		rc = radix_sort(add, add_tmp, d, bits, &sorted);
 		if (rc != GNN_OK)
 			goto out;
 		k = unique_sorted(sorted, d);
@@ -891,23 +894,18 @@ struct synth_feat {
 	float centroid[];    /* [classes * dim] */
 };
 
-/* z = (distance between two centroids) / (2 * noise sd) at which an ideal
- * nearest-centroid classifier on one node's features is right with
- * probability SYNTH_RAW_ACCURACY, for equidistant centroids:
- * P(correct) = E_g[Phi(sqrt(2) z - g)^(K-1)]. Computed offline (numerical
- * integration), interpolated linearly in K here to stay libm-free. */
-static double noise_z(int32_t k)
-{
-	static const struct {
-		int32_t k;
-		double z;
-	} t[] = {
-		{ 2, 0.253 },   { 3, 0.626 },   { 4, 0.815 },   { 5, 0.940 },   { 7, 1.102 },
-		{ 10, 1.252 },  { 15, 1.402 },  { 20, 1.500 },  { 30, 1.628 },  { 47, 1.759 },
-		{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
-	};
-	size_t n = sizeof(t) / sizeof(t[0]);
+/* The z at which an ideal nearest-centroid classifier on one node's
+ * features is right with probability SYNTH_RAW_ACCURACY, for equidistant
+ * centroids: P(correct) = E_g[Phi(sqrt(2) z - g)^(K-1)]. Computed offline
+ * (numerical integration); interpolated in code to stay libm-free. */
+static const struct synth_zpoint raw_accuracy_z[] = {
+	{ 2, 0.253 },   { 3, 0.626 },   { 4, 0.815 },   { 5, 0.940 },   { 7, 1.102 },
+	{ 10, 1.252 },  { 15, 1.402 },  { 20, 1.500 },  { 30, 1.628 },  { 47, 1.759 },
+	{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
+};
 
+double synth_noise_z(const struct synth_zpoint *t, size_t n, int32_t k)
+{
 	if (k <= t[0].k)
 		return t[0].z;
 	for (size_t i = 1; i < n; i++)
@@ -919,7 +917,7 @@ static double noise_z(int32_t k)
 
 /* Row of node v: centroid of its class plus noise from a stream seeded by
  * (seed, v) alone, so any row can be computed in any order, on any pod. */
-static int synth_feat_row(const struct graph *g, int64_t node, float *out)
+int synth_feat_row(const struct graph *g, int64_t node, float *out)
 {
 	const struct synth_feat *f = g->feat_ctx;
 	const float *mu;
@@ -938,26 +936,26 @@ static int synth_feat_row(const struct graph *g, int64_t node, float *out)
 	return GNN_OK;
 }
 
-/* Centroids ~ N(0, I) per class; noise sd such that centroid distance,
- * about sqrt(2 * dim), is 2 z noise sds. */
-static int make_features(const struct synth_params *p, struct synth_feat **out, double *sigma)
+/* Centroid distance is about sqrt(2 * dim). */
+int synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, struct synth_feat **out,
+			double *sigma)
 {
-	size_t n = (size_t)p->classes * (size_t)p->feat_dim;
+	size_t n = (size_t)classes * (size_t)dim;
 	struct synth_feat *f = malloc(sizeof(*f) + n * sizeof(float));
 	float unit = (float)(1.0 / ih_sd());
 	struct rng r;
 
 	if (f == NULL)
 		return GNN_ENOMEM;
-	rng_seed(&r, p->seed, TAG_FEATURES);
+	rng_seed(&r, seed, TAG_FEATURES);
 	f->seed = rng_next(&r);
-	f->dim = p->feat_dim;
-	f->classes = p->classes;
-	*sigma = sqrt((double)p->feat_dim / 2.0) / noise_z(p->classes);
+	f->dim = dim;
+	f->classes = classes;
+	*sigma = sqrt((double)dim / 2.0) / z;
 	/* ih_sum() has at most 17 significant bits, the scale 6: their float
 	 * product is exact, so mu + noise * scale rounds once, fused or not. */
 	f->scale = (float)round_bits(*sigma / ih_sd(), 6);
-	rng_seed(&r, p->seed, TAG_CENTROIDS);
+	rng_seed(&r, seed, TAG_CENTROIDS);
 	for (size_t i = 0; i < n; i++)
 		f->centroid[i] = (float)ih_sum(rng_next(&r)) * unit;
 	*out = f;
@@ -966,7 +964,7 @@ static int make_features(const struct synth_params *p, struct synth_feat **out, 
 
 /* ---- generation ---- */
 
-static int key_bits_for(int64_t n)
+int synth_key_bits(int64_t n)
 {
 	int b = 1;
 
@@ -1015,25 +1013,24 @@ static int build_model(const struct synth_params *p, struct model *m, double *me
 {
 	double deg_cap = sqrt(2.0 * (double)p->edges);
 	int64_t sub_size;
+	struct rng r;
 	int rc;
 
 	m->n = p->nodes;
 	m->classes = p->classes;
 	*mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
-	/* Degree is proportional to weight, and a weight-1 node gets
-	 * mean_deg / PARETO_MEAN: the cap that makes deg_cap the top degree. */
-	m->weight_cap = *mean_deg > 0.0 ? deg_cap * PARETO_MEAN / *mean_deg : 1.0;
-	if (m->weight_cap < 1.0)
-		m->weight_cap = 1.0;
+	m->weight_cap = synth_weight_cap(deg_cap, *mean_deg);
 	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
 	if (sub_size < SUB_SIZE_MIN)
 		sub_size = SUB_SIZE_MIN;
 
-	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK || (rc = build_weights(m, p->seed)) != GNN_OK ||
+	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK ||
+	    (rc = synth_pareto_weights(m->n, m->weight_cap, p->seed, TAG_WEIGHTS, &m->w)) != GNN_OK ||
 	    (rc = build_alias_tables(m)) != GNN_OK)
 		return rc;
-	assign_misfits(m, p->seed);
-	if ((rc = solve_homophily(m)) != GNN_OK || (rc = stop_point()) != GNN_OK)
+	rng_seed(&r, p->seed, TAG_MISFIT);
+	synth_assign_misfits(m->perm, m->class_off, m->classes, m->n, SYNTH_MISFIT, &r, m->labels);
+	if ((rc = solve_homophily(m)) != GNN_OK || (rc = synth_stop_point()) != GNN_OK)
 		return rc;
 	free(m->w);
 	m->w = NULL;
@@ -1053,7 +1050,7 @@ static int assign_split(const struct synth_params *p, struct model *m, struct gr
 	for (int64_t i = 0; i < m->n; i++)
 		m->perm[i] = (int32_t)i;
 	rng_seed(&r, p->seed, TAG_SPLIT);
-	shuffle_i32(m->perm, m->n, &r);
+	synth_shuffle_i32(m->perm, m->n, &r);
 	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
 		g->split[m->perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
 				       : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
@@ -1100,6 +1097,8 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 
 	if ((rc = synth_validate(p)) != GNN_OK)
 		return rc;
+	if (p->kind == SYNTH_MAG)
+		return synth_mag_generate(p, g);
 	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
 		 preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
 		 (unsigned long long)p->seed);
@@ -1110,11 +1109,13 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	st.nsub = m.nsub;
 
 	gen.m = &m;
-	gen.key_bits = key_bits_for(m.n);
-	gen.in_class = (uint32_t)(m.h_in * 4294967295.0);
-	gen.in_sub = (uint32_t)(SUB_SHARE * 4294967295.0);
+	gen.key_bits = synth_key_bits(m.n);
+	gen.in_class = prob_threshold(m.h_in);
+	gen.in_sub = prob_threshold(SUB_SHARE);
 	rng_seed(&gen.r, p->seed, TAG_EDGES);
-	if ((rc = make_edges(&gen, p->edges, &keys, &st.rounds)) != GNN_OK || (rc = stop_point()) != GNN_OK)
+	if ((rc = synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", &keys, &st.rounds)) !=
+		    GNN_OK ||
+	    (rc = synth_stop_point()) != GNN_OK)
 		goto out;
 	st.drawn = gen.drawn;
 
@@ -1131,7 +1132,11 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 		goto out;
 	model_free(&m);
 
-	if ((rc = make_features(p, &feat, &st.sigma)) != GNN_OK || (rc = stop_point()) != GNN_OK)
+	if ((rc = synth_make_features(p->seed, p->feat_dim, p->classes,
+				      synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]),
+						    p->classes),
+				      &feat, &st.sigma)) != GNN_OK ||
+	    (rc = synth_stop_point()) != GNN_OK)
 		goto out;
 	/* src/dst are in (min, max) order, so graph_build_csr fills each row
 	 * already sorted and its per-row sort has no work to do. */

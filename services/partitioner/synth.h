@@ -1,7 +1,10 @@
 /* synth.h - the built-in synthetic graph: the embedded default dataset,
- * generated from a seed instead of downloaded.
+ * generated from a seed instead of downloaded. Two kinds: homogeneous
+ * (presets tiny, small, medium, products; synth.c) and heterogeneous with
+ * ogbn-mag's schema (presets mag-tiny, mag-small, mag; synth_mag.c, whose
+ * model the "mag" section of docs/synthetic.md describes).
  *
- * Model (docs/synthetic.md has the numbers): classes are communities of
+ * Homogeneous model (docs/synthetic.md has the numbers): classes are communities of
  * Zipf-skewed sizes, each split into sub-communities; node degrees follow a
  * Chung-Lu model with Pareto(2.5) weights capped at sqrt(2 * edges); a
  * fraction SYNTH_HOMOPHILY of the edges join two nodes of the same class.
@@ -37,11 +40,32 @@
  * classes. The neighbourhood mean does much better (see docs). */
 #define SYNTH_RAW_ACCURACY 0.60
 
+enum synth_kind {
+	SYNTH_PLAIN = 0,  /* one node type, one relation (a zeroed struct's kind) */
+	SYNTH_MAG,        /* ogbn-mag's node types and relations */
+};
+
+/* The mag schema: node types sorted by name, forward relations sorted by
+ * (src, rel, dst). The generated graph has these 4 types and 7 relations:
+ * the 4 forward ones (cites symmetrised in place), then rev_affiliated_with,
+ * rev_writes and rev_has_topic (every edge of the forward one reversed),
+ * as importing ogbn-mag with default options gives. */
+enum { SYNTH_MAG_AUTHOR, SYNTH_MAG_FIELD, SYNTH_MAG_INSTITUTION, SYNTH_MAG_PAPER, SYNTH_MAG_TYPES };
+enum { SYNTH_MAG_AFFILIATED, SYNTH_MAG_WRITES, SYNTH_MAG_CITES, SYNTH_MAG_TOPIC, SYNTH_MAG_FWD };
+#define SYNTH_MAG_RELS 7
+
 struct synth_params {
 	const char *preset;     /* name it came from, for logs/metadata, or "custom" */
+	enum synth_kind kind;
+	/* SYNTH_PLAIN: */
 	int64_t nodes;          /* 1 .. INT32_MAX (METIS idx_t is 32-bit) */
 	int64_t edges;          /* undirected, unique, no self-loops; the CSR
 				 * holds exactly 2 * edges directed edges */
+	/* SYNTH_MAG (nodes and edges unused): nodes of each type (each at least
+	 * classes, INT32_MAX in all) and unique edges of each forward relation. */
+	int64_t type_nodes[SYNTH_MAG_TYPES];
+	int64_t rel_edges[SYNTH_MAG_FWD];
+	/* Both; for SYNTH_MAG, of the papers (the label type). */
 	int32_t feat_dim;       /* 1 .. 65536 */
 	int32_t classes;        /* 2 .. min(nodes, 65536); every class gets a node */
 	int64_t num_train, num_valid, num_test; /* split sizes, sum <= nodes */
@@ -54,14 +78,16 @@ struct synth_params {
 int synth_preset(const char *name, uint64_t seed, struct synth_params *p);
 
 /* Checks every field of p: ranges, edges <= nodes*(nodes-1)/2 and at most
- * half of that (denser graphs would make rejection of duplicates crawl),
- * split sizes. Logs an error naming the first bad field and returns
- * GNN_EINVAL; 0 when p can be generated. */
+ * half of that (denser graphs would make rejection of duplicates crawl;
+ * mag: each relation at most half of its node pairs), split sizes. Logs an
+ * error naming the first bad field and returns GNN_EINVAL; 0 when p can
+ * be generated. */
 int synth_validate(const struct synth_params *p);
 
 /* Generates the graph described by p into *g, which the caller zeroed:
- * CSR (symmetric, exactly 2 * p->edges entries), labels, split, num_classes,
- * feat_dim. Features are not materialised: g->feat is NULL and g->feat_row
+ * CSR (symmetric, exactly 2 * p->edges entries; mag: exactly twice the
+ * forward relations' edges, each relation's count in g->schema), labels,
+ * split, num_classes, feat_dim. Features are not materialised: g->feat is NULL and g->feat_row
  * computes a row from (seed, node, label) on demand, with g->feat_ctx (one
  * malloc block holding the class centroids) owned by the graph. Returns
  * GNN_EINVAL for bad parameters, GNN_ENOMEM, or GNN_ECLOSED when a stop
@@ -70,7 +96,7 @@ int synth_validate(const struct synth_params *p);
  * the result. */
 int synth_generate(const struct synth_params *p, struct graph *g);
 
-/* "tiny|small|medium|products", for --help and error messages. */
+/* "tiny|small|...|mag", for --help and error messages. */
 const char *synth_preset_names(void);
 
 #endif
