@@ -49,6 +49,11 @@ int smp_service_new(const struct smp_service_opts *o, struct smp_service **out)
 
 void smp_service_free(struct smp_service *s)
 {
+	if (s == NULL)
+		return;
+	/* What this replica served, for its log (and benchmarks' rates). */
+	GNN_INFO("served", "minibatches=%.0f sampled_edges=%.0f feature_bytes=%.0f", gnn_counter_value(s->minibatches),
+		 gnn_counter_value(s->edges), gnn_counter_value(s->feat_bytes));
 	free(s);
 }
 
