@@ -3,6 +3,7 @@
  * the schema (node types, relations, which type is labelled and split) and
  * checks that the folders agree with it. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,8 +235,10 @@ static int check_relation_folders(const char *raw, const struct graph *g)
 	int rc = GNN_OK;
 
 	snprintf(dir, sizeof(dir), "%s/relations", raw);
-	if ((d = opendir(dir)) == NULL)
-		return GNN_EIO;  /* unreachable: every relation's folder was found */
+	if ((d = opendir(dir)) == NULL) {
+		GNN_ERROR("bad_input", "dir=%s reason=\"cannot list the relation folders: %s\"", dir, strerror(errno));
+		return GNN_EIO;
+	}
 	while (rc == GNN_OK && (ent = readdir(d)) != NULL) {
 		bool known = ent->d_name[0] == '.';
 
@@ -366,8 +369,9 @@ static int check_type_folders(const char *dir, const struct graph *g)
 
 /* nodetype-has-label / nodetype-has-split (name in dir) into has[t]: True
  * or False per listed type, false for a type it does not list. Type t's
- * data folder is datadir/TYPE: it must exist exactly for the types marked
- * True. tr stays open for the caller's errors (type_row_close). */
+ * data folder is datadir/TYPE: a type marked False must not have one (a
+ * True type's missing files fail when read), and every folder there must
+ * be a type's. tr stays open for the caller's errors (type_row_close). */
 static int read_flags(struct type_row *tr, const char *dir, const char *name, const char *datadir,
 		      const struct graph *g, bool *has)
 {

@@ -148,6 +148,10 @@ r=$(jq .edge_cut "$WORK/ht-random-3/meta.json")
 echo "hetero-tiny P=3 edge_cut metis=$m random=$r"
 check hetero_tiny_metis_beats_random "METIS edge cut ($m) below two thirds of random's ($r)" \
 	bash -c "[ -n '$m' ] && [ -n '$r' ] && [ \$(( 3 * $m )) -lt \$(( 2 * $r )) ]"
+"$P" --input "$HT" --method random --parts 60 --out "$WORK/ht-60" 2>/dev/null >/dev/null
+check hetero_tiny_empty_ranges "60 random parts: empty (partition, type) ranges and 0-row feature files, partcheck ok" \
+	bash -c "[ \"\$(jq '[.parts[].files.feat[] | select(. != null and .rows == 0)] | length > 0' '$WORK/ht-60/meta.json')\" = true ] &&
+		 '$CHECK' '$WORK/ht-60' --raw '$HT' --split random | grep -q 'partcheck: ok'"
 "$P" --input "$HT" --keep-directed --parts 2 --out "$WORK/ht-dir" 2>/dev/null >/dev/null
 check hetero_tiny_keep_directed "--keep-directed: the 3 relations as given (804, 947, 320 edges), partcheck ok" \
 	bash -c "[ \"\$(jq -c '[.symmetric, [.relations[].num_edges]]' '$WORK/ht-dir/meta.json')\" = '[false,[804,947,320]]' ] &&
