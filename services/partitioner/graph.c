@@ -1,5 +1,6 @@
 #include "graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,16 @@ out_free_edges:
 	free(dst);
 	free(rel);
 	return rc;
+}
+
+void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < (rels ? s->num_rels : s->num_types) && len < cap; k++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s", k ? "," : "",
+					rels ? s->rels[k].name : s->types[k].name);
 }
 
 int graph_feature_row(const struct graph *g, int64_t node, float *out)

@@ -14,6 +14,7 @@
 #define GNN_PART_GRAPH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "part.h"  /* GNN_SPLIT_* codes, struct gnn_schema */
@@ -74,6 +75,10 @@ uint32_t graph_node_type(const struct graph *g, int64_t v);
  * Returns GNN_ENOMEM or GNN_ERANGE (more than INT32_MAX nodes). */
 int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
 		    int64_t m, bool symmetrize);
+
+/* The comma-separated names of s's node types (rels false) or relations
+ * into buf (cap bytes; cut short when they do not fit), for logs. */
+void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap);
 
 /* Copies node's feature row into out (its type's feat_dim floats; nothing
  * for a type without features). */

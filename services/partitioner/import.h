@@ -1,4 +1,4 @@
-/* import.h - reads a graph in OGB's node-property raw layout:
+/* import.h - reads a graph in OGB's node-property raw layout, homogeneous:
  *
  *   DIR/raw/edge.csv.gz            "src,dst" per line
  *   DIR/raw/node-feat.csv.gz       one row of feat_dim floats per node
@@ -6,6 +6,24 @@
  *   DIR/raw/num-node-list.csv.gz   the node count
  *   DIR/raw/num-edge-list.csv.gz   the edge count (optional, checked if present)
  *   DIR/split/NAME/{train,valid,test}.csv.gz   node indices
+ *
+ * or heterogeneous (ogbn-mag's; recognised by raw/num-node-dict.csv.gz):
+ *
+ *   DIR/raw/num-node-dict.csv.gz        a header of type names, then their node counts
+ *   DIR/raw/triplet-type-list.csv.gz    "src,rel,dst" per forward relation
+ *   DIR/raw/relations/SRC___REL___DST/edge.csv.gz   per-type IDs "u,v"
+ *   DIR/raw/relations/SRC___REL___DST/num-edge-list.csv.gz  (optional, checked)
+ *   DIR/raw/node-feat/TYPE/node-feat.csv.gz   (types without it have no features)
+ *   DIR/raw/nodetype-has-label.csv.gz   header of type names, then True/False each
+ *   DIR/raw/node-label/TYPE/node-label.csv.gz  for the one type marked True
+ *   DIR/split/NAME/nodetype-has-split.csv.gz   as nodetype-has-label
+ *   DIR/split/NAME/TYPE/{train,valid,test}.csv.gz   per-type IDs of that type
+ *
+ * Node types are numbered in name order (as OGB's loaders sort them),
+ * relations in triplet-type-list's order. By default a relation from a type
+ * to itself is symmetrised in place and every other relation gets a reverse
+ * relation rev_NAME (dst -> src), appended after the forward ones in their
+ * order, as DGL's AddReverse and PyG's ToUndirected do.
  *
  * Plain .csv files are read too when the .gz is absent. Every line is
  * validated; errors name the file and line. */
@@ -21,7 +39,7 @@
 struct import_opts {
 	const char *dir;
 	const char *split;     /* NULL: the only folder under DIR/split */
-	bool keep_directed;    /* false: symmetrise, as DGL/PyG do for ogbn-products */
+	bool keep_directed;    /* false: symmetrise (and add rev_ relations), as DGL/PyG do */
 	int64_t num_classes;   /* 0: max label + 1; else labels must be below it */
 };
 

@@ -38,11 +38,13 @@ static struct config cfg;
 
 static const struct gnn_opt options[] = {
 	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
-	  "dataset folder in OGB's node-property raw layout (raw/, split/)" },
+	  "dataset folder in OGB's node-property raw layout (raw/, split/), homogeneous or heterogeneous "
+	  "(ogbn-mag's: raw/num-node-dict.csv.gz, raw/relations/...)" },
 	{ "split", GNN_OPT_STR, &cfg.split, NULL, 0, 0, NULL,
 	  "split folder name under INPUT/split (default: the only one)" },
 	{ "keep-directed", GNN_OPT_BOOL, &cfg.keep_directed, NULL, 0, 0, NULL,
-	  "keep edges as given instead of adding every reverse edge" },
+	  "keep edges as given instead of adding every reverse edge (heterogeneous: no rev_ relations, "
+	  "no symmetrising)" },
 	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, NULL,
 	  "generate a synthetic graph from a preset instead: tiny|small|medium|products|mag-tiny|mag-small|mag" },
 	{ "nodes", GNN_OPT_INT, &cfg.nodes, "0", 0, INT32_MAX, NULL,
@@ -235,8 +237,27 @@ static void count_split(const struct graph *g, int64_t counts[4])
 
 static json_t *meta_new(void)
 {
-	return json_pack("{s:s, s:i, s:s}", "format", "gnn-dist-partitions", "format_version", 1,
+	return json_pack("{s:s, s:i, s:s}", "format", GNN_PART_FORMAT, "format_version", GNN_PART_FORMAT_VERSION,
 			 "created_by", "gnn-partition " VERSION);
+}
+
+/* node_types, relations and label_type (format 2). */
+static void meta_schema(json_t *meta, const struct graph *g)
+{
+	const struct gnn_schema *s = &g->schema;
+	json_t *types = json_array(), *rels = json_array();
+
+	for (uint32_t t = 0; t < s->num_types; t++)
+		json_array_append_new(types, json_pack("{s:s, s:I, s:i}", "name", s->types[t].name, "num_nodes",
+						       (json_int_t)s->types[t].num_nodes, "feat_dim",
+						       (int)s->types[t].feat_dim));
+	for (uint32_t r = 0; r < s->num_rels; r++)
+		json_array_append_new(rels, json_pack("{s:s, s:s, s:s, s:I}", "name", s->rels[r].name, "src",
+						      s->types[s->rels[r].src].name, "dst", s->types[s->rels[r].dst].name,
+						      "num_edges", (json_int_t)s->rels[r].num_edges));
+	json_object_set_new(meta, "node_types", types);
+	json_object_set_new(meta, "relations", rels);
+	json_object_set_new(meta, "label_type", json_string(s->types[s->label_type].name));
 }
 
 static void meta_graph(json_t *meta, const struct graph *g, const struct partition *pt)
@@ -261,6 +282,7 @@ static void meta_graph(json_t *meta, const struct graph *g, const struct partiti
 
 	json_object_update(meta, fields);
 	json_decref(fields);
+	meta_schema(meta, g);
 }
 
 /* Replaces cfg.out by tmp: a plain rename, or with --force an atomic
@@ -289,25 +311,53 @@ static int commit_output(const char *tmp)
 	return GNN_OK;
 }
 
-static void print_summary(const json_t *meta)
+/* The schema, then one line per partition (with a column per node type
+ * when there are several). */
+static void print_summary(const json_t *meta, const struct graph *g)
 {
+	const struct gnn_schema *s = &g->schema;
 	json_t *parts = json_object_get(meta, "parts"), *p;
+	char label[3 * GNN_NAME_MAX];
 	size_t i;
 
-	printf("%-6s %12s %14s %10s %10s %10s %10s\n", "part", "nodes", "edges", "remote%", "train",
-	       "valid", "test");
+	for (uint32_t t = 0; t < s->num_types; t++)
+		printf("type %s nodes=%lld feat_dim=%u%s\n", s->types[t].name, (long long)s->types[t].num_nodes,
+		       s->types[t].feat_dim, t == s->label_type ? " labelled" : "");
+	for (uint32_t r = 0; r < s->num_rels; r++) {
+		gnn_schema_rel_label(s, r, label, sizeof(label));
+		printf("relation %s edges=%lld\n", label, (long long)s->rels[r].num_edges);
+	}
+	printf("%-6s %12s %14s %10s %10s %10s %10s", "part", "nodes", "edges", "remote%", "train", "valid", "test");
+	for (uint32_t t = 0; s->num_types > 1 && t < s->num_types; t++)
+		printf(" %10.10s", s->types[t].name);
+	printf("\n");
 	json_array_foreach(parts, i, p) {
 		double e = (double)json_integer_value(json_object_get(p, "num_edges"));
 		double r = (double)json_integer_value(json_object_get(p, "num_remote_edges"));
 
-		printf("%-6zu %12lld %14lld %9.1f%% %10lld %10lld %10lld\n", i,
+		printf("%-6zu %12lld %14lld %9.1f%% %10lld %10lld %10lld", i,
 		       (long long)json_integer_value(json_object_get(p, "num_nodes")), (long long)e,
 		       e > 0 ? 100.0 * r / e : 0.0,
 		       (long long)json_integer_value(json_object_get(p, "num_train")),
 		       (long long)json_integer_value(json_object_get(p, "num_valid")),
 		       (long long)json_integer_value(json_object_get(p, "num_test")));
+		for (uint32_t t = 0; s->num_types > 1 && t < s->num_types; t++)
+			printf(" %10lld", (long long)json_integer_value(
+						  json_object_get(json_object_get(p, "type_nodes"), s->types[t].name)));
+		printf("\n");
 	}
 	fflush(stdout);
+}
+
+/* Bytes of what a reader maps: the CSR with int64 offsets (one per node
+ * and relation) and IDs, plus every type's float features. */
+static uint64_t csr_plus_features_bytes(const struct graph *g)
+{
+	uint64_t bytes = 8u * ((uint64_t)g->num_nodes * g->schema.num_rels + 1) + 8u * (uint64_t)g->num_edges;
+
+	for (uint32_t t = 0; t < g->schema.num_types; t++)
+		bytes += 4u * (uint64_t)g->schema.types[t].num_nodes * g->schema.types[t].feat_dim;
+	return bytes;
 }
 
 int main(int argc, char **argv)
@@ -317,7 +367,7 @@ int main(int argc, char **argv)
 	struct partition_opts popts;
 	struct synth_params sp;
 	json_t *meta = NULL, *mem;
-	char tmp[4096], path[4200];
+	char tmp[4096], path[4200], types[1024], rels[2048];
 	double t0 = gnn_now(), t_load, t_part, t_write;
 	uint64_t ref_bytes;
 	int rc;
@@ -359,10 +409,7 @@ int main(int argc, char **argv)
 		goto out_fail;
 	t_write = gnn_now() - t0 - t_load - t_part;
 
-	/* Memory reference: the symmetrised CSR (int64 offsets and IDs, as
-	 * written) plus the float features. */
-	ref_bytes = 8u * ((uint64_t)g.num_nodes + 1) + 8u * (uint64_t)g.num_edges +
-		    4u * (uint64_t)g.num_nodes * (uint64_t)g.feat_dim;
+	ref_bytes = csr_plus_features_bytes(&g);
 	mem = json_pack("{s:I, s:I, s:f}", "peak_rss_bytes", (json_int_t)gnn_peak_rss_bytes(),
 			"csr_plus_features_bytes", (json_int_t)ref_bytes, "peak_ratio",
 			(double)gnn_peak_rss_bytes() / (double)ref_bytes);
@@ -375,13 +422,15 @@ int main(int argc, char **argv)
 	    (rc = commit_output(tmp)) != GNN_OK)
 		goto out_fail;
 
-	GNN_INFO("done", "out=%s nodes=%lld edges=%lld parts=%lld method=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
-		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, (long long)cfg.parts, cfg.method,
+	graph_names(&g.schema, false, types, sizeof(types));
+	graph_names(&g.schema, true, rels, sizeof(rels));
+	GNN_INFO("done", "out=%s nodes=%lld edges=%lld types=%s relations=%s parts=%lld method=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
+		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, types, rels, (long long)cfg.parts, cfg.method,
 		 json_real_value(json_object_get(meta, "edge_cut_ratio")),
 		 json_real_value(json_object_get(json_object_get(meta, "balance"), "train")),
 		 (double)gnn_peak_rss_bytes() / 1048576.0,
 		 (double)gnn_peak_rss_bytes() / (double)ref_bytes, gnn_now() - t0);
-	print_summary(meta);
+	print_summary(meta, &g);
 	json_decref(meta);
 	partition_free(&pt);
 	graph_free(&g);

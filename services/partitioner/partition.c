@@ -40,8 +40,9 @@ static int partition_random(const struct graph *g, int32_t parts, uint64_t seed,
 	return GNN_OK;
 }
 
-/* Builds the symmetric adjacency METIS needs when the stored graph is
- * directed: every edge in both directions. */
+/* Builds the adjacency METIS needs when the stored graph is directed or
+ * has several relations: one row per node, every edge in both directions,
+ * a pair joined by several relations (or both ways) once. */
 static int symmetric_copy(const struct graph *g, struct graph *sym)
 {
 	int64_t m = g->num_edges;
@@ -54,11 +55,12 @@ static int symmetric_copy(const struct graph *g, struct graph *sym)
 		return GNN_ENOMEM;
 	}
 	for (int64_t v = 0; v < g->num_nodes; v++) {
-		for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+		for (int64_t e = graph_row_begin(g, v); e < graph_row_end(g, v); e++) {
 			src[e] = g->indices[e];
 			dst[e] = (int32_t)v;
 		}
 	}
+	sym->schema.num_rels = 1;
 	return graph_build_csr(sym, g->num_nodes, src, dst, NULL, m, true);
 }
 
@@ -89,6 +91,12 @@ static double sample_k(const int64_t *cnt, int64_t maxdeg, int64_t budget)
 	return lo;
 }
 
+/* Node v's neighbours over every relation. */
+static int64_t degree(const struct graph *a, int64_t v)
+{
+	return graph_row_end(a, v) - graph_row_begin(a, v);
+}
+
 struct metis_graph {
 	idx_t *xadj, *adjncy, *adjwgt;  /* adjncy borrowed from the graph when not sampled */
 	bool own_adjncy;
@@ -105,7 +113,7 @@ static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, str
 	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
 	if (mg->xadj == NULL)
 		return GNN_ENOMEM;
-	if (a->num_edges <= budget) {
+	if (a->num_edges <= budget) {  /* a has one relation: its rows are nodes */
 		for (int64_t v = 0; v <= n; v++)
 			mg->xadj[v] = (idx_t)a->indptr[v];
 		mg->adjncy = a->indices;
@@ -113,17 +121,17 @@ static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, str
 		return GNN_OK;
 	}
 	for (int64_t v = 0; v < n; v++)
-		if (a->indptr[v + 1] - a->indptr[v] > maxdeg)
-			maxdeg = a->indptr[v + 1] - a->indptr[v];
+		if (degree(a, v) > maxdeg)
+			maxdeg = degree(a, v);
 	cnt = calloc((size_t)maxdeg + 1, sizeof(*cnt));
 	if (cnt == NULL)
 		return GNN_ENOMEM;
 	for (int64_t v = 0; v < n; v++) {
-		int64_t dv = a->indptr[v + 1] - a->indptr[v];
+		int64_t dv = degree(a, v);
 
-		for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+		for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
 			int32_t u = a->indices[e];
-			int64_t du = a->indptr[u + 1] - a->indptr[u];
+			int64_t du = degree(a, u);
 
 			cnt[du < dv ? du : dv]++;
 		}
@@ -134,12 +142,12 @@ static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, str
 	for (int pass = 0; pass < 2; pass++) {
 		w = 0;
 		for (int64_t v = 0; v < n; v++) {
-			int64_t dv = a->indptr[v + 1] - a->indptr[v];
+			int64_t dv = degree(a, v);
 
 			mg->xadj[v] = (idx_t)w;
-			for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+			for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
 				int32_t u = a->indices[e];
-				int64_t du = a->indptr[u + 1] - a->indptr[u], d = du < dv ? du : dv;
+				int64_t du = degree(a, u), d = du < dv ? du : dv;
 				double p = k >= (double)d ? 1.0 : k / (double)d;
 
 				if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
@@ -179,6 +187,37 @@ static void metis_graph_free(struct metis_graph *mg)
 	free(mg->adjwgt);
 }
 
+/* METIS's vertex weights, ncon per node: one 0/1 weight per node type
+ * (whether the node is of that type), its degree in a, and 1 for a
+ * training node. With one type that is (1, degree, train), as before
+ * types. A constraint whose weights are all zero confuses METIS: types
+ * without nodes and, without training nodes, the last are left out. */
+static int vertex_weights(const struct graph *g, const struct graph *a, idx_t **vwgt_out, idx_t *ncon_out)
+{
+	int64_t num_train = 0;
+	idx_t types = 0, ncon, col[GNN_MAX_TYPES], *vwgt;
+
+	for (int64_t v = 0; v < g->num_nodes; v++)
+		num_train += g->split[v] == GNN_SPLIT_TRAIN;
+	for (uint32_t t = 0; t < g->schema.num_types; t++)
+		col[t] = g->type_start[t + 1] > g->type_start[t] ? types++ : -1;
+	ncon = types + 1 + (num_train > 0);
+	vwgt = calloc((size_t)g->num_nodes * (size_t)ncon, sizeof(*vwgt));
+	if (vwgt == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t t = 0; t < g->schema.num_types; t++) {
+		for (int64_t v = g->type_start[t]; v < g->type_start[t + 1]; v++) {
+			vwgt[v * ncon + col[t]] = 1;
+			vwgt[v * ncon + types] = (idx_t)degree(a, v);
+			if (num_train > 0)
+				vwgt[v * ncon + types + 1] = g->split[v] == GNN_SPLIT_TRAIN;
+		}
+	}
+	*vwgt_out = vwgt;
+	*ncon_out = ncon;
+	return GNN_OK;
+}
+
 static int partition_metis(const struct graph *g, const struct partition_opts *o, int32_t *part,
 			   int64_t *metis_edges)
 {
@@ -188,30 +227,16 @@ static int partition_metis(const struct graph *g, const struct partition_opts *o
 	idx_t nvtxs = (idx_t)g->num_nodes, ncon, nparts = o->parts, objval = 0;
 	idx_t options[METIS_NOPTIONS];
 	idx_t *vwgt = NULL;
-	int64_t num_train = 0;
 	int rc, mrc;
 
-	if (!g->symmetric) {
+	if (!g->symmetric || g->schema.num_rels > 1) {
 		if ((rc = symmetric_copy(g, &sym)) != GNN_OK)
 			return rc;
 		a = &sym;
 	}
-	if ((rc = metis_input(a, o->metis_max_edges, o->seed, &mg)) != GNN_OK)
+	if ((rc = metis_input(a, o->metis_max_edges, o->seed, &mg)) != GNN_OK ||
+	    (rc = vertex_weights(g, a, &vwgt, &ncon)) != GNN_OK)
 		goto out;
-	rc = GNN_ENOMEM;
-	for (int64_t v = 0; v < g->num_nodes; v++)
-		num_train += g->split[v] == GNN_SPLIT_TRAIN;
-	/* A constraint whose weights are all zero confuses METIS: drop it. */
-	ncon = num_train > 0 ? 3 : 2;
-	vwgt = malloc((size_t)nvtxs * (size_t)ncon * sizeof(*vwgt));
-	if (vwgt == NULL)
-		goto out;
-	for (idx_t v = 0; v < nvtxs; v++) {
-		vwgt[v * ncon] = 1;
-		vwgt[v * ncon + 1] = (idx_t)(a->indptr[v + 1] - a->indptr[v]);
-		if (ncon == 3)
-			vwgt[v * ncon + 2] = g->split[v] == GNN_SPLIT_TRAIN;
-	}
 	METIS_SetDefaultOptions(options);
 	options[METIS_OPTION_SEED] = (idx_t)(o->seed & 0x7fffffff);
 	options[METIS_OPTION_NUMBERING] = 0;
@@ -219,7 +244,8 @@ static int partition_metis(const struct graph *g, const struct partition_opts *o
 	 * call its own handler owns SIGTERM (GKlib's gk_sigtrap: it jumps out
 	 * and METIS returns METIS_ERROR); SIGINT is ours, so the stop
 	 * watchdog ends the process (docs/reliability.md). */
-	GNN_INFO("metis_start", "vertices=%lld constraints=%d parts=%d", (long long)nvtxs, (int)ncon, (int)nparts);
+	GNN_INFO("metis_start", "vertices=%lld types=%u constraints=%d parts=%d", (long long)nvtxs,
+		 g->schema.num_types, (int)ncon, (int)nparts);
 	mrc = METIS_PartGraphKway(&nvtxs, &ncon, mg.xadj, mg.adjncy, vwgt, NULL, mg.adjwgt, &nparts,
 				  NULL, NULL, options, &objval, part);
 	if (mrc != METIS_OK) {
@@ -302,7 +328,7 @@ static int64_t balance_train(const struct graph *g, int32_t parts, int32_t *part
 
 			if (part[v] != from || g->split[v] != GNN_SPLIT_TRAIN)
 				continue;
-			for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+			for (int64_t e = graph_row_begin(g, v); e < graph_row_end(g, v); e++)
 				gain += (part[g->indices[e]] == to) - (part[g->indices[e]] == from);
 			if (gain > best_gain) {
 				best_gain = gain;
@@ -320,23 +346,33 @@ static int64_t balance_train(const struct graph *g, int32_t parts, int32_t *part
 	return moves;
 }
 
+/* New IDs: partition p owns [offsets[p], offsets[p+1]), and within it
+ * type t's nodes [type_offsets[p T + t], type_offsets[p T + t + 1]). Nodes
+ * are numbered type after type, so handing out IDs in old-ID order gives
+ * both, and keeps the input order within a type. */
 static int relabel(const struct graph *g, struct partition *pt)
 {
-	int64_t n = g->num_nodes, *next;
+	int64_t n = g->num_nodes, *next, *to;
 	int32_t parts = pt->num_parts;
+	uint32_t T = g->schema.num_types;
 
+	pt->num_types = T;
 	pt->offsets = calloc((size_t)parts + 1, sizeof(*pt->offsets));
+	pt->type_offsets = to = calloc((size_t)parts * T + 1, sizeof(*pt->type_offsets));
 	pt->orig_id = malloc((size_t)n * sizeof(*pt->orig_id));
 	pt->new_id = malloc((size_t)n * sizeof(*pt->new_id));
 	next = malloc((size_t)parts * sizeof(*next));
-	if (pt->offsets == NULL || pt->orig_id == NULL || pt->new_id == NULL || next == NULL) {
+	if (pt->offsets == NULL || to == NULL || pt->orig_id == NULL || pt->new_id == NULL || next == NULL) {
 		free(next);
 		return GNN_ENOMEM;
 	}
-	for (int64_t v = 0; v < n; v++)
-		pt->offsets[pt->part[v] + 1]++;
-	for (int32_t p = 0; p < parts; p++)
-		pt->offsets[p + 1] += pt->offsets[p];
+	for (uint32_t t = 0; t < T; t++)
+		for (int64_t v = g->type_start[t]; v < g->type_start[t + 1]; v++)
+			to[(size_t)pt->part[v] * T + t + 1]++;
+	for (size_t k = 0; k < (size_t)parts * T; k++)
+		to[k + 1] += to[k];
+	for (int32_t p = 0; p <= parts; p++)
+		pt->offsets[p] = to[(size_t)p * T];
 	memcpy(next, pt->offsets, (size_t)parts * sizeof(*next));
 	for (int64_t v = 0; v < n; v++) {
 		int64_t id = next[pt->part[v]]++;
@@ -378,7 +414,7 @@ int partition_compute(const struct graph *g, const struct partition_opts *o, str
 	if (parts > 1)
 		pt.train_moves = balance_train(g, parts, pt.part);
 	for (int64_t v = 0; v < g->num_nodes; v++)
-		for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+		for (int64_t e = graph_row_begin(g, v); e < graph_row_end(g, v); e++)
 			pt.edge_cut += pt.part[g->indices[e]] != pt.part[v];
 	if ((rc = relabel(g, &pt)) != GNN_OK)
 		goto out_fail;
@@ -400,6 +436,7 @@ void partition_free(struct partition *pt)
 {
 	free(pt->part);
 	free(pt->offsets);
+	free(pt->type_offsets);
 	free(pt->orig_id);
 	free(pt->new_id);
 	memset(pt, 0, sizeof(*pt));

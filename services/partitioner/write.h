@@ -1,13 +1,16 @@
-/* write.h - writes a partitioned graph in gnn-dist's partition layout
- * (docs/formats.md):
+/* write.h - writes a partitioned graph in gnn-dist's partition layout,
+ * format 2 (docs/formats.md). With R relations and, in partition p, n_p
+ * nodes of which n_pt of type t:
  *
- *   DIR/node-map.arr            i64 [num_nodes]: new ID -> original ID
- *   DIR/part-<p>/indptr.arr     i64 [n_p + 1]: in-neighbour CSR offsets (local rows)
- *   DIR/part-<p>/indices.arr    i64 [m_p]: in-neighbours as new global IDs, sorted per row
- *   DIR/part-<p>/feat.arr       f32 [n_p x feat_dim]
- *   DIR/part-<p>/label.arr      i32 [n_p] (-1 = unlabeled)
- *   DIR/part-<p>/split.arr      u8  [n_p]: 0 none, 1 train, 2 valid, 3 test
+ *   DIR/node-map.arr               i64 [num_nodes]: new ID -> original per-type ID
+ *   DIR/part-<p>/indptr.arr        i64 [n_p R + 1]: row i R + r: local node i's in-neighbours
+ *                                  under relation r
+ *   DIR/part-<p>/indices.arr       i64 [m_p]: in-neighbours as new global IDs, ascending per row
+ *   DIR/part-<p>/feat-<type>.arr   f32 [n_pt x the type's feat_dim], for each type with features
+ *   DIR/part-<p>/label.arr         i32 [n_p] (-1 = unlabeled, and on every other type than the label type)
+ *   DIR/part-<p>/split.arr         u8  [n_p]: 0 none, 1 train, 2 valid, 3 test
  *
+ * A homogeneous graph is the one-type ("node"), one-relation case.
  * meta.json itself is written by the caller, last. */
 #ifndef GNN_PART_WRITE_H
 #define GNN_PART_WRITE_H

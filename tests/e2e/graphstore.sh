@@ -133,13 +133,13 @@ check part_needs_ordinal "no --part, host name without -<n>: exit 2 naming the h
 	bash -c "[ $rc -eq 2 ] && grep -q 'host=\"laptop\".*pass --part' '$WORK/err'"
 
 cp -r "$WORK/tiny" "$WORK/corrupt"
-f=$WORK/corrupt/part-0/feat.arr
+f=$WORK/corrupt/part-0/feat-node.arr
 b=$(od -An -tu1 -j 200 -N 1 "$f" | tr -d ' ')
 printf "\\x$(printf %02x $(( b ^ 0xff )))" | dd of="$f" bs=1 seek=200 conv=notrunc status=none
 start corrupt "$WORK/corrupt" 0 --wait-data 0
 exit_status corrupt 20; rc=$RC
-check corrupt_partition_refused "a flipped byte in feat.arr: never ready, non-zero exit, checksum message" \
-	bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'feat.arr.*checksum mismatch' '$WORK/corrupt.log' &&
+check corrupt_partition_refused "a flipped byte in feat-node.arr: never ready, non-zero exit, checksum message" \
+	bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'feat-node.arr.*checksum mismatch' '$WORK/corrupt.log' &&
 		 grep -q 'load_failed part=0 .*checksum mismatch' '$WORK/corrupt.log' && ! grep -q ' ready part=' '$WORK/corrupt.log'"
 
 # ---- start-up: waiting for the partitioner, health before readiness --------

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end tests of gnn-partition: real binary, real files. The Cora tests
-# read ../shared/datasets/cora and are skipped when it is absent.
+# End-to-end tests of gnn-partition: real binary, real files. The Cora and
+# ACM tests read ../shared/datasets/cora and ../shared/datasets/acm and are
+# skipped when they are absent; the heterogeneous tests also read
+# tests/data/hetero-tiny (committed).
 . "$(dirname "$0")/lib.bash"
 P=$BIN/gnn-partition
 CHECK=$TOOLS/partcheck
@@ -41,7 +43,7 @@ check flag_overrides_env "--parts beats GNN_PARTS" \
 check synthetic_partition_valid "tiny in 4 partitions passes partcheck" \
 	bash -c "'$CHECK' '$WORK/t1' | grep -q 'partcheck: ok'"
 check synthetic_deterministic "same seed gives byte-identical arrays" \
-	bash -c "for f in node-map.arr part-0/indices.arr part-3/feat.arr part-2/label.arr part-1/split.arr; do cmp -s '$WORK/t1/'\$f '$WORK/t2/'\$f || exit 1; done"
+	bash -c "for f in node-map.arr part-0/indices.arr part-3/feat-node.arr part-2/label.arr part-1/split.arr; do cmp -s '$WORK/t1/'\$f '$WORK/t2/'\$f || exit 1; done"
 check synthetic_seed_matters "another seed gives another graph" \
 	bash -c "! cmp -s '$WORK/t1/part-0/indices.arr' '$WORK/t3/part-0/indices.arr'"
 
@@ -72,6 +74,127 @@ if grep -q stop_forced "$WORK/err"; then
 fi
 check sigterm_leaves_nothing "SIGTERM: non-zero exit, no output or temporary folder" \
 	bash -c "[ $rc -ne 0 ] && grep -Eq 'failed reason=\"closed\"|stop_forced' '$WORK/err' && [ ! -e '$WORK/killed' ] && [ -z \"\$(ls -d '$WORK'/killed.tmp-* 2>/dev/null)\" ]"
+
+# ---- homogeneous outputs unchanged --------------------------------------
+# The crc32 of every file of `--synthetic tiny --seed 1` (2 partitions),
+# metis and random, as format 1 wrote them before node types existed:
+# format 2 must write the same arrays for a homogeneous graph.
+crcs() { jq -c '[.node_map.crc32] + [.parts[].files | .indptr.crc32, .indices.crc32, .feat[0].crc32, .label.crc32, .split.crc32]' "$1/meta.json"; }
+for m in metis random; do
+	"$P" --synthetic tiny --seed 1 --method $m --out "$WORK/crc-$m" 2>/dev/null >/dev/null
+done
+check homogeneous_metis_unchanged "tiny --seed 1 metis: the format-1 crc32s" \
+	[ "$(crcs "$WORK/crc-metis")" = "[3408317197,1947336191,1433827473,2790356939,357021325,3626571155,499624942,293232227,2334897798,663418889,1791937128]" ]
+check homogeneous_random_unchanged "tiny --seed 1 random: the format-1 crc32s" \
+	[ "$(crcs "$WORK/crc-random")" = "[802500054,1103174462,1886445998,3442573926,2267482974,1454059371,2604568750,3158530802,459714804,959486593,3365011824]" ]
+check homogeneous_format_2 "a homogeneous output is format 2: one type node, one relation edge" \
+	[ "$(jq -c '[.format_version, .node_types, .relations, .label_type, .parts[0].files.feat[0].file]' "$WORK/crc-metis/meta.json")" = \
+	  '[2,[{"name":"node","num_nodes":2000,"feat_dim":32}],[{"name":"edge","src":"node","dst":"node","num_edges":20000}],"node","feat-node.arr"]' ]
+
+# ---- bad input: clear message, non-zero exit, nothing left behind ----------
+# bad NAME EXPECTED-MESSAGE [extra flags]: partitions $WORK/bad (prepared by
+# the caller) and checks the outcome.
+bad() {
+	local name=$1 msg=$2
+	shift 2
+	rm -rf "$WORK/bad-out"
+	"$P" --input "$WORK/bad" --parts 2 --out "$WORK/bad-out" "$@" 2>"$WORK/err" >/dev/null
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		fail "bad_input_$name" "exit status 0"
+	elif ! grep -q -- "$msg" "$WORK/err"; then
+		fail "bad_input_$name" "message lacks '$msg': $(grep ERROR "$WORK/err" | head -n 2)"
+	elif [ -e "$WORK/bad-out" ] || ls -d "$WORK"/bad-out.tmp-* >/dev/null 2>&1; then
+		fail "bad_input_$name" "output or temporary folder left behind"
+	else
+		pass "bad_input_$name"
+	fi
+}
+fresh() {  # a writable copy of dataset $1 (default: Cora) in $WORK/bad
+	rm -rf "$WORK/bad"
+	cp -r "${1:-$CORA}" "$WORK/bad"
+	chmod -R u+w "$WORK/bad"
+}
+# edit FILE SED-SCRIPT: rewrites a gzip file of $WORK/bad through sed.
+edit() {
+	zcat "$WORK/bad/$1" | sed "$2" | gzip -c >"$WORK/bad/$1.new" && mv "$WORK/bad/$1.new" "$WORK/bad/$1"
+}
+
+# ---- heterogeneous: tests/data/hetero-tiny ---------------------------------
+HT=$ROOT/tests/data/hetero-tiny
+if command -v python3 >/dev/null; then
+	python3 "$ROOT/tests/data/make_hetero_tiny.py" "$WORK/ht-regen" >/dev/null
+	check hetero_tiny_regenerates "make_hetero_tiny.py writes what is committed (file list and contents)" \
+		bash -c "cd '$HT' && [ \"\$(find . -name '*.gz' | sort)\" = \"\$(cd '$WORK/ht-regen' && find . -name '*.gz' | sort)\" ] &&
+			 for f in \$(find . -name '*.gz'); do cmp -s <(zcat \$f) <(zcat '$WORK/ht-regen/'\$f) || exit 1; done"
+else
+	skip hetero_tiny_regenerates "no python3"
+fi
+for m in metis random; do
+	for parts in 2 3; do
+		"$P" --input "$HT" --method $m --parts $parts --out "$WORK/ht-$m-$parts" 2>/dev/null >"$WORK/ht-$m-$parts.txt"
+		check hetero_tiny_${m}_P$parts "hetero-tiny, $m, $parts parts: partcheck ok against the raw files" \
+			bash -c "'$CHECK' '$WORK/ht-$m-$parts' --raw '$HT' --split random | grep -q 'partcheck: ok'"
+	done
+done
+check hetero_tiny_meta "hetero-tiny: types in name order, forward then rev_ relations, 448 nodes, 4122 edges, per-type counts" \
+	bash -c "[ \"\$(jq -c '[.format_version, [.node_types[] | .name, .num_nodes, .feat_dim], [.relations[] | .src + \":\" + .name + \":\" + .dst, .num_edges], .label_type, .num_nodes, .num_edges, .feat_dim, .num_classes, .symmetric]' '$WORK/ht-metis-3/meta.json')\" = \\
+		'[2,[\"author\",120,8,\"paper\",320,16,\"subject\",8,0],[\"author:writes:paper\",804,\"paper:cites:paper\",1874,\"paper:has_subject:subject\",320,\"paper:rev_writes:author\",804,\"subject:rev_has_subject:paper\",320],\"paper\",448,4122,16,4,true]' ] &&
+		 [ \"\$(jq -c '[.parts[] | .type_nodes | .author, .paper, .subject] | [.[0]+.[3]+.[6], .[1]+.[4]+.[7], .[2]+.[5]+.[8]]' '$WORK/ht-metis-3/meta.json')\" = '[120,320,8]' ] &&
+		 [ \"\$(jq -c '.parts[0].files.feat | [.[0].file, .[1].file, .[2]]' '$WORK/ht-metis-3/meta.json')\" = '[\"feat-author.arr\",\"feat-paper.arr\",null]' ] &&
+		 grep -q '^relation paper:rev_writes:author edges=804' '$WORK/ht-metis-3.txt'"
+m=$(jq .edge_cut "$WORK/ht-metis-3/meta.json")
+r=$(jq .edge_cut "$WORK/ht-random-3/meta.json")
+echo "hetero-tiny P=3 edge_cut metis=$m random=$r"
+check hetero_tiny_metis_beats_random "METIS edge cut ($m) below two thirds of random's ($r)" \
+	bash -c "[ -n '$m' ] && [ -n '$r' ] && [ \$(( 3 * $m )) -lt \$(( 2 * $r )) ]"
+"$P" --input "$HT" --method random --parts 60 --out "$WORK/ht-60" 2>/dev/null >/dev/null
+check hetero_tiny_empty_ranges "60 random parts: empty (partition, type) ranges and 0-row feature files, partcheck ok" \
+	bash -c "[ \"\$(jq '[.parts[].files.feat[] | select(. != null and .rows == 0)] | length > 0' '$WORK/ht-60/meta.json')\" = true ] &&
+		 '$CHECK' '$WORK/ht-60' --raw '$HT' --split random | grep -q 'partcheck: ok'"
+"$P" --input "$HT" --keep-directed --parts 2 --out "$WORK/ht-dir" 2>/dev/null >/dev/null
+check hetero_tiny_keep_directed "--keep-directed: the 3 relations as given (804, 947, 320 edges), partcheck ok" \
+	bash -c "[ \"\$(jq -c '[.symmetric, [.relations[].num_edges]]' '$WORK/ht-dir/meta.json')\" = '[false,[804,947,320]]' ] &&
+		 '$CHECK' '$WORK/ht-dir' --raw '$HT' --split random --directed | grep -q 'partcheck: ok'"
+
+# Each bad heterogeneous input: non-zero exit, the error names the file
+# and line, no output left.
+fresh "$HT"; edit raw/triplet-type-list.csv.gz '2s/.*/paper,cites,journal/'
+bad hetero_triplet_unknown_type "triplet-type-list.csv.gz line=2 reason=\"relation names an unknown node type journal"
+fresh "$HT"; mkdir "$WORK/bad/raw/relations/journal___cites___paper"
+bad hetero_folder_unknown_type "journal___cites___paper reason=\"relation folder names an unknown node type"
+fresh "$HT"; edit raw/relations/author___writes___paper/edge.csv.gz '5s/.*/120,3/'
+bad hetero_id_out_of_range "author___writes___paper/edge.csv.gz line=5 reason=\"node ID out of range \[0, 120) for node type author"
+fresh "$HT"; edit raw/node-feat/author/node-feat.csv.gz '4s/,[^,]*$//'
+bad hetero_ragged_features "node-feat/author/node-feat.csv.gz line=4 reason=\"expected 8 numeric columns"
+fresh "$HT"; mkdir -p "$WORK/bad/raw/node-label/author" && printf '1\n' | gzip -c >"$WORK/bad/raw/node-label/author/node-label.csv.gz"
+bad hetero_labels_for_unlabelled_type "nodetype-has-label.csv.gz line=2 reason=\"node type author is marked False"
+fresh "$HT"; mkdir -p "$WORK/bad/split/random/subject" && printf '1\n' | gzip -c >"$WORK/bad/split/random/subject/train.csv.gz"
+bad hetero_split_for_type_without_split "nodetype-has-split.csv.gz line=2 reason=\"node type subject is marked False"
+fresh "$HT"; edit split/random/nodetype-has-split.csv.gz '2s/.*/True,True,False/'
+bad hetero_split_type_without_labels "nodetype-has-split.csv.gz line=2 reason=\"node type author has a split but no labels"
+fresh "$HT"; edit raw/nodetype-has-label.csv.gz '2s/.*/True,True,False/'
+mkdir -p "$WORK/bad/raw/node-label/author" && printf '1\n' | gzip -c >"$WORK/bad/raw/node-label/author/node-label.csv.gz"
+bad hetero_several_labelled_types "nodetype-has-label.csv.gz line=2 reason=\"several node types are marked True"
+fresh "$HT"; printf '961\n' | gzip -c >"$WORK/bad/raw/relations/paper___cites___paper/num-edge-list.csv.gz"
+bad hetero_edge_count_mismatch "paper___cites___paper/edge.csv.gz reason=\"edge count 962 differs from num-edge-list"
+fresh "$HT"; edit split/random/paper/test.csv.gz "1s/.*/$(zcat "$HT/split/random/paper/train.csv.gz" | head -n 1)/"
+bad hetero_split_duplicate "paper/test.csv.gz line=1 reason=\"node listed twice"
+fresh "$HT"; edit raw/node-label/paper/node-label.csv.gz "$(( $(zcat "$HT/split/random/paper/valid.csv.gz" | head -n 1) + 1 ))s/.*/nan/"
+bad hetero_split_unlabelled "paper/valid.csv.gz line=1 reason=\"node in the split has no label (nan)"
+
+# ---- ACM (HeCo's, in OGB's heterogeneous layout) -----------------------------
+if [ -f "$DATASETS/acm/raw/num-node-dict.csv.gz" ]; then
+	for split in heco20 heco40 heco60; do
+		[ -d "$DATASETS/acm/split/$split" ] || continue
+		"$P" --input "$DATASETS/acm" --split $split --parts 3 --out "$WORK/acm-$split" 2>/dev/null >/dev/null
+		check acm_$split "ACM $split in 3 parts: partcheck ok against the raw files (11246 nodes, 34852 edges, 4 relations)" \
+			bash -c "'$CHECK' '$WORK/acm-$split' --raw '$DATASETS/acm' --split $split | grep -q 'partcheck: ok' &&
+				 [ \"\$(jq -c '[.num_nodes, .num_edges, (.relations | length), .label_type, .num_classes]' '$WORK/acm-$split/meta.json')\" = '[11246,34852,4,\"paper\",3]' ]"
+	done
+else
+	skip acm "reads ../shared/datasets/acm, which is absent"
+fi
 
 # ---- Cora -----------------------------------------------------------------
 if ! have_cora; then
@@ -105,35 +228,7 @@ check cora_keep_directed "--keep-directed keeps the 5278 given edges" \
 	bash -c "[ \"\$(jq -r '[.num_edges,.symmetric]|join(\" \")' '$WORK/cora-dir/meta.json')\" = '5278 false' ] &&
 		 '$CHECK' '$WORK/cora-dir' --raw '$CORA' --split planetoid --directed | grep -q 'partcheck: ok'"
 
-# ---- bad input: clear message, non-zero exit, nothing left behind ----------
-# bad NAME EXPECTED-MESSAGE [extra flags]: partitions $WORK/bad (prepared by
-# the caller) and checks the outcome.
-bad() {
-	local name=$1 msg=$2
-	shift 2
-	rm -rf "$WORK/bad-out"
-	"$P" --input "$WORK/bad" --parts 2 --out "$WORK/bad-out" "$@" 2>"$WORK/err" >/dev/null
-	local rc=$?
-	if [ $rc -eq 0 ]; then
-		fail "bad_input_$name" "exit status 0"
-	elif ! grep -q -- "$msg" "$WORK/err"; then
-		fail "bad_input_$name" "message lacks '$msg': $(grep ERROR "$WORK/err" | head -n 2)"
-	elif [ -e "$WORK/bad-out" ] || ls -d "$WORK"/bad-out.tmp-* >/dev/null 2>&1; then
-		fail "bad_input_$name" "output or temporary folder left behind"
-	else
-		pass "bad_input_$name"
-	fi
-}
-fresh() {  # a writable copy of Cora in $WORK/bad
-	rm -rf "$WORK/bad"
-	cp -r "$CORA" "$WORK/bad"
-	chmod -R u+w "$WORK/bad"
-}
-# edit FILE SED-SCRIPT: rewrites a gzip file of $WORK/bad through sed.
-edit() {
-	zcat "$WORK/bad/$1" | sed "$2" | gzip -c >"$WORK/bad/$1.new" && mv "$WORK/bad/$1.new" "$WORK/bad/$1"
-}
-
+# ---- Cora: bad input -----------------------------------------------------
 fresh; rm "$WORK/bad/raw/node-label.csv.gz"
 bad missing_file "node-label.csv.gz"
 fresh; head -c $(( $(stat -c %s "$CORA/raw/edge.csv.gz") / 2 )) "$CORA/raw/edge.csv.gz" >"$WORK/bad/raw/edge.csv.gz"

@@ -6,7 +6,7 @@
  *                               duplicates, min(degree, fanout) of them,
  *                               and exactly gnn_sample_choose's pick for
  *                               the reply's seed
- *   gscheck DIR features FILE   rows equal feat.arr bit for bit
+ *   gscheck DIR features FILE   rows equal the feature files (feat-<type>.arr) bit for bit
  *   gscheck DIR labels   FILE   labels equal label.arr
  *   gscheck DIR split    FILE   split names equal split.arr
  *   gscheck DIR nodes    FILE --part P
