@@ -100,11 +100,12 @@ static int print_json_failed(void)
 	return GNN_ENOMEM;
 }
 
-/* INFO of url over cl into *info (its schema is info->owned's:
- * gnn_proto_release). */
+/* INFO of url over cl into *info, whose layout is then a copy the caller
+ * frees with gnn_layout_free (the reply it was decoded from is gone). */
 static int fetch_info(struct gnn_client *cl, const char *url, struct gnn_info *info)
 {
 	struct gnn_wbuf req;
+	struct gnn_info got = { 0 };
 	nng_msg *reply = NULL;
 	const void *payload;
 	size_t len;
@@ -113,8 +114,15 @@ static int fetch_info(struct gnn_client *cl, const char *url, struct gnn_info *i
 	gnn_wbuf_init(&req);
 	gnn_encode_info_req(&req, next_req_id++);
 	if ((rc = call(cl, url, &req, GNN_MSG_INFO_RESP, &reply, &payload, &len)) == GNN_OK &&
-	    (rc = gnn_decode_info_resp(payload, len, info)) != GNN_OK)
+	    (rc = gnn_decode_info_resp(payload, len, &got)) != GNN_OK)
 		rc = bad_reply(url, "INFO", rc);
+	if (rc == GNN_OK) {
+		*info = got;
+		info->owned = NULL;
+		if ((rc = gnn_layout_dup(&got.layout, &info->layout)) != GNN_OK)
+			memset(&info->layout, 0, sizeof(info->layout));
+	}
+	gnn_proto_release(got.owned);
 	if (reply != NULL)
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);
@@ -134,7 +142,7 @@ int cli_cmd_info(const struct cli_config *c, json_t **out)
 	if ((*out = cli_info_json(opt + 2, url, &info)) == NULL)
 		rc = print_json_failed();
 out:
-	gnn_proto_release(info.owned);
+	gnn_layout_free(&info.layout);
 	gnn_client_close(cl);
 	return rc;
 }
@@ -178,7 +186,7 @@ int cli_cmd_sample(const struct cli_config *c, json_t **out)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(r.owned);
-	gnn_proto_release(info.owned);
+	gnn_layout_free(&info.layout);
 	if (reply != NULL)
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);
@@ -397,7 +405,7 @@ int cli_cmd_minibatch(const struct cli_config *c, json_t **out)
 		rc = print_json_failed();
 out:
 	gnn_proto_release(mb.owned);
-	gnn_proto_release(info.owned);
+	gnn_layout_free(&info.layout);
 	if (reply != NULL)
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);
@@ -426,7 +434,7 @@ static int type_index(struct gnn_client *cl, const char *url, const char *name, 
 		cli_error("--type %s: not a node type of the graph (%s)", name, names);
 		rc = GNN_EINVAL;
 	}
-	gnn_proto_release(info.owned);
+	gnn_layout_free(&info.layout);
 	*t = k < 0 ? 0 : (uint32_t)k;
 	return rc;
 }
