@@ -25,8 +25,8 @@
 #include "sys.h"
 
 static struct {
-	const char *fanouts, *dump;
-	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed;
+	const char *fanouts, *dump, *model;
+	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases;
 	double dropout, lr;
 } bc;
 
@@ -45,6 +45,11 @@ static const struct gnn_opt bench_options[] = {
 	{ "graph-nodes", GNN_OPT_INT, &bc.graph_nodes, "2449029", 16, 1 << 28, NULL,
 	  "nodes of the virtual graph the blocks are drawn from (default: ogbn-products)" },
 	{ "seed", GNN_OPT_INT, &bc.seed, "1", 0, INT64_MAX, NULL, "blocks, features, labels, initial parameters" },
+	{ "model", GNN_OPT_STR, &bc.model, "graphsage", 0, 0, NULL, "the model (gnn-trainer --model)" },
+	{ "relations", GNN_OPT_INT, &bc.relations, "1", 1, GNN_PROTO_MAX_RELS, NULL,
+	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn)" },
+	{ "num-bases", GNN_OPT_INT, &bc.num_bases, "0", 0, GNN_PROTO_MAX_RELS, NULL,
+	  "rgcn: basis matrices per layer (0: a full weight per relation)" },
 	{ "dump", GNN_OPT_STR, &bc.dump, NULL, 0, 0, NULL,
 	  "write blocks, features, labels, initial parameters and reference values here (tests/bench_torch.py)" },
 	{ NULL },
@@ -90,6 +95,30 @@ static void bench_mb_free(struct bench_mb *b)
  * as a power-law graph's do: with N = 2,449,029 this gives the sizes the
  * real sampler gives on the synthetic ogbn-products graph (1024 / ~6.1k /
  * ~59k / ~600k nodes per hop, 5.1k / 61k / 890k edges). */
+/* With --relations R, each sampled edge u -> v belongs to relation
+ * hash(u, v) mod R (a property of the edge, as a typed graph's relation
+ * is): the dst's edges [first, e) are grouped by relation, stably, into
+ * indptr[v R .. v R + R]. tmp holds e - first entries. */
+static void split_relations(int32_t *indices, int32_t *indptr, size_t v, size_t first, size_t e,
+			    const int64_t *src, int64_t dst, int32_t *tmp)
+{
+	uint32_t R = (uint32_t)bc.relations, cnt[GNN_PROTO_MAX_RELS + 1] = { 0 };
+	uint64_t key = gnn_mix64((uint64_t)bc.seed ^ 0x72656c73ull);
+	uint8_t rel[1000];  /* the fanout's limit */
+
+	for (size_t k = first; k < e; k++) {
+		rel[k - first] = (uint8_t)(gnn_draw64(gnn_mix64(key ^ (uint64_t)src[indices[k]]), (uint64_t)dst) % R);
+		cnt[rel[k - first] + 1]++;
+	}
+	for (uint32_t r = 0; r < R; r++) {
+		cnt[r + 1] += cnt[r];
+		indptr[v * R + r + 1] = (int32_t)(first + cnt[r + 1]);
+	}
+	for (size_t k = first; k < e; k++)
+		tmp[cnt[rel[k - first]]++] = indices[k];
+	memcpy(indices + first, tmp, (e - first) * sizeof(int32_t));
+}
+
 /* Block l's in-neighbours of the dst nodes b->ids[l + 1] (nd of them),
  * its src IDs into b->ids[l]: see make_blocks. loc[N] is all -1 on entry
  * and on return (the local index of a node while the block is built). */
@@ -97,9 +126,9 @@ static int make_block(struct bench_mb *b, uint32_t l, uint32_t nd, uint32_t f, u
 {
 	uint64_t N = (uint64_t)bc.graph_nodes, lkey = gnn_mix64(key + l + 1), draws = 0;
 	const int64_t *dst = b->ids[l + 1];
-	uint32_t ns = nd;
+	uint32_t ns = nd, R = (uint32_t)bc.relations;
 	int64_t *src;
-	int32_t *indptr, *indices;
+	int32_t *indptr, *indices, tmp[1000];
 	size_t e = 0;
 
 	if ((uint64_t)nd * f > INT32_MAX) {
@@ -108,7 +137,7 @@ static int make_block(struct bench_mb *b, uint32_t l, uint32_t nd, uint32_t f, u
 		return GNN_EINVAL;
 	}
 	b->ids[l] = src = malloc((size_t)nd * (1 + (size_t)f) * sizeof(int64_t));
-	b->indptr[l] = indptr = malloc(((size_t)nd + 1) * sizeof(int32_t));
+	b->indptr[l] = indptr = malloc(((size_t)nd * R + 1) * sizeof(int32_t));
 	b->indices[l] = indices = malloc(((size_t)nd * f + 1) * sizeof(int32_t));
 	if (src == NULL || indptr == NULL || indices == NULL)
 		return GNN_ENOMEM;
@@ -142,11 +171,11 @@ static int make_block(struct bench_mb *b, uint32_t l, uint32_t nd, uint32_t f, u
 			if (!dup)
 				indices[e++] = li;
 		}
-		indptr[v + 1] = (int32_t)e;
+		split_relations(indices, indptr, v, first, e, src, dst[v], tmp);
 	}
 	for (uint32_t i = 0; i < ns; i++)
 		loc[src[i]] = -1;
-	b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_rels = 1, .num_edges = e,
+	b->mb.blocks[l] = (struct gnn_block){ .num_dst = nd, .num_src = ns, .num_rels = R, .num_edges = e,
 					      .src_ids = src, .indptr = indptr, .indices = indices };
 	return GNN_OK;
 }
@@ -168,7 +197,7 @@ static int make_rows(struct bench_mb *b, uint32_t L, uint64_t key)
 	b->mb.num_layers = L;
 	b->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
 	b->mb.num_types = 1;
-	b->mb.num_rels = 1;
+	b->mb.num_rels = (uint32_t)bc.relations;
 	b->mb.feat_dims[0] = (uint32_t)bc.in_dim;
 	b->mb.num_seeds = (uint32_t)bc.batch;
 	b->mb.src_types = b->types;
@@ -370,22 +399,27 @@ static int write_dump(const char *path, const struct bench_mb *b, const int32_t 
 
 #define MAX_SHAPES (3 * GNN_PROTO_MAX_LAYERS + 2)
 
-/* The products a training step makes (model.c: per layer X W, X^T dY and,
- * above layer 0, dY [W_self; W_neigh]^T), plus two square ones. */
+/* The products a training step makes (layers.c: per layer X [W; b],
+ * X^T dY and, above layer 0, dY W^T, with nmat weight matrices per layer:
+ * GraphSAGE's 2, GCN's 1, R-GCN's R + 1), plus two square ones. */
 static size_t model_shapes(const struct gnn_minibatch *mb, const struct tr_model_cfg *cfg, struct shape *s)
 {
-	size_t n = 0;
+	size_t n = 0, nmat = 2;
 
+	if (strcmp(cfg->model, "gcn") == 0)
+		nmat = 1;
+	else if (strcmp(cfg->model, "rgcn") == 0)
+		nmat = mb->num_rels + 1;
 	s[n++] = (struct shape){ 1024, 1024, 1024, CblasNoTrans, CblasNoTrans };
 	s[n++] = (struct shape){ 2048, 2048, 2048, CblasNoTrans, CblasNoTrans };
 	for (uint32_t l = 0; l < mb->num_layers; l++) {
 		size_t nd = mb->blocks[l].num_dst, in = l == 0 ? cfg->in_dim : cfg->hidden;
 		size_t out = l + 1 == mb->num_layers ? cfg->num_classes : cfg->hidden;
 
-		s[n++] = (struct shape){ nd, out, 2 * in + 1, CblasNoTrans, CblasNoTrans };
-		s[n++] = (struct shape){ 2 * in + 1, out, nd, CblasTrans, CblasNoTrans };
+		s[n++] = (struct shape){ nd, out, nmat * in + 1, CblasNoTrans, CblasNoTrans };
+		s[n++] = (struct shape){ nmat * in + 1, out, nd, CblasTrans, CblasNoTrans };
 		if (l > 0)
-			s[n++] = (struct shape){ nd, 2 * in, out, CblasNoTrans, CblasTrans };
+			s[n++] = (struct shape){ nd, nmat * in, out, CblasNoTrans, CblasTrans };
 	}
 	return n;
 }
@@ -460,6 +494,16 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The synthetic graph's schema: one node type with in_dim features,
+ * --relations relations r0, r1, ... from it to itself. */
+static void bench_schema(struct gnn_schema *s)
+{
+	gnn_schema_plain(s, bc.graph_nodes, 0, (uint32_t)bc.in_dim);
+	s->num_rels = (uint32_t)bc.relations;
+	for (uint32_t r = 0; r < s->num_rels; r++)
+		snprintf(s->rels[r].name, sizeof(s->rels[r].name), "r%" PRIu32, r);
+}
+
 /* Parses and checks the options, sets the thread count: 0, or the exit
  * status. */
 static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L, int *threads)
@@ -476,6 +520,11 @@ static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L,
 	if (bc.batch > bc.graph_nodes) {
 		GNN_ERROR("bad_config", "batch=%" PRId64 " graph-nodes=%" PRId64 " reason=\"more seeds than nodes\"",
 			  bc.batch, bc.graph_nodes);
+		return 2;
+	}
+	if (bc.dump != NULL && strcmp(bc.model, "graphsage") != 0) {
+		GNN_ERROR("bad_config", "model=%s reason=\"--dump is for tests/bench_torch.py, which trains graphsage\"",
+			  bc.model);
 		return 2;
 	}
 	gnn_opt_log(bench_options);
@@ -495,10 +544,11 @@ static void print_shape(const struct bench_mb *b, uint32_t L, const struct tr_mo
 	 * products (docs/model.md). */
 	printf("openblas_thread_timeout=%s\n",
 	       getenv("OPENBLAS_THREAD_TIMEOUT") ? getenv("OPENBLAS_THREAD_TIMEOUT") : "default");
-	printf("shape layers=%" PRIu32 " batch=%" PRId64 " fanouts=%s in_dim=%" PRId64 " hidden=%" PRId64
-	       " classes=%" PRId64 " dropout=%g params=%zu graph_nodes=%" PRId64 "\n",
-	       L, bc.batch, bc.fanouts, bc.in_dim, bc.hidden, bc.classes, bc.dropout, tr_model_num_params(m),
-	       bc.graph_nodes);
+	printf("shape model=%s relations=%" PRId64 " num_bases=%" PRId64 " layers=%" PRIu32 " batch=%" PRId64
+	       " fanouts=%s in_dim=%" PRId64 " hidden=%" PRId64 " classes=%" PRId64 " dropout=%g params=%zu "
+	       "graph_nodes=%" PRId64 "\n",
+	       tr_model_config(m)->model, bc.relations, bc.num_bases, L, bc.batch, bc.fanouts, bc.in_dim, bc.hidden,
+	       bc.classes, bc.dropout, tr_model_num_params(m), bc.graph_nodes);
 	printf("nodes_per_hop=");
 	for (uint32_t l = 0; l < L; l++)
 		printf("%" PRIu32 ",", b->mb.blocks[l].num_src);
@@ -609,6 +659,7 @@ int tr_bench_main(int argc, char **argv)
 	struct tr_adam adam = { 0 };
 	struct step_times times = { 0 };
 	struct tr_model_cfg cfg;
+	static struct gnn_schema schema;  /* ~28 KB: not on the stack */
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
 	uint32_t L;
 	char peak_shape[64] = "", err[512];
@@ -629,8 +680,10 @@ int tr_bench_main(int argc, char **argv)
 		goto out;
 	}
 	GNN_INFO("blocks_built", "seconds=%.2f", gnn_now() - t0);
+	bench_schema(&schema);
 	cfg = (struct tr_model_cfg){ .num_layers = L, .in_dim = (uint32_t)bc.in_dim, .hidden = (uint32_t)bc.hidden,
-				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout };
+				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout,
+				     .model = bc.model, .schema = &schema, .num_bases = (uint32_t)bc.num_bases };
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);

@@ -58,8 +58,9 @@ static void agg_rows(void *arg, size_t lo, size_t hi)
 
 /* dY_{l-1}[u] = mask_u * sum over the dst rows v that averaged u in (u
  * itself when u < num_dst, and every v with an edge u -> v) of
- * dX[v] / (deg(v) + 1); mask_u = (H_{l-1}[u] > 0) * scale, H > 0 exactly
- * where ReLU passed and dropout kept. */
+ * dX[v] / (deg(v) + 1); mask_u (layers.h's tr_grad_mask) = (H_{l-1}[u] > 0)
+ * * scale, H > 0 exactly where ReLU passed and dropout kept. One relation
+ * (the stack refuses more), so tidx holds the dst. */
 static void grad_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct tr_grad_ctx *c = arg;
@@ -68,7 +69,6 @@ static void grad_rows(void *arg, size_t lo, size_t hi)
 
 	for (size_t u = lo; u < hi; u++) {
 		float *restrict d = c->dh + u * in;
-		const float *hu = c->h + u * in;
 
 		if (u < nd)
 			tr_vscale_to(d, c->dx + u * in, 1.0f / (float)(indptr[u + 1] - indptr[u] + 1), in);
@@ -79,8 +79,7 @@ static void grad_rows(void *arg, size_t lo, size_t hi)
 
 			tr_vaxpy(d, c->dx + (size_t)v * in, 1.0f / (float)(indptr[v + 1] - indptr[v] + 1), in);
 		}
-		for (size_t j = 0; j < in; j++)
-			d[j] = hu[j] > 0.0f ? d[j] * c->scale : 0.0f;
+		tr_grad_mask(c, u, d);
 	}
 }
 

@@ -203,7 +203,8 @@ static int load_model(struct infer *in)
 	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model,
 			       .num_bases = (uint32_t)ic.num_bases };
 	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
-				   .num_classes = g->num_classes, .model = ic.model };
+				   .num_classes = g->num_classes, .model = ic.model, .schema = g->schema,
+				   .num_bases = c.num_bases };
 	uint64_t mh = tr_model_hash(&c, g);
 	struct tr_ckpt ck;
 	int rc;
@@ -239,7 +240,9 @@ static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t widt
 	int32_t t = gnn_layout_locate(&in->meta.layout, gid, &q, NULL);
 
 	if (l == 0) {
-		tr_model_input_row(in->model, (uint32_t)t, gnn_part_feat_row(&in->parts[q], gid, &dim), dst);
+		/* cannot fail: the type and its row come from the partition
+		 * output the model was built on (load_model) */
+		(void)tr_model_input_row(in->model, (uint32_t)t, gnn_part_feat_row(&in->parts[q], gid, &dim), dst);
 		return;
 	}
 	memcpy(dst, (const float *)in->prev[q].data + (size_t)(gid - in->meta.layout.offsets[q]) * width,

@@ -305,7 +305,7 @@ void tr_softmax_xent(const float *logits, const int32_t *labels, size_t n, size_
 	st->correct = correct;
 }
 
-int tr_block_transpose(const struct gnn_block *b, struct tr_ibuf *tptr, struct tr_ibuf *tidx)
+int tr_block_transpose(const struct gnn_block *b, size_t R, struct tr_ibuf *tptr, struct tr_ibuf *tidx)
 {
 	int32_t *ptr, *idx;
 	int rc;
@@ -320,9 +320,9 @@ int tr_block_transpose(const struct gnn_block *b, struct tr_ibuf *tptr, struct t
 		ptr[b->indices[e] + 1]++;
 	for (uint32_t u = 0; u < b->num_src; u++)
 		ptr[u + 1] += ptr[u];
-	for (uint32_t v = 0; v < b->num_dst; v++)
-		for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
-			idx[ptr[b->indices[e]]++] = (int32_t)v;
+	for (size_t q = 0; q < b->num_dst * R; q++)
+		for (int32_t e = b->indptr[q]; e < b->indptr[q + 1]; e++)
+			idx[ptr[b->indices[e]]++] = (int32_t)q;
 	/* The fill advanced ptr[u] to the start of u + 1: shift back. */
 	memmove(ptr + 1, ptr, (size_t)b->num_src * sizeof(int32_t));
 	ptr[0] = 0;

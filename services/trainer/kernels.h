@@ -131,12 +131,13 @@ void tr_relu_dropout(float *y, size_t rows, size_t cols, bool dropout, uint64_t 
 		     float scale);
 
 /* The block's edges grouped by source (a counting sort, stable in dst
- * order) into tptr [num_src + 1] and tidx [num_edges] (the dst of each
- * edge), both grown as needed. A backward pass then gathers into each
- * source row instead of scattering into it: threads split rows without
- * sharing a float, each row's sum has one fixed order, and the ReLU/dropout
- * mask fuses into the same pass. */
-int tr_block_transpose(const struct gnn_block *b, struct tr_ibuf *tptr, struct tr_ibuf *tidx);
+ * order) into tptr [num_src + 1] and tidx [num_edges] (the (dst,
+ * relation) row of each edge, dst R + relation, for a block of R
+ * relations: its indptr has num_dst R + 1 entries), both grown as needed.
+ * A backward pass then gathers into each source row instead of scattering
+ * into it: threads split rows without sharing a float, each row's sum has
+ * one fixed order, and the ReLU/dropout mask fuses into the same pass. */
+int tr_block_transpose(const struct gnn_block *b, size_t R, struct tr_ibuf *tptr, struct tr_ibuf *tidx);
 
 /* Mean cross-entropy of logits [n x C] over the labelled seeds (label >=
  * 0) into st->loss, labelled, correct; with dlogits [n x C], also its

@@ -23,10 +23,14 @@ void tr_layers_destroy(void *self)
 	for (int l = 0; l < GNN_PROTO_MAX_LAYERS; l++) {
 		free(s->x[l].p);
 		free(s->h[l].p);
+		free(s->w[l].p);
 	}
 	free(s->d[0].p);
 	free(s->d[1].p);
 	free(s->dx.p);
+	free(s->gw.p);
+	free(s->h0.p);
+	free(s->rank.p);
 	free(s->tptr.p);
 	free(s->tidx.p);
 	free(s->params);
@@ -34,11 +38,10 @@ void tr_layers_destroy(void *self)
 	free(s);
 }
 
-int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec *spec, void **out)
+/* What the stack refuses of a configuration the seam accepted. */
+static int check_cfg(const struct tr_model_cfg *cfg, const struct tr_layer_spec *spec)
 {
-	uint32_t nmat = spec->nmat;
-	struct tr_layers *s;
-	size_t n = 0;
+	uint32_t R = cfg->schema->num_rels;
 
 	/* Widths up to 2^20 keep every count below in size_t and int. */
 	if (cfg->in_dim > (1u << 20) || cfg->hidden > (1u << 20) || cfg->num_classes > (1u << 20)) {
@@ -47,21 +50,68 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 			  cfg->num_classes);
 		return GNN_EINVAL;
 	}
+	if (spec->nmat > 0 && R > 1) {
+		GNN_ERROR("bad_config", "model=%s relations=%" PRIu32 " reason=\"%s reads one relation: use --model "
+			  "rgcn\"", cfg->model, R, cfg->model);
+		return GNN_EINVAL;
+	}
+	if (cfg->num_bases > 0 && (spec->nmat > 0 || cfg->num_bases > R)) {
+		GNN_ERROR("bad_config", "model=%s num_bases=%" PRIu32 " relations=%" PRIu32 " reason=\"bases "
+			  "decompose R-GCN's relation weights: 1..relations with --model rgcn, else 0\"",
+			  cfg->model, cfg->num_bases, R);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+/* Floats of layer l's parameters (layers.h's layout). */
+static size_t layer_size(const struct tr_layers *s, uint32_t l)
+{
+	size_t io = (size_t)s->in[l] * s->out[l];
+
+	if (s->B == 0)
+		return ((size_t)s->nmat * s->in[l] + 1) * s->out[l];
+	return (1 + (size_t)s->B) * io + (size_t)s->R * s->B + s->out[l];
+}
+
+/* The schema's types and relations as the stack reads them. */
+static void copy_schema(struct tr_layers *s, const struct gnn_schema *sc)
+{
+	s->T = sc->num_types;
+	s->R = sc->num_rels;
+	for (uint32_t t = 0; t < s->T; t++) {
+		s->feat_dim[t] = sc->types[t].feat_dim;
+		s->vec[t] = s->feat_dim[t] == 0 ? (int32_t)s->nvec++ : -1;
+	}
+}
+
+int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec *spec, void **out)
+{
+	struct tr_layers *s;
+	size_t n = 0;
+
+	if (check_cfg(cfg, spec) != GNN_OK)
+		return GNN_EINVAL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return GNN_ENOMEM;
 	s->cfg = *cfg;
+	s->cfg.schema = NULL;
 	s->spec = spec;
-	s->nmat = nmat;
+	copy_schema(s, cfg->schema);
+	s->nmat = spec->nmat > 0 ? spec->nmat : s->R + 1;
+	s->B = cfg->num_bases;
+	s->D = cfg->in_dim > 0 ? cfg->in_dim : cfg->hidden;
 	for (uint32_t l = 0; l < cfg->num_layers; l++) {
-		s->in[l] = l == 0 ? cfg->in_dim : cfg->hidden;
+		s->in[l] = l == 0 ? s->D : cfg->hidden;
 		s->out[l] = l + 1 == cfg->num_layers ? cfg->num_classes : cfg->hidden;
-		s->ldx[l] = ((size_t)nmat * s->in[l] + 1 + LD_FLOATS - 1) / LD_FLOATS * LD_FLOATS;
+		s->ldx[l] = ((size_t)s->nmat * s->in[l] + 1 + LD_FLOATS - 1) / LD_FLOATS * LD_FLOATS;
 		s->off[l] = n;
-		n += ((size_t)nmat * s->in[l] + 1) * s->out[l];
+		n += layer_size(s, l);
 	}
-	s->nparams = n;
-	s->params = calloc(n, sizeof(float));
-	s->grads = calloc(n, sizeof(float));
+	s->vec_off = n;
+	s->nparams = n + (size_t)s->nvec * s->D;
+	s->params = calloc(s->nparams, sizeof(float));
+	s->grads = calloc(s->nparams, sizeof(float));
 	if (s->params == NULL || s->grads == NULL) {
 		tr_layers_destroy(s);
 		return GNN_ENOMEM;
@@ -73,21 +123,35 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 	return GNN_OK;
 }
 
+/* The half-width of parameter i's initial draw (layers.h): i is the
+ * index within layer l's parameters, or within the type vectors when
+ * l is the number of layers. */
+static double init_bound(const struct tr_layers *s, uint32_t l, size_t i)
+{
+	size_t coef;
+
+	if (l == s->cfg.num_layers)
+		return 1.0;
+	coef = (1 + (size_t)s->B) * s->in[l] * s->out[l];
+	if (s->B > 0 && i >= coef && i < coef + (size_t)s->R * s->B)
+		return sqrt(3.0 / s->B);
+	return 1.0 / sqrt((double)s->in[l]);
+}
+
 void tr_layers_init(void *self, uint64_t seed)
 {
 	struct tr_layers *s = self;
 	uint64_t key = gnn_mix64(seed ^ s->spec->init_tag);
 
-	memset(s->params, 0, s->nparams * sizeof(float));
-	for (uint32_t l = 0; l < s->cfg.num_layers; l++) {
-		size_t nw = ((size_t)s->nmat * s->in[l] + 1) * s->out[l];
-		double bound = 1.0 / sqrt((double)s->in[l]);
+	for (uint32_t l = 0; l <= s->cfg.num_layers; l++) {
+		size_t first = l < s->cfg.num_layers ? s->off[l] : s->vec_off;
+		size_t n = (l < s->cfg.num_layers ? layer_size(s, l) : s->nparams - s->vec_off);
 
-		for (size_t i = 0; i < nw; i++) {
-			size_t j = s->off[l] + i;
+		for (size_t i = 0; i < n; i++) {
+			size_t j = first + i;
 			double u = gnn_unit64(gnn_draw64(key, j));
 
-			s->params[j] = (float)((2.0 * u - 1.0) * bound);
+			s->params[j] = (float)((2.0 * u - 1.0) * init_bound(s, l, i));
 		}
 	}
 }
@@ -107,6 +171,190 @@ float *tr_layers_grads(void *self)
 	return ((struct tr_layers *)self)->grads;
 }
 
+/* ---- the relational mean (GraphSAGE: R = 1) ---- */
+
+/* The neighbour rows are scattered over the source matrix (for layer 0,
+ * hundreds of MB of features): each is a cache miss, so rows AHEAD edges
+ * ahead in the edge list are prefetched while this one is added. */
+#define AHEAD 8
+
+/* acc = the mean of the rows of edges [e0, e1) (0 for none), prefetching
+ * AHEAD edges ahead up to e_end. */
+static inline void mean_rows(const struct tr_agg_ctx *c, int32_t e0, int32_t e1, int32_t e_end,
+			     float *restrict acc)
+{
+	const int32_t *idx = c->b->indices;
+	const size_t in = c->in;
+
+	if (e1 == e0) {
+		memset(acc, 0, in * sizeof(float));
+		return;
+	}
+	for (int32_t e = e0; e < e1; e++) {
+		if (e + AHEAD < e_end)
+			tr_prefetch_row(c->h + (size_t)idx[e + AHEAD] * in, in);
+		if (e == e0)
+			memcpy(acc, c->h + (size_t)idx[e] * in, in * sizeof(float));
+		else
+			tr_vadd(acc, c->h + (size_t)idx[e] * in, in);
+	}
+	tr_vscale(acc, 1.0f / (float)(e1 - e0), in);
+}
+
+/* X = [h_dst | mean over relation 1 | ... | mean over relation R | 1] for
+ * dst rows [lo, hi): a dst's relations' edges are consecutive, so the
+ * prefetch runs over [lo, hi)'s edges as over one list. */
+void tr_layers_rel_agg_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct tr_agg_ctx *c = arg;
+	const int32_t *indptr = c->b->indptr, *idx = c->b->indices;
+	const size_t in = c->in, R = c->R;
+	const int32_t e_end = indptr[hi * R];
+
+	for (int32_t e = indptr[lo * R]; e < indptr[lo * R] + AHEAD && e < e_end; e++)
+		tr_prefetch_row(c->h + (size_t)idx[e] * in, in);
+	for (size_t v = lo; v < hi; v++) {
+		float *restrict row = c->x + v * c->ldx;
+
+		memcpy(row, c->h + v * in, in * sizeof(float));
+		row[(R + 1) * in] = 1.0f;
+		for (size_t r = 0; r < R; r++)
+			mean_rows(c, indptr[v * R + r], indptr[v * R + r + 1], e_end, row + (1 + r) * in);
+	}
+}
+
+/* dX's row v is [dX_self | dX_1 | ... | dX_R] (in floats each): edge row
+ * q = v R + r reads dX_r[v] at (v (R + 1) + 1 + r) in = (q + v + 1) in,
+ * scaled by 1 / deg_r(v). The first term initialises the row (most rows
+ * >= num_dst have exactly one in-block edge: no zeroing pass for them). */
+void tr_layers_rel_grad_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct tr_grad_ctx *c = arg;
+	const int32_t *indptr = c->b->indptr;
+	const size_t in = c->in, nd = c->b->num_dst, R = c->R;
+
+	for (size_t u = lo; u < hi; u++) {
+		float *restrict d = c->dh + u * in;
+		int32_t e = c->tptr[u], e1 = c->tptr[u + 1];
+
+		if (u < nd) {
+			memcpy(d, c->dx + u * (R + 1) * in, in * sizeof(float));
+		} else if (e < e1) {
+			size_t q = (size_t)c->tidx[e++];
+
+			tr_vscale_to(d, c->dx + (q + q / R + 1) * in, 1.0f / (float)(indptr[q + 1] - indptr[q]), in);
+		} else {
+			memset(d, 0, in * sizeof(float));
+		}
+		for (; e < e1; e++) {
+			size_t q = (size_t)c->tidx[e];
+
+			tr_vaxpy(d, c->dx + (q + q / R + 1) * in, 1.0f / (float)(indptr[q + 1] - indptr[q]), in);
+		}
+		tr_grad_mask(c, u, d);
+	}
+}
+
+/* ---- layer 0's input rows ---- */
+
+void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float *out)
+{
+	const struct tr_layers *s = self;
+
+	if (s->vec[t] >= 0) {
+		memcpy(out, s->params + s->vec_off + (size_t)s->vec[t] * s->D, s->D * sizeof(float));
+		return;
+	}
+	memcpy(out, feat, s->feat_dim[t] * sizeof(float));
+	memset(out + s->feat_dim[t], 0, (s->D - s->feat_dim[t]) * sizeof(float));
+}
+
+/* What the passes over layer 0's input nodes read and write: the input
+ * rows' assembly (rank: each node's row among its type's features; out:
+ * the rows) and the type vectors' gradient (dh: the rows' gradient; out:
+ * the vectors'). */
+struct input_ctx {
+	const struct tr_layers *s;
+	const struct gnn_minibatch *mb;
+	const int32_t *rank;
+	const float *dh;
+	float *out;
+};
+
+static void input_rows_part(void *arg, size_t lo, size_t hi)
+{
+	const struct input_ctx *c = arg;
+	const struct tr_layers *s = c->s;
+
+	for (size_t i = lo; i < hi; i++) {
+		uint32_t t = s->T > 1 ? c->mb->src_types[i] : 0;
+		const float *f = s->vec[t] < 0 ? c->mb->feat[t] + (size_t)c->rank[i] * s->feat_dim[t] : NULL;
+
+		tr_layers_input_row(s, t, f, c->out + i * s->D);
+	}
+}
+
+/* Layer 0's input rows into *h0: the features in place for one type as
+ * wide as D (no copy: ~600k rows at products scale), else assembled.
+ * GNN_EINVAL when the input types disagree with type_rows (tr_model_check
+ * says so in words). */
+static int input_rows(struct tr_layers *s, const struct gnn_minibatch *mb, const float **h0)
+{
+	size_t ns = mb->blocks[0].num_src;
+	uint32_t seen[GNN_MAX_TYPES] = { 0 };
+	struct input_ctx c;
+	int rc;
+
+	if (s->T == 1 && s->feat_dim[0] == s->D) {
+		*h0 = mb->feat[0];
+		return GNN_OK;
+	}
+	if ((rc = tr_ibuf_reserve(&s->rank, ns ? ns : 1)) != GNN_OK ||
+	    (rc = tr_fbuf_reserve(&s->h0, ns * s->D)) != GNN_OK)
+		return rc;
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t t = s->T > 1 ? mb->src_types[i] : 0;
+
+		if (t >= s->T || seen[t] >= mb->type_rows[t])
+			return GNN_EINVAL;
+		s->rank.p[i] = (int32_t)seen[t]++;
+	}
+	c = (struct input_ctx){ .s = s, .mb = mb, .rank = s->rank.p, .out = s->h0.p };
+	tr_par_for(ns, 1 + 16384 / s->D, input_rows_part, &c);
+	*h0 = s->h0.p;
+	return GNN_OK;
+}
+
+/* ---- forward ---- */
+
+/* Layer l's [W_1; ...; W_nmat; b]: the stored block, or with bases the
+ * one the forward pass materialised. */
+static const float *weights(const struct tr_layers *s, uint32_t l)
+{
+	return s->B == 0 ? s->params + s->off[l] : s->w[l].p;
+}
+
+/* With bases, [W_self; W_1..W_R; b] of layer l into w[l]: W_self and b
+ * copied, W_r = sum_b a[r][b] V_b in one product (R x B times
+ * B x (in out)). */
+static int materialise(struct tr_layers *s, uint32_t l, struct tr_kstats *ks)
+{
+	size_t io = (size_t)s->in[l] * s->out[l], R = s->R, B = s->B;
+	const float *p = s->params + s->off[l];
+	float *w;
+	int rc;
+
+	if (B == 0)
+		return GNN_OK;
+	if ((rc = tr_fbuf_reserve(&s->w[l], (R + 1) * io + s->out[l])) != GNN_OK)
+		return rc;
+	w = s->w[l].p;
+	memcpy(w, p, io * sizeof(float));
+	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, R, io, B, p + (1 + B) * io, B, p + io, io, w + io, io);
+	memcpy(w + (R + 1) * io, p + (1 + B) * io + R * B, s->out[l] * sizeof(float));
+	return GNN_OK;
+}
+
 /* Layer l of block b from the source rows h into y (num_dst x out_l),
  * keeping X_l for the backward pass; dropout with key when asked. */
 static int layer(struct tr_layers *s, uint32_t l, const struct gnn_block *b,
@@ -116,13 +364,13 @@ static int layer(struct tr_layers *s, uint32_t l, const struct gnn_block *b,
 	struct tr_agg_ctx ac;
 	int rc;
 
-	if ((rc = tr_fbuf_reserve(&s->x[l], nd * ldx)) != GNN_OK)
+	if ((rc = tr_fbuf_reserve(&s->x[l], nd * ldx)) != GNN_OK || (rc = materialise(s, l, ks)) != GNN_OK)
 		return rc;
-	ac = (struct tr_agg_ctx){ b, h, s->x[l].p, in, ldx };
+	ac = (struct tr_agg_ctx){ b, s->R, h, s->x[l].p, in, ldx };
 	/* ~64 KiB of gathered rows per thread at least. */
 	tr_par_for(nd, 1 + 16384 / (in * (1 + b->num_edges / (nd ? nd : 1))), s->spec->agg_rows, &ac);
-	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, s->nmat * in + 1, s->x[l].p, ldx, s->params + s->off[l],
-		 out, y, out);
+	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, s->nmat * in + 1, s->x[l].p, ldx, weights(s, l), out, y,
+		 out);
 	if (l + 1 < s->cfg.num_layers)
 		tr_relu_dropout(y, nd, out, dropout, key, s->keep_below, s->keep_scale);
 	return GNN_OK;
@@ -133,9 +381,11 @@ int tr_layers_forward(void *self, const struct gnn_minibatch *mb, bool train, ui
 {
 	struct tr_layers *s = self;
 	uint32_t L = s->cfg.num_layers;
-	const float *h = mb->feat[0];
+	const float *h;
 	int rc;
 
+	if ((rc = input_rows(s, mb, &h)) != GNN_OK)
+		return rc;
 	for (uint32_t l = 0; l < L; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 
@@ -155,39 +405,125 @@ int tr_layers_infer_layer(void *self, uint32_t l, const struct gnn_block *b, con
 	return layer(self, l, b, h, false, 0, ks, out);
 }
 
+/* ---- backward ---- */
+
+/* With bases, the stored layer's gradient from the full one in gw
+ * ([dW_self; dW_1..dW_R; db]): dW_self and db copied, dV_b = sum_r
+ * a[r][b] dW_r (B x R times R x (in out)) and da[r][b] = <dW_r, V_b>
+ * (R x (in out) times (in out) x B). */
+static void reduce_bases(struct tr_layers *s, uint32_t l, struct tr_kstats *ks)
+{
+	size_t io = (size_t)s->in[l] * s->out[l], R = s->R, B = s->B;
+	const float *p = s->params + s->off[l], *gw = s->gw.p;
+	float *g = s->grads + s->off[l];
+
+	memcpy(g, gw, io * sizeof(float));
+	tr_sgemm(ks, CblasTrans, CblasNoTrans, B, io, R, p + (1 + B) * io, B, gw + io, io, g + io, io);
+	tr_sgemm(ks, CblasNoTrans, CblasTrans, R, B, io, gw + io, io, p + io, io, g + (1 + B) * io, B);
+	memcpy(g + (1 + B) * io + R * B, gw + (R + 1) * io, s->out[l] * sizeof(float));
+}
+
+/* [dW_1; ...; db] = X^T dY of layer l (nd dst rows), straight into the
+ * gradient block, or with bases into gw and reduced from there. */
+static int weight_grads(struct tr_layers *s, uint32_t l, size_t nd, const float *dy, struct tr_kstats *ks)
+{
+	size_t rows = (size_t)s->nmat * s->in[l] + 1, out = s->out[l];
+	float *g = s->grads + s->off[l];
+	int rc;
+
+	if (s->B > 0) {
+		if ((rc = tr_fbuf_reserve(&s->gw, rows * out)) != GNN_OK)
+			return rc;
+		g = s->gw.p;
+	}
+	if (nd == 0)
+		memset(g, 0, rows * out * sizeof(float));
+	else
+		tr_sgemm(ks, CblasTrans, CblasNoTrans, rows, out, nd, s->x[l].p, s->ldx[l], dy, out, g, out);
+	if (s->B > 0)
+		reduce_bases(s, l, ks);
+	return GNN_OK;
+}
+
+/* The gradient of layer l's source rows into dh (num_src x in_l) from its
+ * dY: dX = dY [W_1; ...]^T (one product: the weights are (nmat in) x out
+ * row-major), then the model's gather through the block grouped by
+ * source, masked by h (NULL: no mask) and scale. */
+static int source_grads(struct tr_layers *s, uint32_t l, const struct gnn_block *b, const float *dy,
+			const float *h, float scale, struct tr_fbuf *dh, struct tr_kstats *ks)
+{
+	size_t nd = b->num_dst, ns = b->num_src, in = s->in[l], out = s->out[l], win = s->nmat * in;
+	struct tr_grad_ctx gc;
+	int rc;
+
+	if ((rc = tr_fbuf_reserve(dh, ns * in)) != GNN_OK || (rc = tr_fbuf_reserve(&s->dx, nd * win)) != GNN_OK ||
+	    (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK)
+		return rc;
+	tr_sgemm(ks, CblasNoTrans, CblasTrans, nd, win, out, dy, out, weights(s, l), out, s->dx.p, win);
+	gc = (struct tr_grad_ctx){ b, s->R, s->tptr.p, s->tidx.p, s->dx.p, h, dh->p, in, scale };
+	tr_par_for(ns, 1 + 16384 / (in * (1 + b->num_edges / (ns ? ns : 1))), s->spec->grad_rows, &gc);
+	return GNN_OK;
+}
+
+/* The type vectors' gradient: each type vector's row of dH_0 summed over
+ * the input nodes of its type, columns [lo, hi) (in 16-float lines, so
+ * threads share no cache line and each sum has one fixed order). */
+static void vec_grad_cols(void *arg, size_t lo, size_t hi)
+{
+	const struct input_ctx *c = arg;
+	const struct tr_layers *s = c->s;
+	size_t j0 = lo * LD_FLOATS, j1 = hi * LD_FLOATS < s->D ? hi * LD_FLOATS : s->D;
+
+	for (size_t i = 0; i < c->mb->blocks[0].num_src; i++) {
+		int32_t k = s->vec[s->T > 1 ? c->mb->src_types[i] : 0];
+
+		if (k >= 0)
+			tr_vadd(c->out + (size_t)k * s->D + j0, c->dh + i * s->D + j0, j1 - j0);
+	}
+}
+
+/* After layer 0's weights: the gradient of its input rows (without a
+ * mask: they are not a ReLU's output) summed into the type vectors, only
+ * when the minibatch has nodes of a type without features; else zero. */
+static int vec_grads(struct tr_layers *s, const struct gnn_minibatch *mb, const float *dy, struct tr_fbuf *dh,
+		     struct tr_kstats *ks)
+{
+	struct input_ctx c = { .s = s, .mb = mb, .out = s->grads + s->vec_off };
+	bool any = false;
+	int rc;
+
+	memset(c.out, 0, (size_t)s->nvec * s->D * sizeof(float));
+	for (uint32_t t = 0; t < s->T; t++)
+		any |= s->vec[t] >= 0 && mb->type_rows[t] > 0;
+	if (!any)
+		return GNN_OK;
+	if ((rc = source_grads(s, 0, &mb->blocks[0], dy, NULL, 1.0f, dh, ks)) != GNN_OK)
+		return rc;
+	c.dh = dh->p;
+	tr_par_for((s->D + LD_FLOATS - 1) / LD_FLOATS, 1, vec_grad_cols, &c);
+	return GNN_OK;
+}
+
 /* Layer by layer from the logits' gradient down: dY ping-pongs between
  * d[0] and d[1]. */
 int tr_layers_backward(void *self, const struct gnn_minibatch *mb, const float *dlogits, struct tr_kstats *ks)
 {
 	struct tr_layers *s = self;
-	bool dropout = s->cfg.dropout > 0.0f;
+	float scale = s->cfg.dropout > 0.0f ? s->keep_scale : 1.0f;
 	const float *dy = dlogits;
 	int nxt = 0, rc;
 
 	for (uint32_t l = s->cfg.num_layers; l-- > 0;) {
 		const struct gnn_block *b = &mb->blocks[l];
-		size_t nd = b->num_dst, ns = b->num_src, in = s->in[l], out = s->out[l], win = s->nmat * in;
-		struct tr_grad_ctx gc;
 
-		/* [dW_1; ...; db] = X^T dY, straight into the gradient block. */
-		if (nd == 0)
-			memset(s->grads + s->off[l], 0, (win + 1) * out * sizeof(float));
-		else
-			tr_sgemm(ks, CblasTrans, CblasNoTrans, win + 1, out, nd, s->x[l].p, s->ldx[l], dy, out,
-				 s->grads + s->off[l], out);
-		if (l == 0)
-			break;  /* no gradient for the input features */
-		if ((rc = tr_fbuf_reserve(&s->d[nxt], ns * in)) != GNN_OK ||
-		    (rc = tr_fbuf_reserve(&s->dx, nd * win)) != GNN_OK ||
-		    (rc = tr_block_transpose(b, &s->tptr, &s->tidx)) != GNN_OK)
+		if ((rc = weight_grads(s, l, b->num_dst, dy, ks)) != GNN_OK)
 			return rc;
-		/* [W_1; ...] is (nmat in) x out row-major: one product gives dX. */
-		tr_sgemm(ks, CblasNoTrans, CblasTrans, nd, win, out, dy, out, s->params + s->off[l], out, s->dx.p, win);
-		gc = (struct tr_grad_ctx){ b, s->tptr.p, s->tidx.p, s->dx.p, s->h[l - 1].p, s->d[nxt].p, in,
-					   dropout ? s->keep_scale : 1.0f };
-		tr_par_for(ns, 1 + 16384 / (in * (1 + b->num_edges / (ns ? ns : 1))), s->spec->grad_rows, &gc);
+		if (l == 0)
+			break;
+		if ((rc = source_grads(s, l, b, dy, s->h[l - 1].p, scale, &s->d[nxt], ks)) != GNN_OK)
+			return rc;
 		dy = s->d[nxt].p;
 		nxt = 1 - nxt;
 	}
-	return GNN_OK;
+	return vec_grads(s, mb, dy, &s->d[nxt], ks);
 }

@@ -17,10 +17,12 @@
 
 extern const struct tr_model_ops tr_model_graphsage;   /* sage.c */
 extern const struct tr_model_ops tr_model_gcn;         /* gcn.c */
+extern const struct tr_model_ops tr_model_rgcn;        /* rgcn.c */
 
 static const struct tr_model_ops *const models[] = {
 	&tr_model_graphsage,
 	&tr_model_gcn,
+	&tr_model_rgcn,
 };
 
 #define NMODELS (sizeof(models) / sizeof(models[0]))
@@ -49,21 +51,19 @@ struct tr_model {
 	void *self;
 	struct tr_fbuf dlogits;
 	struct tr_kstats ks;       /* of the current call */
+	/* The schema as the checks read it (cfg.schema is borrowed). */
+	uint32_t num_types, num_rels, D;
+	uint32_t feat_dims[GNN_MAX_TYPES];
+	struct gnn_schema plain;   /* for cfg.schema NULL, while the model is created */
 };
 
-int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
+/* The configuration's ranges and its schema's (sc: cfg's, or the plain
+ * one): GNN_EINVAL, logged, when outside. */
+static int check_cfg(const struct tr_model_cfg *cfg, const struct gnn_schema *sc)
 {
-	const char *name = cfg->model != NULL ? cfg->model : "graphsage";
-	const struct tr_model_ops *ops = tr_model_find(name);
-	struct tr_model *m;
-	int rc;
-
-	if (ops == NULL) {
-		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", name, tr_model_names());
-		return GNN_EINVAL;
-	}
-	if (cfg->num_layers < 1 || cfg->num_layers > GNN_PROTO_MAX_LAYERS || cfg->in_dim < 1 || cfg->hidden < 1 ||
-	    cfg->num_classes < 2 || !(cfg->dropout >= 0.0f && cfg->dropout < 1.0f)) {
+	if (cfg->num_layers < 1 || cfg->num_layers > GNN_PROTO_MAX_LAYERS || cfg->hidden < 1 ||
+	    cfg->num_classes < 2 || !(cfg->dropout >= 0.0f && cfg->dropout < 1.0f) ||
+	    (cfg->in_dim < 1 && cfg->schema == NULL)) {
 		GNN_ERROR("bad_config", "layers=%" PRIu32 " in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32
 			  " dropout=%g reason=\"model needs 1..%d layers, in_dim and hidden >= 1, classes >= 2, "
 			  "dropout in [0, 1)\"",
@@ -71,12 +71,55 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 			  GNN_PROTO_MAX_LAYERS);
 		return GNN_EINVAL;
 	}
+	if (sc->num_types < 1 || sc->num_types > GNN_PROTO_MAX_TYPES || sc->num_rels < 1 ||
+	    sc->num_rels > GNN_PROTO_MAX_RELS) {
+		GNN_ERROR("bad_config", "types=%" PRIu32 " relations=%" PRIu32 " reason=\"the schema needs 1..%d "
+			  "types and 1..%d relations\"", sc->num_types, sc->num_rels, GNN_PROTO_MAX_TYPES,
+			  GNN_PROTO_MAX_RELS);
+		return GNN_EINVAL;
+	}
+	if (gnn_schema_max_feat_dim(sc) != cfg->in_dim) {
+		GNN_ERROR("bad_config", "in_dim=%" PRIu32 " widest=%" PRIu32 " reason=\"in_dim must be the schema's "
+			  "widest feature width\"", cfg->in_dim, gnn_schema_max_feat_dim(sc));
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
+{
+	const char *name = cfg->model != NULL ? cfg->model : "graphsage";
+	const struct tr_model_ops *ops = tr_model_find(name);
+	const struct gnn_schema *sc = cfg->schema;
+	struct tr_model_cfg c = *cfg;
+	struct tr_model *m;
+	int rc;
+
+	if (ops == NULL) {
+		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", name, tr_model_names());
+		return GNN_EINVAL;
+	}
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return GNN_ENOMEM;
+	if (sc == NULL) {
+		gnn_schema_plain(&m->plain, 0, 0, cfg->in_dim);
+		sc = &m->plain;
+	}
+	if ((rc = check_cfg(cfg, sc)) != GNN_OK) {
+		free(m);
+		return rc;
+	}
 	m->ops = ops;
 	m->cfg = *cfg;
 	m->cfg.model = ops->name;
-	if ((rc = ops->create(cfg, &m->self)) != GNN_OK) {
+	m->num_types = sc->num_types;
+	m->num_rels = sc->num_rels;
+	m->D = cfg->in_dim > 0 ? cfg->in_dim : cfg->hidden;
+	for (uint32_t t = 0; t < sc->num_types; t++)
+		m->feat_dims[t] = sc->types[t].feat_dim;
+	c.model = ops->name;
+	c.schema = sc;
+	if ((rc = ops->create(&c, &m->self)) != GNN_OK) {
 		free(m);
 		return rc;
 	}
@@ -120,17 +163,16 @@ float *tr_model_grads(struct tr_model *m)
 
 void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uint32_t *out)
 {
-	*in = l == 0 ? m->cfg.in_dim : m->cfg.hidden;
+	*in = l == 0 ? m->D : m->cfg.hidden;
 	*out = l + 1 == m->cfg.num_layers ? m->cfg.num_classes : m->cfg.hidden;
 }
 
-void tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out)
+int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out)
 {
-	(void)t;
-	if (feat != NULL)
-		memcpy(out, feat, m->cfg.in_dim * sizeof(float));
-	else
-		memset(out, 0, m->cfg.in_dim * sizeof(float));
+	if (t >= m->num_types || (feat == NULL) != (m->feat_dims[t] == 0))
+		return GNN_EINVAL;
+	m->ops->input_row(m->self, t, feat, out);
+	return GNN_OK;
 }
 
 int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out)
@@ -173,25 +215,55 @@ __attribute__((format(printf, 2, 3))) static void err_add(struct errbuf *e, cons
 		e->used = e->len - 1;
 }
 
-/* The structure the model reads: the O(layers) part (train_step and the
- * others run it every call, as it guards their buffer sizes). */
+/* The input's types against the schema's, O(types): one message per
+ * type (with one type, the words of the homogeneous model). */
+static void check_types(const struct tr_model *m, const struct gnn_minibatch *mb, struct errbuf *e)
+{
+	uint64_t rows = 0;
+
+	if (mb->num_types != m->num_types) {
+		err_add(e, "minibatch has %" PRIu32 " node types, the model %" PRIu32, mb->num_types, m->num_types);
+		return;
+	}
+	if (mb->num_types > 1 && mb->src_types == NULL)
+		err_add(e, "minibatch has no input node types");
+	for (uint32_t t = 0; t < mb->num_types; t++) {
+		bool plain = mb->num_types == 1;
+
+		rows += mb->type_rows[t];
+		if (mb->feat_dims[t] != m->feat_dims[t] && plain)
+			err_add(e, "feature width %" PRIu32 " differs from the model's in_dim %" PRIu32, mb->feat_dims[t],
+				m->feat_dims[t]);
+		else if (mb->feat_dims[t] != m->feat_dims[t])
+			err_add(e, "type %" PRIu32 " has feature width %" PRIu32 ", the schema %" PRIu32, t,
+				mb->feat_dims[t], m->feat_dims[t]);
+		else if (mb->feat_dims[t] == 0 || mb->type_rows[t] == 0 || mb->feat[t] != NULL)
+			continue;
+		else if (plain)
+			err_add(e, "minibatch has no feature rows");
+		else
+			err_add(e, "minibatch has no feature rows of type %" PRIu32, t);
+	}
+	if (rows != mb->blocks[0].num_src)
+		err_add(e, "type_rows count %" PRIu64 " input nodes, block 0 has %" PRIu32, rows, mb->blocks[0].num_src);
+}
+
+/* The structure the model reads: the O(layers + types) part (train_step
+ * and the others run it every call, as it guards their buffer sizes). */
 static void check_shape(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels,
 			struct errbuf *e)
 {
-	uint32_t L = m->cfg.num_layers;
+	uint32_t L = m->cfg.num_layers, R = m->num_rels;
 
 	if (mb->num_layers != L) {
 		err_add(e, "minibatch has %" PRIu32 " layers, the model %" PRIu32, mb->num_layers, L);
 		return;
 	}
-	if (mb->num_types != 1 || mb->num_rels != 1)
-		err_add(e, "minibatch of %" PRIu32 " node types and %" PRIu32 " relations; the model reads one of each",
-			mb->num_types, mb->num_rels);
-	else if (mb->feat[0] == NULL)
-		err_add(e, "minibatch has no feature rows");
-	else if (mb->feat_dims[0] != m->cfg.in_dim)
-		err_add(e, "feature width %" PRIu32 " differs from the model's in_dim %" PRIu32, mb->feat_dims[0],
-			m->cfg.in_dim);
+	if (mb->num_rels != R) {
+		err_add(e, "minibatch has %" PRIu32 " relations, the model %" PRIu32, mb->num_rels, R);
+		return;
+	}
+	check_types(m, mb, e);
 	if (need_labels && mb->labels == NULL)
 		err_add(e, "minibatch has no labels");
 	for (uint32_t l = 0; l < L; l++) {
@@ -204,6 +276,12 @@ static void check_shape(const struct tr_model *m, const struct gnn_minibatch *mb
 				b->num_src);
 		if (b->num_edges > INT32_MAX)
 			err_add(e, "block %" PRIu32 ": %" PRIu64 " edges exceed 2^31-1", l, b->num_edges);
+		if (b->num_rels != R)
+			err_add(e, "block %" PRIu32 " has %" PRIu32 " relations, the minibatch %" PRIu32, l, b->num_rels,
+				R);
+		if ((uint64_t)b->num_dst * R > INT32_MAX)
+			err_add(e, "block %" PRIu32 ": %" PRIu32 " dst nodes x %" PRIu32 " relations exceed 2^31-1", l,
+				b->num_dst, R);
 		if (b->indptr == NULL || (b->num_edges > 0 && b->indices == NULL))
 			err_add(e, "block %" PRIu32 ": missing indptr or indices", l);
 		if (l + 1 < L && b->num_dst != mb->blocks[l + 1].num_src)
@@ -229,6 +307,30 @@ static int check_labels(const struct tr_model *m, const struct gnn_minibatch *mb
 	return GNN_OK;
 }
 
+/* Each input node's type below num_types, and as many of each as
+ * type_rows says (the input rows are ranked by them): O(num_src). */
+static void check_src_types(const struct gnn_minibatch *mb, struct errbuf *e)
+{
+	uint32_t seen[GNN_MAX_TYPES] = { 0 };
+
+	if (mb->num_types == 1)
+		return;  /* every input node is of type 0: type_rows counts them (check_types) */
+	for (uint32_t i = 0; i < mb->blocks[0].num_src; i++) {
+		if (mb->src_types[i] >= mb->num_types) {
+			err_add(e, "input node %" PRIu32 " has type %u, outside [0, %" PRIu32 ")", i,
+				(unsigned)mb->src_types[i], mb->num_types);
+			return;
+		}
+		seen[mb->src_types[i]]++;
+	}
+	for (uint32_t t = 0; t < mb->num_types; t++)
+		if (seen[t] != mb->type_rows[t]) {
+			err_add(e, "type %" PRIu32 " has %" PRIu32 " input nodes, type_rows says %" PRIu32, t, seen[t],
+				mb->type_rows[t]);
+			return;
+		}
+}
+
 int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels, char *err,
 		   size_t err_len)
 {
@@ -244,15 +346,17 @@ int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, boo
 	 * minibatch, against ~100 ms of compute). */
 	for (uint32_t l = 0; l < mb->num_layers; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
+		size_t rows = (size_t)b->num_dst * mb->num_rels;
 
-		if (b->indptr[0] != 0 || (uint64_t)b->indptr[b->num_dst] != b->num_edges) {
+		if (b->indptr[0] != 0 || (uint64_t)b->indptr[rows] != b->num_edges) {
 			err_add(&e, "block %" PRIu32 ": indptr runs from %" PRId32 " to %" PRId32 ", not 0 to %" PRIu64,
-				l, b->indptr[0], b->indptr[b->num_dst], b->num_edges);
+				l, b->indptr[0], b->indptr[rows], b->num_edges);
 			continue;
 		}
-		for (uint32_t v = 0; v < b->num_dst; v++)
-			if (b->indptr[v + 1] < b->indptr[v]) {
-				err_add(&e, "block %" PRIu32 ": indptr decreases at dst %" PRIu32, l, v);
+		for (size_t q = 0; q < rows; q++)
+			if (b->indptr[q + 1] < b->indptr[q]) {
+				err_add(&e, "block %" PRIu32 ": indptr decreases at dst %zu relation %zu", l,
+					q / mb->num_rels, q % mb->num_rels);
 				break;
 			}
 		for (uint64_t k = 0; k < b->num_edges; k++)
@@ -262,6 +366,7 @@ int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, boo
 				break;
 			}
 	}
+	check_src_types(mb, &e);
 	if (need_labels)
 		check_labels(m, mb, &e);
 	return e.count > 0 ? GNN_EINVAL : GNN_OK;

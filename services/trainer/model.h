@@ -8,8 +8,9 @@
  * adam.h. docs/HACKING.md, "Adding a model", walks through adding one.
  *
  * A model reads proto.h's struct gnn_minibatch as the sampler sends it
- * (blocks in DGL's convention, features of blocks[0]'s sources, labels of
- * the seeds) and maps it to logits (num_seeds x num_classes). Its
+ * (typed blocks in DGL's convention, the input nodes' types, one feature
+ * matrix per type with features, labels of the seeds) and maps it to
+ * logits (num_seeds x num_classes). Its
  * parameters live in one contiguous float block and its gradients in
  * another of the same layout, so the all-reduce, Adam and checkpoints each
  * see one array. Dropout masks must be a pure function of (dropout_seed,
@@ -22,15 +23,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layout.h"
 #include "proto.h"
 
+/* What the model is for. The graph's schema decides the input: node
+ * types (each with its feature width, 0 for a type without features) and
+ * relations. Layer 0 reads D-wide input rows, D = in_dim, or hidden when
+ * no type has features (in_dim 0): a node of a type with features takes
+ * its feature row, zero-padded to D when the type is narrower; a node of a
+ * type without features takes its type's learned vector (D parameters of
+ * the model, trained). docs/model.md, "R-GCN", has the layouts. */
 struct tr_model_cfg {
 	uint32_t num_layers;   /* 1 .. GNN_PROTO_MAX_LAYERS */
-	uint32_t in_dim;       /* input feature width, >= 1 */
+	uint32_t in_dim;       /* the widest type's feature width (gnn_schema_max_feat_dim); >= 1
+				* without a schema, 0 only when no type of the schema has features */
 	uint32_t hidden;       /* width of every hidden layer, >= 1 */
 	uint32_t num_classes;  /* >= 2 */
 	float dropout;         /* probability in [0, 1) */
 	const char *model;     /* a registered name (tr_model_find); NULL: "graphsage" */
+	/* Borrowed, read by tr_model_new only. NULL: the plain schema, one
+	 * type with in_dim features and one relation. graphsage and gcn read
+	 * one relation (any number of types); rgcn any number of both. */
+	const struct gnn_schema *schema;
+	uint32_t num_bases;    /* rgcn: basis matrices per layer, 1..relations; 0: a full weight
+				* matrix per relation (other models: 0) */
 };
 
 /* Time and work in the matrix products of one call: flops / matmul_s is
@@ -43,8 +59,10 @@ struct tr_kstats {
 struct tr_model_ops {
 	const char *name;      /* its --model value */
 	const char *summary;   /* one line for --help and docs */
-	/* Allocates self for cfg (already checked against the ranges above;
-	 * a model may refuse more, logged, with GNN_EINVAL), parameters zero. */
+	/* Allocates self for cfg (already checked against the ranges above,
+	 * cfg->model its name, cfg->schema never NULL and valid during the
+	 * call only; a model may refuse more, logged, with GNN_EINVAL),
+	 * parameters zero. */
 	int (*create)(const struct tr_model_cfg *cfg, void **self);
 	void (*destroy)(void *self);
 	/* Initial parameters, a pure function of seed (every rank the same). */
@@ -68,6 +86,10 @@ struct tr_model_ops {
 	 * ReLU after every layer but the last, as forward does. */
 	int (*infer_layer)(void *self, uint32_t l, const struct gnn_block *b, const float *h, float *out,
 			   struct tr_kstats *ks);
+	/* Layer 0's input row (D floats into out) of a node of type t (below
+	 * the schema's types) whose feature row is feat (feat_dim floats of
+	 * its type; NULL exactly for a type without features). */
+	void (*input_row)(const void *self, uint32_t t, const float *feat, float *out);
 };
 
 /* The registered model of this name, or NULL. */
@@ -95,9 +117,13 @@ float *tr_model_params(struct tr_model *m);
 float *tr_model_grads(struct tr_model *m);
 
 /* Checks that mb fits the model before any work: num_layers equal to the
- * model's, feature rows present with feat_dim == in_dim, labels present
- * (when need_labels) and each in [-1, num_classes). GNN_EINVAL with err
- * (err_len bytes, NUL-terminated) saying what does not match. */
+ * model's; as many node types and relations as the schema, each type's
+ * feat_dims as the schema's, feature rows present for every type with
+ * features and rows, input types below num_types and counted in
+ * type_rows; blocks chained, their CSR over (dst, relation) rows well
+ * formed; labels present (when need_labels) and each in
+ * [-1, num_classes). GNN_EINVAL with err (err_len bytes, NUL-terminated)
+ * saying what does not match. */
 int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels,
 		   char *err, size_t err_len);
 
@@ -124,19 +150,25 @@ int tr_model_train_step(struct tr_model *m, const struct gnn_minibatch *mb, uint
 int tr_model_loss(struct tr_model *m, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
 		  double *loss);
 
-/* Layer l's input and output widths: in_dim, hidden..., num_classes. */
+/* Layer l's input and output widths: D (in_dim, or hidden when in_dim is
+ * 0), hidden..., num_classes. */
 void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uint32_t *out);
 
-/* Layer-wise inference, one layer for the destination rows of one block
- * (the model's infer_layer): out is the caller's, num_dst x out_l. b must
- * be well formed (indices below num_src, num_dst <= num_src): the caller
- * built it. */
-int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out);
+/* Layer 0's input row of one node, D floats into out (the caller's): the
+ * node's feature row feat (its type's feat_dim floats, the caller's),
+ * zero-padded to D, or, for a type without features (feat NULL), the
+ * type's learned vector. What layer-wise inference gathers for layer 0.
+ * GNN_EINVAL when t is not a type of the schema, or feat is NULL for a
+ * type with features or not NULL for one without. */
+int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
 
-/* Layer 0's input row (in_dim floats) into out for a node of type t whose
- * feature row is feat (its type's feat_dim floats; NULL for a type
- * without features): what layer-wise inference gathers. */
-void tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
+/* Layer-wise inference, one layer for the destination rows of one block
+ * (the model's infer_layer): out is the caller's, num_dst x out_l; h is
+ * num_src x in_l (for layer 0, rows of tr_model_input_row). b must be
+ * well formed (indices below num_src, num_dst <= num_src, indptr of
+ * num_dst R + 1 entries for the model's R relations; b->num_rels is not
+ * read): the caller built it. */
+int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out);
 
 /* Inference without dropout: pred[i] = argmax of seed i's logits
  * (pred has mb->num_seeds entries, the caller's). */

@@ -32,9 +32,12 @@
  * reports, started and joined inside each call; results do not depend on
  * the thread count beyond the products' rounding.
  *
- * The layer stack (shapes, parameter block, workspaces, the loops over the
- * layers, initialisation) is layers.h's, shared with gcn.c; this file is
- * GraphSAGE's aggregation and its gradient.
+ * The layer stack (input rows, shapes, parameter block, workspaces, the
+ * loops over the layers, initialisation) is layers.h's, shared with gcn.c
+ * and rgcn.c; so is the aggregation: GraphSAGE is R-GCN's relational mean
+ * with one relation (a schema of more is refused: --model rgcn). Several
+ * node types with one relation read the input rows of model.h (features
+ * zero-padded, learned vectors for types without features).
  *
  * Layer l keeps X_l = [h_dst | mean_nbr | 1], num_dst x ldx (ldx >= 2 in + 1),
  * whose first 2 in + 1 columns multiply the parameter rows
@@ -44,9 +47,6 @@
  * gradients. Aggregating before multiplying (num_dst rows through the
  * product instead of num_src) is the cheaper order for sampled blocks,
  * where num_src is 6-10x num_dst (docs/model.md has the cost model). */
-#include <string.h>
-
-#include "kernels.h"
 #include "layers.h"
 #include "model.h"
 
@@ -54,91 +54,14 @@
 #define SAGE_NMAT 2
 #define SAGE_INIT_TAG 0x696e6974ull
 
-/* X = [h_dst | mean of the in-neighbours' rows | 1] for dst rows [lo, hi).
- * The neighbour rows are scattered over the source matrix (for layer 0,
- * hundreds of MB of features): each is a cache miss, so rows AHEAD edges
- * ahead in the edge list are prefetched while this one is added. */
-#define AHEAD 8
-
-static void agg_rows(void *arg, size_t lo, size_t hi)
-{
-	const struct tr_agg_ctx *c = arg;
-	const int32_t *indptr = c->b->indptr, *idx = c->b->indices;
-	const size_t in = c->in;
-	const int32_t e_end = indptr[hi];
-
-	for (int32_t e = indptr[lo]; e < indptr[lo] + AHEAD && e < e_end; e++)
-		tr_prefetch_row(c->h + (size_t)idx[e] * in, in);
-	for (size_t v = lo; v < hi; v++) {
-		float *restrict row = c->x + v * c->ldx;
-		float *restrict acc = row + in;
-		int32_t e0 = indptr[v], e1 = indptr[v + 1];
-
-		memcpy(row, c->h + v * in, in * sizeof(float));
-		row[2 * in] = 1.0f;
-		if (e1 == e0) {
-			memset(acc, 0, in * sizeof(float));
-			continue;
-		}
-		for (int32_t e = e0; e < e1; e++) {
-			if (e + AHEAD < e_end)
-				tr_prefetch_row(c->h + (size_t)idx[e + AHEAD] * in, in);
-			if (e == e0)
-				memcpy(acc, c->h + (size_t)idx[e] * in, in * sizeof(float));
-			else
-				tr_vadd(acc, c->h + (size_t)idx[e] * in, in);
-		}
-		tr_vscale(acc, 1.0f / (float)(e1 - e0), in);
-	}
-}
-
-/* dY_{l-1}[u] = mask_u * (dX_self[u] (u < num_dst) + sum over the edges
- * u -> v of dX_neigh[v] / deg(v)), where dX = dY_l [W_self; W_neigh]^T
- * (num_dst x 2 in) and mask_u = (H_{l-1}[u] > 0) * scale: H > 0 exactly
- * where ReLU passed and dropout kept (kept units are scaled, dropped 0). */
-static void grad_rows(void *arg, size_t lo, size_t hi)
-{
-	const struct tr_grad_ctx *c = arg;
-	const int32_t *indptr = c->b->indptr;
-	const size_t in = c->in, nd = c->b->num_dst;
-
-	for (size_t u = lo; u < hi; u++) {
-		float *restrict d = c->dh + u * in;
-		const float *hu = c->h + u * in;
-		size_t j = 0;
-
-		int32_t e = c->tptr[u], e1 = c->tptr[u + 1];
-
-		/* The first term initialises the row (most rows >= num_dst have
-		 * exactly one in-block edge: no zeroing pass for them). */
-		if (u < nd) {
-			memcpy(d, c->dx + u * 2 * in, in * sizeof(float));
-		} else if (e < e1) {
-			int32_t v = c->tidx[e++];
-
-			tr_vscale_to(d, c->dx + (size_t)v * 2 * in + in, 1.0f / (float)(indptr[v + 1] - indptr[v]), in);
-		} else {
-			memset(d, 0, in * sizeof(float));
-		}
-		for (; e < e1; e++) {
-			int32_t v = c->tidx[e];
-
-			tr_vaxpy(d, c->dx + (size_t)v * 2 * in + in, 1.0f / (float)(indptr[v + 1] - indptr[v]), in);
-		}
-		for (; j + 4 <= in; j += 4)
-			tr_vst(d + j, (v4f)((v4i)(tr_vld(d + j) * c->scale) & (tr_vld(hu + j) > 0.0f)));
-		for (; j < in; j++)
-			d[j] = hu[j] > 0.0f ? d[j] * c->scale : 0.0f;
-	}
-}
-
 /* Initial W_self, W_neigh and b ~ U(-1/sqrt(in), 1/sqrt(in)) (layers.h):
  * PyTorch's nn.Linear default, which PyG's SAGEConv keeps. DGL's
  * xavier_uniform_ with the ReLU gain is about 2x wider per layer; with two
  * matrices summed per layer the logits start large (first-epoch loss 26
  * instead of 4 on `small`, and 0.59 instead of 0.93 test accuracy after 10
  * epochs: docs/model.md). */
-static const struct tr_layer_spec sage_spec = { SAGE_NMAT, SAGE_INIT_TAG, agg_rows, grad_rows };
+static const struct tr_layer_spec sage_spec = { SAGE_NMAT, SAGE_INIT_TAG, tr_layers_rel_agg_rows,
+						 tr_layers_rel_grad_rows };
 
 static int sage_create(const struct tr_model_cfg *cfg, void **self)
 {

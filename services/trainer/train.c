@@ -637,7 +637,8 @@ static int setup(struct run *r)
 {
 	const struct tr_config *c = r->c;
 	struct tr_model_cfg mc = { .num_layers = c->layers, .in_dim = r->e->graph->feat_dim, .hidden = c->hidden,
-				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout, .model = c->model };
+				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout, .model = c->model,
+				   .schema = r->e->graph->schema, .num_bases = c->num_bases };
 	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
 				     .stop = r->e->stop };
 	int rc;
