@@ -58,6 +58,10 @@ static int read_summary(struct loc_run *r)
 	r->infer.valid_acc = json_number_value(json_object_get(acc, "valid"));
 	r->infer.train_acc = json_number_value(json_object_get(acc, "train"));
 	r->infer.nodes = json_integer_value(json_object_get(s, "nodes"));
+	r->infer.predicted = json_integer_value(json_object_get(s, "predicted"));
+	snprintf(r->infer.label_type, sizeof(r->infer.label_type), "%s",
+		 json_string_value(json_object_get(s, "label_type")) ? json_string_value(json_object_get(s, "label_type"))
+								     : "node");
 	json_decref(s);
 	r->infer.done = true;
 	return GNN_OK;
@@ -115,7 +119,7 @@ static void print_examples(const struct loc_run *r, int n)
 		if (gnn_arr_open(path, GNN_DT_I64, 0, &orig) == GNN_OK) {
 			printf("example        ");
 			for (uint64_t i = 0; i < (uint64_t)n && i < pred.info.rows; i++)
-				printf("%snode %" PRId64 " -> class %d (p=%.2f)", i ? ", " : "",
+				printf("%s%s %" PRId64 " -> class %d (p=%.2f)", i ? ", " : "", r->infer.label_type,
 				       ((const int64_t *)orig.data)[i], ((const int32_t *)pred.data)[i],
 				       (double)((const float *)prob.data)[i * prob.info.cols]);
 			printf("  (original IDs)\n");
@@ -130,9 +134,13 @@ void loc_report_infer(const struct loc_run *r)
 {
 	if (!r->infer.done)
 		return;
-	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64
-	       " (every node, full neighbourhood; the trainer's sampled test_acc=%.4f on %llu test nodes)\n",
-	       r->infer.test_acc, r->infer.valid_acc, r->infer.train_acc, r->infer.nodes, r->main.res.test_acc,
+	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64, r->infer.test_acc,
+	       r->infer.valid_acc, r->infer.train_acc, r->infer.nodes);
+	if (r->infer.predicted != r->infer.nodes)
+		printf(" predicted=%" PRId64 " (every %s node", r->infer.predicted, r->infer.label_type);
+	else
+		printf(" (every node");
+	printf(", full neighbourhood; the trainer's sampled test_acc=%.4f on %llu test nodes)\n", r->main.res.test_acc,
 	       (unsigned long long)r->main.res.test_nodes);
 	printf("predictions    %s\n", r->preddir);
 	print_examples(r, 3);

@@ -49,7 +49,8 @@ struct loc_result {
 struct loc_infer_result {
 	bool done;
 	double test_acc, valid_acc, train_acc, seconds;
-	int64_t nodes;
+	int64_t nodes, predicted;   /* the graph's, and the label type's (summary.json) */
+	char label_type[64];
 };
 
 struct loc_run {

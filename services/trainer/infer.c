@@ -743,6 +743,9 @@ static int write_summary(struct infer *in)
 		return rc;
 	sum = identity_json(in);
 	json_object_set_new(sum, "nodes", json_integer(in->meta.layout.num_nodes));
+	/* the label type's nodes, every node of a homogeneous graph */
+	json_object_set_new(sum, "predicted",
+			    json_integer(in->meta.layout.schema->types[in->meta.layout.schema->label_type].num_nodes));
 	json_object_set_new(sum, "parts", json_integer(in->P));
 	json_object_set_new(sum, "splits", counts_json(&c));
 	json_object_set_new(sum, "accuracy", json_pack("{s:f, s:f, s:f}", "train", acc(&c, 1), "valid", acc(&c, 2),
