@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "err.h"
 #include "fanouts.h"
 #include "hash.h"
@@ -25,7 +26,7 @@
 #include "sys.h"
 
 static struct {
-	const char *fanouts, *dump, *model;
+	const char *fanouts, *dump, *model, *sampler;
 	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases;
 	double dropout, lr;
 } bc;
@@ -50,6 +51,10 @@ static const struct gnn_opt bench_options[] = {
 	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn)" },
 	{ "num-bases", GNN_OPT_INT, &bc.num_bases, "0", 0, GNN_PROTO_MAX_RELS, NULL,
 	  "rgcn: basis matrices per layer (0: a full weight per relation)" },
+	{ "sampler", GNN_OPT_STR, &bc.sampler, NULL, 0, 0, NULL,
+	  "instead of synthetic blocks: a real minibatch from this running sampler (its graph's first --batch "
+	  "training nodes, --fanouts per relation, --seed), so the step is timed on the blocks a trainer gets; "
+	  "in-dim, classes and the schema are then the graph's" },
 	{ "dump", GNN_OPT_STR, &bc.dump, NULL, 0, 0, NULL,
 	  "write blocks, features, labels, initial parameters and reference values here (tests/bench_torch.py)" },
 	{ NULL },
@@ -73,6 +78,8 @@ struct bench_mb {
 	float *feat;
 	uint8_t *types;   /* all 0: one node type */
 	int32_t *labels;
+	nng_msg *reply;   /* --sampler: mb points into it */
+	void *owned;
 };
 
 static void bench_mb_free(struct bench_mb *b)
@@ -86,6 +93,9 @@ static void bench_mb_free(struct bench_mb *b)
 	free(b->feat);
 	free(b->types);
 	free(b->labels);
+	gnn_proto_release(b->owned);
+	if (b->reply != NULL)
+		nng_msg_free(b->reply);
 }
 
 /* The generator (docs/model.md): batch distinct seeds uniform over N
@@ -494,6 +504,118 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* One call to the sampler: *reply (the caller's) of type want. */
+static int sampler_call(struct gnn_client *c, struct gnn_wbuf *w, uint16_t want, nng_msg **reply, const void **payload,
+			size_t *len)
+{
+	char err[512];
+	int rc;
+
+	if ((rc = gnn_client_call(c, w, reply, err, sizeof(err))) != GNN_OK ||
+	    (rc = gnn_reply_payload(*reply, want, payload, len)) != GNN_OK) {
+		GNN_ERROR("bench_failed", "sampler=%s want=%s reason=\"%s\"", bc.sampler, gnn_msg_name(want),
+			  err[0] ? err : gnn_strerror(rc));
+		if (*reply != NULL)
+			nng_msg_free(*reply);
+		*reply = NULL;
+	}
+	w->len = 0;
+	return rc;
+}
+
+/* The first n training nodes of the sampler's graph (NODES, page by page). */
+static int first_train_nodes(struct gnn_client *c, uint32_t n, int64_t *seeds)
+{
+	struct gnn_wbuf w;
+	uint32_t got = 0;
+	int64_t cursor = 0;
+	int rc = GNN_OK;
+
+	gnn_wbuf_init(&w);
+	while (got < n && cursor >= 0 && rc == GNN_OK) {
+		struct gnn_nodes_resp r;
+		nng_msg *reply = NULL;
+		const void *payload;
+		size_t len;
+
+		gnn_encode_nodes_req(&w, 2, GNN_SPLIT_TRAIN, n - got, cursor);
+		if ((rc = sampler_call(c, &w, GNN_MSG_NODES_RESP, &reply, &payload, &len)) != GNN_OK)
+			break;
+		if ((rc = gnn_decode_nodes_resp(payload, len, &r)) == GNN_OK) {
+			for (uint32_t i = 0; i < r.n && got < n; i++)
+				seeds[got++] = r.ids[i];
+			cursor = r.next_cursor;
+			gnn_proto_release(r.owned);
+		}
+		nng_msg_free(reply);
+	}
+	gnn_wbuf_free(&w);
+	if (rc == GNN_OK && got < n) {
+		GNN_ERROR("bad_config", "sampler=%s batch=%" PRIu32 " train_nodes=%" PRIu32 " reason=\"the graph has fewer "
+			  "training nodes than --batch\"", bc.sampler, n, got);
+		rc = GNN_EINVAL;
+	}
+	return rc;
+}
+
+/* --sampler: the graph's layout (INFO, copied into *layout: the caller
+ * frees it) and one minibatch of its first --batch training nodes with
+ * --fanouts resolved on its relations. */
+static int fetch_minibatch(struct bench_mb *b, struct gnn_layout *layout, uint32_t *L)
+{
+	static int32_t fan[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
+	struct gnn_client_opts co = { .url = bc.sampler, .name = "sampler", .timeout_ms = 600000, .retries = 0 };
+	struct gnn_minibatch_req req = { .seed = (uint64_t)bc.seed, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	struct gnn_client *c = NULL;
+	struct gnn_info info = { 0 };
+	struct gnn_fanouts f;
+	struct gnn_wbuf w;
+	nng_msg *reply = NULL;
+	int64_t *seeds = malloc((size_t)bc.batch * sizeof(*seeds));
+	const void *payload;
+	char why[256];
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&w);
+	if (seeds == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	if ((rc = gnn_client_open(&co, &c)) != GNN_OK)
+		goto out;
+	gnn_encode_info_req(&w, 1);
+	if ((rc = sampler_call(c, &w, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK ||
+	    (rc = gnn_decode_info_resp(payload, len, &info)) != GNN_OK || (rc = gnn_layout_dup(&info.layout, layout)) != GNN_OK)
+		goto out;
+	if (gnn_fanouts_parse(bc.fanouts, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
+	    gnn_fanouts_resolve(&f, layout->schema, fan, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", bc.fanouts, why);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	if ((rc = first_train_nodes(c, (uint32_t)bc.batch, seeds)) != GNN_OK)
+		goto out;
+	req.num_layers = *L = f.n;
+	req.num_rels = layout->schema->num_rels;
+	req.fanouts = fan;
+	req.num_seeds = (uint32_t)bc.batch;
+	req.seeds = seeds;
+	gnn_encode_minibatch_req(&w, 3, &req);
+	if ((rc = sampler_call(c, &w, GNN_MSG_MINIBATCH_RESP, &b->reply, &payload, &len)) != GNN_OK ||
+	    (rc = gnn_decode_minibatch_resp(payload, len, &b->mb)) != GNN_OK)
+		goto out;
+	b->owned = b->mb.owned;
+out:
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_proto_release(info.owned);
+	gnn_wbuf_free(&w);
+	gnn_client_close(c);
+	free(seeds);
+	return rc;
+}
+
 /* The synthetic graph's schema: one node type with in_dim features,
  * --relations relations r0, r1, ... from it to itself. */
 static void bench_schema(struct gnn_schema *s)
@@ -515,8 +637,12 @@ static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L,
 
 	if (rc == GNN_EHELP)
 		return -1;
-	if (rc != GNN_OK || parse_fanouts(bc.fanouts, fanouts, L) != GNN_OK)
+	if (rc != GNN_OK || (bc.sampler == NULL && parse_fanouts(bc.fanouts, fanouts, L) != GNN_OK))
 		return 2;
+	if (bc.sampler != NULL && bc.dump != NULL) {
+		GNN_ERROR("bad_config", "reason=\"--dump writes synthetic blocks: not with --sampler\"");
+		return 2;
+	}
 	if (bc.batch > bc.graph_nodes) {
 		GNN_ERROR("bad_config", "batch=%" PRId64 " graph-nodes=%" PRId64 " reason=\"more seeds than nodes\"",
 			  bc.batch, bc.graph_nodes);
@@ -659,9 +785,10 @@ int tr_bench_main(int argc, char **argv)
 	struct tr_adam adam = { 0 };
 	struct step_times times = { 0 };
 	struct tr_model_cfg cfg;
+	struct gnn_layout layout = { 0 };  /* --sampler: the graph's */
 	static struct gnn_schema schema;  /* ~28 KB: not on the stack */
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
-	uint32_t L;
+	uint32_t L = 0;
 	char peak_shape[64] = "", err[512];
 	struct shape shapes[MAX_SHAPES];
 	double gfl[MAX_SHAPES] = { 0 }, t0, peak;
@@ -673,17 +800,27 @@ int tr_bench_main(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	status = 1;
 	t0 = gnn_now();
-	if ((rc = make_blocks(&b, L, fanouts)) != GNN_OK) {
-		GNN_ERROR("bench_failed", "reason=\"cannot build the blocks: %s\"", gnn_strerror(rc));
+	if ((rc = bc.sampler != NULL ? fetch_minibatch(&b, &layout, &L) : make_blocks(&b, L, fanouts)) != GNN_OK) {
+		GNN_ERROR("bench_failed", "reason=\"cannot %s the blocks: %s\"", bc.sampler ? "fetch" : "build",
+			  gnn_strerror(rc));
 		status = rc == GNN_EINVAL ? 2 : 1;
 		rc = GNN_OK;  /* logged */
 		goto out;
 	}
-	GNN_INFO("blocks_built", "seconds=%.2f", gnn_now() - t0);
-	bench_schema(&schema);
+	GNN_INFO("blocks_built", "seconds=%.2f source=%s", gnn_now() - t0, bc.sampler ? bc.sampler : "synthetic");
+	if (bc.sampler != NULL) {
+		/* the graph's shapes, not the synthetic options' */
+		bc.in_dim = layout.feat_dim;
+		bc.classes = layout.num_classes;
+		bc.graph_nodes = layout.num_nodes;
+		bc.relations = layout.schema->num_rels;
+	} else {
+		bench_schema(&schema);
+	}
 	cfg = (struct tr_model_cfg){ .num_layers = L, .in_dim = (uint32_t)bc.in_dim, .hidden = (uint32_t)bc.hidden,
 				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout,
-				     .model = bc.model, .schema = &schema, .num_bases = (uint32_t)bc.num_bases };
+				     .model = bc.model, .schema = bc.sampler ? layout.schema : &schema,
+				     .num_bases = (uint32_t)bc.num_bases };
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);
@@ -711,5 +848,6 @@ out:
 	tr_adam_free(&adam);
 	tr_model_free(m);
 	bench_mb_free(&b);
+	gnn_layout_free(&layout);
 	return status;
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# make bench-mag (part of make bench): the synthetic `mag` preset at
+# ogbn-mag's full size (1,939,743 nodes of 4 types, 21.1M edges in 4
+# relations, 42.2M stored with the reverses; 736,389 papers with 128
+# features and 349 classes; 629,571 training papers) end to end with 2
+# graph stores, 2 samplers and 2 trainers: R-GCN for GNN_BENCH_EPOCHS
+# epochs, then the same network on each paper's own features (the
+# features-only baseline), then inference over every node. Prints:
+#   - partition seconds and peak memory (meta.json);
+#   - trainer-0's epoch split (wait, compute, all-reduce, validation);
+#   - sampled edges per second (the samplers' `served` lines over the
+#     training time);
+#   - the compute of a training step inside the system against `gnn-trainer
+#     bench --sampler` on the same kind of blocks (a real minibatch of the
+#     same graph, fanouts and batch, from a sampler started for it), in wall
+#     and CPU time;
+#   - every process's peak RSS and own memory;
+#   - R-GCN's test accuracy (sampled, and by inference over every test
+#     paper) against the features-only baseline's.
+# Exits non-zero only when the run fails.
+# Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_EPOCHS (1), GNN_BENCH_FANOUTS
+# (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags).
+# Usage: tests/bench_mag.sh [BUILD_DIR]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+PRESET=${GNN_BENCH_PRESET:-mag}
+EPOCHS=${GNN_BENCH_EPOCHS:-1}
+FANOUTS=${GNN_BENCH_FANOUTS:-5,5}
+HIDDEN=${GNN_BENCH_HIDDEN:-64}
+WORK=$BUILD/bench/$PRESET-e2e
+CPUS=$(nproc)
+THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
+MODEL=(--model rgcn --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
+mkdir -p "$WORK"
+rm -rf "$WORK/run" "$WORK/partition"
+pids=()
+# shellcheck source=tests/bench_lib.bash
+. "$ROOT/tests/bench_lib.bash"
+cleanup() {
+	mem_watch_stop
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
+
+echo "mag benchmark: preset=$PRESET parts=2 samplers=2 trainers=2 epochs=$EPOCHS fanouts=$FANOUTS hidden=$HIDDEN cpus=$CPUS trainer_threads=$THREADS"
+t_start=$(date +%s.%N)
+/usr/bin/time -f '%M' -o "$WORK/partition.rss" "$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 \
+	--out "$WORK/partition" --force >"$WORK/partition.out" 2>"$WORK/partition.log" ||
+	{ tail -n 5 "$WORK/partition.log" >&2; exit 1; }
+jq -r '"partition seconds=\(.timing_seconds.total|.*10|round/10) generate_s=\(.timing_seconds.load|.*10|round/10) metis_s=\(.timing_seconds.partition|.*10|round/10) write_s=\(.timing_seconds.write|.*10|round/10) peak_rss_mb=\(.memory.peak_rss_bytes/1048576|round) nodes=\(.num_nodes) edges=\(.num_edges) relations=\(.relations|length) edge_cut_ratio=\(.edge_cut_ratio*1000|round/1000)"' \
+	"$WORK/partition/meta.json"
+
+# The step on real blocks: stores and one sampler on the partition, one
+# minibatch of the first training papers, timed with the trainers' threads.
+for p in 0 1; do
+	"$BUILD/bin/gnn-graphstore" --data "$WORK/partition" --part $p --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 \
+		--http-port 0 2>"$WORK/bench-gs$p.log" &
+	pids+=($!)
+done
+for p in 0 1; do
+	for _ in $(seq 1 600); do grep -q ' ready part=' "$WORK/bench-gs$p.log" && break; sleep 0.5; done
+done
+"$BUILD/bin/gnn-sampler" --graphstores "tcp://127.0.0.1:$(port_of "$WORK/bench-gs0.log"),tcp://127.0.0.1:$(port_of "$WORK/bench-gs1.log")" \
+	--listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 2>"$WORK/bench-smp.log" &
+pids+=($!)
+for _ in $(seq 1 600); do grep -q ' ready listen=' "$WORK/bench-smp.log" && break; sleep 0.5; done
+"$BUILD/bin/gnn-trainer" bench --sampler "tcp://127.0.0.1:$(port_of "$WORK/bench-smp.log")" --model rgcn \
+	--fanouts "$FANOUTS" --hidden "$HIDDEN" --threads "$THREADS" --steps 10 >"$WORK/step-bench.out" 2>"$WORK/step-bench.log" ||
+	{ tail -n 5 "$WORK/step-bench.log" >&2; exit 1; }
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=()
+bench_ms=$(sed -n 's/^step_ms_median=//p' "$WORK/step-bench.out")
+echo "step_bench $(grep '^nodes_per_hop=' "$WORK/step-bench.out") $(grep '^edges_per_block=' "$WORK/step-bench.out") step_ms_median=$bench_ms"
+
+mem_watch_start "$BUILD" "$WORK/rss.samples"
+# shellcheck disable=SC2086
+"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" "${MODEL[@]}" \
+	--baseline --fresh --workdir "$WORK/run" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local.out" 2>&1 || {
+	echo "bench_mag: gnn-local failed:" >&2
+	tail -n 20 "$WORK/local.out" >&2
+	exit 1
+}
+t_end=$(date +%s.%N)
+mem_watch_stop
+
+T0=$WORK/run/logs/trainer-0.log
+epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
+echo "epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
+steps=$(kv steps <<<"$epoch")
+train_s=$(grep -o ' training [0-9.]* s' "$WORK/local.out" | head -n 1 | awk '{ print $2 }')
+awk -v c="$(kv compute_s <<<"$epoch")" -v cpu="$(kv compute_cpu_s <<<"$epoch")" -v n="$steps" -v b="$bench_ms" -v t="$THREADS" 'BEGIN {
+	w = c / n * 1000; u = cpu / n * 1000
+	printf "step compute_ms_per_step=%.1f compute_cpu_ms_per_step=%.1f bench_step_ms=%.1f threads=%d ratio_wall=%.2f ratio_cpu=%.2f\n",
+		w, u, b, t, w / b, u / b
+}'
+# The samplers' totals ("served" when they stop): the R-GCN run's first.
+grep -h ' served ' "$WORK"/run/logs/sampler-*.log | head -n 2 |
+	awk -v s="$train_s" '{ for (i = 1; i <= NF; i++) if ($i ~ /^sampled_edges=/) { split($i, a, "="); e += a[2] } }
+	     END { printf "sampling sampled_edges=%.0f training_s=%s sampled_edges_per_s=%.0f\n", e, s, e / s }'
+grep -E '^(rgcn|features_only|test_acc|inference|time) ' "$WORK/local.out"
+infer_report "$PRESET" "$WORK/run" "$WORK/local.out"
+mem_local_pids "$WORK/local.out" >"$WORK/pids"
+mem_table "$WORK/pids" "$WORK/rss.samples"
+echo "memory partitioner peak_rss_mb=$(( $(cat "$WORK/partition.rss") / 1024 ))"
+awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "total seconds=%.0f\n", b - a }'
