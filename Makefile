@@ -6,11 +6,14 @@
 #               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, the
 #               trainer step, the epoch split, inference against sampled
-#               evaluation (small, products), products end to end, and
-#               distributed sampling throughput against in-process sampling
+#               evaluation (small, products), products and mag end to end,
+#               and distributed sampling throughput against in-process sampling
 #   make bench-products  ogbn-products scale end to end: partition, one epoch,
 #               validation, the test accuracy by inference; time and memory
 #               (tests/bench_products.sh; GNN_BENCH_BUSY=2 beside a busy machine)
+#   make bench-mag  the heterogeneous `mag` preset (ogbn-mag's size) end to end:
+#               partition, R-GCN against the features-only baseline, the step
+#               against gnn-trainer bench --sampler, inference (tests/bench_mag.sh)
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 BUILD ?= build
 .DEFAULT_GOAL := all
@@ -70,7 +73,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test asan demo bench bench-products clean
+.PHONY: all deps test asan demo bench bench-products bench-mag clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -142,6 +145,10 @@ bench: deps
 bench-products: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench_products.sh $(BUILD)
+
+bench-mag: deps
+	@$(MAKE) --no-print-directory all
+	@tests/bench_mag.sh $(BUILD)
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
 # make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile with

@@ -6,8 +6,9 @@
 # both measured in this run. GNN_BENCH_PRESET=small gives a quick run.
 # Then the trainer step (bench_trainer.sh), the demo's epoch split
 # (bench_epoch.sh), inference against the sampled evaluation on `small`
-# (bench_infer.sh) and products end to end, inference included
-# (bench_products.sh).
+# (bench_infer.sh), products end to end, inference included
+# (bench_products.sh), and the heterogeneous `mag` preset end to end with
+# R-GCN against the features-only baseline (bench_mag.sh).
 # Usage: tests/bench.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,3 +39,4 @@ grep -h "Maximum resident set size" "$DIR/$PRESET-metis.log" | sed 's/^\s*/time 
 "$ROOT/tests/bench_epoch.sh" "$BUILD"
 "$ROOT/tests/bench_infer.sh" "$BUILD"
 "$ROOT/tests/bench_products.sh" "$BUILD"
+"$ROOT/tests/bench_mag.sh" "$BUILD"

@@ -61,12 +61,12 @@ for p in 0 1; do
 	pids+=($!)
 done
 for p in 0 1; do
-	for _ in $(seq 1 600); do grep -q ' ready part=' "$WORK/bench-gs$p.log" && break; sleep 0.5; done
+	for _ in $(seq 1 600); do grep -qs ' ready part=' "$WORK/bench-gs$p.log" && break; sleep 0.5; done
 done
 "$BUILD/bin/gnn-sampler" --graphstores "tcp://127.0.0.1:$(port_of "$WORK/bench-gs0.log"),tcp://127.0.0.1:$(port_of "$WORK/bench-gs1.log")" \
 	--listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 2>"$WORK/bench-smp.log" &
 pids+=($!)
-for _ in $(seq 1 600); do grep -q ' ready listen=' "$WORK/bench-smp.log" && break; sleep 0.5; done
+for _ in $(seq 1 600); do grep -qs ' ready listen=' "$WORK/bench-smp.log" && break; sleep 0.5; done
 "$BUILD/bin/gnn-trainer" bench --sampler "tcp://127.0.0.1:$(port_of "$WORK/bench-smp.log")" --model rgcn \
 	--fanouts "$FANOUTS" --hidden "$HIDDEN" --threads "$THREADS" --steps 10 >"$WORK/step-bench.out" 2>"$WORK/step-bench.log" ||
 	{ tail -n 5 "$WORK/step-bench.log" >&2; exit 1; }
