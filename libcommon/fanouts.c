@@ -106,9 +106,25 @@ int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fan
 	}
 }
 
-bool gnn_fanouts_uniform(const struct gnn_fanouts *f)
+bool gnn_fanouts_any(const int32_t *v, size_t n)
 {
-	return f->num_named == 0 && f->has_default;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] != 0)
+			return true;
+	return false;
+}
+
+int gnn_fanouts_for(const char *text, const struct gnn_schema *s, int32_t *out, uint32_t *layers, char *why,
+		    size_t cap)
+{
+	struct gnn_fanouts f;
+	int rc;
+
+	if ((rc = gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, cap)) != GNN_OK ||
+	    (rc = gnn_fanouts_resolve(&f, s, out, why, cap)) != GNN_OK)
+		return rc;
+	*layers = f.n;
+	return GNN_OK;
 }
 
 int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s, int32_t *out, char *why,

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "part.h"
+#include "layout.h"
 #include "proto.h"
 
 /* Relations one text may name. */
@@ -45,8 +45,6 @@ struct gnn_fanouts {
 int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fanouts *out, char *why,
 		      size_t cap);
 
-/* Whether f is one list for every relation (no relation named). */
-bool gnn_fanouts_uniform(const struct gnn_fanouts *f);
 
 /* Each layer's fanout for each relation of s: out[l R + r] (out holds
  * f->n * s->num_rels). GNN_EINVAL with why when a named relation is
@@ -54,6 +52,18 @@ bool gnn_fanouts_uniform(const struct gnn_fanouts *f);
  * names it and there is no default). */
 int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s, int32_t *out, char *why,
 			size_t cap);
+
+/* gnn_fanouts_parse over [-1, GNN_PROTO_MAX_FANOUT], then
+ * gnn_fanouts_resolve on s into out (caller's, GNN_PROTO_MAX_LAYERS *
+ * s->num_rels entries), the layer count into *layers: what a program that
+ * asks a sampler or store for neighbours does with its --fanouts text.
+ * GNN_EINVAL with why (cap bytes, caller's). */
+int gnn_fanouts_for(const char *text, const struct gnn_schema *s, int32_t *out, uint32_t *layers, char *why,
+		    size_t cap);
+
+/* Whether any of the n fanouts v[0..n) samples (is not 0): one layer's
+ * R fanouts, say, at v + l R. */
+bool gnn_fanouts_any(const int32_t *v, size_t n);
 
 /* Writes the text back ("15,10,5", or "writes=15,10;*=5,5") into buf (cap
  * bytes, caller's); GNN_ERANGE when it does not fit. */

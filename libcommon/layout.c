@@ -193,6 +193,11 @@ int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
 
 	if ((rc = gnn_schema_check(s, why, cap)) != GNN_OK)
 		return rc;
+	if (l->num_parts == 0 || l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes) {
+		snprintf(why, cap, "the partitions' ranges span [%lld, %lld), the graph has %lld nodes",
+			 (long long)l->offsets[0], (long long)l->offsets[l->num_parts], (long long)l->num_nodes);
+		return GNN_EFORMAT;
+	}
 	T = s->num_types;
 	for (uint32_t p = 0; p < l->num_parts; p++) {
 		const int64_t *to = l->type_offsets + (size_t)p * T;
@@ -248,29 +253,20 @@ int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid)
 
 int32_t gnn_layout_locate(const struct gnn_layout *l, int64_t gid, uint32_t *part, int64_t *row)
 {
-	uint32_t T = l->schema->num_types, lo, hi;
-	int32_t p = gnn_layout_owner(l, gid);
+	uint32_t T = l->schema->num_types;
+	int32_t p = gnn_layout_owner(l, gid), t;
 	const int64_t *to;
 
 	if (p < 0)
 		return -1;
-	/* the last type t of p with to[t] <= gid: empty ranges are skipped */
+	/* p's type ranges are ranges like the partitions' (empty ones skipped) */
 	to = l->type_offsets + (size_t)p * T;
-	lo = 0;
-	hi = T;
-	while (hi - lo > 1) {  /* invariant: to[lo] <= gid < to[hi] */
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (to[mid] <= gid)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	t = gnn_owner_of(to, T, gid);
 	if (part != NULL)
 		*part = (uint32_t)p;
 	if (row != NULL)
-		*row = gid - to[lo];
-	return (int32_t)lo;
+		*row = gid - to[t];
+	return t;
 }
 
 int32_t gnn_layout_type(const struct gnn_layout *l, int64_t gid)

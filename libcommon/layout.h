@@ -100,11 +100,25 @@ struct gnn_layout {
 int gnn_layout_dup(const struct gnn_layout *src, struct gnn_layout *dst);
 void gnn_layout_free(struct gnn_layout *l);
 
-/* Checks that type_offsets agrees with offsets and the schema: it starts
- * each partition at offsets[p], never decreases, ends at num_nodes, and
- * each type's ranges add up to its num_nodes; and that the schema checks.
+/* Checks that the schema checks; that offsets runs from 0 to num_nodes
+ * (num_parts >= 1); and that type_offsets agrees with offsets and the
+ * schema: it starts each partition at offsets[p], never decreases, ends at
+ * num_nodes, and each type's ranges add up to its num_nodes; and that
+ * feat_dim is the widest type's. (Offsets that decrease show as a type
+ * range that does.)
  * GNN_EFORMAT with why saying what is wrong. */
 int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap);
+
+/* Type t's nodes in partition p: [*begin, *end) (t < the schema's types,
+ * p < num_parts). */
+static inline void gnn_layout_type_range(const struct gnn_layout *l, uint32_t p, uint32_t t, int64_t *begin,
+					 int64_t *end)
+{
+	const int64_t *to = l->type_offsets + (size_t)p * l->schema->num_types + t;
+
+	*begin = to[0];
+	*end = to[1];
+}
 
 /* gnn_owner_of over a layout: the partition owning node gid, or -1. */
 int32_t gnn_layout_owner(const struct gnn_layout *l, int64_t gid);
@@ -122,7 +136,9 @@ int32_t gnn_layout_type(const struct gnn_layout *l, int64_t gid);
  * [num_parts + 1] (partition p owns [offsets[p], offsets[p+1]), from 0 to
  * num_nodes = offsets[num_parts]): a binary search; -1 when gid lies
  * outside [0, num_nodes). Every component that routes node IDs to graph
- * stores uses this one. */
+ * stores uses this one; it finds a node's type the same way over a type
+ * range list (type_offsets + p T, a partition's type_start), where empty
+ * ranges (offsets[k] == offsets[k+1]) are never the answer. */
 int32_t gnn_owner_of(const int64_t *offsets, uint32_t num_parts, int64_t gid);
 
 #endif

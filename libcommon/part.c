@@ -57,6 +57,22 @@ static int meta_rel(const json_t *o, const char *path, struct gnn_schema *s, str
 
 /* The schema of a version 2 file (node_types, relations, label_type), or
  * the plain one of a version 1 file. */
+json_t *gnn_schema_json(const struct gnn_schema *s)
+{
+	json_t *types = json_array(), *rels = json_array();
+
+	for (uint32_t t = 0; types != NULL && t < s->num_types; t++)
+		json_array_append_new(types, json_pack("{s:s, s:I, s:i}", "name", s->types[t].name, "num_nodes",
+						       (json_int_t)s->types[t].num_nodes, "feat_dim",
+						       (int)s->types[t].feat_dim));
+	for (uint32_t r = 0; rels != NULL && r < s->num_rels; r++)
+		json_array_append_new(rels, json_pack("{s:s, s:s, s:s, s:I}", "name", s->rels[r].name, "src",
+						      s->types[s->rels[r].src].name, "dst", s->types[s->rels[r].dst].name,
+						      "num_edges", (json_int_t)s->rels[r].num_edges));
+	return json_pack("{s:o, s:o, s:s}", "node_types", types, "relations", rels, "label_type",
+			 s->types[s->label_type].name);
+}
+
 static int meta_schema(struct gnn_meta *m, const char *path, int64_t feat_dim)
 {
 	struct gnn_schema *s = m->schema;
@@ -148,37 +164,80 @@ static int meta_part_ranges(struct gnn_meta *m, const char *path, json_t *p, siz
 	return GNN_OK;
 }
 
+/* meta.json's format and format_version into m->version. */
+static int meta_format(struct gnn_meta *m, const char *path)
+{
+	const char *format;
+	int64_t version;
+	int rc;
+
+	if ((rc = gnn_json_get_str(m->json, path, "format", &format)) != GNN_OK)
+		return rc;
+	if (strcmp(format, GNN_PART_FORMAT) != 0) {
+		GNN_ERROR("bad_metadata", "in=%s format=\"%s\" reason=\"not a gnn-dist partition output\"", path, format);
+		return GNN_EFORMAT;
+	}
+	if ((rc = gnn_json_get_int(m->json, path, "format_version", 1, INT32_MAX, &version)) != GNN_OK)
+		return rc;
+	if (version > GNN_PART_FORMAT_VERSION) {
+		GNN_ERROR("bad_metadata", "in=%s format_version=%lld supported=1..%d reason=\"written by a newer gnn-partition: re-partition with this version\"",
+			  path, (long long)version, GNN_PART_FORMAT_VERSION);
+		return GNN_EVERSION;
+	}
+	m->version = (int)version;
+	return GNN_OK;
+}
+
+/* The parts array's node and type ranges into m->offsets and
+ * m->type_offsets (allocated here), then the layout's check. */
+static int meta_ranges(struct gnn_meta *m, const char *path)
+{
+	struct gnn_layout *l = &m->layout;
+	uint32_t T = m->schema->num_types;
+	json_t *parts, *p;
+	char why[256];
+	size_t i;
+	int rc;
+
+	if ((rc = gnn_json_get_array(m->json, path, "parts", &parts)))
+		return rc;
+	if (json_array_size(parts) != l->num_parts) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"parts has %zu entries, num_parts is %" PRIu32 "\"", path,
+			  json_array_size(parts), l->num_parts);
+		return GNN_EFORMAT;
+	}
+	m->offsets = malloc(((size_t)l->num_parts + 1) * sizeof(*m->offsets));
+	m->type_offsets = malloc(((size_t)l->num_parts * T + 1) * sizeof(*m->type_offsets));
+	if (m->offsets == NULL || m->type_offsets == NULL)
+		return GNN_ENOMEM;
+	l->offsets = m->offsets;
+	l->type_offsets = m->type_offsets;
+	m->offsets[0] = 0;
+	json_array_foreach(parts, i, p)
+		if ((rc = meta_part_ranges(m, path, p, i)) != GNN_OK)
+			return rc;
+	m->type_offsets[(size_t)l->num_parts * T] = l->num_nodes;
+	if (gnn_layout_check(l, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"%s\"", path, why);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
 int gnn_meta_load(const char *dir, struct gnn_meta *out)
 {
-	char path[4096], why[256];
+	char path[4096];
 	struct gnn_meta m = { 0 };
 	struct gnn_layout *l = &m.layout;
-	json_t *parts, *p;
-	const char *format;
-	int64_t v, version, feat_dim;
-	size_t i;
+	int64_t v, feat_dim;
 	int rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/meta.json", dir) >= sizeof(path))
 		return GNN_ERANGE;
 	if ((rc = gnn_json_load(path, &m.json)) != GNN_OK)
 		return rc;
-	if ((rc = gnn_json_get_str(m.json, path, "format", &format)) != GNN_OK)
+	if ((rc = meta_format(&m, path)) != GNN_OK)
 		goto out_fail;
-	if (strcmp(format, GNN_PART_FORMAT) != 0) {
-		GNN_ERROR("bad_metadata", "in=%s format=\"%s\" reason=\"not a gnn-dist partition output\"", path, format);
-		rc = GNN_EFORMAT;
-		goto out_fail;
-	}
-	if ((rc = gnn_json_get_int(m.json, path, "format_version", 1, INT32_MAX, &version)) != GNN_OK)
-		goto out_fail;
-	if (version < 1 || version > GNN_PART_FORMAT_VERSION) {
-		GNN_ERROR("bad_metadata", "in=%s format_version=%lld supported=1..%d reason=\"written by a newer gnn-partition: re-partition with this version\"",
-			  path, (long long)version, GNN_PART_FORMAT_VERSION);
-		rc = GNN_EVERSION;
-		goto out_fail;
-	}
-	m.version = (int)version;
 	if ((rc = gnn_json_get_int(m.json, path, "num_nodes", 1, INT64_MAX / 16, &l->num_nodes)) ||
 	    (rc = gnn_json_get_int(m.json, path, "num_edges", 0, INT64_MAX / 16, &l->num_edges)))
 		goto out_fail;
@@ -199,38 +258,8 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 	if ((rc = meta_schema(&m, path, feat_dim)) != GNN_OK)
 		goto out_fail;
 	l->feat_dim = (uint32_t)feat_dim;
-	if ((rc = gnn_json_get_array(m.json, path, "parts", &parts)))
+	if ((rc = meta_ranges(&m, path)) != GNN_OK)
 		goto out_fail;
-	if (json_array_size(parts) != l->num_parts) {
-		GNN_ERROR("bad_metadata", "in=%s reason=\"parts has %zu entries, num_parts is %" PRIu32 "\"", path,
-			  json_array_size(parts), l->num_parts);
-		rc = GNN_EFORMAT;
-		goto out_fail;
-	}
-	m.offsets = malloc(((size_t)l->num_parts + 1) * sizeof(*m.offsets));
-	m.type_offsets = malloc(((size_t)l->num_parts * m.schema->num_types + 1) * sizeof(*m.type_offsets));
-	if (m.offsets == NULL || m.type_offsets == NULL) {
-		rc = GNN_ENOMEM;
-		goto out_fail;
-	}
-	l->offsets = m.offsets;
-	l->type_offsets = m.type_offsets;
-	m.offsets[0] = 0;
-	json_array_foreach(parts, i, p)
-		if ((rc = meta_part_ranges(&m, path, p, i)) != GNN_OK)
-			goto out_fail;
-	m.type_offsets[(size_t)l->num_parts * m.schema->num_types] = l->num_nodes;
-	if (m.offsets[l->num_parts] != l->num_nodes) {
-		GNN_ERROR("bad_metadata", "in=%s reason=\"partition ranges end at %lld, num_nodes is %lld\"", path,
-			  (long long)m.offsets[l->num_parts], (long long)l->num_nodes);
-		rc = GNN_EFORMAT;
-		goto out_fail;
-	}
-	if (gnn_layout_check(l, why, sizeof(why)) != GNN_OK) {
-		GNN_ERROR("bad_metadata", "in=%s reason=\"%s\"", path, why);
-		rc = GNN_EFORMAT;
-		goto out_fail;
-	}
 	*out = m;
 	return GNN_OK;
 
@@ -277,13 +306,10 @@ static int open_file(const char *pdir, const json_t *f, enum gnn_dtype dt, uint6
 	return GNN_OK;
 }
 
-/* The type of the partition's local row v (a linear walk over the few
- * types, in step with v). */
-static uint32_t type_at(const struct gnn_part *pt, int64_t v, uint32_t t)
+/* The type of the partition's local row v. */
+static uint32_t type_at(const struct gnn_part *pt, int64_t v)
 {
-	while (t + 1 < pt->num_types && pt->node_start + v >= pt->type_start[t + 1])
-		t++;
-	return t;
+	return (uint32_t)gnn_owner_of(pt->type_start, pt->num_types, pt->node_start + v);
 }
 
 static int verify_contents(const struct gnn_meta *m, const struct gnn_part *pt, const char *pdir)
@@ -300,13 +326,14 @@ static int verify_contents(const struct gnn_meta *m, const struct gnn_part *pt, 
 		if (pt->indptr[i + 1] < pt->indptr[i])
 			why = "indptr decreases";
 	for (int64_t v = 0; why == NULL && v < pt->num_nodes; v++) {
-		t = type_at(pt, v, t);
+		t = type_at(pt, v);
 		for (uint32_t r = 0; why == NULL && r < R; r++) {
 			int64_t b = pt->indptr[v * R + r], e = pt->indptr[v * R + r + 1];
 
 			if (e > b && s->rels[r].dst != t) {
 				why = "in-edges of a relation whose destination is another node type";
-				i = b + 1;
+				i = b + 1;  /* reported as index i - 1, as the loops below leave it */
+				break;
 			}
 			for (i = b; why == NULL && i < e; i++) {
 				int64_t u = pt->indices[i];
@@ -320,9 +347,8 @@ static int verify_contents(const struct gnn_meta *m, const struct gnn_part *pt, 
 			}
 		}
 	}
-	t = 0;
 	for (i = 0; why == NULL && i < pt->num_nodes; i++) {
-		t = type_at(pt, i, t);
+		t = type_at(pt, i);
 		if (pt->labels[i] < -1 || pt->labels[i] >= (int64_t)l->num_classes)
 			why = "label out of range";
 		else if (t != s->label_type && (pt->labels[i] != -1 || pt->split[i] != GNN_SPLIT_NONE))
@@ -443,9 +469,10 @@ int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map,
 			  int64_t orig)
 {
 	const int64_t *ids = map->data;
-	int64_t lo = l->type_offsets[(size_t)p * l->schema->num_types + t],
-		hi = l->type_offsets[(size_t)p * l->schema->num_types + t + 1];
+	int64_t lo, hi, end;
 
+	gnn_layout_type_range(l, p, t, &lo, &end);
+	hi = end;
 	while (lo < hi) {  /* the first ID whose original ID is >= orig */
 		int64_t mid = lo + (hi - lo) / 2;
 
@@ -454,26 +481,15 @@ int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map,
 		else
 			hi = mid;
 	}
-	return lo < l->type_offsets[(size_t)p * l->schema->num_types + t + 1] && ids[lo] == orig ? lo : -1;
+	return lo < end && ids[lo] == orig ? lo : -1;
 }
 
 const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim)
 {
-	uint32_t t = 0;
+	int32_t t = pt->num_types > 1 ? gnn_owner_of(pt->type_start, pt->num_types, gid) : 0;
 
-	if (pt->num_types > 1) {
-		uint32_t lo = 0, hi = pt->num_types;
-
-		while (hi - lo > 1) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (pt->type_start[mid] <= gid)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		t = lo;
-	}
+	if (t < 0)  /* not pt's node (a caller's bug): its first type, as a plain graph */
+		t = 0;
 	*dim = pt->feat_dim[t];
 	if (pt->feat[t] == NULL)
 		return NULL;

@@ -37,6 +37,11 @@ struct gnn_meta {
  * offsets strictly increasing from 0 to num_nodes and matching each part's
  * node_start/node_end. *out owns its memory: gnn_meta_free. */
 int gnn_meta_load(const char *dir, struct gnn_meta *out);
+
+/* The schema as meta.json holds it (format 2): {"node_types": [{name,
+ * num_nodes, feat_dim}], "relations": [{name, src, dst, num_edges}],
+ * "label_type"}. A new reference (the caller's), NULL when out of memory. */
+json_t *gnn_schema_json(const struct gnn_schema *s);
 void gnn_meta_free(struct gnn_meta *m);
 
 /* A 64-bit identifier of a partition output, the same in every graph store

@@ -362,9 +362,7 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 	for (uint32_t p = 0; p < l->num_parts; p++)
 		if (l->offsets[p + 1] <= l->offsets[p])
 			return rd_fail(&v.owned, GNN_EPROTO);
-	if (l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes ||
-	    l->type_offsets[(size_t)l->num_parts * sc->num_types] != l->num_nodes ||
-	    gnn_layout_check(l, why, sizeof(why)) != GNN_OK)
+	if (gnn_layout_check(l, why, sizeof(why)) != GNN_OK)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	*out = v;
 	return GNN_OK;

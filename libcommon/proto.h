@@ -43,15 +43,15 @@
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
 #define GNN_PROTO_MAX_IDS (1 << 22)       /* node IDs in one request */
-#define GNN_PROTO_MAX_FANOUT 4096         /* per node; -1 means all neighbours (0: see MINIBATCH_REQ) */
+#define GNN_PROTO_MAX_FANOUT 4096         /* per node and relation; -1 all neighbours, 0 none (see SAMPLE_REQ) */
 #define GNN_PROTO_MAX_LAYERS 8
 #define GNN_PROTO_MAX_FEAT_DIM 65536
 #define GNN_PROTO_MAX_PARTS 65536
 #define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the sockets' receive limit */
 #define GNN_PROTO_MAX_ERROR_TEXT 1024
 #define GNN_PROTO_MAX_TOP_K 64            /* classes per node in PREDICT_RESP */
-#define GNN_PROTO_MAX_TYPES GNN_MAX_TYPES /* node types (part.h) */
-#define GNN_PROTO_MAX_RELS GNN_MAX_RELS   /* relations (part.h) */
+#define GNN_PROTO_MAX_TYPES GNN_MAX_TYPES /* node types (layout.h) */
+#define GNN_PROTO_MAX_RELS GNN_MAX_RELS   /* relations (layout.h) */
 
 enum gnn_msg_type {
 	GNN_MSG_ERROR = 1,          /* reply: status + UTF-8 text */

@@ -81,6 +81,29 @@ uint64_t gnn_sample_rel_seed(uint64_t layer_seed, uint32_t rel)
 	return rel == 0 ? layer_seed : gnn_draw64(layer_seed ^ 0x72656c6174696f6eull, rel);
 }
 
+uint64_t gnn_sample_count(uint64_t deg, int32_t f)
+{
+	return f == 0 ? 0 : f < 0 || deg <= (uint64_t)f ? deg : (uint64_t)f;
+}
+
+uint32_t gnn_sample_row(uint64_t layer_seed, uint32_t rel, int64_t node, const int64_t *list, uint32_t deg,
+			int32_t f, uint32_t *pos, int64_t *out)
+{
+	uint32_t k;
+
+	if (f == 0)
+		return 0;
+	if (f < 0 || deg <= (uint32_t)f) {
+		/* gnn_sample_choose would pick every position in order: copy */
+		memcpy(out, list, (size_t)deg * sizeof(*out));
+		return deg;
+	}
+	k = gnn_sample_choose(gnn_sample_rel_seed(layer_seed, rel), node, deg, f, pos);
+	for (uint32_t j = 0; j < k; j++)
+		out[j] = list[pos[j]];
+	return k;
+}
+
 int gnn_sample_distinct(uint64_t seed, uint64_t i, int64_t num_nodes, uint32_t n, int64_t *out)
 {
 	uint64_t s = seed * GNN_GOLDEN64 ^ (i + 1) * 0xD1B54A32D192ED03ull, cap = 16;

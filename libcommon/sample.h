@@ -14,6 +14,19 @@
  * else exactly k. out must hold min(deg, k) entries (deg when k < 0). */
 uint32_t gnn_sample_choose(uint64_t seed, int64_t node, uint32_t deg, int32_t k, uint32_t *out);
 
+/* How many of a row's deg neighbours fanout f takes (-1 all, 0 none):
+ * what gnn_sample_row returns. */
+uint64_t gnn_sample_count(uint64_t deg, int32_t f);
+
+/* Samples one (node, relation) row, as every graph store answers SAMPLE:
+ * of node's deg in-neighbours under relation rel, list[0..deg) (ascending),
+ * the ones fanout f picks with the relation's seed (gnn_sample_rel_seed of
+ * the layer's), into out in list order; returns how many
+ * (gnn_sample_count). pos: scratch of min(deg, f) entries; out holds that
+ * many, or deg when f < 0. */
+uint32_t gnn_sample_row(uint64_t layer_seed, uint32_t rel, int64_t node, const int64_t *list, uint32_t deg,
+			int32_t f, uint32_t *pos, int64_t *out);
+
 /* Writes to out n distinct nodes of [0, num_nodes), drawn uniformly from a
  * stream seeded by (seed, i): batch i of a run. Deterministic, so two
  * processes (the sampling benchmark's two halves) draw the same batches.

@@ -1,5 +1,10 @@
 # bench_lib.bash - what the gnn-local benchmarks share (sourced):
-# per-process peak memory, and inference against sampled evaluation.
+# background processes, per-process peak memory, and inference against
+# sampled evaluation.
+#   BENCH_PIDS+=($!)             a background process the benchmark started
+#   bench_stop                   kills and reaps them
+#   bench_cleanup                the EXIT trap: mem_watch_stop, bench_stop
+#   wait_log FILE PATTERN        waits up to 300 s for PATTERN in a log
 #   mem_watch_start BUILD FILE   samples every process running a BUILD/bin/gnn-*
 #                                binary twice a second: "pid VmHWM_kB RssAnon_kB"
 #   mem_watch_stop               ends the sampler
@@ -9,6 +14,30 @@
 # partition); RssAnon is the process's own memory, sampled, so a peak
 # shorter than half a second can be missed.
 MEM_WATCH_PID=
+BENCH_PIDS=()
+
+bench_stop() {
+	local p
+	for p in "${BENCH_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait "${BENCH_PIDS[@]}" 2>/dev/null || true
+	BENCH_PIDS=()
+}
+
+bench_cleanup() {
+	mem_watch_stop
+	bench_stop
+}
+
+wait_log() {
+	local file=$1 pat=$2
+	for _ in $(seq 1 600); do
+		grep -qs -- "$pat" "$file" && return 0
+		sleep 0.5
+	done
+	echo "timed out after 300 s waiting for '$pat' in $file:" >&2
+	tail -n 5 "$file" >&2
+	return 1
+}
 
 mem_watch_start() {
 	local build=$1 out=$2

@@ -34,15 +34,9 @@ THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 tr
 MODEL=(--model rgcn --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
 mkdir -p "$WORK"
 rm -rf "$WORK/run" "$WORK/partition"
-pids=()
 # shellcheck source=tests/bench_lib.bash
 . "$ROOT/tests/bench_lib.bash"
-cleanup() {
-	mem_watch_stop
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
 
 echo "mag benchmark: preset=$PRESET parts=2 samplers=2 trainers=2 epochs=$EPOCHS fanouts=$FANOUTS hidden=$HIDDEN cpus=$CPUS trainer_threads=$THREADS"
@@ -58,21 +52,17 @@ jq -r '"partition seconds=\(.timing_seconds.total|.*10|round/10) generate_s=\(.t
 for p in 0 1; do
 	"$BUILD/bin/gnn-graphstore" --data "$WORK/partition" --part $p --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 \
 		--http-port 0 2>"$WORK/bench-gs$p.log" &
-	pids+=($!)
+	BENCH_PIDS+=($!)
 done
-for p in 0 1; do
-	for _ in $(seq 1 600); do grep -qs ' ready part=' "$WORK/bench-gs$p.log" && break; sleep 0.5; done
-done
+for p in 0 1; do wait_log "$WORK/bench-gs$p.log" ' ready part=' || exit 1; done
 "$BUILD/bin/gnn-sampler" --graphstores "tcp://127.0.0.1:$(port_of "$WORK/bench-gs0.log"),tcp://127.0.0.1:$(port_of "$WORK/bench-gs1.log")" \
 	--listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 2>"$WORK/bench-smp.log" &
-pids+=($!)
-for _ in $(seq 1 600); do grep -qs ' ready listen=' "$WORK/bench-smp.log" && break; sleep 0.5; done
+BENCH_PIDS+=($!)
+wait_log "$WORK/bench-smp.log" ' ready listen=' || exit 1
 "$BUILD/bin/gnn-trainer" bench --sampler "tcp://127.0.0.1:$(port_of "$WORK/bench-smp.log")" --model rgcn \
 	--fanouts "$FANOUTS" --hidden "$HIDDEN" --threads "$THREADS" --steps 10 >"$WORK/step-bench.out" 2>"$WORK/step-bench.log" ||
 	{ tail -n 5 "$WORK/step-bench.log" >&2; exit 1; }
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-wait 2>/dev/null || true
-pids=()
+bench_stop
 bench_ms=$(sed -n 's/^step_ms_median=//p' "$WORK/step-bench.out")
 echo "step_bench $(grep '^nodes_per_hop=' "$WORK/step-bench.out") $(grep '^edges_per_block=' "$WORK/step-bench.out") step_ms_median=$bench_ms"
 

@@ -31,21 +31,15 @@ CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
 mkdir -p "$WORK"
 rm -rf "$WORK/run" "$WORK/partition"
-pids=()
 # shellcheck source=tests/bench_lib.bash
 . "$ROOT/tests/bench_lib.bash"
-cleanup() {
-	mem_watch_stop
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
 echo "products benchmark: preset=$PRESET parts=2 samplers=2 trainers=2 epochs=$EPOCHS cpus=$CPUS trainer_threads=$THREADS busy=$BUSY"
 # A busy machine: BUSY processes that each keep a CPU busy until the end.
 for _ in $(seq 1 "$BUSY"); do
 	( trap 'exit 0' TERM; while :; do :; done ) &
-	pids+=($!)
+	BENCH_PIDS+=($!)
 done
 
 t_start=$(date +%s.%N)
@@ -69,9 +63,7 @@ mem_watch_start "$BUILD" "$WORK/rss.samples"
 }
 t_end=$(date +%s.%N)
 mem_watch_stop
-kill "${pids[@]}" 2>/dev/null || true
-wait 2>/dev/null || true
-pids=()
+bench_stop
 
 T0=$WORK/run/logs/trainer-0.log
 epoch=$(grep ' epoch epoch=' "$T0" | tail -n 1)

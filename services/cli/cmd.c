@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "client.h"
 #include "err.h"
+#include "fanouts.h"
 #include "part.h"
 
 /* Nodes asked for per NODES request while paging. */
@@ -158,7 +159,6 @@ int cli_cmd_sample(const struct cli_config *c, json_t **out)
 	int64_t *ids = NULL;
 	const void *payload;
 	uint32_t n, layers, R;
-	bool any = false;
 	size_t len;
 	int rc;
 
@@ -168,9 +168,7 @@ int cli_cmd_sample(const struct cli_config *c, json_t **out)
 	    (rc = cli_parse_fanouts("--fanout", c->fanout, true, info.layout.schema, fanouts, &layers)) != GNN_OK)
 		goto out;
 	R = info.layout.schema->num_rels;
-	for (uint32_t q = 0; q < R; q++)
-		any = any || fanouts[q] != 0;
-	if (!any) {
+	if (!gnn_fanouts_any(fanouts, R)) {
 		cli_error("--fanout %s samples nothing: give -1 (all neighbours) or 1..%d", c->fanout, GNN_PROTO_MAX_FANOUT);
 		rc = GNN_EINVAL;
 		goto out;

@@ -150,7 +150,6 @@ out:
 int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const struct gnn_schema *s,
 		      int32_t out[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS], uint32_t *n)
 {
-	struct gnn_fanouts f;
 	char why[256];
 
 	if (text == NULL || *text == '\0') {
@@ -158,16 +157,14 @@ int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const 
 			  one_layer ? "10" : "10,5");
 		return GNN_EINVAL;
 	}
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
-	    gnn_fanouts_resolve(&f, s, out, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_for(text, s, out, n, why, sizeof(why)) != GNN_OK) {
 		cli_error("%s \"%s\": %s", what, text, why);
 		return GNN_EINVAL;
 	}
-	if (one_layer && f.n != 1) {
-		cli_error("%s \"%s\": one fanout (per relation), not %u layers", what, text, f.n);
+	if (one_layer && *n != 1) {
+		cli_error("%s \"%s\": one fanout (per relation), not %u layers", what, text, *n);
 		return GNN_EINVAL;
 	}
-	*n = f.n;
 	return GNN_OK;
 }
 
@@ -223,23 +220,6 @@ static int merge(json_t *doc, json_t *add)
 	return rc;
 }
 
-/* The schema as JSON: node types, relations, the label type. */
-static json_t *schema_json(const struct gnn_schema *s)
-{
-	json_t *types = json_array(), *rels = json_array();
-
-	for (uint32_t t = 0; types != NULL && t < s->num_types; t++)
-		json_array_append_new(types, json_pack("{s:s, s:I, s:i}", "name", s->types[t].name, "num_nodes",
-						       (json_int_t)s->types[t].num_nodes, "feat_dim",
-						       (int)s->types[t].feat_dim));
-	for (uint32_t r = 0; rels != NULL && r < s->num_rels; r++)
-		json_array_append_new(rels, json_pack("{s:s, s:s, s:s, s:I}", "name", s->rels[r].name, "src",
-						      s->types[s->rels[r].src].name, "dst", s->types[s->rels[r].dst].name,
-						      "num_edges", (json_int_t)s->rels[r].num_edges));
-	return json_pack("{s:o, s:o, s:s}", "node_types", types, "relations", rels, "label_type",
-			 s->types[s->label_type].name);
-}
-
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *in)
 {
 	const struct gnn_layout *l = &in->layout;
@@ -251,7 +231,7 @@ json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *i
 				"offsets", cli_id_array(l->offsets, (uint64_t)l->num_parts + 1));
 
 	if (doc != NULL &&
-	    merge(doc, json_pack("{s:o, s:o}", "schema", schema_json(l->schema), "type_offsets",
+	    merge(doc, json_pack("{s:o, s:o}", "schema", gnn_schema_json(l->schema), "type_offsets",
 				 cli_id_array(l->type_offsets, (uint64_t)l->num_parts * l->schema->num_types + 1))) != 0) {
 		json_decref(doc);
 		return NULL;
@@ -301,19 +281,22 @@ json_t *cli_sample_json(uint64_t seed, const int32_t *fanouts, const int64_t *id
 
 	for (uint32_t i = 0; lists != NULL && i < r->n; i++) {
 		uint64_t cnt = 0;
-		json_t *which = json_array();
+		json_t *which = NULL;
 
 		for (uint32_t q = 0; q < R; q++)
-			for (uint32_t k = 0; which != NULL && k < r->counts[(size_t)i * R + q]; k++, cnt++)
-				json_array_append_new(which, json_integer(q));
+			cnt += r->counts[(size_t)i * R + q];
+		if (rels != NULL) {  /* each neighbour's relation, in the list's order */
+			which = json_array();
+			for (uint32_t q = 0; which != NULL && q < R; q++)
+				for (uint32_t k = 0; k < r->counts[(size_t)i * R + q]; k++)
+					json_array_append_new(which, json_integer(q));
+		}
 		if (json_array_append_new(lists, cli_id_array(r->nbrs + at, cnt)) != 0 ||
-		    (rels != NULL && json_array_append(rels, which) != 0)) {
-			json_decref(which);
+		    (rels != NULL && json_array_append_new(rels, which) != 0)) {
 			json_decref(lists);
 			json_decref(rels);
 			return NULL;
 		}
-		json_decref(which);
 		at += cnt;
 	}
 	doc = json_pack("{s:I, s:o, s:o, s:o}", "seed", (json_int_t)seed, "fanout", fanouts_json(fanouts, R), "nodes",

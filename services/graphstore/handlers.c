@@ -91,14 +91,6 @@ static int on_info(struct gs_store *s, const struct gnn_hdr *h, struct gnn_wbuf 
 	return gnn_encode_info_resp(out, h->req_id, &info);
 }
 
-/* Neighbours a (node, relation) row contributes for fanout k. */
-static uint64_t sample_count(const struct gnn_part *pt, int64_t row, int32_t k)
-{
-	uint64_t deg = (uint64_t)(pt->indptr[row + 1] - pt->indptr[row]);
-
-	return k == 0 ? 0 : (k < 0 || deg <= (uint64_t)k) ? deg : (uint64_t)k;
-}
-
 /* Sizes a SAMPLE reply: *total neighbours (within the message limit). */
 static bool sample_size(const struct gs_store *s, const struct gnn_hdr *h, const struct gnn_sample_req *req,
 			struct gnn_wbuf *out, uint64_t *total, int *rc)
@@ -119,7 +111,7 @@ static bool sample_size(const struct gs_store *s, const struct gnn_hdr *h, const
 						  "supports (2^32 - 1)", (long long)req->ids[i], (long long)deg, r);
 				return false;
 			}
-			*total += sample_count(pt, row, req->fanouts[r]);
+			*total += gnn_sample_count((uint64_t)deg, req->fanouts[r]);
 		}
 	}
 	if (16 + 4 * (uint64_t)req->n * R + 8 + 8 * *total > MAX_REPLY) {
@@ -165,22 +157,10 @@ static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *pa
 
 		for (uint32_t r = 0; r < R; r++) {
 			int64_t row = (v - pt->node_start) * R + r;
-			const int64_t *list = pt->indices + pt->indptr[row];
-			uint32_t deg = (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]), k;
-			int32_t f = req.fanouts[r];
+			uint32_t k = gnn_sample_row(req.seed, r, v, pt->indices + pt->indptr[row],
+						    (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]), req.fanouts[r], pos,
+						    nbrs + at);
 
-			if (f == 0) {
-				k = 0;
-			} else if (f < 0 || deg <= (uint32_t)f) {
-				/* gnn_sample_choose would return every position 0..deg-1
-				 * in order: copy the row instead of listing them. */
-				memcpy(nbrs + at, list, (size_t)deg * sizeof(*nbrs));
-				k = deg;
-			} else {
-				k = gnn_sample_choose(gnn_sample_rel_seed(req.seed, r), v, deg, f, pos);
-				for (uint32_t j = 0; j < k; j++)
-					nbrs[at + j] = list[pos[j]];
-			}
 			counts[(size_t)i * R + r] = k;
 			at += k;
 		}

@@ -114,9 +114,9 @@ static int open_node_map(struct gs_store *s, const struct gnn_meta *m, int32_t p
 		return rc;
 	ids = s->node_map.data;
 	for (uint32_t t = 0; t < l->schema->num_types; t++) {
-		int64_t b = l->type_offsets[(size_t)p * l->schema->num_types + t],
-			e = l->type_offsets[(size_t)p * l->schema->num_types + t + 1];
+		int64_t b, e;
 
+		gnn_layout_type_range(l, p, t, &b, &e);
 		for (int64_t v = b + 1; v < e; v++)
 			if (ids[v] <= ids[v - 1]) {
 				GNN_ERROR("bad_partition", "dir=%s node=%lld reason=\"node-map.arr: the original IDs of a (partition, type) range must ascend\"",

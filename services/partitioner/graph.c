@@ -16,11 +16,31 @@ static int cmp_i32(const void *a, const void *b)
 
 uint32_t graph_node_type(const struct graph *g, int64_t v)
 {
-	uint32_t t = 0;
+	int32_t t = gnn_owner_of(g->type_start, g->schema.num_types, v);
 
-	while (t + 1 < g->schema.num_types && v >= g->type_start[t + 1])
-		t++;
-	return t;
+	return t < 0 ? 0 : (uint32_t)t;
+}
+
+/* Sorts each of the rows' lists and drops duplicates, compacting indices
+ * in place; indptr[rows] becomes the count kept, which it returns. */
+static int64_t sort_compact(int64_t *indptr, int32_t *indices, int64_t rows)
+{
+	int64_t w = 0;
+
+	for (int64_t k = 0; k < rows; k++) {
+		int64_t b = indptr[k], e = indptr[k + 1];
+
+		indptr[k] = w;
+		if (e - b > 1)
+			qsort(indices + b, (size_t)(e - b), sizeof(*indices), cmp_i32);
+		for (int64_t i = b; i < e; i++) {
+			if (i > b && indices[i] == indices[i - 1])
+				continue;
+			indices[w++] = indices[i];
+		}
+	}
+	indptr[rows] = w;
+	return w;
 }
 
 int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
@@ -29,7 +49,7 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 	int64_t R = g->schema.num_rels > 0 ? g->schema.num_rels : 1, rows = num_nodes * R;
 	int64_t *indptr = NULL, *fill = NULL;
 	int32_t *indices = NULL;
-	int64_t total = 0, w = 0;
+	int64_t total = 0, w;
 	int rc = GNN_ENOMEM;
 
 	if (num_nodes > INT32_MAX) {
@@ -77,21 +97,7 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 	src = dst = NULL;
 	rel = NULL;
 
-	/* Sort each row and drop duplicates, compacting in place. */
-	for (int64_t k = 0; k < rows; k++) {
-		int64_t b = indptr[k], e = indptr[k + 1];
-
-		indptr[k] = w;
-		if (e - b > 1)
-			qsort(indices + b, (size_t)(e - b), sizeof(*indices), cmp_i32);
-		for (int64_t i = b; i < e; i++) {
-			if (i > b && indices[i] == indices[i - 1])
-				continue;
-			indices[w++] = indices[i];
-		}
-	}
-	indptr[rows] = w;
-	if (w < total) {
+	if ((w = sort_compact(indptr, indices, rows)) < total) {
 		int32_t *shrunk = realloc(indices, (size_t)(w ? w : 1) * sizeof(*indices));
 
 		if (shrunk != NULL)

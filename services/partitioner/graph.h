@@ -59,7 +59,7 @@ static inline int64_t graph_row_end(const struct graph *g, int64_t v)
 	return g->indptr[(v + 1) * (int64_t)g->schema.num_rels];
 }
 
-/* The type of node v (a scan over the few types). */
+/* The type of node v, in [0, num_nodes). */
 uint32_t graph_node_type(const struct graph *g, int64_t v);
 
 /* Builds g->indptr / g->indices (and num_edges, symmetric, and each

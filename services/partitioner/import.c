@@ -391,7 +391,9 @@ out:
 	return rc;
 }
 
-int import_find_split(const char *dir, const char *name, char *out, size_t len)
+/* Picks the split folder: DIR/split/NAME, or the only folder under
+ * DIR/split when name is NULL; its path into out (len bytes). */
+static int import_find_split(const char *dir, const char *name, char *out, size_t len)
 {
 	char path[2048];
 	struct dirent *e;
@@ -429,7 +431,10 @@ int import_find_split(const char *dir, const char *name, char *out, size_t len)
 	return GNN_OK;
 }
 
-int import_read_split(const char *dir, const char *name, uint8_t kind, struct graph *g)
+/* Marks the label type's nodes listed in DIR/NAME (one per-type ID a line)
+ * with kind in g->split (allocated by the caller, zeroed): each must be
+ * labelled and listed once across the three split files. */
+static int import_read_split(const char *dir, const char *name, uint8_t kind, struct graph *g)
 {
 	uint32_t t = g->schema.label_type;
 	int64_t start = g->type_start[t], n = g->type_start[t + 1] - start;

@@ -82,17 +82,9 @@ int import_read_labels(const char *dir, struct graph *g, int64_t num_classes);
  * g->schema.types[t].feat_dim. */
 int import_read_features(const char *dir, struct graph *g, uint32_t t);
 
-/* Picks the split folder: DIR/split/NAME, or the only folder under
- * DIR/split when name is NULL; its path into out (len bytes). */
-int import_find_split(const char *dir, const char *name, char *out, size_t len);
-
-/* Marks the label type's nodes listed in DIR/NAME (one per-type ID a line)
- * with kind in g->split (allocated by the caller, zeroed): each must be
- * labelled and listed once across the three split files. */
-int import_read_split(const char *dir, const char *name, uint8_t kind, struct graph *g);
-
-/* Reads DIR/train.csv, valid.csv and test.csv with import_read_split into
- * g->split, which it allocates. */
+/* Reads DIR/train.csv, valid.csv and test.csv (one per-type ID of the
+ * label type a line; each node labelled and listed once across the three)
+ * into g->split, which it allocates. */
 int import_read_splits(const char *dir, struct graph *g);
 
 /* OGB's heterogeneous layout (import_hetero.c): the dataset in o->dir,

@@ -241,25 +241,6 @@ static json_t *meta_new(void)
 			 "created_by", "gnn-partition " VERSION);
 }
 
-/* node_types, relations and label_type (format 2). */
-static void meta_schema(json_t *meta, const struct graph *g)
-{
-	const struct gnn_schema *s = &g->schema;
-	json_t *types = json_array(), *rels = json_array();
-
-	for (uint32_t t = 0; t < s->num_types; t++)
-		json_array_append_new(types, json_pack("{s:s, s:I, s:i}", "name", s->types[t].name, "num_nodes",
-						       (json_int_t)s->types[t].num_nodes, "feat_dim",
-						       (int)s->types[t].feat_dim));
-	for (uint32_t r = 0; r < s->num_rels; r++)
-		json_array_append_new(rels, json_pack("{s:s, s:s, s:s, s:I}", "name", s->rels[r].name, "src",
-						      s->types[s->rels[r].src].name, "dst", s->types[s->rels[r].dst].name,
-						      "num_edges", (json_int_t)s->rels[r].num_edges));
-	json_object_set_new(meta, "node_types", types);
-	json_object_set_new(meta, "relations", rels);
-	json_object_set_new(meta, "label_type", json_string(s->types[s->label_type].name));
-}
-
 static void meta_graph(json_t *meta, const struct graph *g, const struct partition *pt)
 {
 	json_t *offsets = json_array();
@@ -282,7 +263,9 @@ static void meta_graph(json_t *meta, const struct graph *g, const struct partiti
 
 	json_object_update(meta, fields);
 	json_decref(fields);
-	meta_schema(meta, g);
+	fields = gnn_schema_json(&g->schema);  /* node_types, relations, label_type (format 2) */
+	json_object_update(meta, fields);
+	json_decref(fields);
 }
 
 /* Replaces cfg.out by tmp: a plain rename, or with --force an atomic

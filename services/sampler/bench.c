@@ -19,36 +19,27 @@
 
 int smp_parse_fanouts(const char *text, const struct gnn_schema *sc, int32_t **fanouts, uint32_t *num_layers)
 {
-	struct gnn_fanouts f;
-	uint32_t R = sc->num_rels;
+	uint32_t R = sc->num_rels, L;
 	char why[256];
-	int32_t *v;
+	int32_t *v = malloc((size_t)GNN_PROTO_MAX_LAYERS * R * sizeof(*v));
 
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
-	    (v = malloc((size_t)f.n * R * sizeof(*v))) == NULL) {
-		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
-		return GNN_EINVAL;
-	}
-	if (gnn_fanouts_resolve(&f, sc, v, why, sizeof(why)) != GNN_OK) {
+	if (v == NULL)
+		return GNN_ENOMEM;
+	if (gnn_fanouts_for(text, sc, v, &L, why, sizeof(why)) != GNN_OK) {
 		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", text, why);
 		free(v);
 		return GNN_EINVAL;
 	}
 	/* a layer of 0s would measure no sampling at all */
-	for (uint32_t l = 0; l < f.n; l++) {
-		bool any = false;
-
-		for (uint32_t r = 0; r < R; r++)
-			any = any || v[l * R + r] != 0;
-		if (!any) {
+	for (uint32_t l = 0; l < L; l++)
+		if (!gnn_fanouts_any(v + (size_t)l * R, R)) {
 			GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"layer %u samples nothing (every "
 				  "fanout 0): give -1 (all) or 1..%d\"", text, l, GNN_PROTO_MAX_FANOUT);
 			free(v);
 			return GNN_EINVAL;
 		}
-	}
 	*fanouts = v;
-	*num_layers = f.n;
+	*num_layers = L;
 	return GNN_OK;
 }
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "part.h"
+#include "layout.h"
 
 /* Parses a fanout text ("15,10,5", or per relation: fanouts.h) for the
  * graph of schema sc into *fanouts (malloc'd, the caller's: num_layers x

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "fanouts.h"
 #include "hash.h"
 #include "part.h"
 #include "sample.h"
@@ -356,11 +357,9 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t 
 	uint32_t *deg = calloc(rows ? rows : 1, sizeof(*deg));
 	const int64_t **nbrs = malloc((rows ? rows : 1) * sizeof(*nbrs));
 	uint64_t total = 0;
-	bool any = false;
+	bool any = gnn_fanouts_any(fanouts, j->R);
 	int rc;
 
-	for (uint32_t r = 0; r < j->R; r++)
-		any = any || fanouts[r] != 0;
 	if (deg == NULL || nbrs == NULL) {
 		rc = fail(j, GNN_ENOMEM, "out of memory");
 		goto out;

@@ -117,12 +117,6 @@ static int local_row(const struct gnn_part *pt, int64_t id, int64_t *row)
 	return GNN_OK;
 }
 
-/* How many neighbours a row gives for fanout f. */
-static uint64_t take_count(uint64_t deg, int32_t f)
-{
-	return f == 0 ? 0 : f < 0 || deg <= (uint64_t)f ? deg : (uint64_t)f;
-}
-
 /* SAMPLE: what a graph store does for one request. */
 static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
 {
@@ -146,7 +140,7 @@ static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *
 				*bad = c->ids[i];
 				return GNN_ERANGE;
 			}
-			k = take_count(deg, c->fanouts[r]);
+			k = gnn_sample_count(deg, c->fanouts[r]);
 			total += k;
 			maxk = k > maxk ? k : maxk;
 		}
@@ -162,21 +156,10 @@ static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *
 	for (uint32_t i = 0; i < c->n; i++) {
 		row = (c->ids[i] - pt->node_start) * R;
 		for (uint32_t r = 0; r < R; r++) {
-			const int64_t *adj = pt->indices + pt->indptr[row + r];
-			uint32_t deg = (uint32_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), k;
-			int32_t f = c->fanouts[r];
+			uint32_t k = gnn_sample_row(c->seed, r, c->ids[i], pt->indices + pt->indptr[row + r],
+						    (uint32_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), c->fanouts[r],
+						    pos, nbrs + total);
 
-			if (f == 0) {
-				k = 0;
-			} else if (f < 0 || deg <= (uint32_t)f) {
-				/* gnn_sample_choose would pick all of them, in order. */
-				memcpy(nbrs + total, adj, (size_t)deg * 8);
-				k = deg;
-			} else {
-				k = gnn_sample_choose(gnn_sample_rel_seed(c->seed, r), c->ids[i], deg, f, pos);
-				for (uint32_t q = 0; q < k; q++)
-					nbrs[total + q] = adj[pos[q]];
-			}
 			counts[(size_t)i * R + r] = k;
 			total += k;
 		}

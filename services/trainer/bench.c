@@ -23,6 +23,7 @@
 #include "adam.h"
 #include "model.h"
 #include "opt.h"
+#include "part.h"
 #include "sys.h"
 
 static struct {
@@ -568,7 +569,6 @@ static int fetch_minibatch(struct bench_mb *b, struct gnn_layout *layout, uint32
 	struct gnn_minibatch_req req = { .seed = (uint64_t)bc.seed, .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
 	struct gnn_client *c = NULL;
 	struct gnn_info info = { 0 };
-	struct gnn_fanouts f;
 	struct gnn_wbuf w;
 	nng_msg *reply = NULL;
 	int64_t *seeds = malloc((size_t)bc.batch * sizeof(*seeds));
@@ -588,15 +588,14 @@ static int fetch_minibatch(struct bench_mb *b, struct gnn_layout *layout, uint32
 	if ((rc = sampler_call(c, &w, GNN_MSG_INFO_RESP, &reply, &payload, &len)) != GNN_OK ||
 	    (rc = gnn_decode_info_resp(payload, len, &info)) != GNN_OK || (rc = gnn_layout_dup(&info.layout, layout)) != GNN_OK)
 		goto out;
-	if (gnn_fanouts_parse(bc.fanouts, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
-	    gnn_fanouts_resolve(&f, layout->schema, fan, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_for(bc.fanouts, layout->schema, fan, L, why, sizeof(why)) != GNN_OK) {
 		GNN_ERROR("bad_option", "option=fanouts value=\"%s\" reason=\"%s\"", bc.fanouts, why);
 		rc = GNN_EINVAL;
 		goto out;
 	}
 	if ((rc = first_train_nodes(c, (uint32_t)bc.batch, seeds)) != GNN_OK)
 		goto out;
-	req.num_layers = *L = f.n;
+	req.num_layers = *L;
 	req.num_rels = layout->schema->num_rels;
 	req.fanouts = fan;
 	req.num_seeds = (uint32_t)bc.batch;
@@ -778,6 +777,36 @@ static void print_times(struct step_times *t, double peak, const char *peak_shap
 	printf("step_gflops_over_sgemm_peak=%.3f\n", peak > 0 ? t->flops / med_step / 1e9 / peak : 0.0);
 }
 
+/* The blocks to time into *b: a running sampler's minibatch (--sampler;
+ * the options then take its graph's shapes, and *layout its layout) or
+ * synthetic ones on bench_schema's schema (into *sch). *schema: the one
+ * the blocks are of. Returns 0, or the exit status (logged). */
+static int load_blocks(struct bench_mb *b, struct gnn_layout *layout, struct gnn_schema *sch,
+		       const int32_t *fanouts, uint32_t *L, const struct gnn_schema **schema)
+{
+	double t0 = gnn_now();
+	int rc = bc.sampler != NULL ? fetch_minibatch(b, layout, L) : make_blocks(b, *L, fanouts);
+
+	if (rc != GNN_OK) {
+		GNN_ERROR("bench_failed", "reason=\"cannot %s the blocks: %s\"", bc.sampler ? "fetch" : "build",
+			  gnn_strerror(rc));
+		return rc == GNN_EINVAL ? 2 : 1;
+	}
+	GNN_INFO("blocks_built", "seconds=%.2f source=%s", gnn_now() - t0, bc.sampler ? bc.sampler : "synthetic");
+	if (bc.sampler != NULL) {
+		/* the graph's shapes, not the synthetic options' */
+		bc.in_dim = layout->feat_dim;
+		bc.classes = layout->num_classes;
+		bc.graph_nodes = layout->num_nodes;
+		bc.relations = layout->schema->num_rels;
+		*schema = layout->schema;
+	} else {
+		bench_schema(sch);
+		*schema = sch;
+	}
+	return 0;
+}
+
 int tr_bench_main(int argc, char **argv)
 {
 	struct bench_mb b = { 0 };
@@ -787,40 +816,24 @@ int tr_bench_main(int argc, char **argv)
 	struct tr_model_cfg cfg;
 	struct gnn_layout layout = { 0 };  /* --sampler: the graph's */
 	static struct gnn_schema schema;  /* ~28 KB: not on the stack */
+	const struct gnn_schema *sc;
 	int32_t fanouts[GNN_PROTO_MAX_LAYERS];
 	uint32_t L = 0;
 	char peak_shape[64] = "", err[512];
 	struct shape shapes[MAX_SHAPES];
-	double gfl[MAX_SHAPES] = { 0 }, t0, peak;
+	double gfl[MAX_SHAPES] = { 0 }, peak;
 	size_t ns_shapes;
-	int rc, status, threads;
+	int rc = GNN_OK, status, threads;
 
 	gnn_log_init("gnn-trainer");
 	if ((status = bench_configure(argc, argv, fanouts, &L, &threads)) != 0)
 		return status < 0 ? 0 : status;
-	status = 1;
-	t0 = gnn_now();
-	if ((rc = bc.sampler != NULL ? fetch_minibatch(&b, &layout, &L) : make_blocks(&b, L, fanouts)) != GNN_OK) {
-		GNN_ERROR("bench_failed", "reason=\"cannot %s the blocks: %s\"", bc.sampler ? "fetch" : "build",
-			  gnn_strerror(rc));
-		status = rc == GNN_EINVAL ? 2 : 1;
-		rc = GNN_OK;  /* logged */
+	if ((status = load_blocks(&b, &layout, &schema, fanouts, &L, &sc)) != 0)
 		goto out;
-	}
-	GNN_INFO("blocks_built", "seconds=%.2f source=%s", gnn_now() - t0, bc.sampler ? bc.sampler : "synthetic");
-	if (bc.sampler != NULL) {
-		/* the graph's shapes, not the synthetic options' */
-		bc.in_dim = layout.feat_dim;
-		bc.classes = layout.num_classes;
-		bc.graph_nodes = layout.num_nodes;
-		bc.relations = layout.schema->num_rels;
-	} else {
-		bench_schema(&schema);
-	}
+	status = 1;
 	cfg = (struct tr_model_cfg){ .num_layers = L, .in_dim = (uint32_t)bc.in_dim, .hidden = (uint32_t)bc.hidden,
 				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout,
-				     .model = bc.model, .schema = bc.sampler ? layout.schema : &schema,
-				     .num_bases = (uint32_t)bc.num_bases };
+				     .model = bc.model, .schema = sc, .num_bases = (uint32_t)bc.num_bases };
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);

@@ -17,8 +17,9 @@
  * neighbourhood, which costs accuracy where the node's own features matter
  * (docs/model.md compares the two).
  *
- * Parameters, one contiguous block, layer after layer: W_l [in_l x out_l]
- * row-major then b_l [out_l], i.e. the (in_l + 1) x out_l matrix [W_l; b_l]
+ * Parameters, one contiguous block, layer after layer (then, for a graph
+ * without features, the learned input vector of layers.h): W_l [in_l x
+ * out_l] row-major then b_l [out_l], i.e. the (in_l + 1) x out_l matrix [W_l; b_l]
  * that X_l = [mean | 1] multiplies in one sgemm; X_l^T dY gives dW and db
  * in one sgemm too. Dropout masks come from kernels.h (a pure function of
  * the step's seed, the layer and the element), initial parameters are

@@ -1,5 +1,6 @@
 /* infer.h - `gnn-trainer infer`: predictions for every node of the graph
- * from a finished run's best parameters, by layer-wise full-neighbourhood
+ * (of its label type, on a typed graph; embeddings for every node) from a
+ * finished run's best parameters, by layer-wise full-neighbourhood
  * inference (docs/inference.md).
  *
  * Each of W workers (pods, or processes of gnn-local) computes layer l's

@@ -54,7 +54,6 @@ struct tr_model {
 	/* The schema as the checks read it (cfg.schema is borrowed). */
 	uint32_t num_types, num_rels, D;
 	uint32_t feat_dims[GNN_MAX_TYPES];
-	struct gnn_schema plain;   /* for cfg.schema NULL, while the model is created */
 };
 
 /* The configuration's ranges and its schema's (sc: cfg's, or the plain
@@ -91,6 +90,7 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 	const char *name = cfg->model != NULL ? cfg->model : "graphsage";
 	const struct tr_model_ops *ops = tr_model_find(name);
 	const struct gnn_schema *sc = cfg->schema;
+	struct gnn_schema *plain = NULL;  /* the schema when cfg has none, while the model is created */
 	struct tr_model_cfg c = *cfg;
 	struct tr_model *m;
 	int rc;
@@ -99,19 +99,20 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", name, tr_model_names());
 		return GNN_EINVAL;
 	}
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return GNN_ENOMEM;
+	if ((m = calloc(1, sizeof(*m))) == NULL || (sc == NULL && (plain = malloc(sizeof(*plain))) == NULL)) {
+		rc = GNN_ENOMEM;
+		goto fail;
+	}
 	if (sc == NULL) {
-		gnn_schema_plain(&m->plain, 0, 0, cfg->in_dim);
-		sc = &m->plain;
+		gnn_schema_plain(plain, 0, 0, cfg->in_dim);
+		sc = plain;
 	}
-	if ((rc = check_cfg(cfg, sc)) != GNN_OK) {
-		free(m);
-		return rc;
-	}
+	if ((rc = check_cfg(cfg, sc)) != GNN_OK)
+		goto fail;
 	m->ops = ops;
 	m->cfg = *cfg;
 	m->cfg.model = ops->name;
+	m->cfg.schema = NULL;  /* borrowed for tr_model_new only (model.h) */
 	m->num_types = sc->num_types;
 	m->num_rels = sc->num_rels;
 	m->D = cfg->in_dim > 0 ? cfg->in_dim : cfg->hidden;
@@ -119,12 +120,15 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 		m->feat_dims[t] = sc->types[t].feat_dim;
 	c.model = ops->name;
 	c.schema = sc;
-	if ((rc = ops->create(&c, &m->self)) != GNN_OK) {
-		free(m);
-		return rc;
-	}
+	if ((rc = ops->create(&c, &m->self)) != GNN_OK)
+		goto fail;
+	free(plain);
 	*out = m;
 	return GNN_OK;
+fail:
+	free(plain);
+	free(m);
+	return rc;
 }
 
 void tr_model_free(struct tr_model *m)

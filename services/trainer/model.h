@@ -108,6 +108,8 @@ void tr_model_free(struct tr_model *m);
 
 /* The model's initial parameters (its ops->init); every rank starts identical. */
 void tr_model_init(struct tr_model *m, uint64_t seed);
+/* The configuration the model was made with (model: the canonical name;
+ * schema: NULL, the schema being tr_model_new's to read only). */
 const struct tr_model_cfg *tr_model_config(const struct tr_model *m);
 
 size_t tr_model_num_params(const struct tr_model *m);

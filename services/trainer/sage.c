@@ -12,17 +12,19 @@
  * with the mean of an empty neighbourhood 0 (fanout 0 makes the model an
  * MLP on the features: the demo's features-only baseline). ReLU then dropout
  * follow every layer but the last; the last layer's outputs are the logits
- * (num_seeds x num_classes). in_0 = in_dim, out_{L-1} = num_classes, every
- * other width is hidden.
+ * (num_seeds x num_classes). in_0 = D (model.h: in_dim, or hidden when the
+ * graph has no features), out_{L-1} = num_classes, every other width is
+ * hidden. GraphSAGE takes plain graphs only (one type, one relation).
  *
  * Parameters live in one contiguous float block, and gradients in another
  * of the same layout, layer after layer:
  *   W_self_l [in_l x out_l] row-major, W_neigh_l [in_l x out_l], b_l [out_l]
+ * then, for a graph without features, the learned input vector (layers.h),
  * so the all-reduce, Adam and checkpoints each see one array.
  *
  * The minibatch is proto.h's struct gnn_minibatch as the sampler sends it
- * (blocks in DGL's convention, features of blocks[0]'s sources, labels of
- * the seeds); the model only reads it.
+ * (blocks in DGL's convention, blocks[0]'s source rows per type with
+ * src_types, labels of the seeds); the model only reads it.
  *
  * Dropout masks are a pure function of (dropout_seed, layer, element), so
  * the same seed gives the same mask: steps are reproducible and the

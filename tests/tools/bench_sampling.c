@@ -217,7 +217,6 @@ int main(int argc, char **argv)
 	uint64_t N;
 	double t0, secs, *lat;
 	static int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
-	struct gnn_fanouts f;
 	char why[256];
 	int rc;
 
@@ -236,12 +235,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sh.num_nodes = meta.layout.num_nodes;
-	if (gnn_fanouts_parse(cfg.fanouts, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
-	    gnn_fanouts_resolve(&f, meta.layout.schema, fanouts, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_for(cfg.fanouts, meta.layout.schema, fanouts, &sh.proto.num_layers, why, sizeof(why)) !=
+	    GNN_OK) {
 		printf("bench_sampling: --fanouts %s: %s\n", cfg.fanouts, why);
 		return 2;
 	}
-	sh.proto.num_layers = f.n;
 	sh.proto.num_rels = meta.layout.schema->num_rels;
 	sh.proto.fanouts = fanouts;
 	gnn_meta_free(&meta);

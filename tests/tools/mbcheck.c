@@ -246,15 +246,12 @@ static int32_t fanouts[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS];
 /* --fanouts resolved on the graph's relations into rq. */
 static int parse_fanouts(const char *text, struct gnn_minibatch_req *rq)
 {
-	struct gnn_fanouts f;
 	char why[256];
 
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, sizeof(why)) != GNN_OK ||
-	    gnn_fanouts_resolve(&f, meta.layout.schema, fanouts, why, sizeof(why)) != GNN_OK) {
+	if (gnn_fanouts_for(text, meta.layout.schema, fanouts, &rq->num_layers, why, sizeof(why)) != GNN_OK) {
 		printf("mbcheck: --fanouts %s: %s\n", text, why);
 		return GNN_EINVAL;
 	}
-	rq->num_layers = f.n;
 	rq->num_rels = meta.layout.schema->num_rels;
 	rq->fanouts = fanouts;
 	return GNN_OK;

@@ -7,10 +7,13 @@
 
 #include "ckpt.h"
 #include "err.h"
+#include "hash.h"
+#include "layout.h"
 #include "loader.h"
 #include "log.h"
 #include "sys.h"
 #include "testlib.h"
+#include "train.h"
 
 static char tmpdir[] = "/tmp/gnn-unit-trainer.XXXXXX";
 
@@ -28,6 +31,36 @@ static void fill(float *v, size_t n, float base)
 {
 	for (size_t i = 0; i < n; i++)
 		v[i] = base + (float)i * 0.25f;
+}
+
+/* The model hash guards checkpoints (a run refuses another model's): a
+ * homogeneous graph's is what it was before schemas (so its checkpoints
+ * resume), and a typed graph's changes with the schema and --num-bases. */
+static void test_model_hash(void)
+{
+	static struct gnn_schema plain, typed, renamed;
+	struct tr_config c = { .layers = 2, .hidden = 64, .model = "graphsage" };
+	struct gnn_layout g = { .feat_dim = 100, .num_classes = 47, .graph_id = 0x1234abcdull, .schema = &plain };
+	uint64_t before = gnn_draw64(0x6d6f64656cull, 2), h;
+
+	before = gnn_draw64(gnn_draw64(gnn_draw64(before, 100), 64), 47);
+	gnn_schema_plain(&plain, 1000, 5000, 100);
+	CHECK(tr_model_hash(&c, &g) == gnn_draw64(before, 0x1234abcdull));
+
+	gnn_schema_plain(&typed, 1000, 5000, 100);
+	typed.num_types = 2;
+	typed.types[1] = typed.types[0];
+	snprintf(typed.types[1].name, sizeof(typed.types[1].name), "author");
+	typed.types[1].feat_dim = 0;
+	renamed = typed;
+	snprintf(renamed.rels[0].name, sizeof(renamed.rels[0].name), "cites");
+	c.model = "rgcn";
+	g.schema = &typed;
+	h = tr_model_hash(&c, &g);
+	g.schema = &renamed;
+	CHECK(tr_model_hash(&c, &g) != h);
+	c.num_bases = 2;
+	CHECK(tr_model_hash(&c, &g) != tr_model_hash(&(struct tr_config){ .layers = 2, .hidden = 64, .model = "rgcn" }, &g));
 }
 
 static void test_ckpt_roundtrip_and_prune(void)
@@ -229,6 +262,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(test_model_hash);
 	RUN(test_ckpt_roundtrip_and_prune);
 	RUN(test_ckpt_damaged_falls_back);
 	RUN(test_ckpt_mid_epoch);
