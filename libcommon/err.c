@@ -20,6 +20,7 @@ static const char *const messages[GNN_ERR_COUNT] = {
 	[GNN_EHELP] = "help printed",
 	[GNN_EINTERNAL] = "internal error",
 	[GNN_EDONE] = "already finished",
+	[GNN_ESTALE] = "state not the expected one (restarted or restored)",
 };
 
 const char *gnn_strerror(int err)
@@ -47,6 +48,7 @@ static const char *const names[GNN_ERR_COUNT] = {
 	[GNN_EHELP] = "ehelp",
 	[GNN_EINTERNAL] = "einternal",
 	[GNN_EDONE] = "edone",
+	[GNN_ESTALE] = "estale",
 };
 
 const char *gnn_errname(int err)

@@ -24,6 +24,7 @@ enum gnn_err {
 	GNN_EHELP,       /* --help was printed: exit 0 without doing anything */
 	GNN_EINTERNAL,   /* a bug: invariant violated */
 	GNN_EDONE,       /* nothing to do: the work is finished (a peer has the result) */
+	GNN_ESTALE,      /* a peer's state is not the one expected (it restarted or was restored) */
 	GNN_ERR_COUNT
 };
 

@@ -28,6 +28,8 @@ static const char *const msg_names[GNN_MSG_TYPE_COUNT] = {
 	[GNN_MSG_PREDICT_RESP] = "predict_resp",
 	[GNN_MSG_LOOKUP_REQ] = "lookup",
 	[GNN_MSG_LOOKUP_RESP] = "lookup_resp",
+	[GNN_MSG_EMB_REQ] = "emb",
+	[GNN_MSG_EMB_RESP] = "emb_resp",
 };
 
 const char *gnn_msg_name(uint16_t type)
@@ -91,24 +93,34 @@ struct rd {
 };
 
 /* Starts reading a payload; copies it when it is not 8-byte aligned, so
- * the arrays handed out are aligned. *owned receives the copy (or NULL). */
-static int rd_init(struct rd *r, const void *payload, size_t len, void **owned)
+ * the arrays handed out are aligned. *owned receives one block (or NULL):
+ * head zeroed bytes for the decoder's own use (head > 0: always), then the
+ * copy when one is made. */
+static int rd_init_head(struct rd *r, const void *payload, size_t len, size_t head, void **owned)
 {
+	bool copy = ((uintptr_t)payload & 7) != 0 && len > 0;
+
 	*owned = NULL;
 	r->p = payload;
 	r->off = 0;
 	r->len = len;
 	r->bad = false;
-	if (((uintptr_t)payload & 7) != 0 && len > 0) {
-		void *copy = malloc(len);
-
-		if (copy == NULL)
-			return GNN_ENOMEM;
-		memcpy(copy, payload, len);
-		r->p = copy;
-		*owned = copy;
+	head = (head + 7) / 8 * 8;  /* keeps the copy aligned */
+	if (head == 0 && !copy)
+		return GNN_OK;
+	if ((*owned = malloc(head + (copy ? len : 0))) == NULL)
+		return GNN_ENOMEM;
+	memset(*owned, 0, head);
+	if (copy) {
+		memcpy((uint8_t *)*owned + head, payload, len);
+		r->p = (const uint8_t *)*owned + head;
 	}
 	return GNN_OK;
+}
+
+static int rd_init(struct rd *r, const void *payload, size_t len, void **owned)
+{
+	return rd_init_head(r, payload, len, 0, owned);
 }
 
 /* Returns a pointer to n items of size bytes and advances, or NULL (and
@@ -283,6 +295,15 @@ int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_i
 	return finish(w, start);
 }
 
+/* A GNN_NAME_MAX-byte name field into name (left as is when short). */
+static void get_name(struct rd *r, char name[GNN_NAME_MAX])
+{
+	const void *at = take(r, GNN_NAME_MAX, 1);
+
+	if (at != NULL)
+		memcpy(name, at, GNN_NAME_MAX);
+}
+
 /* INFO_RESP's schema section into s (names are checked by the caller's
  * gnn_layout_check). */
 static void get_schema(struct rd *r, struct gnn_schema *s)
@@ -297,19 +318,13 @@ static void get_schema(struct rd *r, struct gnn_schema *s)
 		return;
 	}
 	for (uint32_t t = 0; t < s->num_types; t++) {
-		const void *name = take(r, GNN_NAME_MAX, 1);
-
-		if (name != NULL)
-			memcpy(s->types[t].name, name, GNN_NAME_MAX);
+		get_name(r, s->types[t].name);
 		s->types[t].num_nodes = (int64_t)get_u64(r);
 		s->types[t].feat_dim = get_u32(r);
 		get_u32(r);
 	}
 	for (uint32_t q = 0; q < s->num_rels; q++) {
-		const void *name = take(r, GNN_NAME_MAX, 1);
-
-		if (name != NULL)
-			memcpy(s->rels[q].name, name, GNN_NAME_MAX);
+		get_name(r, s->rels[q].name);
 		s->rels[q].num_edges = (int64_t)get_u64(r);
 		s->rels[q].src = get_u32(r);
 		s->rels[q].dst = get_u32(r);
@@ -320,22 +335,14 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 {
 	struct gnn_info v = { 0 };
 	struct gnn_layout *l = &v.layout;
-	bool misaligned = ((uintptr_t)payload & 7) != 0;
 	struct gnn_schema *sc;
 	char why[256];
-	struct rd r = { .len = len };
+	struct rd r;
 
-	/* One block the caller frees: the schema, then the payload's copy
-	 * when it is misaligned (so the offsets can be read in place). */
-	if ((v.owned = malloc(sizeof(*sc) + (misaligned ? len : 0))) == NULL)
+	/* The schema lives at the head of the block the caller frees. */
+	if (rd_init_head(&r, payload, len, sizeof(*sc), &v.owned) != GNN_OK)
 		return GNN_ENOMEM;
 	sc = v.owned;
-	memset(sc, 0, sizeof(*sc));
-	r.p = payload;
-	if (misaligned) {
-		memcpy(sc + 1, payload, len);
-		r.p = (const uint8_t *)(sc + 1);
-	}
 	l->schema = sc;
 	v.part_id = get_u32(&r);
 	l->num_parts = get_u32(&r);
@@ -1063,6 +1070,177 @@ int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_miniba
 	}
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- EMB ---- */
+
+static bool emb_has_ids(uint32_t op) { return op == GNN_EMB_PULL || op == GNN_EMB_PUSH; }
+static bool emb_has_data(uint32_t op) { return op == GNN_EMB_PUSH || op == GNN_EMB_WRITE; }
+
+int gnn_encode_emb_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_req *in)
+{
+	size_t start = begin(w, GNN_MSG_EMB_REQ, req_id, 0);
+
+	put_u32(w, in->op);
+	put_u32(w, in->node_type);
+	put_u32(w, in->array);
+	put_u32(w, in->rank);
+	put_u32(w, in->world);
+	put_u32(w, in->n);
+	put_u64(w, in->gen);
+	put_u64(w, in->step);
+	put_u64(w, (uint64_t)in->first);
+	put_u32(w, in->dim);
+	put_u32(w, 0);
+	if (in->op == GNN_EMB_INIT) {
+		const struct gnn_emb_cfg *c = &in->cfg;
+
+		put_u32(w, c->num_types);
+		put_u32(w, c->optimizer);
+		gnn_wbuf_put(w, c->dim, (size_t)c->num_types * 4);
+		pad8(w, start);
+		gnn_wbuf_put(w, &c->lr, 4);
+		gnn_wbuf_put(w, &c->beta1, 4);
+		gnn_wbuf_put(w, &c->beta2, 4);
+		gnn_wbuf_put(w, &c->eps, 4);
+		put_u64(w, c->seed);
+		put_u64(w, c->hash);
+	}
+	if (emb_has_ids(in->op))
+		gnn_wbuf_put(w, in->ids, (size_t)in->n * 8);
+	if (emb_has_data(in->op)) {
+		gnn_wbuf_put(w, in->data, (size_t)in->n * in->dim * 4);
+		pad8(w, start);
+	}
+	return finish(w, start);
+}
+
+static float get_f32(struct rd *r)
+{
+	uint32_t u = get_u32(r);
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* INIT's configuration, checked as proto.h documents it. */
+static int get_emb_cfg(struct rd *r, struct gnn_emb_cfg *c)
+{
+	const uint32_t *dim;
+	bool any = false;
+
+	c->num_types = get_u32(r);
+	c->optimizer = get_u32(r);
+	if (r->bad)
+		return GNN_EPROTO;
+	if (c->num_types == 0 || c->num_types > GNN_PROTO_MAX_TYPES ||
+	    (c->optimizer != GNN_EMB_ADAM && c->optimizer != GNN_EMB_ADAGRAD))
+		return GNN_ERANGE;
+	if ((dim = take(r, c->num_types, 4)) == NULL)
+		return GNN_EPROTO;
+	memcpy(c->dim, dim, (size_t)c->num_types * 4);
+	skip8(r);
+	c->lr = get_f32(r);
+	c->beta1 = get_f32(r);
+	c->beta2 = get_f32(r);
+	c->eps = get_f32(r);
+	c->seed = get_u64(r);
+	c->hash = get_u64(r);
+	if (r->bad)
+		return GNN_EPROTO;
+	for (uint32_t t = 0; t < c->num_types; t++) {
+		if (c->dim[t] > GNN_PROTO_MAX_FEAT_DIM)
+			return GNN_ERANGE;
+		any |= c->dim[t] > 0;
+	}
+	if (!any || !(c->lr > 0 && c->lr < 1e6f) || !(c->beta1 >= 0 && c->beta1 < 1) ||
+	    !(c->beta2 >= 0 && c->beta2 < 1) || !(c->eps > 0 && c->eps < 1))
+		return GNN_ERANGE;
+	return GNN_OK;
+}
+
+int gnn_decode_emb_req(const void *payload, size_t len, struct gnn_emb_req *out)
+{
+	struct gnn_emb_req v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.op = get_u32(&r);
+	v.node_type = get_u32(&r);
+	v.array = get_u32(&r);
+	v.rank = get_u32(&r);
+	v.world = get_u32(&r);
+	v.n = get_u32(&r);
+	v.gen = get_u64(&r);
+	v.step = get_u64(&r);
+	v.first = (int64_t)get_u64(&r);
+	v.dim = get_u32(&r);
+	if (get_u32(&r) != 0 || r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.op == 0 || v.op >= GNN_EMB_OP_END)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.node_type >= GNN_PROTO_MAX_TYPES || v.array >= GNN_EMB_ARRAYS || v.n > GNN_PROTO_MAX_IDS ||
+	    v.dim > GNN_PROTO_MAX_FEAT_DIM || (v.op == GNN_EMB_PUSH && (v.world == 0 || v.world > 65536 ||
+	    v.rank >= v.world)) || v.first < 0)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	if (v.op == GNN_EMB_INIT && (rc = get_emb_cfg(&r, &v.cfg)) != GNN_OK)
+		return rd_fail(&v.owned, rc);
+	if (emb_has_ids(v.op))
+		v.ids = take(&r, v.n, 8);
+	if (emb_has_data(v.op)) {
+		if (v.dim == 0 && v.n > 0)
+			return rd_fail(&v.owned, GNN_ERANGE);
+		v.data = take(&r, (uint64_t)v.n * v.dim, 4);
+		skip8(&r);
+	}
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	*out = v;
+	return GNN_OK;
+}
+
+int gnn_encode_emb_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_resp *in)
+{
+	size_t start = begin(w, GNN_MSG_EMB_RESP, req_id, 0);
+
+	put_u64(w, in->gen);
+	put_u64(w, in->version);
+	put_u64(w, in->cfg_hash);
+	put_u32(w, in->n);
+	put_u32(w, in->dim);
+	gnn_wbuf_put(w, in->data, (size_t)in->n * in->dim * 4);
+	pad8(w, start);
+	return finish(w, start);
+}
+
+int gnn_decode_emb_resp(const void *payload, size_t len, struct gnn_emb_resp *out)
+{
+	struct gnn_emb_resp v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.gen = get_u64(&r);
+	v.version = get_u64(&r);
+	v.cfg_hash = get_u64(&r);
+	v.n = get_u32(&r);
+	v.dim = get_u32(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+		return rd_fail(&v.owned, GNN_ERANGE);
+	v.data = take(&r, (uint64_t)v.n * v.dim, 4);
+	skip8(&r);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	if (v.n * (uint64_t)v.dim == 0)
+		v.data = NULL;
 	*out = v;
 	return GNN_OK;
 }

@@ -76,6 +76,8 @@ enum gnn_msg_type {
 	GNN_MSG_LOOKUP_REQ = 18,    /* graph store: global IDs of original per-type IDs in its partition;
 				     * sampler: in the whole graph */
 	GNN_MSG_LOOKUP_RESP = 19,
+	GNN_MSG_EMB_REQ = 20,       /* graph store: the learnable embeddings of owned nodes (EMB below) */
+	GNN_MSG_EMB_RESP = 21,
 	GNN_MSG_TYPE_COUNT
 };
 
@@ -360,6 +362,78 @@ void gnn_mb_writer_abort(struct gnn_mb_writer *mw);
  * to num_seeds, input types below num_types, feature rows present for
  * exactly the types of nonzero width. */
 int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out);
+
+/* ---- EMB: learnable node embeddings (docs/embeddings.md) ----
+ * A graph store holds the embedding rows of its partition's nodes of the
+ * embedded types, their sparse optimizer's state and the rows of the best
+ * validation epoch. The trainers name a state by (gen, version): gen is
+ * what the last INIT set (rank 0 sends one at every start and resume),
+ * version the number of sparse updates applied (the trainers' global
+ * step). A request whose gen, or PULL's step, is not the store's gets
+ * GNN_ESTALE: the store restarted or was restored, and the trainers must
+ * resume from their checkpoint. */
+enum gnn_emb_op {
+	GNN_EMB_INIT = 1,    /* cfg: the embedded types, optimizer, seed. Rows from the seed,
+			      * state zero, version = step, gen = gen (any previous state dropped) */
+	GNN_EMB_PULL = 2,    /* rows of array (ROWS or BEST) of ids, all of node_type; version must be step */
+	GNN_EMB_PUSH = 3,    /* rank's gradients (data: n x dim floats) of ids of node_type for
+			      * update `step` (= version); applied once every rank of world pushed
+			      * for every embedded type; a repeated push is acknowledged and ignored */
+	GNN_EMB_READ = 4,    /* n rows of array of node_type from global ID first (a checkpoint);
+			      * version must be step */
+	GNN_EMB_WRITE = 5,   /* the same rows written (data: n x dim); then the store is at version step */
+	GNN_EMB_BEST = 6,    /* BEST = ROWS, every type (a new best validation accuracy) */
+	GNN_EMB_STATUS = 7,  /* nothing: the reply's gen, version and cfg_hash */
+	GNN_EMB_OP_END
+};
+/* The arrays of one embedded type; each has one row per node, dim floats
+ * (STATE1 and STATE2 Adam's m and v, Adagrad's sum of squares in STATE1
+ * and nothing in STATE2), STEPS one uint32 (Adam's per-row step count). */
+enum gnn_emb_array { GNN_EMB_ROWS, GNN_EMB_STATE1, GNN_EMB_STATE2, GNN_EMB_STEPS, GNN_EMB_BEST_ROWS,
+		     GNN_EMB_ARRAYS };
+enum gnn_emb_optim { GNN_EMB_ADAM = 1, GNN_EMB_ADAGRAD = 2 };
+
+struct gnn_emb_cfg {
+	uint32_t num_types;                 /* the graph's, 1..GNN_PROTO_MAX_TYPES */
+	uint32_t dim[GNN_PROTO_MAX_TYPES];  /* per type: 0 (none) or 1..GNN_PROTO_MAX_FEAT_DIM, one at least */
+	uint32_t optimizer;                 /* enum gnn_emb_optim */
+	float lr, beta1, beta2, eps;        /* lr > 0, betas in [0, 1), eps > 0 */
+	uint64_t seed;                      /* initial rows: a pure function of (seed, type, node, column) */
+	uint64_t hash;                      /* the trainers' digest of all of it and the graph */
+};
+
+struct gnn_emb_req {
+	uint32_t op;                        /* enum gnn_emb_op */
+	uint32_t node_type;                 /* PULL, PUSH, READ, WRITE */
+	uint32_t array;                     /* PULL (ROWS or BEST_ROWS), READ, WRITE */
+	uint32_t rank, world;               /* PUSH: rank < world <= 65536 */
+	uint64_t gen, step;
+	int64_t first;                      /* READ, WRITE: the first row's global ID */
+	uint32_t n;                         /* IDs (PULL, PUSH) or rows (READ, WRITE) */
+	uint32_t dim;                       /* PUSH, WRITE: words per row of data */
+	const int64_t *ids;                 /* PULL, PUSH: [n]; NULL otherwise */
+	const void *data;                   /* PUSH, WRITE: [n * dim] 4-byte words; NULL otherwise */
+	struct gnn_emb_cfg cfg;             /* INIT */
+	void *owned;
+};
+/* The encoder writes what in->op uses (cfg for INIT, ids for PULL and
+ * PUSH, data for PUSH and WRITE). The decoder checks op, the limits
+ * (n <= GNN_PROTO_MAX_IDS, dim <= GNN_PROTO_MAX_FEAT_DIM, the array and
+ * type indexes, INIT's cfg as documented there) and that the payload is
+ * exactly what op carries: GNN_EPROTO or GNN_ERANGE otherwise. */
+int gnn_encode_emb_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_req *in);
+int gnn_decode_emb_req(const void *payload, size_t len, struct gnn_emb_req *out);
+
+/* EMB_RESP: the store's state after the request, and rows for PULL and
+ * READ (n rows of dim 4-byte words: floats, or STEPS' uint32). */
+struct gnn_emb_resp {
+	uint64_t gen, version, cfg_hash;
+	uint32_t n, dim;
+	const void *data;
+	void *owned;
+};
+int gnn_encode_emb_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_resp *in);
+int gnn_decode_emb_resp(const void *payload, size_t len, struct gnn_emb_resp *out);
 
 /* Frees the copy a decoder made of misaligned arrays (owned may be NULL). */
 void gnn_proto_release(void *owned);

@@ -16,10 +16,15 @@
 #     and CPU time;
 #   - every process's peak RSS and own memory;
 #   - R-GCN's test accuracy (sampled, and by inference over every test
-#     paper) against the features-only baseline's.
-# Exits non-zero only when the run fails.
+#     paper) against the features-only baseline's;
+#   - then R-GCN again with learnable embeddings for the three featureless
+#     types (docs/embeddings.md): its epoch split (embed_s: pulling rows and
+#     pushing gradients, the stores' sparse update included), every
+#     process's memory, and its test accuracy against the run without.
+# Exits non-zero only when a run fails.
 # Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_EPOCHS (1), GNN_BENCH_FANOUTS
-# (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags).
+# (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
+# GNN_BENCH_EMBED_DIM (128; 0: no embedding run).
 # Usage: tests/bench_mag.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,12 +33,15 @@ PRESET=${GNN_BENCH_PRESET:-mag}
 EPOCHS=${GNN_BENCH_EPOCHS:-1}
 FANOUTS=${GNN_BENCH_FANOUTS:-5,5}
 HIDDEN=${GNN_BENCH_HIDDEN:-64}
+EMBED_DIM=${GNN_BENCH_EMBED_DIM:-128}
 WORK=$BUILD/bench/$PRESET-e2e
 CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
 MODEL=(--model rgcn --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
 mkdir -p "$WORK"
-rm -rf "$WORK/run" "$WORK/partition"
+# (old logs too: a service started in the background truncates its log
+# only once it runs, and wait_log must not read the last run's port)
+rm -rf "$WORK/run" "$WORK/run-emb" "$WORK/partition" "$WORK"/bench-*.log "$WORK"/step-bench.*
 # shellcheck source=tests/bench_lib.bash
 . "$ROOT/tests/bench_lib.bash"
 trap bench_cleanup EXIT
@@ -96,4 +104,31 @@ infer_report "$PRESET" "$WORK/run" "$WORK/local.out"
 mem_local_pids "$WORK/local.out" >"$WORK/pids"
 mem_table "$WORK/pids" "$WORK/rss.samples"
 echo "memory partitioner peak_rss_mb=$(( $(cat "$WORK/partition.rss") / 1024 ))"
-awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "total seconds=%.0f\n", b - a }'
+
+if [ "$EMBED_DIM" -gt 0 ]; then
+	rm -rf "$WORK/run-emb"
+	mem_watch_start "$BUILD" "$WORK/rss-emb.samples"
+	# shellcheck disable=SC2086
+	"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" "${MODEL[@]}" \
+		--embed-dim "$EMBED_DIM" --fresh --workdir "$WORK/run-emb" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local-emb.out" 2>&1 || {
+		echo "bench_mag: gnn-local with embeddings failed:" >&2
+		tail -n 20 "$WORK/local-emb.out" >&2
+		exit 1
+	}
+	mem_watch_stop
+	T0=$WORK/run-emb/logs/trainer-0.log
+	epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
+	echo "embed $(grep -o 'embeddings types=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
+	echo "embed_epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
+	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, a, "="); s += a[2]; n++ } }
+		END { if (n) printf "embed_checkpoints count=%d seconds_each=%.1f\n", n, s / n }'
+	du -sm "$(ls -d "$WORK/run-emb/checkpoints"/epoch-* | tail -n 1)" | awk '{ print "embed_checkpoint_mb=" $1 }'
+	a=$(sed -n 's/^test_acc rgcn=\([0-9.]*\).*/\1/p' "$WORK/local.out")
+	b=$(sed -n 's/^test_acc rgcn=\([0-9.]*\).*/\1/p' "$WORK/local-emb.out")
+	ia=$(jq -r '.accuracy.test * 10000 | round / 10000' "$WORK/run/predictions/summary.json" 2>/dev/null || echo "?")
+	ib=$(jq -r '.accuracy.test * 10000 | round / 10000' "$WORK/run-emb/predictions/summary.json" 2>/dev/null || echo "?")
+	echo "embed_accuracy sampled_with=$b sampled_without=$a inference_with=$ib inference_without=$ia"
+	mem_local_pids "$WORK/local-emb.out" >"$WORK/pids-emb"
+	mem_table "$WORK/pids-emb" "$WORK/rss-emb.samples" | sed 's/^memory /embed_memory /'
+fi
+awk -v a="$t_start" -v b="$t_end" -v c="$(date +%s.%N)" 'BEGIN { printf "total seconds=%.0f without_embeddings_s=%.0f\n", c - a, b - a }'

@@ -19,7 +19,7 @@ struct cli_config {
 	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
 	const char *fanouts, *fanout, *split, *type;
 	int64_t seed, limit, page, timeout_ms, retries;
-	bool json, no_features, no_labels;
+	bool json, no_features, no_labels, best;
 };
 
 /* Prints "gnn-cli: error: ..." on stderr. */
@@ -76,5 +76,8 @@ int cli_cmd_nodes(const struct cli_config *c, json_t **out);
 int cli_cmd_minibatch(const struct cli_config *c, json_t **out);
 int cli_cmd_predict(const struct cli_config *c, json_t **out);
 int cli_cmd_lookup(const struct cli_config *c, json_t **out);
+/* A graph store's learned embedding rows (or the best epoch's, --best) of
+ * nodes of --type given by their original IDs. */
+int cli_cmd_embedding(const struct cli_config *c, json_t **out);
 
 #endif

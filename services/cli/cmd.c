@@ -550,3 +550,101 @@ out:
 	free(given);
 	return rc;
 }
+
+/* The rows of a graph store's learned embeddings (docs/embeddings.md):
+ * STATUS for the generation and version it holds, then a PULL of them. */
+static int pull_rows(const struct cli_config *c, struct gnn_client *cl, const char *url, uint32_t t,
+		     const int64_t *ids, uint32_t n, json_t **out)
+{
+	struct gnn_emb_req st = { .op = GNN_EMB_STATUS }, pull = { .op = GNN_EMB_PULL, .node_type = t, .n = n,
+								   .ids = ids };
+	struct gnn_emb_resp sr = { 0 }, pr = { 0 };
+	nng_msg *r1 = NULL, *r2 = NULL;
+	struct gnn_wbuf req;
+	const void *payload;
+	json_t *rows = NULL;
+	char gen[17];
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	gnn_encode_emb_req(&req, next_req_id++, &st);
+	if ((rc = call(cl, url, &req, GNN_MSG_EMB_RESP, &r1, &payload, &len)) != GNN_OK ||
+	    (rc = gnn_decode_emb_resp(payload, len, &sr)) != GNN_OK)
+		goto out;
+	if (sr.gen == 0) {
+		cli_error("%s holds no embeddings: no trainer with --embed-dim has set it up since it started", url);
+		rc = GNN_ENOENT;
+		goto out;
+	}
+	pull.gen = sr.gen;
+	pull.step = sr.version;
+	pull.array = c->best ? GNN_EMB_BEST_ROWS : GNN_EMB_ROWS;
+	req.len = 0;
+	gnn_encode_emb_req(&req, next_req_id++, &pull);
+	if ((rc = call(cl, url, &req, GNN_MSG_EMB_RESP, &r2, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_emb_resp(payload, len, &pr)) != GNN_OK || pr.n != n) {
+		rc = bad_reply(url, "the reply does not hold one row per requested node", rc ? rc : GNN_EPROTO);
+		goto out;
+	}
+	if ((rows = json_array()) == NULL) {
+		rc = print_json_failed();
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		json_t *row = json_array();
+
+		for (uint32_t j = 0; row != NULL && j < pr.dim; j++)
+			json_array_append_new(row, json_real(((const float *)pr.data)[(size_t)i * pr.dim + j]));
+		json_array_append_new(rows, row);
+	}
+	snprintf(gen, sizeof(gen), "%016llx", (unsigned long long)sr.gen);
+	if ((*out = json_pack("{s:s, s:s, s:I, s:s, s:i, s:o}", "generation", gen, "array", c->best ? "best" : "rows",
+			      "version", (json_int_t)sr.version, "type", c->type, "dim", (int)pr.dim, "rows",
+			      rows)) == NULL)
+		rc = print_json_failed();
+	rows = NULL;
+out:
+	json_decref(rows);
+	gnn_proto_release(sr.owned);
+	gnn_proto_release(pr.owned);
+	if (r1 != NULL)
+		nng_msg_free(r1);
+	if (r2 != NULL)
+		nng_msg_free(r2);
+	gnn_wbuf_free(&req);
+	return rc;
+}
+
+int cli_cmd_embedding(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	int64_t *orig = NULL, *ids = NULL;
+	json_t *doc = NULL;
+	uint32_t n, t;
+	int rc;
+
+	if (c->type == NULL || c->store == NULL) {
+		cli_error("--store URL and --type NAME are required: the graph store that holds the nodes, and their type");
+		return GNN_EINVAL;
+	}
+	if ((rc = cli_parse_ids(c->nodes, "--nodes", &orig, &n)) != GNN_OK ||
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = type_index(cl, c->store, c->type, &t)) != GNN_OK ||
+	    (rc = lookup(c, cl, c->store, orig, n, &ids)) != GNN_OK || (rc = pull_rows(c, cl, c->store, t, ids, n, &doc)) != GNN_OK)
+		goto out;
+	if (json_object_set_new(doc, "store", json_string(c->store)) != 0 ||
+	    json_object_set_new(doc, "original_ids", cli_id_array(orig, n)) != 0 ||
+	    json_object_set_new(doc, "nodes", cli_id_array(ids, n)) != 0) {
+		rc = print_json_failed();
+		goto out;
+	}
+	*out = doc;
+	doc = NULL;
+out:
+	json_decref(doc);
+	gnn_client_close(cl);
+	free(orig);
+	free(ids);
+	return rc;
+}

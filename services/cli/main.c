@@ -76,6 +76,13 @@ static const struct gnn_opt predict_rows[] = {
 	NODES_ROW, TYPE_ROW, { NULL },
 };
 static const struct gnn_opt lookup_rows[] = { STORE_OR_SAMPLER_ROWS, NODES_ROW, TYPE_ROW, { NULL } };
+static const struct gnn_opt embedding_rows[] = {
+	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
+	  "the graph store that holds the nodes, e.g. tcp://graphstore-0.graphstore:7000" },
+	NODES_ROW, TYPE_ROW,
+	{ "best", GNN_OPT_BOOL, &cfg.best, NULL, 0, 0, NULL, "the best validation epoch's rows, not the latest" },
+	{ NULL },
+};
 static const struct gnn_opt common_rows[] = {
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "5000", 1, 3600000, NULL,
 	  "milliseconds to wait for each attempt's reply" },
@@ -104,6 +111,8 @@ static const struct command commands[] = {
 	  predict_rows, cli_cmd_predict },
 	{ "lookup", "Global IDs of nodes of --type given by their original IDs (a store: its partition's; a sampler: any).",
 	  lookup_rows, cli_cmd_lookup },
+	{ "embedding", "Learned embedding rows of nodes of --type (original IDs) held by a graph store (docs/embeddings.md).",
+	  embedding_rows, cli_cmd_embedding },
 	{ NULL },
 };
 

@@ -1,6 +1,6 @@
 /* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT,
  * NODES and LOOKUP over the mapped partition (store.h), PREDICT over the
- * inference's predictions (preds.h).
+ * inference's predictions (preds.h), EMB over the embeddings (emb.h).
  *
  * Every handler decodes and checks the whole request before any work and
  * answers with exactly one message: the reply, or an ERROR whose text says
@@ -8,7 +8,8 @@
  * the network, so nothing in them is trusted: IDs are range-checked against
  * the partition, and the size of the reply is computed and bounded before
  * anything is allocated. Handlers run concurrently on the server's workers;
- * they only read the partition and update atomic metrics. */
+ * they only read the partition and update atomic metrics (the embeddings,
+ * which change, lock for themselves). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,22 @@ out:
 	return rc;
 }
 
+/* EMB: the trainers' embeddings; a refusal's why is the ERROR's text. */
+static int on_emb(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	struct gnn_emb_req req;
+	char why[GNN_PROTO_MAX_ERROR_TEXT];
+	int rc;
+
+	if ((rc = gnn_decode_emb_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	rc = gs_emb_answer(s->emb, &s->meta.layout, (uint32_t)s->part.id, h->req_id, &req, out, why, sizeof(why));
+	if (rc != GNN_OK && why[0] != '\0')
+		rc = reply_error(out, h->req_id, rc, "%s", why);
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
 int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
 {
 	struct gs_store *s = ctx;
@@ -387,6 +404,8 @@ int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t le
 		return on_predict(s, h, payload, out);
 	case GNN_MSG_LOOKUP_REQ:
 		return on_lookup(s, h, payload, out);
+	case GNN_MSG_EMB_REQ:
+		return on_emb(s, h, payload, out);
 	default:
 		return reply_error(out, h->req_id, GNN_EPROTO,
 				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),

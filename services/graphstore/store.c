@@ -23,6 +23,37 @@
 #define WAIT_POLL_MS 250
 #define WAIT_LOG_EVERY_S 10.0
 
+/* The embeddings' metrics (emb.h): rows and bytes through PULL, PUSH,
+ * READ and WRITE, the updates, and what the state holds. */
+static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *m)
+{
+	static const char *const direction[] = { "direction" };
+	struct gnn_counter *bytes;
+	int rc;
+
+	if ((rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_rows_pulled_total",
+				      "Embedding rows returned by EMB PULL requests", NULL, 0, &m->rows_pulled)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_rows_pushed_total",
+				      "Embedding gradient rows accepted by EMB PUSH requests (ignored repeats not counted)",
+				      NULL, 0, &m->rows_pushed)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_bytes_total",
+				      "Embedding row bytes received (in: PUSH, WRITE) and returned (out: PULL, READ)",
+				      direction, 1, &bytes)) ||
+	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "in" }, 1, &m->bytes_in)) ||
+	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "out" }, 1, &m->bytes_out)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_update_seconds_total",
+				      "Seconds spent applying sparse embedding updates", NULL, 0, &m->update_seconds)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_updates_total",
+				      "Sparse embedding updates applied (one per training step once every rank pushed)",
+				      NULL, 0, &m->updates)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_embedding_rows",
+				    "Embedding rows held (this partition's nodes of the embedded types)", NULL, 0, &m->rows)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_embedding_state_bytes",
+				    "Bytes of the embedding rows, best rows and optimizer state held", NULL, 0, &m->bytes)))
+		return rc;
+	return GNN_OK;
+}
+
 int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
 		  struct gnn_metrics *reg)
 {
@@ -50,10 +81,11 @@ int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, in
 	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_partition_id",
 				    "Number of the served partition", NULL, 0, &s->partition_id)) ||
 	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_load_seconds",
-				    "Seconds taken to map and verify the partition", NULL, 0, &s->load_seconds_gauge)))
+				    "Seconds taken to map and verify the partition", NULL, 0, &s->load_seconds_gauge)) ||
+	    (rc = register_emb_metrics(reg, &s->emb_metrics)))
 		return rc;
 	gnn_gauge_set(s->partition_id, part);
-	return GNN_OK;
+	return gs_emb_new(&s->emb_metrics, &s->emb);
 }
 
 static void sleep_ms(int ms)
@@ -193,6 +225,8 @@ void gs_store_close(struct gs_store *s)
 
 	if (s->ready != NULL)
 		gnn_gauge_set(s->ready, 0);
+	gs_emb_free(s->emb);
+	s->emb = NULL;
 	if (was == GS_READY) {
 		gs_preds_free(s->preds);
 		s->preds = NULL;

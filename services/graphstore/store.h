@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emb.h"
 #include "metrics.h"
 #include "part.h"
 #include "preds.h"
@@ -38,6 +39,7 @@ struct gs_store {
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
 	struct gnn_arr node_map;    /* node-map.arr (every node's original ID), for LOOKUP */
 	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
+	struct gs_emb *emb;         /* the trainers' learnable embeddings (emb.h), from init to close */
 	uint64_t mapped_bytes;      /* the partition's files, headers included */
 	double load_seconds;
 
@@ -45,12 +47,14 @@ struct gs_store {
 	struct gnn_counter *sampled_edges, *feature_rows;
 	struct gnn_gauge *partition_bytes, *ready, *partition_nodes, *partition_edges;
 	struct gnn_gauge *partition_id, *load_seconds_gauge;
+	struct gs_emb_metrics emb_metrics;
 };
 
 /* Prepares s (state WAITING) to serve partition part of the output in dir,
- * and the predictions in preds_dir (preds.h), and registers the graph
- * store's metrics in reg (borrowed: it must outlive s). dir and preds_dir
- * are borrowed too. Returns GNN_OK or the registry's error. */
+ * the predictions in preds_dir (preds.h) and embeddings (emb.h, none until
+ * the trainers' INIT), and registers the graph store's metrics in reg
+ * (borrowed: it must outlive s). dir and preds_dir are borrowed too.
+ * Returns GNN_OK, the registry's error or GNN_ENOMEM. */
 int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
 		  struct gnn_metrics *reg);
 
@@ -68,8 +72,9 @@ int gs_wait_data(const char *dir, int64_t timeout_s);
  * holds nothing and stays not ready. */
 int gs_store_load(struct gs_store *s);
 
-/* Marks s STOPPING (readiness goes false) and unmaps the partition. No
- * request may be in progress: stop the server first. Safe to call twice. */
+/* Marks s STOPPING (readiness goes false), unmaps the partition and frees
+ * the embeddings. No request may be in progress: stop the server first.
+ * Safe to call twice. */
 void gs_store_close(struct gs_store *s);
 
 /* gnn_http ready callback (ctx is the store): true once READY; otherwise
@@ -79,7 +84,8 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size);
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
  * SAMPLE, FEAT, LABEL, SPLIT, NODES, PREDICT (GNN_ENOENT naming what is
- * missing while there are no predictions) and LOOKUP requests. Every request is checked
+ * missing while there are no predictions), LOOKUP and EMB (emb.h's
+ * refusals as ERROR replies) requests. Every request is checked
  * completely before any work: a malformed payload gets an ERROR reply with
  * the decoder's code, a node outside this partition GNN_ERANGE naming the
  * node and the owned range, a request before READY GNN_EUNAVAIL. */

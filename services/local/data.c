@@ -32,6 +32,10 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 			snprintf(why, size, "it was not made from synthetic preset %s", r->cfg->synthetic);
 			return false;
 		}
+		if (r->cfg->no_features != (m->layout.feat_dim == 0)) {
+			snprintf(why, size, "it was made %s features", r->cfg->no_features ? "with" : "without");
+			return false;
+		}
 		return true;
 	}
 	if (kind == NULL || strcmp(kind, "ogb") != 0 || path == NULL || strcmp(path, r->dataset) != 0) {
@@ -56,9 +60,10 @@ static int run_partitioner(struct loc_run *r)
 
 	if ((rc = loc_argv_add(&a, "gnn-partition")) != GNN_OK)
 		goto out;
-	if (cfg->synthetic != NULL)
-		rc = loc_argv_add(&a, "--synthetic=%s", cfg->synthetic);
-	else
+	if (cfg->synthetic != NULL && (rc = loc_argv_add(&a, "--synthetic=%s", cfg->synthetic)) == GNN_OK &&
+	    cfg->no_features)
+		rc = loc_argv_add(&a, "--no-features");
+	else if (cfg->synthetic == NULL)
 		rc = loc_argv_add(&a, "--input=%s", r->dataset);
 	if (rc == GNN_OK && cfg->split != NULL)
 		rc = loc_argv_add(&a, "--split=%s", cfg->split);

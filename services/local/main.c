@@ -30,6 +30,8 @@ static const struct gnn_opt options[] = {
 	  "--dataset's split folder (gnn-partition --split; default: the only one)" },
 	{ "synthetic", GNN_OPT_STR, &cfg.synthetic, NULL, 0, 0, "tiny|small|medium|products|mag-tiny|mag-small|mag",
 	  "instead: the built-in synthetic graph of this preset (mag*: ogbn-mag's schema, docs/synthetic.md)" },
+	{ "no-features", GNN_OPT_BOOL, &cfg.no_features, NULL, 0, 0, NULL,
+	  "with --synthetic: nodes without features (gnn-partition --no-features; learn them with --embed-dim)" },
 	{ "partition-dir", GNN_OPT_STR, &cfg.partition_dir, NULL, 0, 0, NULL,
 	  "instead: an existing gnn-partition output to serve (not partitioned again)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, NULL, 1, 1024, NULL,
@@ -54,6 +56,13 @@ static const struct gnn_opt options[] = {
 	  "gnn-trainer --model (graphsage, gcn or rgcn; the result lines are labelled with it)" },
 	{ "num-bases", GNN_OPT_INT, &cfg.num_bases, NULL, 0, 1024, NULL,
 	  "gnn-trainer --num-bases (rgcn's basis decomposition)" },
+	{ "embed-dim", GNN_OPT_INT, &cfg.embed_dim, NULL, 0, 65536, NULL,
+	  "gnn-trainer --embed-dim: learnable embeddings held by the graph stores (not the baseline's)" },
+	{ "embed-types", GNN_OPT_LIST, &cfg.embed_types, NULL, 0, 0, NULL, "gnn-trainer --embed-types" },
+	{ "embed-input", GNN_OPT_STR, &cfg.embed_input, NULL, 0, 0, "concat|replace", "gnn-trainer --embed-input" },
+	{ "embed-optimizer", GNN_OPT_STR, &cfg.embed_optimizer, NULL, 0, 0, "adam|adagrad",
+	  "gnn-trainer --embed-optimizer" },
+	{ "embed-lr", GNN_OPT_FLOAT, &cfg.embed_lr, NULL, 1e-9, 100, NULL, "gnn-trainer --embed-lr" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
 	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
@@ -105,7 +114,8 @@ static void unset_model_options(void)
 {
 	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
 	cfg.val_nodes = cfg.test_nodes = -1;
-	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = -1;
+	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = cfg.embed_dim = -1;
+	cfg.embed_lr = -1;
 	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
 }
 

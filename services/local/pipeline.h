@@ -25,10 +25,11 @@ struct loc_config {
 	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir;
 	int64_t parts, samplers, trainers;
 	int64_t epochs, batch_size, layers, hidden, eval_batch_size, val_nodes, test_nodes, seed, prefetch, threads;
-	int64_t num_bases;
-	const char *model, *fanouts, *eval_fanouts;
+	int64_t num_bases, embed_dim;
+	const char *model, *fanouts, *eval_fanouts, *embed_types, *embed_input, *embed_optimizer;
+	double embed_lr;
 	double lr, weight_decay, dropout;
-	bool baseline, fresh, no_infer;
+	bool baseline, fresh, no_infer, no_features;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
 	int64_t store_timeout_ms, store_retries, store_min_mb_per_s, build_budget_mb, admission_wait_s;
 	int64_t sampler_timeout_ms, sampler_retries, peer_timeout_s;
@@ -112,6 +113,10 @@ int loc_train(struct loc_run *r, bool baseline);
  * output and the run's checkpoints into WORKDIR/predictions (within
  * --timeout-s), then their summary.json into r->infer. */
 int loc_infer(struct loc_run *r);
+/* The --embed-* flags given to gnn-local that the trainers and the
+ * inference both take (the model's shape), appended to a. */
+struct loc_argv;
+int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a);
 /* The result block's inference lines: accuracies and a few predictions. */
 void loc_report_infer(const struct loc_run *r);
 

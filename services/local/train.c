@@ -83,6 +83,21 @@ static int add_fanouts(struct loc_argv *a, const char *flag, const char *text, i
 	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, zeros ? list : text);
 }
 
+int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a)
+{
+	int rc = GNN_OK;
+
+	if (cfg->embed_dim <= 0)
+		return GNN_OK;
+	if ((rc = loc_argv_add(a, "--embed-dim=%lld", (long long)cfg->embed_dim)) == GNN_OK && cfg->embed_types)
+		rc = loc_argv_add(a, "--embed-types=%s", cfg->embed_types);
+	if (rc == GNN_OK && cfg->embed_input != NULL)
+		rc = loc_argv_add(a, "--embed-input=%s", cfg->embed_input);
+	if (rc == GNN_OK && cfg->embed_optimizer != NULL)
+		rc = loc_argv_add(a, "--embed-optimizer=%s", cfg->embed_optimizer);
+	return rc;
+}
+
 /* The model flags: those given to gnn-local, passed on as they are; the
  * baseline replaces the fanouts with zeros (no neighbours: an MLP on the
  * node's own features with the same layers). */
@@ -112,6 +127,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 #undef FLOAT_ARG
 	if (rc == GNN_OK)
 		rc = loc_argv_add(a, "--model=%s", cfg->model);
+	if (rc == GNN_OK && !baseline)
+		rc = loc_embed_args(cfg, a);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
@@ -160,6 +177,8 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "--rank=%zu", i)) ||
 		    (rc = loc_argv_add(&a, "--world-size=%zu", T)) || (rc = loc_argv_add(&a, "--peers=%s", peers)) ||
 		    (rc = loc_argv_add(&a, "--samplers=%s", r->sampler_urls)) ||
+		    (!baseline && cfg->embed_dim > 0 && (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls))) ||
+		    (!baseline && cfg->embed_lr > 0 && (rc = loc_argv_add(&a, "--embed-lr=%.17g", cfg->embed_lr))) ||
 		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[T + i])) ||

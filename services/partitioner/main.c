@@ -30,7 +30,7 @@
 
 struct config {
 	const char *input, *split, *synthetic, *out, *method;
-	bool keep_directed, force;
+	bool keep_directed, force, no_features;
 	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges;
 };
 
@@ -54,6 +54,9 @@ static const struct gnn_opt options[] = {
 	  "synthetic: undirected edge count (0: preset's); not for mag presets" },
 	{ "feat-dim", GNN_OPT_INT, &cfg.feat_dim, "0", 0, 65536, NULL,
 	  "synthetic: feature dimension (0: preset's); mag presets: the papers'" },
+	{ "no-features", GNN_OPT_BOOL, &cfg.no_features, NULL, 0, 0, NULL,
+	  "synthetic: nodes without features (mag presets: the papers too), for learnable embeddings "
+	  "(gnn-trainer --embed-dim)" },
 	{ "classes", GNN_OPT_INT, &cfg.classes, "0", 0, 65536, NULL,
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
@@ -78,8 +81,8 @@ static int check_config(void)
 		GNN_ERROR("bad_config", "reason=\"--out DIR is required\"");
 		return GNN_EINVAL;
 	}
-	if (cfg.input != NULL && (cfg.nodes || cfg.edges || cfg.feat_dim)) {
-		GNN_ERROR("bad_config", "reason=\"--nodes/--edges/--feat-dim only apply to --synthetic\"");
+	if (cfg.input != NULL && (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.no_features)) {
+		GNN_ERROR("bad_config", "reason=\"--nodes/--edges/--feat-dim/--no-features only apply to --synthetic\"");
 		return GNN_EINVAL;
 	}
 	if (cfg.synthetic != NULL && (cfg.split != NULL || cfg.keep_directed)) {
@@ -185,6 +188,8 @@ static int synth_config(struct synth_params *p)
 		if (cfg.classes)
 			p->classes = (int32_t)cfg.classes;
 	}
+	if (cfg.no_features)
+		p->feat_dim = 0;
 	return synth_validate(p);
 }
 

@@ -187,8 +187,8 @@ int synth_check_classes(const struct synth_params *p, int64_t nodes, const char 
 {
 	char reason[128];
 
-	if (p->feat_dim < 1 || p->feat_dim > 65536)
-		return synth_invalid(p, "feat_dim", p->feat_dim, "must be in [1, 65536]");
+	if (p->feat_dim < 0 || p->feat_dim > 65536)
+		return synth_invalid(p, "feat_dim", p->feat_dim, "must be in [0, 65536] (0: no features)");
 	if (p->classes < 2 || p->classes > 65536)
 		return synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
 	snprintf(reason, sizeof(reason), "must not exceed %s (every class gets a node)", what);

@@ -171,6 +171,8 @@ static int write_one(const char *dir, const struct tr_ckpt *c, const char *final
 		if ((rc = gnn_arr_write(file, GNN_DT_F32, c->num_params, 1, *array_ptr(mc, i), NULL)) != GNN_OK)
 			goto fail;
 	}
+	if (c->extra != NULL && (rc = c->extra->save(c->extra->ctx, tmp)) != GNN_OK)
+		goto fail;
 	snprintf(file, sizeof(file), "%s/state.json", tmp);
 	rc = GNN_ENOMEM;
 	if ((st = state_json(c)) == NULL || (rc = gnn_json_save_checked(file, st)) != GNN_OK)
@@ -191,6 +193,11 @@ fail:
 	return rc;
 }
 
+static bool peer_failure(int rc)
+{
+	return rc == GNN_ESTALE || rc == GNN_ETIMEDOUT || rc == GNN_EUNAVAIL || rc == GNN_ECLOSED || rc == GNN_EPROTO;
+}
+
 int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
 {
 	char final[PATH_MAX], name[40];
@@ -201,8 +208,9 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t pa
 	if (snprintf(final, sizeof(final), "%s/%s", dir, name) >= (int)sizeof(final))
 		return GNN_EINVAL;
 	rc = write_one(dir, c, final);
-	/* A full volume: writing needs room for KEEP + 1; make do with 2. */
-	if (rc != GNN_OK && (gone = prune(dir, 1)) > 0) {
+	/* A full volume: writing needs room for KEEP + 1; make do with 2 (not
+	 * when the graph stores failed the embeddings' part: room is not it). */
+	if (rc != GNN_OK && !peer_failure(rc) && (gone = prune(dir, 1)) > 0) {
 		GNN_WARN("checkpoint_retry", "path=%s removed=%zu reason=\"the write failed: kept only the newest "
 			 "checkpoint to make room and trying once more\"", final, gone);
 		rc = write_one(dir, c, final);
@@ -322,7 +330,7 @@ out:
 	return rc;
 }
 
-int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
+int tr_ckpt_load_latest(const char *dir, const struct tr_ckpt_extra *extra, struct tr_ckpt *out, bool *found)
 {
 	char cdir[PATH_MAX], newest[PATH_MAX] = "", name[40];
 	uint64_t *eps = NULL;
@@ -343,7 +351,9 @@ int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found)
 	for (size_t i = n; i-- > 0;) {
 		pos_name(eps[i], name, sizeof(name));
 		snprintf(cdir, sizeof(cdir), "%s/%s", dir, name);
-		if ((rc = load_one(cdir, eps[i], out)) == GNN_OK) {
+		if ((rc = load_one(cdir, eps[i], out)) == GNN_OK &&
+		    (extra == NULL || (rc = extra->check(extra->ctx, cdir)) == GNN_OK)) {
+			snprintf(out->folder, sizeof(out->folder), "%s", cdir);
 			if (newest[0] != '\0')
 				GNN_WARN("checkpoint_fallback", "newest=%s used=%s reason=\"the newest checkpoint is "
 					 "damaged (moved aside): resuming from an older one\"", newest, cdir);
@@ -401,6 +411,7 @@ int tr_ckpt_find_best(const char *dir, uint64_t model_hash, uint32_t params_crc,
 		    tr_params_crc(out->best, out->num_params) == params_crc) {
 			GNN_INFO("checkpoint_found", "path=%s best_epoch=%" PRId32 " params=%zu params_crc=%08" PRIx32, cdir,
 				 out->best_epoch, out->num_params, params_crc);
+			snprintf(out->folder, sizeof(out->folder), "%s", cdir);
 			rc = GNN_OK;
 			break;
 		}

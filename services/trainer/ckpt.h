@@ -21,6 +21,17 @@
 
 #include "result.h"
 
+/* More files of a checkpoint, owned by another module (the embedding
+ * shards, emb.h): save writes them into the folder being written (before
+ * it is renamed, so that a checkpoint has them all or is absent), check
+ * verifies them in a folder being loaded (an error: the folder is damaged
+ * and the one before it is used). */
+struct tr_ckpt_extra {
+	int (*save)(void *ctx, const char *dir);
+	int (*check)(void *ctx, const char *dir);
+	void *ctx;
+};
+
 struct tr_ckpt {
 	uint32_t epoch;             /* epochs completed */
 	uint32_t step;              /* steps completed of the next epoch (0: at an epoch's end) */
@@ -35,6 +46,8 @@ struct tr_ckpt {
 	/* [num_params] each. tr_ckpt_save borrows them; tr_ckpt_load_latest
 	 * allocates them (tr_ckpt_free). */
 	float *params, *adam_m, *adam_v, *best;
+	const struct tr_ckpt_extra *extra;  /* tr_ckpt_save: more files to write (NULL: none) */
+	char folder[4096];                  /* tr_ckpt_load_latest: the folder it loaded */
 };
 
 /* Writes c as DIR/epoch-<c->epoch>[-step-<c->step>] (creating DIR) and
@@ -45,13 +58,14 @@ struct tr_ckpt {
  * may go on training. */
 int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len);
 
-/* Loads the newest intact checkpoint of DIR, after removing the temporary
+/* Loads the newest intact checkpoint of DIR (extra's files checked too,
+ * when extra is not NULL), after removing the temporary
  * folders of writes that never finished (call it from the only writer,
  * rank 0). A newer one that does not load (damaged, state.json's epoch not
  * the folder's) is moved aside, and the fallback is logged naming both
  * (WARN checkpoint_fallback). *found false (and GNN_OK) when none is left.
  * Errors: GNN_EIO when DIR cannot be listed, GNN_ENOMEM. */
-int tr_ckpt_load_latest(const char *dir, struct tr_ckpt *out, bool *found);
+int tr_ckpt_load_latest(const char *dir, const struct tr_ckpt_extra *extra, struct tr_ckpt *out, bool *found);
 void tr_ckpt_free(struct tr_ckpt *c);
 
 /* CRC-32 of a parameter block (the params_crc of logs, result.json and

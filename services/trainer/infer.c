@@ -43,7 +43,8 @@
 #define MAX_TOP_K 64
 
 static struct {
-	const char *data, *ckpt, *out, *model;
+	const char *data, *ckpt, *out, *model, *embed_types, *embed_input, *embed_optimizer;
+	int64_t embed_dim;
 	int64_t workers, worker, layers, hidden, num_bases, top_k, buffer_mb, threads, wait_s, epochs;
 	bool embeddings;
 } ic;
@@ -63,6 +64,13 @@ static const struct gnn_opt infer_options[] = {
 	  "inference workers; worker w computes the partitions p with p mod workers == w" },
 	{ "worker", GNN_OPT_INT, &ic.worker, "-1", -1, 65535, NULL, "this worker (-1: 0 when --workers is 1)" },
 	{ "top-k", GNN_OPT_INT, &ic.top_k, "3", 1, MAX_TOP_K, NULL, "classes and probabilities kept per node" },
+	{ "embed-dim", GNN_OPT_INT, &ic.embed_dim, "0", 0, GNN_PROTO_MAX_FEAT_DIM, NULL,
+	  "the trained model's --embed-dim (its learned embeddings come from the checkpoint)" },
+	{ "embed-types", GNN_OPT_LIST, &ic.embed_types, NULL, 0, 0, NULL, "the trained model's --embed-types" },
+	{ "embed-input", GNN_OPT_STR, &ic.embed_input, "concat", 0, 0, "concat|replace",
+	  "the trained model's --embed-input" },
+	{ "embed-optimizer", GNN_OPT_STR, &ic.embed_optimizer, "adam", 0, 0, "adam|adagrad",
+	  "the trained model's --embed-optimizer" },
 	{ "embeddings", GNN_OPT_BOOL, &ic.embeddings, NULL, 0, 0, NULL,
 	  "also write each node's last hidden layer (the last layer's input)" },
 	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
@@ -87,6 +95,8 @@ struct infer {
 	struct gnn_arr node_map;
 	struct gnn_result res;
 	struct tr_model *model;
+	struct tr_emb *emb;        /* the learned embeddings (--embed-dim), or NULL */
+	struct gnn_schema mschema; /* the schema the model reads */
 	uint32_t L, P, top_k;
 	char work[PATH_MAX];       /* OUT/.work-<params_crc> */
 	double t0;
@@ -205,14 +215,26 @@ static int load_model(struct infer *in)
 	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
 				   .num_classes = g->num_classes, .model = ic.model, .schema = g->schema,
 				   .num_bases = c.num_bases };
-	uint64_t mh = tr_model_hash(&c, g);
+	struct tr_emb_opts eo = { .dim = (uint32_t)ic.embed_dim, .types = ic.embed_types,
+				  .replace = strcmp(ic.embed_input, "replace") == 0,
+				  .optimizer = strcmp(ic.embed_optimizer, "adagrad") == 0 ? GNN_EMB_ADAGRAD : GNN_EMB_ADAM };
+	uint64_t mh;
 	struct tr_ckpt ck;
 	int rc;
 
+	if (ic.embed_dim > 0) {
+		if ((rc = tr_emb_open(&eo, g, &in->emb)) != GNN_OK)
+			return rc;
+		c.embed_hash = tr_emb_hash(in->emb);
+		tr_emb_model_schema(in->emb, &in->mschema);
+		mc.schema = &in->mschema;
+		mc.in_dim = gnn_schema_max_feat_dim(&in->mschema);
+	}
+	mh = tr_model_hash(&c, g);
 	if (in->res.model_hash != mh) {
 		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
 			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
-			  "check --data, --model, --layers, --hidden and --num-bases against the training run\"", ic.ckpt,
+			  "check --data, --model, --layers, --hidden, --num-bases and --embed-* against the training run\"", ic.ckpt,
 			  in->res.model_hash, mh, g->graph_id);
 		return GNN_EINVAL;
 	}
@@ -225,8 +247,9 @@ static int load_model(struct infer *in)
 		return GNN_EFORMAT;
 	}
 	memcpy(tr_model_params(in->model), ck.best, ck.num_params * sizeof(float));
+	rc = in->emb != NULL ? tr_emb_map_best(in->emb, ck.folder) : GNN_OK;
 	tr_ckpt_free(&ck);
-	return GNN_OK;
+	return rc;
 }
 
 /* ---- one layer over one partition, batch by batch ---- */
@@ -236,16 +259,28 @@ static int load_model(struct infer *in)
  * vector for a type without features), later the previous layer's output. */
 static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t width, float *dst)
 {
+	const struct gnn_layout *g = &in->meta.layout;
 	uint32_t q, dim;
-	int32_t t = gnn_layout_locate(&in->meta.layout, gid, &q, NULL);
 
 	if (l == 0) {
+		int32_t t = gnn_layout_locate(g, gid, &q, NULL);
+
+		const float *feat = gnn_part_feat_row(&in->parts[q], gid, &dim);
+
+		if (in->emb != NULL && tr_emb_dim(in->emb, (uint32_t)t) > 0) {
+			uint32_t w = in->mschema.types[t].feat_dim;
+
+			tr_emb_input_row(in->emb, (uint32_t)t, gid, feat, dst);
+			memset(dst + w, 0, (width - w) * sizeof(float));
+			return;
+		}
 		/* cannot fail: the type and its row come from the partition
 		 * output the model was built on (load_model) */
-		(void)tr_model_input_row(in->model, (uint32_t)t, gnn_part_feat_row(&in->parts[q], gid, &dim), dst);
+		(void)tr_model_input_row(in->model, (uint32_t)t, feat, dst);
 		return;
 	}
-	memcpy(dst, (const float *)in->prev[q].data + (size_t)(gid - in->meta.layout.offsets[q]) * width,
+	q = (uint32_t)gnn_layout_owner(g, gid);
+	memcpy(dst, (const float *)in->prev[q].data + (size_t)(gid - g->offsets[q]) * width,
 	       width * sizeof(float));
 }
 
@@ -412,6 +447,46 @@ static int write_embeddings(struct infer *in, const struct gnn_part *part, size_
 			return rc;
 	}
 	return GNN_OK;
+}
+
+/* With --embeddings and learned embeddings: each embedded type's best rows
+ * of part's nodes (input-emb-TYPE.arr, in global ID order) and their
+ * original IDs (input-emb-TYPE-orig-id.arr), a bounded batch at a time. */
+static int write_input_embeddings(struct infer *in, const struct gnn_part *part, const char *dir)
+{
+	const struct gnn_schema *s = in->meta.layout.schema;
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < s->num_types && rc == GNN_OK; t++) {
+		uint32_t d = tr_emb_dim(in->emb, t);
+		struct gnn_arr_writer *w = NULL, *wo = NULL;
+		char path[PATH_MAX + 96];
+
+		if (d == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/input-emb-%s.arr", dir, s->types[t].name);
+		if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, d, &w)) != GNN_OK)
+			break;
+		snprintf(path, sizeof(path), "%s/input-emb-%s-orig-id.arr", dir, s->types[t].name);
+		if ((rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &wo)) != GNN_OK) {
+			gnn_arr_writer_abort(w);
+			break;
+		}
+		for (int64_t v = part->type_start[t]; v < part->type_start[t + 1] && rc == GNN_OK; v++)
+			if ((rc = gnn_arr_writer_append(w, tr_emb_best_row(in->emb, t, v), 1)) == GNN_OK)
+				rc = gnn_arr_writer_append(wo, (const int64_t *)in->node_map.data + v, 1);
+		if (rc != GNN_OK) {
+			gnn_arr_writer_abort(w);
+			gnn_arr_writer_abort(wo);
+			break;
+		}
+		rc = gnn_arr_writer_finish(w, NULL);   /* frees w, also on error */
+		if (rc == GNN_OK)
+			rc = gnn_arr_writer_finish(wo, NULL);
+		else
+			gnn_arr_writer_abort(wo);
+	}
+	return rc;
 }
 
 static int open_writers(struct infer *in, const char *dir, size_t max_batch, struct part_out *o)
@@ -663,6 +738,7 @@ static int last_layer_part(struct infer *in, uint32_t p)
 			goto out;
 	}
 	if ((o.w[OUT_EMB] != NULL && (rc = write_embeddings(in, part, budget, o.w[OUT_EMB])) != GNN_OK) ||
+	    (o.w[OUT_EMB] != NULL && in->emb != NULL && (rc = write_input_embeddings(in, part, tmp)) != GNN_OK) ||
 	    (rc = finish_part(in, tmp, p, &o)) != GNN_OK)
 		goto out;
 	GNN_INFO("part_done", "part=%" PRIu32 " nodes=%" PRId64 " predicted=%" PRId64 " test_acc=%.4f seconds=%.2f", p,
@@ -832,6 +908,7 @@ static void infer_free(struct infer *in)
 	gnn_arr_close(&in->node_map);
 	gnn_meta_free(&in->meta);
 	tr_model_free(in->model);
+	tr_emb_close(in->emb);
 	free(in->h.p);
 	free(in->y.p);
 	free(in->indptr.p);

@@ -483,25 +483,36 @@ static void vec_grad_cols(void *arg, size_t lo, size_t hi)
 }
 
 /* After layer 0's weights: the gradient of its input rows (without a
- * mask: they are not a ReLU's output) summed into the type vectors, only
- * when the minibatch has nodes of a type without features; else zero. */
-static int vec_grads(struct tr_layers *s, const struct gnn_minibatch *mb, const float *dy, struct tr_fbuf *dh,
-		     struct tr_kstats *ks)
+ * mask: they are not a ReLU's output), when the model learns its inputs
+ * (cfg input_grad) or the minibatch has nodes of a type without features,
+ * whose type vectors sum it; those are zero otherwise. */
+static int input_grads(struct tr_layers *s, const struct gnn_minibatch *mb, const float *dy, struct tr_fbuf *dh,
+		       struct tr_kstats *ks)
 {
 	struct input_ctx c = { .s = s, .mb = mb, .out = s->grads + s->vec_off };
 	bool any = false;
 	int rc;
 
+	s->dh0 = NULL;
 	memset(c.out, 0, (size_t)s->nvec * s->D * sizeof(float));
 	for (uint32_t t = 0; t < s->T; t++)
 		any |= s->vec[t] >= 0 && mb->type_rows[t] > 0;
-	if (!any)
+	if (!any && !s->cfg.input_grad)
 		return GNN_OK;
 	if ((rc = source_grads(s, 0, &mb->blocks[0], dy, NULL, 1.0f, dh, ks)) != GNN_OK)
 		return rc;
-	c.dh = dh->p;
-	tr_par_for((s->D + LD_FLOATS - 1) / LD_FLOATS, 1, vec_grad_cols, &c);
+	s->dh0 = c.dh = dh->p;
+	if (any)
+		tr_par_for((s->D + LD_FLOATS - 1) / LD_FLOATS, 1, vec_grad_cols, &c);
 	return GNN_OK;
+}
+
+const float *tr_layers_input_grad(const void *self, size_t *ld)
+{
+	const struct tr_layers *s = self;
+
+	*ld = s->D;
+	return s->dh0;
 }
 
 /* Layer by layer from the logits' gradient down: dY ping-pongs between
@@ -525,5 +536,5 @@ int tr_layers_backward(void *self, const struct gnn_minibatch *mb, const float *
 		dy = s->d[nxt].p;
 		nxt = 1 - nxt;
 	}
-	return vec_grads(s, mb, dy, &s->d[nxt], ks);
+	return input_grads(s, mb, dy, &s->d[nxt], ks);
 }

@@ -64,6 +64,7 @@ struct tr_layers {
 	struct tr_fbuf d[2], dx;                 /* backward: dY ping-pong, dX = dY [W_1; ...]^T */
 	struct tr_fbuf gw;                       /* with bases: a layer's [dW; db] before the reduction */
 	struct tr_fbuf h0;                       /* layer 0's input rows, when assembled */
+	const float *dh0;                        /* backward: their gradient (num_src x D), or NULL */
 	struct tr_ibuf rank;                     /* each input node's row among its type's features */
 	struct tr_ibuf tptr, tidx;               /* backward: the block grouped by source */
 };
@@ -156,6 +157,7 @@ int tr_layers_backward(void *self, const struct gnn_minibatch *mb, const float *
 int tr_layers_infer_layer(void *self, uint32_t l, const struct gnn_block *b, const float *h, float *out,
 			  struct tr_kstats *ks);
 void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float *out);
+const float *tr_layers_input_grad(const void *self, size_t *ld);
 
 /* The ops table's fields above, for a model's designated initialiser:
  * { .name = ..., .summary = ..., .create = ..., TR_LAYERS_OPS }. */
@@ -163,6 +165,6 @@ void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float 
 	.destroy = tr_layers_destroy, .init = tr_layers_init, .num_params = tr_layers_num_params, \
 	.params = tr_layers_params, .grads = tr_layers_grads, .forward = tr_layers_forward,       \
 	.backward = tr_layers_backward, .infer_layer = tr_layers_infer_layer,                     \
-	.input_row = tr_layers_input_row
+	.input_row = tr_layers_input_row, .input_grad = tr_layers_input_grad
 
 #endif

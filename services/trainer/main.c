@@ -24,6 +24,7 @@
 #include "fanouts.h"
 #include "infer.h"
 #include "lifecycle.h"
+#include "emb.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -36,7 +37,9 @@
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
-		*on_finish, *model;
+		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern;
+	int64_t embed_dim;
+	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
@@ -98,6 +101,22 @@ static const struct gnn_opt options[] = {
 	  "longest wait for a peer inside an all-reduce" },
 	{ "wait-s", GNN_OPT_INT, &opt.wait_s, "600", 0, 86400, NULL, "start-up: seconds to wait for samplers and for peers" },
 	{ "log-interval-s", GNN_OPT_FLOAT, &opt.log_interval_s, "5", 0.1, 86400, NULL, "period of the progress lines" },
+	{ "embed-dim", GNN_OPT_INT, &opt.embed_dim, "0", 0, GNN_PROTO_MAX_FEAT_DIM, NULL,
+	  "learnable embeddings of this width for the node types of --embed-types, held by the graph stores "
+	  "(0: none; docs/embeddings.md)" },
+	{ "embed-types", GNN_OPT_LIST, &opt.embed_types, NULL, 0, 0, NULL,
+	  "the node types with embeddings, comma-separated (default: every type without features)" },
+	{ "embed-input", GNN_OPT_STR, &opt.embed_input, "concat", 0, 0, "concat|replace",
+	  "a type with features and an embedding reads both (concat: features then embedding) or only the "
+	  "embedding (replace)" },
+	{ "embed-optimizer", GNN_OPT_STR, &opt.embed_optimizer, "adam", 0, 0, "adam|adagrad",
+	  "the embeddings' sparse optimizer: Adam with per-row step counts, or Adagrad" },
+	{ "embed-lr", GNN_OPT_FLOAT, &opt.embed_lr, "0.01", 1e-9, 100, NULL, "the embeddings' learning rate" },
+	{ "graphstores", GNN_OPT_LIST, &opt.graphstores, NULL, 0, 0, NULL,
+	  "with --embed-dim: graph store URLs, one per partition in partition order" },
+	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
+	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
+	  "every partition" },
 	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
 	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
 	{ NULL },
@@ -166,7 +185,12 @@ static int resolve_config(struct tr_config *c)
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
 				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
-				 .log_interval_s = opt.log_interval_s };
+				 .log_interval_s = opt.log_interval_s, .embed_lr = (float)opt.embed_lr };
+	if (opt.embed_dim > 0 && opt.graphstores == NULL && opt.graphstore_pattern == NULL) {
+		GNN_ERROR("bad_config", "reason=\"--embed-dim needs the graph stores: --graphstores or "
+			  "--graphstore-pattern\"");
+		return GNN_EINVAL;
+	}
 	if (parse_fanouts("fanouts", opt.fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
 	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
 			  &c->eval_fanouts_text) != GNN_OK)
@@ -284,7 +308,9 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 		} else if (rc == GNN_EDONE && (rc = take_peer_result(c, env, res)) == GNN_OK) {
 			*finished_before = true;
 		}
-		ring_rc = tr_ring_failure(env->ring);
+		/* a graph store lost the embeddings: every rank resumes from the
+		 * checkpoint, which a ring failure makes them do */
+		ring_rc = rc == GNN_ESTALE ? GNN_ESTALE : tr_ring_failure(env->ring);
 		gnn_gauge_set(m->up, 0);
 		if (!tr_ring_close(env->ring)) {
 			env->ring = NULL;
@@ -333,8 +359,9 @@ static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, co
 /* What the hooks share. */
 struct trainer {
 	struct tr_config c;
-	char **peer_urls, **sampler_urls;
-	size_t npeers, nsamplers;
+	char **peer_urls, **sampler_urls, **store_urls;
+	size_t npeers, nsamplers, nstores;
+	struct tr_emb *emb;
 	struct tr_samplers *samplers;
 	struct gnn_layout graph;
 	struct ring_metrics rm;
@@ -373,6 +400,34 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	return rc != GNN_OK ? rc : tr_samplers_open(&so, &t->samplers);
 }
 
+/* With --embed-dim, once the graph is known: the graph stores that hold
+ * the embeddings, one per partition. */
+static int open_embeddings(struct trainer *t)
+{
+	struct tr_emb_opts eo = { .dim = (uint32_t)opt.embed_dim, .types = opt.embed_types,
+				  .replace = strcmp(opt.embed_input, "replace") == 0,
+				  .optimizer = strcmp(opt.embed_optimizer, "adagrad") == 0 ? GNN_EMB_ADAGRAD : GNN_EMB_ADAM,
+				  .lr = (float)opt.embed_lr, .seed = (uint64_t)opt.seed, .timeout_ms = (int)opt.timeout_ms,
+				  .retries = (int)opt.retries, .wait_s = (double)opt.wait_s, .metrics = t->reg };
+	char desc[512];
+	int rc;
+
+	if (opt.embed_dim == 0)
+		return GNN_OK;
+	if ((rc = gnn_peers_parse("graphstore", opt.graphstores, opt.graphstore_pattern, t->graph.num_parts, 65536,
+				  &t->store_urls, &t->nstores)) != GNN_OK)
+		return rc;
+	eo.store_urls = t->store_urls;
+	eo.nstores = t->nstores;
+	if ((rc = tr_emb_open(&eo, &t->graph, &t->emb)) != GNN_OK)
+		return rc;
+	t->c.embed_hash = tr_emb_hash(t->emb);
+	tr_emb_describe(t->emb, desc, sizeof(desc));
+	GNN_INFO("embeddings", "types=%s input=%s optimizer=%s lr=%g stores=%zu", desc, opt.embed_input,
+		 opt.embed_optimizer, opt.embed_lr, t->nstores);
+	return GNN_OK;
+}
+
 /* Until a sampler answers INFO: the graph's layout. */
 static int wait_samplers(void *ctx, int http_port)
 {
@@ -380,7 +435,7 @@ static int wait_samplers(void *ctx, int http_port)
 	int rc = tr_samplers_connect(t->samplers, (double)opt.wait_s, &t->graph);
 
 	(void)http_port;
-	if (rc == GNN_OK && (rc = tr_config_resolve(&t->c, &t->graph)) == GNN_OK)
+	if (rc == GNN_OK && (rc = tr_config_resolve(&t->c, &t->graph)) == GNN_OK && (rc = open_embeddings(t)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);
 	return rc;
 }
@@ -393,7 +448,7 @@ static int serve(void *ctx)
 				   .urls = (const char *const *)t->peer_urls,
 				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .metrics = t->reg,
 				   .stop = gnn_stop_requested };
-	struct tr_env env = { .samplers = t->samplers, .graph = &t->graph, .metrics = t->reg,
+	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .graph = &t->graph, .metrics = t->reg,
 			      .stop = gnn_stop_requested };
 	bool finished_before = false;
 	struct gnn_result res;
@@ -418,6 +473,8 @@ static void stop(void *ctx, int status)
 
 	(void)status;
 	tr_samplers_close(t->samplers);
+	tr_emb_close(t->emb);
+	gnn_peers_free(t->store_urls, t->nstores);
 	if (t->graph.schema != NULL)
 		gnn_layout_free(&t->graph);
 	gnn_peers_free(t->peer_urls, t->npeers);

@@ -171,6 +171,11 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
 	*out = l + 1 == m->cfg.num_layers ? m->cfg.num_classes : m->cfg.hidden;
 }
 
+const float *tr_model_input_grad(const struct tr_model *m, size_t *ld)
+{
+	return m->ops->input_grad(m->self, ld);
+}
+
 int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out)
 {
 	if (t >= m->num_types || (feat == NULL) != (m->feat_dims[t] == 0))

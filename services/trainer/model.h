@@ -47,6 +47,8 @@ struct tr_model_cfg {
 	const struct gnn_schema *schema;
 	uint32_t num_bases;    /* rgcn: basis matrices per layer, 1..relations; 0: a full weight
 				* matrix per relation (other models: 0) */
+	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
+				* rows (learnable embeddings, emb.h: tr_model_input_grad) */
 };
 
 /* Time and work in the matrix products of one call: flops / matmul_s is
@@ -90,6 +92,9 @@ struct tr_model_ops {
 	 * the schema's types) whose feature row is feat (feat_dim floats of
 	 * its type; NULL exactly for a type without features). */
 	void (*input_row)(const void *self, uint32_t t, const float *feat, float *out);
+	/* After a backward with cfg input_grad: the gradient of layer 0's
+	 * input rows (num_src x *ld, the model's, valid until its next call). */
+	const float *(*input_grad)(const void *self, size_t *ld);
 };
 
 /* The registered model of this name, or NULL. */
@@ -163,6 +168,12 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
  * GNN_EINVAL when t is not a type of the schema, or feat is NULL for a
  * type with features or not NULL for one without. */
 int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
+
+/* After tr_model_train_step of a model made with input_grad: the
+ * gradient of the loss with respect to layer 0's input rows, one row per
+ * input node of the minibatch (num_src x *ld floats, the first D columns
+ * used; the model's, valid until its next call). */
+const float *tr_model_input_grad(const struct tr_model *m, size_t *ld);
 
 /* Layer-wise inference, one layer for the destination rows of one block
  * (the model's infer_layer): out is the caller's, num_dst x out_l; h is

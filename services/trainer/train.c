@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "err.h"
@@ -17,8 +19,9 @@
 #include "part.h"
 #include "sys.h"
 
-enum phase { PH_WAIT, PH_COMPUTE, PH_ALLREDUCE, PH_EVAL, PH_CHECKPOINT, PH_COUNT };
-static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce", "eval", "checkpoint" };
+enum phase { PH_WAIT, PH_COMPUTE, PH_ALLREDUCE, PH_EVAL, PH_CHECKPOINT, PH_EMBED, PH_COUNT };
+static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce", "eval", "checkpoint",
+						   "embed" };
 
 struct metrics {
 	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished, *params;
@@ -66,6 +69,9 @@ struct run {
 	double phase_s[PH_COUNT];               /* this epoch */
 	double compute_cpu_s;                   /* this epoch: the compute phase's CPU time on this thread */
 	uint64_t global_step;
+	struct gnn_schema mschema;              /* what the model reads (embedded types widened) */
+	uint64_t emb_gen, emb_version;          /* the graph stores' embeddings (emb.h): rank 0 sets
+						 * them up at version 0 under emb_gen at every resume */
 };
 
 int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g)
@@ -102,6 +108,8 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 		h = gnn_draw64(h, gnn_schema_hash(g->schema));
 	if (c->num_bases > 0)
 		h = gnn_draw64(h ^ 0x6261736573ull, c->num_bases);
+	if (c->embed_hash != 0)
+		h = gnn_draw64(h ^ 0x656d6265646473ull, c->embed_hash);
 	return gnn_draw64(h, g->graph_id);
 }
 
@@ -126,6 +134,8 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 	h = mix_float(h, c->lr);
 	h = mix_float(h, c->weight_decay);
 	h = mix_float(h, c->dropout);
+	if (c->embed_hash != 0)
+		h = mix_float(h, c->embed_lr);
 	h = gnn_draw64(h, c->checkpoint_dir != NULL);
 	h = gnn_draw64(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
 	for (uint32_t k = 0; k < c->layers * c->num_rels; k++)
@@ -327,8 +337,17 @@ static void epoch_seeds(struct run *r, uint32_t epoch)
 
 /* ---- evaluation ---- */
 
-/* Accuracy over this rank's slice of nodes, summed over ranks. */
-static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *what, uint64_t seed, double *acc)
+/* The minibatch's embedded types filled from the graph stores (array:
+ * GNN_EMB_ROWS or GNN_EMB_BEST_ROWS), when the model has embeddings. */
+static int attach(struct run *r, struct gnn_minibatch *mb, uint32_t array)
+{
+	return r->e->emb == NULL ? GNN_OK : tr_emb_attach(r->e->emb, mb, r->emb_gen, r->emb_version, array);
+}
+
+/* Accuracy over this rank's slice of nodes, summed over ranks (the
+ * embedding pulls count as evaluation). */
+static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *what, uint64_t seed, uint32_t array,
+		    double *acc)
 {
 	const struct tr_config *c = r->c;
 	size_t lo = (size_t)((uint64_t)n * c->rank / c->world), hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
@@ -346,6 +365,10 @@ static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *w
 
 		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
+		if ((rc = attach(r, &b->mb, array)) != GNN_OK) {
+			tr_batch_free(b);
+			break;
+		}
 		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK ||
 		    (rc = tr_model_predict(r->model, &b->mb, r->pred)) != GNN_OK) {
 			GNN_ERROR("bad_minibatch", "what=%s step=%zu reason=\"%s\"", what, k, err);
@@ -391,6 +414,18 @@ static uint32_t usable_step(const struct tr_config *c, const struct tr_ckpt *ck)
 	return 0;
 }
 
+/* Rank 0 sets the graph stores' embeddings up under a new generation, at
+ * version 0: from the seed, or from checkpoint folder ckpt. */
+static int setup_embeddings(struct run *r, const char *ckpt)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->emb_gen = gnn_draw64(gnn_draw64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+					   (uint64_t)getpid()), r->c->seed) | 1;
+	return tr_emb_setup(r->e->emb, r->emb_gen, 0, ckpt);
+}
+
 /* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
  * ring (other ranks need no access to the checkpoint volume). */
 static int resume(struct run *r, struct gnn_result *res, bool *finished)
@@ -402,6 +437,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 	struct gnn_result prev;
 	bool found = false, have_ck = false;
 	int rc = GNN_OK;
+	struct tr_ckpt_extra extra = { .check = tr_emb_check_ckpt, .ctx = r->e->emb };
 
 	*finished = false;
 	if (c->rank == 0 && c->checkpoint_dir != NULL) {
@@ -422,7 +458,8 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 			st[RS_TEST_NODES] = (double)prev.test_nodes;
 		}
 		if (st[RS_STATUS] == 0 && st[RS_FINISHED] == 0) {
-			if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, &ck, &have_ck)) != GNN_OK) {
+			if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, r->e->emb != NULL ? &extra : NULL, &ck,
+						       &have_ck)) != GNN_OK) {
 				st[RS_STATUS] = rc;
 			} else if (have_ck && (ck.model_hash != mh || ck.num_params != r->np)) {
 				GNN_ERROR("checkpoint_mismatch", "dir=%s epoch=%" PRIu32 " reason=\"it was written for "
@@ -441,8 +478,13 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 			}
 		}
 	}
-	if ((rc = tr_ring_broadcast(r->e->ring, 0, st, sizeof(st))) != GNN_OK)
+	if (c->rank == 0 && st[RS_STATUS] == 0 && st[RS_FINISHED] == 0 && r->e->emb != NULL &&
+	    (rc = setup_embeddings(r, st[RS_CKPT] != 0 ? ck.folder : NULL)) != GNN_OK)
+		st[RS_STATUS] = rc;
+	if ((rc = tr_ring_broadcast(r->e->ring, 0, st, sizeof(st))) != GNN_OK ||
+	    (rc = tr_ring_broadcast(r->e->ring, 0, &r->emb_gen, sizeof(r->emb_gen))) != GNN_OK)
 		goto out;
+	r->emb_version = 0;
 	if (st[RS_STATUS] != 0) {
 		if (c->rank != 0)
 			GNN_ERROR("checkpoint_refused", "reason=\"rank 0 could not use the checkpoint dir (see its log)\"");
@@ -501,7 +543,10 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
 			      .params = tr_model_params(r->model), .adam_m = r->adam.m, .adam_v = r->adam.v,
 			      .best = r->best };
+	struct tr_ckpt_extra extra = { .save = tr_emb_save, .ctx = r->e->emb };
 
+	if (r->e->emb != NULL)
+		ck.extra = &extra;
 	if (tr_ckpt_save(c->checkpoint_dir, &ck, path, sizeof(path)) == GNN_OK)
 		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " step=%" PRIu32 " path=%s seconds=%.2f", epochs_done,
 			 step, path, gnn_now() - t0);
@@ -542,6 +587,27 @@ out:
 
 /* ---- one epoch ---- */
 
+/* The step's embedding gradients to the graph stores, before the
+ * all-reduce: once it returns on any rank, every store has applied the
+ * update of every rank, so the next step reads it. */
+static int push_embeddings(struct run *r)
+{
+	double t0 = gnn_now();
+	const float *dh;
+	size_t ld;
+	int rc;
+
+	if (r->e->emb == NULL)
+		return GNN_OK;
+	dh = tr_model_input_grad(r->model, &ld);
+	if (dh == NULL)
+		return GNN_EINTERNAL;
+	rc = tr_emb_push(r->e->emb, dh, ld, r->emb_gen, r->emb_version, r->c->rank, r->c->world);
+	r->emb_version++;
+	add_phase(r, PH_EMBED, gnn_now() - t0);
+	return rc;
+}
+
 /* Epoch `epoch` (0-based) from step `first` on, adding to *sums (in: this
  * rank's share of the steps before `first`); *seconds: how long it took. */
 static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch_sums *sums, double *seconds)
@@ -570,6 +636,13 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 			break;
 		add_phase(r, PH_WAIT, waited);
 		t0 = gnn_now();
+		rc = attach(r, &b->mb, GNN_EMB_ROWS);
+		add_phase(r, PH_EMBED, gnn_now() - t0);
+		if (rc != GNN_OK) {
+			tr_batch_free(b);
+			break;
+		}
+		t0 = gnn_now();
 		c0 = gnn_thread_cpu_s();
 		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK) {
 			GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1,
@@ -585,6 +658,8 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 			break;
 		add_phase(r, PH_COMPUTE, gnn_now() - t0);
 		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
+		if ((rc = push_embeddings(r)) != GNN_OK)
+			break;
 		t0 = gnn_now();
 		if ((rc = tr_ring_allreduce(r->e->ring, grads, r->np)) != GNN_OK)
 			break;
@@ -642,6 +717,13 @@ static int setup(struct run *r)
 	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
 				     .stop = r->e->stop };
 	int rc;
+
+	if (r->e->emb != NULL) {
+		tr_emb_model_schema(r->e->emb, &r->mschema);
+		mc.schema = &r->mschema;
+		mc.in_dim = gnn_schema_max_feat_dim(&r->mschema);
+		mc.input_grad = true;
+	}
 
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
@@ -743,12 +825,14 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		if ((rc = train_epoch(&r, epoch, first, &sums, &epoch_s)) != GNN_OK)
 			goto out;
 		if ((rc = sums_allreduce(env->ring, &sums)) != GNN_OK ||
-		    (rc = evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, &val_acc)) != GNN_OK)
+		    (rc = evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
 			goto out;
 		if (val_acc > r.best_val) {
 			r.best_val = val_acc;
 			r.best_epoch = (int32_t)epoch + 1;
 			memcpy(r.best, params, r.np * sizeof(float));
+			if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb, r.emb_gen)) != GNN_OK)
+				goto out;
 		}
 		rate = epoch_s > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / epoch_s : 0;
 		gnn_gauge_set(r.m.epoch, epoch + 1);
@@ -758,16 +842,17 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		gnn_gauge_set(r.m.samples_per_s, rate);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
 			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f "
-			 "steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+			 "embed_s=%.2f steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
 			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
 			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
-			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], r.steps - first, rate, tr_params_crc(params, r.np));
+			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], r.phase_s[PH_EMBED], r.steps - first, rate,
+			 tr_params_crc(params, r.np));
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
 	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
 	t_test = gnn_now();
-	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, &test_acc)) != GNN_OK)
+	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
 		goto out;
 	t_test = gnn_now() - t_test;
 	GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,

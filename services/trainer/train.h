@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ckpt.h"
+#include "emb.h"
 #include "fanouts.h"
 #include "metrics.h"
 #include "proto.h"
@@ -27,6 +28,8 @@ struct tr_config {
 	float lr, weight_decay, dropout;
 	uint64_t seed;
 	const char *model;            /* tr_model_find's name; NULL: graphsage */
+	uint64_t embed_hash;          /* tr_emb_hash of the learnable embeddings; 0: none */
+	float embed_lr;
 	const char *checkpoint_dir;   /* NULL: no checkpoints */
 	double checkpoint_interval_s; /* also checkpoint within an epoch this often (0: only after each) */
 	double log_interval_s;
@@ -36,6 +39,7 @@ struct tr_config {
 struct tr_env {
 	struct tr_samplers *samplers;
 	struct tr_ring *ring;
+	struct tr_emb *emb;             /* learnable embeddings (emb.h), NULL: none */
 	const struct gnn_layout *graph;
 	struct gnn_metrics *metrics;
 	bool (*stop)(void);
@@ -53,7 +57,9 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g);
 
 /* Trains (or resumes, or finds the run finished in the checkpoint dir) and
  * evaluates. On GNN_OK *out holds the result and *resumed_finished tells
- * whether it was already there. GNN_ECLOSED: stop requested. Registers its
+ * whether it was already there. GNN_ECLOSED: stop requested. GNN_ESTALE:
+ * a graph store lost the embeddings (it restarted): every rank must
+ * resume from the checkpoint, as after a ring failure. Registers its
  * metrics in env->metrics (gnn_trainer_*). */
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished);
 

@@ -37,6 +37,11 @@ RUN_LIMIT_S = 150     # one scenario, fault included
 MAX_GAP_S = 15.0
 
 
+# Learnable embeddings for the tiny graph's nodes beside their features
+# (docs/embeddings.md): the scenarios named embed_* run with them, against
+# an undisturbed run with them.
+EMBED = ["--embed-dim=8", "--embed-types=node"]
+
 # Settings of a scenario that differ from TRAIN without changing the math
 # (the undisturbed run's parameters stay the reference).
 OVERRIDES = {
@@ -51,6 +56,8 @@ class Scenario:
         self.dir = os.path.join(work, name)
         over = OVERRIDES.get(name, [])
         args = [a for a in TRAIN if a.split("=")[0] not in [o.split("=")[0] for o in over]] + over
+        if name.startswith("embed_") or name == "undisturbed_embed":
+            args += EMBED
         self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"))
         self.notes = []
         self.allowed_exits = set()   # components whose own exits are part of the scenario
@@ -331,6 +338,12 @@ SCENARIOS = {
     "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "waiting_for_peer", "op=allreduce"),
     "corrupt_newest_checkpoint": corrupt_newest,
     "trainer_restarted_after_finish": restart_after_finish,
+    # the graph store loses its rows and optimizer state: every trainer
+    # resumes from the checkpoint, whose embeddings rank 0 writes back
+    "embed_kill_graphstore": kill_store,
+    "embed_kill_trainer": kill_trainer,
+    # killed while it streams the stores' rows into the checkpoint
+    "embed_kill_trainer0_in_checkpoint_write": kill_trainer0_writing,
 }
 
 
@@ -378,17 +391,21 @@ def main():
         partdir = os.path.join(work, "part")
         subprocess.run([BIN + "/gnn-partition", "--synthetic", "tiny", "--parts", "2", "--out", partdir],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        base_s = Scenario(work, partdir, "undisturbed")
-        ok, t = run(base_s, lambda s: None, None)
-        if not ok:
-            keep = True
-            return 1
-        c = base_s.c
-        base = {"crc": kv(c.lines("trainer-0", "summary")[-1], "params_crc"),
-                "epochs": epoch_crcs(c, "trainer-0"), "t": t}
-        print("time undisturbed total_s=%.1f" % t, flush=True)
+        bases = {}
+        for kind in ("", "_embed"):
+            if not any(n.startswith("embed_") == (kind == "_embed") for n in names):
+                continue
+            base_s = Scenario(work, partdir, "undisturbed" + kind)
+            ok, t = run(base_s, lambda s: None, None)
+            if not ok:
+                keep = True
+                return 1
+            c = base_s.c
+            bases[kind] = {"crc": kv(c.lines("trainer-0", "summary")[-1], "params_crc"),
+                           "epochs": epoch_crcs(c, "trainer-0"), "t": t}
+            print("time undisturbed%s total_s=%.1f" % (kind, t), flush=True)
         for n in names:
-            ok, _ = run(Scenario(work, partdir, n), SCENARIOS[n], base)
+            ok, _ = run(Scenario(work, partdir, n), SCENARIOS[n], bases["_embed" if n.startswith("embed_") else ""])
             keep |= not ok
         return 0
     finally:

@@ -130,6 +130,7 @@ class Cluster:
             self._add("trainer-%d" % i, tr_http[i],
                       [BIN + "/gnn-trainer", "--rank=%d" % i, "--world-size=%d" % trainers,
                        "--peers=" + peers, "--samplers=" + smps, "--listen=tcp://127.0.0.1:%d" % tr_nng[i],
+                       "--graphstores=" + stores,
                        "--http-addr=127.0.0.1", "--http-port=%d" % tr_http[i], "--threads=1",
                        "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args)
         self.trainers = ["trainer-%d" % i for i in range(trainers)]

@@ -121,6 +121,7 @@ ports|s/--http-port=9101/--http-port=9111/
 services|0,/targetPort: nng/s//targetPort: grpc/
 dns|s/graphstore-%d.graphstore:/graphstore-%d.graphstores:/
 dns|s/--graphstore-count=4/--graphstore-count=3/
+dns|s/--graphstore-pattern=tcp:\/\/graphstore-%d.graphstore:7000/--graphstore-pattern=tcp:\/\/trainer-%d.trainer:7200/
 dns|s/--samplers=tcp:\/\/sampler:7100/--samplers=tcp:\/\/sampler:7101/
 storage|s/readOnly: true/readOnly: false/;s/--data=\/data\/partitions\//--data=\/data\/parts\//
 storage|s/--predictions=\/data\/partitions\//--predictions=\/data\/parts\//
@@ -182,6 +183,121 @@ check folders_follow_settings "partition folder: same unless the partitioning ch
 	bash -c "[ -n '$d0' ] && [ '$d0' = '$d_timeouts' ] && [ '$d0' != '$d_parts' ] && [ '$d0' != '$d_seed' ] &&
 		[ -n '$c0' ] && [ '$c0' = '$c_cont' ] && [ '$c0' != '$c_model' ] && [ '$c0' != '$c_layers' ] && [ '$c0' != '$c_parts' ] &&
 		[ '$c_named' = /checkpoints/my-run ]"
+
+# ---- learnable embeddings (trainer.embed, docs/embeddings.md) -----------------------------------
+# args_of FILE: "KIND/NAME ARG" for every argument of every container, and
+# "KIND/NAME from COMPONENT,..." for the nng ingress of every NetworkPolicy.
+args_of() {
+	node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+	const o = d.toJS();
+	if (!o || !o.spec) continue;
+	const at = o.kind + "/" + o.metadata.name;
+	if (o.kind === "NetworkPolicy") {
+		const from = ((o.spec.ingress || [])[0] || {}).from || [];
+		console.log(at + " from " + from.map((f) => f.podSelector.matchLabels["app.kubernetes.io/component"]).join(","));
+		continue;
+	}
+	const pod = o.kind === "Pod" ? o.spec : o.spec.template && o.spec.template.spec;
+	for (const c of (pod && pod.containers) || []) for (const a of c.args || []) console.log(at + " " + a);
+}' "$TOOLDIR" "$1"
+}
+EMB=(--set trainer.embed.dim=64 --set-json 'trainer.embed.types=["author"]')
+"$H" template gnn-dist "$CHART" >"$WORK/e-off.yaml" 2>"$WORK/err" && args_of "$WORK/e-off.yaml" >"$WORK/e-off"
+check embed_off_by_default "default values: no --embed-* flag, the trainer dials no graph store, only samplers reach the stores ($(grep -E -- ' --embed-|^StatefulSet/trainer --graphstore' "$WORK/e-off" | head -n 2 | tr '\n' ' '))" \
+	bash -c "grep -q '^StatefulSet/trainer --model=graphsage$' '$WORK/e-off' && grep -q -E '^Job/inference-[0-9]+-[0-9a-f]+ --model=graphsage$' '$WORK/e-off' &&
+		! grep -q -E -- ' --embed-' '$WORK/e-off' && ! grep -q -E '^StatefulSet/trainer --graphstore' '$WORK/e-off'"
+
+"$H" template gnn-dist "$CHART" "${EMB[@]}" >"$WORK/e-on.yaml" 2>"$WORK/err" && args_of "$WORK/e-on.yaml" >"$WORK/e-on"
+grep -E -- ' --(embed-[a-z]+|graphstore-pattern)=' "$WORK/e-on" | sort >"$WORK/e-on-flags"
+cat >"$WORK/e-on-want" <<'EOF'
+Deployment/sampler --graphstore-pattern=tcp://graphstore-%d.graphstore:7000
+StatefulSet/trainer --embed-dim=64
+StatefulSet/trainer --embed-input=concat
+StatefulSet/trainer --embed-lr=0.01
+StatefulSet/trainer --embed-optimizer=adam
+StatefulSet/trainer --embed-types=author
+StatefulSet/trainer --graphstore-pattern=tcp://graphstore-%d.graphstore:7000
+INFER --embed-dim=64
+INFER --embed-input=concat
+INFER --embed-optimizer=adam
+INFER --embed-types=author
+EOF
+job=$(sed -n 's/^\(Job\/inference-[0-9]*-[0-9a-f]*\) .*/\1/p' "$WORK/e-on" | head -n 1)
+sed -i "s|^INFER|${job:-no-inference-job}|" "$WORK/e-on-want"
+sort -o "$WORK/e-on-want" "$WORK/e-on-want"
+check embed_flags_rendered "embed.dim=64, types [author]: the trainer gets --embed-dim/-types/-input/-optimizer/-lr and the graph stores' pattern, the inference Job the model's --embed-* (not -lr, no stores): $(diff "$WORK/e-on-want" "$WORK/e-on-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')" \
+	cmp -s "$WORK/e-on-want" "$WORK/e-on-flags"
+
+# Each value reaches its flag; no types: the trainer's default (no --embed-types).
+"$H" template gnn-dist "$CHART" --set trainer.embed.dim=8 --set trainer.embed.input=replace --set trainer.embed.optimizer=adagrad \
+	--set-json trainer.embed.lr=0.05 --set partition.parts=3 --set prefixWithRelease=true >"$WORK/e-val.yaml" 2>"$WORK/err" &&
+	args_of "$WORK/e-val.yaml" >"$WORK/e-val"
+check embed_values_follow "dim 8, replace, adagrad, lr 0.05, prefixed: the flags follow, --embed-types absent ($(grep -- '--embed-\|trainer --graphstore' "$WORK/e-val" | tr '\n' ' '))" \
+	bash -c "grep -qx 'StatefulSet/gnn-dist-trainer --embed-dim=8' '$WORK/e-val' && grep -qx 'StatefulSet/gnn-dist-trainer --embed-input=replace' '$WORK/e-val' &&
+		grep -qx 'StatefulSet/gnn-dist-trainer --embed-optimizer=adagrad' '$WORK/e-val' && grep -qx 'StatefulSet/gnn-dist-trainer --embed-lr=0.05' '$WORK/e-val' &&
+		grep -qx 'StatefulSet/gnn-dist-trainer --graphstore-pattern=tcp://gnn-dist-graphstore-%d.gnn-dist-graphstore:7000' '$WORK/e-val' &&
+		grep -q -E '^Job/gnn-dist-inference-0-[0-9a-f]+ --embed-optimizer=adagrad$' '$WORK/e-val' &&
+		grep -q -E '^Job/gnn-dist-inference-0-[0-9a-f]+ --embed-input=replace$' '$WORK/e-val' &&
+		! grep -q -- '--embed-types' '$WORK/e-val'"
+
+# The render passes the checker (every flag against gnn-trainer's and
+# `gnn-trainer infer`'s --help, the trainers' pattern resolving to the graph
+# stores' nng port), and the graph stores' NetworkPolicy admits the trainers.
+"$H" template gnn-dist "$CHART" -f "$CHART/ci/scale-values.yaml" "${EMB[@]}" >"$WORK/e-scale.yaml" 2>"$WORK/err"
+$CHECK "$WORK/e-scale.yaml" >"$WORK/check-e-scale" 2>&1
+args_of "$WORK/e-scale.yaml" >"$WORK/e-scale"
+args_of "$WORK/r-scale.yaml" >"$WORK/r-scale"
+check embed_render_checked "the 4x3x4 set with embeddings: check_chart.cjs $(grep -E '^bad|Error' "$WORK/check-e-scale" | head -n 3 | tr '\n' ' '); graph stores' policy: $(grep '^NetworkPolicy/graphstore ' "$WORK/e-scale")" \
+	bash -c "! grep -q -E '^bad|Error' '$WORK/check-e-scale' && [ \$(grep -c '^ok ' '$WORK/check-e-scale') = 8 ] &&
+		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/e-scale' && grep -qx 'NetworkPolicy/sampler from trainer' '$WORK/e-scale' &&
+		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/r-scale'"
+
+# The embedding configuration is part of the run (a checkpoint of another
+# one is refused), its learning rate is not; with dim 0 the other embed
+# values change nothing (existing runs continue).
+c_e0=$(flag_of checkpoint-dir --set trainer.embed.input=replace --set trainer.embed.optimizer=adagrad --set-json 'trainer.embed.types=["author"]' --set-json trainer.embed.lr=0.5)
+c_e=$(flag_of checkpoint-dir "${EMB[@]}")
+c_e_lr=$(flag_of checkpoint-dir "${EMB[@]}" --set-json trainer.embed.lr=0.5)
+c_e_dim=$(flag_of checkpoint-dir --set trainer.embed.dim=32 --set-json 'trainer.embed.types=["author"]')
+c_e_types=$(flag_of checkpoint-dir "${EMB[@]}" --set-json 'trainer.embed.types=["author","institution"]')
+c_e_notypes=$(flag_of checkpoint-dir --set trainer.embed.dim=64)
+c_e_input=$(flag_of checkpoint-dir "${EMB[@]}" --set trainer.embed.input=replace)
+c_e_opt=$(flag_of checkpoint-dir "${EMB[@]}" --set trainer.embed.optimizer=adagrad)
+i_e=$(args_of "$WORK/e-on.yaml" | sed -n 's/^Job\/inference-[^ ]* --checkpoint-dir=//p')
+check embed_part_of_run "run folder: dim 0 ignores the embed values, dim/types/input/optimizer make a new run, lr does not ($c0 $c_e0 $c_e $c_e_lr $c_e_dim $c_e_types $c_e_input $c_e_opt)" \
+	bash -c "[ -n '$c0' ] && [ '$c_e0' = '$c0' ] && [ -n '$c_e' ] && [ '$c_e' != '$c0' ] && [ '$c_e_lr' = '$c_e' ] &&
+		[ '$c_e_dim' != '$c_e' ] && [ '$c_e_types' != '$c_e' ] && [ '$c_e_notypes' != '$c_e' ] && [ '$c_e_input' != '$c_e' ] &&
+		[ '$c_e_opt' != '$c_e' ] && [ '$i_e' = '$c_e' ]"
+
+emb_bad=""
+while IFS='|' read -r how s; do
+	[ -n "$how" ] || continue
+	if "$H" template "$CHART" "$how" "$s" >/dev/null 2>"$WORK/rej"; then
+		emb_bad="$emb_bad $s(accepted)"
+	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
+		emb_bad="$emb_bad $s($(head -c 80 "$WORK/rej"))"
+	fi
+done <<'EOF'
+--set|trainer.embed.dim=-1
+--set|trainer.embed.dim=65537
+--set-json|trainer.embed.dim=1.5
+--set|trainer.embed.input=foo
+--set|trainer.embed.optimizer=sgd
+--set-json|trainer.embed.types=["an author"]
+--set-json|trainer.embed.types=[""]
+--set-json|trainer.embed.types="author"
+--set-json|trainer.embed.types=["author","author"]
+--set|trainer.embed.lr=0.01
+--set-json|trainer.embed.lr=0
+--set|trainer.embed.bogus=1
+EOF
+"$H" template "$CHART" --set trainer.embed.dim=65536 --set-json 'trainer.embed.types=["author","field_of_study","a.b-C9"]' \
+	--set trainer.embed.optimizer=adagrad --set trainer.embed.input=replace --set-json trainer.embed.lr=100 >/dev/null 2>"$WORK/rej" ||
+	emb_bad="$emb_bad valid-values(refused: $(head -c 120 "$WORK/rej"))"
+check schema_rejects_bad_embed "embed values accepted, or refused without the schema's reason:$emb_bad" [ -z "$emb_bad" ]
 
 # ---- the partitioner Job's shell step, run as in its pod ---------------------------------------
 # job_env OUT_FILE --set ...: renders with the data volume at $WORK/jobdata and

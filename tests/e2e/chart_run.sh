@@ -255,9 +255,10 @@ else
 fi
 
 # Finished trainers stay up (--on-finish serve) with their metrics.
-m=$(ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "http://${ADDR_OF[$T0]}:$(sed -n 's/.*--http-port=\([0-9]*\).*/\1/p' "$WORK/plan/pod-$T0.sh")/metrics")
+# (In a file: a help text may hold a quote, such as the embedding metrics'.)
+ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "http://${ADDR_OF[$T0]}:$(sed -n 's/.*--http-port=\([0-9]*\).*/\1/p' "$WORK/plan/pod-$T0.sh")/metrics" >"$WORK/metrics-served-$T0.txt"
 check finished_trainer_serves_metrics "trainer-0 still serves /metrics after the summary" \
-	bash -c "kill -0 ${PID_OF[$T0]} && grep -q '^gnn_trainer_' <<<'$m'"
+	bash -c "kill -0 ${PID_OF[$T0]} && grep -q '^gnn_trainer_' '$WORK/metrics-served-$T0.txt'"
 
 # Every metric family any pod serves is documented in docs/metrics.md (the
 # scrape of each graph store, sampler and trainer, after training).

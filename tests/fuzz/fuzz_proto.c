@@ -632,6 +632,140 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 	gnn_proto_release(v.owned);
 }
 
+/* Where a decoder's array must be: 8-aligned, and inside the payload p
+ * (len bytes) when p is 8-aligned (decoded in place), outside it when not
+ * (the decoder's copy). n bytes from at; at may be NULL only when n == 0. */
+static void check_array_at(const char *msg, const void *at, uint64_t n, const uint8_t *p, size_t len)
+{
+	const uint8_t *a = at;
+	bool inside = a >= p && a <= p + len;
+
+	if (at == NULL)
+		return;
+	if (((uintptr_t)at & 7) != 0)
+		broken(msg, "an array at a misaligned address");
+	if (((uintptr_t)p & 7) == 0 ? !inside || n > (uint64_t)(p + len - a) : inside)
+		broken(msg, "an array neither in the aligned payload nor in the decoder's copy");
+}
+
+static bool emb_op_has_ids(uint32_t op)
+{
+	return op == GNN_EMB_PULL || op == GNN_EMB_PUSH;
+}
+
+static bool emb_op_has_data(uint32_t op)
+{
+	return op == GNN_EMB_PUSH || op == GNN_EMB_WRITE;
+}
+
+/* INIT's configuration as proto.h documents it. */
+static bool emb_cfg_ok(const struct gnn_emb_cfg *c)
+{
+	bool any = false;
+
+	if (c->num_types == 0 || c->num_types > GNN_PROTO_MAX_TYPES ||
+	    (c->optimizer != GNN_EMB_ADAM && c->optimizer != GNN_EMB_ADAGRAD) || !(c->lr > 0) ||
+	    !(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) || !(c->eps > 0))
+		return false;
+	for (uint32_t t = 0; t < GNN_PROTO_MAX_TYPES; t++) {
+		if (c->dim[t] > GNN_PROTO_MAX_FEAT_DIM || (t >= c->num_types && c->dim[t] != 0))
+			return false;
+		any = any || c->dim[t] > 0;
+	}
+	return any;
+}
+
+static bool same_emb_cfg(const struct gnn_emb_cfg *a, const struct gnn_emb_cfg *b)
+{
+	/* floats by their bits */
+	return a->num_types == b->num_types && same(a->dim, b->dim, sizeof(a->dim)) &&
+	       a->optimizer == b->optimizer && same(&a->lr, &b->lr, 4) && same(&a->beta1, &b->beta1, 4) &&
+	       same(&a->beta2, &b->beta2, 4) && same(&a->eps, &b->eps, 4) && a->seed == b->seed && a->hash == b->hash;
+}
+
+static void check_emb_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_emb_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	uint64_t words;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("emb_req", gnn_decode_emb_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.op == 0 || v.op >= GNN_EMB_OP_END || v.node_type >= GNN_PROTO_MAX_TYPES || v.array >= GNN_EMB_ARRAYS ||
+	    v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM || v.first < 0)
+		broken("emb_req", "accepted with op, type, array, n, dim or first out of range");
+	if (v.op == GNN_EMB_PUSH && (v.world == 0 || v.world > 65536 || v.rank >= v.world))
+		broken("emb_req", "accepted a PUSH with rank or world out of range");
+	if (v.op == GNN_EMB_INIT && !emb_cfg_ok(&v.cfg))
+		broken("emb_req", "accepted a bad INIT configuration");
+	if (emb_op_has_data(v.op) && v.n > 0 && v.dim == 0)
+		broken("emb_req", "accepted rows of data without words");
+	words = emb_op_has_data(v.op) ? (uint64_t)v.n * v.dim : 0;
+	if ((!emb_op_has_ids(v.op) && v.ids != NULL) || (!emb_op_has_data(v.op) && v.data != NULL) ||
+	    (emb_op_has_ids(v.op) && v.n > 0 && v.ids == NULL) || (words > 0 && v.data == NULL))
+		broken("emb_req", "ids or data set for an op without them, or missing");
+	check_array_at("emb_req", v.ids, v.ids ? (uint64_t)v.n * 8 : 0, p, len);
+	check_array_at("emb_req", v.data, words * 4, p, len);
+	if (v.ids != NULL)
+		touch_i64(v.ids, v.n);
+	if (v.data != NULL)
+		touch_i32(v.data, words);
+	gnn_wbuf_init(&w);
+	p2 = reopen("emb_req", gnn_encode_emb_req(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_EMB_REQ, &h2);
+	if (h2.len != len)
+		broken("emb_req", "round trip: the re-encoded payload has another length");
+	if (gnn_decode_emb_req(p2, h2.len, &v2) != GNN_OK)
+		broken("emb_req", "round trip: the re-encoded message is refused");
+	if (v2.op != v.op || v2.node_type != v.node_type || v2.array != v.array || v2.rank != v.rank ||
+	    v2.world != v.world || v2.gen != v.gen || v2.step != v.step || v2.first != v.first || v2.n != v.n ||
+	    v2.dim != v.dim || (v2.ids == NULL) != (v.ids == NULL) || (v2.data == NULL) != (v.data == NULL) ||
+	    (v.ids != NULL && !same(v2.ids, v.ids, (size_t)v.n * 8)) ||
+	    (v.data != NULL && !same(v2.data, v.data, words * 4)) ||
+	    (v.op == GNN_EMB_INIT && !same_emb_cfg(&v2.cfg, &v.cfg)))
+		broken("emb_req", "round trip: a field, the IDs, the data or the configuration differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_emb_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_emb_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	uint64_t words;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("emb_resp", gnn_decode_emb_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+		broken("emb_resp", "accepted with n or dim out of range");
+	words = (uint64_t)v.n * v.dim;
+	if ((v.data != NULL) != (words > 0))
+		broken("emb_resp", "data set without rows, or rows without data");
+	check_array_at("emb_resp", v.data, words * 4, p, len);
+	if (v.data != NULL)
+		touch_i32(v.data, words);
+	gnn_wbuf_init(&w);
+	p2 = reopen("emb_resp", gnn_encode_emb_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_EMB_RESP, &h2);
+	if (h2.len != len)
+		broken("emb_resp", "round trip: the re-encoded payload has another length");
+	if (gnn_decode_emb_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("emb_resp", "round trip: the re-encoded message is refused");
+	if (v2.gen != v.gen || v2.version != v.version || v2.cfg_hash != v.cfg_hash || v2.n != v.n ||
+	    v2.dim != v.dim || !same(v2.data, v.data, words * 4))
+		broken("emb_resp", "round trip: a field or the rows differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
 /* ---- targets ---- */
 
 struct decoder {
@@ -656,6 +790,8 @@ static const struct decoder decoders[] = {
 	{ "nodes_resp", { GNN_MSG_NODES_RESP }, check_nodes_resp },
 	{ "minibatch_req", { GNN_MSG_MINIBATCH_REQ }, check_minibatch_req },
 	{ "minibatch_resp", { GNN_MSG_MINIBATCH_RESP }, check_minibatch_resp },
+	{ "emb_req", { GNN_MSG_EMB_REQ }, check_emb_req },
+	{ "emb_resp", { GNN_MSG_EMB_RESP }, check_emb_resp },
 };
 #define NUM_DECODERS (sizeof(decoders) / sizeof(decoders[0]))
 

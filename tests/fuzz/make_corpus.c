@@ -150,6 +150,59 @@ static void emit_typed_info(struct gnn_wbuf *w, const int64_t *offsets)
 	emit("info_resp", "info_resp-typed", gnn_encode_info_resp(w, 3, &info), w);
 }
 
+/* EMB: a request of every op, and replies with and without rows. */
+static void emit_emb(struct gnn_wbuf *w)
+{
+	static const int64_t ids[] = { 5, 1, 9 };
+	static const float grad[] = { 0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f, -0.25f, 8.0f, 1.0f };
+	static const uint32_t steps[] = { 3, 0, 12 };
+	struct gnn_emb_req init = {
+		.op = GNN_EMB_INIT, .gen = 1, .step = 0,
+		.cfg = { .num_types = 3, .dim = { 0, 16, 8 }, .optimizer = GNN_EMB_ADAM, .lr = 0.01f, .beta1 = 0.9f,
+			 .beta2 = 0.999f, .eps = 1e-8f, .seed = 42, .hash = 0x0123456789abcdefull },
+	};
+	struct gnn_emb_req adagrad = {
+		.op = GNN_EMB_INIT, .gen = 2, .step = 100,
+		.cfg = { .num_types = 1, .dim = { 4 }, .optimizer = GNN_EMB_ADAGRAD, .lr = 0.1f, .eps = 1e-10f,
+			 .seed = 7, .hash = 9 },
+	};
+	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .node_type = 1, .array = GNN_EMB_ROWS, .gen = 1, .step = 3,
+				    .n = 3, .ids = ids };
+	struct gnn_emb_req pull_best = { .op = GNN_EMB_PULL, .node_type = 2, .array = GNN_EMB_BEST_ROWS, .gen = 1,
+					 .step = 3, .n = 1, .ids = ids };
+	struct gnn_emb_req push = { .op = GNN_EMB_PUSH, .node_type = 1, .rank = 1, .world = 2, .gen = 1, .step = 3,
+				    .n = 3, .dim = 3, .ids = ids, .data = grad };
+	struct gnn_emb_req push_empty = { .op = GNN_EMB_PUSH, .node_type = 2, .rank = 0, .world = 4, .gen = 1,
+					  .step = 3, .dim = 8, .ids = ids, .data = grad };
+	struct gnn_emb_req read = { .op = GNN_EMB_READ, .node_type = 1, .array = GNN_EMB_STATE1, .gen = 1,
+				    .first = 1000, .n = 64 };
+	struct gnn_emb_req write = { .op = GNN_EMB_WRITE, .node_type = 1, .array = GNN_EMB_ROWS, .gen = 1, .step = 5,
+				     .first = 1000, .n = 2, .dim = 3, .data = grad };
+	struct gnn_emb_req write_steps = { .op = GNN_EMB_WRITE, .node_type = 1, .array = GNN_EMB_STEPS, .gen = 1,
+					   .step = 5, .first = 1000, .n = 3, .dim = 1, .data = steps };
+	struct gnn_emb_req best = { .op = GNN_EMB_BEST, .gen = 1, .step = 9 };
+	struct gnn_emb_req status = { .op = GNN_EMB_STATUS };
+	struct gnn_emb_resp rows = { .gen = 1, .version = 3, .cfg_hash = 0x0123456789abcdefull, .n = 3, .dim = 3,
+				     .data = grad };
+	struct gnn_emb_resp steps_resp = { .gen = 1, .version = 3, .cfg_hash = 5, .n = 3, .dim = 1, .data = steps };
+	struct gnn_emb_resp bare = { .gen = 1, .version = 4, .cfg_hash = 0x0123456789abcdefull };
+
+	emit("emb_req", "emb_req-init", gnn_encode_emb_req(w, 20, &init), w);
+	emit("emb_req", "emb_req-init-adagrad", gnn_encode_emb_req(w, 20, &adagrad), w);
+	emit("emb_req", "emb_req-pull", gnn_encode_emb_req(w, 20, &pull), w);
+	emit("emb_req", "emb_req-pull-best", gnn_encode_emb_req(w, 20, &pull_best), w);
+	emit("emb_req", "emb_req-push", gnn_encode_emb_req(w, 20, &push), w);
+	emit("emb_req", "emb_req-push-empty", gnn_encode_emb_req(w, 20, &push_empty), w);
+	emit("emb_req", "emb_req-read", gnn_encode_emb_req(w, 20, &read), w);
+	emit("emb_req", "emb_req-write", gnn_encode_emb_req(w, 20, &write), w);
+	emit("emb_req", "emb_req-write-steps", gnn_encode_emb_req(w, 20, &write_steps), w);
+	emit("emb_req", "emb_req-best", gnn_encode_emb_req(w, 20, &best), w);
+	emit("emb_req", "emb_req-status", gnn_encode_emb_req(w, 20, &status), w);
+	emit("emb_resp", "emb_resp-rows", gnn_encode_emb_resp(w, 21, &rows), w);
+	emit("emb_resp", "emb_resp-steps", gnn_encode_emb_resp(w, 21, &steps_resp), w);
+	emit("emb_resp", "emb_resp-bare", gnn_encode_emb_resp(w, 21, &bare), w);
+}
+
 int main(int argc, char **argv)
 {
 	static const int64_t ids[] = { 5, 1, 9 }, offsets[] = { 0, 4, 9, 12 };
@@ -221,5 +274,6 @@ int main(int argc, char **argv)
 	emit("nodes_resp", "nodes_resp", gnn_encode_nodes_resp(&w, 12, ids, 3, 17), &w);
 	emit("nodes_resp", "nodes_resp-done", gnn_encode_nodes_resp(&w, 12, ids, 0, -1), &w);
 	emit_minibatches(&w);
+	emit_emb(&w);
 	return 0;
 }

@@ -139,7 +139,7 @@ function helpOf(bin, sub) {
 		const m = /^  --([a-z0-9-]+)(?: (\S+))?  \[(GNN_[A-Z0-9_]+)\]$/.exec(lines[i]);
 		if (!m) continue;
 		const desc = lines[i + 1] || "";
-		const r = /\(range (-?[0-9.e+]+)\.\.(-?[0-9.e+]+)\)/.exec(desc);
+		const r = /\(range (-?[0-9.]+(?:e[-+]?[0-9]+)?)\.\.(-?[0-9.]+(?:e[-+]?[0-9]+)?)\)/.exec(desc);
 		const d = /\(default ([^)]*)\)/.exec(desc);
 		opts[m[1]] = { env: m[3], arg: m[2] || "bool", min: r ? +r[1] : null, max: r ? +r[2] : null, def: d ? d[1] : null };
 	}
@@ -288,12 +288,29 @@ function resolve(host) {
 	const s = services.find((x) => x.metadata.name === host);
 	return s ? workloads.find((w) => w.kind !== "Pod" && selects(s.spec.selector, w.labels)) || null : null;
 }
+// gnn-trainer's --graphstore-pattern (learnable embeddings) takes no count:
+// it dials one graph store per partition, the partitioner's --parts.
+const partitioner = listens.find((l) => l.bin === "gnn-partition");
+// Who must answer each option's URLs.
+const SERVED_BY = {
+	graphstores: "gnn-graphstore", "graphstore-pattern": "gnn-graphstore",
+	peers: "gnn-trainer", "peer-pattern": "gnn-trainer", samplers: "gnn-sampler",
+};
 for (const d of dialed) {
 	let urls;
 	const pattern = d.opt.endsWith("-pattern");
 	if (pattern) {
-		const countOpt = d.opt === "peer-pattern" ? "world-size" : "graphstore-count";
-		const n = +d.l.value(countOpt);
+		let countOpt = d.opt === "peer-pattern" ? "world-size" : "graphstore-count";
+		let count = d.l.value(countOpt);
+		if ((count === null || count === undefined) && d.opt === "graphstore-pattern" && partitioner) {
+			countOpt = "parts of the partitioner";
+			count = partitioner.value("parts");
+		}
+		const n = +count;
+		if (!Number.isInteger(n) || n < 1) {
+			report("dns", `${d.where}: --${d.opt} ${d.value} with no count (--${countOpt} ${count})`);
+			continue;
+		}
 		urls = [...Array(n).keys()].map((i) => d.value.replace("%d", String(i)));
 		const target = resolve(new URL(urls[0] || d.value.replace("%d", "0")).hostname);
 		if (target && target.replicas !== n)
@@ -304,6 +321,11 @@ for (const d of dialed) {
 		if (!m) { report("dns", `${d.where}: --${d.opt} URL ${u} is not tcp://HOST:PORT`); continue; }
 		const w = resolve(m[1]);
 		if (!w) { report("dns", `${d.where}: --${d.opt} dials ${m[1]}, which no pod or Service of the chart is`); continue; }
+		const serves = binaryOf(w.pod.containers[0]);
+		if (serves !== SERVED_BY[d.opt]) {
+			report("dns", `${d.where}: --${d.opt} dials ${m[1]}, which runs ${serves}, not ${SERVED_BY[d.opt]}`);
+			continue;
+		}
 		const nng = w.pod.containers.flatMap((c) => c.ports || []).find((p) => p.name === "nng");
 		if (!nng || nng.containerPort !== +m[2])
 			report("dns", `${d.where}: dials ${m[1]}:${m[2]}, but ${w.name} listens on nng ${nng && nng.containerPort}`);

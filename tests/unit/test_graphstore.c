@@ -9,6 +9,9 @@
  *   1 <- 0             4 <- 5
  *   2 <- (none)        5 <- 0 1 2 3 4 */
 #include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "arr.h"
 #include "cli.h"
 #include "err.h"
+#include "hash.h"
 #include "json.h"
 #include "log.h"
 #include "part.h"
@@ -443,20 +447,24 @@ static void test_nodes_paging(void)
 static void test_malformed_requests(void)
 {
 	struct fixture f;
-	struct gnn_wbuf reqs[4], rep;
+	struct gnn_wbuf reqs[5], rep;
 	const int64_t ids[] = { 0, 1 };
+	const float grad[4] = { 1, 2, 3, 4 };
 	int bad = 0;
 
 	if (!open_store(&f, 0, true))
 		return;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		gnn_wbuf_init(&reqs[i]);
 	gnn_wbuf_init(&rep);
 	gnn_encode_sample_req(&reqs[0], 1, 5, 1, (const int32_t[]){ 3 }, ids, 2);
 	gnn_encode_ids_req(&reqs[1], GNN_MSG_FEAT_REQ, 1, ids, 2);
 	gnn_encode_nodes_req(&reqs[2], 1, GNN_SPLIT_TRAIN, 10, 0);
 	gnn_encode_ids_req(&reqs[3], GNN_MSG_MINIBATCH_REQ, 1, ids, 2);  /* not served here */
-	for (int i = 0; i < 4; i++) {
+	/* intact, an ERROR too: no INIT yet */
+	gnn_encode_emb_req(&reqs[4], 1, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .world = 1, .n = 2, .dim = 2,
+							       .ids = ids, .data = grad });
+	for (int i = 0; i < 5; i++) {
 		size_t plen = reqs[i].len - GNN_PROTO_HDR_BYTES;
 		uint8_t *copy = calloc(1, plen + 8);
 
@@ -478,7 +486,7 @@ static void test_malformed_requests(void)
 		free(copy);
 	}
 	CHECK(bad == 0);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		gnn_wbuf_free(&reqs[i]);
 	gnn_wbuf_free(&rep);
 	close_store(&f);
@@ -807,6 +815,705 @@ static void test_typed_refused(void)
 	loud(saved);
 }
 
+/* ---- learnable embeddings (services/graphstore/emb.h) ----
+ * On the typed store: authors 0..2 embedded 3 wide, papers 3..6 2 wide.
+ * The reference below recomputes emb.h's rule row by row from the
+ * pushes, in rank order, with the same float and double operations. */
+#define EMB_NODES 7
+#define EMB_GEN 7
+#define EMB_STEP 5
+
+static uint32_t emb_type_of(int64_t v)
+{
+	return v < 3 ? 0 : 1;
+}
+
+static struct gnn_emb_cfg emb_cfg(uint32_t optimizer, uint64_t seed)
+{
+	return (struct gnn_emb_cfg){ .num_types = 2, .dim = { 3, 2 }, .optimizer = optimizer, .lr = 0.05f,
+				     .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-6f, .seed = seed, .hash = 0xabcdef12 };
+}
+
+/* Column j of node v's initial row (proto.h's INIT, emb.h). */
+static float emb_init_value(uint64_t seed, uint32_t t, int64_t v, uint32_t j)
+{
+	return (float)(2 * gnn_unit64(gnn_draw64(gnn_draw64(gnn_draw64(seed ^ 0x656d6265646400ull, t), (uint64_t)v), j)) - 1);
+}
+
+/* One rank's push of one type: n rows of ids and their gradients. */
+struct emb_push {
+	uint32_t rank, type, n;
+	const int64_t *ids;
+	const float *grad;
+};
+
+/* The reference state: node v's row, optimizer state (m is Adagrad's
+ * sum of squares) and step count; papers use 2 of the 3 columns. */
+struct emb_ref {
+	struct gnn_emb_cfg cfg;
+	float w[EMB_NODES][3], m[EMB_NODES][3], v[EMB_NODES][3];
+	uint32_t steps[EMB_NODES];
+};
+
+static void ref_init(struct emb_ref *r, const struct gnn_emb_cfg *cfg)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = *cfg;
+	for (int64_t v = 0; v < EMB_NODES; v++)
+		for (uint32_t j = 0; j < cfg->dim[emb_type_of(v)]; j++)
+			r->w[v][j] = emb_init_value(cfg->seed, emb_type_of(v), v, j);
+}
+
+/* One update of np pushes (any order) from world ranks. */
+static void ref_update(struct emb_ref *r, const struct emb_push *p, size_t np, uint32_t world)
+{
+	const struct gnn_emb_cfg *c = &r->cfg;
+
+	for (int64_t v = 0; v < EMB_NODES; v++) {
+		uint32_t t = emb_type_of(v), d = c->dim[t], cnt = 0;
+		float g[3] = { 0, 0, 0 };
+
+		for (uint32_t rank = 0; rank < world; rank++)
+			for (size_t k = 0; k < np; k++)
+				for (uint32_t i = 0; p[k].rank == rank && p[k].type == t && i < p[k].n; i++)
+					if (p[k].ids[i] == v) {
+						for (uint32_t j = 0; j < d; j++)
+							g[j] += p[k].grad[i * d + j];
+						cnt++;
+					}
+		if (cnt == 0)
+			continue;  /* lazy: untouched rows keep value, state and step count */
+		for (uint32_t j = 0; j < d; j++)
+			g[j] /= (float)cnt;
+		if (c->optimizer == GNN_EMB_ADAM) {
+			double c1 = 1.0 - pow((double)c->beta1, (double)++r->steps[v]);
+			double c2 = 1.0 - pow((double)c->beta2, (double)r->steps[v]);
+
+			for (uint32_t j = 0; j < d; j++) {
+				r->m[v][j] = c->beta1 * r->m[v][j] + (1.0f - c->beta1) * g[j];
+				r->v[v][j] = c->beta2 * r->v[v][j] + (1.0f - c->beta2) * g[j] * g[j];
+				r->w[v][j] -= (float)((double)c->lr * (r->m[v][j] / c1) /
+						      (sqrt(r->v[v][j] / c2) + (double)c->eps));
+			}
+		} else {
+			for (uint32_t j = 0; j < d; j++) {
+				r->m[v][j] += g[j] * g[j];
+				r->w[v][j] -= c->lr * g[j] / (sqrtf(r->m[v][j]) + c->eps);
+			}
+		}
+	}
+}
+
+/* Update A: two ranks, overlapping rows, author 1 twice in each push and
+ * author 2, papers 4 and 6 untouched. Author 1's column 0 sums to 1 in
+ * rank order ((1e8 + 0.5) - 1e8 + 1) and to 0.5 in the reverse one. */
+static const int64_t a_ids0[] = { 1, 0, 1 }, a_ids1[] = { 1, 1 }, p_ids0[] = { 3, 5 }, p_ids1[] = { 5 };
+static const float a_grad0[] = { 1e8f, 0.5f, -0.25f, 0.125f, 2, 3, 0.5f, -1, 0.75f };
+static const float a_grad1[] = { -1e8f, 0.25f, 4, 1, 1.5f, 0.5f };
+static const float p_grad0[] = { 0.1f, -0.2f, 0.3f, 0.4f }, p_grad1[] = { -0.7f, 0.9f };
+static const struct emb_push update_a[4] = {
+	{ .rank = 0, .type = 0, .n = 3, .ids = a_ids0, .grad = a_grad0 },
+	{ .rank = 1, .type = 0, .n = 2, .ids = a_ids1, .grad = a_grad1 },
+	{ .rank = 0, .type = 1, .n = 2, .ids = p_ids0, .grad = p_grad0 },
+	{ .rank = 1, .type = 1, .n = 1, .ids = p_ids1, .grad = p_grad1 },
+};
+/* Update B: one rank; author 1 and paper 3 again, an empty push of papers
+ * would do too but this one is not empty. */
+static const int64_t b_ids_a[] = { 1 }, b_ids_p[] = { 3 };
+static const float b_grad_a[] = { 0.5f, -0.5f, 0.25f }, b_grad_p[] = { 2, -3 };
+static const struct emb_push update_b[2] = {
+	{ .rank = 0, .type = 0, .n = 1, .ids = b_ids_a, .grad = b_grad_a },
+	{ .rank = 0, .type = 1, .n = 1, .ids = b_ids_p, .grad = b_grad_p },
+};
+
+/* A store with its buffers and the last reply. */
+struct emb_fix {
+	struct fixture f;
+	struct gnn_wbuf req, rep;
+	struct gnn_hdr h;
+	const void *payload;
+	struct gnn_emb_resp r;  /* the last EMB_RESP (its data borrowed from rep) */
+	uint64_t id;
+};
+
+static bool emb_open(struct emb_fix *x, const char *dir, int32_t p)
+{
+	memset(x, 0, sizeof(*x));
+	gnn_wbuf_init(&x->req);
+	gnn_wbuf_init(&x->rep);
+	return CHECK(gnn_metrics_new(&x->f.reg) == GNN_OK) &&
+	       CHECK(gs_store_init(&x->f.s, dir, "/nonexistent/predictions", p, x->f.reg) == GNN_OK) &&
+	       CHECK(gs_store_load(&x->f.s) == GNN_OK);
+}
+
+static void emb_close(struct emb_fix *x)
+{
+	gnn_proto_release(x->r.owned);
+	gnn_wbuf_free(&x->req);
+	gnn_wbuf_free(&x->rep);
+	close_store(&x->f);
+}
+
+/* Sends q; true when the answer is an EMB_RESP (in x->r), false for an
+ * ERROR (in x->h and x->payload). */
+static bool emb_send(struct emb_fix *x, const struct gnn_emb_req *q)
+{
+	gnn_proto_release(x->r.owned);
+	x->r = (struct gnn_emb_resp){ 0 };
+	x->req.len = 0;
+	if (!CHECK(gnn_encode_emb_req(&x->req, ++x->id, q) == GNN_OK) ||
+	    !call(&x->f.s, &x->req, &x->rep, &x->h, &x->payload))
+		return false;
+	return x->h.type == GNN_MSG_EMB_RESP && CHECK(gnn_decode_emb_resp(x->payload, x->h.len, &x->r) == GNN_OK);
+}
+
+/* q must be answered, with the state (gen, version) after it. */
+static bool emb_ok(struct emb_fix *x, const struct gnn_emb_req *q, uint64_t gen, uint64_t version)
+{
+	struct gnn_error_msg e;
+
+	if (emb_send(x, q))
+		return CHECK(x->r.gen == gen) && CHECK(x->r.version == version);
+	if (x->h.type == GNN_MSG_ERROR && gnn_decode_error(&x->h, x->payload, &e) == GNN_OK)
+		printf("  unexpected error reply to op %u: %.*s\n", q->op, (int)e.text_len, e.text);
+	return CHECK(false);
+}
+
+/* q must get an ERROR of code whose text contains want. */
+static bool emb_refused(struct emb_fix *x, const struct gnn_emb_req *q, int code, const char *want)
+{
+	return CHECK(!emb_send(x, q)) && is_error(&x->h, x->payload, code, want);
+}
+
+static bool emb_init(struct emb_fix *x, const struct gnn_emb_cfg *cfg, uint64_t gen, uint64_t step)
+{
+	struct gnn_emb_req q = { .op = GNN_EMB_INIT, .gen = gen, .step = step, .cfg = *cfg };
+
+	return emb_ok(x, &q, gen, step) && CHECK(x->r.cfg_hash == cfg->hash);
+}
+
+static bool emb_push(struct emb_fix *x, const struct emb_push *p, uint32_t world, uint64_t gen, uint64_t step,
+		     uint64_t version_after)
+{
+	struct gnn_emb_req q = { .op = GNN_EMB_PUSH, .node_type = p->type, .rank = p->rank, .world = world,
+				 .gen = gen, .step = step, .n = p->n, .dim = p->type == 0 ? 3 : 2, .ids = p->ids,
+				 .data = p->grad };
+
+	return emb_ok(x, &q, gen, version_after);
+}
+
+/* Pushes update u (np pushes, in the order given) as update step. */
+static bool emb_update(struct emb_fix *x, const struct emb_push *u, size_t np, uint32_t world, uint64_t gen,
+		       uint64_t step)
+{
+	for (size_t k = 0; k < np; k++)
+		if (!emb_push(x, &u[k], world, gen, step, k + 1 < np ? step : step + 1))
+			return false;
+	return true;
+}
+
+/* Every node's row of array (ROWS or BEST_ROWS) at version step, by PULL. */
+static bool emb_pull_all(struct emb_fix *x, uint64_t gen, uint64_t step, uint32_t array, float out[EMB_NODES][3])
+{
+	static const int64_t ids[2][4] = { { 2, 0, 1 }, { 6, 3, 5, 4 } };
+	static const uint32_t n[2] = { 3, 4 };
+
+	memset(out, 0, sizeof(float) * EMB_NODES * 3);
+	for (uint32_t t = 0; t < 2; t++) {
+		struct gnn_emb_req q = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = gen, .step = step,
+					 .n = n[t], .ids = ids[t] };
+		uint32_t d = t == 0 ? 3 : 2;
+
+		if (!emb_ok(x, &q, gen, step) || !CHECK(x->r.n == n[t] && x->r.dim == d))
+			return false;
+		for (uint32_t i = 0; i < n[t]; i++)
+			memcpy(out[ids[t][i]], (const float *)x->r.data + i * d, d * sizeof(float));
+	}
+	return true;
+}
+
+/* Rows [first, first + n) of one array of type t, by READ, into out (words). */
+static bool emb_read(struct emb_fix *x, uint64_t gen, uint32_t t, uint32_t array, int64_t first, uint32_t n,
+		     uint32_t *out)
+{
+	struct gnn_emb_req q = { .op = GNN_EMB_READ, .node_type = t, .array = array, .gen = gen,
+				 .step = x->r.version, .first = first, .n = n };
+	uint32_t d = array == GNN_EMB_STEPS ? 1 : t == 0 ? 3 : 2;
+
+	if (!emb_ok(x, &q, gen, x->r.version) || !CHECK(x->r.n == n && x->r.dim == d))
+		return false;
+	memcpy(out, x->r.data, (size_t)n * d * 4);
+	return true;
+}
+
+static bool rows_equal(float a[EMB_NODES][3], float b[EMB_NODES][3])
+{
+	return memcmp(a, b, sizeof(float) * EMB_NODES * 3) == 0;
+}
+
+static double metric(struct gnn_metrics *reg, const char *key)
+{
+	char *text = NULL;
+	double v = NAN;
+
+	if (CHECK(gnn_metrics_render(reg, &text, NULL) == GNN_OK))
+		v = t_sample_value(text, key);
+	free(text);
+	return v;
+}
+
+/* INIT's rows are the seed's formula; a second INIT of the seed gives
+ * them back; STATUS answers before any INIT. */
+static void test_emb_init_pull(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42), other = emb_cfg(GNN_EMB_ADAM, 43);
+	struct emb_fix x;
+	float rows[EMB_NODES][3], best[EMB_NODES][3];
+	uint32_t steps[3] = { 7, 7, 7 };
+	struct emb_ref ref;
+
+	if (!emb_open(&x, typed_dir, 0))
+		goto out;
+	if (emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_STATUS, .gen = 3 }, 0, 0))
+		CHECK(x.r.cfg_hash == 0 && x.r.n == 0);
+	cfg.num_types = 3;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_INIT, .gen = 1, .cfg = cfg }, GNN_EINVAL,
+		    "INIT configures 3 node types; the graph has 2");
+	cfg.num_types = 2;
+	if (!emb_init(&x, &cfg, EMB_GEN, EMB_STEP) || !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_ROWS, rows) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_BEST_ROWS, best))
+		goto out;
+	CHECK(rows[0][0] == emb_init_value(42, 0, 0, 0) && rows[2][2] == emb_init_value(42, 0, 2, 2) &&
+	      rows[5][1] == emb_init_value(42, 1, 5, 1));
+	CHECK(rows[4][0] != rows[4][1] && rows[4][0] > -1 && rows[4][0] < 1);
+	ref_init(&ref, &cfg);
+	CHECK(rows_equal(rows, ref.w) && rows_equal(best, ref.w));
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows") == 7);
+	/* authors 3 x (16 x 3 + 8), papers 4 x (16 x 2 + 8) */
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * 56 + 4 * 40);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows_pulled_total") == 14);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_bytes_total{direction=\"out\"}") == 2 * (9 + 8) * 4);
+	/* another seed, then this one again: the formula's rows, not the last state's */
+	if (emb_init(&x, &other, EMB_GEN + 1, 0) && emb_pull_all(&x, EMB_GEN + 1, 0, GNN_EMB_ROWS, rows))
+		CHECK(rows[0][0] == emb_init_value(43, 0, 0, 0) && rows[0][0] != ref.w[0][0]);
+	if (emb_update(&x, update_b, 2, 1, EMB_GEN + 1, 0) && emb_init(&x, &cfg, EMB_GEN + 2, 9) &&
+	    emb_pull_all(&x, EMB_GEN + 2, 9, GNN_EMB_ROWS, rows) && emb_pull_all(&x, EMB_GEN + 2, 9, GNN_EMB_BEST_ROWS, best))
+		CHECK(rows_equal(rows, ref.w) && rows_equal(best, ref.w));
+	if (emb_read(&x, EMB_GEN + 2, 0, GNN_EMB_STEPS, 0, 3, steps))
+		CHECK(steps[0] == 0 && steps[1] == 0 && steps[2] == 0);
+out:
+	emb_close(&x);
+}
+
+/* Two ranks' pushes in either arrival order give the same rows bit for
+ * bit, the reference's (Adam, then Adagrad); the update waits for the
+ * last push. */
+static void test_emb_push_order(void)
+{
+	static const uint32_t optims[2] = { GNN_EMB_ADAM, GNN_EMB_ADAGRAD };
+
+	for (int o = 0; o < 2; o++) {
+		struct gnn_emb_cfg cfg = emb_cfg(optims[o], 42);
+		float rows[2][EMB_NODES][3], before[EMB_NODES][3];
+		struct emb_push reversed[4];
+		struct emb_ref ref;
+		struct emb_fix x;
+
+		for (int k = 0; k < 4; k++)
+			reversed[k] = update_a[3 - k];
+		if (!emb_open(&x, typed_dir, 0))
+			goto next;
+		for (int order = 0; order < 2; order++) {
+			const struct emb_push *u = order ? reversed : update_a;
+
+			if (!emb_init(&x, &cfg, EMB_GEN, EMB_STEP) || !emb_push(&x, &u[0], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
+			    !emb_push(&x, &u[1], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
+			    !emb_push(&x, &u[2], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
+			    !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_ROWS, before) ||
+			    !emb_push(&x, &u[3], 2, EMB_GEN, EMB_STEP, EMB_STEP + 1) ||
+			    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows[order]))
+				goto next;
+			ref_init(&ref, &cfg);
+			CHECK(rows_equal(before, ref.w));  /* three of four pushes: nothing applied */
+		}
+		ref_update(&ref, update_a, 4, 2);
+		CHECK(rows_equal(rows[0], rows[1]));
+		CHECK(rows_equal(rows[0], ref.w));
+		CHECK(rows[0][2][0] == emb_init_value(42, 0, 2, 0) && rows[0][1][0] != emb_init_value(42, 0, 1, 0));
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == 2);
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows_pushed_total") == 16);
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_bytes_total{direction=\"in\"}") == 2 * (5 * 12 + 3 * 8));
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_update_seconds_total") > 0);
+next:
+		emb_close(&x);
+	}
+}
+
+/* Lazy Adam: an untouched row keeps its value, state and step count;
+ * each row's bias correction uses its own count. */
+static void test_emb_lazy_adam(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	float rows[EMB_NODES][3], after_a[EMB_NODES][3];
+	uint32_t steps[4], m[12];
+	struct emb_ref ref;
+	struct emb_fix x;
+
+	ref_init(&ref, &cfg);
+	ref_update(&ref, update_a, 4, 2);
+	ref_update(&ref, update_b, 2, 1);
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, after_a) ||
+	    !emb_update(&x, update_b, 2, 1, EMB_GEN, EMB_STEP + 1) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 2, GNN_EMB_ROWS, rows))
+		goto out;
+	CHECK(rows_equal(rows, ref.w));
+	CHECK(memcmp(rows[0], after_a[0], 12) == 0 && memcmp(rows[5], after_a[5], 8) == 0);
+	CHECK(rows[2][1] == emb_init_value(42, 0, 2, 1) && rows[4][0] == emb_init_value(42, 1, 4, 0));
+	CHECK(memcmp(rows[1], after_a[1], 12) != 0);
+	if (emb_read(&x, EMB_GEN, 0, GNN_EMB_STEPS, 0, 3, steps))
+		CHECK(steps[0] == 1 && steps[1] == 2 && steps[2] == 0);
+	if (emb_read(&x, EMB_GEN, 1, GNN_EMB_STEPS, 3, 4, steps))
+		CHECK(steps[0] == 2 && steps[1] == 0 && steps[2] == 1 && steps[3] == 0);
+	if (emb_read(&x, EMB_GEN, 0, GNN_EMB_STATE1, 0, 3, m))
+		CHECK(memcmp(m, ref.m[0], 36) == 0 && m[6] == 0 && m[7] == 0 && m[8] == 0);
+out:
+	emb_close(&x);
+}
+
+/* Stale requests get GNN_ESTALE; repeated pushes and the retry of an
+ * applied one are acknowledged and change nothing. */
+static void test_emb_stale(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	static const int64_t ids[] = { 1 };
+	static const float junk[9] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
+	struct emb_push repeat = update_a[0];
+	float rows[EMB_NODES][3], again[EMB_NODES][3];
+	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .gen = EMB_GEN, .step = EMB_STEP, .n = 1, .ids = ids };
+	struct emb_ref ref;
+	struct emb_fix x;
+
+	if (!emb_open(&x, typed_dir, 0))
+		goto out;
+	emb_refused(&x, &pull, GNN_ESTALE, "no embeddings here");
+	if (!emb_init(&x, &cfg, EMB_GEN, EMB_STEP))
+		goto out;
+	pull.step = EMB_STEP - 1;
+	emb_refused(&x, &pull, GNN_ESTALE, "PULL of version 4, but graph store 0 is at version 5 (generation 7)");
+	pull.step = EMB_STEP + 1;
+	emb_refused(&x, &pull, GNN_ESTALE, "PULL of version 6, but graph store 0 is at version 5");
+	pull.step = EMB_STEP;
+	pull.gen = EMB_GEN - 1;
+	emb_refused(&x, &pull, GNN_ESTALE, "PULL of generation 6, but graph store 0 holds generation 7");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .world = 1, .gen = EMB_GEN, .step = EMB_STEP - 2,
+					       .dim = 3 },
+		    GNN_ESTALE, "PUSH for update 3, but graph store 0 is at version 5");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_BEST, .gen = EMB_GEN + 1 }, GNN_ESTALE,
+		    "BEST of generation 8");
+	/* rank 0's author push, then a repeat of other rows and values */
+	repeat.ids = (const int64_t[]){ 0, 2, 2 };
+	repeat.grad = junk;
+	if (!emb_push(&x, &update_a[0], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
+	    !emb_push(&x, &repeat, 2, EMB_GEN, EMB_STEP, EMB_STEP))
+		goto out;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .node_type = 1, .rank = 0, .world = 3, .gen = EMB_GEN,
+					       .step = EMB_STEP, .dim = 2 },
+		    GNN_EINVAL, "PUSH from rank 0 of 3 ranks, but update 5's first push came from one of 2");
+	if (!emb_update(&x, update_a + 1, 3, 2, EMB_GEN, EMB_STEP) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows))
+		goto out;
+	ref_init(&ref, &cfg);
+	ref_update(&ref, update_a, 4, 2);
+	CHECK(rows_equal(rows, ref.w));
+	/* the retry of update 5's last push (its answer lost): acknowledged at version 6 */
+	if (emb_push(&x, &update_a[3], 2, EMB_GEN, EMB_STEP, EMB_STEP + 1) &&
+	    emb_push(&x, &repeat, 2, EMB_GEN, EMB_STEP, EMB_STEP + 1) &&
+	    emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, again))
+		CHECK(rows_equal(again, rows));
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == 1);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows_pushed_total") == 8);
+	/* the store restarted: its state is gone, STATUS says so */
+	close_store(&x.f);
+	if (!CHECK(gnn_metrics_new(&x.f.reg) == GNN_OK) ||
+	    !CHECK(gs_store_init(&x.f.s, typed_dir, "/none", 0, x.f.reg) == GNN_OK) ||
+	    !CHECK(gs_store_load(&x.f.s) == GNN_OK))
+		goto out;
+	pull.gen = EMB_GEN;
+	emb_refused(&x, &pull, GNN_ESTALE, "no embeddings here: graph store 0 (re)started since the trainers' INIT");
+	if (emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_STATUS }, 0, 0))
+		CHECK(x.r.cfg_hash == 0);
+out:
+	emb_close(&x);
+}
+
+/* READ every array, a new INIT, WRITE them back: the state is the one
+ * read, and the next update gives what it gave on the original. */
+static void test_emb_read_write(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42), other = emb_cfg(GNN_EMB_ADAM, 1234);
+	static const uint32_t n[2] = { 3, 4 };
+	static const int64_t first[2] = { 0, 3 };
+	uint32_t saved[2][GNN_EMB_ARRAYS][12], after[2][GNN_EMB_ARRAYS][12], back[12];
+	float rows[EMB_NODES][3], best[EMB_NODES][3], init_rows[EMB_NODES][3];
+	struct emb_fix x;
+	bool ok = true;
+
+	memset(saved, 0, sizeof(saved));
+	memset(after, 0, sizeof(after));
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_ROWS, init_rows) ||
+	    !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP))
+		goto out;
+	/* BEST_ROWS stay the initial rows: a state where every array differs */
+	for (uint32_t t = 0; ok && t < 2; t++)
+		for (uint32_t a = 0; ok && a < GNN_EMB_ARRAYS; a++)
+			ok = emb_read(&x, EMB_GEN, t, a, first[t], n[t], saved[t][a]);
+	if (!ok || !emb_update(&x, update_b, 2, 1, EMB_GEN, EMB_STEP + 1))
+		goto out;
+	for (uint32_t t = 0; ok && t < 2; t++)
+		for (uint32_t a = 0; ok && a < GNN_EMB_ARRAYS; a++)
+			ok = emb_read(&x, EMB_GEN, t, a, first[t], n[t], after[t][a]);
+	if (!ok)
+		goto out;
+	CHECK(memcmp(saved[0][GNN_EMB_ROWS], saved[0][GNN_EMB_BEST_ROWS], 36) != 0 &&
+	      memcmp(saved[0][GNN_EMB_ROWS], after[0][GNN_EMB_ROWS], 36) != 0 &&
+	      memcmp(saved[1][GNN_EMB_STEPS], after[1][GNN_EMB_STEPS], 16) != 0);
+	/* a partial READ addresses from the type's first row */
+	if (emb_read(&x, EMB_GEN, 1, GNN_EMB_STATE2, 5, 2, back))
+		CHECK(memcmp(back, after[1][GNN_EMB_STATE2] + 4, 16) == 0);
+	/* restore into a store set up from another seed: authors in two chunks */
+	if (!emb_init(&x, &other, EMB_GEN + 1, 0))
+		goto out;
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
+			uint32_t d = a == GNN_EMB_STEPS ? 1 : t == 0 ? 3 : 2, cut = t == 0 ? 1 : 0;
+			struct gnn_emb_req q = { .op = GNN_EMB_WRITE, .node_type = t, .array = a, .gen = EMB_GEN + 1,
+						 .step = EMB_STEP + 1, .first = first[t], .n = cut, .dim = d,
+						 .data = saved[t][a] };
+
+			if (cut > 0)
+				emb_ok(&x, &q, EMB_GEN + 1, EMB_STEP + 1);
+			q.first += cut;
+			q.n = n[t] - cut;
+			q.data = saved[t][a] + cut * d;
+			emb_ok(&x, &q, EMB_GEN + 1, EMB_STEP + 1);
+			if (emb_read(&x, EMB_GEN + 1, t, a, first[t], n[t], back))
+				CHECK(memcmp(back, saved[t][a], n[t] * d * 4) == 0);
+		}
+	if (!emb_update(&x, update_b, 2, 1, EMB_GEN + 1, EMB_STEP + 1))
+		goto out;
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+			if (emb_read(&x, EMB_GEN + 1, t, a, first[t], n[t], back))
+				CHECK(memcmp(back, after[t][a], n[t] * (a == GNN_EMB_STEPS ? 1 : t == 0 ? 3 : 2) * 4) == 0);
+	/* BEST: the best rows were the initial ones until now */
+	if (emb_pull_all(&x, EMB_GEN + 1, EMB_STEP + 2, GNN_EMB_BEST_ROWS, best))
+		CHECK(rows_equal(best, init_rows));
+	if (emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_BEST, .gen = EMB_GEN + 1 }, EMB_GEN + 1, EMB_STEP + 2) &&
+	    emb_pull_all(&x, EMB_GEN + 1, EMB_STEP + 2, GNN_EMB_BEST_ROWS, best) &&
+	    emb_pull_all(&x, EMB_GEN + 1, EMB_STEP + 2, GNN_EMB_ROWS, rows))
+		CHECK(rows_equal(best, rows) && !rows_equal(best, init_rows));
+out:
+	emb_close(&x);
+}
+
+/* Wrong types, IDs, widths, ranges and arrays get the right codes, and
+ * a refused push stores nothing. */
+static void test_emb_bad_input(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42), wide = cfg, ada = emb_cfg(GNN_EMB_ADAGRAD, 42);
+	struct gnn_emb_cfg one = { .num_types = 1, .dim = { 2 }, .optimizer = GNN_EMB_ADAM, .lr = 0.1f, .beta1 = 0.9f,
+				   .beta2 = 0.99f, .eps = 1e-8f, .seed = 1 };
+	static const int64_t mixed[] = { 0, 4 }, many[4097] = { 0 };
+	static const float g6[6] = { 1, 2, 3, 4, 5, 6 };
+	float rows[EMB_NODES][3];
+	struct emb_ref ref;
+	struct emb_fix x;
+
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP))
+		goto out;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .gen = EMB_GEN, .step = EMB_STEP, .n = 2, .ids = mixed },
+		    GNN_ERANGE, "node 4 (ids[1]) is of type paper, not author: graph store 0 holds author nodes [0, 3)");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .node_type = 2, .gen = EMB_GEN, .step = EMB_STEP },
+		    GNN_EINVAL, "no node type 2: the graph has 2");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .array = GNN_EMB_STATE1, .gen = EMB_GEN,
+					       .step = EMB_STEP, .n = 1, .ids = mixed },
+		    GNN_EINVAL, "PULL reads ROWS or BEST_ROWS, not STATE1");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .world = 1, .gen = EMB_GEN, .step = EMB_STEP,
+					       .n = 2, .dim = 2, .ids = (const int64_t[]){ 0, 1 }, .data = g6 },
+		    GNN_EINVAL, "PUSH of 2-wide gradient rows; type author's embeddings are 3 wide");
+	/* a paper among the authors: refused, and its slot stays free */
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .world = 1, .gen = EMB_GEN, .step = EMB_STEP,
+					       .n = 2, .dim = 3, .ids = mixed, .data = g6 },
+		    GNN_ERANGE, "node 4 (ids[1]) is of type paper, not author");
+	if (emb_update(&x, update_b, 2, 1, EMB_GEN, EMB_STEP) &&
+	    emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows)) {
+		ref_init(&ref, &cfg);
+		ref_update(&ref, update_b, 2, 1);
+		CHECK(rows_equal(rows, ref.w));
+	}
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .gen = EMB_GEN, .first = 2, .n = 2 }, GNN_ERANGE,
+		    "rows [2, 4) are not all author nodes of graph store 0, which holds [0, 3)");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .node_type = 1, .gen = EMB_GEN, .first = 0, .n = 1 },
+		    GNN_ERANGE, "rows [0, 1) are not all paper nodes of graph store 0, which holds [3, 7)");
+	/* a checkpoint reading a version the store has moved on from */
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .gen = EMB_GEN, .step = EMB_STEP, .first = 0, .n = 1 },
+		    GNN_ESTALE, "READ of version");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_WRITE, .array = GNN_EMB_STEPS, .gen = EMB_GEN, .step = 1,
+					       .n = 2, .dim = 3, .data = g6 },
+		    GNN_EINVAL, "WRITE of 3-wide rows into STEPS of type author, which is 1 wide");
+	/* a reply over the message limit: 4097 rows of 65536 floats */
+	wide.dim[0] = GNN_PROTO_MAX_FEAT_DIM;
+	if (emb_init(&x, &wide, EMB_GEN, 0))
+		emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .gen = EMB_GEN, .n = 4097, .ids = many },
+			    GNN_ERANGE, "over the 1073741824-byte message limit");
+	/* Adagrad has no STATE2 nor STEPS; a type of width 0 has no rows */
+	ada.dim[1] = 0;
+	if (emb_init(&x, &ada, EMB_GEN, 0)) {
+		emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .array = GNN_EMB_STATE2, .gen = EMB_GEN, .n = 1 },
+			    GNN_EINVAL, "STATE2 exists with Adam only; these embeddings use Adagrad");
+		emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .array = GNN_EMB_STEPS, .gen = EMB_GEN, .n = 1 },
+			    GNN_EINVAL, "STEPS exists with Adam only");
+		emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .node_type = 1, .gen = EMB_GEN, .n = 1,
+						       .ids = (const int64_t[]){ 3 } },
+			    GNN_EINVAL, "node type paper has no embeddings");
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows") == 3);
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * (12 * 3 + 4));
+	}
+	emb_close(&x);
+	/* the two-partition graph: nodes of partition 1 and outside the graph */
+	if (!emb_open(&x, out_dir, 0) || !emb_init(&x, &one, 1, 0))
+		goto out;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .gen = 1, .n = 2, .ids = (const int64_t[]){ 1, 4 } },
+		    GNN_ERANGE, "node 4 (ids[1]) is not owned by graph store 0, which holds node nodes [0, 3); partition 1 owns it");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PUSH, .world = 1, .gen = 1, .n = 1, .dim = 2,
+					       .ids = (const int64_t[]){ 100 }, .data = g6 },
+		    GNN_ERANGE, "node 100 (ids[0]) is outside the graph [0, 6)");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READ, .gen = 1, .first = 2, .n = 2 }, GNN_ERANGE,
+		    "rows [2, 4) are not all node nodes of graph store 0, which holds [0, 3)");
+out:
+	emb_close(&x);
+}
+
+/* Eight ranks on threads (the server's workers answer them at once),
+ * each pushing update after update and waiting for it like a trainer:
+ * the rows are the reference's at the end. */
+#define EMB_RANKS 8
+#define EMB_ROUNDS 100
+#define EMB_MAX_N 32
+
+/* Rank r's push of type t for update step: a function of the three. */
+static struct emb_push emb_rank_push(uint32_t r, uint32_t t, uint64_t step, int64_t *ids, float *grad)
+{
+	uint32_t n = (uint32_t)((r * 5 + step * 3 + t) % (EMB_MAX_N + 1)), d = t == 0 ? 3 : 2;
+
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = t == 0 ? (int64_t)((r + i + step) % 3) : 3 + (int64_t)((r * i + step) % 4);
+		for (uint32_t j = 0; j < d; j++)
+			grad[i * d + j] = (float)((int)(r * 7 + i * 3 + j + step) % 11 - 5) / 3.0f;
+	}
+	return (struct emb_push){ .rank = r, .type = t, .n = n, .ids = ids, .grad = grad };
+}
+
+struct emb_rank {
+	struct gs_store *s;
+	uint32_t rank;
+	bool ok;
+};
+
+/* Sends q from a thread (CHECK is not for threads): whether the answer is
+ * an EMB_RESP, and its version. */
+static bool emb_thread_call(struct gs_store *s, const struct gnn_emb_req *q, struct gnn_wbuf *req,
+			    struct gnn_wbuf *rep, uint64_t *version)
+{
+	struct gnn_emb_resp r;
+	struct gnn_hdr h;
+	const void *payload;
+
+	req->len = rep->len = 0;
+	if (gnn_encode_emb_req(req, 1, q) != GNN_OK || gnn_proto_decode_hdr(req->buf, req->len, &h, &payload) != GNN_OK ||
+	    gs_handle(s, &h, payload, h.len, rep) != GNN_OK ||
+	    gnn_proto_decode_hdr(rep->buf, rep->len, &h, &payload) != GNN_OK || h.type != GNN_MSG_EMB_RESP ||
+	    gnn_decode_emb_resp(payload, h.len, &r) != GNN_OK)
+		return false;
+	*version = r.version;
+	gnn_proto_release(r.owned);
+	return true;
+}
+
+static void *emb_rank_main(void *arg)
+{
+	struct emb_rank *me = arg;
+	struct gnn_wbuf req, rep;
+	int64_t ids[EMB_MAX_N];
+	float grad[EMB_MAX_N * 3];
+	uint64_t version = 0;
+
+	gnn_wbuf_init(&req);
+	gnn_wbuf_init(&rep);
+	me->ok = true;
+	for (uint64_t step = 0; me->ok && step < EMB_ROUNDS; step++) {
+		double deadline = gnn_now() + 10;
+
+		for (uint32_t t = 0; me->ok && t < 2; t++) {
+			struct emb_push p = emb_rank_push(me->rank, t, step, ids, grad);
+			struct gnn_emb_req q = { .op = GNN_EMB_PUSH, .node_type = t, .rank = me->rank, .world = EMB_RANKS,
+						 .gen = EMB_GEN, .step = step, .n = p.n, .dim = t == 0 ? 3 : 2,
+						 .ids = p.ids, .data = p.grad };
+
+			me->ok = emb_thread_call(me->s, &q, &req, &rep, &version);
+		}
+		/* the next update starts once every rank's push made this one */
+		while (me->ok && version <= step && (sched_yield(), true))
+			me->ok = emb_thread_call(me->s, &(struct gnn_emb_req){ .op = GNN_EMB_STATUS }, &req, &rep,
+						 &version) && gnn_now() < deadline;
+	}
+	gnn_wbuf_free(&req);
+	gnn_wbuf_free(&rep);
+	return NULL;
+}
+
+static void test_emb_concurrent(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	static int64_t ids[2 * EMB_RANKS][EMB_MAX_N];
+	static float grad[2 * EMB_RANKS][EMB_MAX_N * 3];
+	struct emb_rank ranks[EMB_RANKS];
+	struct emb_push all[2 * EMB_RANKS];
+	float rows[EMB_NODES][3];
+	pthread_t th[EMB_RANKS];
+	bool started[EMB_RANKS];
+	struct emb_ref ref;
+	struct emb_fix x;
+	int bad = 0;
+
+	ref_init(&ref, &cfg);
+	for (uint64_t step = 0; step < EMB_ROUNDS; step++) {
+		for (uint32_t k = 0; k < 2 * EMB_RANKS; k++)
+			all[k] = emb_rank_push(k / 2, k % 2, step, ids[k], grad[k]);
+		ref_update(&ref, all, 2 * EMB_RANKS, EMB_RANKS);
+	}
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, 0))
+		goto out;
+	for (uint32_t r = 0; r < EMB_RANKS; r++) {
+		ranks[r] = (struct emb_rank){ .s = &x.f.s, .rank = r };
+		started[r] = pthread_create(&th[r], NULL, emb_rank_main, &ranks[r]) == 0;
+	}
+	for (uint32_t r = 0; r < EMB_RANKS; r++) {
+		if (started[r])
+			pthread_join(th[r], NULL);
+		bad += !started[r] || !ranks[r].ok;
+	}
+	CHECK(bad == 0);
+	if (emb_pull_all(&x, EMB_GEN, EMB_ROUNDS, GNN_EMB_ROWS, rows))
+		CHECK(rows_equal(rows, ref.w));
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == EMB_ROUNDS);
+out:
+	emb_close(&x);
+}
+
 int main(void)
 {
 	gnn_log_init("test_graphstore");
@@ -835,6 +1542,13 @@ int main(void)
 	RUN(test_cli_minibatch_json);
 	RUN(test_typed);
 	RUN(test_typed_refused);
+	RUN(test_emb_init_pull);
+	RUN(test_emb_push_order);
+	RUN(test_emb_lazy_adam);
+	RUN(test_emb_stale);
+	RUN(test_emb_read_write);
+	RUN(test_emb_bad_input);
+	RUN(test_emb_concurrent);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

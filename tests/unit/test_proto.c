@@ -577,6 +577,316 @@ static void test_lookup(void)
 	CHECK(strcmp(gnn_msg_name(GNN_MSG_LOOKUP_REQ), "lookup") == 0);
 }
 
+/* ---- EMB ---- */
+
+/* An INIT of 3 types (type 0 not embedded; an odd count, so the padding
+ * after the widths is exercised). */
+static struct gnn_emb_req emb_init(void)
+{
+	return (struct gnn_emb_req){
+		.op = GNN_EMB_INIT, .gen = 7, .step = 40,
+		.cfg = { .num_types = 3, .dim = { 0, 16, 8 }, .optimizer = GNN_EMB_ADAM, .lr = 0.01f,
+			 .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .seed = 0x5eed, .hash = 0xfeedfacecafebeefull },
+	};
+}
+
+/* Encodes in, checks it with check_robust, and decodes it from an aligned
+ * copy; returns the decoder's code, *out the decoding (in place: valid
+ * until the next open_msg) and *len the payload's length. */
+static int emb_req_round(const struct gnn_emb_req *in, struct gnn_emb_req *out, size_t *len)
+{
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+	int rc = GNN_EINTERNAL;
+
+	gnn_wbuf_init(&w);
+	if (!CHECK(gnn_encode_emb_req(&w, 4, in) == GNN_OK)) {
+		gnn_wbuf_free(&w);
+		return rc;
+	}
+	check_robust(&w, (decode_fn)gnn_decode_emb_req, sizeof(*out));
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_EMB_REQ)) {
+		*len = h.len;
+		/* in place: ids right after the 56-byte head, data after them */
+		if ((rc = gnn_decode_emb_req(p, h.len, out)) == GNN_OK)
+			CHECK(out->owned == NULL && (out->ids == NULL || (const void *)out->ids == (const uint8_t *)p + 56) &&
+			      (out->data == NULL ||
+			       out->data == (const void *)((const uint8_t *)p + 56 + (out->ids ? (size_t)out->n * 8 : 0))));
+	}
+	gnn_wbuf_free(&w);
+	return rc;
+}
+
+/* Every op travels with what it carries, at the documented offsets. */
+static void test_emb_req(void)
+{
+	int64_t ids[3] = { 12, 5, 40 };
+	float grad[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	uint32_t steps[3] = { 1, 0, 7 };
+	struct gnn_emb_req in = emb_init(), out;
+	size_t len = 0;
+
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK)) {
+		const struct gnn_emb_cfg *c = &out.cfg;
+
+		CHECK(len == 56 + 8 + 16 + 16 + 16);
+		CHECK(out.op == GNN_EMB_INIT && out.gen == 7 && out.step == 40 && out.ids == NULL && out.data == NULL);
+		CHECK(c->num_types == 3 && c->dim[0] == 0 && c->dim[1] == 16 && c->dim[2] == 8 && c->dim[3] == 0 &&
+		      c->optimizer == GNN_EMB_ADAM && c->lr == 0.01f && c->beta1 == 0.9f && c->beta2 == 0.999f &&
+		      c->eps == 1e-8f && c->seed == 0x5eed && c->hash == 0xfeedfacecafebeefull);
+	}
+
+	in = (struct gnn_emb_req){ .op = GNN_EMB_PULL, .node_type = 2, .array = GNN_EMB_BEST_ROWS, .gen = 7,
+				   .step = 41, .n = 3, .ids = ids };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 + 24 && out.op == GNN_EMB_PULL && out.node_type == 2 && out.array == GNN_EMB_BEST_ROWS &&
+		      out.gen == 7 && out.step == 41 && out.n == 3 && out.ids[0] == 12 && out.ids[2] == 40 &&
+		      out.data == NULL && out.cfg.num_types == 0);
+
+	/* 9 words of data: 4 bytes of padding after them */
+	in = (struct gnn_emb_req){ .op = GNN_EMB_PUSH, .node_type = 1, .rank = 2, .world = 3, .gen = 7, .step = 41,
+				   .n = 3, .dim = 3, .ids = ids, .data = grad };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 + 24 + 40 && out.op == GNN_EMB_PUSH && out.node_type == 1 && out.rank == 2 &&
+		      out.world == 3 && out.n == 3 && out.dim == 3 && out.ids[1] == 5 &&
+		      memcmp(out.data, grad, sizeof(grad)) == 0);
+
+	in = (struct gnn_emb_req){ .op = GNN_EMB_READ, .node_type = 1, .array = GNN_EMB_STEPS, .gen = 7,
+				   .first = 1000, .n = 5 };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 && out.op == GNN_EMB_READ && out.array == GNN_EMB_STEPS && out.first == 1000 &&
+		      out.n == 5 && out.ids == NULL && out.data == NULL);
+
+	in = (struct gnn_emb_req){ .op = GNN_EMB_WRITE, .node_type = 1, .array = GNN_EMB_STEPS, .gen = 7, .step = 9,
+				   .first = 1000, .n = 3, .dim = 1, .data = steps };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 + 16 && out.op == GNN_EMB_WRITE && out.array == GNN_EMB_STEPS && out.first == 1000 &&
+		      out.step == 9 && out.n == 3 && out.dim == 1 && out.ids == NULL &&
+		      memcmp(out.data, steps, sizeof(steps)) == 0);
+
+	in = (struct gnn_emb_req){ .op = GNN_EMB_BEST, .gen = 8, .step = 100 };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 && out.op == GNN_EMB_BEST && out.gen == 8 && out.step == 100 && out.ids == NULL &&
+		      out.data == NULL);
+
+	in = (struct gnn_emb_req){ .op = GNN_EMB_STATUS };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 && out.op == GNN_EMB_STATUS && out.n == 0);
+	CHECK(strcmp(gnn_msg_name(GNN_MSG_EMB_REQ), "emb") == 0 &&
+	      strcmp(gnn_msg_name(GNN_MSG_EMB_RESP), "emb_resp") == 0);
+}
+
+/* The payload at an odd address: the decoder copies it into owned, and
+ * ids and data point into that copy, 8-aligned. */
+static void test_emb_misaligned(void)
+{
+	int64_t ids[3] = { 12, 5, 40 };
+	float grad[6] = { 1, 2, 3, 4, 5, 6 };
+	struct gnn_emb_req in = { .op = GNN_EMB_PUSH, .node_type = 1, .rank = 0, .world = 1, .n = 3, .dim = 2,
+				  .ids = ids, .data = grad }, out;
+	struct gnn_emb_resp rin = { .gen = 1, .version = 2, .cfg_hash = 3, .n = 3, .dim = 2, .data = grad }, rout;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+	uint8_t *odd;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_emb_req(&w, 4, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && (odd = malloc(h.len + 1)) != NULL) {
+		memcpy(odd + 1, p, h.len);
+		if (CHECK(gnn_decode_emb_req(odd + 1, h.len, &out) == GNN_OK)) {
+			CHECK(out.owned != NULL && (const void *)out.ids == (const uint8_t *)out.owned + 56 &&
+			      ((uintptr_t)out.ids & 7) == 0 && out.data == (const void *)(out.ids + 3));
+			CHECK(out.ids[0] == 12 && out.ids[2] == 40 && memcmp(out.data, grad, sizeof(grad)) == 0);
+			gnn_proto_release(out.owned);
+		}
+		free(odd);
+	}
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_emb_resp(&w, 4, &rin) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && (odd = malloc(h.len + 1)) != NULL) {
+		memcpy(odd + 1, p, h.len);
+		if (CHECK(gnn_decode_emb_resp(odd + 1, h.len, &rout) == GNN_OK)) {
+			CHECK(rout.owned != NULL && rout.data == (const void *)((const uint8_t *)rout.owned + 32) &&
+			      memcmp(rout.data, grad, sizeof(grad)) == 0);
+			gnn_proto_release(rout.owned);
+		}
+		free(odd);
+	}
+	gnn_wbuf_free(&w);
+}
+
+/* Encodes in; with off >= 0 overwrites the payload's u32 at off with val;
+ * with extra > 0 appends extra zero bytes (or, below 0, cuts -extra).
+ * Expects the decoder to refuse with rc. */
+static void emb_req_refused(const struct gnn_emb_req *in, int off, uint32_t val, int extra, int rc,
+			    const char *what)
+{
+	struct gnn_emb_req out;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+	uint8_t *copy;
+	int got;
+
+	gnn_wbuf_init(&w);
+	gnn_encode_emb_req(&w, 1, in);
+	if ((p = open_msg(&w, &h)) != NULL && (copy = calloc(1, h.len + 16)) != NULL) {
+		memcpy(copy, p, h.len);
+		if (off >= 0)
+			memcpy(copy + off, &val, 4);
+		got = gnn_decode_emb_req(copy, (size_t)((int64_t)h.len + extra), &out);
+		if (!CHECK(got == rc))
+			printf("  %s: %s, not %s\n", what, gnn_errname(got), gnn_errname(rc));
+		if (got == GNN_OK)
+			gnn_proto_release(out.owned);
+		free(copy);
+	}
+	gnn_wbuf_free(&w);
+}
+
+/* Each check of the decoder, one refusal apiece: a valid request with one
+ * field broken. */
+static void test_emb_req_refused(void)
+{
+	int64_t ids[2] = { 3, 4 };
+	float grad[2] = { 1, 2 }, nan_f = NAN, inf_f = INFINITY;
+	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .node_type = 1, .n = 2, .ids = ids };
+	struct gnn_emb_req push = { .op = GNN_EMB_PUSH, .node_type = 1, .rank = 1, .world = 2, .n = 2, .dim = 1,
+				    .ids = ids, .data = grad };
+	struct gnn_emb_req wr = { .op = GNN_EMB_WRITE, .node_type = 1, .first = 5, .n = 2, .dim = 1, .data = grad };
+	struct gnn_emb_req init = emb_init(), in;
+	size_t lr_off = 56 + 8 + 16;  /* INIT of 3 types: lr, beta1, beta2, eps from here */
+	uint32_t u;
+
+	/* the valid ones first: what follows refuses only the broken field */
+	emb_req_refused(&pull, -1, 0, 0, GNN_OK, "pull");
+	emb_req_refused(&push, -1, 0, 0, GNN_OK, "push");
+	emb_req_refused(&wr, -1, 0, 0, GNN_OK, "write");
+	emb_req_refused(&init, -1, 0, 0, GNN_OK, "init");
+
+	in = (struct gnn_emb_req){ .op = 0 };
+	emb_req_refused(&in, -1, 0, 0, GNN_EPROTO, "op 0");
+	in.op = GNN_EMB_OP_END;
+	emb_req_refused(&in, -1, 0, 0, GNN_EPROTO, "op GNN_EMB_OP_END");
+	emb_req_refused(&pull, 52, 1, 0, GNN_EPROTO, "a nonzero reserved word");
+	emb_req_refused(&pull, 4, GNN_PROTO_MAX_TYPES, 0, GNN_ERANGE, "node_type GNN_PROTO_MAX_TYPES");
+	emb_req_refused(&pull, 8, GNN_EMB_ARRAYS, 0, GNN_ERANGE, "array GNN_EMB_ARRAYS");
+	emb_req_refused(&pull, 20, GNN_PROTO_MAX_IDS + 1, 0, GNN_ERANGE, "n over GNN_PROTO_MAX_IDS");
+	emb_req_refused(&wr, 48, GNN_PROTO_MAX_FEAT_DIM + 1, 0, GNN_ERANGE, "dim over GNN_PROTO_MAX_FEAT_DIM");
+	emb_req_refused(&wr, 44, 0x80000000u, 0, GNN_ERANGE, "first < 0");
+	emb_req_refused(&wr, 48, 0, 0, GNN_ERANGE, "WRITE of 2 rows of 0 words");
+
+	emb_req_refused(&push, 12, 2, 0, GNN_ERANGE, "PUSH rank == world");
+	emb_req_refused(&push, 12, 5, 0, GNN_ERANGE, "PUSH rank > world");
+	in = push;
+	in.rank = 0;
+	in.world = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "PUSH world 0");
+	in.world = 65537;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "PUSH world over 65536");
+	in.world = 65536;
+	in.rank = 65535;
+	emb_req_refused(&in, -1, 0, 0, GNN_OK, "PUSH rank 65535 of 65536");
+
+	in = init;
+	in.cfg.dim[1] = in.cfg.dim[2] = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "INIT with no embedded type");
+	in = init;
+	in.cfg.dim[2] = GNN_PROTO_MAX_FEAT_DIM + 1;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "INIT with a width over GNN_PROTO_MAX_FEAT_DIM");
+	emb_req_refused(&init, 56, 0, 0, GNN_ERANGE, "INIT of 0 types");
+	emb_req_refused(&init, 56, GNN_PROTO_MAX_TYPES + 1, 0, GNN_ERANGE, "INIT of 65 types");
+	in = init;
+	in.cfg.optimizer = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "optimizer 0");
+	in.cfg.optimizer = GNN_EMB_ADAGRAD + 1;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "optimizer 3");
+	in.cfg.optimizer = GNN_EMB_ADAGRAD;
+	emb_req_refused(&in, -1, 0, 0, GNN_OK, "Adagrad");
+	in = init;
+	in.cfg.lr = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "lr 0");
+	in.cfg.lr = -0.01f;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "lr < 0");
+	memcpy(&u, &nan_f, 4);
+	emb_req_refused(&init, (int)lr_off, u, 0, GNN_ERANGE, "lr NaN");
+	memcpy(&u, &inf_f, 4);
+	emb_req_refused(&init, (int)lr_off, u, 0, GNN_ERANGE, "lr infinite");
+	in = init;
+	in.cfg.beta1 = 1;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "beta1 1");
+	in.cfg.beta1 = -0.5f;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "beta1 < 0");
+	in.cfg.beta1 = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_OK, "beta1 0");
+	in = init;
+	in.cfg.beta2 = 1;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "beta2 1");
+	in = init;
+	in.cfg.eps = 0;
+	emb_req_refused(&in, -1, 0, 0, GNN_ERANGE, "eps 0");
+
+	/* lengths: short by the data's padding, by a whole id, long by a
+	 * word or by an aligned 8 bytes (which the final padding does not
+	 * swallow) */
+	emb_req_refused(&push, -1, 0, -4, GNN_EPROTO, "PUSH without its padding");
+	emb_req_refused(&pull, -1, 0, -8, GNN_EPROTO, "PULL short of an id");
+	emb_req_refused(&init, -1, 0, -8, GNN_EPROTO, "INIT short of its hash");
+	emb_req_refused(&pull, -1, 0, 4, GNN_EPROTO, "PULL and 4 bytes more");
+	emb_req_refused(&pull, -1, 0, 8, GNN_EPROTO, "PULL and 8 bytes more");
+	in = (struct gnn_emb_req){ .op = GNN_EMB_STATUS };
+	emb_req_refused(&in, -1, 0, 8, GNN_EPROTO, "STATUS and 8 bytes more");
+	emb_req_refused(&in, -1, 0, -1, GNN_EPROTO, "STATUS short of a byte");
+	emb_req_refused(&pull, 20, 3, 0, GNN_EPROTO, "PULL claiming 3 ids, carrying 2");
+	emb_req_refused(&push, 48, 2, 0, GNN_EPROTO, "PUSH claiming 2 words a row, carrying 1");
+}
+
+/* EMB_RESP: with rows (PULL, READ) and without (everything else). */
+static void test_emb_resp(void)
+{
+	float rows[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	struct gnn_emb_resp in = { .gen = 7, .version = 41, .cfg_hash = 0xabcdef0123456789ull, .n = 3, .dim = 3,
+				   .data = rows }, out;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+	uint8_t *copy;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_emb_resp(&w, 4, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_EMB_RESP && h.len == 32 + 40) &&
+	    CHECK(gnn_decode_emb_resp(p, h.len, &out) == GNN_OK)) {
+		CHECK(out.gen == 7 && out.version == 41 && out.cfg_hash == 0xabcdef0123456789ull && out.n == 3 &&
+		      out.dim == 3 && out.owned == NULL && out.data == (const void *)((const uint8_t *)p + 32) &&
+		      memcmp(out.data, rows, sizeof(rows)) == 0);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_emb_resp, sizeof(out));
+	/* over the limits: n and dim patched in */
+	if ((p = open_msg(&w, &h)) != NULL && (copy = malloc(h.len)) != NULL) {
+		uint32_t big = GNN_PROTO_MAX_IDS + 1, wide = GNN_PROTO_MAX_FEAT_DIM + 1;
+
+		memcpy(copy, p, h.len);
+		memcpy(copy + 24, &big, 4);
+		CHECK(gnn_decode_emb_resp(copy, h.len, &out) == GNN_ERANGE);
+		memcpy(copy, p, h.len);
+		memcpy(copy + 28, &wide, 4);
+		CHECK(gnn_decode_emb_resp(copy, h.len, &out) == GNN_ERANGE);
+		free(copy);
+	}
+	gnn_wbuf_free(&w);
+
+	in = (struct gnn_emb_resp){ .gen = 7, .version = 42, .cfg_hash = 5 };
+	CHECK(gnn_encode_emb_resp(&w, 4, &in) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.len == 32) &&
+	    CHECK(gnn_decode_emb_resp(p, h.len, &out) == GNN_OK))
+		CHECK(out.gen == 7 && out.version == 42 && out.cfg_hash == 5 && out.n == 0 && out.dim == 0 &&
+		      out.data == NULL && out.owned == NULL);
+	check_robust(&w, (decode_fn)gnn_decode_emb_resp, sizeof(out));
+	gnn_wbuf_free(&w);
+}
+
 static void test_sample_choose(void)
 {
 	uint32_t out[64], again[64], hits[20] = { 0 };
@@ -625,6 +935,10 @@ int main(void)
 	RUN(test_predict);
 	RUN(test_minibatch_writer);
 	RUN(test_lookup);
+	RUN(test_emb_req);
+	RUN(test_emb_misaligned);
+	RUN(test_emb_req_refused);
+	RUN(test_emb_resp);
 	RUN(test_sample_choose);
 	return t_done();
 }

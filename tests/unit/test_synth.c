@@ -368,8 +368,11 @@ static void test_validate(void)
 	p.num_train = -1;
 	CHECK(synth_validate(&p) == GNN_EINVAL);
 	p = custom();
-	p.feat_dim = 0;
+	p.feat_dim = -1;
 	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p = custom();
+	p.feat_dim = 0;   /* --no-features */
+	CHECK(synth_validate(&p) == GNN_OK);
 	CHECK(synth_validate(NULL) == GNN_EINVAL);
 	/* synth_generate validates too and leaves g zeroed. */
 	p = custom();
@@ -925,8 +928,8 @@ static void test_mag_signal(void)
 }
 
 /* SYNTH_MEASURE=PRESET: generation time and peak memory, degrees and the
- * signal proxies of any mag preset (docs/synthetic.md's numbers for mag:
- * about a minute and 2.2 GB in all). A measurement, not a test: main runs
+ * signal proxies of any mag preset (docs/synthetic.md quotes them for
+ * mag). A measurement, not a test: main runs
  * it only when asked. Run it alone (TEST_ONLY=test_mag_measure) for the
  * peak to be the generator's. */
 static void test_mag_measure(void)
@@ -980,8 +983,11 @@ static void test_mag_validate(void)
 	p.num_test = 87; /* 1282 + 132 + 87 > 1500 papers */
 	CHECK(synth_validate(&p) == GNN_EINVAL);
 	p = base;
-	p.feat_dim = 0;
+	p.feat_dim = -1;
 	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p = base;
+	p.feat_dim = 0;   /* --no-features: every type without features */
+	CHECK(synth_validate(&p) == GNN_OK);
 	p = base;
 	p.kind = (enum synth_kind)7;
 	CHECK(synth_validate(&p) == GNN_EINVAL);

@@ -78,7 +78,7 @@ static void test_ckpt_roundtrip_and_prune(void)
 	fill(m, N, 2);
 	fill(v, N, 3);
 	fill(b, N, 4);
-	CHECK(tr_ckpt_load_latest(dir, &got, &found) == GNN_OK && !found);
+	CHECK(tr_ckpt_load_latest(dir, NULL, &got, &found) == GNN_OK && !found);
 	for (uint32_t e = 1; e <= 4; e++) {
 		c.epoch = e;
 		p[0] = (float)e;
@@ -88,7 +88,7 @@ static void test_ckpt_roundtrip_and_prune(void)
 	CHECK(access(path("ck/epoch-000001"), F_OK) != 0);   /* only the two newest stay */
 	CHECK(access(path("ck/epoch-000002"), F_OK) != 0);
 	CHECK(access(path("ck/epoch-000003"), F_OK) == 0);
-	if (!CHECK(tr_ckpt_load_latest(dir, &got, &found) == GNN_OK && found))
+	if (!CHECK(tr_ckpt_load_latest(dir, NULL, &got, &found) == GNN_OK && found))
 		return;
 	CHECK(got.epoch == 4 && got.adam_t == 44 && got.model_hash == c.model_hash && got.seed == c.seed);
 	CHECK(got.best_val_acc == 0.625 && got.best_epoch == 2 && got.num_params == N);
@@ -147,7 +147,7 @@ static void test_ckpt_damaged_falls_back(void)
 	/* A flipped data byte: the array's CRC catches it, epoch 1 is used. */
 	save_epochs(path("bad"), &c, 1, 2);
 	CHECK(poke(path("bad/epoch-000002/adam_v.arr"), -3, 0x5a));
-	CHECK(tr_ckpt_load_latest(path("bad"), &got, &found) == GNN_OK && found && got.epoch == 1);
+	CHECK(tr_ckpt_load_latest(path("bad"), NULL, &got, &found) == GNN_OK && found && got.epoch == 1);
 	tr_ckpt_free(&got);
 	CHECK(access(path("bad/epoch-000002"), F_OK) != 0 && access(path("bad/corrupt-epoch-000002"), F_OK) == 0);
 	/* The next save prunes normally: the damaged one no longer counts. */
@@ -157,7 +157,7 @@ static void test_ckpt_damaged_falls_back(void)
 	/* A bit flip that still parses ("epoch": 4 -> 5): the checksum. */
 	save_epochs(path("flip"), &c, 3, 4);
 	CHECK(replace_text(path("flip/epoch-000004/state.json"), "\"epoch\": 4", "\"epoch\": 5"));
-	CHECK(tr_ckpt_load_latest(path("flip"), &got, &found) == GNN_OK && found && got.epoch == 3);
+	CHECK(tr_ckpt_load_latest(path("flip"), NULL, &got, &found) == GNN_OK && found && got.epoch == 3);
 	tr_ckpt_free(&got);
 
 	/* Format 1 (no checksum) still loads, but its epoch must be the folder's. */
@@ -174,19 +174,19 @@ static void test_ckpt_damaged_falls_back(void)
 			"\"best_epoch\":0,\"num_params\":%d}", e == 7 ? 9 : 6, N);
 		fclose(f);
 	}
-	CHECK(tr_ckpt_load_latest(path("old"), &got, &found) == GNN_OK && found && got.epoch == 6);
+	CHECK(tr_ckpt_load_latest(path("old"), NULL, &got, &found) == GNN_OK && found && got.epoch == 6);
 	tr_ckpt_free(&got);
 
 	/* Nothing intact: no checkpoint (a fresh start), not an error. A
 	 * state.json that lies about the size counts as damaged. */
 	save_epochs(path("lie"), &c, 1, 1);
 	CHECK(replace_text(path("lie/epoch-000001/state.json"), "\"num_params\": 64", "\"num_params\": 65"));
-	CHECK(tr_ckpt_load_latest(path("lie"), &got, &found) == GNN_OK && !found);
+	CHECK(tr_ckpt_load_latest(path("lie"), NULL, &got, &found) == GNN_OK && !found);
 
 	/* Half-written folders and files of a dead writer are removed. */
 	CHECK(gnn_mkdir_p(path("tmpd/.tmp-epoch-000009-1")) == GNN_OK);
 	CHECK(fclose(fopen(path("tmpd/result.json.tmp"), "w")) == 0);
-	CHECK(tr_ckpt_load_latest(path("tmpd"), &got, &found) == GNN_OK && !found);
+	CHECK(tr_ckpt_load_latest(path("tmpd"), NULL, &got, &found) == GNN_OK && !found);
 	CHECK(access(path("tmpd/.tmp-epoch-000009-1"), F_OK) != 0 && access(path("tmpd/result.json.tmp"), F_OK) != 0);
 }
 
@@ -206,7 +206,7 @@ static void test_ckpt_mid_epoch(void)
 	c.step = 12;
 	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
 	CHECK(access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
-	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 3 &&
+	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 3 &&
 	      got.step == 12 && got.world == 2 && got.batch == 64 && got.partial[0] == c.partial[0] &&
 	      got.partial[1] == 321 && got.partial[2] == 0.1);
 	tr_ckpt_free(&got);
@@ -214,19 +214,19 @@ static void test_ckpt_mid_epoch(void)
 	c.epoch = 4;
 	c.step = 0;
 	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
-	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
 	tr_ckpt_free(&got);
 	CHECK(access(path("mid/epoch-000003"), F_OK) != 0 && access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
 	/* a step that is not the folder's: damaged, the one before is used */
 	c.step = 2;
 	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
 	CHECK(replace_text(path("mid/epoch-000004-step-000002/state.json"), "\"step\": 2", "\"step\": 3"));
-	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
 	tr_ckpt_free(&got);
 	/* names that only look like checkpoints are not taken */
 	CHECK(gnn_mkdir_p(path("mid/epoch-000009-step-000000")) == GNN_OK);
 	CHECK(gnn_mkdir_p(path("mid/epoch-000009-step-0000011")) == GNN_OK);
-	CHECK(tr_ckpt_load_latest(path("mid"), &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
+	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
 	tr_ckpt_free(&got);
 }
 

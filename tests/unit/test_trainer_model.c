@@ -291,6 +291,72 @@ static void spread_params(struct tr_model *m, const struct tr_model_cfg *c)
 	}
 }
 
+/* With input_grad (learnable embeddings: the trainer pushes the rows'
+ * gradients to the graph stores) the backward pass also gives the
+ * gradient of layer 0's input rows: against finite differences of the
+ * loss in the feature values, for graphsage and rgcn-on-one-relation
+ * alike, and a model made without it gives none. */
+static void test_input_grad(void)
+{
+	const char *models[2] = { "graphsage", "gcn" };
+
+	for (int k = 0; k < 2; k++) {
+		struct tr_model_cfg cfg = CFG;
+		struct tr_model *m = NULL;
+		struct tr_step_stats st;
+		struct tmb t;
+		const float *dh;
+		double worst = 0;
+		size_t ld = 0, checked = 0;
+
+		cfg.model = models[k];
+		cfg.input_grad = true;
+		make_mb(&t, 3, SIZES, cfg.in_dim, cfg.num_classes, 4, 300 + (uint64_t)k);
+		if (!CHECK(tr_model_new(&cfg, &m) == GNN_OK))
+			return;
+		tr_model_init(m, 5);
+		spread_params(m, &cfg);
+		CHECK(tr_model_train_step(m, &t.mb, 9, &st) == GNN_OK);
+		dh = tr_model_input_grad(m, &ld);
+		if (CHECK(dh != NULL && ld == cfg.in_dim)) {
+			float *g = malloc((size_t)SIZES[0] * ld * sizeof(float));
+
+			memcpy(g, dh, (size_t)SIZES[0] * ld * sizeof(float));
+			for (uint32_t i = 0; i < SIZES[0]; i += 3)
+				for (uint32_t j = 0; j < cfg.in_dim; j++) {
+					float *x = t.feat + (size_t)i * cfg.in_dim + j, x0 = *x;
+					double lp, lm, fd, err;
+
+					*x = x0 + FD_STEP;
+					tr_model_loss(m, &t.mb, true, 9, &lp);
+					*x = x0 - FD_STEP;
+					tr_model_loss(m, &t.mb, true, 9, &lm);
+					*x = x0;
+					fd = (lp - lm) / (2.0 * FD_STEP);
+					err = fabs((double)g[(size_t)i * ld + j] - fd) /
+					      fmax(FD_FLOOR, fabs((double)g[(size_t)i * ld + j]) + fabs(fd));
+					worst = err > worst ? err : worst;
+					checked++;
+				}
+			free(g);
+		}
+		printf("  input_grad model=%s checked=%zu max_rel_err=%.2e tolerance=%.0e\n", models[k], checked, worst,
+		       FD_TOL);
+		CHECK(checked > 0 && worst < FD_TOL);
+		tr_model_free(m);
+		free(t.feat);
+		cfg.input_grad = false;
+		if (CHECK(tr_model_new(&cfg, &m) == GNN_OK)) {
+			make_mb(&t, 3, SIZES, cfg.in_dim, cfg.num_classes, 4, 300 + (uint64_t)k);
+			tr_model_init(m, 5);
+			CHECK(tr_model_train_step(m, &t.mb, 9, &st) == GNN_OK);
+			CHECK(tr_model_input_grad(m, &ld) == NULL);
+			free(t.feat);
+		}
+		tr_model_free(m);
+	}
+}
+
 /* The registry behind --model: graphsage is there and is the default,
  * an unknown name is refused. */
 static void test_model_registry(void)
@@ -1635,6 +1701,7 @@ int main(void)
 	RUN(test_init_bounds);
 	RUN(test_gradcheck);
 	RUN(test_gradcheck_catches_wrong_gradient);
+	RUN(test_input_grad);
 	RUN(test_forward_matches_reference);
 	RUN(test_fanout0_is_mlp);
 	RUN(test_no_labels_zero_gradient);

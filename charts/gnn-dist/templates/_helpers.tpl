@@ -129,7 +129,33 @@ trainer.epochs continues a finished run (docs/training.md). */}}
 partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.layers" .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
 {{- /* the defaults' key stays what it was, so their runs continue */ -}}
 {{- if or (ne .model "graphsage") .numBases }} model={{ .model }} bases={{ int64 .numBases }}{{ end }}
+{{- /* learnable embeddings: the trainer refuses a checkpoint of another
+embedding configuration (its model hash includes it); none: the key as before */ -}}
+{{- with .embed }}{{ if gt (int64 .dim) 0 }} embed={{ int64 .dim }} embed_types={{ join "," .types }} embed_input={{ .input }} embed_optimizer={{ .optimizer }}{{ end }}{{ end }}
 {{- end -}}
+{{- end -}}
+
+{{/* gnn-trainer's learnable-embedding flags (docs/embeddings.md), nothing
+when trainer.embed.dim is 0: {root, train}. train: also the embeddings'
+learning rate and the graph stores that hold the rows (one per partition:
+the trainer expands the pattern for every partition); without it, what
+`gnn-trainer infer` takes to rebuild the model (it reads the rows from the
+checkpoint). */}}
+{{- define "gnn-dist.embedArgs" -}}
+{{- with .root.Values.trainer.embed }}
+{{- if gt (int64 .dim) 0 }}
+- --embed-dim={{ int64 .dim }}
+{{- with .types }}
+- --embed-types={{ join "," . }}
+{{- end }}
+- --embed-input={{ .input }}
+- --embed-optimizer={{ .optimizer }}
+{{- if $.train }}
+- --embed-lr={{ .lr }}
+- --graphstore-pattern={{ include "gnn-dist.graphstorePattern" $.root }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* A fanouts value as gnn-trainer's --fanouts text: a list joined with
@@ -340,6 +366,9 @@ spec:
         - --model={{ $t.model }}
         {{- if $t.numBases }}
         - --num-bases={{ int64 $t.numBases }}
+        {{- end }}
+        {{- with include "gnn-dist.embedArgs" (dict "root" $root "train" false) | trim }}
+        {{- . | nindent 8 }}
         {{- end }}
         - --layers={{ include "gnn-dist.layers" $t.fanouts }}
         - --hidden={{ int64 $t.hidden }}

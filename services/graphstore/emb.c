@@ -1,0 +1,708 @@
+/* emb.c - see emb.h. */
+#include "emb.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "hash.h"
+#include "log.h"
+#include "sys.h"
+
+/* The initial rows' key: "embedd" in ASCII, so that their draws share no
+ * stream with the run's other seeded choices of the same seed. */
+#define INIT_KEY 0x656d6265646400ull
+
+static const char *const array_names[GNN_EMB_ARRAYS] = {
+	[GNN_EMB_ROWS] = "ROWS", [GNN_EMB_STATE1] = "STATE1", [GNN_EMB_STATE2] = "STATE2",
+	[GNN_EMB_STEPS] = "STEPS", [GNN_EMB_BEST_ROWS] = "BEST_ROWS",
+};
+
+static const char *const op_names[GNN_EMB_OP_END] = {
+	[GNN_EMB_INIT] = "INIT", [GNN_EMB_PULL] = "PULL", [GNN_EMB_PUSH] = "PUSH", [GNN_EMB_READ] = "READ",
+	[GNN_EMB_WRITE] = "WRITE", [GNN_EMB_BEST] = "BEST", [GNN_EMB_STATUS] = "STATUS",
+};
+
+/* One node type's rows and state in this partition. */
+struct emb_type {
+	uint32_t dim;                 /* 0: not embedded */
+	int64_t first, n;             /* this partition's nodes of the type: global IDs [first, first + n) */
+	void *arr[GNN_EMB_ARRAYS];    /* n x width 4-byte words; NULL when n is 0 or the optimizer has none */
+	size_t arr_bytes[GNN_EMB_ARRAYS];
+	uint32_t *touch;              /* [n] during an update: 1 + the row's index among its touched rows; else 0 */
+	size_t touch_bytes;
+};
+
+/* One rank's push of one type for the pending update. */
+struct emb_slot {
+	bool filled;
+	uint32_t n;
+	int64_t *ids;                 /* [n] then the gradient rows [n x dim], one block (malloc'd) */
+	const float *grad;
+};
+
+struct gs_emb {
+	pthread_mutex_t lock;
+	struct gs_emb_metrics m;
+	/* all below under lock */
+	bool init;
+	uint64_t gen, version, cfg_hash;
+	struct gnn_emb_cfg cfg;
+	struct emb_type types[GNN_MAX_TYPES];
+	uint32_t nemb;                /* embedded types... */
+	uint32_t emb_types[GNN_MAX_TYPES];  /* ...in ascending order */
+	uint32_t slot_of[GNN_MAX_TYPES];    /* an embedded type's index in emb_types */
+	/* the pending update (of version): world is its first push's */
+	uint32_t world, filled;
+	struct emb_slot *slots;       /* [nemb x world], type-major; NULL while nothing is pending */
+};
+
+/* What one request carries through the checks. */
+struct call {
+	const struct gnn_layout *l;
+	uint32_t part;
+	const struct gnn_emb_req *req;
+	char *why;
+	size_t why_size;
+	void *rows;                   /* PULL, READ: the reply's rows (malloc'd) */
+	uint32_t n, dim;
+	int64_t *push;                /* PUSH: its IDs and rows, copied before the lock (malloc'd; NULL once a slot took it) */
+};
+
+__attribute__((format(printf, 3, 4)))
+static int refuse(struct call *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->why, c->why_size, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static bool has_array(uint32_t optimizer, uint32_t a)
+{
+	return optimizer == GNN_EMB_ADAM || (a != GNN_EMB_STATE2 && a != GNN_EMB_STEPS);
+}
+
+static uint32_t width(const struct emb_type *ty, uint32_t a)
+{
+	return a == GNN_EMB_STEPS ? 1 : ty->dim;
+}
+
+/* Bytes of one type's state, scratch included (emb.h's formula). */
+static uint64_t state_bytes(uint32_t optimizer, uint64_t n, uint32_t dim)
+{
+	uint64_t b = n * 4;
+
+	for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+		if (has_array(optimizer, a))
+			b += n * (a == GNN_EMB_STEPS ? 1 : dim) * 4;
+	return b;
+}
+
+int gs_emb_new(const struct gs_emb_metrics *m, struct gs_emb **out)
+{
+	struct gs_emb *e = calloc(1, sizeof(*e));
+
+	if (e == NULL)
+		return GNN_ENOMEM;
+	if (pthread_mutex_init(&e->lock, NULL) != 0) {
+		free(e);
+		return GNN_ENOMEM;
+	}
+	e->m = *m;
+	*out = e;
+	return GNN_OK;
+}
+
+static void clear_pending(struct gs_emb *e)
+{
+	if (e->slots != NULL)
+		for (size_t i = 0; i < (size_t)e->nemb * e->world; i++)
+			free(e->slots[i].ids);
+	free(e->slots);
+	e->slots = NULL;
+	e->world = e->filled = 0;
+}
+
+static void free_type(struct emb_type *ty)
+{
+	for (int a = 0; a < GNN_EMB_ARRAYS; a++)
+		free(ty->arr[a]);
+	free(ty->touch);
+	memset(ty, 0, sizeof(*ty));
+}
+
+/* Back to the state of a store that never saw an INIT. */
+static void drop(struct gs_emb *e)
+{
+	clear_pending(e);
+	for (uint32_t t = 0; t < GNN_MAX_TYPES; t++)
+		free_type(&e->types[t]);
+	e->init = false;
+	e->gen = e->version = e->cfg_hash = 0;
+	e->nemb = 0;
+	gnn_gauge_set(e->m.rows, 0);
+	gnn_gauge_set(e->m.bytes, 0);
+}
+
+void gs_emb_free(struct gs_emb *e)
+{
+	if (e == NULL)
+		return;
+	drop(e);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+/* Makes *p a block of bytes (NULL for 0), keeping the one it has when its
+ * size *have is that already: an INIT of the same shapes allocates nothing. */
+static bool ensure(void **p, size_t *have, size_t bytes)
+{
+	if (*have == bytes)
+		return true;
+	free(*p);
+	*p = NULL;
+	*have = 0;
+	if (bytes == 0)
+		return true;
+	if ((*p = malloc(bytes)) == NULL)
+		return false;
+	*have = bytes;
+	return true;
+}
+
+/* Row i of type t from the seed: U(-1, 1) per column, a pure function of
+ * (seed, type, node, column), so every store and every restart agrees. */
+static void init_rows(const struct gnn_emb_cfg *cfg, uint32_t t, struct emb_type *ty)
+{
+	uint64_t kt = gnn_draw64(cfg->seed ^ INIT_KEY, t);
+	float *rows = ty->arr[GNN_EMB_ROWS];
+
+	for (int64_t i = 0; i < ty->n; i++) {
+		uint64_t kv = gnn_draw64(kt, (uint64_t)(ty->first + i));
+
+		for (uint32_t j = 0; j < ty->dim; j++)
+			rows[(size_t)i * ty->dim + j] = (float)(2 * gnn_unit64(gnn_draw64(kv, j)) - 1);
+	}
+}
+
+static int op_init(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_cfg *cfg = &c->req->cfg;
+	const struct gnn_schema *sc = c->l->schema;
+	char desc[GNN_MAX_TYPES * (GNN_NAME_MAX + 12)] = "";
+	uint64_t rows = 0, bytes = 0;
+	double t0 = gnn_now();
+	size_t at = 0;
+
+	if (cfg->num_types != sc->num_types)
+		return refuse(c, GNN_EINVAL, "INIT configures %u node types; the graph has %u", cfg->num_types,
+			      sc->num_types);
+	for (uint32_t t = 0; t < sc->num_types; t++) {
+		int64_t b, end;
+
+		if (cfg->dim[t] == 0)
+			continue;
+		gnn_layout_type_range(c->l, c->part, t, &b, &end);
+		/* the touch index is a uint32 per row */
+		if ((uint64_t)(end - b) >= UINT32_MAX)
+			return refuse(c, GNN_ERANGE, "graph store %u has %lld nodes of type %s: embeddings are held for up to 2^32 - 2 per type and partition",
+				      c->part, (long long)(end - b), sc->types[t].name);
+		rows += (uint64_t)(end - b);
+		bytes += state_bytes(cfg->optimizer, (uint64_t)(end - b), cfg->dim[t]);
+	}
+	/* Whatever the trainers had here goes: the new state is theirs. */
+	clear_pending(e);
+	e->init = false;
+	e->nemb = 0;
+	for (uint32_t t = 0; t < GNN_MAX_TYPES; t++) {
+		struct emb_type *ty = &e->types[t];
+		int64_t b = 0, end = 0;
+		void *touch;
+		bool ok;
+
+		if (t < sc->num_types && cfg->dim[t] > 0)
+			gnn_layout_type_range(c->l, c->part, t, &b, &end);
+		ty->dim = t < sc->num_types ? cfg->dim[t] : 0;
+		ty->first = b;
+		ty->n = end - b;
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
+			size_t want = has_array(cfg->optimizer, a) ? (size_t)ty->n * width(ty, a) * 4 : 0;
+
+			if (!ensure(&ty->arr[a], &ty->arr_bytes[a], want))
+				goto out_nomem;
+		}
+		touch = ty->touch;
+		ok = ensure(&touch, &ty->touch_bytes, (size_t)ty->n * sizeof(*ty->touch));
+		ty->touch = touch;
+		if (!ok)
+			goto out_nomem;
+		if (ty->n > 0)
+			memset(ty->touch, 0, ty->touch_bytes);
+		if (ty->dim == 0)
+			continue;
+		e->slot_of[t] = e->nemb;
+		e->emb_types[e->nemb++] = t;
+		at += (size_t)snprintf(desc + at, sizeof(desc) - at, "%s%s:%u", at ? "," : "", sc->types[t].name,
+				       ty->dim);
+		if (ty->n == 0)
+			continue;
+		init_rows(cfg, t, ty);
+		memcpy(ty->arr[GNN_EMB_BEST_ROWS], ty->arr[GNN_EMB_ROWS], ty->arr_bytes[GNN_EMB_ROWS]);
+		for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS; a++)
+			if (ty->arr[a] != NULL)
+				memset(ty->arr[a], 0, ty->arr_bytes[a]);
+	}
+	e->cfg = *cfg;
+	e->gen = c->req->gen;
+	e->version = c->req->step;
+	e->cfg_hash = cfg->hash;
+	e->init = true;
+	gnn_gauge_set(e->m.rows, (double)rows);
+	gnn_gauge_set(e->m.bytes, (double)bytes);
+	GNN_INFO("embeddings_init", "part=%u gen=%llu version=%llu types=%s optimizer=%s rows=%llu bytes=%llu seconds=%.3f",
+		 c->part, (unsigned long long)e->gen, (unsigned long long)e->version, desc,
+		 cfg->optimizer == GNN_EMB_ADAM ? "adam" : "adagrad", (unsigned long long)rows,
+		 (unsigned long long)bytes, gnn_now() - t0);
+	return GNN_OK;
+
+out_nomem:
+	drop(e);
+	return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate the %llu bytes of %llu embedding rows and their state; it holds none now",
+		      c->part, (unsigned long long)bytes, (unsigned long long)rows);
+}
+
+/* Outside the lock (the layout is fixed): the type exists and every ID
+ * is one of this partition's nodes of it. */
+static int check_ids(struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct gnn_schema *sc = c->l->schema;
+	int64_t b, end;
+
+	if (q->node_type >= sc->num_types)
+		return refuse(c, GNN_EINVAL, "no node type %u: the graph has %u", q->node_type, sc->num_types);
+	if (q->op != GNN_EMB_PULL && q->op != GNN_EMB_PUSH)
+		return GNN_OK;
+	gnn_layout_type_range(c->l, c->part, q->node_type, &b, &end);
+	for (uint32_t i = 0; i < q->n; i++) {
+		int64_t v = q->ids[i];
+		int32_t owner, t;
+
+		if (v >= b && v < end)
+			continue;
+		owner = gnn_layout_owner(c->l, v);
+		if (owner < 0)
+			return refuse(c, GNN_ERANGE, "node %lld (ids[%u]) is outside the graph [0, %lld); graph store %u holds %s nodes [%lld, %lld)",
+				      (long long)v, i, (long long)c->l->num_nodes, c->part, sc->types[q->node_type].name,
+				      (long long)b, (long long)end);
+		if ((uint32_t)owner != c->part)
+			return refuse(c, GNN_ERANGE, "node %lld (ids[%u]) is not owned by graph store %u, which holds %s nodes [%lld, %lld); partition %d owns it",
+				      (long long)v, i, c->part, sc->types[q->node_type].name, (long long)b,
+				      (long long)end, owner);
+		t = gnn_layout_type(c->l, v);
+		return refuse(c, GNN_ERANGE, "node %lld (ids[%u]) is of type %s, not %s: graph store %u holds %s nodes [%lld, %lld)",
+			      (long long)v, i, sc->types[t].name, sc->types[q->node_type].name, c->part,
+			      sc->types[q->node_type].name, (long long)b, (long long)end);
+	}
+	return GNN_OK;
+}
+
+/* Under the lock, for every op but INIT and STATUS: the trainers' state
+ * is here, and the request's type is embedded. */
+static int check_state(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct gnn_schema *sc = c->l->schema;
+
+	if (!e->init)
+		return refuse(c, GNN_ESTALE, "no embeddings here: graph store %u (re)started since the trainers' INIT; they resume from their checkpoint",
+			      c->part);
+	if (q->gen != e->gen)
+		return refuse(c, GNN_ESTALE, "%s of generation %llu, but graph store %u holds generation %llu: another INIT replaced the state; resume from the checkpoint",
+			      op_names[q->op], (unsigned long long)q->gen, c->part, (unsigned long long)e->gen);
+	if (q->op != GNN_EMB_BEST && e->types[q->node_type].dim == 0)
+		return refuse(c, GNN_EINVAL, "node type %s has no embeddings (its INIT width is 0)",
+			      sc->types[q->node_type].name);
+	return GNN_OK;
+}
+
+/* The reply's payload for n rows of dim words, within the message limit. */
+static int check_reply_size(struct call *c, uint32_t n, uint32_t dim)
+{
+	uint64_t bytes = (uint64_t)n * dim * 4;
+
+	if (GNN_PROTO_HDR_BYTES + 32 + bytes + 8 > GNN_PROTO_MAX_MSG_BYTES)
+		return refuse(c, GNN_ERANGE, "reply would hold %u rows of %u words (%llu bytes), over the %u-byte message limit: ask for fewer rows per request",
+			      n, dim, (unsigned long long)bytes, GNN_PROTO_MAX_MSG_BYTES);
+	return GNN_OK;
+}
+
+static int alloc_rows(struct call *c, uint32_t n, uint32_t dim)
+{
+	size_t bytes = (size_t)n * dim * 4;
+
+	if ((c->rows = malloc(bytes + 1)) == NULL)
+		return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate the %zu bytes of the reply", c->part, bytes);
+	c->n = n;
+	c->dim = dim;
+	return GNN_OK;
+}
+
+static int op_pull(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct emb_type *ty = &e->types[q->node_type];
+	int rc;
+
+	if (q->array != GNN_EMB_ROWS && q->array != GNN_EMB_BEST_ROWS)
+		return refuse(c, GNN_EINVAL, "PULL reads ROWS or BEST_ROWS, not %s", array_names[q->array]);
+	if (q->step != e->version)
+		return refuse(c, GNN_ESTALE, "PULL of version %llu, but graph store %u is at version %llu (generation %llu)",
+			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
+			      (unsigned long long)e->gen);
+	if ((rc = check_reply_size(c, q->n, ty->dim)) != GNN_OK || (rc = alloc_rows(c, q->n, ty->dim)) != GNN_OK)
+		return rc;
+	for (uint32_t i = 0; i < q->n; i++)
+		memcpy((float *)c->rows + (size_t)i * ty->dim,
+		       (const float *)ty->arr[q->array] + (size_t)(q->ids[i] - ty->first) * ty->dim, (size_t)ty->dim * 4);
+	gnn_counter_add(e->m.rows_pulled, q->n);
+	gnn_counter_add(e->m.bytes_out, (double)q->n * ty->dim * 4);
+	return GNN_OK;
+}
+
+/* Allocates what the update needs and numbers the touched rows of every
+ * type (touch), in the order the rule sums them: rank by rank, each push
+ * in its order. On GNN_ENOMEM nothing is touched. list and cnt are
+ * per-type runs: type k's start at the occurrences of the types before. */
+static int number_rows(struct gs_emb *e, int64_t **list, uint32_t **cnt, float **sum, uint32_t *touched)
+{
+	uint64_t total = 0, off = 0, most = 0;
+
+	for (size_t i = 0; i < (size_t)e->nemb * e->world; i++)
+		total += e->slots[i].n;
+	*list = malloc(total * sizeof(**list) + 1);
+	*cnt = malloc(total * sizeof(**cnt) + 1);
+	*sum = NULL;
+	if (*list == NULL || *cnt == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t k = 0; k < e->nemb; k++) {
+		struct emb_type *ty = &e->types[e->emb_types[k]];
+		int64_t *lk = *list + off;
+		uint32_t *ck = *cnt + off, nt = 0;
+
+		for (uint32_t r = 0; r < e->world; r++) {
+			const struct emb_slot *s = &e->slots[(size_t)k * e->world + r];
+
+			for (uint32_t i = 0; i < s->n; i++) {
+				int64_t row = s->ids[i] - ty->first;
+
+				if (ty->touch[row] == 0) {
+					lk[nt] = row;
+					ck[nt] = 0;
+					ty->touch[row] = ++nt;
+				}
+				ck[ty->touch[row] - 1]++;
+				off++;
+			}
+		}
+		touched[k] = nt;
+		most = (uint64_t)nt * ty->dim > most ? (uint64_t)nt * ty->dim : most;
+	}
+	if ((*sum = malloc(most * sizeof(**sum) + 1)) != NULL)
+		return GNN_OK;
+	off = 0;
+	for (uint32_t k = 0; k < e->nemb; k++) {
+		struct emb_type *ty = &e->types[e->emb_types[k]];
+
+		for (uint32_t i = 0; i < touched[k]; i++)
+			ty->touch[(*list)[off + i]] = 0;
+		for (uint32_t r = 0; r < e->world; r++)
+			off += e->slots[(size_t)k * e->world + r].n;
+	}
+	return GNN_ENOMEM;
+}
+
+static void adam_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int64_t row, const float *g)
+{
+	size_t at = (size_t)row * ty->dim;
+	float *w = (float *)ty->arr[GNN_EMB_ROWS] + at, *m = (float *)ty->arr[GNN_EMB_STATE1] + at;
+	float *v = (float *)ty->arr[GNN_EMB_STATE2] + at;
+	uint32_t *steps = ty->arr[GNN_EMB_STEPS];
+	float b1 = cfg->beta1, b2 = cfg->beta2, a1 = 1.0f - b1, a2 = 1.0f - b2;
+	double lr = cfg->lr, eps = cfg->eps, c1, c2;
+
+	if (steps[row] < UINT32_MAX)  /* b^k is 0 in double long before */
+		steps[row]++;
+	c1 = 1.0 - pow((double)b1, (double)steps[row]);
+	c2 = 1.0 - pow((double)b2, (double)steps[row]);
+	for (uint32_t j = 0; j < ty->dim; j++) {
+		m[j] = b1 * m[j] + a1 * g[j];
+		v[j] = b2 * v[j] + a2 * g[j] * g[j];
+		w[j] -= (float)(lr * (m[j] / c1) / (sqrt(v[j] / c2) + eps));
+	}
+}
+
+static void adagrad_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int64_t row, const float *g)
+{
+	size_t at = (size_t)row * ty->dim;
+	float *w = (float *)ty->arr[GNN_EMB_ROWS] + at, *s = (float *)ty->arr[GNN_EMB_STATE1] + at;
+	float lr = cfg->lr, eps = cfg->eps;
+
+	for (uint32_t j = 0; j < ty->dim; j++) {
+		s[j] += g[j] * g[j];
+		w[j] -= lr * g[j] / (sqrtf(s[j]) + eps);
+	}
+}
+
+/* Applies the pending update (emb.h's rule), all of it or, on
+ * GNN_ENOMEM, none of it. */
+static int apply(struct gs_emb *e)
+{
+	double t0 = gnn_now();
+	int64_t *list;
+	uint32_t *cnt, touched[GNN_MAX_TYPES];
+	float *sum;
+	uint64_t start = 0;
+	int rc;
+
+	if ((rc = number_rows(e, &list, &cnt, &sum, touched)) != GNN_OK)
+		goto out;
+	for (uint32_t k = 0; k < e->nemb; k++) {
+		struct emb_type *ty = &e->types[e->emb_types[k]];
+		uint32_t dim = ty->dim;
+		uint64_t occurrences = 0;
+
+		memset(sum, 0, (size_t)touched[k] * dim * sizeof(*sum));
+		for (uint32_t r = 0; r < e->world; r++) {
+			const struct emb_slot *s = &e->slots[(size_t)k * e->world + r];
+
+			for (uint32_t i = 0; i < s->n; i++) {
+				float *acc = sum + (size_t)(ty->touch[s->ids[i] - ty->first] - 1) * dim;
+				const float *g = s->grad + (size_t)i * dim;
+
+				for (uint32_t j = 0; j < dim; j++)
+					acc[j] += g[j];
+			}
+			occurrences += s->n;
+		}
+		for (uint32_t i = 0; i < touched[k]; i++) {
+			float *g = sum + (size_t)i * dim;
+			int64_t row = list[start + i];
+
+			for (uint32_t j = 0; j < dim; j++)
+				g[j] /= (float)cnt[start + i];
+			if (e->cfg.optimizer == GNN_EMB_ADAM)
+				adam_row(&e->cfg, ty, row, g);
+			else
+				adagrad_row(&e->cfg, ty, row, g);
+			ty->touch[row] = 0;
+		}
+		start += occurrences;
+	}
+	gnn_counter_inc(e->m.updates);
+out:
+	free(list);
+	free(cnt);
+	free(sum);
+	gnn_counter_add(e->m.update_seconds, gnn_now() - t0);
+	return rc;
+}
+
+static int op_push(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct gnn_schema *sc = c->l->schema;
+	const struct emb_type *ty = &e->types[q->node_type];
+	struct emb_slot *s;
+	int rc;
+
+	if (q->step != e->version) {
+		/* the retry of a push whose update is applied: its answer was lost */
+		if (e->version > 0 && q->step == e->version - 1)
+			return GNN_OK;
+		return refuse(c, GNN_ESTALE, "PUSH for update %llu, but graph store %u is at version %llu (generation %llu)",
+			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
+			      (unsigned long long)e->gen);
+	}
+	/* an empty push may say nothing of the width */
+	if (q->dim != ty->dim && !(q->n == 0 && q->dim == 0))
+		return refuse(c, GNN_EINVAL, "PUSH of %u-wide gradient rows; type %s's embeddings are %u wide", q->dim,
+			      sc->types[q->node_type].name, ty->dim);
+	if (e->slots != NULL && q->world != e->world)
+		return refuse(c, GNN_EINVAL, "PUSH from rank %u of %u ranks, but update %llu's first push came from one of %u",
+			      q->rank, q->world, (unsigned long long)e->version, e->world);
+	if (e->slots == NULL) {
+		if ((e->slots = calloc((size_t)e->nemb * q->world, sizeof(*e->slots))) == NULL)
+			return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate the %zu bytes of an update's %u x %u pushes",
+				      c->part, (size_t)e->nemb * q->world * sizeof(*e->slots), e->nemb, q->world);
+		e->world = q->world;
+	}
+	s = &e->slots[(size_t)e->slot_of[q->node_type] * e->world + q->rank];
+	if (s->filled)
+		return GNN_OK;  /* a repeat: the first one counts */
+	s->ids = c->push;
+	c->push = NULL;
+	s->grad = (const float *)(s->ids + q->n);
+	s->n = q->n;
+	s->filled = true;
+	if (++e->filled == e->nemb * e->world) {
+		if ((rc = apply(e)) != GNN_OK) {
+			/* not stored, so that its retry finds the slot free */
+			free(s->ids);
+			*s = (struct emb_slot){ 0 };
+			e->filled--;
+			return refuse(c, rc, "graph store %u cannot allocate the scratch memory to apply update %llu; this last push is not stored: retry it",
+				      c->part, (unsigned long long)e->version);
+		}
+		e->version++;
+		clear_pending(e);
+	}
+	gnn_counter_add(e->m.rows_pushed, q->n);
+	gnn_counter_add(e->m.bytes_in, (double)q->n * q->dim * 4);
+	return GNN_OK;
+}
+
+/* READ and WRITE: the array exists and rows [first, first + n) are this
+ * partition's nodes of the type. */
+static int check_rows(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct gnn_schema *sc = c->l->schema;
+	const struct emb_type *ty = &e->types[q->node_type];
+	int64_t end = ty->first + ty->n;
+
+	if (!has_array(e->cfg.optimizer, q->array))
+		return refuse(c, GNN_EINVAL, "%s exists with Adam only; these embeddings use Adagrad", array_names[q->array]);
+	if (q->first < ty->first || q->first > end || (int64_t)q->n > end - q->first)
+		return refuse(c, GNN_ERANGE, "rows [%lld, %lld) are not all %s nodes of graph store %u, which holds [%lld, %lld)",
+			      (long long)q->first, (long long)q->first + q->n, sc->types[q->node_type].name, c->part,
+			      (long long)ty->first, (long long)end);
+	return GNN_OK;
+}
+
+static int op_read(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct emb_type *ty = &e->types[q->node_type];
+	uint32_t w = width(ty, q->array);
+	int rc;
+
+	if ((rc = check_rows(e, c)) != GNN_OK || (rc = check_reply_size(c, q->n, w)) != GNN_OK)
+		return rc;
+	/* a checkpoint reads one version: one that moved on is not it */
+	if (q->step != e->version)
+		return refuse(c, GNN_ESTALE, "READ of version %llu, but graph store %u is at version %llu (generation %llu)",
+			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
+			      (unsigned long long)e->gen);
+	if ((rc = alloc_rows(c, q->n, w)) != GNN_OK)
+		return rc;
+	if (q->n > 0)
+		memcpy(c->rows, (const uint32_t *)ty->arr[q->array] + (size_t)(q->first - ty->first) * w,
+		       (size_t)q->n * w * 4);
+	gnn_counter_add(e->m.bytes_out, (double)q->n * w * 4);
+	return GNN_OK;
+}
+
+static int op_write(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct emb_type *ty = &e->types[q->node_type];
+	uint32_t w = width(ty, q->array);
+	int rc;
+
+	if ((rc = check_rows(e, c)) != GNN_OK)
+		return rc;
+	if (q->dim != w && !(q->n == 0 && q->dim == 0))
+		return refuse(c, GNN_EINVAL, "WRITE of %u-wide rows into %s of type %s, which is %u wide", q->dim,
+			      array_names[q->array], c->l->schema->types[q->node_type].name, w);
+	if (q->n > 0)
+		memcpy((uint32_t *)ty->arr[q->array] + (size_t)(q->first - ty->first) * w, q->data, (size_t)q->n * w * 4);
+	/* a restored state: pushes of the one it replaces must not mix in */
+	e->version = q->step;
+	clear_pending(e);
+	gnn_counter_add(e->m.bytes_in, (double)q->n * w * 4);
+	return GNN_OK;
+}
+
+static void op_best(struct gs_emb *e)
+{
+	for (uint32_t k = 0; k < e->nemb; k++) {
+		struct emb_type *ty = &e->types[e->emb_types[k]];
+
+		if (ty->n > 0)
+			memcpy(ty->arr[GNN_EMB_BEST_ROWS], ty->arr[GNN_EMB_ROWS], ty->arr_bytes[GNN_EMB_ROWS]);
+	}
+}
+
+static int dispatch(struct gs_emb *e, struct call *c)
+{
+	int rc;
+
+	if (c->req->op == GNN_EMB_INIT)
+		return op_init(e, c);
+	if (c->req->op == GNN_EMB_STATUS)
+		return GNN_OK;
+	if ((rc = check_state(e, c)) != GNN_OK)
+		return rc;
+	switch (c->req->op) {
+	case GNN_EMB_PULL:
+		return op_pull(e, c);
+	case GNN_EMB_PUSH:
+		return op_push(e, c);
+	case GNN_EMB_READ:
+		return op_read(e, c);
+	case GNN_EMB_WRITE:
+		return op_write(e, c);
+	default:
+		op_best(e);
+		return GNN_OK;
+	}
+}
+
+int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
+		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_size)
+{
+	struct call c = { .l = l, .part = part, .req = req, .why = why, .why_size = why_size };
+	struct gnn_emb_resp r = { 0 };
+	int rc;
+
+	why[0] = '\0';
+	if (req->op != GNN_EMB_INIT && req->op != GNN_EMB_STATUS && (rc = check_ids(&c)) != GNN_OK)
+		return rc;
+	/* a push's copy is made before the lock: the lock guards the state only */
+	if (req->op == GNN_EMB_PUSH) {
+		size_t bytes = (size_t)req->n * 8 + (size_t)req->n * req->dim * 4;
+
+		if ((c.push = malloc(bytes + 1)) == NULL)
+			return refuse(&c, GNN_ENOMEM, "graph store %u cannot allocate the %zu bytes of a push", part,
+				      bytes);
+		if (req->n > 0) {
+			memcpy(c.push, req->ids, (size_t)req->n * 8);
+			memcpy(c.push + req->n, req->data, (size_t)req->n * req->dim * 4);
+		}
+	}
+	pthread_mutex_lock(&e->lock);
+	rc = dispatch(e, &c);
+	r.gen = e->gen;
+	r.version = e->version;
+	r.cfg_hash = e->cfg_hash;
+	pthread_mutex_unlock(&e->lock);
+	/* the rows were copied under the lock; the reply is built outside it */
+	if (rc == GNN_OK) {
+		r.n = c.n;
+		r.dim = c.dim;
+		r.data = c.rows;
+		rc = gnn_encode_emb_resp(w, req_id, &r);
+	}
+	free(c.rows);
+	free(c.push);
+	return rc;
+}

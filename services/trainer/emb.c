@@ -1,0 +1,756 @@
+/* emb.c - see emb.h. */
+#include "emb.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arr.h"
+#include "client.h"
+#include "err.h"
+#include "hash.h"
+#include "log.h"
+#include "sys.h"
+
+/* Rows per READ or WRITE call: about 8 MiB of them. */
+#define CHUNK_BYTES (8u << 20)
+
+static const char *const array_names[GNN_EMB_ARRAYS] = {
+	[GNN_EMB_ROWS] = "rows", [GNN_EMB_STATE1] = "state1", [GNN_EMB_STATE2] = "state2",
+	[GNN_EMB_STEPS] = "steps", [GNN_EMB_BEST_ROWS] = "best",
+};
+
+enum { OP_PULL, OP_PUSH, OP_COUNT };
+
+struct tr_emb {
+	struct tr_emb_opts o;
+	const struct gnn_layout *g;
+	uint32_t T, P, K;                   /* types, partitions, embedded types */
+	uint32_t dim[GNN_MAX_TYPES];        /* a type's embedding width, 0: none */
+	uint32_t width[GNN_MAX_TYPES];      /* its input rows' width, as the model sees it */
+	uint32_t col[GNN_MAX_TYPES];        /* the embedding's first column in them */
+	struct gnn_client **stores;         /* [P] */
+	/* The minibatch last attached: per embedded type, its input nodes in
+	 * source order (src: their index among the sources; ids), and their
+	 * order grouped by partition (perm, with part p's at [pstart[p],
+	 * pstart[p + 1])), which pull and push both use. */
+	struct {
+		uint32_t n;
+		int32_t *src, *perm;
+		int64_t *ids, *pid;         /* pid: ids in perm order */
+		uint32_t *pstart;           /* [P + 1] */
+		float *rows;                /* n x width, what the model reads */
+		size_t cap, rows_cap;
+	} m[GNN_MAX_TYPES];
+	struct gnn_wbuf *req;               /* [T * P] */
+	struct gnn_call *calls;             /* [T * P] */
+	uint32_t *at;                       /* [P]: index_type's scratch */
+	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
+	int64_t *first;                     /* [P * T]: type t's rows before partition p's */
+	pthread_t watcher;                  /* aborts the calls when the process stops */
+	bool watching;
+	atomic_bool closing;
+	struct gnn_counter *rows[OP_COUNT], *bytes[OP_COUNT], *seconds[OP_COUNT];
+	uint64_t req_id;
+	uint64_t gen, version;               /* where this rank believes the stores are (setup, push) */
+};
+
+/* ---- set-up ---- */
+
+static int pick_types(struct tr_emb *e)
+{
+	const struct gnn_schema *s = e->g->schema;
+	char buf[1024], *save = NULL, *tok;
+
+	if (e->o.types == NULL) {
+		for (uint32_t t = 0; t < e->T; t++)
+			e->dim[t] = s->types[t].feat_dim == 0 ? e->o.dim : 0;
+		return GNN_OK;
+	}
+	if (snprintf(buf, sizeof(buf), "%s", e->o.types) >= (int)sizeof(buf))
+		return GNN_EINVAL;
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		int32_t t = gnn_schema_type(s, tok);
+
+		if (t < 0 || e->dim[t] != 0) {
+			GNN_ERROR("bad_config", "option=embed-types type=%s reason=\"%s\"", tok,
+				  t < 0 ? "the graph has no such node type" : "named twice");
+			return GNN_EINVAL;
+		}
+		e->dim[t] = e->o.dim;
+	}
+	return GNN_OK;
+}
+
+static int register_metrics(struct tr_emb *e)
+{
+	static const char *const op_label[] = { "op" };
+	static const char *const ops[OP_COUNT] = { "pull", "push" };
+	struct gnn_counter *fam[3];
+	const char *names[3] = { "gnn_trainer_embedding_rows_total", "gnn_trainer_embedding_bytes_total",
+				 "gnn_trainer_embedding_seconds_total" };
+	const char *help[3] = {
+		"Embedding rows pulled from (op=pull) and gradient rows pushed to (op=push) the graph stores",
+		"Bytes of those rows", "Seconds spent pulling rows and pushing gradients (op=push includes the "
+		"graph stores' sparse update of the last rank to push)" };
+	int rc;
+
+	if (e->o.metrics == NULL)
+		return GNN_OK;   /* offline: nothing is pulled or pushed */
+	for (int i = 0; i < 3; i++) {
+		if ((rc = gnn_metrics_find_counter(e->o.metrics, names[i], &fam[i])) == GNN_ENOENT)
+			rc = gnn_metrics_counter(e->o.metrics, names[i], help[i], op_label, 1, &fam[i]);
+		if (rc != GNN_OK)
+			return rc;
+	}
+	for (int op = 0; op < OP_COUNT; op++)
+		if ((rc = gnn_counter_labels(fam[0], &ops[op], 1, &e->rows[op])) != GNN_OK ||
+		    (rc = gnn_counter_labels(fam[1], &ops[op], 1, &e->bytes[op])) != GNN_OK ||
+		    (rc = gnn_counter_labels(fam[2], &ops[op], 1, &e->seconds[op])) != GNN_OK)
+			return rc;
+	return GNN_OK;
+}
+
+static int open_stores(struct tr_emb *e)
+{
+	if (e->o.nstores == 0 && e->o.store_urls == NULL)
+		return GNN_OK;   /* offline */
+	if (e->o.nstores != e->P) {
+		GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"learnable "
+			  "embeddings need one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
+			  e->o.nstores, e->P);
+		return GNN_EINVAL;
+	}
+	if ((e->stores = calloc(e->P, sizeof(*e->stores))) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t p = 0; p < e->P; p++) {
+		char name[32];
+		struct gnn_client_opts co = { .url = e->o.store_urls[p], .name = name, .timeout_ms = e->o.timeout_ms,
+					      .retries = e->o.retries };
+		int rc;
+
+		snprintf(name, sizeof(name), "graphstore-%" PRIu32, p);
+		if ((rc = gnn_client_open(&co, &e->stores[p])) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
+}
+
+/* A call to a frozen store would hold a stopping process for its whole
+ * timeout chain: SIGTERM ends the calls within 0.1 s instead. */
+static void *watch_stop(void *arg)
+{
+	struct tr_emb *e = arg;
+
+	while (!atomic_load(&e->closing)) {
+		if (gnn_stop_requested()) {
+			tr_emb_abort(e);
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, 100 * 1000000L }, NULL);
+	}
+	return NULL;
+}
+
+int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct tr_emb **out)
+{
+	struct tr_emb *e;
+	int rc;
+
+	*out = NULL;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return GNN_ENOMEM;
+	e->o = *o;
+	e->g = g;
+	e->T = g->schema->num_types;
+	e->P = g->num_parts;
+	if ((rc = pick_types(e)) != GNN_OK)
+		goto fail;
+	for (uint32_t t = 0; t < e->T; t++) {
+		uint32_t f = g->schema->types[t].feat_dim;
+
+		e->width[t] = e->dim[t] == 0 ? f : o->replace ? e->dim[t] : f + e->dim[t];
+		e->col[t] = o->replace ? 0 : f;
+		e->K += e->dim[t] > 0;
+	}
+	if (e->K == 0) {
+		GNN_ERROR("bad_config", "option=embed-types reason=\"every node type has features: name the types "
+			  "to embed with --embed-types\"");
+		rc = GNN_EINVAL;
+		goto fail;
+	}
+	rc = GNN_ENOMEM;
+	if ((e->req = calloc((size_t)e->T * e->P, sizeof(*e->req))) == NULL ||
+	    (e->calls = calloc((size_t)e->T * e->P, sizeof(*e->calls))) == NULL ||
+	    (e->at = calloc(e->P, sizeof(uint32_t))) == NULL)
+		goto fail;
+	for (size_t i = 0; i < (size_t)e->T * e->P; i++)
+		gnn_wbuf_init(&e->req[i]);
+	for (uint32_t t = 0; t < e->T; t++)
+		if (e->dim[t] > 0 && (e->m[t].pstart = calloc(e->P + 1, sizeof(uint32_t))) == NULL)
+			goto fail;
+	if ((rc = register_metrics(e)) != GNN_OK || (rc = open_stores(e)) != GNN_OK)
+		goto fail;
+	e->req_id = gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull;
+	if (e->stores == NULL) {
+		*out = e;
+		return GNN_OK;
+	}
+	if (pthread_create(&e->watcher, NULL, watch_stop, e) != 0) {
+		rc = GNN_ENOMEM;
+		goto fail;
+	}
+	e->watching = true;
+	*out = e;
+	return GNN_OK;
+fail:
+	tr_emb_close(e);
+	return rc;
+}
+
+void tr_emb_abort(struct tr_emb *e)
+{
+	for (uint32_t p = 0; e != NULL && e->stores != NULL && p < e->P; p++)
+		if (e->stores[p] != NULL)
+			gnn_client_abort(e->stores[p]);
+}
+
+void tr_emb_close(struct tr_emb *e)
+{
+	if (e == NULL)
+		return;
+	atomic_store(&e->closing, true);
+	if (e->watching)
+		pthread_join(e->watcher, NULL);
+	for (uint32_t p = 0; e->stores != NULL && p < e->P; p++)
+		gnn_client_close(e->stores[p]);
+	free(e->stores);
+	for (size_t i = 0; e->req != NULL && i < (size_t)e->T * e->P; i++)
+		gnn_wbuf_free(&e->req[i]);
+	free(e->req);
+	free(e->calls);
+	free(e->at);
+	for (uint32_t t = 0; t < e->T; t++) {
+		free(e->m[t].src);
+		free(e->m[t].perm);
+		free(e->m[t].ids);
+		free(e->m[t].pid);
+		free(e->m[t].pstart);
+		free(e->m[t].rows);
+		if (e->best[t].map != NULL)
+			gnn_arr_close(&e->best[t]);
+	}
+	free(e->first);
+	free(e);
+}
+
+void tr_emb_model_schema(const struct tr_emb *e, struct gnn_schema *out)
+{
+	*out = *e->g->schema;
+	for (uint32_t t = 0; t < e->T; t++)
+		out->types[t].feat_dim = e->width[t];
+}
+
+uint64_t tr_emb_hash(const struct tr_emb *e)
+{
+	uint64_t h = gnn_fold64(0x656d62ull, e->o.optimizer);
+
+	h = gnn_fold64(h, e->o.replace);
+	for (uint32_t t = 0; t < e->T; t++)
+		h = gnn_fold64(h, e->dim[t]);
+	return h;
+}
+
+void tr_emb_describe(const struct tr_emb *e, char *buf, size_t cap)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (uint32_t t = 0; t < e->T && at < cap; t++)
+		if (e->dim[t] > 0)
+			at += (size_t)snprintf(buf + at, cap - at, "%s%s:%" PRIu32, at > 0 ? "," : "",
+					       e->g->schema->types[t].name, e->dim[t]);
+}
+
+/* ---- calls ---- */
+
+/* Runs the first n calls of e->calls (requests already in them) and
+ * decodes each reply into resp[i] (may be NULL: replies only checked).
+ * Returns the first failure, logged naming the store (GNN_ESTALE as a
+ * WARN: the trainers then resume, nothing is lost). The replies are
+ * freed by free_replies. */
+static int run_calls(struct tr_emb *e, size_t n, const char *what, struct gnn_emb_resp *resp)
+{
+	int rc = n > 0 ? gnn_client_call_all(e->calls, n) : GNN_OK;
+
+	for (size_t i = 0; i < n; i++) {
+		struct gnn_call *c = &e->calls[i];
+		const void *pl;
+		size_t len;
+		int crc = c->rc;
+
+		if (crc == GNN_OK && (crc = gnn_reply_payload(c->reply, GNN_MSG_EMB_RESP, &pl, &len)) == GNN_OK &&
+		    resp != NULL)
+			crc = gnn_decode_emb_resp(pl, len, &resp[i]);
+		if (crc == GNN_OK)
+			continue;
+		if (crc == GNN_ECLOSED)
+			;   /* stopping: not worth a line per call */
+		else if (crc == GNN_ESTALE)
+			GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", what, gnn_client_name(c->client),
+				 c->err[0] ? c->err : "stale reply");
+		else
+			GNN_ERROR("embeddings_call_failed", "op=%s store=%s code=%s reason=\"%s\"", what,
+				  gnn_client_name(c->client), gnn_errname(crc), c->err[0] ? c->err : gnn_strerror(crc));
+		rc = crc;
+		break;
+	}
+	return rc;
+}
+
+static void free_replies(struct tr_emb *e, size_t n, struct gnn_emb_resp *resp)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (e->calls[i].reply != NULL)
+			nng_msg_free(e->calls[i].reply);
+		e->calls[i].reply = NULL;
+		if (resp != NULL)
+			gnn_proto_release(resp[i].owned);
+	}
+}
+
+/* Request i: req to store p, encoded into e->req[i]. */
+static int put_call(struct tr_emb *e, size_t i, uint32_t p, const struct gnn_emb_req *req, int timeout_ms)
+{
+	int rc;
+
+	e->req[i].len = 0;
+	if ((rc = gnn_encode_emb_req(&e->req[i], ++e->req_id, req)) != GNN_OK)
+		return rc;
+	e->calls[i] = (struct gnn_call){ .client = e->stores[p], .req = &e->req[i], .timeout_ms = timeout_ms };
+	return GNN_OK;
+}
+
+/* The same request to every store, one call each. */
+static int call_every_store(struct tr_emb *e, const struct gnn_emb_req *req, const char *what, int timeout_ms,
+			    struct gnn_emb_resp *resp)
+{
+	int rc = GNN_OK;
+
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
+		rc = put_call(e, p, p, req, timeout_ms);
+	if (rc == GNN_OK)
+		rc = run_calls(e, e->P, what, resp);
+	free_replies(e, e->P, resp);
+	return rc;
+}
+
+/* ---- start and resume ---- */
+
+/* Every store answers STATUS, within wait_s (a store still loading its
+ * partition answers EUNAVAIL). */
+static int wait_stores(struct tr_emb *e)
+{
+	double t0 = gnn_now(), logged = -1e9;
+	struct gnn_emb_req st = { .op = GNN_EMB_STATUS };
+
+	for (;;) {
+		int rc = GNN_OK;
+
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
+			rc = put_call(e, p, p, &st, 2000);
+		if (rc == GNN_OK && (rc = gnn_client_call_all(e->calls, e->P)) == GNN_OK) {
+			free_replies(e, e->P, NULL);
+			return GNN_OK;
+		}
+		free_replies(e, e->P, NULL);
+		if (rc == GNN_ENOMEM || rc == GNN_ECLOSED || gnn_stop_requested())
+			return rc == GNN_ENOMEM ? rc : GNN_ECLOSED;
+		if (gnn_now() - t0 >= e->o.wait_s) {
+			GNN_ERROR("graphstores_timeout", "waited_s=%.0f reason=\"the graph stores holding the "
+				  "embeddings did not all answer\"", gnn_now() - t0);
+			return GNN_ETIMEDOUT;
+		}
+		if (gnn_now() - logged >= 10) {
+			GNN_INFO("waiting_for_graphstores", "what=embeddings stores=%" PRIu32 " code=%s", e->P,
+				 gnn_errname(rc));
+			logged = gnn_now();
+		}
+		nanosleep(&(struct timespec){ 0, 250 * 1000000L }, NULL);
+	}
+}
+
+static bool has_array(const struct tr_emb *e, uint32_t a)
+{
+	return e->o.optimizer == GNN_EMB_ADAM || (a != GNN_EMB_STATE2 && a != GNN_EMB_STEPS);
+}
+
+static uint32_t array_cols(const struct tr_emb *e, uint32_t t, uint32_t a)
+{
+	return a == GNN_EMB_STEPS ? 1 : e->dim[t];
+}
+
+static void shard_path(const struct tr_emb *e, const char *dir, uint32_t t, uint32_t a, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/emb-%s-%s.arr", dir, e->g->schema->types[t].name, array_names[a]);
+}
+
+/* One array of type t between the stores and its checkpoint file in dir,
+ * partition after partition (the file's rows in global ID order), a chunk
+ * per call: READ into a new file (save), or WRITE from it (the stores at
+ * (gen, step) afterwards). */
+static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir, bool save, uint64_t gen,
+		      uint64_t step)
+{
+	uint32_t cols = array_cols(e, t, a), chunk = CHUNK_BYTES / (cols * 4);
+	enum gnn_dtype dt = a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32;
+	struct gnn_arr_writer *w = NULL;
+	struct gnn_arr arr = { 0 };
+	char path[4200];
+	uint64_t row = 0;
+	int rc;
+
+	shard_path(e, dir, t, a, path, sizeof(path));
+	if ((rc = save ? gnn_arr_writer_open(path, dt, cols, &w) : gnn_arr_open(path, dt, 0, &arr)) != GNN_OK)
+		return rc;
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+		int64_t lo, hi;
+
+		gnn_layout_type_range(e->g, p, t, &lo, &hi);
+		for (int64_t v = lo, n; v < hi && rc == GNN_OK; v += n, row += (uint64_t)n) {
+			n = hi - v < (int64_t)chunk ? hi - v : (int64_t)chunk;
+			struct gnn_emb_req rq = { .op = save ? GNN_EMB_READ : GNN_EMB_WRITE, .node_type = t, .array = a,
+						  .gen = gen, .step = step, .first = v, .n = (uint32_t)n, .dim = save ? 0 : cols,
+						  .data = save ? NULL : (const uint8_t *)arr.data + row * cols * 4 };
+			struct gnn_emb_resp resp = { 0 };
+
+			if (!save && row + (uint64_t)n > arr.info.rows)
+				rc = GNN_EFORMAT;   /* tr_emb_check_ckpt checked the shape: the file changed */
+			else if ((rc = put_call(e, 0, p, &rq, 0)) == GNN_OK &&
+				 (rc = run_calls(e, 1, save ? "read" : "write", &resp)) == GNN_OK && save)
+				rc = resp.n != (uint32_t)n || resp.dim != cols ? GNN_EPROTO
+									       : gnn_arr_writer_append(w, resp.data, (uint64_t)n);
+			free_replies(e, 1, &resp);
+		}
+	}
+	if (!save) {
+		gnn_arr_close(&arr);
+		return rc;
+	}
+	if (rc != GNN_OK) {
+		gnn_arr_writer_abort(w);
+		return rc;
+	}
+	return gnn_arr_writer_finish(w, NULL);
+}
+
+int tr_emb_setup(struct tr_emb *e, uint64_t gen, uint64_t step, const char *ckpt_dir)
+{
+	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = gen, .step = step };
+	double t0 = gnn_now();
+	char desc[512];
+	int rc;
+
+	init.cfg = (struct gnn_emb_cfg){ .num_types = e->T, .optimizer = e->o.optimizer, .lr = e->o.lr,
+					 .beta1 = 0.9f, .beta2 = 0.999f,
+					 .eps = e->o.optimizer == GNN_EMB_ADAM ? 1e-8f : 1e-10f, .seed = e->o.seed,
+					 .hash = tr_emb_hash(e) };
+	memcpy(init.cfg.dim, e->dim, sizeof(e->dim[0]) * e->T);
+	if ((rc = wait_stores(e)) != GNN_OK)
+		return rc;
+	/* INIT fills every row from the seed: generous for a big shard */
+	if ((rc = call_every_store(e, &init, "init", e->o.timeout_ms * 4, NULL)) != GNN_OK)
+		return rc;
+	for (uint32_t t = 0; ckpt_dir != NULL && t < e->T && rc == GNN_OK; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
+			if (has_array(e, a))
+				rc = copy_array(e, t, a, ckpt_dir, false, gen, step);
+	if (rc != GNN_OK)
+		return rc;
+	e->gen = gen;
+	e->version = step;
+	tr_emb_describe(e, desc, sizeof(desc));
+	GNN_INFO("embeddings_ready", "gen=%016" PRIx64 " version=%" PRIu64 " types=%s from=%s seconds=%.2f", gen,
+		 step, desc, ckpt_dir != NULL ? ckpt_dir : "seed", gnn_now() - t0);
+	return GNN_OK;
+}
+
+int tr_emb_check_ckpt(void *ctx, const char *cdir)
+{
+	struct tr_emb *e = ctx;
+
+	for (uint32_t t = 0; t < e->T; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS; a++) {
+			char path[4200];
+			struct gnn_arr arr;
+			int rc;
+
+			if (!has_array(e, a))
+				continue;
+			shard_path(e, cdir, t, a, path, sizeof(path));
+			if ((rc = gnn_arr_open(path, a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32, GNN_ARR_VERIFY,
+					       &arr)) != GNN_OK)
+				return rc;
+			if (arr.info.rows != (uint64_t)e->g->schema->types[t].num_nodes ||
+			    arr.info.cols != array_cols(e, t, a)) {
+				GNN_ERROR("bad_checkpoint", "file=%s rows=%" PRIu64 " cols=%" PRIu64 " expected_rows=%" PRId64
+					  " expected_cols=%" PRIu32 " reason=\"the embedding shard does not fit the graph "
+					  "and the --embed options\"", path, arr.info.rows, arr.info.cols,
+					  e->g->schema->types[t].num_nodes, array_cols(e, t, a));
+				gnn_arr_close(&arr);
+				return GNN_EFORMAT;
+			}
+			gnn_arr_close(&arr);
+		}
+	return GNN_OK;
+}
+
+/* ---- checkpoints ---- */
+
+int tr_emb_save(void *ctx, const char *dir)
+{
+	struct tr_emb *e = ctx;
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
+			if (has_array(e, a))
+				rc = copy_array(e, t, a, dir, true, e->gen, e->version);
+	return rc;
+}
+
+/* ---- steps ---- */
+
+/* Grows *p to n items of size bytes (keeping nothing). */
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *q;
+
+	if (n <= *cap)
+		return GNN_OK;
+	n = n < 1024 ? 1024 : n + n / 2;
+	if ((q = realloc(*p, n * size)) == NULL)
+		return GNN_ENOMEM;
+	*p = q;
+	*cap = n;
+	return GNN_OK;
+}
+
+/* Type t's input nodes of mb, and their order grouped by partition. */
+static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t t)
+{
+	const struct gnn_block *b0 = &mb->blocks[0];
+	uint32_t n = mb->type_rows[t], k = 0, *ps = e->m[t].pstart;
+	size_t cap = n < 1024 ? 1024 : n + n / 2;
+
+	/* the four index arrays share one capacity */
+	if (n > e->m[t].cap) {
+		void *src = realloc(e->m[t].src, cap * sizeof(int32_t)), *perm, *ids, *pid;
+
+		if (src != NULL)
+			e->m[t].src = src;
+		perm = src == NULL ? NULL : realloc(e->m[t].perm, cap * sizeof(int32_t));
+		if (perm != NULL)
+			e->m[t].perm = perm;
+		ids = perm == NULL ? NULL : realloc(e->m[t].ids, cap * sizeof(int64_t));
+		if (ids != NULL)
+			e->m[t].ids = ids;
+		pid = ids == NULL ? NULL : realloc(e->m[t].pid, cap * sizeof(int64_t));
+		if (pid == NULL)
+			return GNN_ENOMEM;
+		e->m[t].pid = pid;
+		e->m[t].cap = cap;
+	}
+	e->m[t].n = n;
+	memset(ps, 0, (e->P + 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; i < b0->num_src && k < n; i++)
+		if ((e->T > 1 ? mb->src_types[i] : 0) == t) {
+			int32_t p = gnn_layout_owner(e->g, b0->src_ids[i]);
+
+			if (p < 0)
+				return GNN_EPROTO;
+			e->m[t].src[k] = (int32_t)i;
+			e->m[t].ids[k++] = b0->src_ids[i];
+			ps[p + 1]++;
+		}
+	memset(e->at, 0, e->P * sizeof(uint32_t));
+	for (uint32_t p = 0; p < e->P; p++)
+		ps[p + 1] += ps[p];
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t p = (uint32_t)gnn_layout_owner(e->g, e->m[t].ids[j]), q = ps[p] + e->at[p]++;
+
+		e->m[t].perm[q] = (int32_t)j;
+		e->m[t].pid[q] = e->m[t].ids[j];
+	}
+	return GNN_OK;
+}
+
+int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint64_t step, uint32_t array)
+{
+	size_t nc = 0;
+	double t0 = gnn_now(), bytes = 0, rows = 0;
+	struct gnn_emb_resp *rs = NULL;
+	int rc = GNN_OK;
+
+	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
+		if (e->dim[t] == 0)
+			continue;
+		if ((rc = index_type(e, mb, t)) != GNN_OK)
+			break;
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = gen,
+						  .step = step, .n = hi - lo, .ids = e->m[t].pid + lo };
+
+			if (hi > lo)
+				rc = put_call(e, nc++, p, &rq, 0);
+		}
+	}
+	if (rc == GNN_OK)
+		rc = run_calls(e, nc, "pull", rs);
+	/* Assemble each type's rows: features (concat), then the embedding. */
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++) {
+		uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
+		const float *feat = mb->feat[t];
+
+		if (e->dim[t] == 0)
+			continue;
+		if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1,
+			       sizeof(float))) != GNN_OK)
+			break;
+		for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
+			memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+			const float *src;
+
+			if (hi == lo)
+				continue;
+			if (rs[i].n != hi - lo || rs[i].dim != e->dim[t]) {
+				rc = GNN_EPROTO;
+				break;
+			}
+			src = rs[i++].data;
+			for (uint32_t q = lo; q < hi; q++)
+				memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
+				       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
+		}
+		mb->feat[t] = e->m[t].rows;
+		mb->feat_dims[t] = w;
+		rows += n;
+		bytes += (double)n * e->dim[t] * 4;
+	}
+	free_replies(e, nc, rs);
+	free(rs);
+	gnn_counter_add(e->rows[OP_PULL], rows);
+	gnn_counter_add(e->bytes[OP_PULL], bytes);
+	gnn_counter_add(e->seconds[OP_PULL], gnn_now() - t0);
+	return rc;
+}
+
+int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint64_t step, uint32_t rank,
+		uint32_t world)
+{
+	size_t nc = 0;
+	double t0 = gnn_now(), rows = 0;
+	float *g = NULL;
+	size_t gcap = 0;
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
+		uint32_t d = e->dim[t];
+
+		if (d == 0)
+			continue;
+		if ((rc = grow((void **)&g, &gcap, (size_t)e->m[t].n * d + 1, sizeof(float))) != GNN_OK)
+			break;
+		/* the gradient rows in pull order (grouped by partition) */
+		for (uint32_t q = 0; q < e->m[t].n; q++)
+			memcpy(g + (size_t)q * d, dh + (size_t)e->m[t].src[e->m[t].perm[q]] * ld + e->col[t],
+			       d * sizeof(float));
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+			struct gnn_emb_req rq = { .op = GNN_EMB_PUSH, .node_type = t, .rank = rank, .world = world,
+						  .gen = gen, .step = step, .n = hi - lo, .dim = d,
+						  .ids = e->m[t].pid + lo, .data = g + (size_t)lo * d };
+
+			rc = put_call(e, nc++, p, &rq, 0);
+		}
+		rows += e->m[t].n;
+		gnn_counter_add(e->bytes[OP_PUSH], (double)e->m[t].n * d * 4);
+	}
+	free(g);
+	if (rc == GNN_OK)
+		rc = run_calls(e, nc, "push", NULL);
+	free_replies(e, nc, NULL);
+	e->gen = gen;
+	e->version = step + 1;
+	gnn_counter_add(e->rows[OP_PUSH], rows);
+	gnn_counter_add(e->seconds[OP_PUSH], gnn_now() - t0);
+	return rc;
+}
+
+int tr_emb_best(struct tr_emb *e, uint64_t gen)
+{
+	struct gnn_emb_req rq = { .op = GNN_EMB_BEST, .gen = gen };
+
+	return call_every_store(e, &rq, "best", 0, NULL);
+}
+
+/* ---- offline: inference ---- */
+
+uint32_t tr_emb_dim(const struct tr_emb *e, uint32_t t)
+{
+	return t < e->T ? e->dim[t] : 0;
+}
+
+int tr_emb_map_best(struct tr_emb *e, const char *cdir)
+{
+	int rc;
+
+	if ((rc = tr_emb_check_ckpt(e, cdir)) != GNN_OK)
+		return rc;
+	if ((e->first = calloc((size_t)e->P * e->T, sizeof(int64_t))) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t t = 0; t < e->T; t++) {
+		char path[4200];
+		int64_t n = 0;
+
+		if (e->dim[t] == 0)
+			continue;
+		for (uint32_t p = 0; p < e->P; p++) {
+			int64_t lo, hi;
+
+			gnn_layout_type_range(e->g, p, t, &lo, &hi);
+			e->first[(size_t)p * e->T + t] = n;
+			n += hi - lo;
+		}
+		shard_path(e, cdir, t, GNN_EMB_BEST_ROWS, path, sizeof(path));
+		if ((rc = gnn_arr_open(path, GNN_DT_F32, 0, &e->best[t])) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
+}
+
+const float *tr_emb_best_row(const struct tr_emb *e, uint32_t t, int64_t gid)
+{
+	uint32_t p = (uint32_t)gnn_layout_owner(e->g, gid);
+	int64_t lo, hi;
+
+	gnn_layout_type_range(e->g, p, t, &lo, &hi);
+	return (const float *)e->best[t].data + (size_t)(e->first[(size_t)p * e->T + t] + gid - lo) * e->dim[t];
+}
+
+void tr_emb_input_row(const struct tr_emb *e, uint32_t t, int64_t gid, const float *feat, float *out)
+{
+	if (feat != NULL && !e->o.replace)
+		memcpy(out, feat, (e->width[t] - e->dim[t]) * sizeof(float));
+	memcpy(out + e->col[t], tr_emb_best_row(e, t, gid), e->dim[t] * sizeof(float));
+}

@@ -1,0 +1,118 @@
+/* emb.h - learnable node embeddings, the trainer's side (docs/embeddings.md).
+ *
+ * The graph stores hold the rows, their sparse optimizer's state and the
+ * best epoch's rows (proto.h, EMB); a trainer pulls the rows a minibatch
+ * needs when the step starts and pushes their gradients when its backward
+ * pass is done, before the dense all-reduce. Every store applies an update
+ * once every rank pushed for it, so when the all-reduce returns on any rank
+ * every store is at the next version: step s+1 reads exactly what step s
+ * wrote, on every rank, whatever the timing. The model sees an embedded
+ * type as a type with features: its rows are the embeddings (--embed-input
+ * replace, or a type without features) or the features followed by the
+ * embeddings (concat).
+ *
+ * Rank 0 sets the stores up at every start and resume (INIT under a new
+ * generation, then the checkpoint's rows written back), and streams them
+ * into each checkpoint folder (emb-TYPE-ARRAY.arr, one file per type and
+ * array, partitions concatenated in global ID order) a chunk at a time:
+ * no process ever holds a whole table. A store that restarted or was
+ * restored answers GNN_ESTALE; the training loop then rejoins the ring and
+ * every rank resumes from the checkpoint. Not thread-safe: one per rank. */
+#ifndef TR_EMB_H
+#define TR_EMB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "metrics.h"
+#include "proto.h"
+
+/* With no store URLs (nstores 0) a tr_emb only knows the shapes, and can
+ * read the best rows of a checkpoint (tr_emb_map_best): what layer-wise
+ * inference needs. */
+struct tr_emb_opts {
+	uint32_t dim;                  /* --embed-dim: 1..GNN_PROTO_MAX_FEAT_DIM */
+	const char *types;             /* --embed-types, comma-separated; NULL: the types without features */
+	bool replace;                  /* --embed-input replace: a type with features reads only its embedding */
+	uint32_t optimizer;            /* GNN_EMB_ADAM or GNN_EMB_ADAGRAD */
+	float lr;
+	uint64_t seed;
+	char **store_urls;             /* borrowed: one per partition, in partition order */
+	size_t nstores;
+	int timeout_ms, retries;       /* one store call */
+	double wait_s;                 /* how long rank 0 waits for every store at a (re)start */
+	struct gnn_metrics *metrics;   /* gnn_trainer_embedding_* are registered here */
+};
+
+struct tr_emb;
+
+/* Resolves o's types on the graph g (borrowed: it must outlive *out) and
+ * dials the stores. GNN_EINVAL, logged as bad_config, for a type the
+ * graph lacks, one named twice, no type to embed, or as many store URLs
+ * as partitions missing. *out: tr_emb_close. */
+int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct tr_emb **out);
+void tr_emb_close(struct tr_emb *e);
+/* Ends calls in flight at once (SIGTERM; any thread). */
+void tr_emb_abort(struct tr_emb *e);
+
+/* The schema the model sees: g's, each embedded type's feature width
+ * made its input row's (the features, then the embedding, or only it). */
+void tr_emb_model_schema(const struct tr_emb *e, struct gnn_schema *out);
+/* A digest of what the stores hold (types, widths, optimizer, input
+ * mode): part of the model hash a checkpoint must match. */
+uint64_t tr_emb_hash(const struct tr_emb *e);
+/* "author:128,field_of_study:128,institution:128" for logs. */
+void tr_emb_describe(const struct tr_emb *e, char *buf, size_t cap);
+
+/* Rank 0: waits (o->wait_s, logging what it waits for) until every store
+ * answers, then sets them all to generation gen at version step: from the
+ * seed, or (ckpt_dir not NULL) with the rows and state of checkpoint
+ * folder ckpt_dir written back. */
+int tr_emb_setup(struct tr_emb *e, uint64_t gen, uint64_t step, const char *ckpt_dir);
+
+/* Checks the shards of checkpoint folder cdir: every file present, its
+ * shape the graph's and the options', its CRC intact (reads them whole).
+ * GNN_EFORMAT / GNN_ECHECKSUM / GNN_ENOENT, logged naming the file. */
+int tr_emb_check_ckpt(void *e, const char *cdir);
+/* Rank 0: streams every store's rows and state into folder dir (a
+ * checkpoint being written): the version after this rank's last push (or
+ * set-up), which every store must still be at (GNN_ESTALE otherwise):
+ * call it between steps. */
+int tr_emb_save(void *e, const char *dir);
+
+/* Fills mb's embedded types (their input rows become the rows of
+ * tr_emb_model_schema; the pointers are e's until the next call) with the
+ * rows of version step: array GNN_EMB_ROWS (training, validation) or
+ * GNN_EMB_BEST_ROWS (the test of the best epoch). GNN_ESTALE when a store
+ * is not at (gen, step); other errors name the store. */
+int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint64_t step, uint32_t array);
+
+/* After the backward pass of the minibatch last attached: pushes the
+ * gradient of its embedded rows (dh: layer 0's input rows' gradient,
+ * num_src x ld floats) as update `step` of rank of world, to every store
+ * for every embedded type (empty pushes too: a store applies an update
+ * when all arrived). */
+int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint64_t step, uint32_t rank,
+		uint32_t world);
+
+/* Rank 0, after a new best validation accuracy: every store keeps its
+ * rows as the best ones. */
+int tr_emb_best(struct tr_emb *e, uint64_t gen);
+
+/* Offline (inference): maps the best rows of checkpoint folder cdir
+ * (emb-TYPE-best.arr, checked whole), unmapped by tr_emb_close. */
+int tr_emb_map_best(struct tr_emb *e, const char *cdir);
+/* After tr_emb_map_best: the input row the model reads for node gid of
+ * embedded type t (tr_emb_model_schema's width of it into out): feat (its
+ * features, NULL for a type without them) then the best embedding row, or
+ * that row alone (replace). Any thread. */
+void tr_emb_input_row(const struct tr_emb *e, uint32_t t, int64_t gid, const float *feat, float *out);
+/* After tr_emb_map_best: node gid's best embedding row (t's dim floats,
+ * mapped: valid until tr_emb_close). */
+const float *tr_emb_best_row(const struct tr_emb *e, uint32_t t, int64_t gid);
+/* Type t's embedding width (0: none). */
+uint32_t tr_emb_dim(const struct tr_emb *e, uint32_t t);
+
+#endif
