@@ -42,6 +42,31 @@ check mag_tiny_embeddings_train "mag-tiny rgcn: both exit 0, with embeddings tes
 ia=$(infer_acc "$WORK/emb")
 check mag_tiny_embeddings_inference "the inference reads the learned rows: its test accuracy over every test paper is within 0.1 of the sampled one (${ia:-?} vs ${b:-?})" \
 	awk -v a="$ia" -v b="$b" 'BEGIN { d = a - b; exit !(a != "" && a != "null" && b != "" && d < 0.1 && d > -0.1) }'
+# the learned rows exported: per partition, each embedded type's rows and
+# their original IDs, as many as the partition's nodes of that type
+"$BIN/gnn-trainer" infer --data "$WORK/emb/partition" --checkpoint-dir "$WORK/emb/checkpoints" --out "$WORK/emb-out" \
+	--model rgcn --layers 2 --hidden 64 --embed-dim 32 --embeddings --wait-s 60 >/dev/null 2>"$WORK/exp.err"
+rc=$?
+ok=$(python3 -c "
+import json, struct
+meta = json.load(open('$WORK/emb/partition/meta.json'))
+names = [t['name'] for t in meta['node_types']]
+T = len(names)
+good = True
+for p in range(2):
+    to = meta['parts'][p]['type_offsets']
+    for t, name in enumerate(names):
+        if name == 'paper':
+            continue
+        d = open('$WORK/emb-out/part-%d/input-emb-%s.arr' % (p, name), 'rb').read()
+        o = open('$WORK/emb-out/part-%d/input-emb-%s-orig-id.arr' % (p, name), 'rb').read()
+        rows, cols = struct.unpack_from('<QQ', d, 16)
+        orows = struct.unpack_from('<Q', o, 16)[0]
+        n = to[t + 1] - to[t]
+        good &= rows == n and cols == 32 and orows == n
+print('yes' if good else 'no')" 2>&1)
+check embeddings_exported "infer --embeddings: input-emb-TYPE.arr (32 wide) and its original IDs per partition, a row per node of each featureless type (got $rc $ok; $(tail -c 200 "$WORK/exp.err"))" \
+	bash -c "[ $rc -eq 0 ] && [ '$ok' = yes ]"
 check embeddings_logged "the trainers said what they embed, the stores were set up, the epoch line has embed_s" \
 	bash -c "grep -q 'embeddings types=author:32,field_of_study:32,institution:32' '$WORK/emb/logs/trainer-0.log' &&
 		 grep -q 'embeddings_ready' '$WORK/emb/logs/trainer-0.log' && grep -q ' embed_s=' '$WORK/emb/logs/trainer-1.log'"
