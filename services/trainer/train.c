@@ -816,6 +816,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		double epoch_s = 0, val_acc, rate;
 		float *params = tr_model_params(r.model);
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
+		char embed[32];
 
 		memset(r.phase_s, 0, sizeof(r.phase_s));
 		r.compute_cpu_s = 0;
@@ -840,13 +841,14 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		gnn_gauge_set(r.m.train_acc, sums.labelled > 0 ? sums.correct / sums.labelled : 0);
 		gnn_gauge_set(r.m.val_acc, val_acc);
 		gnn_gauge_set(r.m.samples_per_s, rate);
+		/* embed_s only when there are embeddings to pull and push */
+		snprintf(embed, sizeof(embed), env->emb != NULL ? " embed_s=%.2f" : "", r.phase_s[PH_EMBED]);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
-			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f "
-			 "embed_s=%.2f steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
+			 "steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
 			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
 			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
-			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], r.phase_s[PH_EMBED], r.steps - first, rate,
-			 tr_params_crc(params, r.np));
+			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], embed, r.steps - first, rate, tr_params_crc(params, r.np));
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
