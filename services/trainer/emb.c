@@ -622,6 +622,15 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint
 
 		if (e->dim[t] == 0)
 			continue;
+		/* the sampler's rows must be the type's features: tr_model_check
+		 * sees the assembled ones only */
+		if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
+			GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
+				  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
+				  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
+			rc = GNN_EPROTO;
+			break;
+		}
 		if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1,
 			       sizeof(float))) != GNN_OK)
 			break;
