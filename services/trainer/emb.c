@@ -57,7 +57,8 @@ struct tr_emb {
 	atomic_bool closing;
 	struct gnn_counter *rows[OP_COUNT], *bytes[OP_COUNT], *seconds[OP_COUNT];
 	uint64_t req_id;
-	uint64_t gen, version;               /* where this rank believes the stores are (setup, push) */
+	uint64_t gen, version;               /* where this rank expects the stores: set up, then one
+					      * version per step pushed */
 };
 
 /* ---- set-up ---- */
@@ -449,9 +450,15 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 	return gnn_arr_writer_finish(w, NULL);
 }
 
-int tr_emb_setup(struct tr_emb *e, uint64_t gen, uint64_t step, const char *ckpt_dir)
+void tr_emb_expect(struct tr_emb *e, uint64_t gen)
 {
-	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = gen, .step = step };
+	e->gen = gen;
+	e->version = 0;
+}
+
+int tr_emb_setup(struct tr_emb *e, uint64_t gen, const char *ckpt_dir)
+{
+	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = gen };
 	double t0 = gnn_now();
 	char desc[512];
 	int rc;
@@ -469,14 +476,13 @@ int tr_emb_setup(struct tr_emb *e, uint64_t gen, uint64_t step, const char *ckpt
 	for (uint32_t t = 0; ckpt_dir != NULL && t < e->T && rc == GNN_OK; t++)
 		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
 			if (has_array(e, a))
-				rc = copy_array(e, t, a, ckpt_dir, false, gen, step);
+				rc = copy_array(e, t, a, ckpt_dir, false, gen, 0);
 	if (rc != GNN_OK)
 		return rc;
-	e->gen = gen;
-	e->version = step;
+	tr_emb_expect(e, gen);
 	tr_emb_describe(e, desc, sizeof(desc));
 	GNN_INFO("embeddings_ready", "gen=%016" PRIx64 " version=%" PRIu64 " types=%s from=%s seconds=%.2f", gen,
-		 step, desc, ckpt_dir != NULL ? ckpt_dir : "seed", gnn_now() - t0);
+		 e->version, desc, ckpt_dir != NULL ? ckpt_dir : "seed", gnn_now() - t0);
 	return GNN_OK;
 }
 
@@ -590,7 +596,7 @@ static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t
 	return GNN_OK;
 }
 
-int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint64_t step, uint32_t array)
+int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 {
 	size_t nc = 0;
 	double t0 = gnn_now(), bytes = 0, rows = 0;
@@ -606,8 +612,8 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint
 			break;
 		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
 			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
-			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = gen,
-						  .step = step, .n = hi - lo, .ids = e->m[t].pid + lo };
+			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = e->gen,
+						  .step = e->version, .n = hi - lo, .ids = e->m[t].pid + lo };
 
 			if (hi > lo)
 				rc = put_call(e, nc++, p, &rq, 0);
@@ -664,8 +670,7 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint
 	return rc;
 }
 
-int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint64_t step, uint32_t rank,
-		uint32_t world)
+int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uint32_t world)
 {
 	size_t nc = 0;
 	double t0 = gnn_now(), rows = 0;
@@ -687,7 +692,7 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint
 		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
 			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
 			struct gnn_emb_req rq = { .op = GNN_EMB_PUSH, .node_type = t, .rank = rank, .world = world,
-						  .gen = gen, .step = step, .n = hi - lo, .dim = d,
+						  .gen = e->gen, .step = e->version, .n = hi - lo, .dim = d,
 						  .ids = e->m[t].pid + lo, .data = g + (size_t)lo * d };
 
 			rc = put_call(e, nc++, p, &rq, 0);
@@ -699,16 +704,15 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint
 	if (rc == GNN_OK)
 		rc = run_calls(e, nc, "push", NULL);
 	free_replies(e, nc, NULL);
-	e->gen = gen;
-	e->version = step + 1;
+	e->version++;
 	gnn_counter_add(e->rows[OP_PUSH], rows);
 	gnn_counter_add(e->seconds[OP_PUSH], gnn_now() - t0);
 	return rc;
 }
 
-int tr_emb_best(struct tr_emb *e, uint64_t gen)
+int tr_emb_best(struct tr_emb *e)
 {
-	struct gnn_emb_req rq = { .op = GNN_EMB_BEST, .gen = gen };
+	struct gnn_emb_req rq = { .op = GNN_EMB_BEST, .gen = e->gen };
 
 	return call_every_store(e, &rq, "best", 0, NULL);
 }

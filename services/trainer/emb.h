@@ -67,10 +67,13 @@ uint64_t tr_emb_hash(const struct tr_emb *e);
 void tr_emb_describe(const struct tr_emb *e, char *buf, size_t cap);
 
 /* Rank 0: waits (o->wait_s, logging what it waits for) until every store
- * answers, then sets them all to generation gen at version step: from the
+ * answers, then sets them all to generation gen at version 0: from the
  * seed, or (ckpt_dir not NULL) with the rows and state of checkpoint
- * folder ckpt_dir written back. */
-int tr_emb_setup(struct tr_emb *e, uint64_t gen, uint64_t step, const char *ckpt_dir);
+ * folder ckpt_dir written back. e then expects the stores there. */
+int tr_emb_setup(struct tr_emb *e, uint64_t gen, const char *ckpt_dir);
+/* Every other rank: the stores are at generation gen, version 0 (rank 0's
+ * tr_emb_setup, learnt over the ring). */
+void tr_emb_expect(struct tr_emb *e, uint64_t gen);
 
 /* Checks the shards of checkpoint folder cdir: every file present, its
  * shape the graph's and the options', its CRC intact (reads them whole).
@@ -84,22 +87,22 @@ int tr_emb_save(void *e, const char *dir);
 
 /* Fills mb's embedded types (their input rows become the rows of
  * tr_emb_model_schema; the pointers are e's until the next call) with the
- * rows of version step: array GNN_EMB_ROWS (training, validation) or
- * GNN_EMB_BEST_ROWS (the test of the best epoch). GNN_ESTALE when a store
- * is not at (gen, step); other errors name the store. */
-int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint64_t gen, uint64_t step, uint32_t array);
+ * rows of the version e expects: array GNN_EMB_ROWS (training, validation)
+ * or GNN_EMB_BEST_ROWS (the test of the best epoch). GNN_ESTALE when a
+ * store is not there; other errors name the store. */
+int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array);
 
 /* After the backward pass of the minibatch last attached: pushes the
  * gradient of its embedded rows (dh: layer 0's input rows' gradient,
- * num_src x ld floats) as update `step` of rank of world, to every store
- * for every embedded type (empty pushes too: a store applies an update
- * when all arrived). */
-int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint64_t gen, uint64_t step, uint32_t rank,
-		uint32_t world);
+ * num_src x ld floats) as rank's part of the update to the version e
+ * expects, to every store for every embedded type (empty pushes too: a
+ * store applies an update when all world ranks' arrived); e then expects
+ * the next version. */
+int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uint32_t world);
 
 /* Rank 0, after a new best validation accuracy: every store keeps its
  * rows as the best ones. */
-int tr_emb_best(struct tr_emb *e, uint64_t gen);
+int tr_emb_best(struct tr_emb *e);
 
 /* Offline (inference): maps the best rows of checkpoint folder cdir
  * (emb-TYPE-best.arr, checked whole), unmapped by tr_emb_close. */

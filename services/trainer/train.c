@@ -70,8 +70,6 @@ struct run {
 	double compute_cpu_s;                   /* this epoch: the compute phase's CPU time on this thread */
 	uint64_t global_step;
 	struct gnn_schema mschema;              /* what the model reads (embedded types widened) */
-	uint64_t emb_gen, emb_version;          /* the graph stores' embeddings (emb.h): rank 0 sets
-						 * them up at version 0 under emb_gen at every resume */
 };
 
 int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g)
@@ -341,7 +339,7 @@ static void epoch_seeds(struct run *r, uint32_t epoch)
  * GNN_EMB_ROWS or GNN_EMB_BEST_ROWS), when the model has embeddings. */
 static int attach(struct run *r, struct gnn_minibatch *mb, uint32_t array)
 {
-	return r->e->emb == NULL ? GNN_OK : tr_emb_attach(r->e->emb, mb, r->emb_gen, r->emb_version, array);
+	return r->e->emb == NULL ? GNN_OK : tr_emb_attach(r->e->emb, mb, array);
 }
 
 /* Accuracy over this rank's slice of nodes, summed over ranks (the
@@ -414,16 +412,17 @@ static uint32_t usable_step(const struct tr_config *c, const struct tr_ckpt *ck)
 	return 0;
 }
 
-/* Rank 0 sets the graph stores' embeddings up under a new generation, at
- * version 0: from the seed, or from checkpoint folder ckpt. */
-static int setup_embeddings(struct run *r, const char *ckpt)
+/* Rank 0 sets the graph stores' embeddings up under a new generation *gen
+ * (the others learn it over the ring): from the seed, or from checkpoint
+ * folder ckpt. */
+static int setup_embeddings(struct run *r, const char *ckpt, uint64_t *gen)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r->emb_gen = gnn_draw64(gnn_draw64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-					   (uint64_t)getpid()), r->c->seed) | 1;
-	return tr_emb_setup(r->e->emb, r->emb_gen, 0, ckpt);
+	*gen = gnn_draw64(gnn_draw64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, (uint64_t)getpid()),
+			  r->c->seed) | 1;
+	return tr_emb_setup(r->e->emb, *gen, ckpt);
 }
 
 /* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
@@ -436,6 +435,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 	struct tr_ckpt ck = { 0 };
 	struct gnn_result prev;
 	bool found = false, have_ck = false;
+	uint64_t gen = 0;                   /* the embeddings' generation: rank 0 picks it */
 	int rc = GNN_OK;
 	struct tr_ckpt_extra extra = { .check = tr_emb_check_ckpt, .ctx = r->e->emb };
 
@@ -479,12 +479,13 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 		}
 	}
 	if (c->rank == 0 && st[RS_STATUS] == 0 && st[RS_FINISHED] == 0 && r->e->emb != NULL &&
-	    (rc = setup_embeddings(r, st[RS_CKPT] != 0 ? ck.folder : NULL)) != GNN_OK)
+	    (rc = setup_embeddings(r, st[RS_CKPT] != 0 ? ck.folder : NULL, &gen)) != GNN_OK)
 		st[RS_STATUS] = rc;
 	if ((rc = tr_ring_broadcast(r->e->ring, 0, st, sizeof(st))) != GNN_OK ||
-	    (rc = tr_ring_broadcast(r->e->ring, 0, &r->emb_gen, sizeof(r->emb_gen))) != GNN_OK)
+	    (rc = tr_ring_broadcast(r->e->ring, 0, &gen, sizeof(gen))) != GNN_OK)
 		goto out;
-	r->emb_version = 0;
+	if (r->e->emb != NULL)
+		tr_emb_expect(r->e->emb, gen);
 	if (st[RS_STATUS] != 0) {
 		if (c->rank != 0)
 			GNN_ERROR("checkpoint_refused", "reason=\"rank 0 could not use the checkpoint dir (see its log)\"");
@@ -602,8 +603,7 @@ static int push_embeddings(struct run *r)
 	dh = tr_model_input_grad(r->model, &ld);
 	if (dh == NULL)
 		return GNN_EINTERNAL;
-	rc = tr_emb_push(r->e->emb, dh, ld, r->emb_gen, r->emb_version, r->c->rank, r->c->world);
-	r->emb_version++;
+	rc = tr_emb_push(r->e->emb, dh, ld, r->c->rank, r->c->world);
 	add_phase(r, PH_EMBED, gnn_now() - t0);
 	return rc;
 }
@@ -832,7 +832,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			r.best_val = val_acc;
 			r.best_epoch = (int32_t)epoch + 1;
 			memcpy(r.best, params, r.np * sizeof(float));
-			if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb, r.emb_gen)) != GNN_OK)
+			if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb)) != GNN_OK)
 				goto out;
 		}
 		rate = epoch_s > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / epoch_s : 0;

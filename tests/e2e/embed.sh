@@ -97,7 +97,6 @@ check embeddings_other_width_refused "continuing with another --embed-dim: non-z
 	bash -c "[ $rc -ne 0 ] && grep -q 'checkpoint_mismatch' '$WORK/emb/logs/trainer-0.log'"
 
 # ---- served: gnn-cli reads a learned row from its graph store ---------------------------------
-port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
 D=$WORK/served/partition
 "$BIN/gnn-partition" --synthetic mag-tiny --parts 1 --out "$D" >/dev/null 2>"$WORK/sp.err"
 "$BIN/gnn-graphstore" --data "$D" --part 0 --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \

@@ -45,7 +45,6 @@ check tiny_predictions_papers_only "predcheck ok: a prediction per paper (320), 
 		 grep -q 'predicted=320 (every paper node' '$WORK/ht.out'"
 
 # ---- the same partitions, served ---------------------------------------------------
-port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
 D=$WORK/ht/partition
 for p in 0 1; do
 	"$BIN/gnn-graphstore" --data "$D" --part $p --predictions "$WORK/ht/predictions" --listen tcp://127.0.0.1:0 \

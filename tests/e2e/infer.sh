@@ -32,7 +32,6 @@ close() {  # close A B D: |A - B| <= D
 # serve TAG DATA PREDS: graph stores 0 and 1 of DATA with --predictions
 # PREDS and a sampler over them; sets ST0, ST1, SMP (nng URLs) and HTTP0
 # (store 0's HTTP port).
-port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
 serve() {
 	local tag=$1 d=$2 preds=$3 p
 	for p in 0 1; do

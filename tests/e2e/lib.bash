@@ -27,6 +27,9 @@ have_cora() {
 	[ -f "$DATASETS/cora/raw/edge.csv.gz" ]
 }
 
+# port_of LOG: the nng port a service's "ready ... port=N http_port=" line names.
+port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
+
 # jget FILE FILTER: a value from a JSON file (jq).
 jget() {
 	jq -r "$2" "$1"
