@@ -8,9 +8,17 @@ void gnn_wbuf_init(struct gnn_wbuf *w)
 	memset(w, 0, sizeof(*w));
 }
 
+void gnn_wbuf_init_with(struct gnn_wbuf *w, uint8_t *(*grow)(void *ctx, size_t cap), void *ctx)
+{
+	gnn_wbuf_init(w);
+	w->grow = grow;
+	w->ctx = ctx;
+}
+
 void gnn_wbuf_free(struct gnn_wbuf *w)
 {
-	free(w->buf);
+	if (w->grow == NULL)
+		free(w->buf);
 	gnn_wbuf_init(w);
 }
 
@@ -29,7 +37,7 @@ bool gnn_wbuf_reserve(struct gnn_wbuf *w, size_t n)
 	}
 	while (cap < w->len + n)
 		cap *= 2;
-	if ((b = realloc(w->buf, cap)) == NULL) {
+	if ((b = w->grow != NULL ? w->grow(w->ctx, cap) : realloc(w->buf, cap)) == NULL) {
 		w->failed = true;
 		return false;
 	}

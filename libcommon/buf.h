@@ -14,9 +14,17 @@ struct gnn_wbuf {
 	uint8_t *buf;
 	size_t len, cap;
 	bool failed;      /* an allocation failed: the contents are unusable */
+	/* NULL: buf is malloc'd. Else the storage is someone else's (the
+	 * server's reply, an nng message, sent without a copy): grow(ctx, cap)
+	 * makes room for cap bytes, keeping the contents, and returns where
+	 * they are now (NULL: out of memory). gnn_wbuf_free then only forgets. */
+	uint8_t *(*grow)(void *ctx, size_t cap);
+	void *ctx;
 };
 
 void gnn_wbuf_init(struct gnn_wbuf *w);
+/* An empty buffer whose storage grow(ctx, cap) provides. */
+void gnn_wbuf_init_with(struct gnn_wbuf *w, uint8_t *(*grow)(void *ctx, size_t cap), void *ctx);
 void gnn_wbuf_free(struct gnn_wbuf *w);
 
 /* Makes room for n more bytes (the capacity doubles, from 256); false,

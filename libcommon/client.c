@@ -20,6 +20,7 @@ struct gnn_client {
 	bool failover;
 	atomic_bool aborted;       /* gnn_client_abort: the socket is closed */
 	atomic_uint pipe;          /* ID of the connection that is up, 0: none (pipe_cb) */
+	atomic_uint connections;   /* connections that came up (pipe_cb) */
 	atomic_bool close_stuck;   /* gnn_client_abort's close hung in nng: c must stay */
 	_Atomic double down_since; /* when the last connection went (or the dialling began) */
 	pthread_mutex_t redial_mu; /* one restart at a time */
@@ -33,9 +34,10 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	struct gnn_client *c = arg;
 	unsigned id = (unsigned)nng_pipe_id(p);
 
-	if (ev == NNG_PIPE_EV_ADD_POST)
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		atomic_fetch_add(&c->connections, 1);
 		atomic_store(&c->pipe, id);
-	else if (atomic_compare_exchange_strong(&c->pipe, &id, 0u))
+	} else if (atomic_compare_exchange_strong(&c->pipe, &id, 0u))
 		atomic_store(&c->down_since, gnn_now());
 }
 
@@ -130,6 +132,11 @@ void gnn_client_close(struct gnn_client *c)
 	free(c->url);
 	free(c->name);
 	free(c);
+}
+
+unsigned gnn_client_connections(const struct gnn_client *c)
+{
+	return atomic_load(&c->connections);
 }
 
 const char *gnn_client_name(const struct gnn_client *c)

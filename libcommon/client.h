@@ -70,6 +70,10 @@ double gnn_close_limit(void);
 
 /* True while a connection to the peer is up (nng pipe events; any thread). */
 bool gnn_client_connected(const struct gnn_client *c);
+/* How many connections to the peer have come up so far: a change means
+ * the answers may come from another process (a restart), which a caller
+ * that trusts the peer's data checks again (INFO) before using them. */
+unsigned gnn_client_connections(const struct gnn_client *c);
 
 /* One call in a batch: the request message (built with the proto.h
  * encoders; borrowed), and on return rc and, when rc is GNN_OK, reply: the

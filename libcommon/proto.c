@@ -540,15 +540,33 @@ int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_re
 
 /* ---- FEAT / LABEL / SPLIT responses ---- */
 
+int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t n, uint32_t dim, float **rows)
+{
+	size_t start = w->len, bytes = (size_t)n * dim * 4;
+	int rc;
+
+	*rows = NULL;
+	/* one reservation: the rows' address stays valid until w changes */
+	if (!gnn_wbuf_reserve(w, GNN_PROTO_HDR_BYTES + 8 + bytes))
+		return GNN_ENOMEM;
+	begin(w, GNN_MSG_FEAT_RESP, req_id, 0);
+	put_u32(w, n);
+	put_u32(w, dim);
+	w->len += bytes;
+	if ((rc = finish(w, start)) == GNN_OK)
+		*rows = (float *)(void *)(w->buf + w->len - bytes);
+	return rc;
+}
+
 int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
 			 uint32_t dim)
 {
-	size_t start = begin(w, GNN_MSG_FEAT_RESP, req_id, 0);
+	float *dst;
+	int rc = gnn_encode_feat_resp_in_place(w, req_id, n, dim, &dst);
 
-	put_u32(w, n);
-	put_u32(w, dim);
-	gnn_wbuf_put(w, rows, (size_t)n * dim * 4);
-	return finish(w, start);
+	if (rc == GNN_OK)
+		memcpy(dst, rows, (size_t)n * dim * 4);
+	return rc;
 }
 
 int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *out)

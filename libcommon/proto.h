@@ -176,6 +176,12 @@ int gnn_encode_sample_resp(struct gnn_wbuf *w, uint64_t req_id, const uint32_t *
 /* Checks that the counts add up to total and the arrays fit. */
 int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_resp *out);
 
+/* FEAT calls carry fewer IDs when rows are wide: about this many bytes of
+ * answer each (below glibc's largest mmap threshold, so answer buffers are
+ * reused rather than mapped and zeroed for every call). The sampler and
+ * the trainers split their FEAT calls so. */
+#define GNN_FEAT_CALL_BYTES (4u << 20)
+
 /* FEAT_REQ asks for rows of nodes of one type (a graph store refuses a
  * mix, or a type without features); FEAT_RESP: n rows of dim floats, dim
  * being that type's feature width. */
@@ -186,6 +192,9 @@ struct gnn_feat_resp {
 };
 int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
 			 uint32_t dim);
+/* The same message with the n x dim rows left for the caller to write at
+ * *rows (valid until w changes): a store gathers its rows in place. */
+int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t n, uint32_t dim, float **rows);
 int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *out);
 
 /* LABEL_RESP: n int32 labels (-1 = unlabeled). */

@@ -12,11 +12,14 @@
 #include "log.h"
 #include "sys.h"
 
-/* A worker keeps its reply buffer up to this size between requests: larger
- * than a typical minibatch (batch 1024, fanouts 15,10,5, 100 features: 36
- * MB), so the sampler does not reallocate per reply, yet a rare huge reply
- * does not pin memory for good. */
-#define KEEP_BUFFER_BYTES (64u << 20)
+/* Replies are built straight into the nng message that is sent (no copy
+ * of megabytes of rows per answer): the buffer grows inside it. */
+static uint8_t *grow_msg(void *ctx, size_t cap)
+{
+	nng_msg **m = ctx;
+
+	return nng_msg_realloc(*m, cap) == 0 ? nng_msg_body(*m) : NULL;
+}
 
 struct worker {
 	struct gnn_server *s;
@@ -31,6 +34,7 @@ struct worker {
 struct op_metrics {
 	struct gnn_counter *requests;
 	struct gnn_histogram *seconds;
+	struct gnn_counter *bytes_in, *bytes_out;
 };
 
 struct gnn_server {
@@ -45,7 +49,6 @@ struct gnn_server {
 	struct op_metrics ops[GNN_MSG_TYPE_COUNT];
 	struct gnn_counter *errors;      /* {op, code} */
 	struct gnn_counter *bad;         /* {reason} */
-	struct gnn_counter *bytes_in, *bytes_out;
 	struct gnn_gauge *in_flight;
 };
 
@@ -79,7 +82,7 @@ static int register_metrics(struct gnn_server *s, struct gnn_metrics *reg)
 	static const char *const op_label[] = { "op" };
 	static const char *const err_labels[] = { "op", "code" };
 	static const char *const bad_label[] = { "reason" };
-	struct gnn_counter *req;
+	struct gnn_counter *req, *in, *out;
 	struct gnn_histogram *sec;
 	double bounds[16];
 	char name[128];
@@ -94,8 +97,10 @@ static int register_metrics(struct gnn_server *s, struct gnn_metrics *reg)
 			  err_labels, 2, &s->errors)) ||
 	    (rc = counter(reg, NAME("bad_messages_total"), "Messages whose header could not be decoded, by reason",
 			  bad_label, 1, &s->bad)) ||
-	    (rc = counter(reg, NAME("received_bytes_total"), "Request bytes received", NULL, 0, &s->bytes_in)) ||
-	    (rc = counter(reg, NAME("sent_bytes_total"), "Reply bytes sent", NULL, 0, &s->bytes_out)) ||
+	    (rc = counter(reg, NAME("received_bytes_total"), "Request bytes received, by message type", op_label, 1,
+			  &in)) ||
+	    (rc = counter(reg, NAME("sent_bytes_total"), "Reply bytes sent, by request message type", op_label, 1,
+			  &out)) ||
 	    (rc = gauge(reg, NAME("requests_in_flight"), "Requests being handled now", &s->in_flight)))
 		return rc;
 #undef NAME
@@ -103,7 +108,9 @@ static int register_metrics(struct gnn_server *s, struct gnn_metrics *reg)
 		const char *op = gnn_msg_name(t);
 
 		if ((rc = gnn_counter_labels(req, &op, 1, &s->ops[t].requests)) ||
-		    (rc = gnn_histogram_labels(sec, &op, 1, &s->ops[t].seconds)))
+		    (rc = gnn_histogram_labels(sec, &op, 1, &s->ops[t].seconds)) ||
+		    (rc = gnn_counter_labels(in, &op, 1, &s->ops[t].bytes_in)) ||
+		    (rc = gnn_counter_labels(out, &op, 1, &s->ops[t].bytes_out)))
 			return rc;
 	}
 	return GNN_OK;
@@ -118,8 +125,10 @@ static void count_labelled(struct gnn_counter *fam, const char *a, const char *b
 		gnn_counter_inc(c);
 }
 
-/* Builds the reply to one request message into out. */
-static void handle(struct gnn_server *s, const void *body, size_t len, struct gnn_wbuf *out)
+/* Builds the reply to one request message into out; returns the request's
+ * message type (GNN_MSG_ERROR for one whose header is undecodable: its
+ * bytes are counted under `error`). */
+static uint16_t handle(struct gnn_server *s, const void *body, size_t len, struct gnn_wbuf *out)
 {
 	struct gnn_hdr h;
 	const void *payload;
@@ -134,7 +143,7 @@ static void handle(struct gnn_server *s, const void *body, size_t len, struct gn
 		count_labelled(s->bad, gnn_errname(rc), NULL);
 		GNN_DEBUG("bad_message", "server=%s bytes=%zu reason=%s", s->name, len, gnn_errname(rc));
 		gnn_encode_error(out, req_id, (uint32_t)rc, "undecodable message header");
-		return;
+		return GNN_MSG_ERROR;
 	}
 	gnn_counter_inc(s->ops[h.type].requests);
 	gnn_gauge_add(s->in_flight, 1);
@@ -152,6 +161,7 @@ static void handle(struct gnn_server *s, const void *body, size_t len, struct gn
 		count_labelled(s->errors, gnn_msg_name(h.type), gnn_errname((int)code));
 	}
 	gnn_histogram_observe(s->ops[h.type].seconds, gnn_now() - t0);
+	return h.type;
 }
 
 static void *worker_main(void *arg)
@@ -160,9 +170,9 @@ static void *worker_main(void *arg)
 	struct gnn_server *s = w->s;
 	struct gnn_wbuf out;
 
-	gnn_wbuf_init(&out);
 	for (;;) {
-		nng_msg *msg;
+		nng_msg *msg, *rep;
+		uint16_t op;
 		int rv;
 
 		nng_ctx_recv(w->ctx, w->aio);
@@ -173,33 +183,34 @@ static void *worker_main(void *arg)
 		if (rv != 0)
 			continue;
 		msg = nng_aio_get_msg(w->aio);
-		gnn_counter_add(s->bytes_in, (double)nng_msg_len(msg));
-		out.len = 0;
-		handle(s, nng_msg_body(msg), nng_msg_len(msg), &out);
-		/* Reuse the request message for the reply. */
-		nng_msg_clear(msg);
-		if (nng_msg_append(msg, out.buf, out.len) != 0) {
+		if (nng_msg_alloc(&rep, 0) != 0) {
 			nng_msg_free(msg);
 			if (s->after_reply != NULL)
 				s->after_reply(s->ctx);
 			continue;
 		}
-		gnn_counter_add(s->bytes_out, (double)out.len);
-		/* Don't keep a worker's largest reply buffer pinned for good. */
-		if (out.cap > KEEP_BUFFER_BYTES)
-			gnn_wbuf_free(&out);
-		nng_aio_set_msg(w->aio, msg);
+		gnn_wbuf_init_with(&out, grow_msg, &rep);
+		op = handle(s, nng_msg_body(msg), nng_msg_len(msg), &out);
+		gnn_counter_add(s->ops[op].bytes_in, (double)nng_msg_len(msg));
+		nng_msg_free(msg);
+		if (out.failed || nng_msg_realloc(rep, out.len) != 0) {
+			nng_msg_free(rep);
+			if (s->after_reply != NULL)
+				s->after_reply(s->ctx);
+			continue;
+		}
+		gnn_counter_add(s->ops[op].bytes_out, (double)out.len);
+		nng_aio_set_msg(w->aio, rep);
 		nng_ctx_send(w->ctx, w->aio);
 		nng_aio_wait(w->aio);
 		rv = nng_aio_result(w->aio);
 		if (rv != 0)
-			nng_msg_free(msg);  /* the client went away: nothing to do */
+			nng_msg_free(rep);  /* the client went away: nothing to do */
 		if (s->after_reply != NULL)
 			s->after_reply(s->ctx);
 		if (rv == NNG_ECLOSED)
 			break;
 	}
-	gnn_wbuf_free(&out);
 	return NULL;
 }
 
@@ -274,6 +285,33 @@ int gnn_server_port(const struct gnn_server *s)
 	return port;
 }
 
+/* What crossed the network to and from this server, per message type:
+ * benchmarks add these up (every message has a server at one end). */
+static void log_traffic(const struct gnn_server *s)
+{
+	char line[2048];
+	size_t at = 0;
+	double in = 0, out = 0;
+
+	line[0] = '\0';
+	for (uint16_t t = 1; t < GNN_MSG_TYPE_COUNT; t++) {
+		double n = gnn_counter_value(s->ops[t].requests), i = gnn_counter_value(s->ops[t].bytes_in),
+		       o = gnn_counter_value(s->ops[t].bytes_out);
+		int k;
+
+		in += i;
+		out += o;
+		if (n == 0 && i == 0)
+			continue;
+		k = snprintf(line + at, sizeof(line) - at, " %s_requests=%.0f %s_received_bytes=%.0f %s_sent_bytes=%.0f",
+			     gnn_msg_name(t), n, gnn_msg_name(t), i, gnn_msg_name(t), o);
+		if (k < 0 || (size_t)k >= sizeof(line) - at)
+			break;
+		at += (size_t)k;
+	}
+	GNN_INFO("traffic", "server=%s received_bytes=%.0f sent_bytes=%.0f%s", s->name, in, out, line);
+}
+
 void gnn_server_stop(struct gnn_server *s)
 {
 	if (s == NULL)
@@ -296,6 +334,7 @@ void gnn_server_stop(struct gnn_server *s)
 	if (!gnn_close_bounded(&s->sock, 1, gnn_close_limit(), s->name))
 		return;
 	free(s->workers);
+	log_traffic(s);
 	GNN_INFO("server_stopped", "server=%s", s->name);
 	free(s);
 }

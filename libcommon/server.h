@@ -11,9 +11,10 @@
  *   gnn_NAME_request_seconds{op}             latency histogram
  *   gnn_NAME_request_errors_total{op,code}   error replies
  *   gnn_NAME_bad_messages_total{reason}      undecodable messages
- *   gnn_NAME_received_bytes_total, gnn_NAME_sent_bytes_total
+ *   gnn_NAME_received_bytes_total{op}, gnn_NAME_sent_bytes_total{op}
+ *                                            request and reply bytes by request type
  *   gnn_NAME_requests_in_flight              gauge
- */
+ * At stop it logs `traffic` with each type's requests and bytes. */
 #ifndef GNN_SERVER_H
 #define GNN_SERVER_H
 

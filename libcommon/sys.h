@@ -53,6 +53,11 @@ int gnn_fsync_dir(const char *dir);
 int gnn_signals_install(void);
 /* True once SIGTERM or SIGINT arrived. */
 bool gnn_stop_requested(void);
+/* For a process that allocates and frees buffers of megabytes all the
+ * time (minibatches, feature rows, nng's messages): glibc keeps them in
+ * one heap instead of mapping and faulting them in anew (sys.c says why
+ * and what it cost). Call before any thread starts. */
+void gnn_keep_heap(void);
 /* The signal that arrived (the last one), 0 when none. */
 int gnn_stop_signal(void);
 /* A bound on shutdown: grace_s seconds after the first stop signal a

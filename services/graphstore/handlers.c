@@ -230,6 +230,21 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 				 req.n, elem, MAX_REPLY);
 		goto out_release;
 	}
+	if (h->type == GNN_MSG_FEAT_REQ) {
+		/* gathered straight into the reply: the rows are most of what a
+		 * store sends */
+		float *dst;
+
+		if ((rc = gnn_encode_feat_resp_in_place(out, h->req_id, req.n, dim, &dst)) != GNN_OK)
+			goto out_release;
+		for (uint32_t i = 0; i < req.n; i++) {
+			uint32_t d;
+
+			memcpy(dst + (size_t)i * dim, gnn_part_feat_row(pt, req.ids[i], &d), elem);
+		}
+		gnn_counter_add(s->feature_rows, req.n);
+		goto out_release;
+	}
 	buf = malloc((size_t)req.n * elem + 1);
 	if (buf == NULL) {
 		rc = GNN_ENOMEM;
@@ -237,20 +252,13 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 	}
 	for (uint32_t i = 0; i < req.n; i++) {
 		size_t r = (size_t)(req.ids[i] - pt->node_start);
-		uint32_t d;
 
-		if (h->type == GNN_MSG_FEAT_REQ)
-			memcpy(buf + i * elem, gnn_part_feat_row(pt, req.ids[i], &d), elem);
-		else if (h->type == GNN_MSG_LABEL_REQ)
+		if (h->type == GNN_MSG_LABEL_REQ)
 			memcpy(buf + i * elem, pt->labels + r, elem);
 		else
 			buf[i] = pt->split[r];
 	}
-	if (h->type == GNN_MSG_FEAT_REQ) {
-		rc = gnn_encode_feat_resp(out, h->req_id, (const float *)(void *)buf, req.n, dim);
-		if (rc == GNN_OK)
-			gnn_counter_add(s->feature_rows, req.n);
-	} else if (h->type == GNN_MSG_LABEL_REQ) {
+	if (h->type == GNN_MSG_LABEL_REQ) {
 		rc = gnn_encode_label_resp(out, h->req_id, (const int32_t *)(void *)buf, req.n);
 	} else {
 		rc = gnn_encode_split_resp(out, h->req_id, buf, req.n);

@@ -157,5 +157,7 @@ int main(int argc, char **argv)
 	};
 
 	gnn_log_init("gnn-graphstore");
+	/* FEAT answers are megabytes each, built and freed per request. */
+	gnn_keep_heap();
 	return gnn_lifecycle_run(&lc, argc, argv);
 }

@@ -63,6 +63,11 @@ static const struct gnn_opt options[] = {
 	{ "embed-optimizer", GNN_OPT_STR, &cfg.embed_optimizer, NULL, 0, 0, "adam|adagrad",
 	  "gnn-trainer --embed-optimizer" },
 	{ "embed-lr", GNN_OPT_FLOAT, &cfg.embed_lr, NULL, 1e-9, 100, NULL, "gnn-trainer --embed-lr" },
+	{ "features-from", GNN_OPT_STR, &cfg.features_from, NULL, 0, 0, "sampler|stores",
+	  "gnn-trainer --features-from: the feature rows from the samplers, or from the graph stores directly" },
+	{ "cache-ratio", GNN_OPT_STR, &cfg.cache_ratio, NULL, 0, 0, NULL,
+	  "gnn-trainer --cache-ratio: the hot-feature cache (0.2 of the nodes, or 512MB)" },
+	{ "cache-presample", GNN_OPT_INT, &cfg.cache_presample, NULL, 1, 65535, NULL, "gnn-trainer --cache-presample" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
 	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
@@ -114,7 +119,7 @@ static void unset_model_options(void)
 {
 	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
 	cfg.val_nodes = cfg.test_nodes = -1;
-	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = cfg.embed_dim = -1;
+	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = cfg.embed_dim = cfg.cache_presample = -1;
 	cfg.embed_lr = -1;
 	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
 }

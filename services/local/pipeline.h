@@ -27,6 +27,8 @@ struct loc_config {
 	int64_t epochs, batch_size, layers, hidden, eval_batch_size, val_nodes, test_nodes, seed, prefetch, threads;
 	int64_t num_bases, embed_dim;
 	const char *model, *fanouts, *eval_fanouts, *embed_types, *embed_input, *embed_optimizer;
+	const char *features_from, *cache_ratio;
+	int64_t cache_presample;
 	double embed_lr;
 	double lr, weight_decay, dropout;
 	bool baseline, fresh, no_infer, no_features;

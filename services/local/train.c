@@ -120,6 +120,7 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 	INT_ARG(seed, "seed");
 	INT_ARG(prefetch, "prefetch");
 	INT_ARG(num_bases, "num-bases");
+	INT_ARG(cache_presample, "cache-presample");
 	FLOAT_ARG(lr, "lr");
 	FLOAT_ARG(weight_decay, "weight-decay");
 	FLOAT_ARG(dropout, "dropout");
@@ -127,6 +128,10 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 #undef FLOAT_ARG
 	if (rc == GNN_OK)
 		rc = loc_argv_add(a, "--model=%s", cfg->model);
+	if (rc == GNN_OK && cfg->features_from != NULL)
+		rc = loc_argv_add(a, "--features-from=%s", cfg->features_from);
+	if (rc == GNN_OK && cfg->cache_ratio != NULL)
+		rc = loc_argv_add(a, "--cache-ratio=%s", cfg->cache_ratio);
 	if (rc == GNN_OK && !baseline)
 		rc = loc_embed_args(cfg, a);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
@@ -177,7 +182,8 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "--rank=%zu", i)) ||
 		    (rc = loc_argv_add(&a, "--world-size=%zu", T)) || (rc = loc_argv_add(&a, "--peers=%s", peers)) ||
 		    (rc = loc_argv_add(&a, "--samplers=%s", r->sampler_urls)) ||
-		    (!baseline && cfg->embed_dim > 0 && (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls))) ||
+		    ((cfg->embed_dim > 0 || cfg->features_from != NULL) &&
+		     (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls))) ||
 		    (!baseline && cfg->embed_lr > 0 && (rc = loc_argv_add(&a, "--embed-lr=%.17g", cfg->embed_lr))) ||
 		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||

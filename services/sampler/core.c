@@ -388,12 +388,12 @@ out:
 }
 
 /* The feature rows of ids[0 .. n), all of type t, into feat (row i for
- * ids[i]): FEAT calls of about SMP_FEAT_CALL_BYTES each. */
+ * ids[i]): FEAT calls of about GNN_FEAT_CALL_BYTES each. */
 static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n, float *feat)
 {
 	uint32_t dim = j->l->schema->types[t].feat_dim;
 	size_t row = (size_t)dim * sizeof(float);
-	uint64_t per_call = SMP_FEAT_CALL_BYTES / row;
+	uint64_t per_call = GNN_FEAT_CALL_BYTES / row;
 	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim };
 	struct groups g = { 0 };
 	int rc;
@@ -402,7 +402,7 @@ static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n
 		rc = fail(j, rc, "grouping the input nodes by owner failed (%s)", gnn_strerror(rc));
 		goto out;
 	}
-	/* Feature answers stay near SMP_FEAT_CALL_BYTES whatever the width. */
+	/* Feature answers stay near GNN_FEAT_CALL_BYTES whatever the width. */
 	per_call = per_call < 1 ? 1 : per_call < j->max_ids ? per_call : j->max_ids;
 	if ((rc = add_calls(j, &g, &tmpl, (uint32_t)per_call)) != GNN_OK || (rc = run_calls(j)) != GNN_OK)
 		goto out;

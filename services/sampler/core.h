@@ -98,10 +98,6 @@ struct smp_build_opts {
  * calls its server handles on several workers at once; large enough that
  * the per-message cost stays small. */
 #define SMP_DEFAULT_IDS_PER_CALL 8192
-/* FEAT calls carry fewer IDs when rows are wide: about this many bytes of
- * answer each (below glibc's largest mmap threshold, so answer buffers are
- * reused rather than mapped and zeroed for every call). */
-#define SMP_FEAT_CALL_BYTES (4u << 20)
 
 /* A built minibatch: mb's arrays point into the arrays below, all owned by
  * it (mb.owned is NULL). Free with smp_minibatch_free. */

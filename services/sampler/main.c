@@ -14,7 +14,6 @@
  *
  * `gnn-sampler bench ...` runs the in-process benchmark instead (bench.h). */
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,24 +88,6 @@ static const struct gnn_opt options[] = {
 	  "a partition's share of a layer goes out in calls of at most this many node IDs" },
 	{ NULL },
 };
-
-/* Every minibatch allocates and frees buffers of megabytes: the stores'
- * answers, the blocks, the reply and nng's copy of it (36 MB each on
- * `small` with batch 1024, fanouts 15,10,5). With glibc's defaults each is
- * mapped, zeroed by the kernel page by page and unmapped again (the server
- * also frees worker reply buffers over 8 MB after each reply); over 10,000
- * page faults per minibatch, a third of the sampler's CPU. So: no mmap for
- * large blocks, one arena (a freed per-thread heap would be unmapped
- * whole), and free memory goes back to the system only above 1 GB of free
- * heap top. Measured with tests/bench_sampling.sh: 63 -> 36 ms of sampler
- * CPU per minibatch and no page faults once warm; the price is that the
- * resident size stays at its peak (about 3 minibatches per worker). */
-static void keep_heap(void)
-{
-	mallopt(M_MMAP_MAX, 0);
-	mallopt(M_ARENA_MAX, 1);
-	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
 
 /* What the hooks share. */
 struct sampler {
@@ -242,7 +223,7 @@ int main(int argc, char **argv)
 	};
 
 	gnn_log_init("gnn-sampler");
-	keep_heap();
+	gnn_keep_heap();
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 		return smp_bench_main(argc - 1, argv + 1);
 	return gnn_lifecycle_run(&lc, argc, argv);

@@ -34,7 +34,6 @@ struct tr_emb {
 	uint32_t dim[GNN_MAX_TYPES];        /* a type's embedding width, 0: none */
 	uint32_t width[GNN_MAX_TYPES];      /* its input rows' width, as the model sees it */
 	uint32_t col[GNN_MAX_TYPES];        /* the embedding's first column in them */
-	struct gnn_client **stores;         /* [P] */
 	/* The minibatch last attached: per embedded type, its input nodes in
 	 * source order (src: their index among the sources; ids), and their
 	 * order grouped by partition (perm, with part p's at [pstart[p],
@@ -52,9 +51,6 @@ struct tr_emb {
 	uint32_t *at;                       /* [P]: index_type's scratch */
 	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
 	int64_t *first;                     /* [P * T]: type t's rows before partition p's */
-	pthread_t watcher;                  /* aborts the calls when the process stops */
-	bool watching;
-	atomic_bool closing;
 	struct gnn_counter *rows[OP_COUNT], *bytes[OP_COUNT], *seconds[OP_COUNT];
 	uint64_t req_id;
 	uint64_t gen, version;               /* where this rank expects the stores: set up, then one
@@ -117,45 +113,14 @@ static int register_metrics(struct tr_emb *e)
 	return GNN_OK;
 }
 
-static int open_stores(struct tr_emb *e)
+static int check_stores(const struct tr_emb *e)
 {
-	if (e->o.nstores == 0 && e->o.store_urls == NULL)
-		return GNN_OK;   /* offline */
-	if (e->o.nstores != e->P) {
-		GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"learnable "
-			  "embeddings need one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
-			  e->o.nstores, e->P);
-		return GNN_EINVAL;
-	}
-	if ((e->stores = calloc(e->P, sizeof(*e->stores))) == NULL)
-		return GNN_ENOMEM;
-	for (uint32_t p = 0; p < e->P; p++) {
-		char name[32];
-		struct gnn_client_opts co = { .url = e->o.store_urls[p], .name = name, .timeout_ms = e->o.timeout_ms,
-					      .retries = e->o.retries };
-		int rc;
-
-		snprintf(name, sizeof(name), "graphstore-%" PRIu32, p);
-		if ((rc = gnn_client_open(&co, &e->stores[p])) != GNN_OK)
-			return rc;
-	}
-	return GNN_OK;
-}
-
-/* A call to a frozen store would hold a stopping process for its whole
- * timeout chain: SIGTERM ends the calls within 0.1 s instead. */
-static void *watch_stop(void *arg)
-{
-	struct tr_emb *e = arg;
-
-	while (!atomic_load(&e->closing)) {
-		if (gnn_stop_requested()) {
-			tr_emb_abort(e);
-			break;
-		}
-		nanosleep(&(struct timespec){ 0, 100 * 1000000L }, NULL);
-	}
-	return NULL;
+	if (e->o.stores == NULL || tr_stores_count(e->o.stores) == e->P)
+		return GNN_OK;   /* offline, or one per partition */
+	GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"learnable "
+		  "embeddings need one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
+		  tr_stores_count(e->o.stores), e->P);
+	return GNN_EINVAL;
 }
 
 int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct tr_emb **out)
@@ -195,18 +160,9 @@ int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct 
 	for (uint32_t t = 0; t < e->T; t++)
 		if (e->dim[t] > 0 && (e->m[t].pstart = calloc(e->P + 1, sizeof(uint32_t))) == NULL)
 			goto fail;
-	if ((rc = register_metrics(e)) != GNN_OK || (rc = open_stores(e)) != GNN_OK)
+	if ((rc = register_metrics(e)) != GNN_OK || (rc = check_stores(e)) != GNN_OK)
 		goto fail;
 	e->req_id = gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull;
-	if (e->stores == NULL) {
-		*out = e;
-		return GNN_OK;
-	}
-	if (pthread_create(&e->watcher, NULL, watch_stop, e) != 0) {
-		rc = GNN_ENOMEM;
-		goto fail;
-	}
-	e->watching = true;
 	*out = e;
 	return GNN_OK;
 fail:
@@ -214,23 +170,10 @@ fail:
 	return rc;
 }
 
-void tr_emb_abort(struct tr_emb *e)
-{
-	for (uint32_t p = 0; e != NULL && e->stores != NULL && p < e->P; p++)
-		if (e->stores[p] != NULL)
-			gnn_client_abort(e->stores[p]);
-}
-
 void tr_emb_close(struct tr_emb *e)
 {
 	if (e == NULL)
 		return;
-	atomic_store(&e->closing, true);
-	if (e->watching)
-		pthread_join(e->watcher, NULL);
-	for (uint32_t p = 0; e->stores != NULL && p < e->P; p++)
-		gnn_client_close(e->stores[p]);
-	free(e->stores);
 	for (size_t i = 0; e->req != NULL && i < (size_t)e->T * e->P; i++)
 		gnn_wbuf_free(&e->req[i]);
 	free(e->req);
@@ -333,7 +276,7 @@ static int put_call(struct tr_emb *e, size_t i, uint32_t p, const struct gnn_emb
 	e->req[i].len = 0;
 	if ((rc = gnn_encode_emb_req(&e->req[i], ++e->req_id, req)) != GNN_OK)
 		return rc;
-	e->calls[i] = (struct gnn_call){ .client = e->stores[p], .req = &e->req[i], .timeout_ms = timeout_ms };
+	e->calls[i] = (struct gnn_call){ .client = tr_stores_client(e->o.stores, p), .req = &e->req[i], .timeout_ms = timeout_ms };
 	return GNN_OK;
 }
 
@@ -471,7 +414,7 @@ int tr_emb_setup(struct tr_emb *e, uint64_t gen, const char *ckpt_dir)
 	if ((rc = wait_stores(e)) != GNN_OK)
 		return rc;
 	/* INIT fills every row from the seed: generous for a big shard */
-	if ((rc = call_every_store(e, &init, "init", e->o.timeout_ms * 4, NULL)) != GNN_OK)
+	if ((rc = call_every_store(e, &init, "init", tr_stores_timeout_ms(e->o.stores) * 4, NULL)) != GNN_OK)
 		return rc;
 	for (uint32_t t = 0; ckpt_dir != NULL && t < e->T && rc == GNN_OK; t++)
 		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)

@@ -28,8 +28,9 @@
 #include "layout.h"
 #include "metrics.h"
 #include "proto.h"
+#include "stores.h"
 
-/* With no store URLs (nstores 0) a tr_emb only knows the shapes, and can
+/* With no stores (offline) a tr_emb only knows the shapes, and can
  * read the best rows of a checkpoint (tr_emb_map_best): what layer-wise
  * inference needs. */
 struct tr_emb_opts {
@@ -39,23 +40,19 @@ struct tr_emb_opts {
 	uint32_t optimizer;            /* GNN_EMB_ADAM or GNN_EMB_ADAGRAD */
 	float lr;
 	uint64_t seed;
-	char **store_urls;             /* borrowed: one per partition, in partition order */
-	size_t nstores;
-	int timeout_ms, retries;       /* one store call */
+	struct tr_stores *stores;      /* borrowed: one per partition; NULL: offline */
 	double wait_s;                 /* how long rank 0 waits for every store at a (re)start */
 	struct gnn_metrics *metrics;   /* gnn_trainer_embedding_* are registered here */
 };
 
 struct tr_emb;
 
-/* Resolves o's types on the graph g (borrowed: it must outlive *out) and
- * dials the stores. GNN_EINVAL, logged as bad_config, for a type the
- * graph lacks, one named twice, no type to embed, or as many store URLs
- * as partitions missing. *out: tr_emb_close. */
+/* Resolves o's types on the graph g (borrowed: it must outlive *out).
+ * GNN_EINVAL, logged as bad_config, for a type the graph lacks, one named
+ * twice, no type to embed, or stores that are not one per partition.
+ * *out: tr_emb_close. */
 int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct tr_emb **out);
 void tr_emb_close(struct tr_emb *e);
-/* Ends calls in flight at once (SIGTERM; any thread). */
-void tr_emb_abort(struct tr_emb *e);
 
 /* The schema the model sees: g's, each embedded type's feature width
  * made its input row's (the features, then the embedding, or only it). */

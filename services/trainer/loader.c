@@ -73,22 +73,46 @@ struct tr_loader {
 	double hedge_logged;
 };
 
+const char *const tr_mb_kind_names[TR_MB_KINDS] = { "ids", "blocks", "features", "labels" };
+
 void tr_batch_free(struct tr_batch *b)
 {
 	if (b == NULL)
 		return;
+	for (uint32_t t = 0; t < GNN_PROTO_MAX_TYPES; t++)
+		free(b->rows[t]);
 	gnn_proto_release(b->mb.owned);
 	if (b->reply != NULL)
 		nng_msg_free(b->reply);
 	free(b);
 }
 
+/* A sampler's answer of len bytes, counted by kind. */
+static void count_bytes(const struct tr_loader *l, const struct gnn_minibatch *mb, size_t len)
+{
+	double v[TR_MB_KINDS] = { 0 };
+
+	for (uint32_t i = 0; i < mb->num_layers; i++)
+		v[TR_MB_IDS] += (double)mb->blocks[i].num_src * sizeof(int64_t);
+	v[TR_MB_IDS] += mb->blocks[0].num_src;   /* input types */
+	for (uint32_t t = 0; (mb->flags & GNN_MB_FEATURES) && t < mb->num_types; t++)
+		v[TR_MB_FEATURES] += (double)mb->type_rows[t] * mb->feat_dims[t] * sizeof(float);
+	if (mb->flags & GNN_MB_LABELS)
+		v[TR_MB_LABELS] = (double)mb->num_seeds * sizeof(int32_t);
+	v[TR_MB_BLOCKS] = (double)len - v[TR_MB_IDS] - v[TR_MB_FEATURES] - v[TR_MB_LABELS];
+	for (int i = 0; i < TR_MB_KINDS; i++)
+		if (l->o.mb_bytes[i] != NULL)
+			gnn_counter_add(l->o.mb_bytes[i], v[i]);
+}
+
 /* Builds and sends step k's request (seeds: the step's own copy) to the
- * replicas starting at hint. */
+ * replicas starting at hint; with tr_feats, fills the rows from it. */
 static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n, uint64_t k,
 		  uint64_t hint, uint64_t req_id, struct fetched *out)
 {
-	struct gnn_minibatch_req req = { .seed = gnn_draw64(job->seed, k), .flags = job->flags,
+	bool fill = l->o.feats != NULL && (job->flags & GNN_MB_FEATURES);
+	struct gnn_minibatch_req req = { .seed = gnn_draw64(job->seed, k),
+					  .flags = fill ? job->flags & ~(uint32_t)GNN_MB_FEATURES : job->flags,
 					  .num_layers = job->num_layers, .num_rels = job->num_rels,
 					  .fanouts = job->fanouts, .seeds = seeds, .num_seeds = n };
 	struct tr_batch *b = calloc(1, sizeof(*b));
@@ -103,6 +127,13 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 					sizeof(out->err));
 	if (out->rc != GNN_OK) {
 		free(b);
+		return;
+	}
+	count_bytes(l, &b->mb, nng_msg_len(b->reply));
+	if (fill && (out->rc = tr_feats_fill(l->o.feats, &b->mb, b->rows, out->err, sizeof(out->err))) != GNN_OK) {
+		if (out->rc != GNN_ECLOSED)
+			GNN_ERROR("features_failed", "what=%s step=%" PRIu64 " reason=\"%s\"", job->what, k, out->err);
+		tr_batch_free(b);
 		return;
 	}
 	out->b = b;

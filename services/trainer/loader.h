@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "feats.h"
 #include "metrics.h"
 #include "proto.h"
 #include "samplers.h"
@@ -34,11 +35,13 @@ struct tr_job {
 	const char *what;           /* "train", "valid", "test": for logs */
 };
 
-/* A delivered minibatch: mb points into reply. tr_batch_free frees both. */
+/* A delivered minibatch: mb points into reply, and into rows when the
+ * feature rows came from tr_feats. tr_batch_free frees them all. */
 struct tr_batch {
 	uint64_t step;
 	nng_msg *reply;
 	struct gnn_minibatch mb;
+	float *rows[GNN_PROTO_MAX_TYPES];
 };
 void tr_batch_free(struct tr_batch *b);
 
@@ -48,7 +51,18 @@ struct tr_loader_opts {
 	uint32_t rank;                 /* spreads ranks over replicas */
 	bool (*stop)(void);            /* polled while waiting; may be NULL */
 	struct gnn_counter *hedges;    /* counts hedged requests; may be NULL */
+	/* Set: a job's feature rows come from here, not from the samplers
+	 * (they are asked without GNN_MB_FEATURES). Borrowed, may be NULL. */
+	struct tr_feats *feats;
+	/* Bytes of the samplers' answers by kind (TR_MB_*); each may be NULL. */
+	struct gnn_counter *mb_bytes[4];
 };
+
+/* The kinds of a MINIBATCH_RESP's bytes: node IDs (the blocks' sources
+ * and blocks[0]'s input types), the rest of the blocks (CSR, headers),
+ * feature rows and labels. */
+enum { TR_MB_IDS, TR_MB_BLOCKS, TR_MB_FEATURES, TR_MB_LABELS, TR_MB_KINDS };
+extern const char *const tr_mb_kind_names[TR_MB_KINDS];
 
 struct tr_loader;
 

@@ -11,7 +11,6 @@
  * `gnn-trainer infer ...` the inference over every node (infer.h). */
 #include <cblas.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +36,9 @@
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
-		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern;
-	int64_t embed_dim;
+		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern,
+		*features_from, *cache_ratio;
+	int64_t embed_dim, cache_presample;
 	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
@@ -95,8 +95,8 @@ static const struct gnn_opt options[] = {
 	  "epoch): a restart loses at most about this much work" },
 	{ "threads", GNN_OPT_INT, &opt.threads, "0", 0, 1024, NULL,
 	  "OpenBLAS threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
-	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler call attempt" },
-	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler call that timed out" },
+	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler or graph store call attempt" },
+	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler or graph store call that timed out" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
 	  "longest wait for a peer inside an all-reduce" },
 	{ "wait-s", GNN_OPT_INT, &opt.wait_s, "600", 0, 86400, NULL, "start-up: seconds to wait for samplers and for peers" },
@@ -112,8 +112,16 @@ static const struct gnn_opt options[] = {
 	{ "embed-optimizer", GNN_OPT_STR, &opt.embed_optimizer, "adam", 0, 0, "adam|adagrad",
 	  "the embeddings' sparse optimizer: Adam with per-row step counts, or Adagrad" },
 	{ "embed-lr", GNN_OPT_FLOAT, &opt.embed_lr, "0.01", 1e-9, 100, NULL, "the embeddings' learning rate" },
+	{ "features-from", GNN_OPT_STR, &opt.features_from, "sampler", 0, 0, "sampler|stores",
+	  "where the minibatches' feature rows come from: the samplers' answers, or the graph stores directly "
+	  "and the hot-feature cache (docs/scale.md, \"Feature movement\")" },
+	{ "cache-ratio", GNN_OPT_STR, &opt.cache_ratio, "0", 0, 0, NULL,
+	  "with --features-from stores: the hot-feature cache, a fraction of the nodes with features (0.2) or a "
+	  "size (512MB, 2GB); 0: none" },
+	{ "cache-presample", GNN_OPT_INT, &opt.cache_presample, "16", 1, 65535, NULL,
+	  "minibatches of the training seeds sampled at start to rank the nodes for the cache" },
 	{ "graphstores", GNN_OPT_LIST, &opt.graphstores, NULL, 0, 0, NULL,
-	  "with --embed-dim: graph store URLs, one per partition in partition order" },
+	  "with --embed-dim or --features-from stores: graph store URLs, one per partition in partition order" },
 	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
 	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
 	  "every partition" },
@@ -156,6 +164,34 @@ static int parse_fanouts(const char *name, const char *text, uint32_t n, struct 
 	return GNN_OK;
 }
 
+static double cache_ratio;     /* --cache-ratio as a fraction, */
+static uint64_t cache_bytes;   /* or as a size */
+
+/* --cache-ratio: a fraction in [0, 1], or a size with KB, MB or GB. */
+static int parse_cache(const char *text, double *ratio, uint64_t *bytes)
+{
+	static const struct { const char *suffix; double scale; } units[] = {
+		{ "KB", 1024.0 }, { "MB", 1048576.0 }, { "GB", 1073741824.0 },
+	};
+	char *end;
+	double v = strtod(text, &end);
+
+	*ratio = 0;
+	*bytes = 0;
+	if (end != text && *end == '\0' && v >= 0 && v <= 1) {
+		*ratio = v;
+		return GNN_OK;
+	}
+	for (size_t i = 0; end != text && v > 0 && i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].suffix) == 0 && v * units[i].scale < 1e18) {
+			*bytes = (uint64_t)(v * units[i].scale);
+			return GNN_OK;
+		}
+	GNN_ERROR("bad_config", "cache_ratio=\"%s\" reason=\"give a fraction of the nodes from 0 to 1 (0.2) or a "
+		  "size (512MB, 2GB)\"", text);
+	return GNN_EINVAL;
+}
+
 /* Checks what the table cannot and fills the training configuration. */
 static int resolve_config(struct tr_config *c)
 {
@@ -186,9 +222,18 @@ static int resolve_config(struct tr_config *c)
 				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
 				 .log_interval_s = opt.log_interval_s, .embed_lr = (float)opt.embed_lr };
-	if (opt.embed_dim > 0 && opt.graphstores == NULL && opt.graphstore_pattern == NULL) {
-		GNN_ERROR("bad_config", "reason=\"--embed-dim needs the graph stores: --graphstores or "
-			  "--graphstore-pattern\"");
+	if ((opt.embed_dim > 0 || strcmp(opt.features_from, "stores") == 0) && opt.graphstores == NULL &&
+	    opt.graphstore_pattern == NULL) {
+		GNN_ERROR("bad_config", "reason=\"--embed-dim and --features-from stores need the graph stores: "
+			  "--graphstores or --graphstore-pattern\"");
+		return GNN_EINVAL;
+	}
+	c->cache_presample = (uint32_t)opt.cache_presample;
+	if (parse_cache(opt.cache_ratio, &cache_ratio, &cache_bytes) != GNN_OK)
+		return GNN_EINVAL;
+	if ((cache_ratio > 0 || cache_bytes > 0) && strcmp(opt.features_from, "stores") != 0) {
+		GNN_ERROR("bad_config", "cache_ratio=%s reason=\"the feature cache needs --features-from stores\"",
+			  opt.cache_ratio);
 		return GNN_EINVAL;
 	}
 	if (parse_fanouts("fanouts", opt.fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
@@ -361,7 +406,9 @@ struct trainer {
 	struct tr_config c;
 	char **peer_urls, **sampler_urls, **store_urls;
 	size_t npeers, nsamplers, nstores;
+	struct tr_stores *stores;
 	struct tr_emb *emb;
+	struct tr_feats *feats;
 	struct tr_samplers *samplers;
 	struct gnn_layout graph;
 	struct ring_metrics rm;
@@ -407,18 +454,13 @@ static int open_embeddings(struct trainer *t)
 	struct tr_emb_opts eo = { .dim = (uint32_t)opt.embed_dim, .types = opt.embed_types,
 				  .replace = strcmp(opt.embed_input, "replace") == 0,
 				  .optimizer = strcmp(opt.embed_optimizer, "adagrad") == 0 ? GNN_EMB_ADAGRAD : GNN_EMB_ADAM,
-				  .lr = (float)opt.embed_lr, .seed = (uint64_t)opt.seed, .timeout_ms = (int)opt.timeout_ms,
-				  .retries = (int)opt.retries, .wait_s = (double)opt.wait_s, .metrics = t->reg };
+				  .lr = (float)opt.embed_lr, .seed = (uint64_t)opt.seed, .stores = t->stores,
+				  .wait_s = (double)opt.wait_s, .metrics = t->reg };
 	char desc[512];
 	int rc;
 
 	if (opt.embed_dim == 0)
 		return GNN_OK;
-	if ((rc = gnn_peers_parse("graphstore", opt.graphstores, opt.graphstore_pattern, t->graph.num_parts, 65536,
-				  &t->store_urls, &t->nstores)) != GNN_OK)
-		return rc;
-	eo.store_urls = t->store_urls;
-	eo.nstores = t->nstores;
 	if ((rc = tr_emb_open(&eo, &t->graph, &t->emb)) != GNN_OK)
 		return rc;
 	t->c.embed_hash = tr_emb_hash(t->emb);
@@ -428,14 +470,37 @@ static int open_embeddings(struct trainer *t)
 	return GNN_OK;
 }
 
-/* Until a sampler answers INFO: the graph's layout. */
+/* With --features-from stores: the stores the rows come from, and the
+ * cache's settings. */
+static int open_features(struct trainer *t)
+{
+	struct tr_feats_opts fo = { .stores = t->stores, .cache_ratio = cache_ratio, .cache_bytes = cache_bytes,
+				    .presample = (uint32_t)opt.cache_presample, .metrics = t->reg };
+	int rc;
+
+	if (strcmp(opt.features_from, "stores") != 0)
+		return GNN_OK;
+	if ((rc = tr_feats_open(&fo, &t->graph, &t->feats)) != GNN_OK)
+		return rc;
+	GNN_INFO("features_from", "source=stores stores=%zu cache=%s presample=%" PRId64, t->nstores, opt.cache_ratio,
+		 opt.cache_presample);
+	return GNN_OK;
+}
+
+/* Until a sampler answers INFO: the graph's layout, then what else the
+ * graph decides (the fanouts' relations, the stores' URLs). */
 static int wait_samplers(void *ctx, int http_port)
 {
 	struct trainer *t = ctx;
 	int rc = tr_samplers_connect(t->samplers, (double)opt.wait_s, &t->graph);
 
 	(void)http_port;
-	if (rc == GNN_OK && (rc = tr_config_resolve(&t->c, &t->graph)) == GNN_OK && (rc = open_embeddings(t)) == GNN_OK)
+	if (rc == GNN_OK && (rc = tr_config_resolve(&t->c, &t->graph)) == GNN_OK &&
+	    (opt.graphstores != NULL || opt.graphstore_pattern != NULL) &&
+	    (rc = gnn_peers_parse("graphstore", opt.graphstores, opt.graphstore_pattern, t->graph.num_parts, 65536,
+				  &t->store_urls, &t->nstores)) == GNN_OK)
+		rc = tr_stores_open(t->store_urls, t->nstores, (int)opt.timeout_ms, (int)opt.retries, &t->stores);
+	if (rc == GNN_OK && (rc = open_embeddings(t)) == GNN_OK && (rc = open_features(t)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);
 	return rc;
 }
@@ -448,7 +513,7 @@ static int serve(void *ctx)
 				   .urls = (const char *const *)t->peer_urls,
 				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .metrics = t->reg,
 				   .stop = gnn_stop_requested };
-	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .graph = &t->graph, .metrics = t->reg,
+	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .feats = t->feats, .graph = &t->graph, .metrics = t->reg,
 			      .stop = gnn_stop_requested };
 	bool finished_before = false;
 	struct gnn_result res;
@@ -474,6 +539,8 @@ static void stop(void *ctx, int status)
 	(void)status;
 	tr_samplers_close(t->samplers);
 	tr_emb_close(t->emb);
+	tr_feats_close(t->feats);
+	tr_stores_close(t->stores);
 	gnn_peers_free(t->store_urls, t->nstores);
 	if (t->graph.schema != NULL)
 		gnn_layout_free(&t->graph);
@@ -503,10 +570,8 @@ int main(int argc, char **argv)
 	 * benchmark above measures the environment as given. */
 	if (getenv("OPENBLAS_THREAD_TIMEOUT") == NULL && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0)
 		execv("/proc/self/exe", argv);
-	/* Minibatches are tens of MB each: keep the heap instead of mapping
-	 * and faulting them in again every step (see the sampler's keep_heap). */
-	mallopt(M_MMAP_MAX, 0);
-	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	/* Minibatches and their feature rows are tens of MB each. */
+	gnn_keep_heap();
 	if (argc > 1 && strcmp(argv[1], "infer") == 0)
 		return tr_infer_main(argc - 1, argv + 1);
 	return gnn_lifecycle_run(&lc, argc, argv);

@@ -26,6 +26,7 @@ static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce
 struct metrics {
 	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished, *params;
 	struct gnn_counter *samples, *steps, *ckpt_failures, *hedges, *phase[PH_COUNT];
+	struct gnn_counter *mb_bytes[TR_MB_KINDS];
 };
 
 /* An epoch's running sums on one rank (the loss weighted by labelled
@@ -67,6 +68,7 @@ struct run {
 	int32_t *pred;                          /* [eval_batch] */
 	struct tr_loader *loader;
 	double phase_s[PH_COUNT];               /* this epoch */
+	struct tr_feats_stats feats_seen;       /* tr_feats_stats at the last features line */
 	double compute_cpu_s;                   /* this epoch: the compute phase's CPU time on this thread */
 	uint64_t global_step;
 	struct gnn_schema mschema;              /* what the model reads (embedded types widened) */
@@ -192,6 +194,17 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 			  "Minibatch requests sent again to another sampler replica because they were much "
 			  "slower than the others", NULL, 0, &m->hedges)) != GNN_OK)
 		return rc;
+	{
+		static const char *const kind_label[] = { "kind" };
+		struct gnn_counter *fam;
+
+		if ((rc = counter(reg, "gnn_trainer_minibatch_bytes_total", "Bytes of the samplers' minibatch answers, "
+				  "by kind: ids, blocks, features, labels", kind_label, 1, &fam)) != GNN_OK)
+			return rc;
+		for (int k = 0; k < TR_MB_KINDS; k++)
+			if ((rc = gnn_counter_labels(fam, &tr_mb_kind_names[k], 1, &m->mb_bytes[k])) != GNN_OK)
+				return rc;
+	}
 	for (int p = 0; p < PH_COUNT; p++) {
 		struct gnn_counter *fam;
 
@@ -730,6 +743,8 @@ static int setup(struct run *r)
 	if ((rc = model_metrics(&r->m, r->e->metrics, r->model)) != GNN_OK)
 		return rc;
 	lo.hedges = r->m.hedges;
+	lo.feats = r->e->feats;
+	memcpy(lo.mb_bytes, r->m.mb_bytes, sizeof(lo.mb_bytes));
 	tr_model_init(r->model, c->seed);
 	r->np = tr_model_num_params(r->model);
 	r->best_val = -1;
@@ -762,6 +777,60 @@ int tr_publish_result(struct gnn_metrics *reg, const struct gnn_result *res)
 	if (rc == GNN_OK)
 		publish(&m, res);
 	return rc;
+}
+
+/* The hot-feature cache (feats.h): this rank's training seeds, shuffled
+ * apart from every epoch's, presampled without features or labels; each
+ * minibatch's input nodes count toward their hotness. */
+static int warm_cache(struct run *r)
+{
+	const struct tr_config *c = r->c;
+	uint32_t nb = c->cache_presample;
+	struct tr_job job = { .seeds = r->epoch_seeds, .batch = c->batch, .num_layers = c->layers,
+			      .num_rels = c->num_rels, .fanouts = c->fanouts, .flags = 0,
+			      .seed = gnn_draw64(c->seed ^ 0x686f74ull, c->rank), .what = "presample" };
+	double t0 = gnn_now();
+	int rc;
+
+	epoch_seeds(r, UINT32_MAX);
+	job.n = r->per_rank < (size_t)nb * c->batch ? r->per_rank : (size_t)nb * c->batch;
+	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+		return rc;
+	for (;;) {
+		struct tr_batch *b;
+		double waited;
+
+		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
+			break;
+		rc = tr_feats_count(r->e->feats, &b->mb);
+		tr_batch_free(b);
+		if (rc != GNN_OK)
+			break;
+	}
+	tr_loader_end(r->loader);
+	if (rc != GNN_ERANGE)   /* past the last step: all presampled */
+		return rc;
+	GNN_INFO("presampled", "minibatches=%" PRIu32 " seconds=%.1f", (uint32_t)((job.n + c->batch - 1) / c->batch),
+		 gnn_now() - t0);
+	return tr_feats_build(r->e->feats);
+}
+
+/* Where the epoch's feature rows came from (with --features-from stores),
+ * validation included. */
+static void log_features(struct run *r, uint32_t epoch)
+{
+	struct tr_feats_stats now;
+	double cached, stored;
+
+	if (r->e->feats == NULL)
+		return;
+	tr_feats_stats(r->e->feats, &now);
+	cached = (double)(now.cached_rows - r->feats_seen.cached_rows);
+	stored = (double)(now.store_rows - r->feats_seen.store_rows);
+	GNN_INFO("features", "epoch=%" PRIu32 " rows_cached=%.0f rows_from_stores=%.0f cache_hit=%.3f "
+		 "from_stores_mb=%.1f", epoch, cached, stored, cached + stored > 0 ? cached / (cached + stored) : 0.0,
+		 (double)(now.store_bytes - r->feats_seen.store_bytes) / 1048576.0);
+	r->feats_seen = now;
 }
 
 /* Data parallelism keeps every rank's parameters equal; the result is
@@ -803,12 +872,15 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			 "result: not retrained\"", out->epochs, c->checkpoint_dir);
 		goto out;
 	}
-	if ((rc = load_nodes(&r)) != GNN_OK)
+	if ((rc = load_nodes(&r)) != GNN_OK ||
+	    (env->feats != NULL && tr_feats_wants_cache(env->feats) && (rc = warm_cache(&r)) != GNN_OK))
 		goto out;
 	if (r.start_step >= r.steps) {   /* cannot happen with the same world and batch size */
 		r.start_step = 0;
 		r.start_sums = (struct epoch_sums){ 0 };
 	}
+	if (env->feats != NULL)
+		tr_feats_stats(env->feats, &r.feats_seen);
 	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
 	r.ckpt_at = gnn_now();
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
@@ -849,6 +921,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
 			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
 			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], embed, r.steps - first, rate, tr_params_crc(params, r.np));
+		log_features(&r, epoch + 1);
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */

@@ -8,6 +8,7 @@
 
 #include "ckpt.h"
 #include "emb.h"
+#include "feats.h"
 #include "fanouts.h"
 #include "metrics.h"
 #include "proto.h"
@@ -30,6 +31,7 @@ struct tr_config {
 	const char *model;            /* tr_model_find's name; NULL: graphsage */
 	uint64_t embed_hash;          /* tr_emb_hash of the learnable embeddings; 0: none */
 	float embed_lr;
+	uint32_t cache_presample;     /* minibatches that rank the nodes for the feature cache */
 	const char *checkpoint_dir;   /* NULL: no checkpoints */
 	double checkpoint_interval_s; /* also checkpoint within an epoch this often (0: only after each) */
 	double log_interval_s;
@@ -40,6 +42,7 @@ struct tr_env {
 	struct tr_samplers *samplers;
 	struct tr_ring *ring;
 	struct tr_emb *emb;             /* learnable embeddings (emb.h), NULL: none */
+	struct tr_feats *feats;         /* feature rows from the stores (feats.h), NULL: from the samplers */
 	const struct gnn_layout *graph;
 	struct gnn_metrics *metrics;
 	bool (*stop)(void);

@@ -42,6 +42,12 @@ MAX_GAP_S = 15.0
 # an undisturbed run with them.
 EMBED = ["--embed-dim=8", "--embed-types=node"]
 
+# Feature rows read by the trainers straight from the graph stores, 30% of
+# the nodes from their cache (docs/scale.md, "Feature movement"): the
+# scenarios named stores_* run so. The rows are the same bytes, so they
+# are judged against the plain undisturbed run.
+STORES = ["--features-from=stores", "--cache-ratio=0.3"]
+
 # Settings of a scenario that differ from TRAIN without changing the math
 # (the undisturbed run's parameters stay the reference).
 OVERRIDES = {
@@ -58,6 +64,8 @@ class Scenario:
         args = [a for a in TRAIN if a.split("=")[0] not in [o.split("=")[0] for o in over]] + over
         if name.startswith("embed_") or name == "undisturbed_embed":
             args += EMBED
+        if name.startswith("stores_"):
+            args += STORES
         self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"))
         self.notes = []
         self.allowed_exits = set()   # components whose own exits are part of the scenario
@@ -344,6 +352,10 @@ SCENARIOS = {
     "embed_kill_trainer": kill_trainer,
     # killed while it streams the stores' rows into the checkpoint
     "embed_kill_trainer0_in_checkpoint_write": kill_trainer0_writing,
+    # the trainers' own FEAT calls: a store killed (restarted by the
+    # supervisor) or frozen under them, the same parameters at the end
+    "stores_kill_graphstore": kill_store,
+    "stores_graphstore_frozen_30s": freeze("graphstore-0", 30, event="waiting_for_minibatch"),
 }
 
 

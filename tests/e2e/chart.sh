@@ -255,6 +255,26 @@ check embed_render_checked "the 4x3x4 set with embeddings: check_chart.cjs $(gre
 		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/e-scale' && grep -qx 'NetworkPolicy/sampler from trainer' '$WORK/e-scale' &&
 		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/r-scale'"
 
+# ---- feature rows from the graph stores (trainer.features, docs/scale.md) -------------------------
+# Off by default (no --features-from; the e-off render above has no
+# trainer --graphstore-pattern); from: stores with a cache gives the flags,
+# the stores' pattern once (also beside embeddings), the policy admits the
+# trainers, and the render passes the checker.
+"$H" template gnn-dist "$CHART" -f "$CHART/ci/scale-values.yaml" --set trainer.features.from=stores \
+	--set trainer.features.cacheRatio=0.2 "${EMB[@]}" >"$WORK/f-on.yaml" 2>"$WORK/err"
+$CHECK "$WORK/f-on.yaml" >"$WORK/check-f-on" 2>&1
+args_of "$WORK/f-on.yaml" >"$WORK/f-on"
+check features_flags_rendered "features.from=stores, cacheRatio 0.2: --features-from, --cache-ratio and one --graphstore-pattern on the trainer, the stores' policy admits it, check_chart.cjs passes ($(grep -E '^bad|Error' "$WORK/check-f-on" | head -n 2 | tr '\n' ' '))" \
+	bash -c "grep -qx 'StatefulSet/trainer --features-from=stores' '$WORK/f-on' && grep -qx 'StatefulSet/trainer --cache-ratio=0.2' '$WORK/f-on' &&
+		[ \$(grep -c '^StatefulSet/trainer --graphstore-pattern=' '$WORK/f-on') = 1 ] &&
+		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/f-on' &&
+		! grep -q -E '^bad|Error' '$WORK/check-f-on' && ! grep -q -- '--features-from' '$WORK/e-off'"
+"$H" template gnn-dist "$CHART" --set trainer.features.from=stores --set trainer.features.cacheRatio=half \
+	>/dev/null 2>"$WORK/f-bad.err"
+rc=$?
+check features_bad_ratio_refused "cacheRatio \"half\": helm refuses it by the schema (got $rc: $(head -c 160 "$WORK/f-bad.err"))" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'cacheRatio' '$WORK/f-bad.err'"
+
 # The embedding configuration is part of the run (a checkpoint of another
 # one is refused), its learning rate is not; with dim 0 the other embed
 # values change nothing (existing runs continue).

@@ -141,6 +141,12 @@ learning rate and the graph stores that hold the rows (one per partition:
 the trainer expands the pattern for every partition); without it, what
 `gnn-trainer infer` takes to rebuild the model (it reads the rows from the
 checkpoint). */}}
+{{/* Whether the trainers call the graph stores: for learnable embeddings,
+or for the feature rows ("true" or ""). */}}
+{{- define "gnn-dist.trainerDialsStores" -}}
+{{- if or (gt (int64 .Values.trainer.embed.dim) 0) (eq .Values.trainer.features.from "stores") }}true{{ end -}}
+{{- end -}}
+
 {{- define "gnn-dist.embedArgs" -}}
 {{- with .root.Values.trainer.embed }}
 {{- if gt (int64 .dim) 0 }}
@@ -152,7 +158,6 @@ checkpoint). */}}
 - --embed-optimizer={{ .optimizer }}
 {{- if $.train }}
 - --embed-lr={{ .lr }}
-- --graphstore-pattern={{ include "gnn-dist.graphstorePattern" $.root }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,657 @@
+/* feats.c - see feats.h. */
+#include "feats.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "err.h"
+#include "hash.h"
+#include "log.h"
+#include "sys.h"
+
+/* FEAT calls in flight per fill (or per wave of the cache's fetch): 64 MB
+ * of answers at most, so prefetching workers do not pile up memory. */
+#define MAX_CALLS 16
+/* A store answering eunavail (loading its partition, restarting) is asked
+ * again this often, within the call's timeout chain. */
+#define RETRY_MS 250
+
+/* What a trainer knows of one store's graph. */
+struct store {
+	struct gnn_client *c;    /* tr_stores' */
+	pthread_mutex_t mu;      /* one INFO check at a time */
+	atomic_uint verified;    /* gnn_client_connections when its graph was last checked; 0: never */
+};
+
+enum { SRC_CACHE, SRC_STORE, SRC_COUNT };
+
+struct tr_feats {
+	struct tr_feats_opts o;
+	const struct gnn_layout *g;
+	uint32_t T, P;
+	uint32_t dim[GNN_MAX_TYPES];
+	struct store *st;              /* [P] */
+	struct range *ranges;          /* [nranges] */
+	size_t nranges;
+	/* the cache: built once, read-only afterwards */
+	bool built;
+	uint16_t *counts;              /* [num_nodes] while presampling: minibatches reading each node */
+	uint32_t counted;
+	int32_t *slot;                 /* [num_nodes]: the node's row in its type's cache, -1: none */
+	float *rows[GNN_MAX_TYPES];
+	atomic_uint_fast64_t req_id;
+	atomic_uint_fast64_t served[SRC_COUNT], served_bytes;
+	struct gnn_counter *rows_from[SRC_COUNT], *store_bytes;
+	struct gnn_gauge *cache_rows, *cache_bytes;
+};
+
+/* The nodes of one type with features in one partition: the cache picks
+ * and fetches them range after range (partition, then type order), so a
+ * range's cached rows are contiguous in its type's cache. */
+struct range {
+	uint32_t p, t;
+	int64_t b, e;
+};
+
+/* One FEAT call: n rows of type t from store p, row i into dst + pos[i]
+ * rows (pos NULL: row i). */
+struct fcall {
+	uint32_t p, t, n;
+	const int64_t *ids;
+	const uint32_t *pos;
+	float *dst;
+};
+
+/* ---- set-up ---- */
+
+static int register_metrics(struct tr_feats *f)
+{
+	static const char *const src_label[] = { "source" };
+	static const char *const src[SRC_COUNT] = { "cache", "graphstore" };
+	struct gnn_counter *fam;
+	int rc;
+
+	if (f->o.metrics == NULL)
+		return GNN_OK;
+	if ((rc = gnn_metrics_counter(f->o.metrics, "gnn_trainer_feature_rows_total", "Input feature rows of the "
+				      "minibatches, by where they came from (--features-from stores)", src_label, 1,
+				      &fam)) != GNN_OK)
+		return rc;
+	for (int s = 0; s < SRC_COUNT; s++)
+		if ((rc = gnn_counter_labels(fam, &src[s], 1, &f->rows_from[s])) != GNN_OK)
+			return rc;
+	if ((rc = gnn_metrics_counter(f->o.metrics, "gnn_trainer_feature_store_bytes_total", "Bytes of the FEAT "
+				      "answers received from the graph stores", NULL, 0, &f->store_bytes)) != GNN_OK ||
+	    (rc = gnn_metrics_gauge(f->o.metrics, "gnn_trainer_feature_cache_rows", "Rows in the hot-feature cache",
+				    NULL, 0, &f->cache_rows)) != GNN_OK)
+		return rc;
+	return gnn_metrics_gauge(f->o.metrics, "gnn_trainer_feature_cache_bytes", "Bytes of the hot-feature cache",
+				 NULL, 0, &f->cache_bytes);
+}
+
+int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, struct tr_feats **out)
+{
+	struct tr_feats *f;
+	int rc = GNN_ENOMEM;
+
+	*out = NULL;
+	if (tr_stores_count(o->stores) != g->num_parts) {
+		GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"--features-from "
+			  "stores needs one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
+			  tr_stores_count(o->stores), g->num_parts);
+		return GNN_EINVAL;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return GNN_ENOMEM;
+	f->o = *o;
+	f->g = g;
+	f->T = g->schema->num_types;
+	f->P = g->num_parts;
+	f->built = o->presample == 0 || (o->cache_ratio <= 0 && o->cache_bytes == 0);
+	for (uint32_t t = 0; t < f->T; t++)
+		f->dim[t] = g->schema->types[t].feat_dim;
+	atomic_init(&f->req_id, gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull);
+	if ((f->st = calloc(f->P, sizeof(*f->st))) == NULL ||
+	    (f->ranges = calloc((size_t)f->P * f->T, sizeof(*f->ranges))) == NULL)
+		goto fail;
+	for (uint32_t p = 0; p < f->P; p++)
+		for (uint32_t t = 0; t < f->T; t++)
+			if (f->dim[t] > 0) {
+				struct range *r = &f->ranges[f->nranges++];
+
+				*r = (struct range){ .p = p, .t = t };
+				gnn_layout_type_range(g, p, t, &r->b, &r->e);
+			}
+	for (uint32_t p = 0; p < f->P; p++) {
+		pthread_mutex_init(&f->st[p].mu, NULL);
+		f->st[p].c = tr_stores_client(o->stores, p);
+	}
+	if ((rc = register_metrics(f)) != GNN_OK)
+		goto fail;
+	*out = f;
+	return GNN_OK;
+fail:
+	tr_feats_close(f);
+	return rc;
+}
+
+void tr_feats_close(struct tr_feats *f)
+{
+	if (f == NULL)
+		return;
+	for (uint32_t p = 0; f->st != NULL && p < f->P; p++)
+		pthread_mutex_destroy(&f->st[p].mu);
+	free(f->st);
+	free(f->ranges);
+	free(f->counts);
+	free(f->slot);
+	for (uint32_t t = 0; t < f->T; t++)
+		free(f->rows[t]);
+	free(f);
+}
+
+/* ---- the stores' graph ---- */
+
+/* Store p serves partition p of the samplers' graph: checked by INFO
+ * whenever its connection came up since the last check. */
+static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
+{
+	struct store *st = &f->st[p];
+	struct gnn_wbuf w;
+	struct gnn_info info = { 0 };
+	nng_msg *reply = NULL;
+	const void *pl;
+	size_t len;
+	unsigned conn;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	conn = gnn_client_connections(st->c);
+	if (conn != 0 && conn == atomic_load(&st->verified)) {
+		pthread_mutex_unlock(&st->mu);
+		return GNN_OK;
+	}
+	gnn_wbuf_init(&w);
+	if ((rc = gnn_encode_info_req(&w, atomic_fetch_add(&f->req_id, 1))) != GNN_OK ||
+	    (rc = gnn_client_call(st->c, &w, &reply, err, err_len)) != GNN_OK ||
+	    (rc = gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &pl, &len)) != GNN_OK ||
+	    (rc = gnn_decode_info_resp(pl, len, &info)) != GNN_OK) {
+		if (rc != GNN_ECLOSED && err[0] == '\0')
+			snprintf(err, err_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
+		goto out;
+	}
+	if (info.part_id != p || info.layout.num_parts != f->P || info.layout.num_nodes != f->g->num_nodes ||
+	    info.layout.graph_id != f->g->graph_id) {
+		GNN_ERROR("graph_changed", "store=%s graph_id=%016" PRIx64 " part=%" PRIu32 " num_parts=%" PRIu32
+			  " expected_graph_id=%016" PRIx64 " expected_part=%" PRIu32 " reason=\"the store serves "
+			  "another graph or partition than the samplers: its rows are not used\"",
+			  gnn_client_name(st->c), info.layout.graph_id, info.part_id, info.layout.num_parts,
+			  f->g->graph_id, p);
+		snprintf(err, err_len, "%s serves graph_id %016" PRIx64 " partition %" PRIu32 ", not graph_id %016"
+			 PRIx64 " partition %" PRIu32, gnn_client_name(st->c), info.layout.graph_id, info.part_id,
+			 f->g->graph_id, p);
+		rc = GNN_EPROTO;
+		goto out;
+	}
+	/* the count before the call: a connection that came up during it is
+	 * checked next time */
+	atomic_store(&st->verified, conn);
+out:
+	gnn_proto_release(info.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_wbuf_free(&w);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* ---- FEAT calls ---- */
+
+/* Splits n rows of type t from store p (ids, pos as in struct fcall) into
+ * calls of about GNN_FEAT_CALL_BYTES, appended to *fc (*nfc of *cap). */
+static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *ids, const uint32_t *pos,
+		     float *dst, uint64_t n, struct fcall **fc, size_t *nfc, size_t *cap)
+{
+	uint64_t per = GNN_FEAT_CALL_BYTES / ((uint64_t)f->dim[t] * sizeof(float));
+
+	if (per == 0)
+		per = 1;
+	if (per > GNN_PROTO_MAX_IDS)
+		per = GNN_PROTO_MAX_IDS;
+	for (uint64_t i = 0; i < n; i += per) {
+		if (*nfc == *cap) {
+			size_t c = *cap < 16 ? 16 : *cap * 2;
+			struct fcall *q = realloc(*fc, c * sizeof(*q));
+
+			if (q == NULL)
+				return GNN_ENOMEM;
+			*fc = q;
+			*cap = c;
+		}
+		(*fc)[(*nfc)++] = (struct fcall){ .p = p, .t = t, .n = (uint32_t)(n - i < per ? n - i : per),
+						  .ids = ids + i, .pos = pos != NULL ? pos + i : NULL,
+						  .dst = pos != NULL ? dst : dst + i * f->dim[t] };
+	}
+	return GNN_OK;
+}
+
+/* Copies call k's answer into place, after checking its shape. */
+static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *err, size_t err_len)
+{
+	struct gnn_feat_resp r;
+	const void *pl;
+	size_t len, d = f->dim[k->t];
+	int rc;
+
+	if ((rc = gnn_reply_payload(reply, GNN_MSG_FEAT_RESP, &pl, &len)) != GNN_OK ||
+	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d) {
+		snprintf(err, err_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
+			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape");
+		return rc != GNN_OK ? rc : GNN_EPROTO;
+	}
+	if (k->pos == NULL)
+		memcpy(k->dst, r.rows, (size_t)k->n * d * sizeof(float));
+	else
+		for (uint32_t i = 0; i < k->n; i++)
+			memcpy(k->dst + (size_t)k->pos[i] * d, r.rows + (size_t)i * d, d * sizeof(float));
+	gnn_proto_release(r.owned);
+	atomic_fetch_add(&f->served_bytes, len);
+	if (f->store_bytes != NULL)
+		gnn_counter_add(f->store_bytes, (double)len);
+	return GNN_OK;
+}
+
+/* One wave of at most MAX_CALLS calls: every store it uses checked
+ * before, the calls, the stores whose connection came up meanwhile checked
+ * again, then the rows copied. A store answering eunavail is asked again
+ * until the deadline. */
+static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *err,
+		    size_t err_len)
+{
+	struct gnn_wbuf w[MAX_CALLS];
+	struct gnn_call calls[MAX_CALLS];
+	unsigned conn[MAX_CALLS];
+	bool done[MAX_CALLS] = { false };
+	size_t left = n;
+	double logged = 0;
+	int rc = GNN_OK;
+
+	for (size_t i = 0; i < n; i++)
+		gnn_wbuf_init(&w[i]);
+	for (size_t i = 0; i < n && rc == GNN_OK; i++)
+		rc = gnn_encode_ids_req(&w[i], GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids, fc[i].n);
+	while (rc == GNN_OK && left > 0) {
+		size_t m = 0, idx[MAX_CALLS];
+
+		for (size_t i = 0; i < n && rc == GNN_OK; i++) {
+			if (done[i])
+				continue;
+			if ((rc = verify(f, fc[i].p, err, err_len)) != GNN_OK)
+				break;
+			conn[m] = gnn_client_connections(f->st[fc[i].p].c);
+			calls[m] = (struct gnn_call){ .client = f->st[fc[i].p].c, .req = &w[i] };
+			idx[m++] = i;
+		}
+		if (rc != GNN_OK)
+			break;
+		gnn_client_call_all(calls, m);
+		for (size_t j = 0; j < m; j++) {
+			const struct fcall *k = &fc[idx[j]];
+			int crc = calls[j].rc;
+
+			if (crc == GNN_OK && gnn_client_connections(calls[j].client) != conn[j])
+				crc = verify(f, k->p, err, err_len);
+			if (crc == GNN_OK)
+				crc = scatter(f, k, calls[j].reply, err, err_len);
+			if (calls[j].reply != NULL)
+				nng_msg_free(calls[j].reply);
+			if (crc == GNN_OK) {
+				done[idx[j]] = true;
+				left--;
+			} else if (crc == GNN_EUNAVAIL && gnn_now() < deadline && rc == GNN_OK) {
+				if (gnn_now() - logged >= 5) {
+					GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"",
+							 gnn_client_name(calls[j].client),
+							 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
+					logged = gnn_now();
+				}
+			} else if (rc == GNN_OK) {
+				rc = crc;
+				if (err[0] == '\0')
+					snprintf(err, err_len, "%s: %s", gnn_client_name(calls[j].client),
+						 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
+			}
+		}
+		if (rc == GNN_OK && left > 0)
+			nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+	}
+	for (size_t i = 0; i < n; i++)
+		gnn_wbuf_free(&w[i]);
+	return rc;
+}
+
+static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *err, size_t err_len)
+{
+	double deadline = gnn_now() + (double)tr_stores_timeout_ms(f->o.stores) *
+			  (tr_stores_retries(f->o.stores) + 1) / 1000.0;
+	int rc = GNN_OK;
+
+	err[0] = '\0';
+	for (size_t i = 0; i < n && rc == GNN_OK; i += MAX_CALLS)
+		rc = run_wave(f, fc + i, n - i < MAX_CALLS ? n - i : MAX_CALLS, deadline, err, err_len);
+	return rc;
+}
+
+/* ---- the cache ---- */
+
+bool tr_feats_wants_cache(const struct tr_feats *f)
+{
+	return !f->built;
+}
+
+int tr_feats_count(struct tr_feats *f, const struct gnn_minibatch *mb)
+{
+	const struct gnn_block *b0 = &mb->blocks[0];
+
+	if (f->counts == NULL && (f->counts = calloc((size_t)f->g->num_nodes, sizeof(uint16_t))) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t i = 0; i < b0->num_src; i++) {
+		int64_t id = b0->src_ids[i];
+
+		if (id >= 0 && id < f->g->num_nodes && f->counts[id] < UINT16_MAX)
+			f->counts[id]++;
+	}
+	f->counted++;
+	return GNN_OK;
+}
+
+/* What a cached row costs against the budget: a row (--cache-ratio) or
+ * its bytes (a byte budget). */
+static uint64_t cost(const struct tr_feats *f, uint32_t t)
+{
+	return f->o.cache_bytes > 0 ? (uint64_t)f->dim[t] * sizeof(float) : 1;
+}
+
+/* The hotness below which nothing is cached (*cut), and how much of the
+ * budget is left for nodes of exactly that hotness (*rest). */
+static int threshold(struct tr_feats *f, uint64_t budget, uint32_t *cut, uint64_t *rest)
+{
+	uint32_t top = f->counts != NULL ? (f->counted < UINT16_MAX ? f->counted : UINT16_MAX) : 0;
+	uint64_t *hist = calloc(top + 1, sizeof(uint64_t)), sum = 0;
+
+	if (hist == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < f->nranges; i++)
+		for (int64_t v = f->ranges[i].b; v < f->ranges[i].e; v++)
+			hist[f->counts != NULL ? f->counts[v] : 0] += cost(f, f->ranges[i].t);
+	*cut = 0;
+	*rest = budget;
+	for (int64_t c = top; c >= 0; c--) {
+		if (sum + hist[c] > budget) {
+			*cut = (uint32_t)c;
+			*rest = budget - sum;
+			free(hist);
+			return GNN_OK;
+		}
+		sum += hist[c];
+	}
+	*rest = UINT64_MAX;   /* everything fits */
+	free(hist);
+	return GNN_OK;
+}
+
+/* Marks the hottest nodes within the budget in f->slot (their rows in
+ * their type's cache, in range order), counting them per type. */
+static int choose(struct tr_feats *f, uint64_t budget, uint64_t nrows[], uint64_t *total, double *covered)
+{
+	double reads = 0;
+	uint64_t rest;
+	uint32_t cut;
+	int rc;
+
+	if ((rc = threshold(f, budget, &cut, &rest)) != GNN_OK)
+		return rc;
+	if ((f->slot = malloc((size_t)f->g->num_nodes * sizeof(int32_t))) == NULL)
+		return GNN_ENOMEM;
+	memset(f->slot, 0xff, (size_t)f->g->num_nodes * sizeof(int32_t));
+	*total = 0;
+	*covered = 0;
+	for (size_t i = 0; i < f->nranges; i++) {
+		uint32_t t = f->ranges[i].t;
+
+		for (int64_t v = f->ranges[i].b; v < f->ranges[i].e; v++) {
+			uint32_t c = f->counts != NULL ? f->counts[v] : 0;
+
+			reads += c;
+			if (c < cut || (c == cut && rest < cost(f, t)))
+				continue;
+			if (c == cut)
+				rest -= cost(f, t);
+			if (nrows[t] >= INT32_MAX) {
+				GNN_ERROR("bad_config", "option=cache-ratio reason=\"more than 2^31 cached rows of one "
+					  "type\"");
+				return GNN_ERANGE;
+			}
+			f->slot[v] = (int32_t)nrows[t]++;
+			*covered += c;
+			(*total)++;
+		}
+	}
+	*covered = reads > 0 ? *covered / reads : 0;
+	return GNN_OK;
+}
+
+/* Fetches the chosen rows into the type's caches (*bytes of them). */
+static int fetch_chosen(struct tr_feats *f, const uint64_t nrows[], uint64_t total, uint64_t *bytes)
+{
+	int64_t *ids = malloc((total > 0 ? total : 1) * sizeof(int64_t));
+	struct fcall *fc = NULL;
+	size_t nfc = 0, cap = 0, at = 0;
+	char err[512];
+	int rc = GNN_ENOMEM;
+
+	*bytes = 0;
+	if (ids == NULL)
+		goto out;
+	for (uint32_t t = 0; t < f->T; t++)
+		if (nrows[t] > 0) {
+			if ((f->rows[t] = malloc(nrows[t] * f->dim[t] * sizeof(float))) == NULL)
+				goto out;
+			*bytes += nrows[t] * f->dim[t] * sizeof(float);
+		}
+	for (size_t i = 0; i < f->nranges; i++) {
+		const struct range *r = &f->ranges[i];
+		size_t first = at;
+
+		for (int64_t v = r->b; v < r->e; v++)
+			if (f->slot[v] >= 0)
+				ids[at++] = v;
+		if (at > first &&
+		    (rc = add_calls(f, r->p, r->t, ids + first, NULL, f->rows[r->t] + (size_t)f->slot[ids[first]] * f->dim[r->t],
+				    at - first, &fc, &nfc, &cap)) != GNN_OK)
+			goto out;
+	}
+	if ((rc = run_calls(f, fc, nfc, err, sizeof(err))) != GNN_OK)
+		GNN_ERROR("feature_cache_failed", "rows=%" PRIu64 " reason=\"%s\"", total, err[0] ? err : gnn_strerror(rc));
+out:
+	free(fc);
+	free(ids);
+	return rc;
+}
+
+int tr_feats_build(struct tr_feats *f)
+{
+	double t0 = gnn_now(), covered;
+	uint64_t nfeat = 0, budget, nrows[GNN_MAX_TYPES] = { 0 }, total = 0, bytes = 0;
+	int rc;
+
+	for (size_t i = 0; i < f->nranges; i++)
+		nfeat += (uint64_t)(f->ranges[i].e - f->ranges[i].b);
+	budget = f->o.cache_bytes > 0 ? f->o.cache_bytes : (uint64_t)(f->o.cache_ratio * (double)nfeat + 0.5);
+	rc = choose(f, budget, nrows, &total, &covered);
+	free(f->counts);
+	f->counts = NULL;
+	if (rc == GNN_OK && (rc = fetch_chosen(f, nrows, total, &bytes)) == GNN_OK) {
+		f->built = true;
+		if (f->cache_rows != NULL) {
+			gnn_gauge_set(f->cache_rows, (double)total);
+			gnn_gauge_set(f->cache_bytes, (double)bytes);
+		}
+		GNN_INFO("feature_cache", "rows=%" PRIu64 " of=%" PRIu64 " fraction=%.3f mb=%.1f presampled=%" PRIu32
+			 " presampled_reads_covered=%.3f seconds=%.1f", total, nfeat,
+			 nfeat > 0 ? (double)total / (double)nfeat : 0.0, (double)bytes / 1048576.0, f->counted, covered,
+			 gnn_now() - t0);
+		return GNN_OK;
+	}
+	free(f->slot);
+	f->slot = NULL;
+	for (uint32_t t = 0; t < f->T; t++) {
+		free(f->rows[t]);
+		f->rows[t] = NULL;
+	}
+	return rc;
+}
+
+/* ---- a minibatch's rows ---- */
+
+/* The sources that the cache does not hold, grouped by (type, partition):
+ * group k = t P + p at [gs[k], gs[k + 1]) of mid (their IDs) and mpos
+ * (their rows in the type's matrix). The cached rows are copied now. */
+struct misses {
+	int64_t *mid;
+	uint32_t *mpos, *key, *gs;
+	uint64_t cached, missed;
+};
+
+static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m)
+{
+	const struct gnn_block *b0 = &mb->blocks[0];
+	uint32_t k_t[GNN_MAX_TYPES] = { 0 }, n = b0->num_src, G = f->T * f->P;
+	int64_t *tid = malloc((size_t)n * sizeof(int64_t) + 1);
+	uint32_t *tpos = malloc((size_t)n * sizeof(uint32_t) + 1), *cur, nm = 0;
+
+	m->mid = malloc((size_t)n * sizeof(int64_t) + 1);
+	m->mpos = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->key = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->gs = calloc((size_t)G + 1, sizeof(uint32_t));
+	if (tid == NULL || tpos == NULL || m->mid == NULL || m->mpos == NULL || m->key == NULL || m->gs == NULL) {
+		free(tid);
+		free(tpos);
+		return GNN_ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = f->T > 1 ? mb->src_types[i] : 0, k, d = f->dim[t];
+		int64_t id = b0->src_ids[i];
+		int32_t p;
+
+		if (d == 0)
+			continue;
+		/* the sampler's word is checked before it indexes anything */
+		if (id < 0 || id >= f->g->num_nodes || (f->T > 1 && gnn_layout_type(f->g, id) != (int32_t)t)) {
+			free(tid);
+			free(tpos);
+			return GNN_EPROTO;
+		}
+		k = k_t[t]++;
+		if (f->slot != NULL && f->slot[id] >= 0) {
+			memcpy(rows[t] + (size_t)k * d, f->rows[t] + (size_t)f->slot[id] * d, d * sizeof(float));
+			m->cached++;
+			continue;
+		}
+		if ((p = gnn_layout_owner(f->g, id)) < 0) {
+			free(tid);
+			free(tpos);
+			return GNN_EPROTO;
+		}
+		tid[nm] = id;
+		tpos[nm] = k;
+		m->key[nm++] = t * f->P + (uint32_t)p;
+		m->gs[t * f->P + (uint32_t)p + 1]++;
+	}
+	for (uint32_t g = 0; g < G; g++)
+		m->gs[g + 1] += m->gs[g];
+	if ((cur = calloc(G, sizeof(uint32_t))) == NULL) {
+		free(tid);
+		free(tpos);
+		return GNN_ENOMEM;
+	}
+	for (uint32_t j = 0; j < nm; j++) {
+		uint32_t q = m->gs[m->key[j]] + cur[m->key[j]]++;
+
+		m->mid[q] = tid[j];
+		m->mpos[q] = tpos[j];
+	}
+	free(cur);
+	m->missed = nm;
+	free(tid);
+	free(tpos);
+	return GNN_OK;
+}
+
+int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *err,
+		  size_t err_len)
+{
+	struct misses m = { 0 };
+	struct fcall *fc = NULL;
+	size_t nfc = 0, cap = 0;
+	int rc = GNN_ENOMEM;
+
+	err[0] = '\0';
+	for (uint32_t t = 0; t < GNN_PROTO_MAX_TYPES; t++)
+		rows[t] = NULL;
+	if (mb->num_types != f->T) {
+		snprintf(err, err_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
+		return GNN_EPROTO;
+	}
+	for (uint32_t t = 0; t < f->T; t++) {
+		if (mb->feat_dims[t] != f->dim[t]) {
+			snprintf(err, err_len, "type %" PRIu32 "'s features are %" PRIu32 " wide in the minibatch, %" PRIu32
+				 " in the graph", t, mb->feat_dims[t], f->dim[t]);
+			return GNN_EPROTO;
+		}
+		if (f->dim[t] > 0 && mb->type_rows[t] > 0 &&
+		    (rows[t] = malloc((size_t)mb->type_rows[t] * f->dim[t] * sizeof(float))) == NULL)
+			return GNN_ENOMEM;
+	}
+	if ((rc = collect(f, mb, rows, &m)) != GNN_OK) {
+		snprintf(err, err_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "
+			 "sampler gave" : "out of memory");
+		goto out;
+	}
+	for (uint32_t g = 0; g < f->T * f->P && rc == GNN_OK; g++)
+		if (m.gs[g + 1] > m.gs[g])
+			rc = add_calls(f, g % f->P, g / f->P, m.mid + m.gs[g], m.mpos + m.gs[g], rows[g / f->P],
+				       m.gs[g + 1] - m.gs[g], &fc, &nfc, &cap);
+	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, err, err_len)) == GNN_OK) {
+		for (uint32_t t = 0; t < f->T; t++)
+			mb->feat[t] = rows[t];
+		mb->flags |= GNN_MB_FEATURES;
+		atomic_fetch_add(&f->served[SRC_CACHE], m.cached);
+		atomic_fetch_add(&f->served[SRC_STORE], m.missed);
+		if (f->rows_from[SRC_CACHE] != NULL) {
+			gnn_counter_add(f->rows_from[SRC_CACHE], (double)m.cached);
+			gnn_counter_add(f->rows_from[SRC_STORE], (double)m.missed);
+		}
+	}
+out:
+	free(fc);
+	free(m.mid);
+	free(m.mpos);
+	free(m.key);
+	free(m.gs);
+	return rc;
+}
+
+void tr_feats_stats(const struct tr_feats *f, struct tr_feats_stats *out)
+{
+	*out = (struct tr_feats_stats){ .cached_rows = atomic_load(&f->served[SRC_CACHE]),
+					.store_rows = atomic_load(&f->served[SRC_STORE]),
+					.store_bytes = atomic_load(&f->served_bytes) };
+}

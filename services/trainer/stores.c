@@ -1,0 +1,108 @@
+/* stores.c - see stores.h. */
+#include "stores.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "err.h"
+#include "sys.h"
+
+struct tr_stores {
+	struct gnn_client **c;   /* [n] */
+	size_t n;
+	int timeout_ms, retries;
+	pthread_t watcher;
+	bool watching;
+	atomic_bool closing;
+};
+
+static void *watch_stop(void *arg)
+{
+	struct tr_stores *s = arg;
+
+	while (!atomic_load(&s->closing)) {
+		if (gnn_stop_requested()) {
+			tr_stores_abort(s);
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, 100 * 1000000L }, NULL);
+	}
+	return NULL;
+}
+
+int tr_stores_open(char *const *urls, size_t n, int timeout_ms, int retries, struct tr_stores **out)
+{
+	struct tr_stores *s;
+	int rc = GNN_ENOMEM;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL || (s->c = calloc(n > 0 ? n : 1, sizeof(*s->c))) == NULL)
+		goto fail;
+	s->n = n;
+	s->timeout_ms = timeout_ms;
+	s->retries = retries;
+	for (size_t p = 0; p < n; p++) {
+		char name[32];
+		struct gnn_client_opts co = { .url = urls[p], .name = name, .timeout_ms = timeout_ms,
+					      .retries = retries };
+
+		snprintf(name, sizeof(name), "graphstore-%zu", p);
+		if ((rc = gnn_client_open(&co, &s->c[p])) != GNN_OK)
+			goto fail;
+	}
+	if (pthread_create(&s->watcher, NULL, watch_stop, s) != 0) {
+		rc = GNN_ENOMEM;
+		goto fail;
+	}
+	s->watching = true;
+	*out = s;
+	return GNN_OK;
+fail:
+	tr_stores_close(s);
+	return rc;
+}
+
+void tr_stores_abort(struct tr_stores *s)
+{
+	for (size_t p = 0; s != NULL && s->c != NULL && p < s->n; p++)
+		if (s->c[p] != NULL)
+			gnn_client_abort(s->c[p]);
+}
+
+void tr_stores_close(struct tr_stores *s)
+{
+	if (s == NULL)
+		return;
+	atomic_store(&s->closing, true);
+	if (s->watching)
+		pthread_join(s->watcher, NULL);
+	for (size_t p = 0; s->c != NULL && p < s->n; p++)
+		gnn_client_close(s->c[p]);
+	free(s->c);
+	free(s);
+}
+
+size_t tr_stores_count(const struct tr_stores *s)
+{
+	return s->n;
+}
+
+struct gnn_client *tr_stores_client(const struct tr_stores *s, uint32_t p)
+{
+	return s->c[p];
+}
+
+int tr_stores_timeout_ms(const struct tr_stores *s)
+{
+	return s->timeout_ms;
+}
+
+int tr_stores_retries(const struct tr_stores *s)
+{
+	return s->retries;
+}
