@@ -31,7 +31,7 @@
 # machine); GNN_BENCH_PRESET (products), GNN_BENCH_EPOCHS (1),
 # GNN_BENCH_LOCAL_ARGS (extra gnn-local flags, e.g. "--build-budget-mb 384 --prefetch 2"),
 # GNN_BENCH_PATHS ("sampler stores:0.2 stores:1"), GNN_BENCH_REUSE_PARTITION=1
-# (keep the last run's partition).
+# (keep the last run's partition), GNN_BENCH_NO_INFER=1 (no inference).
 # Usage: tests/bench_products.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -158,7 +158,7 @@ for p in $PATHS; do
 	*) echo "bench_products: unknown path $p (sampler or stores:RATIO)" >&2; exit 2 ;;
 	esac
 	infer=0
-	[ "$first" -le 2 ] && infer=1
+	[ "$first" -le 2 ] && [ -z "${GNN_BENCH_NO_INFER:-}" ] && infer=1
 	first=$((first + 1))
 	run_path "$p" "$args" "$infer"
 done

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nng/nng.h>
 #include <zlib.h>
 
 #include "arr.h"
+#include "buf.h"
 #include "err.h"
 #include "fanouts.h"
 #include "hash.h"
@@ -18,6 +20,7 @@
 #include "opt.h"
 #include "part.h"
 #include "peers.h"
+#include "proto.h"
 #include "sys.h"
 #include "testlib.h"
 
@@ -31,6 +34,43 @@ static const char *tmp_path(const char *name)
 	k = (k + 1) % 8;
 	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir, name);
 	return buf[k];
+}
+
+/* A buffer growing inside an nng message, as the servers build replies:
+ * a FEAT_RESP gathered in place, read back from the message. */
+static uint8_t *grow_in_msg(void *ctx, size_t cap)
+{
+	nng_msg **m = ctx;
+
+	return nng_msg_realloc(*m, cap) == 0 ? nng_msg_body(*m) : NULL;
+}
+
+static void test_wbuf_in_msg(void)
+{
+	nng_msg *m;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	struct gnn_feat_resp r;
+	const void *pl;
+	float *rows;
+
+	if (!CHECK(nng_msg_alloc(&m, 0) == 0))
+		return;
+	gnn_wbuf_init_with(&w, grow_in_msg, &m);
+	/* 3 rows of 7,000 floats: grown several times past the first 256 bytes */
+	CHECK(gnn_encode_feat_resp_in_place(&w, 9, 3, 7000, &rows) == GNN_OK && rows != NULL);
+	for (size_t i = 0; rows != NULL && i < 3 * 7000; i++)
+		rows[i] = (float)i;
+	CHECK(!w.failed && w.buf == nng_msg_body(m));
+	CHECK(nng_msg_realloc(m, w.len) == 0 && nng_msg_len(m) == 28 + 8 + 3 * 7000 * 4);
+	CHECK(gnn_proto_decode_hdr(nng_msg_body(m), nng_msg_len(m), &h, &pl) == GNN_OK && h.req_id == 9 &&
+	      h.type == GNN_MSG_FEAT_RESP);
+	if (CHECK(gnn_decode_feat_resp(pl, h.len, &r) == GNN_OK))
+		CHECK(r.n == 3 && r.dim == 7000 && r.rows[0] == 0.0f && r.rows[3 * 7000 - 1] == 20999.0f);
+	gnn_proto_release(r.owned);
+	gnn_wbuf_free(&w);   /* forgets: the message is still ours */
+	CHECK(w.buf == NULL && w.len == 0);
+	nng_msg_free(m);
 }
 
 static void test_strerror(void)
@@ -553,6 +593,7 @@ int main(void)
 	if (mkdtemp(tmpdir) == NULL)
 		return 1;
 	RUN(test_strerror);
+	RUN(test_wbuf_in_msg);
 	RUN(test_fanouts);
 	RUN(test_hash);
 	RUN(test_owner_of);
