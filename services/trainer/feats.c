@@ -40,14 +40,12 @@ struct tr_feats {
 	struct store *st;              /* [P] */
 	struct range *ranges;          /* [nranges] */
 	size_t nranges;
-	/* the cache: built once, read-only afterwards */
-	bool built;
+	/* the cache: built once (slot set), read-only afterwards */
 	uint16_t *counts;              /* [num_nodes] while presampling: minibatches reading each node */
 	uint32_t counted;
 	int32_t *slot;                 /* [num_nodes]: the node's row in its type's cache, -1: none */
 	float *rows[GNN_MAX_TYPES];
 	atomic_uint_fast64_t req_id;
-	atomic_uint_fast64_t served[SRC_COUNT], served_bytes;
 	struct gnn_counter *rows_from[SRC_COUNT], *store_bytes;
 	struct gnn_gauge *cache_rows, *cache_bytes;
 };
@@ -78,8 +76,6 @@ static int register_metrics(struct tr_feats *f)
 	struct gnn_counter *fam;
 	int rc;
 
-	if (f->o.metrics == NULL)
-		return GNN_OK;
 	if ((rc = gnn_metrics_counter(f->o.metrics, "gnn_trainer_feature_rows_total", "Input feature rows of the "
 				      "minibatches, by where they came from (--features-from stores)", src_label, 1,
 				      &fam)) != GNN_OK)
@@ -114,7 +110,6 @@ int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, str
 	f->g = g;
 	f->T = g->schema->num_types;
 	f->P = g->num_parts;
-	f->built = o->presample == 0 || (o->cache_ratio <= 0 && o->cache_bytes == 0);
 	for (uint32_t t = 0; t < f->T; t++)
 		f->dim[t] = g->schema->types[t].feat_dim;
 	atomic_init(&f->req_id, gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull);
@@ -262,9 +257,7 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 		for (uint32_t i = 0; i < k->n; i++)
 			memcpy(k->dst + (size_t)k->pos[i] * d, r.rows + (size_t)i * d, d * sizeof(float));
 	gnn_proto_release(r.owned);
-	atomic_fetch_add(&f->served_bytes, len);
-	if (f->store_bytes != NULL)
-		gnn_counter_add(f->store_bytes, (double)len);
+	gnn_counter_add(f->store_bytes, (double)len);
 	return GNN_OK;
 }
 
@@ -353,7 +346,7 @@ static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char 
 
 bool tr_feats_wants_cache(const struct tr_feats *f)
 {
-	return !f->built;
+	return f->slot == NULL && f->o.presample > 0 && (f->o.cache_ratio > 0 || f->o.cache_bytes > 0);
 }
 
 int tr_feats_count(struct tr_feats *f, const struct gnn_minibatch *mb)
@@ -499,11 +492,8 @@ int tr_feats_build(struct tr_feats *f)
 	free(f->counts);
 	f->counts = NULL;
 	if (rc == GNN_OK && (rc = fetch_chosen(f, nrows, total, &bytes)) == GNN_OK) {
-		f->built = true;
-		if (f->cache_rows != NULL) {
-			gnn_gauge_set(f->cache_rows, (double)total);
-			gnn_gauge_set(f->cache_bytes, (double)bytes);
-		}
+		gnn_gauge_set(f->cache_rows, (double)total);
+		gnn_gauge_set(f->cache_bytes, (double)bytes);
 		GNN_INFO("feature_cache", "rows=%" PRIu64 " of=%" PRIu64 " fraction=%.3f mb=%.1f presampled=%" PRIu32
 			 " presampled_reads_covered=%.3f seconds=%.1f", total, nfeat,
 			 nfeat > 0 ? (double)total / (double)nfeat : 0.0, (double)bytes / 1048576.0, f->counted, covered,
@@ -633,12 +623,8 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 		for (uint32_t t = 0; t < f->T; t++)
 			mb->feat[t] = rows[t];
 		mb->flags |= GNN_MB_FEATURES;
-		atomic_fetch_add(&f->served[SRC_CACHE], m.cached);
-		atomic_fetch_add(&f->served[SRC_STORE], m.missed);
-		if (f->rows_from[SRC_CACHE] != NULL) {
-			gnn_counter_add(f->rows_from[SRC_CACHE], (double)m.cached);
-			gnn_counter_add(f->rows_from[SRC_STORE], (double)m.missed);
-		}
+		gnn_counter_add(f->rows_from[SRC_CACHE], (double)m.cached);
+		gnn_counter_add(f->rows_from[SRC_STORE], (double)m.missed);
 	}
 out:
 	free(fc);
@@ -651,7 +637,7 @@ out:
 
 void tr_feats_stats(const struct tr_feats *f, struct tr_feats_stats *out)
 {
-	*out = (struct tr_feats_stats){ .cached_rows = atomic_load(&f->served[SRC_CACHE]),
-					.store_rows = atomic_load(&f->served[SRC_STORE]),
-					.store_bytes = atomic_load(&f->served_bytes) };
+	*out = (struct tr_feats_stats){ .cached_rows = (uint64_t)gnn_counter_value(f->rows_from[SRC_CACHE]),
+					.store_rows = (uint64_t)gnn_counter_value(f->rows_from[SRC_STORE]),
+					.store_bytes = (uint64_t)gnn_counter_value(f->store_bytes) };
 }

@@ -41,7 +41,8 @@ struct tr_feats_opts {
 	double cache_ratio;            /* the fraction of the nodes with features to cache, 0..1 */
 	uint64_t cache_bytes;          /* or, when not 0, a budget in bytes */
 	uint32_t presample;            /* minibatches that rank the nodes (0: no cache) */
-	struct gnn_metrics *metrics;   /* gnn_trainer_feature_* are registered here */
+	struct gnn_metrics *metrics;   /* required: gnn_trainer_feature_* are registered here, and
+					* tr_feats_stats reads them */
 };
 
 struct tr_feats;
