@@ -31,3 +31,22 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# stop_within PID SECONDS: SIGTERM, then up to SECONDS for the process to
+# exit; one still there gets SIGKILL (said on stderr, so a test never
+# hangs on a process that does not stop) and the call is false.
+stop_within() {
+	local pid=$1 deadline=$((SECONDS + $2)) ok=0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "stop_within: pid $pid still running $2 s after SIGTERM: killed" >&2
+			kill -KILL "$pid" 2>/dev/null
+			ok=1
+			break
+		fi
+		sleep 0.1
+	done
+	wait "$pid" 2>/dev/null
+	return $ok
+}

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.bash"
 L=$BIN/gnn-local
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+trap 'for p in "${PIDS[@]}"; do stop_within "$p" 30; done; rm -rf "$WORK"' EXIT
 LIMITS=(--ready-timeout-s 120 --timeout-s 300 --stop-timeout-s 10)
 RUN=(--partition-dir "$WORK/part" --samplers 1 --trainers 2 --epochs 2 --no-infer "${LIMITS[@]}")
 

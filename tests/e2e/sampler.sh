@@ -476,6 +476,5 @@ else
 	fi
 	check cora_graph_changed_restart_heals "a sampler started on the new output: ready, graph_id $gid_b, 20 minibatches pass mbcheck against it" \
 		[ $heal = yes ]
-	kill -TERM "$PID_gcn" 2>/dev/null
-	wait "$PID_gcn" 2>/dev/null
+	stop_within "$PID_gcn" 30
 fi
