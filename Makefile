@@ -31,7 +31,7 @@ PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson 
 PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd zlib openblas 2>/dev/null)
 
 OPT ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wshadow -Wstrict-prototypes \
+CFLAGS += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wpointer-arith -Wshadow -Wstrict-prototypes \
 	-Wno-missing-field-initializers -pthread -MMD -MP -Ilibcommon $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS) -lnng -lmetis -lm -pthread
 ifeq ($(SAN),1)

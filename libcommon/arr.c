@@ -24,28 +24,6 @@ struct gnn_arr_writer {
 	uint32_t crc;
 };
 
-size_t gnn_dtype_size(enum gnn_dtype dt)
-{
-	switch (dt) {
-	case GNN_DT_U8: return 1;
-	case GNN_DT_I32: return 4;
-	case GNN_DT_I64: return 8;
-	case GNN_DT_F32: return 4;
-	}
-	return 0;
-}
-
-const char *gnn_dtype_name(enum gnn_dtype dt)
-{
-	switch (dt) {
-	case GNN_DT_U8: return "u8";
-	case GNN_DT_I32: return "i32";
-	case GNN_DT_I64: return "i64";
-	case GNN_DT_F32: return "f32";
-	}
-	return "unknown";
-}
-
 /* zlib's crc32 takes a uInt length: feed it in chunks. */
 static uint32_t crc_update(uint32_t crc, const void *data, uint64_t len)
 {

@@ -21,15 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #define GNN_ARR_MAGIC "GNNARRAY"
 #define GNN_ARR_VERSION 1
 #define GNN_ARR_HEADER_BYTES 64
-
-enum gnn_dtype { GNN_DT_U8 = 1, GNN_DT_I32 = 2, GNN_DT_I64 = 3, GNN_DT_F32 = 4 };
-
-/* Bytes per element of dt, 0 for an unknown dtype. */
-size_t gnn_dtype_size(enum gnn_dtype dt);
-const char *gnn_dtype_name(enum gnn_dtype dt);
 
 struct gnn_arr_info {
 	enum gnn_dtype dtype;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "hash.h"
 
@@ -221,6 +222,10 @@ int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
 				 s->types[t].name, (long long)count[t], (long long)s->types[t].num_nodes);
 			return GNN_EFORMAT;
 		}
+	if (!gnn_feat_dtype_ok(l->feat_dtype)) {
+		snprintf(why, cap, "feature dtype %u, not f32 or f16", l->feat_dtype);
+		return GNN_EFORMAT;
+	}
 	if (l->feat_dim != gnn_schema_max_feat_dim(s)) {
 		snprintf(why, cap, "feature width %u, the schema's widest type has %u", l->feat_dim,
 			 gnn_schema_max_feat_dim(s));

@@ -86,6 +86,7 @@ struct gnn_layout {
 	uint32_t num_parts;
 	uint32_t feat_dim;              /* the widest type's (gnn_schema_max_feat_dim) */
 	uint32_t num_classes;           /* classes of the label type */
+	uint32_t feat_dtype;            /* the feature rows' enum gnn_dtype (arr.h): F32 or F16 */
 	uint64_t graph_id;              /* the partition output's (0: unknown, e.g. in process) */
 	const int64_t *offsets;         /* [num_parts + 1]: part p owns [offsets[p], offsets[p+1]) */
 	const struct gnn_schema *schema;
@@ -103,8 +104,8 @@ void gnn_layout_free(struct gnn_layout *l);
 /* Checks that the schema checks; that offsets runs from 0 to num_nodes
  * (num_parts >= 1); and that type_offsets agrees with offsets and the
  * schema: it starts each partition at offsets[p], never decreases, ends at
- * num_nodes, and each type's ranges add up to its num_nodes; and that
- * feat_dim is the widest type's. (Offsets that decrease show as a type
+ * num_nodes, and each type's ranges add up to its num_nodes; that
+ * feat_dim is the widest type's, and feat_dtype F32 or F16. (Offsets that decrease show as a type
  * range that does.)
  * GNN_EFORMAT with why saying what is wrong. */
 int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap);

@@ -224,6 +224,20 @@ static int meta_ranges(struct gnn_meta *m, const char *path)
 	return GNN_OK;
 }
 
+/* meta.json's feature_dtype ("f32" when absent: files before it) into the layout. */
+static int meta_feat_dtype(struct gnn_meta *m, const char *path)
+{
+	const json_t *v = json_object_get(m->json, "feature_dtype");
+	enum gnn_dtype dt = v == NULL ? GNN_DT_F32 : gnn_dtype_parse(json_is_string(v) ? json_string_value(v) : "");
+
+	if (!gnn_feat_dtype_ok(dt)) {
+		GNN_ERROR("bad_metadata", "in=%s key=feature_dtype reason=\"must be f32 or f16\"", path);
+		return GNN_EFORMAT;
+	}
+	m->layout.feat_dtype = dt;
+	return GNN_OK;
+}
+
 int gnn_meta_load(const char *dir, struct gnn_meta *out)
 {
 	char path[4096];
@@ -258,7 +272,7 @@ int gnn_meta_load(const char *dir, struct gnn_meta *out)
 	if ((rc = meta_schema(&m, path, feat_dim)) != GNN_OK)
 		goto out_fail;
 	l->feat_dim = (uint32_t)feat_dim;
-	if ((rc = meta_ranges(&m, path)) != GNN_OK)
+	if ((rc = meta_feat_dtype(&m, path)) != GNN_OK || (rc = meta_ranges(&m, path)) != GNN_OK)
 		goto out_fail;
 	*out = m;
 	return GNN_OK;
@@ -415,6 +429,7 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 	pt.num_types = s->num_types;
 	pt.num_rels = s->num_rels;
 	pt.type_start = m->type_offsets + (size_t)p * s->num_types;
+	pt.feat_dtype = m->layout.feat_dtype;
 	if ((rc = open_file(pdir, json_object_get(files, "indptr"), GNN_DT_I64, (uint64_t)n * s->num_rels + 1, 1,
 			    flags, &pt.arrs[0])) ||
 	    (rc = open_file(pdir, json_object_get(files, "indices"), GNN_DT_I64, (uint64_t)pt.num_edges, 1, flags,
@@ -431,7 +446,7 @@ int gnn_part_open(const char *dir, const struct gnn_meta *m, int32_t p, unsigned
 		pt.feat_dim[t] = s->types[t].feat_dim;
 		if (pt.feat_dim[t] == 0)
 			continue;
-		if ((rc = open_file(pdir, f, GNN_DT_F32, rows, pt.feat_dim[t], flags, &pt.arrs[4 + t])) != GNN_OK)
+		if ((rc = open_file(pdir, f, pt.feat_dtype, rows, pt.feat_dim[t], flags, &pt.arrs[4 + t])) != GNN_OK)
 			goto out_fail;
 		pt.feat[t] = pt.arrs[4 + t].data;
 	}
@@ -484,7 +499,7 @@ int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map,
 	return lo < end && ids[lo] == orig ? lo : -1;
 }
 
-const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim)
+const void *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim)
 {
 	int32_t t = pt->num_types > 1 ? gnn_owner_of(pt->type_start, pt->num_types, gid) : 0;
 
@@ -493,7 +508,8 @@ const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t 
 	*dim = pt->feat_dim[t];
 	if (pt->feat[t] == NULL)
 		return NULL;
-	return pt->feat[t] + (size_t)(gid - pt->type_start[t]) * pt->feat_dim[t];
+	return (const char *)pt->feat[t] +
+	       (size_t)(gid - pt->type_start[t]) * pt->feat_dim[t] * gnn_dtype_size(pt->feat_dtype);
 }
 
 /* The CRC-32 of one file entry into the hash (none for a type without features). */

@@ -64,8 +64,9 @@ struct gnn_part {
 	const int64_t *type_start;          /* [num_types + 1] global IDs (the layout's) */
 	const int64_t *indptr;              /* [num_nodes * num_rels + 1] */
 	const int64_t *indices;             /* [num_edges], global IDs */
-	const float *feat[GNN_MAX_TYPES];   /* [type rows x feat_dim[t]] or NULL */
+	const void *feat[GNN_MAX_TYPES];    /* [type rows x feat_dim[t]] of feat_dtype, or NULL */
 	uint32_t feat_dim[GNN_MAX_TYPES];
+	uint32_t feat_dtype;                /* the layout's: F32 or F16 (arr.h) */
 	const int32_t *labels;              /* [num_nodes], -1 = unlabeled */
 	const uint8_t *split;               /* [num_nodes], 0 none 1 train 2 valid 3 test */
 	struct gnn_arr arrs[4 + GNN_MAX_TYPES];  /* indptr, indices, label, split, feat[t] */
@@ -95,8 +96,9 @@ int gnn_node_map_open(const char *dir, const struct gnn_meta *m, unsigned flags,
 int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map, uint32_t p, uint32_t t,
 			  int64_t orig);
 
-/* The feature row of node gid (owned by pt) and its width into *dim; NULL
- * (and *dim 0) for a type without features. gid must be pt's. */
-const float *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim);
+/* The feature row of node gid (owned by pt), *dim elements of
+ * pt->feat_dtype; NULL (and *dim 0) for a type without features. gid must
+ * be pt's. */
+const void *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *dim);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "err.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
@@ -278,7 +279,7 @@ int gnn_encode_info_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_i
 	put_u32(w, sc->num_types);
 	put_u32(w, sc->num_rels);
 	put_u32(w, sc->label_type);
-	put_u32(w, 0);
+	put_u32(w, l->feat_dtype);
 	for (uint32_t t = 0; t < sc->num_types; t++) {
 		put_name(w, sc->types[t].name);
 		put_u64(w, (uint64_t)sc->types[t].num_nodes);
@@ -304,14 +305,15 @@ static void get_name(struct rd *r, char name[GNN_NAME_MAX])
 		memcpy(name, at, GNN_NAME_MAX);
 }
 
-/* INFO_RESP's schema section into s (names are checked by the caller's
+/* INFO_RESP's schema section into s, and the feature dtype it carries
+ * into *feat_dtype (names and dtype are checked by the caller's
  * gnn_layout_check). */
-static void get_schema(struct rd *r, struct gnn_schema *s)
+static void get_schema(struct rd *r, struct gnn_schema *s, uint32_t *feat_dtype)
 {
 	s->num_types = get_u32(r);
 	s->num_rels = get_u32(r);
 	s->label_type = get_u32(r);
-	get_u32(r);
+	*feat_dtype = get_u32(r);
 	if (r->bad || s->num_types == 0 || s->num_types > GNN_PROTO_MAX_TYPES || s->num_rels == 0 ||
 	    s->num_rels > GNN_PROTO_MAX_RELS) {
 		r->bad = true;
@@ -360,7 +362,7 @@ int gnn_decode_info_resp(const void *payload, size_t len, struct gnn_info *out)
 	    l->feat_dim > GNN_PROTO_MAX_FEAT_DIM || l->num_classes == 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	l->offsets = take(&r, (uint64_t)l->num_parts + 1, 8);
-	get_schema(&r, sc);
+	get_schema(&r, sc, &l->feat_dtype);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	l->type_offsets = take(&r, (uint64_t)l->num_parts * sc->num_types + 1, 8);
@@ -540,32 +542,39 @@ int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_re
 
 /* ---- FEAT / LABEL / SPLIT responses ---- */
 
-int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t n, uint32_t dim, float **rows)
+int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t dtype, uint32_t n, uint32_t dim,
+				  void **rows)
 {
-	size_t start = w->len, bytes = (size_t)n * dim * 4;
+	size_t start = w->len, bytes = (size_t)n * dim * gnn_dtype_size(dtype);
+	size_t padded = (bytes + 7) & ~(size_t)7;
 	int rc;
 
 	*rows = NULL;
+	if (!gnn_feat_dtype_ok(dtype))
+		return GNN_EINVAL;
 	/* one reservation: the rows' address stays valid until w changes */
-	if (!gnn_wbuf_reserve(w, GNN_PROTO_HDR_BYTES + 8 + bytes))
+	if (!gnn_wbuf_reserve(w, GNN_PROTO_HDR_BYTES + 16 + padded))
 		return GNN_ENOMEM;
 	begin(w, GNN_MSG_FEAT_RESP, req_id, 0);
 	put_u32(w, n);
 	put_u32(w, dim);
-	w->len += bytes;
+	put_u32(w, dtype);
+	put_u32(w, 0);
+	memset(w->buf + w->len + bytes, 0, padded - bytes);
+	w->len += padded;
 	if ((rc = finish(w, start)) == GNN_OK)
-		*rows = (float *)(void *)(w->buf + w->len - bytes);
+		*rows = w->buf + w->len - padded;
 	return rc;
 }
 
-int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
+int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, uint32_t dtype, const void *rows, uint32_t n,
 			 uint32_t dim)
 {
-	float *dst;
-	int rc = gnn_encode_feat_resp_in_place(w, req_id, n, dim, &dst);
+	void *dst;
+	int rc = gnn_encode_feat_resp_in_place(w, req_id, dtype, n, dim, &dst);
 
 	if (rc == GNN_OK)
-		memcpy(dst, rows, (size_t)n * dim * 4);
+		memcpy(dst, rows, (size_t)n * dim * gnn_dtype_size(dtype));
 	return rc;
 }
 
@@ -579,11 +588,13 @@ int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *
 		return rc;
 	v.n = get_u32(&r);
 	v.dim = get_u32(&r);
-	if (r.bad)
+	v.dtype = get_u32(&r);
+	if (get_u32(&r) != 0 || r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM || !gnn_feat_dtype_ok(v.dtype))
 		return rd_fail(&v.owned, GNN_ERANGE);
-	v.rows = take(&r, (uint64_t)v.n * v.dim, 4);
+	v.rows = take(&r, (uint64_t)v.n * v.dim, gnn_dtype_size(v.dtype));
+	skip8(&r);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
 	*out = v;
@@ -849,6 +860,24 @@ void gnn_minibatch_count_types(struct gnn_minibatch *mb)
 		mb->type_rows[mb->src_types[i] < GNN_PROTO_MAX_TYPES ? mb->src_types[i] : 0]++;
 }
 
+int gnn_minibatch_widen(struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES])
+{
+	if (!(mb->flags & GNN_MB_FEATURES) || mb->feat_dtype == GNN_DT_F32)
+		return GNN_OK;
+	for (uint32_t t = 0; t < mb->num_types; t++) {
+		size_t n = (size_t)mb->type_rows[t] * mb->feat_dims[t];
+
+		if (mb->feat[t] == NULL)
+			continue;
+		if ((rows[t] = malloc(n * sizeof(float))) == NULL)
+			return GNN_ENOMEM;
+		gnn_feat_to_f32(mb->feat[t], mb->feat_dtype, n, rows[t]);
+		mb->feat[t] = rows[t];
+	}
+	mb->feat_dtype = GNN_DT_F32;
+	return GNN_OK;
+}
+
 int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
 {
 	uint32_t T = in->num_types, R = in->num_rels;
@@ -857,13 +886,16 @@ int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t r
 	*mw = (struct gnn_mb_writer){ .w = w, .start = w->len, .flags = in->flags, .num_seeds = in->num_seeds,
 				      .num_types = T };
 	if (in->num_layers == 0 || in->num_layers > GNN_PROTO_MAX_LAYERS || T == 0 || T > GNN_PROTO_MAX_TYPES ||
-	    R == 0 || R > GNN_PROTO_MAX_RELS || (in->flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
+	    R == 0 || R > GNN_PROTO_MAX_RELS || (in->flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0 ||
+	    ((in->flags & GNN_MB_FEATURES) && !gnn_feat_dtype_ok(in->feat_dtype)))
 		return GNN_ERANGE;
 	for (uint32_t t = 0; t < T; t++) {
 		mw->feat_off[t] = feat;
 		if (in->flags & GNN_MB_FEATURES)
-			feat += gnn_minibatch_resp_section_bytes((uint64_t)in->type_rows[t] * in->feat_dims[t] * 4);
+			feat += gnn_minibatch_resp_section_bytes((uint64_t)in->type_rows[t] * in->feat_dims[t] *
+								 gnn_dtype_size(in->feat_dtype));
 	}
+	mw->feat_elem = (in->flags & GNN_MB_FEATURES) ? gnn_dtype_size(in->feat_dtype) : 0;
 	mw->feat_off[T] = feat;
 	if (in->flags & GNN_MB_LABELS)
 		mw->label_bytes = gnn_minibatch_resp_section_bytes((uint64_t)in->num_seeds * 4);
@@ -880,7 +912,7 @@ int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t r
 	put_u32(w, T);
 	put_u32(w, R);
 	put_u32(w, in->num_seeds);
-	put_u32(w, 0);
+	put_u32(w, (in->flags & GNN_MB_FEATURES) ? in->feat_dtype : 0);
 	gnn_wbuf_put(w, in->feat_dims, (size_t)T * 4);
 	pad8(w, mw->start);
 	for (uint32_t l = 0; l < in->num_layers; l++) {
@@ -925,7 +957,7 @@ static uint8_t *section(struct gnn_wbuf *w, uint64_t bytes)
 	return p;
 }
 
-int gnn_mb_writer_features(struct gnn_mb_writer *mw, float *rows[GNN_PROTO_MAX_TYPES])
+int gnn_mb_writer_features(struct gnn_mb_writer *mw, void *rows[GNN_PROTO_MAX_TYPES])
 {
 	uint8_t *base;
 
@@ -934,7 +966,7 @@ int gnn_mb_writer_features(struct gnn_mb_writer *mw, float *rows[GNN_PROTO_MAX_T
 	mw->written |= GNN_MB_FEATURES;
 	base = section(mw->w, mw->feat_off[mw->num_types]);
 	for (uint32_t t = 0; t < mw->num_types; t++)
-		rows[t] = mw->feat_off[t + 1] > mw->feat_off[t] ? (float *)(void *)(base + mw->feat_off[t]) : NULL;
+		rows[t] = mw->feat_off[t + 1] > mw->feat_off[t] ? base + mw->feat_off[t] : NULL;
 	return GNN_OK;
 }
 
@@ -971,7 +1003,7 @@ void gnn_mb_writer_abort(struct gnn_mb_writer *mw)
 int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in)
 {
 	struct gnn_mb_writer mw;
-	float *rows[GNN_PROTO_MAX_TYPES];
+	void *rows[GNN_PROTO_MAX_TYPES];
 	int rc;
 
 	if ((rc = gnn_mb_writer_begin(&mw, w, req_id, in)) != GNN_OK)
@@ -979,7 +1011,7 @@ int gnn_encode_minibatch_resp(struct gnn_wbuf *w, uint64_t req_id, const struct 
 	if ((in->flags & GNN_MB_FEATURES) && gnn_mb_writer_features(&mw, rows) == GNN_OK)
 		for (uint32_t t = 0; t < in->num_types; t++)
 			if (rows[t] != NULL && in->feat[t] != NULL)
-				memcpy(rows[t], in->feat[t], (size_t)in->type_rows[t] * in->feat_dims[t] * sizeof(float));
+				memcpy(rows[t], in->feat[t], (size_t)in->type_rows[t] * in->feat_dims[t] * mw.feat_elem);
 	if (in->flags & GNN_MB_LABELS)
 		gnn_mb_writer_labels(&mw, in->labels);
 	return gnn_mb_writer_end(&mw);
@@ -1045,8 +1077,8 @@ int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_miniba
 	v.num_types = get_u32(&r);
 	v.num_rels = get_u32(&r);
 	v.num_seeds = get_u32(&r);
-	get_u32(&r);
-	if (r.bad)
+	v.feat_dtype = get_u32(&r);
+	if (r.bad || ((v.flags & GNN_MB_FEATURES) ? !gnn_feat_dtype_ok(v.feat_dtype) : v.feat_dtype != 0))
 		return rd_fail(&v.owned, GNN_EPROTO);
 	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS ||
 	    (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0 || v.num_types == 0 ||
@@ -1078,7 +1110,7 @@ int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_miniba
 
 			if (n == 0)
 				continue;
-			v.feat[t] = take(&r, n, 4);
+			v.feat[t] = take(&r, n, gnn_dtype_size(v.feat_dtype));
 			skip8(&r);
 		}
 	}

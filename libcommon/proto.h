@@ -32,13 +32,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
 #include "buf.h"
 #include "layout.h"
 
 #define GNN_PROTO_MAGIC 0x504e4e47u /* "GNNP" little-endian */
 /* 2: node types and relations (INFO's schema, per-relation SAMPLE and
- * MINIBATCH fanouts, typed minibatches). */
-#define GNN_PROTO_VERSION 2
+ * MINIBATCH fanouts, typed minibatches). 3: feature rows of f32 or f16
+ * (INFO's, FEAT_RESP's and MINIBATCH_RESP's feature dtype). */
+#define GNN_PROTO_VERSION 3
 #define GNN_PROTO_HDR_BYTES 28
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
@@ -183,18 +185,21 @@ int gnn_decode_sample_resp(const void *payload, size_t len, struct gnn_sample_re
 #define GNN_FEAT_CALL_BYTES (4u << 20)
 
 /* FEAT_REQ asks for rows of nodes of one type (a graph store refuses a
- * mix, or a type without features); FEAT_RESP: n rows of dim floats, dim
+ * mix, or a type without features); FEAT_RESP: n rows of dim elements of
+ * dtype (GNN_DT_F32 or GNN_DT_F16 of arr.h: the graph's, as stored), dim
  * being that type's feature width. */
 struct gnn_feat_resp {
-	uint32_t n, dim;
-	const float *rows;        /* [n * dim] */
+	uint32_t n, dim, dtype;
+	const void *rows;         /* [n * dim] of dtype */
 	void *owned;
 };
-int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, const float *rows, uint32_t n,
+int gnn_encode_feat_resp(struct gnn_wbuf *w, uint64_t req_id, uint32_t dtype, const void *rows, uint32_t n,
 			 uint32_t dim);
 /* The same message with the n x dim rows left for the caller to write at
  * *rows (valid until w changes): a store gathers its rows in place. */
-int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t n, uint32_t dim, float **rows);
+int gnn_encode_feat_resp_in_place(struct gnn_wbuf *w, uint64_t req_id, uint32_t dtype, uint32_t n, uint32_t dim,
+				  void **rows);
+/* Also checks the dtype (GNN_ERANGE). */
 int gnn_decode_feat_resp(const void *payload, size_t len, struct gnn_feat_resp *out);
 
 /* LABEL_RESP: n int32 labels (-1 = unlabeled). */
@@ -314,15 +319,16 @@ struct gnn_block {
 /* MINIBATCH_RESP: the blocks in layer order (blocks[0] is the input layer),
  * the node type of each of blocks[0]'s sources, then (if asked for) one
  * feature matrix per node type with features: the rows of that type's
- * sources in source order, then (if asked for) the seeds' labels. With
- * one type, feat[0] holds a row per source. */
+ * sources in source order, elements of feat_dtype, then (if asked for) the
+ * seeds' labels. With one type, feat[0] holds a row per source. */
 struct gnn_minibatch {
 	uint32_t num_layers, flags, num_types, num_rels, num_seeds;
+	uint32_t feat_dtype;                      /* with GNN_MB_FEATURES: F32 or F16 (arr.h); else 0 */
 	uint32_t feat_dims[GNN_PROTO_MAX_TYPES];  /* each type's feature width (0: none) */
 	struct gnn_block blocks[GNN_PROTO_MAX_LAYERS];
 	const uint8_t *src_types;                 /* [blocks[0].num_src], each < num_types */
 	uint32_t type_rows[GNN_PROTO_MAX_TYPES];  /* sources of each type (the decoder counts them) */
-	const float *feat[GNN_PROTO_MAX_TYPES];   /* [type_rows[t] * feat_dims[t]], NULL when none */
+	const void *feat[GNN_PROTO_MAX_TYPES];    /* [type_rows[t] * feat_dims[t]] of feat_dtype, NULL when none */
 	const int32_t *labels;                    /* [num_seeds] or NULL */
 	void *owned;
 };
@@ -336,6 +342,13 @@ uint64_t gnn_minibatch_resp_head_bytes(uint32_t num_types);
 uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint64_t num_edges, uint32_t num_rels);
 uint64_t gnn_minibatch_resp_section_bytes(uint64_t n);
 
+/* The feature rows of a decoded mb as f32 (what a model reads): rows of
+ * another dtype are converted into new arrays rows[t] (the caller's to
+ * free; NULL for a type without rows) and mb->feat[t] points at them.
+ * Nothing to do for f32 rows or none. GNN_ENOMEM (what was allocated is
+ * in rows). */
+int gnn_minibatch_widen(struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES]);
+
 /* Counts blocks[0]'s sources of each type into mb->type_rows. */
 void gnn_minibatch_count_types(struct gnn_minibatch *mb);
 
@@ -345,7 +358,8 @@ void gnn_minibatch_count_types(struct gnn_minibatch *mb);
  * types to w and reserves the room for the sections in->flags asks for
  * (in->type_rows must be counted; in->feat and in->labels are not read);
  * then, for each of them in this order, gnn_mb_writer_features sets
- * rows[t] to where type t's type_rows[t] x feat_dims[t] rows go (NULL for
+ * rows[t] to where type t's type_rows[t] x feat_dims[t] rows of
+ * in->feat_dtype go (NULL for
  * a type without features; valid until w changes), gnn_mb_writer_labels
  * copies num_seeds labels; gnn_mb_writer_end checks that both were written
  * and seals the message. begin returns GNN_ERANGE (over the message limit,
@@ -358,10 +372,11 @@ struct gnn_mb_writer {
 	uint32_t flags, written;  /* GNN_MB_* asked for, and written */
 	uint32_t num_seeds, num_types;
 	uint64_t feat_off[GNN_PROTO_MAX_TYPES + 1];  /* each type's section within the features' */
+	size_t feat_elem;                            /* bytes per feature element (0: no features) */
 	uint64_t label_bytes;
 };
 int gnn_mb_writer_begin(struct gnn_mb_writer *mw, struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch *in);
-int gnn_mb_writer_features(struct gnn_mb_writer *mw, float *rows[GNN_PROTO_MAX_TYPES]);
+int gnn_mb_writer_features(struct gnn_mb_writer *mw, void *rows[GNN_PROTO_MAX_TYPES]);
 void gnn_mb_writer_labels(struct gnn_mb_writer *mw, const int32_t *labels);
 int gnn_mb_writer_end(struct gnn_mb_writer *mw);
 void gnn_mb_writer_abort(struct gnn_mb_writer *mw);
@@ -369,7 +384,7 @@ void gnn_mb_writer_abort(struct gnn_mb_writer *mw);
  * l+1's num_src, with the same IDs), num_dst <= num_src, indptr monotone
  * from 0 to num_edges, indices below num_src, the last block's num_dst equal
  * to num_seeds, input types below num_types, feature rows present for
- * exactly the types of nonzero width. */
+ * exactly the types of nonzero width, their dtype F32 or F16. */
 int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_minibatch *out);
 
 /* ---- EMB: learnable node embeddings (docs/embeddings.md) ----

@@ -6,16 +6,18 @@
 #   bench_cleanup                the EXIT trap: mem_watch_stop, bench_stop
 #   wait_log FILE PATTERN        waits up to 300 s for PATTERN in a log
 #   mem_watch_start BUILD FILE   samples every process running a BUILD/bin/gnn-*
-#                                binary twice a second: "pid VmHWM_kB RssAnon_kB cpu_ticks"
+#                                binary twice a second: "pid VmHWM_kB RssAnon_kB cpu_ticks minor_faults"
 #   mem_watch_stop               ends the sampler
-#   mem_table PIDS FILE          one "memory NAME peak_rss_mb= peak_anon_mb= cpu_s=" line
+#   mem_table PIDS FILE          one "memory NAME peak_rss_mb= peak_anon_mb= cpu_s= minor_faults=" line
 #                                per process of PIDS ("name pid" lines), sorted
 # VmHWM is the kernel's own peak and counts mapped files (a graph store's
 # partition); RssAnon is the process's own memory, sampled, so a peak
 # shorter than half a second can be missed. cpu_s is the process's user
 # plus system CPU time at its last sample (up to half a second short): on
 # a shared machine it says what the work cost where wall time also
-# counts the other tenants.
+# counts the other tenants. minor_faults (the kernel's count, as perf's
+# page-faults event, at the last sample) is how often the process touched
+# memory it had not touched before: fresh buffers per message show here.
 MEM_WATCH_PID=
 BENCH_PIDS=()
 
@@ -48,9 +50,11 @@ mem_watch_start() {
 	  while :; do
 		for d in /proc/[0-9]*; do
 			case $(readlink "$d/exe" 2>/dev/null) in "$build"/bin/gnn-*) ;; *) continue ;; esac
-			awk -v p="${d#/proc/}" -v cpu="$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$d/stat" 2>/dev/null)" \
+			# /proc/PID/stat after "PID (comm) ": $8 minflt, $12 utime, $13 stime
+			awk -v p="${d#/proc/}" -v st="$(awk '{ sub(/^.*\) /, ""); print $12 + $13, $8 }' "$d/stat" 2>/dev/null)" \
 				'/^VmHWM|^RssAnon/ { v[$1] = $2 }
-				END { if (v["VmHWM:"] != "") print p, v["VmHWM:"], v["RssAnon:"], cpu + 0 }' "$d/status" 2>/dev/null || true
+				END { split(st, s, " "); if (v["VmHWM:"] != "") print p, v["VmHWM:"], v["RssAnon:"], s[1] + 0, s[2] + 0 }' \
+				"$d/status" 2>/dev/null || true
 		done
 		sleep 0.5
 	  done ) >"$out" &
@@ -71,8 +75,9 @@ mem_local_pids() {
 
 mem_table() {
 	awk -v hz="$(getconf CLK_TCK)" 'FNR == NR { name[$2] = $1; next }
-	     ($1 in name) { if ($2 > hwm[$1]) hwm[$1] = $2; if ($3 > anon[$1]) anon[$1] = $3; if ($4 > cpu[$1]) cpu[$1] = $4 }
-	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f cpu_s=%.1f\n", name[p], hwm[p] / 1024, anon[p] / 1024, cpu[p] / hz }' \
+	     ($1 in name) { if ($2 > hwm[$1]) hwm[$1] = $2; if ($3 > anon[$1]) anon[$1] = $3; if ($4 > cpu[$1]) cpu[$1] = $4
+			    if ($5 > flt[$1]) flt[$1] = $5 }
+	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f cpu_s=%.1f minor_faults=%d\n", name[p], hwm[p] / 1024, anon[p] / 1024, cpu[p] / hz, flt[p] }' \
 		"$1" "$2" | sort
 }
 

@@ -4,12 +4,15 @@
 # 196,615 training nodes). Partitions it (METIS, 2 parts), then, for each
 # feature path of GNN_BENCH_PATHS, gnn-local with 2 graph stores, 2
 # samplers and 2 trainers trains one epoch (3 layers 15,10,5, hidden 256,
-# batch 1024) and validates on the default sample; the first two paths
-# also run `gnn-trainer infer` (every node's prediction, the test accuracy
-# over the whole test split). The paths (docs/scale.md, "Feature
-# movement"): `sampler` (the samplers send the rows: two hops),
-# `stores:R` (--features-from stores --cache-ratio R: the trainers read
-# the rows from the stores, R of the nodes from their hot-feature cache).
+# batch 1024) and validates on the default sample; the sampler path, the
+# first stores path and every f16 path also run `gnn-trainer infer` (every
+# node's prediction, the test accuracy over the whole test split). The
+# paths (docs/scale.md, "Feature movement"): `sampler` (the samplers send
+# the rows: two hops), `stores:R` (--features-from stores --cache-ratio R:
+# the trainers read the rows from the stores, R of the nodes from their
+# hot-feature cache); a `:f16` suffix runs the path on a second partition
+# output of the same graph whose rows are f16 (gnn-partition
+# --feature-dtype f16).
 # Prints, per path:
 #   - the time of each stage and of the whole run (target: 30 minutes);
 #   - trainer-0's epoch split (wait, compute, all-reduce, validation);
@@ -19,7 +22,8 @@
 #   - the sampled test estimate and the inference's test accuracy, and
 #     what a sampled evaluation of every test node would have taken;
 #   - every process's peak RSS (VmHWM) and peak anonymous memory (sampled
-#     every 0.5 s), against 2x the partition output plus the model;
+#     every 0.5 s), against 2x the partition output plus the model, its
+#     CPU seconds and its minor page faults (memory touched the first time);
 #   - the bytes over the network per minibatch, by hop (the servers'
 #     `traffic` lines: every message has a graph store or a sampler at one
 #     end), the cache's hit rate;
@@ -30,14 +34,15 @@
 # Knobs: GNN_BENCH_BUSY=N runs N CPU-bound processes beside the run (a busy
 # machine); GNN_BENCH_PRESET (products), GNN_BENCH_EPOCHS (1),
 # GNN_BENCH_LOCAL_ARGS (extra gnn-local flags, e.g. "--build-budget-mb 384 --prefetch 2"),
-# GNN_BENCH_PATHS ("sampler stores:0.2 stores:1"), GNN_BENCH_REUSE_PARTITION=1
-# (keep the last run's partition), GNN_BENCH_NO_INFER=1 (no inference).
+# GNN_BENCH_PATHS ("sampler stores:0.2 stores:1 stores:0.2:f16"),
+# GNN_BENCH_REUSE_PARTITION=1 (keep the last run's partition outputs),
+# GNN_BENCH_NO_INFER=1 (no inference).
 # Usage: tests/bench_products.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 PRESET=${GNN_BENCH_PRESET:-products}
-PATHS=${GNN_BENCH_PATHS:-sampler stores:0.2 stores:1}
+PATHS=${GNN_BENCH_PATHS:-sampler stores:0.2 stores:1 stores:0.2:f16}
 EPOCHS=${GNN_BENCH_EPOCHS:-1}
 BUSY=${GNN_BENCH_BUSY:-0}
 WORK=$BUILD/bench/$PRESET-e2e
@@ -45,7 +50,7 @@ CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
 mkdir -p "$WORK"
 [ -n "${GNN_BENCH_REPORT_ONLY:-}" ] || rm -rf "$WORK"/run-*
-[ "${GNN_BENCH_REUSE_PARTITION:-0}" = 1 ] && [ -f "$WORK/partition/meta.json" ] || rm -rf "$WORK/partition"
+[ "${GNN_BENCH_REUSE_PARTITION:-0}" = 1 ] || rm -rf "$WORK"/partition "$WORK"/partition-f16
 # shellcheck source=tests/bench_lib.bash
 . "$ROOT/tests/bench_lib.bash"
 trap bench_cleanup EXIT
@@ -57,19 +62,25 @@ for _ in $(seq 1 "$BUSY"); do
 	BENCH_PIDS+=($!)
 done
 
+# partition DTYPE: the partition output whose rows are DTYPE (made unless
+# there), its folder into $part
+partition() {
+	part=$WORK/partition
+	[ "$1" = f32 ] || part=$WORK/partition-$1
+	[ -f "$part/meta.json" ] && return
+	"$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 --feature-dtype "$1" --out "$part" --force \
+		>/dev/null 2>"$part.log" || { tail -n 5 "$part.log" >&2; exit 1; }
+	jq -r '"partition feature_dtype=\(.feature_dtype) seconds=\(.timing_seconds.total|.*10|round/10) peak_rss_mb=\(.memory.peak_rss_bytes/1048576|round) nodes=\(.num_nodes) edges=\(.num_edges) edge_cut=\(.edge_cut)"' \
+		"$part/meta.json" | sed "s|\$| bytes=$(du -sb "$part" | cut -f1)|"
+}
+
 t_start=$(date +%s.%N)
-[ -f "$WORK/partition/meta.json" ] ||
-	"$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 --out "$WORK/partition" --force \
-		>/dev/null 2>"$WORK/partition.log" || { tail -n 5 "$WORK/partition.log" >&2; exit 1; }
-jq -r '"partition seconds=\(.timing_seconds.total|.*10|round/10) peak_rss_mb=\(.memory.peak_rss_bytes/1048576|round) nodes=\(.num_nodes) edges=\(.num_edges) edge_cut=\(.edge_cut)"' \
-	"$WORK/partition/meta.json"
+partition f32
 
 [ -n "${GNN_BENCH_REPORT_ONLY:-}" ] ||
 	"$BUILD/bin/gnn-trainer" bench --threads "$THREADS" --steps 10 >"$WORK/step-bench.out" 2>"$WORK/step-bench.log" ||
 	{ tail -n 5 "$WORK/step-bench.log" >&2; exit 1; }
 bench_ms=$(sed -n 's/^step_ms_median=//p' "$WORK/step-bench.out")
-
-part_bytes=$(du -sb "$WORK/partition" | cut -f1)
 
 # traffic RUN: the network bytes per minibatch carrying features, by hop,
 # from the stores' and samplers' `traffic` lines. The one-off cache fill
@@ -91,14 +102,14 @@ traffic() {
 		}'
 }
 
-# run_path NAME ARGS INFER: one run of gnn-local on the partition (with
-# the inference when INFER is 1), then report_path.
+# run_path NAME ARGS INFER: one run of gnn-local on the partition $part
+# (with the inference when INFER is 1), then report_path.
 run_path() {
 	local name=$1 args=$2 infer=$3 t0 t1
 	t0=$(date +%s.%N)
 	mem_watch_start "$BUILD" "$WORK/rss-$name.samples"
 	# shellcheck disable=SC2086
-	"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" \
+	"$BUILD/bin/gnn-local" --partition-dir "$part" --samplers 2 --trainers 2 --epochs "$EPOCHS" \
 		--fresh --workdir "$WORK/run-$name" $args $([ "$infer" = 1 ] || echo --no-infer) ${GNN_BENCH_LOCAL_ARGS:-} \
 		>"$WORK/local-$name.out" 2>&1 || {
 		mem_watch_stop
@@ -114,12 +125,13 @@ run_path() {
 # report_path NAME INFER SECONDS: the run's figures as "NAME key=value ..."
 # lines, also kept in $WORK/path-NAME.
 report_path() {
-	local name=$1 infer=$2 secs=$3 run="$WORK/run-$1" epoch steps feats line params
+	local name=$1 infer=$2 secs=$3 run="$WORK/run-$1" epoch steps feats line params part_bytes
 	epoch=$(grep ' epoch epoch=' "$run/logs/trainer-0.log" | tail -n 1 || true)
 	steps=$(kv steps <<<"$epoch" || true)
 	feats=$(grep ' features epoch=' "$run/logs/trainer-0.log" | tail -n 1 || true)
 	line=$(grep ' test_evaluated ' "$run/logs/trainer-0.log" | tail -n 1 || true)
 	params=$(grep -o ' params=[0-9]*' "$run/logs/trainer-0.log" | head -n 1 | cut -d= -f2 || true)
+	part_bytes=$(du -sb "$(sed -n 's/.* config .* partition-dir=\([^ ]*\) .*/\1/p' "$WORK/local-$name.out")" | cut -f1)
 	mem_local_pids "$WORK/local-$name.out" >"$WORK/pids-$name"
 	mem_table "$WORK/pids-$name" "$WORK/rss-$name.samples" >"$WORK/memory-$name"
 	{
@@ -136,12 +148,13 @@ report_path() {
 		if [ "$infer" = 1 ]; then infer_report "$PRESET" "$run" "$WORK/local-$name.out"; fi
 		cat "$WORK/memory-$name"
 		awk -v part="$part_bytes" -v params="${params:-0}" '$2 !~ /^infer/ {
-				split($3, r, "="); split($4, a, "="); split($5, c, "="); tr += r[2]; ta += a[2]; tc += c[2]
+				split($3, r, "="); split($4, a, "="); split($5, c, "="); split($6, f, "=")
+				tr += r[2]; ta += a[2]; tc += c[2]; tf += f[2]
 			}
 			END {
 				ref = (2 * part + 16 * params) / 1048576   # the model: parameters, gradients, Adam moments, best copy
-				printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (2x the partition output + the model) ratio=%.2f cpu_s=%.0f\n",
-					tr, ta, ref, tr / ref, tc
+				printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (2x the partition output + the model) ratio=%.2f cpu_s=%.0f minor_faults=%d\n",
+					tr, ta, ref, tr / ref, tc, tf
 			}' "$WORK/memory-$name"
 	} | sed "s/^/$name /" | tee "$WORK/path-$name"
 }
@@ -150,16 +163,20 @@ if [ -n "${GNN_BENCH_REPORT_ONLY:-}" ]; then   # the figures of runs already in 
 	for p in $GNN_BENCH_REPORT_ONLY; do report_path "$p" "$([ -f "$WORK/run-$p/predictions/summary.json" ] && echo 1 || echo 0)" 0; done
 	exit 0
 fi
-first=1
+stores32=0
 for p in $PATHS; do
-	case $p in
+	q=${p%:f16}
+	dt=f32
+	[ "$q" = "$p" ] || dt=f16
+	case $q in
 	sampler) args="--features-from sampler" ;;
-	stores:*) args="--features-from stores --cache-ratio ${p#stores:}" ;;
-	*) echo "bench_products: unknown path $p (sampler or stores:RATIO)" >&2; exit 2 ;;
+	stores:*) args="--features-from stores --cache-ratio ${q#stores:}" ;;
+	*) echo "bench_products: unknown path $p (sampler or stores:RATIO, either with :f16)" >&2; exit 2 ;;
 	esac
 	infer=0
-	[ "$first" -le 2 ] && [ -z "${GNN_BENCH_NO_INFER:-}" ] && infer=1
-	first=$((first + 1))
+	if [ -z "${GNN_BENCH_NO_INFER:-}" ] && { [ "$q" = sampler ] || [ "$dt" = f16 ] || [ "$stores32" = 0 ]; }; then infer=1; fi
+	[ "$q" = sampler ] || [ "$dt" = f16 ] || stores32=1
+	partition "$dt"
 	run_path "$p" "$args" "$infer"
 done
 t_end=$(date +%s.%N)

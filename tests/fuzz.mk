@@ -25,7 +25,7 @@ FUZZ_TARGETS := proto error info_resp ids_req lookup_req sample_req sample_resp 
 	split_resp nodes_req nodes_resp minibatch_req minibatch_resp predict_resp emb_req emb_resp
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_RUNS := $(FUZZ_TARGETS:%=fuzz-run-%)
-FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_DIR)/obj/libcommon/%.o,proto layout buf sample err)
+FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_DIR)/obj/libcommon/%.o,proto layout buf sample err dtype)
 
 .PHONY: fuzz fuzz-build fuzz-run fuzz-list $(FUZZ_RUNS)
 
@@ -52,7 +52,8 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/fuzz_%.o $(FUZZ_LIB_OBJ)
 
 # The seed generator links the plain sources (no fuzzer instrumentation).
 $(FUZZ_DIR)/make_corpus: tests/fuzz/make_corpus.c libcommon/proto.c libcommon/layout.c libcommon/buf.c libcommon/err.c \
-		libcommon/proto.h libcommon/layout.h libcommon/buf.h libcommon/err.h libcommon/hash.h
+		libcommon/dtype.c libcommon/proto.h libcommon/layout.h libcommon/buf.h libcommon/err.h libcommon/hash.h \
+		libcommon/dtype.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=address,undefined -fno-sanitize-recover=all $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) \
 		-o $@ $(filter %.c,$^)

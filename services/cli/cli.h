@@ -50,6 +50,8 @@ json_t *cli_id_array(const int64_t *ids, uint64_t n);
 
 /* Reply -> JSON conversions. They return a new reference (NULL when out of
  * memory); the decoded replies are borrowed. */
+/* Row i of feature rows of dtype (F32 or F16) and width dim, as a JSON array of numbers. */
+json_t *cli_feat_row(const void *rows, uint32_t dtype, size_t i, uint32_t dim);
 /* key names the URL's field: "store" or "sampler". A sampler's answer
  * (part_id == num_parts: the whole graph) has no node_start/node_end. */
 json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *info);

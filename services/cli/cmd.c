@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "cli.h"
 #include "client.h"
 #include "err.h"
@@ -221,14 +222,10 @@ static int rows_cmd(const struct cli_config *c, uint16_t req_type, json_t **out)
 		if ((rc = gnn_decode_feat_resp(payload, len, &r)) == GNN_OK) {
 			owned = r.owned;
 			got = r.n;
-			for (uint32_t i = 0; vals != NULL && i < r.n && i < n; i++) {
-				json_t *row = json_array();
-
-				for (uint32_t k = 0; row != NULL && k < r.dim; k++)
-					json_array_append_new(row, json_real(r.rows[(size_t)i * r.dim + k]));
-				json_array_append_new(vals, row);
-			}
-			doc = json_pack("{s:I}", "feat_dim", (json_int_t)r.dim);
+			for (uint32_t i = 0; vals != NULL && i < r.n && i < n; i++)
+				json_array_append_new(vals, cli_feat_row(r.rows, r.dtype, i, r.dim));
+			doc = json_pack("{s:I, s:s}", "feat_dim", (json_int_t)r.dim, "feature_dtype",
+					gnn_dtype_name(r.dtype));
 		}
 	} else if (req_type == GNN_MSG_LABEL_REQ) {
 		struct gnn_label_resp r;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "cli.h"
 #include "err.h"
 #include "fanouts.h"
@@ -231,7 +232,8 @@ json_t *cli_info_json(const char *key, const char *url, const struct gnn_info *i
 				"offsets", cli_id_array(l->offsets, (uint64_t)l->num_parts + 1));
 
 	if (doc != NULL &&
-	    merge(doc, json_pack("{s:o, s:o}", "schema", gnn_schema_json(l->schema), "type_offsets",
+	    merge(doc, json_pack("{s:s, s:o, s:o}", "feature_dtype", gnn_dtype_name(l->feat_dtype), "schema",
+				 gnn_schema_json(l->schema), "type_offsets",
 				 cli_id_array(l->type_offsets, (uint64_t)l->num_parts * l->schema->num_types + 1))) != 0) {
 		json_decref(doc);
 		return NULL;
@@ -337,15 +339,27 @@ static json_t *features_json(const struct gnn_minibatch *mb)
 	json_t *rows = json_array();
 
 	for (uint32_t i = 0; rows != NULL && i < n; i++) {
-		uint32_t t = mb->src_types[i], d = mb->feat_dims[t];
-		json_t *row = json_array();
+		uint32_t t = mb->src_types[i];
 
-		for (uint32_t k = 0; row != NULL && mb->feat[t] != NULL && k < d; k++)
-			json_array_append_new(row, json_real(mb->feat[t][(size_t)at[t] * d + k]));
+		json_array_append_new(rows, mb->feat[t] != NULL ? cli_feat_row(mb->feat[t], mb->feat_dtype, at[t], mb->feat_dims[t])
+								: json_array());
 		at[t]++;
-		json_array_append_new(rows, row);
 	}
 	return rows;
+}
+
+json_t *cli_feat_row(const void *rows, uint32_t dtype, size_t i, uint32_t dim)
+{
+	size_t elem = gnn_dtype_size(dtype);
+	json_t *row = json_array();
+
+	for (uint32_t k = 0; row != NULL && k < dim; k++) {
+		float x;
+
+		gnn_feat_to_f32((const char *)rows + (i * dim + k) * elem, dtype, 1, &x);
+		json_array_append_new(row, json_real(x));
+	}
+	return row;
 }
 
 json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb,

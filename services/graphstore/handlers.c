@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "log.h"
 #include "sample.h"
@@ -223,8 +224,8 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 	if (!check_owned(s, h, req.ids, req.n, out, &rc) ||
 	    (h->type == GNN_MSG_FEAT_REQ && !check_feat_type(s, h, req.ids, req.n, &dim, out, &rc)))
 		goto out_release;
-	elem = h->type == GNN_MSG_FEAT_REQ ? dim * sizeof(float) : h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
-	if (8 + (uint64_t)req.n * elem + 8 > MAX_REPLY) {
+	elem = h->type == GNN_MSG_FEAT_REQ ? dim * gnn_dtype_size(pt->feat_dtype) : h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
+	if (16 + (uint64_t)req.n * elem + 8 > MAX_REPLY) {
 		rc = reply_error(out, h->req_id, GNN_ERANGE,
 				 "reply would hold %u rows of %zu bytes, over the %u-byte message limit: send fewer nodes per request",
 				 req.n, elem, MAX_REPLY);
@@ -233,14 +234,15 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 	if (h->type == GNN_MSG_FEAT_REQ) {
 		/* gathered straight into the reply: the rows are most of what a
 		 * store sends */
-		float *dst;
+		uint8_t *dst;
 
-		if ((rc = gnn_encode_feat_resp_in_place(out, h->req_id, req.n, dim, &dst)) != GNN_OK)
+		if ((rc = gnn_encode_feat_resp_in_place(out, h->req_id, pt->feat_dtype, req.n, dim, (void **)&dst)) !=
+		    GNN_OK)
 			goto out_release;
 		for (uint32_t i = 0; i < req.n; i++) {
 			uint32_t d;
 
-			memcpy(dst + (size_t)i * dim, gnn_part_feat_row(pt, req.ids[i], &d), elem);
+			memcpy(dst + (size_t)i * elem, gnn_part_feat_row(pt, req.ids[i], &d), elem);
 		}
 		gnn_counter_add(s->feature_rows, req.n);
 		goto out_release;

@@ -116,10 +116,10 @@ static int wait_and_load(void *ctx, int http_port)
 	rss_growth = gnn_rss_bytes() > rss_before ? gnn_rss_bytes() - rss_before : 0;
 	/* The partition is served from the mapping itself: resident memory
 	 * grows by about the files' size (page cache), never by a copy. */
-	GNN_INFO("loaded", "part=%d nodes=%lld node_range=[%lld,%lld) edges=%lld types=%u relations=%u feat_dim=%u graph_id=%016llx partition_bytes=%llu rss_bytes=%llu rss_growth_bytes=%llu growth_over_partition=%.2f seconds=%.2f",
+	GNN_INFO("loaded", "part=%d nodes=%lld node_range=[%lld,%lld) edges=%lld types=%u relations=%u feat_dim=%u feat_dtype=%s graph_id=%016llx partition_bytes=%llu rss_bytes=%llu rss_growth_bytes=%llu growth_over_partition=%.2f seconds=%.2f",
 		 st->part.id, (long long)st->part.num_nodes, (long long)st->part.node_start,
 		 (long long)st->part.node_end, (long long)st->part.num_edges, st->part.num_types, st->part.num_rels,
-		 st->meta.layout.feat_dim,
+		 st->meta.layout.feat_dim, gnn_dtype_name(st->meta.layout.feat_dtype),
 		 (unsigned long long)st->meta.layout.graph_id, (unsigned long long)st->mapped_bytes,
 		 (unsigned long long)gnn_rss_bytes(), (unsigned long long)rss_growth,
 		 (double)rss_growth / (double)st->mapped_bytes, st->load_seconds);

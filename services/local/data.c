@@ -26,6 +26,11 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 		snprintf(why, size, "it has %d parts, %d asked for", (int)m->layout.num_parts, r->parts);
 		return false;
 	}
+	if (strcmp(gnn_dtype_name(m->layout.feat_dtype), r->cfg->feature_dtype) != 0) {
+		snprintf(why, size, "its features are %s, %s asked for", gnn_dtype_name(m->layout.feat_dtype),
+			 r->cfg->feature_dtype);
+		return false;
+	}
 	if (r->cfg->synthetic != NULL) {
 		if (kind == NULL || strcmp(kind, "synthetic") != 0 || preset == NULL ||
 		    strcmp(preset, r->cfg->synthetic) != 0) {
@@ -69,6 +74,7 @@ static int run_partitioner(struct loc_run *r)
 		rc = loc_argv_add(&a, "--split=%s", cfg->split);
 	/* --force: WORKDIR/partition is gnn-local's own, and a stale one must go. */
 	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
+	    (rc = loc_argv_add(&a, "--feature-dtype=%s", cfg->feature_dtype)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK)
 		goto out;
 	if ((rc = loc_proc_start(&r->procs, "partition", LOC_ROLE_PARTITION, &a, &p)) != GNN_OK)

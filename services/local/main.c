@@ -32,6 +32,8 @@ static const struct gnn_opt options[] = {
 	  "instead: the built-in synthetic graph of this preset (mag*: ogbn-mag's schema, docs/synthetic.md)" },
 	{ "no-features", GNN_OPT_BOOL, &cfg.no_features, NULL, 0, 0, NULL,
 	  "with --synthetic: nodes without features (gnn-partition --no-features; learn them with --embed-dim)" },
+	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, NULL, 0, 0, "f32|f16",
+	  "feature rows stored and sent as (gnn-partition --feature-dtype; default f32; not with --partition-dir)" },
 	{ "partition-dir", GNN_OPT_STR, &cfg.partition_dir, NULL, 0, 0, NULL,
 	  "instead: an existing gnn-partition output to serve (not partitioned again)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, NULL, 1, 1024, NULL,

@@ -22,7 +22,7 @@
 /* Options (main.c's table). Model options left unset (-1, NULL) are not
  * passed, so the trainer's own defaults apply. */
 struct loc_config {
-	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir;
+	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir, *feature_dtype;
 	int64_t parts, samplers, trainers;
 	int64_t epochs, batch_size, layers, hidden, eval_batch_size, val_nodes, test_nodes, seed, prefetch, threads;
 	int64_t num_bases, embed_dim;

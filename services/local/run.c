@@ -41,6 +41,13 @@ int loc_config_check(struct loc_config *cfg)
 			  cfg->split);
 		return GNN_EINVAL;
 	}
+	if (cfg->feature_dtype != NULL && cfg->partition_dir != NULL) {
+		GNN_ERROR("bad_config", "option=--feature-dtype value=%s reason=\"--partition-dir's output has its own "
+			  "(gnn-partition --feature-dtype made it)\"", cfg->feature_dtype);
+		return GNN_EINVAL;
+	}
+	if (cfg->feature_dtype == NULL)
+		cfg->feature_dtype = "f32";
 	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, &cfg->fanout) != GNN_OK)
 		return GNN_EINVAL;
 	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != cfg->fanout.n) {

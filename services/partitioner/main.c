@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "graph.h"
 #include "import.h"
@@ -29,7 +30,7 @@
 #define EXIT_USAGE 2
 
 struct config {
-	const char *input, *split, *synthetic, *out, *method;
+	const char *input, *split, *synthetic, *out, *method, *feature_dtype;
 	bool keep_directed, force, no_features;
 	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges;
 };
@@ -59,6 +60,8 @@ static const struct gnn_opt options[] = {
 	  "(gnn-trainer --embed-dim)" },
 	{ "classes", GNN_OPT_INT, &cfg.classes, "0", 0, 65536, NULL,
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
+	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, "f32", 0, 0, "f32|f16",
+	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
 	{ "method", GNN_OPT_STR, &cfg.method, "metis", 0, 0, "metis|random", "partitioning method" },
 	{ "metis-max-edges", GNN_OPT_INT, &cfg.metis_max_edges, "33554432", 1000, INT32_MAX, NULL,
@@ -268,6 +271,7 @@ static void meta_graph(json_t *meta, const struct graph *g, const struct partiti
 
 	json_object_update(meta, fields);
 	json_decref(fields);
+	json_object_set_new(meta, "feature_dtype", json_string(cfg.feature_dtype));
 	fields = gnn_schema_json(&g->schema);  /* node_types, relations, label_type (format 2) */
 	json_object_update(meta, fields);
 	json_decref(fields);
@@ -393,7 +397,8 @@ int main(int argc, char **argv)
 		goto out_fail;
 	t_part = gnn_now() - t0 - t_load;
 	meta_graph(meta, &g, &pt);
-	if (gnn_stop_requested() || (rc = write_partitions(&g, &pt, tmp, meta)) != GNN_OK)
+	if (gnn_stop_requested() ||
+	    (rc = write_partitions(&g, &pt, gnn_dtype_parse(cfg.feature_dtype), tmp, meta)) != GNN_OK)
 		goto out_fail;
 	t_write = gnn_now() - t0 - t_load - t_part;
 
@@ -412,8 +417,8 @@ int main(int argc, char **argv)
 
 	graph_names(&g.schema, false, types, sizeof(types));
 	graph_names(&g.schema, true, rels, sizeof(rels));
-	GNN_INFO("done", "out=%s nodes=%lld edges=%lld types=%s relations=%s parts=%lld method=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
-		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, types, rels, (long long)cfg.parts, cfg.method,
+	GNN_INFO("done", "out=%s nodes=%lld edges=%lld types=%s relations=%s parts=%lld method=%s feature_dtype=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
+		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, types, rels, (long long)cfg.parts, cfg.method, cfg.feature_dtype,
 		 json_real_value(json_object_get(meta, "edge_cut_ratio")),
 		 json_real_value(json_object_get(json_object_get(meta, "balance"), "train")),
 		 (double)gnn_peak_rss_bytes() / 1048576.0,

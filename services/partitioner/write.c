@@ -128,10 +128,11 @@ out:
 	return rc;
 }
 
-/* Type t's feature rows of partition p into feat-<type>.arr, its entry
- * (JSON null for a type without features) into *entry. */
+/* Type t's feature rows of partition p into feat-<type>.arr as dt (f16:
+ * each chunk rounded into half), its entry (JSON null for a type without
+ * features) into *entry. */
 static int write_type_features(const struct graph *g, const struct partition *pt, int32_t p, uint32_t t,
-			       const char *pdir, json_t **entry)
+			       enum gnn_dtype dt, const char *pdir, json_t **entry)
 {
 	const int64_t *to = pt->type_offsets + (size_t)p * pt->num_types;
 	int64_t start = to[t], end = to[t + 1], dim = g->schema.types[t].feat_dim;
@@ -140,6 +141,7 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 	struct gnn_arr_info info;
 	char path[4096], name[GNN_NAME_MAX + 16];
 	float *buf = NULL;
+	uint16_t *half = NULL;
 	int rc = GNN_ENOMEM;
 
 	*entry = NULL;
@@ -148,10 +150,11 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 		return GNN_OK;
 	}
 	snprintf(name, sizeof(name), "feat-%s.arr", g->schema.types[t].name);
-	if ((buf = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*buf))) == NULL)
+	if ((buf = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*buf))) == NULL ||
+	    (dt == GNN_DT_F16 && (half = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*half))) == NULL))
 		goto out;
 	if ((rc = join(path, sizeof(path), pdir, name)) != GNN_OK ||
-	    (rc = gnn_arr_writer_open(path, GNN_DT_F32, (uint64_t)dim, &w)) != GNN_OK)
+	    (rc = gnn_arr_writer_open(path, dt, (uint64_t)dim, &w)) != GNN_OK)
 		goto out;
 	for (int64_t i = start; i < end; i += rows_per_chunk) {
 		int64_t rows = end - i < rows_per_chunk ? end - i : rows_per_chunk;
@@ -161,7 +164,9 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 			if (rc != GNN_OK)
 				goto out;
 		}
-		if ((rc = gnn_arr_writer_append(w, buf, (uint64_t)rows)) != GNN_OK)
+		if (half != NULL)
+			gnn_f32_to_f16(buf, (size_t)rows * (size_t)dim, half);
+		if ((rc = gnn_arr_writer_append(w, half != NULL ? (void *)half : buf, (uint64_t)rows)) != GNN_OK)
 			goto out;
 		if (gnn_stop_requested()) {
 			rc = GNN_ECLOSED;
@@ -175,18 +180,19 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 out:
 	gnn_arr_writer_abort(w);
 	free(buf);
+	free(half);
 	return rc;
 }
 
 /* files.feat: one entry per node type, in type order. */
-static int write_features(const struct graph *g, const struct partition *pt, int32_t p, const char *pdir,
-			  json_t *files)
+static int write_features(const struct graph *g, const struct partition *pt, int32_t p, enum gnn_dtype dt,
+			  const char *pdir, json_t *files)
 {
 	json_t *feat = json_array(), *entry;
 	int rc = GNN_OK;
 
 	for (uint32_t t = 0; feat != NULL && rc == GNN_OK && t < pt->num_types; t++)
-		if ((rc = write_type_features(g, pt, p, t, pdir, &entry)) == GNN_OK &&
+		if ((rc = write_type_features(g, pt, p, t, dt, pdir, &entry)) == GNN_OK &&
 		    json_array_append_new(feat, entry) != 0)
 			rc = GNN_ENOMEM;
 	if (feat == NULL)
@@ -329,7 +335,8 @@ static json_t *part_json(const struct graph *g, const struct partition *pt, int3
 			 "num_test", (json_int_t)pc->split[GNN_SPLIT_TEST], "files", files);
 }
 
-int write_partitions(const struct graph *g, const struct partition *pt, const char *dir, json_t *meta)
+int write_partitions(const struct graph *g, const struct partition *pt, enum gnn_dtype feat_dtype, const char *dir,
+		     json_t *meta)
 {
 	struct part_counts *pc = calloc((size_t)pt->num_parts, sizeof(*pc));
 	json_t *parts = json_array();
@@ -358,7 +365,7 @@ int write_partitions(const struct graph *g, const struct partition *pt, const ch
 		}
 		pc[p].nodes = pt->offsets[p + 1] - pt->offsets[p];
 		if ((rc = write_csr(g, pt, p, pdir, files, &pc[p])) != GNN_OK ||
-		    (rc = write_features(g, pt, p, pdir, files)) != GNN_OK ||
+		    (rc = write_features(g, pt, p, feat_dtype, pdir, files)) != GNN_OK ||
 		    (rc = write_node_data(g, pt, p, pdir, files, &pc[p])) != GNN_OK) {
 			json_decref(files);
 			goto out;

@@ -6,7 +6,7 @@
  *   DIR/part-<p>/indptr.arr        i64 [n_p R + 1]: row i R + r: local node i's in-neighbours
  *                                  under relation r
  *   DIR/part-<p>/indices.arr       i64 [m_p]: in-neighbours as new global IDs, ascending per row
- *   DIR/part-<p>/feat-<type>.arr   f32 [n_pt x the type's feat_dim], for each type with features
+ *   DIR/part-<p>/feat-<type>.arr   f32 or f16 [n_pt x the type's feat_dim], for each type with features
  *   DIR/part-<p>/label.arr         i32 [n_p] (-1 = unlabeled, and on every other type than the label type)
  *   DIR/part-<p>/split.arr         u8  [n_p]: 0 none, 1 train, 2 valid, 3 test
  *
@@ -17,11 +17,14 @@
 
 #include <jansson.h>
 
+#include "dtype.h"
 #include "graph.h"
 #include "partition.h"
 
-/* Writes the arrays into dir (which exists and is empty) and adds to meta
- * (borrowed) the keys "node_map", "parts" and "balance". */
-int write_partitions(const struct graph *g, const struct partition *pt, const char *dir, json_t *meta);
+/* Writes the arrays into dir (which exists and is empty), feature rows as
+ * feat_dtype (F32 or F16), and adds to meta (borrowed) the keys
+ * "node_map", "parts" and "balance". */
+int write_partitions(const struct graph *g, const struct partition *pt, enum gnn_dtype feat_dtype, const char *dir,
+		     json_t *meta);
 
 #endif

@@ -388,13 +388,14 @@ out:
 }
 
 /* The feature rows of ids[0 .. n), all of type t, into feat (row i for
- * ids[i]): FEAT calls of about GNN_FEAT_CALL_BYTES each. */
-static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n, float *feat)
+ * ids[i]; the layout's dtype, as the stores send them): FEAT calls of
+ * about GNN_FEAT_CALL_BYTES each. */
+static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n, void *feat)
 {
 	uint32_t dim = j->l->schema->types[t].feat_dim;
-	size_t row = (size_t)dim * sizeof(float);
+	size_t row = (size_t)dim * gnn_dtype_size(j->l->feat_dtype);
 	uint64_t per_call = GNN_FEAT_CALL_BYTES / row;
-	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim };
+	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim, .feat_dtype = j->l->feat_dtype };
 	struct groups g = { 0 };
 	int rc;
 
@@ -420,7 +421,7 @@ out:
 
 /* The feature rows of mb's input nodes (blocks[0]'s sources), type by
  * type, into rows[t] (type t's sources in source order). */
-static int gather_features(struct job *j, const struct gnn_minibatch *mb, float *const *rows)
+static int gather_features(struct job *j, const struct gnn_minibatch *mb, void *const *rows)
 {
 	const struct gnn_block *b0 = &mb->blocks[0];
 	uint32_t T = mb->num_types, start[GNN_PROTO_MAX_TYPES + 1] = { 0 };
@@ -527,6 +528,7 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 	for (uint32_t t = 0; t < sc->num_types; t++)
 		m->mb.feat_dims[t] = sc->types[t].feat_dim;
 	m->mb.num_seeds = req->num_seeds;
+	m->mb.feat_dtype = (req->flags & GNN_MB_FEATURES) ? j->l->feat_dtype : 0;
 	if ((req->flags & GNN_MB_LABELS) &&
 	    (m->labels = malloc((size_t)req->num_seeds * sizeof(*m->labels))) == NULL)
 		return fail(j, GNN_ENOMEM, "out of memory");
@@ -560,7 +562,8 @@ static int check_feature_bytes(struct job *j, struct smp_minibatch *m)
 	uint64_t bytes = 0;
 
 	for (uint32_t t = 0; t < m->mb.num_types; t++)
-		bytes += gnn_minibatch_resp_section_bytes((uint64_t)m->mb.type_rows[t] * m->mb.feat_dims[t] * sizeof(float));
+		bytes += gnn_minibatch_resp_section_bytes((uint64_t)m->mb.type_rows[t] * m->mb.feat_dims[t] *
+							  gnn_dtype_size(m->mb.feat_dtype));
 	if (m->wire_bytes + bytes > GNN_PROTO_MAX_MSG_BYTES)
 		return fail(j, GNN_ERANGE, "%" PRIu32 " input nodes' features (%" PRIu64 " bytes) exceed the %u-byte "
 			    "message limit: use smaller fanouts or batches", m->mb.blocks[0].num_src, bytes,
@@ -601,7 +604,7 @@ static void job_end(struct job *j)
 static int alloc_features(struct job *j, struct smp_minibatch *m)
 {
 	for (uint32_t t = 0; t < m->mb.num_types; t++) {
-		size_t bytes = (size_t)m->mb.type_rows[t] * m->mb.feat_dims[t] * sizeof(float);
+		size_t bytes = (size_t)m->mb.type_rows[t] * m->mb.feat_dims[t] * gnn_dtype_size(m->mb.feat_dtype);
 
 		if (bytes == 0)
 			continue;
@@ -644,7 +647,7 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 {
 	struct smp_minibatch m = { 0 };
 	struct gnn_mb_writer mw;
-	float *rows[GNN_PROTO_MAX_TYPES];
+	void *rows[GNN_PROTO_MAX_TYPES];
 	size_t start = w->len;
 	struct job j;
 	int rc;

@@ -43,6 +43,7 @@ struct smp_call {
 	uint64_t seed;            /* SAMPLE: the layer's seed */
 	const int32_t *fanouts;   /* SAMPLE: [num_rels] the layer's, borrowed; not all 0 */
 	uint32_t feat_dim;        /* FEAT: the width of the rows (ids are of one type) */
+	uint32_t feat_dtype;      /* FEAT: their elements' (the layout's: F32 or F16) */
 	uint32_t node_type;       /* LOOKUP: ids are original IDs of nodes of this type */
 	uint32_t first;           /* the core's bookkeeping: where ids start in its list */
 	uint8_t split;            /* NODES (n = 0, ids unused): the partition's nodes of */
@@ -54,7 +55,7 @@ struct smp_call {
 	const uint32_t *counts;   /* SAMPLE: [n * num_rels] neighbours per node and relation */
 	const int64_t *nbrs;      /* SAMPLE: [total] global IDs, node after node, relation after relation */
 	uint64_t total;           /* SAMPLE: sum of counts */
-	const float *rows;        /* FEAT: [n * feat_dim] */
+	const void *rows;         /* FEAT: [n * feat_dim] of feat_dtype */
 	const int32_t *labels;    /* LABEL: [n] */
 	const int64_t *found;     /* NODES: [num_found] node IDs (num_found <= limit);
 				   * LOOKUP: [n] global IDs, -1 where the store has none */
@@ -107,7 +108,7 @@ struct smp_minibatch {
 	int32_t *indptr[GNN_PROTO_MAX_LAYERS];
 	int32_t *indices[GNN_PROTO_MAX_LAYERS];
 	uint8_t *src_types;
-	float *feat[GNN_PROTO_MAX_TYPES];
+	void *feat[GNN_PROTO_MAX_TYPES];
 	int32_t *labels;
 	uint64_t sampled_edges;   /* edges of all blocks */
 	uint64_t feature_bytes;   /* bytes of feat */

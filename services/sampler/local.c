@@ -174,19 +174,20 @@ static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *
 static int local_feat(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
 {
 	uint32_t dim = c->feat_dim, d;
-	float *rows = malloc((size_t)c->n * dim * sizeof(float) + 1);
-	const float *src;
+	size_t row = (size_t)dim * gnn_dtype_size(pt->feat_dtype);
+	uint8_t *rows = malloc((size_t)c->n * row + 1);
+	const void *src;
 
 	if (rows == NULL)
 		return GNN_ENOMEM;
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end ||
-		    (src = gnn_part_feat_row(pt, c->ids[i], &d)) == NULL || d != dim) {
+		    (src = gnn_part_feat_row(pt, c->ids[i], &d)) == NULL || d != dim || pt->feat_dtype != c->feat_dtype) {
 			*bad = c->ids[i];
 			free(rows);
 			return GNN_ERANGE;
 		}
-		memcpy(rows + (size_t)i * dim, src, (size_t)dim * sizeof(float));
+		memcpy(rows + (size_t)i * row, src, row);
 	}
 	c->rows = rows;
 	c->keep = rows;

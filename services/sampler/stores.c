@@ -12,6 +12,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "dtype.h"
 #include "client.h"
 #include "err.h"
 #include "http.h"
@@ -385,8 +386,9 @@ static int check_layout(struct smp_stores *s)
 			field = "num_parts";
 		else if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
 			field = "num_nodes/num_edges";
-		else if (il->feat_dim != rl->feat_dim || il->num_classes != rl->num_classes)
-			field = "feat_dim/num_classes";
+		else if (il->feat_dim != rl->feat_dim || il->feat_dtype != rl->feat_dtype ||
+			 il->num_classes != rl->num_classes)
+			field = "feat_dim/feat_dtype/num_classes";
 		else if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
 			field = "node_offsets";
 		else if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
@@ -505,8 +507,9 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 			break;
 	}
 	atomic_store(&s->connected, true);
-	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " classes=%" PRIu32
-		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, s->layout.num_classes,
+	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
+		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
+		 s->layout.num_classes,
 		 gnn_now() - t0);
 out:
 	free(res);
@@ -788,7 +791,7 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 			return rc;
 		h->owned = r.owned;
 		c->rows = r.rows;
-		return r.n == c->n && r.dim == c->feat_dim ? GNN_OK : GNN_EPROTO;
+		return r.n == c->n && r.dim == c->feat_dim && r.dtype == c->feat_dtype ? GNN_OK : GNN_EPROTO;
 	}
 	if (c->op == SMP_OP_PREDICT) {
 		if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
@@ -913,7 +916,7 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 		return (double)c->n * per_node;
 	}
 	case SMP_OP_FEAT:
-		return (double)c->n * c->feat_dim * sizeof(float);
+		return (double)c->n * c->feat_dim * gnn_dtype_size(c->feat_dtype);
 	case SMP_OP_LABEL:
 		return (double)c->n * sizeof(int32_t);
 	case SMP_OP_NODES:

@@ -77,6 +77,7 @@ struct bench_mb {
 	int64_t *ids[GNN_PROTO_MAX_LAYERS + 1];  /* ids[l]: block l's src IDs; ids[L]: the seeds */
 	int32_t *indptr[GNN_PROTO_MAX_LAYERS], *indices[GNN_PROTO_MAX_LAYERS];
 	float *feat;
+	float *wide[GNN_PROTO_MAX_TYPES];  /* --sampler: its f16 rows as f32 */
 	uint8_t *types;   /* all 0: one node type */
 	int32_t *labels;
 	nng_msg *reply;   /* --sampler: mb points into it */
@@ -92,6 +93,8 @@ static void bench_mb_free(struct bench_mb *b)
 		free(b->indices[l]);
 	}
 	free(b->feat);
+	for (int t = 0; t < GNN_PROTO_MAX_TYPES; t++)
+		free(b->wide[t]);
 	free(b->types);
 	free(b->labels);
 	gnn_proto_release(b->owned);
@@ -213,6 +216,7 @@ static int make_rows(struct bench_mb *b, uint32_t L, uint64_t key)
 	b->mb.num_seeds = (uint32_t)bc.batch;
 	b->mb.src_types = b->types;
 	b->mb.feat[0] = b->feat;
+	b->mb.feat_dtype = GNN_DT_F32;
 	gnn_minibatch_count_types(&b->mb);
 	b->mb.labels = b->labels;
 	return GNN_OK;
@@ -605,6 +609,7 @@ static int fetch_minibatch(struct bench_mb *b, struct gnn_layout *layout, uint32
 	    (rc = gnn_decode_minibatch_resp(payload, len, &b->mb)) != GNN_OK)
 		goto out;
 	b->owned = b->mb.owned;
+	rc = gnn_minibatch_widen(&b->mb, b->wide);
 out:
 	if (reply != NULL)
 		nng_msg_free(reply);

@@ -602,6 +602,7 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 		}
 		mb->feat[t] = e->m[t].rows;
 		mb->feat_dims[t] = w;
+		mb->feat_dtype = GNN_DT_F32;
 		rows += n;
 		bytes += (double)n * e->dim[t] * 4;
 	}
@@ -707,6 +708,6 @@ const float *tr_emb_best_row(const struct tr_emb *e, uint32_t t, int64_t gid)
 void tr_emb_input_row(const struct tr_emb *e, uint32_t t, int64_t gid, const float *feat, float *out)
 {
 	if (feat != NULL && !e->o.replace)
-		memcpy(out, feat, (e->width[t] - e->dim[t]) * sizeof(float));
+		memmove(out, feat, (e->width[t] - e->dim[t]) * sizeof(float));
 	memcpy(out + e->col[t], tr_emb_best_row(e, t, gid), e->dim[t] * sizeof(float));
 }

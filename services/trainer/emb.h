@@ -107,7 +107,7 @@ int tr_emb_map_best(struct tr_emb *e, const char *cdir);
 /* After tr_emb_map_best: the input row the model reads for node gid of
  * embedded type t (tr_emb_model_schema's width of it into out): feat (its
  * features, NULL for a type without them) then the best embedding row, or
- * that row alone (replace). Any thread. */
+ * that row alone (replace). feat may be out itself. Any thread. */
 void tr_emb_input_row(const struct tr_emb *e, uint32_t t, int64_t gid, const float *feat, float *out);
 /* After tr_emb_map_best: node gid's best embedding row (t's dim floats,
  * mapped: valid until tr_emb_close). */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "client.h"
 #include "err.h"
 #include "hash.h"
@@ -37,6 +38,8 @@ struct tr_feats {
 	const struct gnn_layout *g;
 	uint32_t T, P;
 	uint32_t dim[GNN_MAX_TYPES];
+	enum gnn_dtype dtype;          /* the stores' rows' (the graph's), and the cache's */
+	size_t elem;                   /* its bytes per element */
 	struct store *st;              /* [P] */
 	struct range *ranges;          /* [nranges] */
 	size_t nranges;
@@ -44,7 +47,7 @@ struct tr_feats {
 	uint16_t *counts;              /* [num_nodes] while presampling: minibatches reading each node */
 	uint32_t counted;
 	int32_t *slot;                 /* [num_nodes]: the node's row in its type's cache, -1: none */
-	float *rows[GNN_MAX_TYPES];
+	uint8_t *rows[GNN_MAX_TYPES];  /* the cached rows, of dtype: f16 rows cost half */
 	atomic_uint_fast64_t req_id;
 	struct gnn_counter *rows_from[SRC_COUNT], *store_bytes;
 	struct gnn_gauge *cache_rows, *cache_bytes;
@@ -59,12 +62,14 @@ struct range {
 };
 
 /* One FEAT call: n rows of type t from store p, row i into dst + pos[i]
- * rows (pos NULL: row i). */
+ * rows (pos NULL: row i) of dst_dtype: the stores' dtype (the cache) or
+ * F32 (a minibatch, converted on the way). */
 struct fcall {
 	uint32_t p, t, n;
 	const int64_t *ids;
 	const uint32_t *pos;
-	float *dst;
+	uint8_t *dst;
+	enum gnn_dtype dst_dtype;
 };
 
 /* ---- set-up ---- */
@@ -110,6 +115,8 @@ int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, str
 	f->g = g;
 	f->T = g->schema->num_types;
 	f->P = g->num_parts;
+	f->dtype = g->feat_dtype;
+	f->elem = gnn_dtype_size(f->dtype);
 	for (uint32_t t = 0; t < f->T; t++)
 		f->dim[t] = g->schema->types[t].feat_dim;
 	atomic_init(&f->req_id, gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull);
@@ -212,9 +219,10 @@ out:
 /* Splits n rows of type t from store p (ids, pos as in struct fcall) into
  * calls of about GNN_FEAT_CALL_BYTES, appended to *fc (*nfc of *cap). */
 static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *ids, const uint32_t *pos,
-		     float *dst, uint64_t n, struct fcall **fc, size_t *nfc, size_t *cap)
+		     void *dst, enum gnn_dtype dst_dtype, uint64_t n, struct fcall **fc, size_t *nfc, size_t *cap)
 {
-	uint64_t per = GNN_FEAT_CALL_BYTES / ((uint64_t)f->dim[t] * sizeof(float));
+	uint64_t per = GNN_FEAT_CALL_BYTES / ((uint64_t)f->dim[t] * f->elem);
+	size_t out_row = (size_t)f->dim[t] * gnn_dtype_size(dst_dtype);
 
 	if (per == 0)
 		per = 1;
@@ -232,7 +240,8 @@ static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *
 		}
 		(*fc)[(*nfc)++] = (struct fcall){ .p = p, .t = t, .n = (uint32_t)(n - i < per ? n - i : per),
 						  .ids = ids + i, .pos = pos != NULL ? pos + i : NULL,
-						  .dst = pos != NULL ? dst : dst + i * f->dim[t] };
+						  .dst = (uint8_t *)dst + (pos != NULL ? 0 : i * out_row),
+						  .dst_dtype = dst_dtype };
 	}
 	return GNN_OK;
 }
@@ -242,20 +251,21 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 {
 	struct gnn_feat_resp r;
 	const void *pl;
-	size_t len, d = f->dim[k->t];
+	size_t len, d = f->dim[k->t], in_row = d * f->elem, out_row = d * gnn_dtype_size(k->dst_dtype);
 	int rc;
 
 	if ((rc = gnn_reply_payload(reply, GNN_MSG_FEAT_RESP, &pl, &len)) != GNN_OK ||
-	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d) {
+	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d || r.dtype != f->dtype) {
 		snprintf(err, err_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
-			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape");
+			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape or dtype");
 		return rc != GNN_OK ? rc : GNN_EPROTO;
 	}
-	if (k->pos == NULL)
-		memcpy(k->dst, r.rows, (size_t)k->n * d * sizeof(float));
-	else
+	if (k->pos == NULL && k->dst_dtype == f->dtype)   /* the cache's fill, or f32 rows in order */
+		memcpy(k->dst, r.rows, (size_t)k->n * in_row);
+	else   /* a minibatch's rows: f32, in their places */
 		for (uint32_t i = 0; i < k->n; i++)
-			memcpy(k->dst + (size_t)k->pos[i] * d, r.rows + (size_t)i * d, d * sizeof(float));
+			gnn_feat_to_f32((const uint8_t *)r.rows + i * in_row, f->dtype, d,
+					(float *)(void *)(k->dst + (size_t)(k->pos != NULL ? k->pos[i] : i) * out_row));
 	gnn_proto_release(r.owned);
 	gnn_counter_add(f->store_bytes, (double)len);
 	return GNN_OK;
@@ -369,7 +379,7 @@ int tr_feats_count(struct tr_feats *f, const struct gnn_minibatch *mb)
  * its bytes (a byte budget). */
 static uint64_t cost(const struct tr_feats *f, uint32_t t)
 {
-	return f->o.cache_bytes > 0 ? (uint64_t)f->dim[t] * sizeof(float) : 1;
+	return f->o.cache_bytes > 0 ? (uint64_t)f->dim[t] * f->elem : 1;
 }
 
 /* The hotness below which nothing is cached (*cut), and how much of the
@@ -455,9 +465,9 @@ static int fetch_chosen(struct tr_feats *f, const uint64_t nrows[], uint64_t tot
 		goto out;
 	for (uint32_t t = 0; t < f->T; t++)
 		if (nrows[t] > 0) {
-			if ((f->rows[t] = malloc(nrows[t] * f->dim[t] * sizeof(float))) == NULL)
+			if ((f->rows[t] = malloc(nrows[t] * f->dim[t] * f->elem)) == NULL)
 				goto out;
-			*bytes += nrows[t] * f->dim[t] * sizeof(float);
+			*bytes += nrows[t] * f->dim[t] * f->elem;
 		}
 	for (size_t i = 0; i < f->nranges; i++) {
 		const struct range *r = &f->ranges[i];
@@ -467,7 +477,8 @@ static int fetch_chosen(struct tr_feats *f, const uint64_t nrows[], uint64_t tot
 			if (f->slot[v] >= 0)
 				ids[at++] = v;
 		if (at > first &&
-		    (rc = add_calls(f, r->p, r->t, ids + first, NULL, f->rows[r->t] + (size_t)f->slot[ids[first]] * f->dim[r->t],
+		    (rc = add_calls(f, r->p, r->t, ids + first, NULL,
+				    f->rows[r->t] + (size_t)f->slot[ids[first]] * f->dim[r->t] * f->elem, f->dtype,
 				    at - first, &fc, &nfc, &cap)) != GNN_OK)
 			goto out;
 	}
@@ -551,7 +562,7 @@ static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *ro
 		}
 		k = k_t[t]++;
 		if (f->slot != NULL && f->slot[id] >= 0) {
-			memcpy(rows[t] + (size_t)k * d, f->rows[t] + (size_t)f->slot[id] * d, d * sizeof(float));
+			gnn_feat_to_f32(f->rows[t] + (size_t)f->slot[id] * d * f->elem, f->dtype, d, rows[t] + (size_t)k * d);
 			m->cached++;
 			continue;
 		}
@@ -617,12 +628,13 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 	}
 	for (uint32_t g = 0; g < f->T * f->P && rc == GNN_OK; g++)
 		if (m.gs[g + 1] > m.gs[g])
-			rc = add_calls(f, g % f->P, g / f->P, m.mid + m.gs[g], m.mpos + m.gs[g], rows[g / f->P],
+			rc = add_calls(f, g % f->P, g / f->P, m.mid + m.gs[g], m.mpos + m.gs[g], rows[g / f->P], GNN_DT_F32,
 				       m.gs[g + 1] - m.gs[g], &fc, &nfc, &cap);
 	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, err, err_len)) == GNN_OK) {
 		for (uint32_t t = 0; t < f->T; t++)
 			mb->feat[t] = rows[t];
 		mb->flags |= GNN_MB_FEATURES;
+		mb->feat_dtype = GNN_DT_F32;
 		gnn_counter_add(f->rows_from[SRC_CACHE], (double)m.cached);
 		gnn_counter_add(f->rows_from[SRC_STORE], (double)m.missed);
 	}

@@ -264,8 +264,19 @@ static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t widt
 
 	if (l == 0) {
 		int32_t t = gnn_layout_locate(g, gid, &q, NULL);
+		const void *row = gnn_part_feat_row(&in->parts[q], gid, &dim);
+		const float *feat = row;
 
-		const float *feat = gnn_part_feat_row(&in->parts[q], gid, &dim);
+		/* f16 rows widened in place (what follows reads feat first and
+		 * zeroes the row's tail); a row wider than dst is one the model
+		 * does not read (embeddings that replace the features) */
+		if (row != NULL && g->feat_dtype == GNN_DT_F16) {
+			feat = NULL;
+			if (dim <= width) {
+				gnn_f16_to_f32(row, dim, dst);
+				feat = dst;
+			}
+		}
 
 		if (in->emb != NULL && tr_emb_dim(in->emb, (uint32_t)t) > 0) {
 			uint32_t w = in->mschema.types[t].feat_dim;

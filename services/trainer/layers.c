@@ -265,7 +265,7 @@ void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float 
 		memcpy(out, s->params + s->vec_off + (size_t)s->vec[t] * s->D, s->D * sizeof(float));
 		return;
 	}
-	memcpy(out, feat, s->feat_dim[t] * sizeof(float));
+	memmove(out, feat, s->feat_dim[t] * sizeof(float));   /* feat may be out (infer's widened row) */
 	memset(out + s->feat_dim[t], 0, (s->D - s->feat_dim[t]) * sizeof(float));
 }
 
@@ -288,7 +288,7 @@ static void input_rows_part(void *arg, size_t lo, size_t hi)
 
 	for (size_t i = lo; i < hi; i++) {
 		uint32_t t = s->T > 1 ? c->mb->src_types[i] : 0;
-		const float *f = s->vec[t] < 0 ? c->mb->feat[t] + (size_t)c->rank[i] * s->feat_dim[t] : NULL;
+		const float *f = s->vec[t] < 0 ? (const float *)c->mb->feat[t] + (size_t)c->rank[i] * s->feat_dim[t] : NULL;
 
 		tr_layers_input_row(s, t, f, c->out + i * s->D);
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
@@ -96,7 +97,7 @@ static void count_bytes(const struct tr_loader *l, const struct gnn_minibatch *m
 		v[TR_MB_IDS] += (double)mb->blocks[i].num_src * sizeof(int64_t);
 	v[TR_MB_IDS] += mb->blocks[0].num_src;   /* input types */
 	for (uint32_t t = 0; (mb->flags & GNN_MB_FEATURES) && t < mb->num_types; t++)
-		v[TR_MB_FEATURES] += (double)mb->type_rows[t] * mb->feat_dims[t] * sizeof(float);
+		v[TR_MB_FEATURES] += (double)mb->type_rows[t] * mb->feat_dims[t] * gnn_dtype_size(mb->feat_dtype);
 	if (mb->flags & GNN_MB_LABELS)
 		v[TR_MB_LABELS] = (double)mb->num_seeds * sizeof(int32_t);
 	v[TR_MB_BLOCKS] = (double)len - v[TR_MB_IDS] - v[TR_MB_FEATURES] - v[TR_MB_LABELS];
@@ -130,6 +131,11 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 		return;
 	}
 	count_bytes(l, &b->mb, nng_msg_len(b->reply));
+	if (!fill && (out->rc = gnn_minibatch_widen(&b->mb, b->rows)) != GNN_OK) {
+		snprintf(out->err, sizeof(out->err), "out of memory widening the feature rows");
+		tr_batch_free(b);
+		return;
+	}
 	if (fill && (out->rc = tr_feats_fill(l->o.feats, &b->mb, b->rows, out->err, sizeof(out->err))) != GNN_OK) {
 		if (out->rc != GNN_ECLOSED)
 			GNN_ERROR("features_failed", "what=%s step=%" PRIu64 " reason=\"%s\"", job->what, k, out->err);

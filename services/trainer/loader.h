@@ -36,7 +36,8 @@ struct tr_job {
 };
 
 /* A delivered minibatch: mb points into reply, and into rows when the
- * feature rows came from tr_feats. tr_batch_free frees them all. */
+ * feature rows came from tr_feats or were widened from f16. Its rows are
+ * f32. tr_batch_free frees them all. */
 struct tr_batch {
 	uint64_t step;
 	nng_msg *reply;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "kernels.h"
 #include "log.h"
@@ -246,6 +247,9 @@ static void check_types(const struct tr_model *m, const struct gnn_minibatch *mb
 		else if (mb->feat_dims[t] != m->feat_dims[t])
 			err_add(e, "type %" PRIu32 " has feature width %" PRIu32 ", the schema %" PRIu32, t,
 				mb->feat_dims[t], m->feat_dims[t]);
+		else if (mb->feat[t] != NULL && mb->feat_dtype != GNN_DT_F32)
+			err_add(e, "type %" PRIu32 "'s feature rows are %s, the model reads f32", t,
+				gnn_dtype_name(mb->feat_dtype));
 		else if (mb->feat_dims[t] == 0 || mb->type_rows[t] == 0 || mb->feat[t] != NULL)
 			continue;
 		else if (plain)

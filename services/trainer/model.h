@@ -166,7 +166,7 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
  * zero-padded to D, or, for a type without features (feat NULL), the
  * type's learned vector. What layer-wise inference gathers for layer 0.
  * GNN_EINVAL when t is not a type of the schema, or feat is NULL for a
- * type with features or not NULL for one without. */
+ * type with features or not NULL for one without. feat may be out itself. */
 int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
 
 /* After tr_model_train_step of a model made with input_grad: the

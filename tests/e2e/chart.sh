@@ -173,14 +173,17 @@ d0=$(flag_of data)
 d_timeouts=$(flag_of data --set sampler.timeoutMs=1000 --set trainer.epochs=3)
 d_parts=$(flag_of data --set partition.parts=3)
 d_seed=$(flag_of data --set partition.seed=2)
+d_f32=$(flag_of data --set partition.featureDtype=f32)
+d_f16=$(flag_of data --set partition.featureDtype=f16)
 c0=$(flag_of checkpoint-dir)
 c_cont=$(flag_of checkpoint-dir --set trainer.epochs=30 --set-json trainer.lr=0.01 --set trainer.batchSize=512 --set trainer.replicas=4 --set trainer.timeoutMs=5)
 c_model=$(flag_of checkpoint-dir --set trainer.hidden=128)
 c_layers=$(flag_of checkpoint-dir --set 'trainer.fanouts={10,5}')
 c_parts=$(flag_of checkpoint-dir --set partition.parts=3)
 c_named=$(flag_of checkpoint-dir --set trainer.runName=my-run)
-check folders_follow_settings "partition folder: same unless the partitioning changes; run folder: same unless graph, model or seed change ($d0 $d_parts $c0 $c_cont $c_model)" \
+check folders_follow_settings "partition folder: same unless the partitioning changes (f32 rows explicitly: the same; f16: another); run folder: same unless graph, model or seed change ($d0 $d_parts $d_f16 $c0 $c_cont $c_model)" \
 	bash -c "[ -n '$d0' ] && [ '$d0' = '$d_timeouts' ] && [ '$d0' != '$d_parts' ] && [ '$d0' != '$d_seed' ] &&
+		[ '$d0' = '$d_f32' ] && [ '$d0' != '$d_f16' ] &&
 		[ -n '$c0' ] && [ '$c0' = '$c_cont' ] && [ '$c0' != '$c_model' ] && [ '$c0' != '$c_layers' ] && [ '$c0' != '$c_parts' ] &&
 		[ '$c_named' = /checkpoints/my-run ]"
 

@@ -8,6 +8,10 @@
 #   - the stores' path sends no rows through the samplers (their replies
 #     shrink), the cache holds what was asked (a fraction, or a size) and
 #     serves what it holds (a full cache: every row, none from the stores);
+#   - f16 rows (gnn-partition --feature-dtype f16): half the bytes on disk
+#     and from the samplers, the same parameters on both paths, inference
+#     within a point of f32's; on Cora (0/1 rows, exact in f16) the same
+#     parameters as f32's;
 #   - a graph store of another graph is never read: a trainer given it
 #     fails the minibatch naming it (graph_changed), and writes no result;
 #   - bad settings exit 2 saying why.
@@ -95,6 +99,56 @@ rc=$?
 check features_other_graph_refused "a store of another graph: the trainer exits non-zero, logs graph_changed naming it, writes no result (got $rc)" \
 	bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'graph_changed store=graphstore-1' '$WORK/trx.log' &&
 		 [ ! -f '$WORK/ckx/result.json' ]"
+
+# ---- half-width rows (gnn-partition --feature-dtype f16) ---------------------------------------
+# synthetic tiny's rows are real numbers: f16 rounds them; the files and the
+# samplers' replies halve, both paths still agree, and layer-wise inference
+# over every node lands within a point of f32's
+"$BIN/gnn-partition" --synthetic tiny --parts 2 --feature-dtype f16 --out "$WORK/part16" >/dev/null 2>&1 ||
+	echo "gnn-partition --feature-dtype f16 failed" >>"$WORK/failed16"
+for p in sampler stores:0.3; do
+	d=$WORK/h16-${p/:/-}
+	case $p in
+	sampler) a=(--features-from sampler) ;;
+	*) a=(--features-from stores --cache-ratio "${p#stores:}") ;;
+	esac
+	timeout 300 "$L" "${RUN[@]:2}" --partition-dir "$WORK/part16" "${a[@]}" --workdir "$d" >"$d.out" 2>&1 ||
+		echo "gnn-local f16 $p failed" >>"$WORK/failed16"
+done
+b32=$(stat -c %s "$WORK/part/part-0/feat-node.arr")
+b16=$(stat -c %s "$WORK/part16/part-0/feat-node.arr")
+h1=$(crc "$WORK/h16-sampler")
+h2=$(crc "$WORK/h16-stores-0.3")
+s16=$(sent sampler-0 "$WORK/h16-sampler")
+check features_f16_rows "f16: meta.json says so, the row files are half (64-byte header aside: $b32 -> $b16), both paths end alike (${h1:-?} ${h2:-?}), the sampler sends under 0.75 of f32's bytes (32-wide rows: the blocks weigh as much) (${s1:-?} -> ${s16:-?}) $(cat "$WORK/failed16" 2>/dev/null)" \
+	bash -c "[ ! -f '$WORK/failed16' ] && [ \"\$(jq -r .feature_dtype '$WORK/part16/meta.json')\" = f16 ] &&
+		 [ \$(( ($b32 - 64) / 2 + 64 )) -eq $b16 ] && [ -n '$h1' ] && [ '$h1' = '$h2' ] &&
+		 awk -v a='$s1' -v b='$s16' 'BEGIN { exit !(a > 0 && b > 0 && b < 0.75 * a) }'"
+for d in part part16; do
+	timeout 300 "$L" --partition-dir "$WORK/$d" --samplers 1 --trainers 2 "${LIMITS[@]}" --workdir "$WORK/i-$d" \
+		>"$WORK/i-$d.out" 2>&1
+done
+a32=$(sed -n 's/^inference *test_acc=\([0-9.]*\) .*/\1/p' "$WORK/i-part.out")
+a16=$(sed -n 's/^inference *test_acc=\([0-9.]*\) .*/\1/p' "$WORK/i-part16.out")
+check features_f16_accuracy "f16 rows: inference's test accuracy over every node within 1 point of f32's (${a32:-?} -> ${a16:-?})" \
+	awk -v a="$a32" -v b="$a16" 'BEGIN { d = a - b; exit !(a > 0 && b > 0 && d < 0.01 && d > -0.01) }'
+# Cora's bag-of-words rows are 0s and 1s, which f16 holds exactly: the
+# same parameters as f32's, on both paths
+if have_cora; then
+	for t in 32 16; do
+		"$BIN/gnn-partition" --input "$DATASETS/cora" --parts 2 --feature-dtype "f$t" --out "$WORK/cora$t" >/dev/null 2>&1
+	done
+	for r in 32:sampler 16:sampler 16:stores; do
+		timeout 300 "$L" --partition-dir "$WORK/cora${r%%:*}" --samplers 1 --trainers 2 --epochs 3 --no-infer "${LIMITS[@]}" \
+			--features-from "${r#*:}" --workdir "$WORK/cr-${r/:/-}" >/dev/null 2>&1
+	done
+	k=$(for r in 32-sampler 16-sampler 16-stores; do
+		sed -n 's/.* summary .*params_crc=\([0-9a-f]*\).*/\1/p' "$WORK/cr-$r/logs/trainer-0.log"; done | tr '\n' ' ')
+	check features_f16_cora_exact "Cora in f16 (its 0/1 rows exact): f32 and f16 runs, samplers' path and stores', end with one params_crc (${k:-?})" \
+		bash -c "set -- $k; [ \$# -eq 3 ] && [ \"\$1\" = \"\$2\" ] && [ \"\$1\" = \"\$3\" ]"
+else
+	skip features_f16_cora_exact "no Cora at $DATASETS/cora (CI has it)"
+fi
 
 # ---- bad settings ---------------------------------------------------------------------------
 "$BIN/gnn-trainer" --samplers tcp://127.0.0.1:1 --features-from stores >/dev/null 2>"$WORK/b1.err"

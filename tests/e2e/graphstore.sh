@@ -299,20 +299,20 @@ if [ -n "${RPC[t0]:-}" ]; then
 	printf 'garbage!' >"$WORK/m-short"
 	head -c 4096 /dev/urandom >"$WORK/m-random"
 	head -c 2000000 /dev/zero >"$WORK/m-zeros"
-	msg "$WORK/m-magic" XNNP 2 2 0
+	msg "$WORK/m-magic" XNNP 3 2 0
 	msg "$WORK/m-version" GNNP 1 2 0
-	msg "$WORK/m-type" GNNP 2 99 0
-	msg "$WORK/m-oversized" GNNP 2 4 $(( 0x7fffffff ))
-	msg "$WORK/m-truncated" GNNP 2 4 16 '\x01\x00\x00\x00\x00\x00\x00\x00'
-	msg "$WORK/m-sample-noids" GNNP 2 4 24 "$(le 8 7)$(le 4 1)$(le 4 1000)$(le 4 3)$(le 4 0)"
-	msg "$WORK/m-sample-hugen" GNNP 2 4 16 "$(le 8 7)$(le 4 1)$(le 4 $(( 0x7fffffff )))"
-	msg "$WORK/m-sample-fanout0" GNNP 2 4 32 "$(le 8 7)$(le 4 1)$(le 4 1)$(le 4 0)$(le 4 0)$(le 8 1)"
-	msg "$WORK/m-sample-foreign" GNNP 2 4 32 "$(le 8 7)$(le 4 1)$(le 4 1)$(le 4 3)$(le 4 0)$(le 8 1999)"
-	msg "$WORK/m-feat-negative" GNNP 2 6 16 "$(le 4 1)$(le 4 0)$(le 8 $(( -5 )))"
-	msg "$WORK/m-info-payload" GNNP 2 2 8 "$(le 8 1)"
-	msg "$WORK/m-reply-type" GNNP 2 3 0
-	msg "$WORK/m-minibatch" GNNP 2 14 0
-	msg "$WORK/m-nodes-badsplit" GNNP 2 12 16 "$(le 4 9)$(le 4 10)$(le 8 0)"
+	msg "$WORK/m-type" GNNP 3 99 0
+	msg "$WORK/m-oversized" GNNP 3 4 $(( 0x7fffffff ))
+	msg "$WORK/m-truncated" GNNP 3 4 16 '\x01\x00\x00\x00\x00\x00\x00\x00'
+	msg "$WORK/m-sample-noids" GNNP 3 4 24 "$(le 8 7)$(le 4 1)$(le 4 1000)$(le 4 3)$(le 4 0)"
+	msg "$WORK/m-sample-hugen" GNNP 3 4 16 "$(le 8 7)$(le 4 1)$(le 4 $(( 0x7fffffff )))"
+	msg "$WORK/m-sample-fanout0" GNNP 3 4 32 "$(le 8 7)$(le 4 1)$(le 4 1)$(le 4 0)$(le 4 0)$(le 8 1)"
+	msg "$WORK/m-sample-foreign" GNNP 3 4 32 "$(le 8 7)$(le 4 1)$(le 4 1)$(le 4 3)$(le 4 0)$(le 8 1999)"
+	msg "$WORK/m-feat-negative" GNNP 3 6 16 "$(le 4 1)$(le 4 0)$(le 8 $(( -5 )))"
+	msg "$WORK/m-info-payload" GNNP 3 2 8 "$(le 8 1)"
+	msg "$WORK/m-reply-type" GNNP 3 3 0
+	msg "$WORK/m-minibatch" GNNP 3 14 0
+	msg "$WORK/m-nodes-badsplit" GNNP 3 12 16 "$(le 4 9)$(le 4 10)$(le 8 0)"
 	ok=1 undecodable=0
 	while read -r f want; do
 		got=$("$NNGSEND" "$U" "$WORK/m-$f" 3000)

@@ -53,7 +53,7 @@ le32() { printf "$(printf '\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 
 le64() { le32 $(($1 & 0xffffffff)); le32 $(($1 >> 32 & 0xffffffff)); }
 hdr() { printf 'GNNP'; printf "$(printf '\\%03o\\000\\%03o\\000' "$2" "$1")"; printf '\011\0\0\0\0\0\0\0'; le32 "$3"; le32 0; le32 0; }
 # nodes_req SPLIT LIMIT CURSOR: a NODES_REQ message.
-nodes_req() { hdr 12 2 16; le32 "$1"; le32 "$2"; le64 "$3"; }
+nodes_req() { hdr 12 3 16; le32 "$1"; le32 "$2"; le64 "$3"; }
 
 # info_and_nodes TAG DIR SAMPLER_URL STORE_URL...: INFO through the sampler
 # describes the stores' graph (graph_id, sizes, offsets; part_id = num_parts
@@ -173,7 +173,7 @@ if sampler_ready tiny; then
 	# 236-byte reply (28 header + 32 head + 3 x (16 + 3 x 8 + 16) + 8 for
 	# the input nodes' types).
 	"$MB" --sampler "$URL_tiny" --parts "$WORK/tiny" --minibatches 20 --batch 64 --fanouts 0,0,0 >"$WORK/mb-zero"
-	{ hdr 14 2 72; le64 1; le32 0; le32 3; le32 1; le32 0; le32 0; le32 0; le32 0; le32 0; le32 3; le32 0; le64 5; le64 6; le64 7; } >"$WORK/mb0"
+	{ hdr 14 3 72; le64 1; le32 0; le32 3; le32 1; le32 0; le32 0; le32 0; le32 0; le32 0; le32 3; le32 0; le64 5; le64 6; le64 7; } >"$WORK/mb0"
 	got=$("$MB" --sampler "$URL_tiny" --send "$WORK/mb0" --timeout-ms 3000)
 	echo "fanouts 0,0,0 for 3 seeds: $got"
 	check synthetic_fanout_zero "fanouts 0,0,0: minibatches pass mbcheck; 3 seeds give 3 blocks of 3 sources, no edges" \
@@ -277,15 +277,15 @@ fi
 head -c 300 /dev/urandom | sed 's/^GNNP/XXXX/' >"$WORK/g-random"
 printf 'GNN' >"$WORK/g-short"
 hdr 14 1 0 >"$WORK/g-version"
-{ hdr 14 2 8; printf '\x01\x00\x00\x00\x00\x00\x00\x00'; } >"$WORK/g-truncated"
-hdr 14 2 4294967280 >"$WORK/g-oversized"
+{ hdr 14 3 8; printf '\x01\x00\x00\x00\x00\x00\x00\x00'; } >"$WORK/g-truncated"
+hdr 14 3 4294967280 >"$WORK/g-oversized"
 # A minibatch request declaring 2^22 + 1 seeds (over GNN_PROTO_MAX_IDS).
-{ hdr 14 2 40; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 1; le32 0; le32 5; le32 0; le32 4194305; le32 0; } >"$WORK/g-toomany"
+{ hdr 14 3 40; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 1; le32 0; le32 5; le32 0; le32 4194305; le32 0; } >"$WORK/g-toomany"
 # A well-formed request for node 99999 (Cora has 2708).
-{ hdr 14 2 48; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 1; le32 0; le32 5; le32 0; le32 1; le32 0; printf '\x9f\x86\x01\0\0\0\0\0'; } >"$WORK/g-range"
-hdr 4 2 0 >"$WORK/g-sample"                               # a graph store's message
-{ hdr 2 2 8; le64 0; } >"$WORK/g-infopayload"             # INFO has no payload
-{ hdr 12 2 8; le64 0; } >"$WORK/g-nodesshort"             # NODES_REQ is 16 bytes
+{ hdr 14 3 48; printf '\x01\0\0\0\0\0\0\0'; le32 3; le32 1; le32 1; le32 0; le32 5; le32 0; le32 1; le32 0; printf '\x9f\x86\x01\0\0\0\0\0'; } >"$WORK/g-range"
+hdr 4 3 0 >"$WORK/g-sample"                               # a graph store's message
+{ hdr 2 3 8; le64 0; } >"$WORK/g-infopayload"             # INFO has no payload
+{ hdr 12 3 8; le64 0; } >"$WORK/g-nodesshort"             # NODES_REQ is 16 bytes
 nodes_req 1 0 0 >"$WORK/g-nodeslimit"                     # limit 0
 nodes_req 1 10 2708 >"$WORK/g-nodesrange"                 # Cora has 2708 nodes
 expect=(random:eproto short:none version:eversion truncated:eproto oversized:erange toomany:erange range:einval

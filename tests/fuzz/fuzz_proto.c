@@ -345,16 +345,17 @@ static void check_feat_resp(const struct gnn_hdr *h, const uint8_t *p, size_t le
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("feat_resp", gnn_decode_feat_resp(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM)
-		broken("feat_resp", "accepted with n or dim out of range");
-	touch_f32(v.rows, (uint64_t)v.n * v.dim);
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim == 0 || v.dim > GNN_PROTO_MAX_FEAT_DIM || !gnn_feat_dtype_ok(v.dtype))
+		broken("feat_resp", "accepted with n, dim or dtype out of range");
+	touch_u8(v.rows, (uint64_t)v.n * v.dim * gnn_dtype_size(v.dtype));
 	gnn_wbuf_init(&w);
-	p2 = reopen("feat_resp", gnn_encode_feat_resp(&w, FUZZ_REQ_ID, v.rows, v.n, v.dim), &w,
+	p2 = reopen("feat_resp", gnn_encode_feat_resp(&w, FUZZ_REQ_ID, v.dtype, v.rows, v.n, v.dim), &w,
 		    GNN_MSG_FEAT_RESP, &h2);
 	if (gnn_decode_feat_resp(p2, h2.len, &v2) != GNN_OK)
 		broken("feat_resp", "round trip: the re-encoded message is refused");
 	/* bytes, not floats: NaN rows must come back bit for bit */
-	if (v2.n != v.n || v2.dim != v.dim || !same(v2.rows, v.rows, (size_t)v.n * v.dim * 4))
+	if (v2.n != v.n || v2.dim != v.dim || v2.dtype != v.dtype ||
+	    !same(v2.rows, v.rows, (size_t)v.n * v.dim * gnn_dtype_size(v.dtype)))
 		broken("feat_resp", "round trip: the rows differ");
 	gnn_proto_release(v2.owned);
 	gnn_wbuf_free(&w);
@@ -576,7 +577,7 @@ static void check_inputs(const struct gnn_minibatch *v)
 		if ((v->flags & GNN_MB_FEATURES) && n > 0 && v->feat[t] == NULL)
 			broken("minibatch_resp", "accepted features without a type's rows");
 		if ((v->flags & GNN_MB_FEATURES) && n > 0)
-			touch_f32(v->feat[t], n);
+			touch_u8(v->feat[t], n * gnn_dtype_size(v->feat_dtype));
 	}
 }
 
@@ -614,7 +615,7 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 		    GNN_MSG_MINIBATCH_RESP, &h2);
 	if (gnn_decode_minibatch_resp(p2, h2.len, &v2) != GNN_OK)
 		broken("minibatch_resp", "round trip: the re-encoded message is refused");
-	if (v2.num_layers != v.num_layers || v2.flags != v.flags || v2.num_types != v.num_types ||
+	if (v2.num_layers != v.num_layers || v2.flags != v.flags || v2.feat_dtype != v.feat_dtype || v2.num_types != v.num_types ||
 	    v2.num_rels != v.num_rels || v2.num_seeds != v.num_seeds ||
 	    !same(v2.feat_dims, v.feat_dims, (size_t)v.num_types * 4) ||
 	    !same(v2.src_types, v.src_types, v.blocks[0].num_src))
@@ -623,7 +624,7 @@ static void check_minibatch_resp(const struct gnn_hdr *h, const uint8_t *p, size
 		if (!same_block(&v2.blocks[l], &v.blocks[l]))
 			broken("minibatch_resp", "round trip: a block differs");
 	for (uint32_t t = 0; (v.flags & GNN_MB_FEATURES) && t < v.num_types; t++)
-		if (!same(v2.feat[t], v.feat[t], (size_t)v.type_rows[t] * v.feat_dims[t] * 4))
+		if (!same(v2.feat[t], v.feat[t], (size_t)v.type_rows[t] * v.feat_dims[t] * gnn_dtype_size(v.feat_dtype)))
 			broken("minibatch_resp", "round trip: the features differ");
 	if ((v.flags & GNN_MB_LABELS) && !same(v2.labels, v.labels, (size_t)v.num_seeds * 4))
 		broken("minibatch_resp", "round trip: the labels differ");

@@ -80,7 +80,7 @@ static void emit_minibatches(struct gnn_wbuf *w)
 	static const int32_t tptr0[] = { 0, 1, 1, 1, 1, 1, 2 }, tptr1[] = { 0, 0, 1, 1, 2 };
 	static const int32_t tfan[] = { 2, 0, 3, 1 };
 	struct gnn_minibatch mb = {
-		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 1, .num_rels = 1,
+		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dtype = GNN_DT_F32, .num_types = 1, .num_rels = 1,
 		.feat_dims = { 2 }, .num_seeds = 2, .src_types = types, .type_rows = { 4 }, .feat = { feat },
 		.labels = labels,
 		.blocks = {
@@ -91,7 +91,7 @@ static void emit_minibatches(struct gnn_wbuf *w)
 		},
 	};
 	struct gnn_minibatch tmb = {
-		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 2, .num_rels = 2,
+		.num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dtype = GNN_DT_F32, .num_types = 2, .num_rels = 2,
 		.feat_dims = { 0, 2 }, .num_seeds = 2, .src_types = typed, .type_rows = { 1, 3 },
 		.feat = { NULL, feat }, .labels = labels,
 		.blocks = {
@@ -257,8 +257,9 @@ int main(int argc, char **argv)
 	emit("sample_resp", "sample_resp-rels",
 	     gnn_encode_sample_resp(&w, 7, (const uint32_t[]){ 1, 0, 0, 2, 0, 0 }, 2, 3, ids, 3), &w);
 	emit("sample_resp", "sample_resp-empty", gnn_encode_sample_resp(&w, 7, counts, 0, 1, ids, 0), &w);
-	emit("feat_resp", "feat_resp", gnn_encode_feat_resp(&w, 8, rows, 2, 3), &w);
-	emit("feat_resp", "feat_resp-empty", gnn_encode_feat_resp(&w, 8, rows, 0, 1), &w);
+	emit("feat_resp", "feat_resp", gnn_encode_feat_resp(&w, 8, GNN_DT_F32, rows, 2, 3), &w);
+	emit("feat_resp", "feat_resp-f16", gnn_encode_feat_resp(&w, 8, GNN_DT_F16, rows, 3, 1), &w);
+	emit("feat_resp", "feat_resp-empty", gnn_encode_feat_resp(&w, 8, GNN_DT_F32, rows, 0, 1), &w);
 	emit("label_resp", "label_resp", gnn_encode_label_resp(&w, 9, labels, 3), &w);
 	emit("label_resp", "label_resp-empty", gnn_encode_label_resp(&w, 9, labels, 0), &w);
 	emit("ids_req", "predict_req", gnn_encode_ids_req(&w, GNN_MSG_PREDICT_REQ, 6, ids, 3), &w);

@@ -158,17 +158,20 @@ static void check_features(uint64_t n, const struct gnn_minibatch *mb)
 	for (uint32_t i = 0; i < b0->num_src; i++) {
 		const struct gnn_part *pt = &parts[gnn_layout_owner(&meta.layout, b0->src_ids[i])];
 		int32_t t = gnn_layout_type(&meta.layout, b0->src_ids[i]);
-		const float *want;
+		const void *want;
 		uint32_t d;
+		size_t row;
 
 		if (t != mb->src_types[i] || mb->feat_dims[t] != sc->types[t].feat_dim) {
 			FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"wrong node type or feature width\"", n,
 			     b0->src_ids[i]);
 			return;
 		}
+		/* the rows as stored: a sampler passes f16 rows on unconverted */
 		want = gnn_part_feat_row(pt, b0->src_ids[i], &d);
-		if (d > 0 && (mb->feat[t] == NULL ||
-			      memcmp(mb->feat[t] + (size_t)at[t] * d, want, (size_t)d * 4) != 0)) {
+		row = (size_t)d * gnn_dtype_size(pt->feat_dtype);
+		if (d > 0 && (mb->feat[t] == NULL || mb->feat_dtype != pt->feat_dtype ||
+			      memcmp((const char *)mb->feat[t] + at[t] * row, want, row) != 0)) {
 			FAIL("minibatch=%" PRIu64 " node=%" PRId64 " reason=\"feature row differs\"", n, b0->src_ids[i]);
 			return;
 		}

@@ -1,8 +1,11 @@
 /* Unit tests of libcommon: err, opt, arr, json, part (meta.json), sys,
  * log's rate limits. */
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -53,20 +56,22 @@ static void test_wbuf_in_msg(void)
 	struct gnn_feat_resp r;
 	const void *pl;
 	float *rows;
+	const float *got;
 
 	if (!CHECK(nng_msg_alloc(&m, 0) == 0))
 		return;
 	gnn_wbuf_init_with(&w, grow_in_msg, &m);
 	/* 3 rows of 7,000 floats: grown several times past the first 256 bytes */
-	CHECK(gnn_encode_feat_resp_in_place(&w, 9, 3, 7000, &rows) == GNN_OK && rows != NULL);
+	CHECK(gnn_encode_feat_resp_in_place(&w, 9, GNN_DT_F32, 3, 7000, (void **)&rows) == GNN_OK && rows != NULL);
 	for (size_t i = 0; rows != NULL && i < 3 * 7000; i++)
 		rows[i] = (float)i;
 	CHECK(!w.failed && w.buf == nng_msg_body(m));
-	CHECK(nng_msg_realloc(m, w.len) == 0 && nng_msg_len(m) == 28 + 8 + 3 * 7000 * 4);
+	CHECK(nng_msg_realloc(m, w.len) == 0 && nng_msg_len(m) == 28 + 16 + 3 * 7000 * 4);
 	CHECK(gnn_proto_decode_hdr(nng_msg_body(m), nng_msg_len(m), &h, &pl) == GNN_OK && h.req_id == 9 &&
 	      h.type == GNN_MSG_FEAT_RESP);
 	if (CHECK(gnn_decode_feat_resp(pl, h.len, &r) == GNN_OK))
-		CHECK(r.n == 3 && r.dim == 7000 && r.rows[0] == 0.0f && r.rows[3 * 7000 - 1] == 20999.0f);
+		CHECK(r.n == 3 && r.dim == 7000 && r.dtype == GNN_DT_F32 && (got = r.rows)[0] == 0.0f &&
+		      got[3 * 7000 - 1] == 20999.0f);
 	gnn_proto_release(r.owned);
 	gnn_wbuf_free(&w);   /* forgets: the message is still ours */
 	CHECK(w.buf == NULL && w.len == 0);
@@ -205,6 +210,59 @@ static void test_arr_roundtrip(void)
 	CHECK(gnn_arr_write(tmp_path("e.arr"), GNN_DT_I64, 0, 1, NULL, NULL) == GNN_OK);
 	CHECK(gnn_arr_open(tmp_path("e.arr"), GNN_DT_I64, GNN_ARR_VERIFY, &a) == GNN_OK && a.info.rows == 0);
 	gnn_arr_close(&a);
+}
+
+/* Half precision: every half survives half -> float -> half; floats
+ * round to nearest, ties to even; out of range, infinity; NaN stays NaN. */
+static void test_f16(void)
+{
+	static const struct { float in; uint16_t want; } cases[] = {
+		{ 0.0f, 0x0000 }, { -0.0f, 0x8000 }, { 1.0f, 0x3c00 }, { -2.0f, 0xc000 },
+		{ 65504.0f, 0x7bff },                        /* the largest half */
+		{ 65520.0f, 0x7c00 },                        /* halfway to 65536: rounds to infinity */
+		{ 1e6f, 0x7c00 }, { -1e6f, 0xfc00 },
+		{ 1.0f + 0x1p-11f, 0x3c00 },                 /* a tie: to the even mantissa */
+		{ 1.0f + 3 * 0x1p-11f, 0x3c02 },             /* a tie: up to the even one */
+		{ 1.0f + 0x1p-11f + 0x1p-20f, 0x3c01 },      /* just over a tie */
+		{ 0x1p-24f, 0x0001 }, { 0x1p-25f, 0x0000 },  /* the smallest subnormal; half of it ties to 0 */
+		{ 0x1.8p-24f, 0x0002 },                      /* 1.5 subnormal steps: to even */
+		{ 0x1p-14f, 0x0400 },                        /* the smallest normal */
+		{ 0.1f, 0x2e66 }, { 3.14159265f, 0x4248 },
+	};
+	uint16_t h[65536], back[65536];
+	float *f = malloc(65536 * sizeof(float));
+	size_t bad = 0;
+
+	if (!CHECK(f != NULL))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		gnn_f32_to_f16(&cases[i].in, 1, h);
+		if (!CHECK(h[0] == cases[i].want))
+			fprintf(stderr, "  %a -> %04x, want %04x\n", (double)cases[i].in, h[0], cases[i].want);
+	}
+	for (uint32_t i = 0; i < 65536; i++)
+		h[i] = (uint16_t)i;
+	gnn_f16_to_f32(h, 65536, f);
+	gnn_f32_to_f16(f, 65536, back);
+	/* one at a time (the bit arithmetic) gives the bulk's bits (F16C where the CPU has it) */
+	for (uint32_t i = 0; i < 65536; i++) {
+		float one;
+
+		gnn_f16_to_f32(&h[i], 1, &one);
+		bad += memcmp(&one, &f[i], 4) != 0;
+	}
+	for (uint32_t i = 0; i < 65536; i++) {
+		bool nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) != 0;
+
+		bad += nan ? !(f[i] != f[i] && (back[i] & 0x7c00) == 0x7c00 && (back[i] & 0x3ff) != 0) : back[i] != i;
+	}
+	CHECK(bad == 0);
+	CHECK(f[0x3c00] == 1.0f && f[0x0001] == 0x1p-24f && f[0x7bff] == 65504.0f && f[0xfc00] == -INFINITY);
+	float in = NAN;
+	gnn_f32_to_f16(&in, 1, h);
+	CHECK((h[0] & 0x7c00) == 0x7c00 && (h[0] & 0x3ff) != 0);
+	CHECK(gnn_dtype_parse("f16") == GNN_DT_F16 && gnn_dtype_size(GNN_DT_F16) == 2 && gnn_dtype_parse("f8") == 0);
+	free(f);
 }
 
 /* Copies a.arr to b.arr with one byte changed (or the file cut to len). */
@@ -594,6 +652,7 @@ int main(void)
 		return 1;
 	RUN(test_strerror);
 	RUN(test_wbuf_in_msg);
+	RUN(test_f16);
 	RUN(test_fanouts);
 	RUN(test_hash);
 	RUN(test_owner_of);

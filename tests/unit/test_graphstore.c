@@ -366,8 +366,10 @@ static void test_rows(void)
 	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 1, ids, 3);
 	struct gnn_feat_resp fr;
 	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_feat_resp(payload, h.len, &fr) == GNN_OK)) {
-		CHECK(fr.n == 3 && fr.dim == 2 && fr.rows[0] == 5 && fr.rows[1] == 5.5f && fr.rows[2] == 3 &&
-		      fr.rows[3] == 3.5f && fr.rows[5] == 5.5f);
+		const float *r = fr.rows;
+
+		CHECK(fr.n == 3 && fr.dim == 2 && fr.dtype == GNN_DT_F32 && r[0] == 5 && r[1] == 5.5f && r[2] == 3 &&
+		      r[3] == 3.5f && r[5] == 5.5f);
 		gnn_proto_release(fr.owned);
 	}
 	CHECK(gnn_counter_value(f.s.feature_rows) == 3);
@@ -672,7 +674,8 @@ static void test_cli_minibatch_json(void)
 	struct gnn_minibatch_req req = { .seed = 3, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
 					 .num_rels = 1, .fanouts = fanouts, .num_seeds = 2, .seeds = seeds };
 	struct gnn_minibatch mb = {
-		.num_layers = 2, .flags = req.flags, .num_types = 1, .num_rels = 1, .feat_dims = { 2 }, .num_seeds = 2,
+		.num_layers = 2, .flags = req.flags, .feat_dtype = GNN_DT_F32, .num_types = 1, .num_rels = 1,
+		.feat_dims = { 2 }, .num_seeds = 2,
 		.blocks = { { .num_dst = 3, .num_src = 4, .num_rels = 1, .num_edges = 4, .src_ids = src0, .indptr = ptr0,
 			      .indices = idx0 },
 			    { .num_dst = 2, .num_src = 3, .num_rels = 1, .num_edges = 3, .src_ids = src1, .indptr = ptr1,
@@ -746,7 +749,9 @@ static void test_typed(void)
 	req.len = 0;
 	gnn_encode_ids_req(&req, GNN_MSG_FEAT_REQ, 4, (const int64_t[]){ 6, 3 }, 2);
 	if (call(&f.s, &req, &rep, &h, &payload) && CHECK(gnn_decode_feat_resp(payload, h.len, &fr) == GNN_OK)) {
-		CHECK(fr.n == 2 && fr.dim == 2 && fr.rows[0] == 40 && fr.rows[1] == 41 && fr.rows[2] == 10);
+		const float *fv = fr.rows;
+
+		CHECK(fr.n == 2 && fr.dim == 2 && fv[0] == 40 && fv[1] == 41 && fv[2] == 10);
 		gnn_proto_release(fr.owned);
 	}
 	req.len = 0;

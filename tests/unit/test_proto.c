@@ -123,7 +123,7 @@ static struct gnn_layout typed_layout(void)
 	s->rels[1] = (struct gnn_rel){ "rev_writes", 1, 0, 30 };
 	s->rels[2] = (struct gnn_rel){ "cites", 1, 1, 40 };
 	return (struct gnn_layout){ .num_parts = 2, .num_nodes = 25, .num_edges = 100, .feat_dim = 4,
-				    .num_classes = 3, .graph_id = 0xabc, .offsets = g_offsets, .schema = s,
+				    .num_classes = 3, .feat_dtype = GNN_DT_F32, .graph_id = 0xabc, .offsets = g_offsets, .schema = s,
 				    .type_offsets = g_type_offsets };
 }
 
@@ -217,7 +217,7 @@ static void test_info_plain(void)
 	struct gnn_schema s;
 	struct gnn_info in = { .part_id = 0,
 			       .layout = { .num_parts = 2, .num_nodes = 25, .num_edges = 100, .feat_dim = 8,
-					   .num_classes = 3, .offsets = offsets, .schema = &s, .type_offsets = offsets },
+					   .num_classes = 3, .feat_dtype = GNN_DT_F32, .offsets = offsets, .schema = &s, .type_offsets = offsets },
 			       .part_edges = 60 }, out;
 	struct gnn_wbuf w;
 	struct gnn_hdr h;
@@ -299,10 +299,24 @@ static void test_row_msgs(void)
 		CHECK(gnn_decode_ids_req(p, h.len, &in) == GNN_OK && in.n == 2 && in.ids[1] == 6);
 	check_robust(&w, (decode_fn)gnn_decode_ids_req, sizeof(in));
 	gnn_wbuf_free(&w);
-	CHECK(gnn_encode_feat_resp(&w, 3, rows, 2, 3) == GNN_OK);
+	CHECK(gnn_encode_feat_resp(&w, 3, GNN_DT_F32, rows, 2, 3) == GNN_OK);
 	if ((p = open_msg(&w, &h)) != NULL)
-		CHECK(gnn_decode_feat_resp(p, h.len, &f) == GNN_OK && f.n == 2 && f.dim == 3 && f.rows[5] == 6);
+		CHECK(gnn_decode_feat_resp(p, h.len, &f) == GNN_OK && f.n == 2 && f.dim == 3 && f.dtype == GNN_DT_F32 &&
+		      ((const float *)f.rows)[5] == 6);
 	check_robust(&w, (decode_fn)gnn_decode_feat_resp, sizeof(f));
+	gnn_wbuf_free(&w);
+	/* f16 rows: 3 x 1 halves (6 bytes, padded to 8); an unknown dtype is refused */
+	const uint16_t halves[3] = { 0x3c00, 0x4000, 0xc000 };
+	CHECK(gnn_encode_feat_resp(&w, 3, GNN_DT_F16, halves, 3, 1) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL) {
+		CHECK(h.len == 16 + 8);
+		CHECK(gnn_decode_feat_resp(p, h.len, &f) == GNN_OK && f.n == 3 && f.dtype == GNN_DT_F16 &&
+		      ((const uint16_t *)f.rows)[2] == 0xc000);
+		((uint8_t *)p)[8] = GNN_DT_I32;   /* the dtype word (p is open_msg's copy) */
+		CHECK(gnn_decode_feat_resp(p, h.len, &f) == GNN_ERANGE);
+	}
+	gnn_wbuf_free(&w);
+	CHECK(gnn_encode_feat_resp(&w, 3, GNN_DT_I64, halves, 1, 1) == GNN_EINVAL);
 	gnn_wbuf_free(&w);
 	CHECK(gnn_encode_label_resp(&w, 3, labels, 3) == GNN_OK);
 	if ((p = open_msg(&w, &h)) != NULL)
@@ -375,7 +389,7 @@ static void test_minibatch(void)
 	int32_t labels[] = { 1, 2 };
 	struct gnn_minibatch_req rq = { .seed = 9, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
 					.num_rels = 1, .fanouts = fan, .num_seeds = 2, .seeds = seeds }, rq2;
-	struct gnn_minibatch mb = { .num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 1,
+	struct gnn_minibatch mb = { .num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dtype = GNN_DT_F32, .num_types = 1,
 				    .num_rels = 1, .feat_dims = { 2 }, .num_seeds = 2, .src_types = types,
 				    .type_rows = { 4 }, .feat = { feat }, .labels = labels }, out;
 	struct gnn_wbuf w;
@@ -417,10 +431,29 @@ static void test_minibatch(void)
 	CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK);
 	CHECK(out.blocks[0].num_src == 4 && out.blocks[1].num_dst == 2 && out.blocks[0].indices[0] == 3 &&
 	      out.blocks[0].num_rels == 1 && out.type_rows[0] == 4);
-	CHECK(out.feat[0][7] == 7 && out.labels[1] == 2 && ((uintptr_t)out.feat[0] & 3) == 0);
+	CHECK(((const float *)out.feat[0])[7] == 7 && out.labels[1] == 2 && ((uintptr_t)out.feat[0] & 3) == 0);
 	gnn_proto_release(out.owned);
 	check_robust(&w, (decode_fn)gnn_decode_minibatch_resp, sizeof(out));
 	gnn_wbuf_free(&w);
+
+	/* f16 rows travel as such, and widen to the f32 the model reads */
+	uint16_t half8[8];
+	float *wide[GNN_PROTO_MAX_TYPES] = { NULL };
+	gnn_f32_to_f16(feat, 8, half8);
+	mb.feat_dtype = GNN_DT_F16;
+	mb.feat[0] = half8;
+	CHECK(gnn_encode_minibatch_resp(&w, 8, &mb) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK)) {
+		CHECK(out.feat_dtype == GNN_DT_F16 && ((const uint16_t *)out.feat[0])[7] == half8[7]);
+		CHECK(gnn_minibatch_widen(&out, wide) == GNN_OK && out.feat_dtype == GNN_DT_F32 &&
+		      out.feat[0] == wide[0] && wide[0] != NULL && wide[0][7] == 7.0f && wide[0][1] == 1.0f);
+		gnn_proto_release(out.owned);
+	}
+	free(wide[0]);
+	check_robust(&w, (decode_fn)gnn_decode_minibatch_resp, sizeof(out));
+	gnn_wbuf_free(&w);
+	mb.feat_dtype = GNN_DT_F32;
+	mb.feat[0] = feat;
 
 	idx0[0] = 4;  /* local index beyond num_src */
 	gnn_encode_minibatch_resp(&w, 8, &mb);
@@ -455,7 +488,7 @@ static void test_minibatch_typed(void)
 	float rows[4 * 2] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	struct gnn_minibatch_req rq = { .seed = 9, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2,
 					.num_rels = 2, .fanouts = fan, .num_seeds = 2, .seeds = seeds }, rq2;
-	struct gnn_minibatch mb = { .num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 2,
+	struct gnn_minibatch mb = { .num_layers = 2, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dtype = GNN_DT_F32, .num_types = 2,
 				    .num_rels = 2, .feat_dims = { 0, 2 }, .num_seeds = 2, .src_types = types,
 				    .feat = { NULL, rows }, .labels = labels }, out;
 	struct gnn_wbuf w;
@@ -476,7 +509,7 @@ static void test_minibatch_typed(void)
 	CHECK(gnn_encode_minibatch_resp(&w, 8, &mb) == GNN_OK);
 	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK)) {
 		CHECK(out.num_types == 2 && out.num_rels == 2 && out.feat_dims[0] == 0 && out.feat_dims[1] == 2 &&
-		      out.type_rows[0] == 1 && out.type_rows[1] == 4 && out.feat[0] == NULL && out.feat[1][7] == 7 &&
+		      out.type_rows[0] == 1 && out.type_rows[1] == 4 && out.feat[0] == NULL && ((const float *)out.feat[1])[7] == 7 &&
 		      out.src_types[3] == 0 && out.blocks[0].indptr[8] == 3 && out.labels[1] == 2);
 		gnn_proto_release(out.owned);
 	}
@@ -503,13 +536,13 @@ static void test_minibatch_writer(void)
 	int64_t src[] = { 5, 6, 7 };
 	int32_t ptr[] = { 0, 2 }, idx[] = { 1, 2 }, labels[] = { 4 };
 	uint8_t types[3] = { 0 };
-	struct gnn_minibatch mb = { .num_layers = 1, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_types = 1,
+	struct gnn_minibatch mb = { .num_layers = 1, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .feat_dtype = GNN_DT_F32, .num_types = 1,
 				    .num_rels = 1, .feat_dims = { 3 }, .num_seeds = 1, .src_types = types }, out;
 	struct gnn_mb_writer mw;
 	struct gnn_wbuf w;
 	struct gnn_hdr h;
 	const void *p;
-	float *rows[GNN_PROTO_MAX_TYPES];
+	void *rows[GNN_PROTO_MAX_TYPES];
 
 	mb.blocks[0] = (struct gnn_block){ 1, 3, 1, 2, src, ptr, idx };
 	gnn_minibatch_count_types(&mb);
@@ -526,7 +559,7 @@ static void test_minibatch_writer(void)
 		   ((uint8_t *)rows[0] - (w.buf + before + GNN_PROTO_HDR_BYTES)) % 8 == 0))
 		return;
 	for (int i = 0; i < 9; i++)
-		rows[0][i] = (float)i / 2;
+		((float *)rows[0])[i] = (float)i / 2;
 	gnn_mb_writer_labels(&mw, labels);
 	CHECK(gnn_mb_writer_end(&mw) == GNN_OK);
 	CHECK(w.len - before == GNN_PROTO_HDR_BYTES + gnn_minibatch_resp_head_bytes(1) +
@@ -535,7 +568,7 @@ static void test_minibatch_writer(void)
 	/* the second message in the buffer decodes to what was written */
 	struct gnn_wbuf second = { .buf = w.buf + before, .len = w.len - before, .cap = w.len - before };
 	if ((p = open_msg(&second, &h)) != NULL) {
-		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK && out.feat[0][8] == 4.0f &&
+		CHECK(gnn_decode_minibatch_resp(p, h.len, &out) == GNN_OK && ((const float *)out.feat[0])[8] == 4.0f &&
 		      out.labels[0] == 4 && out.flags == mb.flags);
 		gnn_proto_release(out.owned);
 	}

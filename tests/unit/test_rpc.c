@@ -27,7 +27,7 @@ static int handler(void *ctx, const struct gnn_hdr *h, const void *payload, size
 	int64_t offsets[2] = { 0, 10 };
 	static struct gnn_schema schema;
 	struct gnn_info info = { .layout = { .num_parts = 1, .num_nodes = 10, .num_edges = 5, .feat_dim = 4,
-					     .num_classes = 2, .graph_id = 77, .offsets = offsets, .schema = &schema,
+					     .num_classes = 2, .feat_dtype = GNN_DT_F32, .graph_id = 77, .offsets = offsets, .schema = &schema,
 					     .type_offsets = offsets } };
 	struct gnn_sample_req rq;
 	uint32_t zero[64] = { 0 };

@@ -71,7 +71,7 @@ static void make_graph(void)
 {
 	struct gnn_part parts[G_PARTS];
 	struct gnn_layout layout = { .num_nodes = G_NODES, .num_parts = G_PARTS, .feat_dim = G_DIM,
-				     .num_classes = G_CLASSES, .graph_id = G_GRAPH_ID, .offsets = g_offsets,
+				     .num_classes = G_CLASSES, .feat_dtype = GNN_DT_F32, .graph_id = G_GRAPH_ID, .offsets = g_offsets,
 				     .schema = &g_schema, .type_offsets = g_offsets };
 
 	for (int p = 0; p < G_PARTS; p++) {
@@ -109,7 +109,7 @@ static void make_graph(void)
 		parts[p] = (struct gnn_part){ .id = p, .node_start = g_offsets[p], .node_end = g_offsets[p + 1],
 					      .num_nodes = n, .num_edges = m, .num_types = 1, .num_rels = 1,
 					      .type_start = g_offsets + p, .indptr = g_indptr[p], .indices = g_indices[p],
-					      .feat = { g_feat[p] }, .feat_dim = { G_DIM }, .labels = g_labels[p],
+					      .feat = { g_feat[p] }, .feat_dim = { G_DIM }, .feat_dtype = GNN_DT_F32, .labels = g_labels[p],
 					      .split = g_split[p] };
 	}
 	layout.num_edges = g_edges;
@@ -192,7 +192,7 @@ static void check_features(const struct smp_local *l, const struct gnn_minibatch
 
 		if (!CHECK(mb->src_types[i] == t && mb->feat_dims[t] == d))
 			break;
-		if (d > 0 && !CHECK(mb->feat[t] != NULL && memcmp(mb->feat[t] + (size_t)at[t] * d, want, d * 4) == 0))
+		if (d > 0 && !CHECK(mb->feat[t] != NULL && memcmp((const float *)mb->feat[t] + (size_t)at[t] * d, want, d * 4) == 0))
 			break;
 		at[t]++;
 	}
@@ -1078,7 +1078,7 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 	if (h->type == GNN_MSG_INFO_REQ) {
 		struct gnn_info in = { .part_id = f->claim_part,
 				       .layout = { .num_parts = G_PARTS, .num_nodes = G_NODES, .num_edges = 1000,
-						   .feat_dim = G_DIM, .num_classes = G_CLASSES,
+						   .feat_dim = G_DIM, .num_classes = G_CLASSES, .feat_dtype = GNN_DT_F32,
 						   .graph_id = f->graph_id, .offsets = g_offsets, .schema = &g_schema,
 						   .type_offsets = g_offsets } };
 
@@ -1100,7 +1100,8 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 		if ((rc = gnn_decode_ids_req(payload, len, &ir)) != GNN_OK)
 			return rc;
 		c = (struct smp_call){ .op = h->type == GNN_MSG_FEAT_REQ ? SMP_OP_FEAT : SMP_OP_LABEL,
-				       .part = f->part, .n = ir.n, .ids = ir.ids, .feat_dim = G_DIM };
+				       .part = f->part, .n = ir.n, .ids = ir.ids, .feat_dim = G_DIM,
+				       .feat_dtype = GNN_DT_F32 };
 	}
 	rc = be.run(be.ctx, &c, 1, err, sizeof(err));
 	if (rc != GNN_OK)
@@ -1108,7 +1109,7 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 	else if (c.op == SMP_OP_SAMPLE)
 		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, 1, c.nbrs, c.total);
 	else if (c.op == SMP_OP_FEAT)
-		rc = gnn_encode_feat_resp(out, h->req_id, c.rows, c.n, G_DIM);
+		rc = gnn_encode_feat_resp(out, h->req_id, GNN_DT_F32, c.rows, c.n, G_DIM);
 	else if (c.op == SMP_OP_NODES)
 		rc = gnn_encode_nodes_resp(out, h->req_id, c.found, c.num_found, c.next_cursor);
 	else

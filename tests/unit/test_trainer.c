@@ -40,7 +40,7 @@ static void test_model_hash(void)
 {
 	static struct gnn_schema plain, typed, renamed;
 	struct tr_config c = { .layers = 2, .hidden = 64, .model = "graphsage" };
-	struct gnn_layout g = { .feat_dim = 100, .num_classes = 47, .graph_id = 0x1234abcdull, .schema = &plain };
+	struct gnn_layout g = { .feat_dim = 100, .num_classes = 47, .feat_dtype = GNN_DT_F32, .graph_id = 0x1234abcdull, .schema = &plain };
 	uint64_t before = gnn_draw64(0x6d6f64656cull, 2), h;
 
 	before = gnn_draw64(gnn_draw64(gnn_draw64(before, 100), 64), 47);

@@ -63,6 +63,7 @@ static void make_mb(struct tmb *t, uint32_t L, const uint32_t *sizes, uint32_t i
 	t->mb.src_types = t->types;
 	t->mb.num_seeds = sizes[L];
 	t->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+	t->mb.feat_dtype = GNN_DT_F32;
 	for (uint32_t l = 0; l < L; l++) {
 		struct gnn_block *b = &t->mb.blocks[l];
 		uint32_t nd = sizes[l + 1], ns = sizes[l];
@@ -114,7 +115,7 @@ static double *ref_forward(const struct tr_model_cfg *c, const float *p, const s
 	size_t off = 0;
 
 	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
-		h[i] = mb->feat[0][i];
+		h[i] = ((const float *)mb->feat[0])[i];
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
@@ -834,7 +835,7 @@ static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, con
 	size_t off = 0;
 
 	for (size_t i = 0; i < (size_t)mb->blocks[0].num_src * c->in_dim; i++)
-		h[i] = mb->feat[0][i];
+		h[i] = ((const float *)mb->feat[0])[i];
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
 		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
@@ -1018,6 +1019,7 @@ static void typed_fill(struct ttmb *t, uint32_t L, uint32_t nrels, uint32_t seed
 	t->mb.num_rels = nrels;
 	t->mb.num_seeds = seeds;
 	t->mb.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+	t->mb.feat_dtype = GNN_DT_F32;
 	t->mb.src_types = t->types;
 	t->mb.labels = t->labels;
 	gnn_minibatch_count_types(&t->mb);
@@ -1092,7 +1094,7 @@ static double *ref_input_rows(const struct gnn_minibatch *mb, const float *vec, 
 		for (uint32_t u = 0; u < t; u++)
 			k += mb->feat_dims[u] == 0;
 		for (size_t j = 0; j < D; j++)
-			h[i * D + j] = fd == 0 ? vec[k * D + j] : j < fd ? mb->feat[t][rank[t] * fd + j] : 0.0;
+			h[i * D + j] = fd == 0 ? vec[k * D + j] : j < fd ? ((const float *)mb->feat[t])[rank[t] * fd + j] : 0.0;
 		rank[t]++;
 	}
 	return h;

@@ -70,6 +70,11 @@ one of gnn-partition's options). */}}
   value: {{ int64 .Values.partition.seed | quote }}
 - name: GNN_METIS_MAX_EDGES
   value: {{ int64 .Values.partition.metisMaxEdges | quote }}
+{{- /* only when not the default: an f32 output keeps the folder (hash) it had */}}
+{{- if ne .Values.partition.featureDtype "f32" }}
+- name: GNN_FEATURE_DTYPE
+  value: {{ .Values.partition.featureDtype | quote }}
+{{- end }}
 {{- if eq .Values.dataset.source "synthetic" }}
 - name: GNN_SYNTHETIC
   value: {{ .Values.dataset.synthetic.preset | quote }}
