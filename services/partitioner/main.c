@@ -61,7 +61,7 @@ static const struct gnn_opt options[] = {
 	{ "classes", GNN_OPT_INT, &cfg.classes, "0", 0, 65536, NULL,
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, "f32", 0, 0, "f32|f16",
-	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest)" },
+	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest; values beyond 65504 refused)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
 	{ "method", GNN_OPT_STR, &cfg.method, "metis", 0, 0, "metis|random", "partitioning method" },
 	{ "metis-max-edges", GNN_OPT_INT, &cfg.metis_max_edges, "33554432", 1000, INT32_MAX, NULL,

@@ -1,5 +1,6 @@
 #include "write.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,26 @@ out:
 	return rc;
 }
 
+/* rows x dim floats of type t's nodes orig[0 .. rows) into halves; a
+ * finite value beyond f16's range (65,504) would turn into infinity and
+ * poison training: GNN_ERANGE, naming it. */
+static int to_half(const struct graph *g, uint32_t t, const int64_t *orig, const float *buf, int64_t rows, int64_t dim,
+		   uint16_t *half)
+{
+	size_t n = (size_t)rows * (size_t)dim;
+
+	gnn_f32_to_f16(buf, n, half);
+	for (size_t k = 0; k < n; k++)
+		if ((half[k] & 0x7c00) == 0x7c00 && isfinite(buf[k])) {
+			GNN_ERROR("feature_out_of_range", "type=%s node=%lld column=%lld value=%g reason=\"beyond f16's "
+				  "range (65504): partition with --feature-dtype f32, or scale the features\"",
+				  g->schema.types[t].name, (long long)orig[k / (size_t)dim], (long long)(k % (size_t)dim),
+				  (double)buf[k]);
+			return GNN_ERANGE;
+		}
+	return GNN_OK;
+}
+
 /* Type t's feature rows of partition p into feat-<type>.arr as dt (f16:
  * each chunk rounded into half), its entry (JSON null for a type without
  * features) into *entry. */
@@ -164,8 +185,8 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 			if (rc != GNN_OK)
 				goto out;
 		}
-		if (half != NULL)
-			gnn_f32_to_f16(buf, (size_t)rows * (size_t)dim, half);
+		if (half != NULL && (rc = to_half(g, t, pt->orig_id + i, buf, rows, dim, half)) != GNN_OK)
+			goto out;
 		if ((rc = gnn_arr_writer_append(w, half != NULL ? (void *)half : buf, (uint64_t)rows)) != GNN_OK)
 			goto out;
 		if (gnn_stop_requested()) {

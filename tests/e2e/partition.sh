@@ -247,6 +247,8 @@ fresh; edit raw/node-feat.csv.gz '7s/^[^,]*,/nan,/'
 bad nan_feature "line=7 reason=\"feature is NaN or infinite"
 fresh; edit raw/node-feat.csv.gz '8s/,[^,]*,/,inf,/'
 bad infinite_feature "line=8 reason=\"feature is NaN or infinite"
+fresh; edit raw/node-feat.csv.gz '7s/^[^,]*,/70000,/'
+bad f16_feature_out_of_range "feature_out_of_range type=node node=6 column=0 value=70000 reason=\"beyond f16's range" --feature-dtype f16
 fresh; edit raw/node-label.csv.gz '11s/.*/-2/'
 bad negative_label "line=11 reason=\"label out of range"
 fresh; edit raw/node-label.csv.gz '12s/.*/9/'
