@@ -869,7 +869,7 @@ int gnn_minibatch_widen(struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPE
 
 		if (mb->feat[t] == NULL)
 			continue;
-		if ((rows[t] = malloc(n * sizeof(float))) == NULL)
+		if (rows[t] == NULL && (rows[t] = malloc(n * sizeof(float))) == NULL)
 			return GNN_ENOMEM;
 		gnn_feat_to_f32(mb->feat[t], mb->feat_dtype, n, rows[t]);
 		mb->feat[t] = rows[t];

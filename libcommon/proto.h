@@ -343,10 +343,11 @@ uint64_t gnn_minibatch_resp_block_bytes(uint64_t num_dst, uint64_t num_src, uint
 uint64_t gnn_minibatch_resp_section_bytes(uint64_t n);
 
 /* The feature rows of a decoded mb as f32 (what a model reads): rows of
- * another dtype are converted into new arrays rows[t] (the caller's to
- * free; NULL for a type without rows) and mb->feat[t] points at them.
- * Nothing to do for f32 rows or none. GNN_ENOMEM (what was allocated is
- * in rows). */
+ * another dtype are converted into rows[t] and mb->feat[t] points at it.
+ * rows[t] is the caller's buffer of type_rows[t] * feat_dims[t] floats,
+ * or NULL: then a new array (the caller's to free). Nothing to do for f32
+ * rows or none, or for a type without rows. GNN_ENOMEM (what was
+ * allocated is in rows). */
 int gnn_minibatch_widen(struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES]);
 
 /* Counts blocks[0]'s sources of each type into mb->type_rows. */

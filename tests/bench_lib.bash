@@ -8,8 +8,8 @@
 #   mem_watch_start BUILD FILE   samples every process running a BUILD/bin/gnn-*
 #                                binary twice a second: "pid VmHWM_kB RssAnon_kB cpu_ticks minor_faults"
 #   mem_watch_stop               ends the sampler
-#   mem_table PIDS FILE          one "memory NAME peak_rss_mb= peak_anon_mb= cpu_s= minor_faults=" line
-#                                per process of PIDS ("name pid" lines), sorted
+#   mem_table PIDS FILE          one "memory NAME peak_rss_mb= peak_anon_mb= cpu_s= minor_faults=
+#                                late_faults=" line per process of PIDS ("name pid" lines), sorted
 # VmHWM is the kernel's own peak and counts mapped files (a graph store's
 # partition); RssAnon is the process's own memory, sampled, so a peak
 # shorter than half a second can be missed. cpu_s is the process's user
@@ -17,7 +17,9 @@
 # a shared machine it says what the work cost where wall time also
 # counts the other tenants. minor_faults (the kernel's count, as perf's
 # page-faults event, at the last sample) is how often the process touched
-# memory it had not touched before: fresh buffers per message show here.
+# memory it had not touched before; late_faults counts those of the second
+# half of the process's samples: memory that grows to its peak faults
+# early, fresh buffers per message fault all the time and show here.
 MEM_WATCH_PID=
 BENCH_PIDS=()
 
@@ -76,8 +78,8 @@ mem_local_pids() {
 mem_table() {
 	awk -v hz="$(getconf CLK_TCK)" 'FNR == NR { name[$2] = $1; next }
 	     ($1 in name) { if ($2 > hwm[$1]) hwm[$1] = $2; if ($3 > anon[$1]) anon[$1] = $3; if ($4 > cpu[$1]) cpu[$1] = $4
-			    if ($5 > flt[$1]) flt[$1] = $5 }
-	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f cpu_s=%.1f minor_faults=%d\n", name[p], hwm[p] / 1024, anon[p] / 1024, cpu[p] / hz, flt[p] }' \
+			    if ($5 > flt[$1]) flt[$1] = $5; seen[$1, ++ns[$1]] = flt[$1] }
+	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f cpu_s=%.1f minor_faults=%d late_faults=%d\n", name[p], hwm[p] / 1024, anon[p] / 1024, cpu[p] / hz, flt[p], flt[p] - seen[p, int((ns[p] + 1) / 2)] }' \
 		"$1" "$2" | sort
 }
 

@@ -148,13 +148,13 @@ report_path() {
 		if [ "$infer" = 1 ]; then infer_report "$PRESET" "$run" "$WORK/local-$name.out"; fi
 		cat "$WORK/memory-$name"
 		awk -v part="$part_bytes" -v params="${params:-0}" '$2 !~ /^infer/ {
-				split($3, r, "="); split($4, a, "="); split($5, c, "="); split($6, f, "=")
-				tr += r[2]; ta += a[2]; tc += c[2]; tf += f[2]
+				split($3, r, "="); split($4, a, "="); split($5, c, "="); split($6, f, "="); split($7, l, "=")
+				tr += r[2]; ta += a[2]; tc += c[2]; tf += f[2]; tl += l[2]
 			}
 			END {
 				ref = (2 * part + 16 * params) / 1048576   # the model: parameters, gradients, Adam moments, best copy
-				printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (2x the partition output + the model) ratio=%.2f cpu_s=%.0f minor_faults=%d\n",
-					tr, ta, ref, tr / ref, tc, tf
+				printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (2x the partition output + the model) ratio=%.2f cpu_s=%.0f minor_faults=%d late_faults=%d\n",
+					tr, ta, ref, tr / ref, tc, tf, tl
 			}' "$WORK/memory-$name"
 	} | sed "s/^/$name /" | tee "$WORK/path-$name"
 }

@@ -605,8 +605,6 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 	int rc = GNN_ENOMEM;
 
 	err[0] = '\0';
-	for (uint32_t t = 0; t < GNN_PROTO_MAX_TYPES; t++)
-		rows[t] = NULL;
 	if (mb->num_types != f->T) {
 		snprintf(err, err_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
 		return GNN_EPROTO;
@@ -617,9 +615,6 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 				 " in the graph", t, mb->feat_dims[t], f->dim[t]);
 			return GNN_EPROTO;
 		}
-		if (f->dim[t] > 0 && mb->type_rows[t] > 0 &&
-		    (rows[t] = malloc((size_t)mb->type_rows[t] * f->dim[t] * sizeof(float))) == NULL)
-			return GNN_ENOMEM;
 	}
 	if ((rc = collect(f, mb, rows, &m)) != GNN_OK) {
 		snprintf(err, err_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "

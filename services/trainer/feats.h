@@ -63,8 +63,9 @@ int tr_feats_count(struct tr_feats *f, const struct gnn_minibatch *mb);
 int tr_feats_build(struct tr_feats *f);
 
 /* Fills mb's feature rows (a minibatch asked for without GNN_MB_FEATURES):
- * rows[t] (malloc'd, the caller's to free, also on failure) gets type t's
- * rows in source order and mb->feat[t] points at it; mb->flags gains
+ * rows[t], the caller's buffer of mb->type_rows[t] * mb->feat_dims[t]
+ * floats (NULL where that is 0), gets type t's rows in source order as f32
+ * and mb->feat[t] points at it; mb->flags gains
  * GNN_MB_FEATURES. Thread-safe: the loader's workers call it at once. A
  * store still starting or restarting is waited for, bounded by the call
  * timeout and retries. On failure err (err_len bytes) names the store. */

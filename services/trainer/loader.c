@@ -72,6 +72,7 @@ struct tr_loader {
 	struct latency kinds[LAT_KINDS];
 	struct latency *lat;        /* the current job's kind */
 	double hedge_logged;
+	struct tr_rowpool *pool;    /* every batch's f32 rows */
 };
 
 const char *const tr_mb_kind_names[TR_MB_KINDS] = { "ids", "blocks", "features", "labels" };
@@ -81,7 +82,7 @@ void tr_batch_free(struct tr_batch *b)
 	if (b == NULL)
 		return;
 	for (uint32_t t = 0; t < GNN_PROTO_MAX_TYPES; t++)
-		free(b->rows[t]);
+		tr_rowpool_put(b->pool, b->rows[t]);
 	gnn_proto_release(b->mb.owned);
 	if (b->reply != NULL)
 		nng_msg_free(b->reply);
@@ -106,6 +107,24 @@ static void count_bytes(const struct tr_loader *l, const struct gnn_minibatch *m
 			gnn_counter_add(l->o.mb_bytes[i], v[i]);
 }
 
+/* Buffers for b's f32 rows, when it needs them: all of them when tr_feats
+ * fills the rows, those of rows to widen otherwise (f32 rows stay in the
+ * reply). */
+static int take_rows(struct tr_loader *l, struct tr_batch *b, bool fill)
+{
+	const struct gnn_minibatch *mb = &b->mb;
+
+	if (!fill && (!(mb->flags & GNN_MB_FEATURES) || mb->feat_dtype == GNN_DT_F32))
+		return GNN_OK;
+	for (uint32_t t = 0; t < mb->num_types; t++) {
+		size_t n = (size_t)mb->type_rows[t] * mb->feat_dims[t];
+
+		if (n > 0 && (fill || mb->feat[t] != NULL) && (b->rows[t] = tr_rowpool_get(l->pool, n)) == NULL)
+			return GNN_ENOMEM;
+	}
+	return GNN_OK;
+}
+
 /* Builds and sends step k's request (seeds: the step's own copy) to the
  * replicas starting at hint; with tr_feats, fills the rows from it. */
 static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n, uint64_t k,
@@ -124,6 +143,7 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 	if (b == NULL)
 		return;
 	b->step = k;
+	b->pool = l->pool;
 	out->rc = tr_samplers_minibatch(l->o.samplers, hint, req_id, &req, &b->reply, &b->mb, out->err,
 					sizeof(out->err));
 	if (out->rc != GNN_OK) {
@@ -131,8 +151,9 @@ static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *
 		return;
 	}
 	count_bytes(l, &b->mb, nng_msg_len(b->reply));
-	if (!fill && (out->rc = gnn_minibatch_widen(&b->mb, b->rows)) != GNN_OK) {
-		snprintf(out->err, sizeof(out->err), "out of memory widening the feature rows");
+	if ((out->rc = take_rows(l, b, fill)) != GNN_OK ||
+	    (!fill && (out->rc = gnn_minibatch_widen(&b->mb, b->rows)) != GNN_OK)) {
+		snprintf(out->err, sizeof(out->err), "out of memory for the feature rows");
 		tr_batch_free(b);
 		return;
 	}
@@ -314,7 +335,7 @@ int tr_loader_new(const struct tr_loader_opts *o, struct tr_loader **out)
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->done, NULL);
 	l->next_req = 1;
-	if ((l->slots = calloc(o->depth, sizeof(*l->slots))) == NULL ||
+	if (tr_rowpool_new(&l->pool) != GNN_OK || (l->slots = calloc(o->depth, sizeof(*l->slots))) == NULL ||
 	    (l->threads = calloc(o->depth, sizeof(*l->threads))) == NULL)
 		goto fail;
 	for (uint32_t i = 0; i < o->depth; i++) {
@@ -451,6 +472,7 @@ void tr_loader_free(struct tr_loader *l)
 	if (l->slots != NULL)
 		for (uint32_t i = 0; i < l->o.depth; i++)
 			tr_batch_free(l->slots[i].b);
+	tr_rowpool_free(l->pool);
 	free(l->slots);
 	free(l->threads);
 	pthread_cond_destroy(&l->work);

@@ -18,6 +18,7 @@
 #include "feats.h"
 #include "metrics.h"
 #include "proto.h"
+#include "rowpool.h"
 #include "samplers.h"
 
 /* One pass over a list of seed nodes in batches: step k asks for seeds
@@ -37,12 +38,14 @@ struct tr_job {
 
 /* A delivered minibatch: mb points into reply, and into rows when the
  * feature rows came from tr_feats or were widened from f16. Its rows are
- * f32. tr_batch_free frees them all. */
+ * f32, from the loader's pool. tr_batch_free frees the batch and gives the
+ * rows back; it must come before tr_loader_free. */
 struct tr_batch {
 	uint64_t step;
 	nng_msg *reply;
 	struct gnn_minibatch mb;
 	float *rows[GNN_PROTO_MAX_TYPES];
+	struct tr_rowpool *pool;    /* the loader's */
 };
 void tr_batch_free(struct tr_batch *b);
 

@@ -163,6 +163,12 @@ def kill_sampler(s):
     s.c.kill("sampler-0")
 
 
+def term_sampler(s):
+    """A replica told to stop (SIGTERM, as Kubernetes deletes a pod)."""
+    s.epoch(10)
+    s.c.kill("sampler-0", signal.SIGTERM)
+
+
 def sampler_gone(s):
     """A replica killed and never restarted: the other serves everything."""
     s.epoch(10)
@@ -355,6 +361,8 @@ SCENARIOS = {
     # the trainers' own FEAT calls: a store killed (restarted by the
     # supervisor) or frozen under them, the same parameters at the end
     "stores_kill_graphstore": kill_store,
+    "stores_kill_sampler": kill_sampler,
+    "stores_term_sampler": term_sampler,
     "stores_graphstore_frozen_30s": freeze("graphstore-0", 30, event="waiting_for_minibatch"),
 }
 

@@ -208,10 +208,13 @@ for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))
 }' "$TOOLDIR" "$1"
 }
 EMB=(--set trainer.embed.dim=64 --set-json 'trainer.embed.types=["author"]')
-"$H" template gnn-dist "$CHART" >"$WORK/e-off.yaml" 2>"$WORK/err" && args_of "$WORK/e-off.yaml" >"$WORK/e-off"
-check embed_off_by_default "default values: no --embed-* flag, the trainer dials no graph store, only samplers reach the stores ($(grep -E -- ' --embed-|^StatefulSet/trainer --graphstore' "$WORK/e-off" | head -n 2 | tr '\n' ' '))" \
-	bash -c "grep -q '^StatefulSet/trainer --model=graphsage$' '$WORK/e-off' && grep -q -E '^Job/inference-[0-9]+-[0-9a-f]+ --model=graphsage$' '$WORK/e-off' &&
-		! grep -q -E -- ' --embed-' '$WORK/e-off' && ! grep -q -E '^StatefulSet/trainer --graphstore' '$WORK/e-off'"
+"$H" template gnn-dist "$CHART" >"$WORK/e-def.yaml" 2>"$WORK/err" && args_of "$WORK/e-def.yaml" >"$WORK/e-def"
+"$H" template gnn-dist "$CHART" -f "$CHART/ci/scale-values.yaml" --set trainer.features.from=sampler >"$WORK/e-off.yaml" 2>"$WORK/err" &&
+	args_of "$WORK/e-off.yaml" >"$WORK/e-off"
+check embed_off_by_default "default values: no --embed-* flag; with the rows from the samplers too the trainer dials no graph store, only samplers reach the stores ($(grep -E -- ' --embed-|^StatefulSet/trainer --graphstore' "$WORK/e-def" "$WORK/e-off" | head -n 2 | tr '\n' ' '))" \
+	bash -c "grep -q '^StatefulSet/trainer --model=graphsage$' '$WORK/e-def' && grep -q -E '^Job/inference-[0-9]+-[0-9a-f]+ --model=graphsage$' '$WORK/e-def' &&
+		! grep -q -E -- ' --embed-' '$WORK/e-def' && ! grep -q -E '^StatefulSet/trainer --graphstore' '$WORK/e-off' &&
+		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/e-off'"
 
 "$H" template gnn-dist "$CHART" "${EMB[@]}" >"$WORK/e-on.yaml" 2>"$WORK/err" && args_of "$WORK/e-on.yaml" >"$WORK/e-on"
 grep -E -- ' --(embed-[a-z]+|graphstore-pattern)=' "$WORK/e-on" | sort >"$WORK/e-on-flags"
@@ -256,27 +259,48 @@ args_of "$WORK/r-scale.yaml" >"$WORK/r-scale"
 check embed_render_checked "the 4x3x4 set with embeddings: check_chart.cjs $(grep -E '^bad|Error' "$WORK/check-e-scale" | head -n 3 | tr '\n' ' '); graph stores' policy: $(grep '^NetworkPolicy/graphstore ' "$WORK/e-scale")" \
 	bash -c "! grep -q -E '^bad|Error' '$WORK/check-e-scale' && [ \$(grep -c '^ok ' '$WORK/check-e-scale') = 8 ] &&
 		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/e-scale' && grep -qx 'NetworkPolicy/sampler from trainer' '$WORK/e-scale' &&
-		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/r-scale'"
+		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/e-off'"
 
 # ---- feature rows from the graph stores (trainer.features, docs/scale.md) -------------------------
-# Off by default (no --features-from; the e-off render above has no
-# trainer --graphstore-pattern); from: stores with a cache gives the flags,
-# the stores' pattern once (also beside embeddings), the policy admits the
-# trainers, and the render passes the checker.
+# By default the rows come from the stores with a cache of 0.2 of the
+# nodes; from: sampler gives no --features-from (the e-off render above has
+# no trainer --graphstore-pattern); from: stores with a cache gives the
+# flags, the stores' pattern once (also beside embeddings), the policy
+# admits the trainers, and the render passes the checker.
 "$H" template gnn-dist "$CHART" -f "$CHART/ci/scale-values.yaml" --set trainer.features.from=stores \
 	--set trainer.features.cacheRatio=0.2 "${EMB[@]}" >"$WORK/f-on.yaml" 2>"$WORK/err"
 $CHECK "$WORK/f-on.yaml" >"$WORK/check-f-on" 2>&1
 args_of "$WORK/f-on.yaml" >"$WORK/f-on"
-check features_flags_rendered "features.from=stores, cacheRatio 0.2: --features-from, --cache-ratio and one --graphstore-pattern on the trainer, the stores' policy admits it, check_chart.cjs passes ($(grep -E '^bad|Error' "$WORK/check-f-on" | head -n 2 | tr '\n' ' '))" \
+check features_flags_rendered "defaults, and features.from=stores, cacheRatio 0.2: --features-from, --cache-ratio and one --graphstore-pattern on the trainer, the stores' policy admits it, check_chart.cjs passes ($(grep -E '^bad|Error' "$WORK/check-f-on" | head -n 2 | tr '\n' ' '))" \
 	bash -c "grep -qx 'StatefulSet/trainer --features-from=stores' '$WORK/f-on' && grep -qx 'StatefulSet/trainer --cache-ratio=0.2' '$WORK/f-on' &&
 		[ \$(grep -c '^StatefulSet/trainer --graphstore-pattern=' '$WORK/f-on') = 1 ] &&
 		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/f-on' &&
-		! grep -q -E '^bad|Error' '$WORK/check-f-on' && ! grep -q -- '--features-from' '$WORK/e-off'"
+		! grep -q -E '^bad|Error' '$WORK/check-f-on' && ! grep -q -- '--features-from' '$WORK/e-off' &&
+		grep -qx 'StatefulSet/trainer --features-from=stores' '$WORK/e-def' && grep -qx 'StatefulSet/trainer --cache-ratio=0.2' '$WORK/e-def'"
 "$H" template gnn-dist "$CHART" --set trainer.features.from=stores --set trainer.features.cacheRatio=half \
 	>/dev/null 2>"$WORK/f-bad.err"
 rc=$?
 check features_bad_ratio_refused "cacheRatio \"half\": helm refuses it by the schema (got $rc: $(head -c 160 "$WORK/f-bad.err"))" \
 	bash -c "[ $rc -ne 0 ] && grep -q 'cacheRatio' '$WORK/f-bad.err'"
+
+# trainer-t prefers graphstore-t's node (features.besideGraphStore): a
+# preferred pod affinity to the graph stores whose matchLabelKeys adds the
+# trainer's own pod index, on Kubernetes 1.31+ only (the field and the
+# label), from: stores only, and never beside a user's trainer.affinity.
+aff() {  # the trainer StatefulSet's affinity, one line, from helm template ARGS
+	"$H" template gnn-dist "$CHART" --show-only templates/trainer.yaml "$@" 2>&1 |
+		awk '/^kind: StatefulSet/ { s = 1 } s && /^ +affinity:/ { a = 1 } a && /^ +(containers|initContainers):/ { exit } a' |
+		tr -s ' \n' ' '
+}
+want=" affinity: podAffinity: preferredDuringSchedulingIgnoredDuringExecution: - podAffinityTerm: labelSelector: matchLabels: app.kubernetes.io/component: graphstore app.kubernetes.io/instance: gnn-dist app.kubernetes.io/name: gnn-dist matchLabelKeys: - apps.kubernetes.io/pod-index topologyKey: kubernetes.io/hostname weight: 100 "
+a131=$(aff --kube-version 1.31.0)
+a130=$(aff --set trainer.features.from=stores --kube-version 1.30.0)
+asmp=$(aff --set trainer.features.from=sampler --kube-version 1.31.0)
+aoff=$(aff --set trainer.features.from=stores --set trainer.features.besideGraphStore=false --kube-version 1.31.0)
+auser=$(aff --set trainer.features.from=stores --set-json 'trainer.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpu","operator":"Exists"}]}]}}}' --kube-version 1.31.0)
+check trainer_beside_graphstore "defaults (from: stores) on 1.31: the graph-store term with the pod index [$a131]; none on 1.30 [$a130], from: sampler [$asmp], besideGraphStore false [$aoff]; a user's affinity alone [$auser]; f-on passes the checker with it" \
+	bash -c "[ '$a131' = '$want' ] && [ -z '$a130' ] && [ -z '$asmp' ] && [ -z '$aoff' ] &&
+		[[ '$auser' == *nodeAffinity* && '$auser' != *podAffinity* ]] && grep -q 'apps.kubernetes.io/pod-index' '$WORK/f-on.yaml'"
 
 # The embedding configuration is part of the run (a checkpoint of another
 # one is refused), its learning rate is not; with dim 0 the other embed

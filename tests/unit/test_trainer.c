@@ -1,4 +1,5 @@
-/* test_trainer.c - the trainer's checkpoints, result file and derived seeds. */
+/* test_trainer.c - the trainer's checkpoints, result file, derived seeds and
+ * row-buffer pool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "layout.h"
 #include "loader.h"
 #include "log.h"
+#include "rowpool.h"
 #include "sys.h"
 #include "testlib.h"
 #include "train.h"
@@ -255,6 +257,45 @@ static void test_result_roundtrip(void)
 	CHECK(tr_result_load(tmpdir, &got, &found) == GNN_OK && !found);
 }
 
+/* Buffers given back serve later requests that fit, the smallest that
+ * fits first; one too small for a request is dropped, not kept beside the
+ * new one; the rows are aligned for AVX. */
+static void test_rowpool(void)
+{
+	struct tr_rowpool *p = NULL;
+	float *a, *b, *c, *d;
+
+	if (!CHECK(tr_rowpool_new(&p) == GNN_OK))
+		return;
+	CHECK(tr_rowpool_get(p, 0) == NULL && tr_rowpool_get(p, SIZE_MAX / 2) == NULL);
+	a = tr_rowpool_get(p, 1000);
+	b = tr_rowpool_get(p, 4000);
+	if (CHECK(a != NULL && b != NULL && ((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0)) {
+		a[999] = 1.0f;
+		b[3999] = 2.0f;
+	}
+	CHECK(tr_rowpool_made(p) == 2);
+	tr_rowpool_put(p, b);
+	tr_rowpool_put(p, a);
+	/* 1100 fits in a's 1000 + 1/8; then 3000 takes b, not a new buffer */
+	c = tr_rowpool_get(p, 1100);
+	d = tr_rowpool_get(p, 3000);
+	CHECK(c == a && d == b && tr_rowpool_made(p) == 2);
+	tr_rowpool_put(p, d);
+	/* none free fits 10000: b is dropped for a new one */
+	d = tr_rowpool_get(p, 10000);
+	CHECK(d != NULL && tr_rowpool_made(p) == 3);
+	if (d != NULL)
+		d[9999] = 3.0f;
+	tr_rowpool_put(p, d);
+	d = tr_rowpool_get(p, 100);
+	CHECK(d != NULL && tr_rowpool_made(p) == 3);
+	tr_rowpool_put(p, c);
+	tr_rowpool_put(p, d);
+	tr_rowpool_put(p, NULL);
+	tr_rowpool_free(p);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer");
@@ -267,6 +308,7 @@ int main(void)
 	RUN(test_ckpt_damaged_falls_back);
 	RUN(test_ckpt_mid_epoch);
 	RUN(test_result_roundtrip);
+	RUN(test_rowpool);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

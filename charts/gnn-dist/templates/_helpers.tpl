@@ -254,6 +254,21 @@ affinity:
 {{- end }}
 {{- end -}}
 
+{{/* The trainers' preference for the node of the graph store of their own
+ordinal (root). */}}
+{{- define "gnn-dist.besideGraphStore" -}}
+podAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        labelSelector:
+          matchLabels:
+            {{- include "gnn-dist.selectorLabels" (dict "root" . "component" "graphstore") | nindent 12 }}
+        matchLabelKeys:
+          - apps.kubernetes.io/pod-index
+        topologyKey: kubernetes.io/hostname
+{{- end -}}
+
 {{/* Pod annotations: Prometheus' scrape convention, then the user's. */}}
 {{- define "gnn-dist.podAnnotations" -}}
 {{- if and .root.Values.metrics.podAnnotations .httpPort }}
