@@ -22,10 +22,10 @@ OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
 # Debian packages the build, the tests and the demo need (python3: the
 # cluster test's helpers; iproute2: `ip netns` in chart_run.sh and the
-# cluster test).
+# cluster test; openssl: tls.sh's certificates).
 DEB_PKGS := build-essential pkg-config libnng-dev libmicrohttpd-dev libmetis-dev \
 	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time libclang-rt-14-dev \
-	python3 iproute2
+	python3 iproute2 openssl
 
 PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd zlib openblas 2>/dev/null)
 PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd zlib openblas 2>/dev/null)

@@ -15,7 +15,7 @@
 struct gnn_client {
 	nng_socket sock;
 	nng_dialer dialer;
-	char *url, *name;
+	char *url, *name, *server_name;   /* server_name: NULL for the URL's host */
 	int timeout_ms, retries;
 	bool failover;
 	atomic_bool aborted;       /* gnn_client_abort: the socket is closed */
@@ -41,12 +41,12 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		atomic_store(&c->down_since, gnn_now());
 }
 
-int gnn_redial(nng_socket sock, const char *url, nng_dialer *d)
+int gnn_redial(nng_socket sock, const char *url, const struct gnn_tls *tls, const char *server_name, nng_dialer *d)
 {
 	int rv;
 
 	nng_dialer_close(*d);
-	rv = nng_dial(sock, url, d, NNG_FLAG_NONBLOCK);
+	rv = gnn_tls_dial(sock, url, tls, server_name, d, NNG_FLAG_NONBLOCK);
 	return rv == 0 ? GNN_OK : GNN_EIO;
 }
 
@@ -58,7 +58,7 @@ static void redial_if_stuck(struct gnn_client *c)
 		return;
 	if (!atomic_load(&c->aborted) && !gnn_client_connected(c) &&
 	    gnn_now() - atomic_load(&c->down_since) >= GNN_REDIAL_AFTER_S) {
-		if (gnn_redial(c->sock, c->url, &c->dialer) != GNN_OK)
+		if (gnn_redial(c->sock, c->url, gnn_tls_data_plane(), c->server_name, &c->dialer) != GNN_OK)
 			GNN_WARN_LIMITED("redial_failed", "peer=%s url=%s", c->name, c->url);
 		else
 			GNN_DEBUG("redial", "peer=%s url=%s reason=\"no connection for %.0f s\"", c->name, c->url,
@@ -80,12 +80,13 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 		return GNN_ENOMEM;
 	c->url = strdup(o->url);
 	c->name = strdup(o->name ? o->name : o->url);
+	c->server_name = o->server_name != NULL ? strdup(o->server_name) : NULL;
 	c->timeout_ms = o->timeout_ms;
 	c->retries = o->retries;
 	c->failover = o->failover;
 	atomic_store(&c->down_since, gnn_now());
 	pthread_mutex_init(&c->redial_mu, NULL);
-	if (c->url == NULL || c->name == NULL) {
+	if (c->url == NULL || c->name == NULL || (o->server_name != NULL && c->server_name == NULL)) {
 		rv = NNG_ENOMEM;
 		goto out_free;
 	}
@@ -102,7 +103,7 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 		goto out_free;
 	}
 	/* Non-blocking: the peer may come up later; nng keeps redialling. */
-	if ((rv = nng_dial(c->sock, c->url, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = gnn_tls_dial(c->sock, c->url, gnn_tls_data_plane(), c->server_name, &c->dialer, NNG_FLAG_NONBLOCK)) != 0) {
 		nng_close(c->sock);
 		goto out_free;
 	}
@@ -115,6 +116,7 @@ out_free:
 	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
+	free(c->server_name);
 	free(c);
 	return rv == NNG_ENOMEM ? GNN_ENOMEM : GNN_EINVAL;
 }
@@ -131,6 +133,7 @@ void gnn_client_close(struct gnn_client *c)
 	pthread_mutex_destroy(&c->redial_mu);
 	free(c->url);
 	free(c->name);
+	free(c->server_name);
 	free(c);
 }
 

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "proto.h"
+#include "tls.h"
 
 struct gnn_client;
 
@@ -31,6 +32,8 @@ struct gnn_client_opts {
 	int retries;               /* extra attempts after a timeout (0 = one attempt) */
 	bool failover;             /* GNN_EUNAVAIL at once, no retry, when the connection
 				    * drops during a call or none is up when it starts */
+	const char *server_name;   /* with TLS, the name the peer's certificate must have
+				    * (NULL: the URL's host; tls.h) */
 };
 
 /* Creates the socket and starts dialling (non-blocking: the peer need not be
@@ -49,9 +52,11 @@ void gnn_client_abort(struct gnn_client *c);
  * it. So a dialer with no connection for this long is restarted: the
  * clients here do it within a call, the trainers' ring in its handshake. */
 #define GNN_REDIAL_AFTER_S 3.0
-/* Closes dialer *d of sock and dials url again (non-blocking) into *d.
- * GNN_EIO when the new dial could not start (the URL no longer parses). */
-int gnn_redial(nng_socket sock, const char *url, nng_dialer *d);
+/* Closes dialer *d of sock and dials url again (non-blocking) into *d,
+ * over TLS of domain tls (NULL: plain) to a server named server_name
+ * (gnn_tls_dial). GNN_EIO when the new dial could not start (the URL no
+ * longer parses). */
+int gnn_redial(nng_socket sock, const char *url, const struct gnn_tls *tls, const char *server_name, nng_dialer *d);
 
 /* nng 1.5.2 can deadlock in nng_close while a connection is being set up
  * or torn down (nanomsg/nng#1543, fixed in 1.8): seen when a whole release

@@ -73,6 +73,10 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 		return GNN_EXIT_USAGE;
 	GNN_INFO("start", "pid=%d", (int)getpid());
 	gnn_opt_log(lc->options);
+	if (lc->tls != NULL && gnn_tls_setup(lc->tls) != GNN_OK) {
+		GNN_ERROR("stopped", "exit=%d reason=\"the TLS files (above)\"", GNN_EXIT_USAGE);
+		return GNN_EXIT_USAGE;
+	}
 	gnn_signals_install();
 	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 
@@ -83,6 +87,7 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 		lc->stop(lc->ctx, status);
 	gnn_http_stop(http);
 	gnn_metrics_free(reg);
+	gnn_tls_teardown();
 	/* peak_rss_mb counts mapped files too: a graph store's partition */
 	if (status == 0)
 		GNN_INFO("stopped", "exit=0 peak_rss_mb=%.0f", (double)gnn_peak_rss_bytes() / 1048576.0);

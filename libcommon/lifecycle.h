@@ -4,7 +4,8 @@
  *
  *   parse the options (--help: exit 0; bad: exit 2) -> configure hook
  *   (machine-dependent defaults, combinations; non-OK: exit 2) -> "start"
- *   and "config" lines, SIGTERM/SIGINT handlers, the stop watchdog ->
+ *   and "config" lines -> the data plane's TLS files (tls.h; bad: exit 2)
+ *   -> SIGTERM/SIGINT handlers, the stop watchdog ->
  *   metrics registry with the process metrics -> start hook (allocate,
  *   listen: nothing that waits) -> /healthz, /readyz, /metrics -> wait
  *   hook (data, peers: bounded waits) -> serve hook (until it returns or a
@@ -26,6 +27,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "opt.h"
+#include "tls.h"
 
 #define GNN_EXIT_FAILED 1 /* the service could not start or failed */
 #define GNN_EXIT_USAGE 2  /* bad options or configuration */
@@ -37,6 +39,9 @@ struct gnn_lifecycle {
 	const char *prog;               /* "gnn-graphstore": logs and --help */
 	const char *summary;            /* --help's first line */
 	const struct gnn_opt *options;  /* the option table (opt.h) */
+	/* The data plane's TLS files among the options' values (tls.h,
+	 * GNN_TLS_OPTIONS), set up after configure; NULL: plain links. */
+	const struct gnn_tls_paths *tls;
 	const char *const *http_addr;   /* the options' values the HTTP server binds */
 	const int64_t *http_port;
 	gnn_ready_fn ready;             /* /readyz, called with ctx; NULL: always ready */

@@ -238,7 +238,7 @@ int gnn_server_start(const struct gnn_server_opts *o, struct gnn_server **out)
 		return GNN_EIO;
 	}
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
-	if ((rv = nng_listen(s->sock, o->listen, &s->listener, 0)) != 0) {
+	if ((rv = gnn_tls_listen(s->sock, o->listen, gnn_tls_data_plane(), &s->listener)) != 0) {
 		GNN_ERROR("listen_failed", "server=%s url=%s error=\"%s\"", s->name, o->listen, nng_strerror(rv));
 		nng_close(s->sock);
 		free(s);

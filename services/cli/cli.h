@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "tls.h"
 
 /* Every option of every command (each command's table uses some). */
 struct cli_config {
@@ -20,6 +21,7 @@ struct cli_config {
 	const char *fanouts, *fanout, *split, *type;
 	int64_t seed, limit, page, timeout_ms, retries;
 	bool json, no_features, no_labels, best;
+	struct gnn_tls_paths tls;         /* the data plane's (tls.h) */
 };
 
 /* Prints "gnn-cli: error: ..." on stderr. */

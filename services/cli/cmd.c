@@ -54,8 +54,10 @@ static int call(struct gnn_client *cl, const char *url, struct gnn_wbuf *req, ui
 	memcpy(&op, req->buf + 6, 2);
 	rc = gnn_client_call(cl, req, reply, err, sizeof(err));
 	if (rc == GNN_ETIMEDOUT) {
-		cli_error("%s request to %s failed: %s (is the service running there? see --timeout-ms, --retries)",
-			  gnn_msg_name(op), url, err);
+		cli_error("%s request to %s failed: %s (is the service running there, %s? see --timeout-ms, --retries)",
+			  gnn_msg_name(op), url, err, gnn_tls_data_plane() != NULL ?
+			  "with TLS, its certificate of the same CA as ours and naming the host dialled (docs/security.md)" :
+			  "without TLS (a service with --tls-* refuses plain connections)");
 		return rc;
 	}
 	if (rc != GNN_OK) {

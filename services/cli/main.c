@@ -88,6 +88,7 @@ static const struct gnn_opt common_rows[] = {
 	  "milliseconds to wait for each attempt's reply" },
 	{ "retries", GNN_OPT_INT, &cfg.retries, "2", 0, 100, NULL, "extra attempts after a timeout" },
 	{ "json", GNN_OPT_BOOL, &cfg.json, NULL, 0, 0, NULL, "JSON output (the only format; accepted for scripts)" },
+	GNN_TLS_OPTIONS(cfg.tls),
 	{ NULL },
 };
 
@@ -179,9 +180,10 @@ int main(int argc, char **argv)
 	rc = gnn_opt_parse(prog, cmd->summary, table, argc - 1, argv + 1);
 	if (rc == GNN_EHELP)
 		return 0;
-	if (rc != GNN_OK)
+	if (rc != GNN_OK || gnn_tls_setup(&cfg.tls) != GNN_OK)
 		return EXIT_USAGE;
 	rc = cmd->run(&cfg, &doc);
+	gnn_tls_teardown();
 	if (rc == GNN_OK)
 		rc = print_json(doc);
 	json_decref(doc);

@@ -27,6 +27,7 @@
 struct config {
 	const char *data, *listen, *http_addr, *predictions;
 	int64_t part, http_port, workers, wait_data;
+	struct gnn_tls_paths tls;
 };
 
 static struct config cfg = { .part = -1 };
@@ -49,6 +50,7 @@ static const struct gnn_opt options[] = {
 	  "request worker threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "wait-data", GNN_OPT_INT, &cfg.wait_data, "600", 0, 86400, NULL,
 	  "seconds to wait for DATA/meta.json to appear (0: do not wait)" },
+	GNN_TLS_OPTIONS(cfg.tls),
 	{ NULL },
 };
 
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
 	static struct graphstore gs;
 	const struct gnn_lifecycle lc = {
 		.prog = "gnn-graphstore", .summary = "Serve one graph partition to gnn-dist's samplers.",
-		.options = options, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
+		.options = options, .tls = &cfg.tls, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
 		.ctx = &gs, .configure = configure, .start = start, .wait = wait_and_load, .stop = stop,
 		.exit_status = exit_status,
 	};

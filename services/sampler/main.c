@@ -39,6 +39,7 @@ struct config {
 	int64_t count, http_port, workers, timeout_ms, retries, wait_stores, check_interval_ms,
 		check_timeout_ms, ids_per_call, store_down_grace_s, graph_changed_exit_s, build_budget_mb,
 		admission_wait_s, store_min_mb_per_s;
+	struct gnn_tls_paths tls;
 };
 
 static struct config cfg;
@@ -86,6 +87,7 @@ static const struct gnn_opt options[] = {
 	  "rate: large minibatches get longer" },
 	{ "ids-per-call", GNN_OPT_INT, &cfg.ids_per_call, "8192", 1, 524288, NULL,
 	  "a partition's share of a layer goes out in calls of at most this many node IDs" },
+	GNN_TLS_OPTIONS(cfg.tls),
 	{ NULL },
 };
 
@@ -217,7 +219,7 @@ int main(int argc, char **argv)
 		.prog = "gnn-sampler",
 		.summary = "Build GraphSAGE minibatches from the graph stores (`gnn-sampler bench --help`: the "
 			   "in-process benchmark).",
-		.options = options, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
+		.options = options, .tls = &cfg.tls, .http_addr = &cfg.http_addr, .http_port = &cfg.http_port, .ready = ready,
 		.ctx = &sm, .configure = configure, .start = start, .wait = wait_stores, .serve = serve,
 		.stop = stop, .exit_status = exit_status,
 	};

@@ -100,7 +100,7 @@ static int watch_open(struct store *st)
 	atomic_store(&st->watch_down_since, gnn_now());
 	if (nng_pipe_notify(st->watch, NNG_PIPE_EV_ADD_POST, watch_cb, st) != 0 ||
 	    nng_pipe_notify(st->watch, NNG_PIPE_EV_REM_POST, watch_cb, st) != 0 ||
-	    nng_dial(st->watch, st->url, &st->watch_dialer, NNG_FLAG_NONBLOCK) != 0)
+	    gnn_tls_dial(st->watch, st->url, gnn_tls_data_plane(), NULL, &st->watch_dialer, NNG_FLAG_NONBLOCK) != 0)
 		return GNN_EINVAL;
 	return GNN_OK;
 }
@@ -112,7 +112,7 @@ static void watch_redial_if_stuck(struct store *st)
 	if (atomic_load(&st->watch_pipe) != 0 ||
 	    gnn_now() - atomic_load(&st->watch_down_since) < GNN_REDIAL_AFTER_S)
 		return;
-	if (gnn_redial(st->watch, st->url, &st->watch_dialer) != GNN_OK)
+	if (gnn_redial(st->watch, st->url, gnn_tls_data_plane(), NULL, &st->watch_dialer) != GNN_OK)
 		GNN_WARN("redial_failed", "peer=%s url=%s what=watch", st->name, st->url);
 	atomic_store(&st->watch_down_since, gnn_now());
 }

@@ -43,6 +43,8 @@ struct options {
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
+	struct gnn_tls_paths tls;
+	struct gnn_tls_paths ring_tls;
 };
 
 static struct options opt;
@@ -127,6 +129,13 @@ static const struct gnn_opt options[] = {
 	  "every partition" },
 	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
 	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
+	GNN_TLS_OPTIONS(opt.tls),
+	{ "ring-tls-ca", GNN_OPT_STR, &opt.ring_tls.ca, NULL, 0, 0, NULL,
+	  "PEM file of the trainers' ring's own CA: with --ring-tls-cert and --ring-tls-key the ring is mutual TLS "
+	  "that only holders of its certificates can join, not the data plane's (docs/security.md)" },
+	{ "ring-tls-cert", GNN_OPT_STR, &opt.ring_tls.cert, NULL, 0, 0, NULL,
+	  "PEM file of this trainer's ring certificate, naming the host the previous rank dials (--peers)" },
+	{ "ring-tls-key", GNN_OPT_STR, &opt.ring_tls.key, NULL, 0, 0, NULL, "PEM file of --ring-tls-cert's key" },
 	{ NULL },
 };
 
@@ -413,6 +422,7 @@ struct trainer {
 	struct gnn_layout graph;
 	struct ring_metrics rm;
 	struct gnn_metrics *reg;
+	struct gnn_tls *ring_tls;   /* --ring-tls-*; NULL: plain */
 };
 
 static int configure(void *ctx)
@@ -444,6 +454,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	int rc = register_ring_metrics(reg, &t->rm);
 
 	t->reg = reg;
+	if (rc == GNN_OK && t->c.world > 1)
+		rc = gnn_tls_domain("ring", "ring-tls", &opt.ring_tls, &t->ring_tls);
 	return rc != GNN_OK ? rc : tr_samplers_open(&so, &t->samplers);
 }
 
@@ -512,7 +524,7 @@ static int serve(void *ctx)
 	struct tr_ring_opts ro = { .rank = t->c.rank, .world = t->c.world, .listen = opt.listen,
 				   .urls = (const char *const *)t->peer_urls,
 				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .metrics = t->reg,
-				   .stop = gnn_stop_requested };
+				   .stop = gnn_stop_requested, .tls = t->ring_tls };
 	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .feats = t->feats, .graph = &t->graph, .metrics = t->reg,
 			      .stop = gnn_stop_requested };
 	bool finished_before = false;
@@ -546,6 +558,7 @@ static void stop(void *ctx, int status)
 		gnn_layout_free(&t->graph);
 	gnn_peers_free(t->peer_urls, t->npeers);
 	gnn_peers_free(t->sampler_urls, t->nsamplers);
+	gnn_tls_free(t->ring_tls);
 }
 
 int main(int argc, char **argv)
@@ -555,7 +568,7 @@ int main(int argc, char **argv)
 		.prog = "gnn-trainer",
 		.summary = "Train GraphSAGE, one rank of synchronous data parallelism (`gnn-trainer bench --help`: the "
 			   "step benchmark).",
-		.options = options, .http_addr = &opt.http_addr, .http_port = &opt.http_port, .ready = ready,
+		.options = options, .tls = &opt.tls, .http_addr = &opt.http_addr, .http_port = &opt.http_port, .ready = ready,
 		.stop_note = "training resumes from the last checkpoint", .ctx = &t, .configure = configure,
 		.start = start, .wait = wait_samplers, .serve = serve, .stop = stop,
 	};

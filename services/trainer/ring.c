@@ -335,6 +335,7 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 	r->next = (o->rank + 1) % o->world;
 	r->timeout_ms = o->timeout_ms;
 	r->stop = o->stop;
+	r->tls = o->tls;
 	r->in = (struct side){ .r = r, .name = "in", .peer = r->prev };
 	r->out = (struct side){ .r = r, .name = "out", .peer = r->next };
 	r->nonce = make_nonce(r);
@@ -367,13 +368,13 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 		GNN_ERROR("ring_socket_failed", "error=\"%s\"", nng_strerror(rv));
 		goto out_close;
 	}
-	if ((rv = nng_listen(r->in.sock, r->listen, &r->listener, 0)) != 0) {
+	if ((rv = gnn_tls_listen(r->in.sock, r->listen, r->tls, &r->listener)) != 0) {
 		GNN_ERROR("ring_listen_failed", "url=%s error=\"%s\"", r->listen, nng_strerror(rv));
 		goto out_close;
 	}
 	/* non-blocking: the next rank may start later; nng redials every
 	 * 100 ms .. 1 s until it is there */
-	if ((rv = nng_dial(r->out.sock, r->urls[r->next], &r->dialer, NNG_FLAG_NONBLOCK)) != 0) {
+	if ((rv = gnn_tls_dial(r->out.sock, r->urls[r->next], r->tls, NULL, &r->dialer, NNG_FLAG_NONBLOCK)) != 0) {
 		GNN_ERROR("ring_dial_failed", "peer=trainer-%u url=%s error=\"%s\"", r->next,
 			  r->urls[r->next], nng_strerror(rv));
 		rc = GNN_EINVAL;

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "metrics.h"
+#include "tls.h"
 
 struct tr_ring_opts {
 	uint32_t rank, world;       /* 0 <= rank < world */
@@ -47,6 +48,10 @@ struct tr_ring_opts {
 				      * or shares them if registered already; the first two count every
 				      * collective (all-reduce, all-gather, broadcast), not the handshake */
 	bool (*stop)(void);         /* polled while waiting: true aborts with GNN_ECLOSED; may be NULL */
+	/* The ring's trust domain (tls.h): only trainers hold its
+	 * certificates, so no data-plane peer can join. Borrowed, outlives the
+	 * ring; NULL: plain TCP. */
+	const struct gnn_tls *tls;
 };
 
 struct tr_ring;

@@ -68,7 +68,7 @@ void ring_pipe_cb(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 /* Restarts the dialer of `out` (GNN_REDIAL_AFTER_S). */
 void ring_redial(struct tr_ring *r)
 {
-	if (gnn_redial(r->out.sock, r->urls[r->next], &r->dialer) != GNN_OK)
+	if (gnn_redial(r->out.sock, r->urls[r->next], r->tls, NULL, &r->dialer) != GNN_OK)
 		GNN_WARN("ring_redial_failed", "peer=trainer-%u url=%s", r->next, r->urls[r->next]);
 	pthread_mutex_lock(&r->mu);
 	r->out.down_since = gnn_now();

@@ -57,6 +57,7 @@ struct side {
 struct tr_ring {
 	uint32_t rank, world, prev, next;
 	char **urls;                 /* [world], owned */
+	const struct gnn_tls *tls;   /* borrowed; NULL: plain */
 	char listen[256];
 	int timeout_ms;
 	bool (*stop)(void);

@@ -116,7 +116,7 @@ int tr_ring_serve_result(const struct tr_ring_opts *o, uint64_t config_hash, con
 	if ((rv = nng_pair0_open(&s->sock)) != 0)
 		goto nng_fail;
 	s->open = true;
-	if ((rv = nng_listen(s->sock, o->listen, NULL, 0)) != 0)
+	if ((rv = gnn_tls_listen(s->sock, o->listen, o->tls, NULL)) != 0)
 		goto nng_fail;
 	pthread_mutex_lock(&s->mu);
 	srv_post_recv(s);

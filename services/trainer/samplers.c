@@ -135,7 +135,11 @@ static int add_replica(struct tr_samplers *s, const char *url, const char *from)
 {
 	struct gnn_client_opts co = { .url = url, .name = url };
 	struct replica *r, **grown;
+	char host[256], port[16];
 
+	/* With TLS the replica answers for the name it was found by. */
+	if (split_tcp(from, host, sizeof(host), port, sizeof(port)) == GNN_OK)
+		co.server_name = host;
 	for (size_t i = 0; i < s->nreps; i++)
 		if (strcmp(s->reps[i]->url, url) == 0)
 			return GNN_OK;

@@ -1,0 +1,219 @@
+/* tls.c - see tls.h. */
+#include "tls.h"
+
+#include <errno.h>
+#include <nng/supplemental/tls/tls.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+
+#define MAX_PEM_BYTES (1 << 20)   /* a CA bundle, a certificate chain or a key */
+#define MAX_HOST 256
+
+struct gnn_tls {
+	char *ca, *cert, *key;        /* the files' PEM text */
+	nng_tls_config *server;       /* shared by every listener */
+};
+
+static struct gnn_tls *data_plane;
+
+/* The whole of file path as a string (*out, malloc'd); what ("ca",
+ * "cert", "key") names it in a message. */
+static int read_pem(const char *what, const char *path, char **out)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n;
+
+	*out = NULL;
+	if (f == NULL) {
+		GNN_ERROR("tls_bad_file", "file=%s option=%s reason=\"%s\"", path, what, strerror(errno));
+		return GNN_EINVAL;
+	}
+	if ((buf = malloc(MAX_PEM_BYTES + 1)) == NULL) {
+		fclose(f);
+		return GNN_ENOMEM;
+	}
+	n = fread(buf, 1, MAX_PEM_BYTES + 1, f);
+	fclose(f);
+	buf[n > MAX_PEM_BYTES ? MAX_PEM_BYTES : n] = '\0';
+	if (n > MAX_PEM_BYTES || strstr(buf, "-----BEGIN ") == NULL) {
+		GNN_ERROR("tls_bad_file", "file=%s option=%s reason=\"%s\"", path, what,
+			  n > MAX_PEM_BYTES ? "larger than 1 MB" : "not PEM (no -----BEGIN line)");
+		free(buf);
+		return GNN_EINVAL;
+	}
+	*out = buf;
+	return GNN_OK;
+}
+
+/* A configuration of mode with t's CA, certificate and key, the peer's
+ * certificate required. */
+static int new_config(const struct gnn_tls *t, nng_tls_mode mode, nng_tls_config **out)
+{
+	nng_tls_config *c;
+	int rv;
+
+	if ((rv = nng_tls_config_alloc(&c, mode)) != 0)
+		return rv;
+	if ((rv = nng_tls_config_auth_mode(c, NNG_TLS_AUTH_MODE_REQUIRED)) != 0 ||
+	    (rv = nng_tls_config_ca_chain(c, t->ca, NULL)) != 0 ||
+	    (rv = nng_tls_config_own_cert(c, t->cert, t->key, NULL)) != 0) {
+		nng_tls_config_free(c);
+		return rv;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Reads and parses p's files into *out. */
+static int load(const char *domain, const struct gnn_tls_paths *p, struct gnn_tls **out)
+{
+	struct gnn_tls *t = calloc(1, sizeof(*t));
+	int rc, rv;
+
+	*out = NULL;
+	if (t == NULL)
+		return GNN_ENOMEM;
+	if ((rc = read_pem("ca", p->ca, &t->ca)) != GNN_OK || (rc = read_pem("cert", p->cert, &t->cert)) != GNN_OK ||
+	    (rc = read_pem("key", p->key, &t->key)) != GNN_OK)
+		goto fail;
+	/* Parsing happens here: a CA, certificate or key mbed TLS refuses is
+	 * reported now rather than as failed handshakes later. */
+	if ((rv = new_config(t, NNG_TLS_MODE_SERVER, &t->server)) != 0) {
+		GNN_ERROR("tls_bad_file", "domain=%s ca=%s cert=%s key=%s reason=\"%s\"", domain, p->ca, p->cert, p->key,
+			  nng_strerror(rv));
+		rc = GNN_EINVAL;
+		goto fail;
+	}
+	*out = t;
+	return GNN_OK;
+fail:
+	gnn_tls_free(t);
+	return rc;
+}
+
+void gnn_tls_free(struct gnn_tls *t)
+{
+	if (t == NULL)
+		return;
+	if (t->server != NULL)
+		nng_tls_config_free(t->server);
+	free(t->ca);
+	free(t->cert);
+	free(t->key);
+	free(t);
+}
+
+int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_paths *p, struct gnn_tls **out)
+{
+	int set = (p->ca != NULL) + (p->cert != NULL) + (p->key != NULL), rc;
+
+	*out = NULL;
+	if (set == 0) {
+		GNN_INFO("links", "domain=%s tls=off note=\"no --%s-ca, --%s-cert, --%s-key: plain TCP, unauthenticated, "
+			 "open to anyone who can reach the ports (docs/security.md)\"", domain, prefix, prefix, prefix);
+		return GNN_OK;
+	}
+	if (set != 3) {
+		GNN_ERROR("bad_config", "reason=\"--%s-ca, --%s-cert and --%s-key go together (--%s-%s missing)\"", prefix,
+			  prefix, prefix, prefix, p->ca == NULL ? "ca" : p->cert == NULL ? "cert" : "key");
+		return GNN_EINVAL;
+	}
+	if ((rc = load(domain, p, out)) != GNN_OK)
+		return rc;
+	GNN_INFO("links", "domain=%s tls=mutual ca=%s cert=%s", domain, p->ca, p->cert);
+	return GNN_OK;
+}
+
+int gnn_tls_setup(const struct gnn_tls_paths *p)
+{
+	return gnn_tls_domain("data", "tls", p, &data_plane);
+}
+
+void gnn_tls_teardown(void)
+{
+	gnn_tls_free(data_plane);
+	data_plane = NULL;
+}
+
+const struct gnn_tls *gnn_tls_data_plane(void)
+{
+	return data_plane;
+}
+
+/* url as the TLS transport's (tls+tcp://...) into buf, and its host (no
+ * brackets) into host. */
+static int tls_url(const char *url, char *buf, size_t len, char host[MAX_HOST])
+{
+	const char *rest, *end;
+	size_t n;
+
+	if (strncmp(url, "tcp://", 6) == 0)
+		rest = url + 6;
+	else if (strncmp(url, "tls+tcp://", 10) == 0)
+		rest = url + 10;
+	else
+		return NNG_EINVAL;
+	if ((size_t)snprintf(buf, len, "tls+tcp://%s", rest) >= len)
+		return NNG_EINVAL;
+	if (*rest == '[')
+		end = strchr(++rest, ']');
+	else
+		end = strrchr(rest, ':');
+	if (end == NULL || (n = (size_t)(end - rest)) == 0 || n >= MAX_HOST)
+		return NNG_EADDRINVAL;
+	memcpy(host, rest, n);
+	host[n] = '\0';
+	return 0;
+}
+
+int gnn_tls_listen(nng_socket sock, const char *url, const struct gnn_tls *t, nng_listener *out)
+{
+	char u[1024], host[MAX_HOST];
+	nng_listener l;
+	int rv;
+
+	if (t == NULL)
+		return nng_listen(sock, url, out, 0);
+	if ((rv = tls_url(url, u, sizeof(u), host)) != 0 || (rv = nng_listener_create(&l, sock, u)) != 0)
+		return rv;
+	if ((rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, t->server)) != 0 || (rv = nng_listener_start(l, 0)) != 0) {
+		nng_listener_close(l);
+		return rv;
+	}
+	if (out != NULL)
+		*out = l;
+	return 0;
+}
+
+int gnn_tls_dial(nng_socket sock, const char *url, const struct gnn_tls *t, const char *server_name, nng_dialer *out,
+		 int flags)
+{
+	char u[1024], host[MAX_HOST];
+	nng_tls_config *c = NULL;
+	nng_dialer d;
+	int rv;
+
+	if (t == NULL)
+		return nng_dial(sock, url, out, flags);
+	if ((rv = tls_url(url, u, sizeof(u), host)) != 0 || (rv = nng_dialer_create(&d, sock, u)) != 0)
+		return rv;
+	/* The server must present a certificate for the host dialled; the
+	 * dialer holds its own reference to the configuration. */
+	if ((rv = new_config(t, NNG_TLS_MODE_CLIENT, &c)) != 0 ||
+	    (rv = nng_tls_config_server_name(c, server_name != NULL ? server_name : host)) != 0 ||
+	    (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, c)) != 0 || (rv = nng_dialer_start(d, flags)) != 0) {
+		nng_dialer_close(d);
+		goto out;
+	}
+	if (out != NULL)
+		*out = d;
+out:
+	if (c != NULL)
+		nng_tls_config_free(c);
+	return rv;
+}

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Mutual TLS on the data plane's nng links (--tls-ca, --tls-cert, --tls-key;
+# docs/security.md), real processes on 127.0.0.1 (dialled as localhost,
+# the name in the servers' certificates):
+#   - a graph store and a sampler refuse each of: no client certificate,
+#     a client certificate of another CA, a dialer expecting another server
+#     name, a client trusting another CA, plain tcp://; they answer a valid
+#     client before and after, unharmed;
+#   - a run with TLS on every data-plane link (stores, sampler, trainer
+#     reading rows from the stores) ends with the parameters of the same
+#     run without TLS; so does a run of two trainers whose ring has its
+#     own CA (--ring-tls-*), and a trainer whose ring certificate is a
+#     data-plane one cannot join that ring;
+#   - bad TLS files stop a service at start (exit 2, naming the file).
+# The certificates are made here with openssl (ECDSA P-256, valid 2 days).
+. "$(dirname "$0")/lib.bash"
+if ! command -v openssl >/dev/null; then
+	skip tls "openssl is not installed (make deps installs it)"
+	exit 0
+fi
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+C=$WORK/certs
+mkdir -p "$C"
+
+# ---- certificates ---------------------------------------------------------------------------
+# ca NAME: a self-signed CA. cert NAME CA SAN: a key and a certificate for
+# both ends of a link (serverAuth, clientAuth), signed by CA.
+ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$C/$1.key" \
+		-out "$C/$1.crt" -days 2 -subj "/CN=gnn-dist test $1" 2>>"$WORK/openssl.log"
+}
+cert() {
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$C/$1.key" -out "$C/$1.csr" \
+		-subj "/CN=$1" 2>>"$WORK/openssl.log" &&
+		printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" >"$C/$1.ext" &&
+		openssl x509 -req -in "$C/$1.csr" -CA "$C/$2.crt" -CAkey "$C/$2.key" -CAcreateserial -out "$C/$1.crt" \
+			-days 2 -extfile "$C/$1.ext" 2>>"$WORK/openssl.log"
+}
+if ! { ca data && ca other && ca ring && cert server data DNS:localhost && cert client data DNS:client &&
+	cert stranger other DNS:localhost && cert trainer ring DNS:localhost; }; then
+	fail tls_certificates "openssl could not make the test certificates: $(tail -n 2 "$WORK/openssl.log" | tr '\n' ' ')"
+	exit 0
+fi
+tls() {  # NAME CA: the flags of certificate NAME trusting CA
+	echo "--tls-ca $C/$2.crt --tls-cert $C/$1.crt --tls-key $C/$1.key"
+}
+SRV=$(tls server data)
+
+"$BIN/gnn-partition" --synthetic tiny --parts 2 --out "$WORK/part" >/dev/null 2>&1
+
+# store PART LOG [flags]: a graph store in the background
+store() {
+	local part=$1 log=$2
+	shift 2
+	"$BIN/gnn-graphstore" --data "$WORK/part" --part "$part" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 \
+		--http-port 0 --workers 2 "$@" 2>"$log" &
+	PIDS+=($!)
+}
+# sampler LOG STORES [flags]
+sampler() {
+	local log=$1 stores=$2
+	shift 2
+	"$BIN/gnn-sampler" --graphstores "$stores" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 \
+		--workers 2 "$@" 2>"$log" &
+	PIDS+=($!)
+}
+url() { echo "tcp://localhost:$(port_of "$1")"; }
+
+# ---- the six cases against a graph store and a sampler -----------------------------------------
+# shellcheck disable=SC2086
+store 0 "$WORK/gs0.log" $SRV
+# shellcheck disable=SC2086
+store 1 "$WORK/gs1.log" $SRV
+wait_for 30 grep -q " ready part=" "$WORK/gs0.log"
+wait_for 30 grep -q " ready part=" "$WORK/gs1.log"
+g0=$(url "$WORK/gs0.log")
+g1=$(url "$WORK/gs1.log")
+# shellcheck disable=SC2086
+sampler "$WORK/smp.log" "$g0,$g1" $SRV
+wait_for 60 grep -q " ready listen=" "$WORK/smp.log"
+sm=$(url "$WORK/smp.log")
+
+# info FLAG URL [tls flags]: gnn-cli info against a store or a sampler;
+# prints its exit status
+info() {
+	local flag=$1 u=$2
+	shift 2
+	timeout 30 "$BIN/gnn-cli" info "$flag" "$u" --timeout-ms 1500 --retries 0 "$@" >"$WORK/info.out" 2>"$WORK/info.err"
+	echo $?
+}
+# no client certificate: gnn-cli has none without the others, so openssl's
+# client (trusting the data CA) is the one; the handshake must not finish
+nocert() {
+	timeout 10 openssl s_client -connect "localhost:$1" -CAfile "$C/data.crt" -verify_return_error \
+		</dev/null >"$WORK/nocert.out" 2>&1
+	grep -q -E '^ +Verify return code: 0' "$WORK/nocert.out" && ! grep -q -E 'alert|unexpected eof|error' "$WORK/nocert.out" &&
+		echo accepted || echo refused
+}
+for who in store sampler; do
+	if [ $who = store ]; then f=--store u=$g0 port=$(port_of "$WORK/gs0.log"); else f=--sampler u=$sm port=$(port_of "$WORK/smp.log"); fi
+	# shellcheck disable=SC2046
+	ok1=$(info $f "$u" $(tls client data))
+	# shellcheck disable=SC2046
+	r_cert=$(nocert "$port") r_ca=$(info $f "$u" $(tls stranger other | sed "s|$C/other.crt|$C/data.crt|"))
+	# shellcheck disable=SC2046
+	r_name=$(info $f "${u/localhost/127.0.0.1}" $(tls client data))
+	# shellcheck disable=SC2046
+	r_trust=$(info $f "$u" --tls-ca "$C/other.crt" --tls-cert "$C/client.crt" --tls-key "$C/client.key")
+	cp "$WORK/info.err" "$WORK/trust-$who.err"
+	r_plain=$(info $f "$u")
+	cp "$WORK/info.err" "$WORK/plain-$who.err"
+	# shellcheck disable=SC2046
+	ok2=$(info $f "$u" $(tls client data))
+	check tls_${who}_refuses "a $who with TLS: valid client 0 before and after ($ok1, $ok2); refused: no client certificate ($r_cert), another CA's ($r_ca), another server name ($r_name), a client trusting another CA ($r_trust), plain tcp ($r_plain)" \
+		bash -c "[ '$ok1' = 0 ] && [ '$ok2' = 0 ] && [ '$r_cert' = refused ] && [ '$r_ca' = 1 ] && [ '$r_name' = 1 ] &&
+			[ '$r_trust' = 1 ] && [ '$r_plain' = 1 ]"
+done
+check tls_logged "the services log links domain=data tls=mutual; gnn-cli's failures name TLS as a cause: $(tail -n 1 "$WORK/trust-store.err" | cut -c1-200)" \
+	bash -c "grep -q ' links domain=data tls=mutual' '$WORK/gs0.log' && grep -q ' links domain=data tls=mutual' '$WORK/smp.log' &&
+		grep -q 'with TLS, its certificate' '$WORK/trust-store.err' && grep -q 'without TLS' '$WORK/plain-sampler.err'"
+
+# ---- a run over TLS ends as the same run without it ---------------------------------------------
+# train NAME [tls flags]: one trainer reading the rows from the stores
+# through the sampler above (TLS) or a plain set of services; prints the
+# summary's params_crc
+train() {
+	local name=$1 smp=$2 stores=$3
+	shift 3
+	timeout 180 "$BIN/gnn-trainer" --samplers "$smp" --graphstores "$stores" --features-from stores --cache-ratio 0.3 \
+		--epochs 2 --batch-size 64 --seed 5 --listen "tcp://127.0.0.1:$(free_port)" --http-addr 127.0.0.1 \
+		--http-port 0 --wait-s 60 --checkpoint-dir "$WORK/ck-$name" "$@" >/dev/null 2>"$WORK/tr-$name.log"
+	sed -n 's/.* summary .*params_crc=\([0-9a-f]*\).*/\1/p' "$WORK/tr-$name.log" | tail -n 1
+}
+store 0 "$WORK/p0.log"
+store 1 "$WORK/p1.log"
+wait_for 30 grep -q " ready part=" "$WORK/p0.log"
+wait_for 30 grep -q " ready part=" "$WORK/p1.log"
+p0=$(url "$WORK/p0.log")
+p1=$(url "$WORK/p1.log")
+sampler "$WORK/psmp.log" "$p0,$p1"
+wait_for 60 grep -q " ready listen=" "$WORK/psmp.log"
+crc_plain=$(train plain "$(url "$WORK/psmp.log")" "$p0,$p1")
+# shellcheck disable=SC2046
+crc_tls=$(train tls "$sm" "$g0,$g1" $(tls client data))
+check tls_same_parameters "2 epochs over TLS (stores, sampler, trainer) end with the plain run's params_crc ($crc_tls, $crc_plain)" \
+	bash -c "[ -n '$crc_plain' ] && [ '$crc_tls' = '$crc_plain' ] && grep -q ' links domain=data tls=mutual' '$WORK/tr-tls.log' &&
+		grep -q ' links domain=data tls=off' '$WORK/tr-plain.log'"
+
+# ---- the trainers' ring: its own CA -----------------------------------------------------------------
+# ring NAME SAMPLER STORES WAIT RING_FLAGS_0 -- RING_FLAGS_1: two trainers;
+# prints their exit statuses and trainer-0's params_crc
+ring() {
+	local name=$1 smp=$2 stores=$3 wait=$4 a=() b=() r pids=() rcs=""
+	shift 4
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do a+=("$1"); shift; done
+	shift
+	b=("$@")
+	local l0 l1
+	l0=$(free_port)
+	l1=$(free_port)
+	for r in 0 1; do
+		local extra=("${a[@]}")
+		[ $r = 1 ] && extra=("${b[@]}")
+		timeout 180 "$BIN/gnn-trainer" --samplers "$smp" --rank $r --world-size 2 \
+			--peers "tcp://localhost:$l0,tcp://localhost:$l1" --listen "tcp://127.0.0.1:$([ $r = 0 ] && echo "$l0" || echo "$l1")" \
+			--epochs 2 --batch-size 64 --seed 5 --http-addr 127.0.0.1 --http-port 0 --wait-s "$wait" \
+			--checkpoint-dir "$WORK/ck-$name-$r" "${extra[@]}" >/dev/null 2>"$WORK/ring-$name-$r.log" &
+		pids+=($!)
+	done
+	for r in 0 1; do
+		wait "${pids[$r]}"
+		rcs="$rcs$?,"
+	done
+	echo "$rcs$(sed -n 's/.* summary .*params_crc=\([0-9a-f]*\).*/\1/p' "$WORK/ring-$name-0.log" | tail -n 1)"
+}
+RING="--ring-tls-ca $C/ring.crt --ring-tls-cert $C/trainer.crt --ring-tls-key $C/trainer.key"
+r_plain=$(ring plain "$(url "$WORK/psmp.log")" "$p0,$p1" 60 --)
+# shellcheck disable=SC2046,SC2086
+r_tls=$(ring tls "$sm" "$g0,$g1" 60 $(tls client data) $RING -- $(tls client data) $RING)
+check tls_ring_same_parameters "two trainers, the ring on its own CA and the data plane on TLS, end as the plain pair ($r_tls, $r_plain)" \
+	bash -c "[[ '$r_plain' == 0,0,?* ]] && [ '$r_tls' = '$r_plain' ] && grep -q ' links domain=ring tls=mutual' '$WORK/ring-tls-0.log'"
+# trainer-1 presents a data-plane certificate to the ring: no ring forms
+# shellcheck disable=SC2046,SC2086
+r_bad=$(ring bad "$sm" "$g0,$g1" 8 $(tls client data) $RING -- $(tls client data) \
+	--ring-tls-ca "$C/ring.crt" --ring-tls-cert "$C/client.crt" --ring-tls-key "$C/client.key")
+check tls_ring_refuses_data_plane "a trainer with a data-plane certificate as its ring certificate cannot join: both fail at --wait-s (peer_timeout), no summary ($r_bad)" \
+	bash -c "[[ '$r_bad' == [1-9]*,[1-9]*, ]] && grep -q ' peer_timeout ' '$WORK/ring-bad-0.log' &&
+		! grep -q ' summary ' '$WORK/ring-bad-0.log' '$WORK/ring-bad-1.log'"
+
+# ---- bad files stop the service at start -------------------------------------------------------
+# bad NAME FLAGS...: a graph store with these TLS flags; prints "status:log"
+bad() {
+	timeout 30 "$BIN/gnn-graphstore" --data "$WORK/part" --part 0 --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 \
+		--http-port 0 "$@" 2>"$WORK/bad.log"
+	echo "$?:$(grep -E 'ERROR' "$WORK/bad.log" | head -n 1 | sed 's/.* ERROR  *//' | cut -c1-160)"
+}
+echo "not a certificate" >"$C/junk.crt"
+b_missing=$(bad --tls-ca "$C/none.crt" --tls-cert "$C/server.crt" --tls-key "$C/server.key")
+b_two=$(bad --tls-cert "$C/server.crt" --tls-key "$C/server.key")
+b_junk=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/junk.crt" --tls-key "$C/server.key")
+b_keycert=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/server.key" --tls-key "$C/server.crt")
+check tls_bad_files "exit 2 naming the problem: a missing file ($b_missing), two of three ($b_two), not PEM ($b_junk), certificate and key swapped ($b_keycert)" \
+	bash -c "[[ '$b_missing' == 2:*tls_bad_file*none.crt* ]] && [[ '$b_two' == 2:*--tls-ca* ]] &&
+		[[ '$b_junk' == 2:*tls_bad_file*junk.crt* ]] && [[ '$b_keycert' == 2:*tls_bad_file* ]]"
