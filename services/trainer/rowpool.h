@@ -2,8 +2,8 @@
  * f32 rows are tens to hundreds of MB (products: 600,000 rows of 100
  * floats); taken from and given back to malloc each time, such buffers
  * often land on memory not touched before, in a heap fragmented by
- * messages of every size, which grows the trainer's peak (a quarter of it
- * at products' size: docs/scale.md, "Row buffers kept across
+ * messages of every size, which grows the trainer's peak (by up to two
+ * fifths at products' size: docs/scale.md, "Row buffers kept across
  * minibatches"). The pool keeps them: a buffer given back serves the next
  * minibatch that fits. It never holds more buffers than were out at once:
  * when none fits, the largest free one is dropped before a new one is
