@@ -1,10 +1,12 @@
 #include "http.h"
 #include "err.h"
 #include "log.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -57,6 +59,7 @@ struct gnn_http {
 	atomic_uint conns;
 	pthread_t acceptor;
 	char addr[INET6_ADDRSTRLEN];
+	bool tls;     /* HTTPS: the data plane's certificate; /metrics needs a client's */
 };
 
 static enum path classify(const char *url)
@@ -146,12 +149,31 @@ static enum MHD_Result serve_readyz(struct gnn_http *srv, struct MHD_Connection 
 		     MHD_RESPMEM_MUST_COPY);
 }
 
+/* With TLS: whether the client presented a certificate that the trusted
+ * CA signed and that is valid now. MHD only asks for one (GnuTLS's
+ * GNUTLS_CERT_REQUEST); the check is ours. */
+static bool client_verified(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	unsigned int status = 1;
+
+	return ci != NULL && ci->tls_session != NULL &&
+	       gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == GNUTLS_E_SUCCESS &&
+	       status == 0;
+}
+
 static enum MHD_Result serve_metrics(struct gnn_http *srv, struct MHD_Connection *conn)
 {
 	char *text;
 	size_t len;
 	int err;
 
+	if (srv->tls && !client_verified(conn)) {
+		GNN_WARN_LIMITED("http_client_refused", "path=/metrics reason=\"no client certificate of the data "
+				 "plane's CA\"");
+		return reply_static(srv, conn, PATH_METRICS, MHD_HTTP_FORBIDDEN,
+				    "a client certificate of the CA is required (docs/security.md)\n");
+	}
 	if ((err = gnn_metrics_render(srv->reg, &text, &len)) != GNN_OK) {
 		GNN_ERROR_LIMITED("http_metrics_render_failed", "err=\"%s\"", gnn_strerror(err));
 		return reply_static(srv, conn, PATH_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -274,6 +296,10 @@ static void serve_direct(struct gnn_http *srv, int s)
 	bool get, head;
 	int n;
 
+	/* HTTPS: a plain answer would be noise to the client; it is closed
+	 * and tries again. */
+	if (srv->tls)
+		return;
 	if (read_head(s, req, sizeof(req)) == 0 || (url = strchr(req, ' ')) == NULL)
 		return;
 	*url++ = '\0';
@@ -471,9 +497,29 @@ static int open_listener(const struct gnn_http *srv, const struct sockaddr *sa, 
 	return GNN_OK;
 }
 
+/* MHD's TLS options when the process has a data-plane domain (srv->tls
+ * set): its certificate and key, and its CA as the clients' trust store
+ * (which makes GnuTLS ask for a client certificate); otherwise none. */
+static void tls_options(struct gnn_http *srv, struct MHD_OptionItem opts[4])
+{
+	const struct gnn_tls *t = gnn_tls_data_plane();
+	const char *ca, *cert, *key;
+	int n = 0;
+
+	srv->tls = t != NULL;
+	if (t != NULL) {
+		gnn_tls_pem(t, &ca, &cert, &key);
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)ca };
+	}
+	opts[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+}
+
 int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn_ready_fn ready,
 		   void *ready_ctx, struct gnn_http **out)
 {
+	struct MHD_OptionItem tls_opts[4];
 	union {
 		struct sockaddr sa;
 		struct sockaddr_in in;
@@ -529,12 +575,13 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 	}
 	srv->conn_limit = connection_limit();
 	atomic_init(&srv->conns, 0);
+	tls_options(srv, tls_opts);
 
 	/* epoll: no FD_SETSIZE ceiling on descriptor numbers. ITC: the pool
 	 * threads learn at once of a connection handed over by the acceptor.
 	 * The logger goes first so that start-up errors reach it too. */
 	srv->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC |
-					       MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG,
+					       MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG | (srv->tls ? MHD_USE_TLS : 0),
 				       0, NULL, NULL, handle, srv,
 				       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 				       MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
@@ -543,7 +590,7 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 				       MHD_OPTION_CONNECTION_LIMIT,
 				       (srv->conn_limit + 1) * (unsigned int)GNN_HTTP_THREADS,
 				       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)GNN_HTTP_TIMEOUT_S,
-				       MHD_OPTION_END);
+				       MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
 		GNN_ERROR("http_start_failed", "addr=%s port=%d", srv->addr, port);
 		err = GNN_EIO;
@@ -556,8 +603,8 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 		err = GNN_EIO;
 		goto out_fds;
 	}
-	GNN_INFO("http_listening", "addr=%s port=%d max_connections=%u timeout_s=%d", srv->addr,
-		 srv->port, srv->conn_limit, GNN_HTTP_TIMEOUT_S);
+	GNN_INFO("http_listening", "addr=%s port=%d max_connections=%u timeout_s=%d tls=%s", srv->addr,
+		 srv->port, srv->conn_limit, GNN_HTTP_TIMEOUT_S, srv->tls ? "on" : "off");
 	*out = srv;
 	return GNN_OK;
 

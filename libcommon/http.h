@@ -13,7 +13,13 @@
  * reached, or the process out of descriptors: a spare descriptor is held
  * back for that), that thread answers /healthz and /readyz itself, and
  * /metrics with 503. Every response is counted in the registry as
- * gnn_http_requests_total{path="/metrics"|"/healthz"|"/readyz"|"other",code="200"}. */
+ * gnn_http_requests_total{path="/metrics"|"/healthz"|"/readyz"|"other",code="200"}.
+ *
+ * When the process has a data-plane TLS domain (tls.h) the server is
+ * HTTPS with its certificate: /healthz and /readyz answer anyone (the
+ * kubelet's probes), /metrics only a client certificate of the domain's
+ * CA (403 otherwise), and a connection the acceptor cannot hand to MHD is
+ * closed unanswered. */
 #ifndef GNN_HTTP_H
 #define GNN_HTTP_H
 

@@ -145,6 +145,13 @@ const struct gnn_tls *gnn_tls_data_plane(void)
 	return data_plane;
 }
 
+void gnn_tls_pem(const struct gnn_tls *t, const char **ca, const char **cert, const char **key)
+{
+	*ca = t->ca;
+	*cert = t->cert;
+	*key = t->key;
+}
+
 /* url as the TLS transport's (tls+tcp://...) into buf, and its host (no
  * brackets) into host. */
 static int tls_url(const char *url, char *buf, size_t len, char host[MAX_HOST])

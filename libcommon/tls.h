@@ -52,6 +52,8 @@ int gnn_tls_setup(const struct gnn_tls_paths *p);
 void gnn_tls_teardown(void);
 /* The data-plane domain, or NULL for plain TCP. */
 const struct gnn_tls *gnn_tls_data_plane(void);
+/* t's files as PEM text (borrowed from t). */
+void gnn_tls_pem(const struct gnn_tls *t, const char **ca, const char **cert, const char **key);
 
 /* nng_listen / nng_dial (flags as nng_dial's) on sock for url: plain when
  * t is NULL; otherwise over TLS of domain t, a tcp:// URL taken as

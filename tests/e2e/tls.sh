@@ -11,6 +11,8 @@
 #     run without TLS; so does a run of two trainers whose ring has its
 #     own CA (--ring-tls-*), and a trainer whose ring certificate is a
 #     data-plane one cannot join that ring;
+#   - HTTP becomes HTTPS: /healthz and /readyz answer anyone (the
+#     kubelet's probes), /metrics only a client certificate of the CA;
 #   - bad TLS files stop a service at start (exit 2, naming the file).
 # The certificates are made here with openssl (ECDSA P-256, valid 2 days).
 . "$(dirname "$0")/lib.bash"
@@ -127,6 +129,20 @@ done
 check tls_logged "the services log links domain=data tls=mutual; gnn-cli's failures name TLS as a cause: $(tail -n 1 "$WORK/trust-store.err" | cut -c1-200)" \
 	bash -c "grep -q ' links domain=data tls=mutual' '$WORK/gs0.log' && grep -q ' links domain=data tls=mutual' '$WORK/smp.log' &&
 		grep -q 'with TLS, its certificate' '$WORK/trust-store.err' && grep -q 'without TLS' '$WORK/plain-sampler.err'"
+
+# ---- HTTPS: the probes open, /metrics for the CA's certificates -------------------------------
+hp=$(sed -n 's/.* http_listening .* port=\([0-9]*\) .*/\1/p' "$WORK/gs0.log" | head -n 1)
+code() { curl -s -o "$WORK/http.out" -w '%{http_code}' --max-time 10 "$@"; }
+h_health=$(code -k "https://localhost:$hp/healthz")
+h_ready=$(code -k "https://localhost:$hp/readyz")
+h_nocert=$(code -k "https://localhost:$hp/metrics")
+h_other=$(code -k --cert "$C/stranger.crt" --key "$C/stranger.key" "https://localhost:$hp/metrics")
+h_ok=$(code --cacert "$C/data.crt" --cert "$C/client.crt" --key "$C/client.key" "https://localhost:$hp/metrics")
+cp "$WORK/http.out" "$WORK/metrics.txt"
+h_plain=$(code "http://localhost:$hp/healthz")
+check tls_https "a graph store's HTTP with TLS: /healthz $h_health and /readyz $h_ready without a client certificate; /metrics 403 without one ($h_nocert) or with another CA's ($h_other), 200 with the CA's ($h_ok, verified against the CA); plain http fails ($h_plain)" \
+	bash -c "[ '$h_health' = 200 ] && [ '$h_ready' = 200 ] && [ '$h_nocert' = 403 ] && [ '$h_other' = 403 ] &&
+		[ '$h_ok' = 200 ] && grep -q '^gnn_http_requests_total' '$WORK/metrics.txt' && [ '$h_plain' != 200 ]"
 
 # ---- a run over TLS ends as the same run without it ---------------------------------------------
 # train NAME [tls flags]: one trainer reading the rows from the stores
