@@ -497,16 +497,14 @@ static int open_listener(const struct gnn_http *srv, const struct sockaddr *sa, 
 	return GNN_OK;
 }
 
-/* MHD's TLS options when the process has a data-plane domain (srv->tls
- * set): its certificate and key, and its CA as the clients' trust store
- * (which makes GnuTLS ask for a client certificate); otherwise none. */
-static void tls_options(struct gnn_http *srv, struct MHD_OptionItem opts[4])
+/* MHD's TLS options for domain t (NULL: none): its certificate and key,
+ * and its CA as the clients' trust store (which makes GnuTLS ask for a
+ * client certificate). */
+static void tls_options(const struct gnn_tls *t, struct MHD_OptionItem opts[4])
 {
-	const struct gnn_tls *t = gnn_tls_data_plane();
 	const char *ca, *cert, *key;
 	int n = 0;
 
-	srv->tls = t != NULL;
 	if (t != NULL) {
 		gnn_tls_pem(t, &ca, &cert, &key);
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key };
@@ -575,7 +573,8 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 	}
 	srv->conn_limit = connection_limit();
 	atomic_init(&srv->conns, 0);
-	tls_options(srv, tls_opts);
+	srv->tls = gnn_tls_data_plane() != NULL;
+	tls_options(gnn_tls_data_plane(), tls_opts);
 
 	/* epoll: no FD_SETSIZE ceiling on descriptor numbers. ITC: the pool
 	 * threads learn at once of a connection handed over by the acceptor.
