@@ -94,7 +94,7 @@ int gnn_client_open(const struct gnn_client_opts *o, struct gnn_client **out)
 		goto out_free;
 	/* Retries are ours (bounded, logged), not REQ's silent resends. */
 	nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
+	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_WIRE_BYTES(GNN_PROTO_MAX_MSG_BYTES));
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 100);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 2000);
 	if ((rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, c)) != 0 ||

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "links.h"
 #include "log.h"
 #include "sys.h"
 
@@ -64,6 +65,7 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 {
 	struct gnn_metrics *reg = NULL;
 	struct gnn_http *http = NULL;
+	struct gnn_links_watch *links = NULL;
 	int rc, status;
 
 	rc = gnn_opt_parse(lc->prog, lc->summary, lc->options, argc, argv);
@@ -80,11 +82,14 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 	gnn_signals_install();
 	gnn_stop_watchdog(GNN_STOP_GRACE_S);
 
-	if ((rc = gnn_metrics_new(&reg)) == GNN_OK && (rc = gnn_metrics_add_process(reg)) == GNN_OK)
+	if ((rc = gnn_metrics_new(&reg)) == GNN_OK && (rc = gnn_metrics_add_process(reg)) == GNN_OK &&
+	    (rc = gnn_tls_metrics(gnn_tls_data_plane(), "data", reg)) == GNN_OK &&
+	    (rc = gnn_links_watch_start(reg, &links)) == GNN_OK)
 		rc = run_hooks(lc, reg, &http);
 	status = conclude(lc, rc);
 	if (lc->stop != NULL)
 		lc->stop(lc->ctx, status);
+	gnn_links_watch_stop(links);
 	gnn_http_stop(http);
 	gnn_metrics_free(reg);
 	gnn_tls_teardown();

@@ -6,11 +6,13 @@
  *   (machine-dependent defaults, combinations; non-OK: exit 2) -> "start"
  *   and "config" lines -> the data plane's TLS files (tls.h; bad: exit 2)
  *   -> SIGTERM/SIGINT handlers, the stop watchdog ->
- *   metrics registry with the process metrics -> start hook (allocate,
- *   listen: nothing that waits) -> /healthz, /readyz, /metrics -> wait
- *   hook (data, peers: bounded waits) -> serve hook (until it returns or a
- *   signal) -> "stopping" -> stop hook (release what start made, in the
- *   order the service needs) -> HTTP down -> "stopped exit=N".
+ *   metrics registry with the process metrics, the certificates' ends
+ *   (tls.h) and the links' errors (links.h: a watcher thread) -> start
+ *   hook (allocate, listen: nothing that waits) -> /healthz, /readyz,
+ *   /metrics -> wait hook (data, peers: bounded waits) -> serve hook
+ *   (until it returns or a signal) -> "stopping" -> stop hook (release
+ *   what start made, in the order the service needs) -> the links'
+ *   watcher and HTTP down -> "stopped exit=N".
  *
  * Exit status: 0 when serve returned GNN_OK or a signal stopped the
  * process (any hook returning GNN_ECLOSED, or any failure once a stop was

@@ -42,6 +42,10 @@
  * (INFO's, FEAT_RESP's and MINIBATCH_RESP's feature dtype). */
 #define GNN_PROTO_VERSION 3
 #define GNN_PROTO_HDR_BYTES 28
+/* The bytes a socket receives beyond a message: its header and the
+ * request ID nng's REQ and REP put before it on the wire, which nng's
+ * receive limit (NNG_OPT_RECVMAXSZ) counts. */
+#define GNN_PROTO_WIRE_BYTES(payload) ((size_t)(payload) + GNN_PROTO_HDR_BYTES + 4)
 
 /* Limits every decoder enforces (a request over them gets GNN_ERANGE). */
 #define GNN_PROTO_MAX_IDS (1 << 22)       /* node IDs in one request */
@@ -49,7 +53,11 @@
 #define GNN_PROTO_MAX_LAYERS 8
 #define GNN_PROTO_MAX_FEAT_DIM 65536
 #define GNN_PROTO_MAX_PARTS 65536
-#define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the sockets' receive limit */
+#define GNN_PROTO_MAX_MSG_BYTES (1u << 30) /* also the clients' and graph stores' receive limit */
+/* The largest request but EMB_REQ's (whose rows come with INIT's widths):
+ * 2^22 IDs or seeds and MINIBATCH_REQ's 8 x 256 fanouts, with room to
+ * spare. A sampler's receive limit (docs/protocol.md, "Limits"). */
+#define GNN_PROTO_MAX_REQ_BYTES ((uint64_t)GNN_PROTO_MAX_IDS * 8 + 65536)
 #define GNN_PROTO_MAX_ERROR_TEXT 1024
 #define GNN_PROTO_MAX_TOP_K 64            /* classes per node in PREDICT_RESP */
 #define GNN_PROTO_MAX_TYPES GNN_MAX_TYPES /* node types (layout.h) */

@@ -237,7 +237,8 @@ int gnn_server_start(const struct gnn_server_opts *o, struct gnn_server **out)
 		free(s);
 		return GNN_EIO;
 	}
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_MAX_MSG_BYTES + GNN_PROTO_HDR_BYTES);
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, GNN_PROTO_WIRE_BYTES(o->max_request_bytes ? o->max_request_bytes
+										      : GNN_PROTO_MAX_MSG_BYTES));
 	if ((rv = gnn_tls_listen(s->sock, o->listen, gnn_tls_data_plane(), &s->listener)) != 0) {
 		GNN_ERROR("listen_failed", "server=%s url=%s error=\"%s\"", s->name, o->listen, nng_strerror(rv));
 		nng_close(s->sock);

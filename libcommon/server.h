@@ -42,6 +42,9 @@ struct gnn_server_opts {
 	 * was sent (or could not be), before the worker takes the next
 	 * request: what the handler kept for the reply may go now. */
 	void (*after_reply)(void *ctx);
+	/* Largest request payload accepted (docs/protocol.md, "Limits"): a
+	 * larger message closes its connection unread. 0: GNN_PROTO_MAX_MSG_BYTES. */
+	uint64_t max_request_bytes;
 };
 
 struct gnn_server;

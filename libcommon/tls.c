@@ -2,20 +2,27 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <gnutls/x509.h>
 #include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "log.h"
 
+#define TLS_NOT_AFTER_METRIC "gnn_tls_certificate_not_after_seconds"
+enum { OWN, CA }; /* the certificates of a domain */
+
 #define MAX_PEM_BYTES (1 << 20)   /* a CA bundle, a certificate chain or a key */
 #define MAX_HOST 256
+#define EXPIRY_WARN_S (7 * 86400) /* a certificate this close to its end is logged at start */
 
 struct gnn_tls {
 	char *ca, *cert, *key;        /* the files' PEM text */
 	nng_tls_config *server;       /* shared by every listener */
+	int64_t not_after[2];         /* OWN, CA: seconds since the epoch */
 };
 
 static struct gnn_tls *data_plane;
@@ -69,6 +76,65 @@ static int new_config(const struct gnn_tls *t, nng_tls_mode mode, nng_tls_config
 	return 0;
 }
 
+/* The not-after time of the first certificate of pem (*out). mbed TLS has
+ * parsed the files already; GnuTLS (libmicrohttpd's) reads the date. */
+static int not_after(const char *pem, int64_t *out)
+{
+	gnutls_x509_crt_t crt;
+	gnutls_datum_t d = { (unsigned char *)pem, (unsigned int)strlen(pem) };
+	time_t t;
+	int rc = GNN_EINVAL;
+
+	if (gnutls_x509_crt_init(&crt) < 0)
+		return GNN_ENOMEM;
+	if (gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM) >= 0 &&
+	    (t = gnutls_x509_crt_get_expiration_time(crt)) != (time_t)-1) {
+		*out = (int64_t)t;
+		rc = GNN_OK;
+	}
+	gnutls_x509_crt_deinit(crt);
+	return rc;
+}
+
+/* t (seconds since the epoch) as 2026-11-27T17:24:58Z in buf. */
+static const char *iso_time(int64_t t, char buf[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, 32, "%lld", (long long)t);
+	return buf;
+}
+
+/* Reads both certificates' ends: one already over stops the process (its
+ * every handshake would fail), one within EXPIRY_WARN_S is logged. */
+static int check_dates(const char *domain, const struct gnn_tls_paths *p, struct gnn_tls *t)
+{
+	const char *files[2] = { p->cert, p->ca }, *what[2] = { "cert", "ca" };
+	int64_t now = (int64_t)time(NULL);
+	char end[32];
+
+	for (int i = 0; i < 2; i++) {
+		if (not_after(i == OWN ? t->cert : t->ca, &t->not_after[i]) != GNN_OK) {
+			GNN_ERROR("tls_bad_file", "domain=%s file=%s option=%s reason=\"no certificate GnuTLS can read "
+				  "the end of validity of\"", domain, files[i], what[i]);
+			return GNN_EINVAL;
+		}
+		if (t->not_after[i] <= now) {
+			GNN_ERROR("tls_bad_file", "domain=%s file=%s option=%s not_after=%s reason=\"the certificate has "
+				  "expired: every handshake would fail\"", domain, files[i], what[i],
+				  iso_time(t->not_after[i], end));
+			return GNN_EINVAL;
+		}
+		if (t->not_after[i] - now < EXPIRY_WARN_S)
+			GNN_WARN("tls_cert_expiring", "domain=%s file=%s option=%s days_left=%.1f note=\"renew it and "
+				 "restart (docs/security.md)\"", domain, files[i], what[i],
+				 (double)(t->not_after[i] - now) / 86400.0);
+	}
+	return GNN_OK;
+}
+
 /* Reads and parses p's files into *out. */
 static int load(const char *domain, const struct gnn_tls_paths *p, struct gnn_tls **out)
 {
@@ -89,6 +155,8 @@ static int load(const char *domain, const struct gnn_tls_paths *p, struct gnn_tl
 		rc = GNN_EINVAL;
 		goto fail;
 	}
+	if ((rc = check_dates(domain, p, t)) != GNN_OK)
+		goto fail;
 	*out = t;
 	return GNN_OK;
 fail:
@@ -111,6 +179,7 @@ void gnn_tls_free(struct gnn_tls *t)
 int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_paths *p, struct gnn_tls **out)
 {
 	int set = (p->ca != NULL) + (p->cert != NULL) + (p->key != NULL), rc;
+	char ends[2][32];
 
 	*out = NULL;
 	if (set == 0) {
@@ -125,7 +194,8 @@ int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_
 	}
 	if ((rc = load(domain, p, out)) != GNN_OK)
 		return rc;
-	GNN_INFO("links", "domain=%s tls=mutual ca=%s cert=%s", domain, p->ca, p->cert);
+	GNN_INFO("links", "domain=%s tls=mutual ca=%s cert=%s cert_not_after=%s ca_not_after=%s", domain, p->ca,
+		 p->cert, iso_time((*out)->not_after[OWN], ends[OWN]), iso_time((*out)->not_after[CA], ends[CA]));
 	return GNN_OK;
 }
 
@@ -150,6 +220,27 @@ void gnn_tls_pem(const struct gnn_tls *t, const char **ca, const char **cert, co
 	*ca = t->ca;
 	*cert = t->cert;
 	*key = t->key;
+}
+
+int gnn_tls_metrics(const struct gnn_tls *t, const char *domain, struct gnn_metrics *reg)
+{
+	static const char *const labels[] = { "domain", "certificate" };
+	static const char *const which[] = { "own", "ca" };
+	struct gnn_gauge *fam, *g;
+	int rc;
+
+	if (t == NULL)
+		return GNN_OK;
+	if (gnn_metrics_find_gauge(reg, TLS_NOT_AFTER_METRIC, &fam) != GNN_OK &&
+	    (rc = gnn_metrics_gauge(reg, TLS_NOT_AFTER_METRIC, "When a certificate this process presents (own) or "
+				    "trusts (ca) stops being valid, seconds since the epoch.", labels, 2, &fam)) != GNN_OK)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		if ((rc = gnn_gauge_labels(fam, (const char *const[]){ domain, which[i] }, 2, &g)) != GNN_OK)
+			return rc;
+		gnn_gauge_set(g, (double)t->not_after[i]);
+	}
+	return GNN_OK;
 }
 
 /* url as the TLS transport's (tls+tcp://...) into buf, and its host (no

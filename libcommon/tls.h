@@ -18,6 +18,7 @@
 
 #include <nng/nng.h>
 
+#include "metrics.h"
 #include "opt.h"
 
 /* The three files of a domain: PEM, the key unencrypted. */
@@ -54,6 +55,14 @@ void gnn_tls_teardown(void);
 const struct gnn_tls *gnn_tls_data_plane(void);
 /* t's files as PEM text (borrowed from t). */
 void gnn_tls_pem(const struct gnn_tls *t, const char **ca, const char **cert, const char **key);
+
+/* Sets gnn_tls_certificate_not_after_seconds{domain,certificate="own"|"ca"}
+ * in reg for t (nothing when t is NULL): when t's certificate and its
+ * CA's (the first of each file) stop being valid, seconds since the
+ * epoch. The family is shared by the domains of a process. GNN_ENOMEM, or
+ * the registry's errors. (gnn_tls_domain refuses a certificate that has
+ * expired and logs tls_cert_expiring for one ending within 7 days.) */
+int gnn_tls_metrics(const struct gnn_tls *t, const char *domain, struct gnn_metrics *reg);
 
 /* nng_listen / nng_dial (flags as nng_dial's) on sock for url: plain when
  * t is NULL; otherwise over TLS of domain t, a tcp:// URL taken as

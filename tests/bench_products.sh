@@ -12,7 +12,8 @@
 # the trainers read the rows from the stores, R of the nodes from their
 # hot-feature cache); a `:f16` suffix runs the path on a second partition
 # output of the same graph whose rows are f16 (gnn-partition
-# --feature-dtype f16).
+# --feature-dtype f16); a `:tls` suffix (last) runs it with mutual TLS on
+# every link (gnn-local --tls) and compares it with the same path without.
 # Prints, per path:
 #   - the time of each stage and of the whole run (target: 30 minutes);
 #   - trainer-0's epoch split (wait, compute, all-reduce, validation);
@@ -165,13 +166,17 @@ if [ -n "${GNN_BENCH_REPORT_ONLY:-}" ]; then   # the figures of runs already in 
 fi
 stores32=0
 for p in $PATHS; do
-	q=${p%:f16}
+	q=${p%:tls}
+	tls=""
+	[ "$q" = "$p" ] || tls=--tls
+	b=$q
+	q=${q%:f16}
 	dt=f32
-	[ "$q" = "$p" ] || dt=f16
+	[ "$q" = "$b" ] || dt=f16
 	case $q in
-	sampler) args="--features-from sampler" ;;
-	stores:*) args="--features-from stores --cache-ratio ${q#stores:}" ;;
-	*) echo "bench_products: unknown path $p (sampler or stores:RATIO, either with :f16)" >&2; exit 2 ;;
+	sampler) args="--features-from sampler $tls" ;;
+	stores:*) args="--features-from stores --cache-ratio ${q#stores:} $tls" ;;
+	*) echo "bench_products: unknown path $p (sampler or stores:RATIO, either with :f16, then :tls)" >&2; exit 2 ;;
 	esac
 	infer=0
 	if [ -z "${GNN_BENCH_NO_INFER:-}" ] && { [ "$q" = sampler ] || [ "$dt" = f16 ] || [ "$stores32" = 0 ]; }; then infer=1; fi
@@ -208,4 +213,16 @@ if [ -f "$WORK/path-sampler" ]; then
 		}'
 	done
 fi
+# Each :tls path against the same path without TLS.
+for p in $PATHS; do
+	b=${p%:tls}
+	[ "$b" != "$p" ] && [ -f "$WORK/path-$b" ] && [ -f "$WORK/path-$p" ] || continue
+	awk -v p="$p" -v b="$b" -v e1="$(field "$b" epoch epoch_s)" -v e2="$(field "$p" epoch epoch_s)" \
+		-v c1="$(grep "^$b memory training_system " "$WORK/path-$b" | kv cpu_s)" \
+		-v c2="$(grep "^$p memory training_system " "$WORK/path-$p" | kv cpu_s)" 'BEGIN {
+		printf "compare %s/%s epoch=%.3f (%.1f s / %.1f s)", p, b, e2 / e1, e2, e1
+		if (c1 > 0 && c2 > 0) printf " cpu_s=%.3f (%.0f / %.0f)", c2 / c1, c2, c1
+		printf "\n"
+	}'
+done
 awk -v a="$t_start" -v b="$t_end" 'BEGIN { s = b - a; printf "total seconds=%.0f\n", s }'

@@ -6,10 +6,15 @@
 # the ratio (target: distributed >= 0.5 x in-process). Also the feature
 # bytes/s delivered against one thread gathering the same rows in memory.
 #
+# With openssl, the same minibatches again through 2 other graph stores
+# and a sampler with mutual TLS on every link (docs/security.md), and the
+# ratio TLS / plain (GNN_BENCH_TLS=0 skips it).
+#
 # Graph: synthetic `small` (100,000 nodes, 2,000,000 directed edges, 100
 # features) in 2 partitions; batch 1024, fanouts 15,10,5 (input layer first).
 # Usage: tests/bench_sampling.sh [BUILD_DIR]
-# Knobs: GNN_BENCH_MINIBATCHES (100), GNN_BENCH_INFLIGHT (4), GNN_BENCH_PRESET (small).
+# Knobs: GNN_BENCH_MINIBATCHES (100), GNN_BENCH_INFLIGHT (4), GNN_BENCH_PRESET (small),
+# GNN_BENCH_TLS (1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -45,24 +50,47 @@ if [ ! -f "$DATA/meta.json" ]; then
 	"$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 --out "$DATA" --force >/dev/null 2>"$WORK/partition.log"
 fi
 
-p0=$(free_port) p1=$(free_port)
-for p in 0 1; do
-	port=$p0
-	[ $p = 1 ] && port=$p1
-	"$BUILD/bin/gnn-graphstore" --data "$DATA" --part $p --listen "tcp://127.0.0.1:$port" \
-		--http-addr 127.0.0.1 --http-port 0 2>"$WORK/store$p.log" &
-	PIDS+=($!)
-done
-"$BUILD/bin/gnn-sampler" --graphstores "tcp://127.0.0.1:$p0,tcp://127.0.0.1:$p1" --listen tcp://127.0.0.1:0 \
-	--http-addr 127.0.0.1 --http-port 0 2>"$WORK/sampler.log" &
-PIDS+=($!)
-wait_log "$WORK/sampler.log" " ready listen=" 120
-url="tcp://127.0.0.1:$(sed -n 's/.* ready listen=.* port=\([0-9]*\) .*/\1/p' "$WORK/sampler.log")"
-
-"$BUILD/tests/bench_sampling" --sampler "$url" --parts "$DATA" --minibatches "$N" --inflight "$INFLIGHT" \
-	>"$WORK/dist" 2>"$WORK/dist.log"
+# services NAME HOST [tls flags]: 2 graph stores and a sampler, dialled by
+# HOST (TLS: localhost, the certificates' name); then the distributed
+# measurement into $WORK/NAME; the services are stopped after it.
+services() {
+	local name=$1 host=$2 p0 p1 p url pids=()
+	shift 2
+	p0=$(free_port) p1=$(free_port)
+	for p in 0 1; do
+		"$BUILD/bin/gnn-graphstore" --data "$DATA" --part $p --listen "tcp://127.0.0.1:$([ $p = 0 ] && echo $p0 || echo $p1)" \
+			--http-addr 127.0.0.1 --http-port 0 "$@" 2>"$WORK/$name-store$p.log" &
+		pids+=($!)
+	done
+	"$BUILD/bin/gnn-sampler" --graphstores "tcp://$host:$p0,tcp://$host:$p1" --listen tcp://127.0.0.1:0 \
+		--http-addr 127.0.0.1 --http-port 0 "$@" 2>"$WORK/$name-sampler.log" &
+	pids+=($!)
+	PIDS+=("${pids[@]}")
+	wait_log "$WORK/$name-sampler.log" " ready listen=" 120
+	url="tcp://$host:$(sed -n 's/.* ready listen=.* port=\([0-9]*\) .*/\1/p' "$WORK/$name-sampler.log")"
+	"$BUILD/tests/bench_sampling" --sampler "$url" --parts "$DATA" --minibatches "$N" --inflight "$INFLIGHT" "$@" \
+		>"$WORK/$name" 2>"$WORK/$name.log"
+	kill -TERM "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
+}
+services dist 127.0.0.1
 cat "$WORK/dist"
-# The graph stores and the sampler are idle from here on.
+TLS=${GNN_BENCH_TLS:-1}
+if [ "$TLS" = 1 ] && command -v openssl >/dev/null; then
+	C=$WORK/certs
+	mkdir -p "$C"
+	ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+	printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$C/node.ext"
+	openssl req -x509 "${ec[@]}" -keyout "$C/ca.key" -out "$C/ca.crt" -days 30 -subj "/CN=bench" 2>/dev/null
+	openssl req "${ec[@]}" -keyout "$C/node.key" -out "$C/node.csr" -subj "/CN=node" 2>/dev/null
+	openssl x509 -req -in "$C/node.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial -out "$C/node.crt" \
+		-days 30 -extfile "$C/node.ext" 2>/dev/null
+	services tls localhost --tls-ca "$C/ca.crt" --tls-cert "$C/node.crt" --tls-key "$C/node.key"
+	cat "$WORK/tls"
+else
+	TLS=0
+fi
+# Nothing else runs from here on.
 "$BUILD/bin/gnn-sampler" bench --parts "$DATA" --minibatches "$N" --threads 1 2>/dev/null | tee "$WORK/local1"
 "$BUILD/bin/gnn-sampler" bench --parts "$DATA" --minibatches "$N" --threads "$CPUS" 2>/dev/null | tee "$WORK/localP"
 
@@ -77,3 +105,11 @@ awk -v d="$(val "$WORK/dist" minibatches_per_s)" -v de="$(val "$WORK/dist" edges
 	printf "ratio distributed/in_process_%d_threads=%.2f\n", cpus, d / lp
 	printf "features distributed_bytes_per_s=%.0f memory_gather_bytes_per_s=%.0f (1 thread) ratio=%.3f\n", df, g, df / g
 }'
+if [ "$TLS" = 1 ]; then
+	awk -v d="$(val "$WORK/dist" minibatches_per_s)" -v t="$(val "$WORK/tls" minibatches_per_s)" \
+		-v df="$(val "$WORK/dist" feature_bytes_per_s)" -v tf="$(val "$WORK/tls" feature_bytes_per_s)" \
+		-v dl="$(val "$WORK/dist" latency_ms_p50)" -v tl="$(val "$WORK/tls" latency_ms_p50)" 'BEGIN {
+		printf "result tls minibatches_per_s=%.2f feature_bytes_per_s=%.0f latency_ms_p50=%.1f (plain: %.2f, %.0f, %.1f)\n", t, tf, tl, d, df, dl
+		printf "ratio tls/plain minibatches_per_s=%.2f\n", t / d
+	}'
+fi

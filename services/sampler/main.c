@@ -132,7 +132,9 @@ static int start(void *ctx, struct gnn_metrics *reg)
 				       .max_ids_per_call = (uint32_t)cfg.ids_per_call };
 	struct gnn_server_opts srv = { .name = "sampler", .listen = cfg.listen, .workers = (int)cfg.workers,
 				       .metrics = reg, .handler = smp_service_handle,
-				       .after_reply = smp_service_after_reply };
+				       .after_reply = smp_service_after_reply,
+				       /* Requests carry IDs only: a minibatch is what it sends. */
+				       .max_request_bytes = GNN_PROTO_MAX_REQ_BYTES };
 	int rc;
 
 	if ((rc = smp_admit_new(&ao, &sm->admit)) != GNN_OK)

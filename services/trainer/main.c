@@ -454,8 +454,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	int rc = register_ring_metrics(reg, &t->rm);
 
 	t->reg = reg;
-	if (rc == GNN_OK && t->c.world > 1)
-		rc = gnn_tls_domain("ring", "ring-tls", &opt.ring_tls, &t->ring_tls);
+	if (rc == GNN_OK && t->c.world > 1 && (rc = gnn_tls_domain("ring", "ring-tls", &opt.ring_tls, &t->ring_tls)) == GNN_OK)
+		rc = gnn_tls_metrics(t->ring_tls, "ring", reg);
 	return rc != GNN_OK ? rc : tr_samplers_open(&so, &t->samplers);
 }
 

@@ -13,6 +13,7 @@ import random
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -66,6 +67,32 @@ def free_ports(n):
     return ports
 
 
+def make_certs(path):
+    """Throwaway certificates for mutual TLS (docs/security.md): a data-plane
+    CA and one certificate for every process, a ring CA and one for the
+    trainers, each naming localhost (mbed TLS matches no IP address).
+    Returns {"data": flags, "ring": flags}; raises on an openssl failure."""
+    os.makedirs(path, exist_ok=True)
+
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), check=True, cwd=path, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(os.path.join(path, "node.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
+    for ca, node in (("data", "node"), ("ring", "trainer")):
+        run("req", "-x509", *ec, "-keyout", ca + "-ca.key", "-out", ca + "-ca.crt", "-days", "30",
+            "-subj", "/CN=gnn-dist chaos " + ca)
+        run("req", *ec, "-keyout", node + ".key", "-out", node + ".csr", "-subj", "/CN=" + node)
+        run("x509", "-req", "-in", node + ".csr", "-CA", ca + "-ca.crt", "-CAkey", ca + "-ca.key",
+            "-CAcreateserial", "-out", node + ".crt", "-days", "30", "-extfile", "node.ext")
+    j = lambda n: os.path.join(path, n)  # noqa: E731
+    return {"data": ["--tls-ca=" + j("data-ca.crt"), "--tls-cert=" + j("node.crt"), "--tls-key=" + j("node.key")],
+            "ring": ["--ring-tls-ca=" + j("ring-ca.crt"), "--ring-tls-cert=" + j("trainer.crt"),
+                     "--ring-tls-key=" + j("trainer.key")],
+            "files": (j("data-ca.crt"), j("node.crt"), j("node.key"))}
+
+
 def log_time(line):
     """Seconds since the epoch of a log line's ISO timestamp, or None."""
     m = TS.match(line)
@@ -102,8 +129,12 @@ class Proc:
 
 
 class Cluster:
-    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt):
-        self.work, self.partdir, self.ckpt = work, partdir, ckpt
+    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None):
+        """tls: make_certs()'s answer, every link mutual TLS; None: plain."""
+        self.work, self.partdir, self.ckpt, self.tls = work, partdir, ckpt, tls
+        # Dialled as localhost with TLS: the name in the certificates.
+        host = "localhost" if tls else "127.0.0.1"
+        data, ring = (tls["data"], tls["ring"]) if tls else ([], [])
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
         n = 2 * (parts + samplers + trainers)
         ports = free_ports(n)
@@ -112,27 +143,27 @@ class Cluster:
         smp_nng, smp_http = ports[:samplers], ports[samplers:2 * samplers]
         ports = ports[2 * samplers:]
         tr_nng, tr_http = ports[:trainers], ports[trainers:]
-        stores = ",".join("tcp://127.0.0.1:%d" % p for p in store_nng)
-        smps = ",".join("tcp://127.0.0.1:%d" % p for p in smp_nng)
-        peers = ",".join("tcp://127.0.0.1:%d" % p for p in tr_nng)
+        stores = ",".join("tcp://%s:%d" % (host, p) for p in store_nng)
+        smps = ",".join("tcp://%s:%d" % (host, p) for p in smp_nng)
+        peers = ",".join("tcp://%s:%d" % (host, p) for p in tr_nng)
         self.procs = {}
         for i in range(parts):
             self._add("graphstore-%d" % i, store_http[i],
                       [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % i,
                        "--listen=tcp://127.0.0.1:%d" % store_nng[i], "--http-addr=127.0.0.1",
-                       "--http-port=%d" % store_http[i], "--wait-data=0", "--workers=2"])
+                       "--http-port=%d" % store_http[i], "--wait-data=0", "--workers=2"] + data)
         for i in range(samplers):
             self._add("sampler-%d" % i, smp_http[i],
                       [BIN + "/gnn-sampler", "--graphstores=" + stores,
                        "--listen=tcp://127.0.0.1:%d" % smp_nng[i], "--http-addr=127.0.0.1",
-                       "--http-port=%d" % smp_http[i], "--wait-stores=600", "--workers=2"] + SAMPLER_ARGS)
+                       "--http-port=%d" % smp_http[i], "--wait-stores=600", "--workers=2"] + SAMPLER_ARGS + data)
         for i in range(trainers):
             self._add("trainer-%d" % i, tr_http[i],
                       [BIN + "/gnn-trainer", "--rank=%d" % i, "--world-size=%d" % trainers,
                        "--peers=" + peers, "--samplers=" + smps, "--listen=tcp://127.0.0.1:%d" % tr_nng[i],
                        "--graphstores=" + stores,
                        "--http-addr=127.0.0.1", "--http-port=%d" % tr_http[i], "--threads=1",
-                       "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args)
+                       "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args + data + ring)
         self.trainers = ["trainer-%d" % i for i in range(trainers)]
 
     def _add(self, name, http_port, argv):
@@ -222,18 +253,28 @@ class Cluster:
         return all(self.procs[t].alive() and self.lines(t, "summary") and
                    self.text(t).rfind(" summary ") > self.text(t).rfind(" config ") for t in self.trainers)
 
+    def _get(self, name, path, timeout):
+        """urlopen of a process's HTTP path: HTTPS with TLS, verified
+        against the data plane's CA, with its certificate (for /metrics)."""
+        if not self.tls:
+            return urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.procs[name].http_port, path),
+                                          timeout=timeout)
+        ca, cert, key = self.tls["files"]
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.load_cert_chain(cert, key)
+        return urllib.request.urlopen("https://localhost:%d%s" % (self.procs[name].http_port, path),
+                                      timeout=timeout, context=ctx)
+
     def readyz(self, name):
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.procs[name].http_port,
-                                        timeout=1) as r:
+            with self._get(name, "/readyz", 1) as r:
                 return r.status
         except Exception as e:  # HTTPError carries the status
             return getattr(e, "code", 0)
 
     def metrics(self, name):
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.procs[name].http_port,
-                                        timeout=2) as r:
+            with self._get(name, "/metrics", 2) as r:
                 return r.read().decode(errors="replace")
         except Exception:
             return ""

@@ -288,8 +288,16 @@ hdr 4 3 0 >"$WORK/g-sample"                               # a graph store's mess
 { hdr 12 3 8; le64 0; } >"$WORK/g-nodesshort"             # NODES_REQ is 16 bytes
 nodes_req 1 0 0 >"$WORK/g-nodeslimit"                     # limit 0
 nodes_req 1 10 2708 >"$WORK/g-nodesrange"                 # Cora has 2708 nodes
+# The receive limit (GNN_PROTO_MAX_REQ_BYTES = 2^25 + 65536, + the header and
+# REQ's 4-byte request ID):
+# a request of exactly that size is read and refused by the decoder, one
+# byte more closes the connection unread (no reply).
+REQ_MAX=$(( (1 << 25) + 65536 ))
+{ hdr 14 3 $REQ_MAX; head -c $REQ_MAX /dev/zero; } >"$WORK/g-atlimit"
+{ hdr 14 3 $((REQ_MAX + 8)); head -c $((REQ_MAX + 8)) /dev/zero; } >"$WORK/g-overlimit"
 expect=(random:eproto short:none version:eversion truncated:eproto oversized:erange toomany:erange range:einval
-	sample:eproto infopayload:eproto nodesshort:eproto nodeslimit:erange nodesrange:erange)
+	sample:eproto infopayload:eproto nodesshort:eproto nodeslimit:erange nodesrange:erange atlimit:erange
+	overlimit:dropped)
 bad=""
 for e in "${expect[@]}"; do
 	f=${e%%:*} want=${e#*:}
@@ -298,11 +306,26 @@ for e in "${expect[@]}"; do
 	if [ "$want" = none ]; then
 		# Too short for a header: answered with an ERROR or dropped; either is fine.
 		[[ $got == *"type=error status=eproto"* || $got == *"no reply"* ]] || bad="$bad $f"
+	elif [ "$want" = dropped ]; then
+		[[ $got == *"no reply"* ]] || bad="$bad $f"
 	elif [[ $got != *"type=error status=$want"* ]]; then
 		bad="$bad $f"
 	fi
 done
-check cora_garbage_answered "each malformed message gets the expected ERROR code" [ -z "$bad" ]
+check cora_garbage_answered "each malformed message gets the expected ERROR code, one over the size limit none (wrong:$bad)" [ -z "$bad" ]
+rm -f "$WORK/g-atlimit" "$WORK/g-overlimit"
+# metric NAME{LABELS}: its value in the sampler's /metrics (nothing if absent).
+cora_metric() {
+	curl -s "http://127.0.0.1:$HTTP_cora/metrics" | awk -v k="$1" '$1 == k { print $2 }'
+}
+# The listener's URL as given (--listen), its port possibly 0.
+listen_cora=$(sed -n 's/.* listen=\([^ ]*\) .*/\1/p' "$WORK/cora.log" | head -n 1)
+wait_for 5 bash -c "curl -s http://127.0.0.1:$HTTP_cora/metrics |
+	grep -q '^gnn_links_errors_total{side=\"listen\",url=\"$listen_cora\",reason=\"other\"} [1-9]'"
+lim=$(cora_metric "gnn_links_receive_limit_bytes{url=\"$listen_cora\"}")
+closed=$(cora_metric "gnn_links_errors_total{side=\"listen\",url=\"$listen_cora\",reason=\"other\"}")
+check cora_size_limit_counted "/metrics: the receive limit $((REQ_MAX + 32)) (got $lim), the dropped connections counted (got $closed)" \
+	bash -c "[ '$lim' = $((REQ_MAX + 32)) ] && [ '${closed:-0}' -ge 1 ]"
 "$MB" --sampler "$URL_cora" --parts "$WORK/cora" --once --batch 32 >"$WORK/after"
 check cora_healthy_after_garbage "after the garbage: minibatches work, /healthz ok, bad messages counted" \
 	bash -c "grep -q '^mbcheck: ok' '$WORK/after' && [ \"\$(curl -s http://127.0.0.1:$HTTP_cora/healthz)\" = ok ] &&
@@ -459,9 +482,14 @@ else
 		bash -c "$(declare -f refused); WORK='$WORK' p1=$p1 ids='$ids'; refused gc && [[ '$mb_gc' == *'code=eunavail'*'$ids'* ]]"
 	check cora_graph_changed_not_ready "/readyz 503 'graph changed' while refusing (got '$ready_gc')" \
 		bash -c "[[ '$ready_gc' == 'not ready: graph changed: graphstore-1 serves graph_id $gid_b, not $gid_a; exiting 503' ]]"
-	check cora_graph_changed_exit "one ERROR graph_changed naming graphstore-1, old and new graph_id, exiting; exit 3 after --graph-changed-exit-s" \
+	# What a failure needs to be understood from CI's summary alone.
+	got() {
+		echo "got exit $(eval echo \$rc_$1), $(grep -c 'ERROR gnn-sampler graph_changed ' "$WORK/$1.log") ERROR graph_changed;" \
+			"last lines: $(grep -v ' mb_served\| eunavail ' "$WORK/$1.log" | tail -n 4 | cut -c 1-300 | tr '\n' '|')"
+	}
+	check cora_graph_changed_exit "one ERROR graph_changed naming graphstore-1, old and new graph_id, exiting; exit 3 after --graph-changed-exit-s ($(got gc))" \
 		bash -c "$(declare -f exited log_time); WORK='$WORK' p1=$p1 gid_a=$gid_a gid_b=$gid_b EXIT_S=$EXIT_S; exited gc $rc_gc"
-	check cora_graph_changed_unchecked "no check before the exit (10 min): the reconnected store's answers refused all the same, ERROR, exit 3" \
+	check cora_graph_changed_unchecked "no check before the exit (10 min): the reconnected store's answers refused all the same, ERROR, exit 3 ($(got gcq))" \
 		bash -c "$(declare -f refused exited log_time); WORK='$WORK' p1=$p1 ids='$ids' gid_a=$gid_a gid_b=$gid_b EXIT_S=$EXIT_S
 			 refused gcq && exited gcq $rc_gcq"
 	# The restart heals: both stores on the new output, a fresh sampler.

@@ -13,7 +13,10 @@
 #     data-plane one cannot join that ring;
 #   - HTTP becomes HTTPS: /healthz and /readyz answer anyone (the
 #     kubelet's probes), /metrics only a client certificate of the CA;
-#   - bad TLS files stop a service at start (exit 2, naming the file).
+#   - refused handshakes are counted in /metrics and logged (links_refused),
+#     the certificates' ends exported;
+#   - bad TLS files, an expired certificate among them, stop a service at
+#     start (exit 2, naming the file).
 # The certificates are made here with openssl (ECDSA P-256, valid 2 days).
 . "$(dirname "$0")/lib.bash"
 if ! command -v openssl >/dev/null; then
@@ -130,6 +133,33 @@ check tls_logged "the services log links domain=data tls=mutual; gnn-cli's failu
 	bash -c "grep -q ' links domain=data tls=mutual' '$WORK/gs0.log' && grep -q ' links domain=data tls=mutual' '$WORK/smp.log' &&
 		grep -q 'with TLS, its certificate' '$WORK/trust-store.err' && grep -q 'without TLS' '$WORK/plain-sampler.err'"
 
+# ---- the refusals counted and logged, the certificates' ends exported -----------------------------
+# metrics LOG: a service's /metrics over HTTPS with the client's certificate
+metrics() {
+	local hp
+	hp=$(sed -n 's/.* http_listening .* port=\([0-9]*\) .*/\1/p' "$1" | head -n 1)
+	curl -s --max-time 10 --cacert "$C/data.crt" --cert "$C/client.crt" --key "$C/client.key" "https://localhost:$hp/metrics"
+}
+# The store's and the sampler's refused handshakes: at least the four
+# cases above that reach the TLS handshake (no certificate, another CA's,
+# another server name, trusting another CA) and plain tcp.
+refused_auth() {
+	metrics "$1" | awk '$1 ~ /^gnn_links_errors_total\{side="listen",url="tls\+tcp:\/\/127\.0\.0\.1:0",reason="auth"\}$/ { print $2 }'
+}
+wait_for 5 bash -c "$(declare -f metrics refused_auth); C='$C'; [ \"\$(refused_auth '$WORK/gs0.log')\" -ge 5 ] 2>/dev/null"
+a_store=$(refused_auth "$WORK/gs0.log") a_smp=$(refused_auth "$WORK/smp.log")
+metrics "$WORK/gs0.log" >"$WORK/gs0.metrics"
+end_own=$(date -d "$(openssl x509 -in "$C/server.crt" -noout -enddate | cut -d= -f2)" +%s)
+end_ca=$(date -d "$(openssl x509 -in "$C/data.crt" -noout -enddate | cut -d= -f2)" +%s)
+m_own=$(awk '$1 == "gnn_tls_certificate_not_after_seconds{domain=\"data\",certificate=\"own\"}" { printf "%d", $2 }' "$WORK/gs0.metrics")
+m_ca=$(awk '$1 == "gnn_tls_certificate_not_after_seconds{domain=\"data\",certificate=\"ca\"}" { printf "%d", $2 }' "$WORK/gs0.metrics")
+m_lim=$(awk '$1 == "gnn_links_receive_limit_bytes{url=\"tls+tcp://127.0.0.1:0\"}" { printf "%d", $2 }' "$WORK/gs0.metrics")
+check tls_refusals_counted "refused handshakes in /metrics (store $a_store, sampler $a_smp; >= 5 each) and one WARN links_refused naming the listener; the certificates' ends (own $m_own = $end_own, CA $m_ca = $end_ca); the store's receive limit 2^30 + 32 ($m_lim)" \
+	bash -c "[ '${a_store:-0}' -ge 5 ] && [ '${a_smp:-0}' -ge 5 ] &&
+		grep -q 'WARN  gnn-graphstore links_refused side=listen url=tls+tcp://127.0.0.1:0 auth=[1-9]' '$WORK/gs0.log' &&
+		grep -q 'WARN  gnn-sampler links_refused side=listen url=tls+tcp://127.0.0.1:0 auth=[1-9]' '$WORK/smp.log' &&
+		[ '$m_own' = '$end_own' ] && [ '$m_ca' = '$end_ca' ] && [ '$m_lim' = $(((1 << 30) + 32)) ]"
+
 # ---- HTTPS: the probes open, /metrics for the CA's certificates -------------------------------
 hp=$(sed -n 's/.* http_listening .* port=\([0-9]*\) .*/\1/p' "$WORK/gs0.log" | head -n 1)
 code() { curl -s -o "$WORK/http.out" -w '%{http_code}' --max-time 10 "$@"; }
@@ -217,13 +247,18 @@ check tls_ring_refuses_data_plane "a trainer with a data-plane certificate as it
 bad() {
 	timeout 30 "$BIN/gnn-graphstore" --data "$WORK/part" --part 0 --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 \
 		--http-port 0 "$@" 2>"$WORK/bad.log"
-	echo "$?:$(grep -E 'ERROR' "$WORK/bad.log" | head -n 1 | sed 's/.* ERROR  *//' | cut -c1-160)"
+	echo "$?:$(grep -E 'ERROR' "$WORK/bad.log" | head -n 1 | sed 's/.* ERROR  *//' | cut -c1-240)"
 }
 echo "not a certificate" >"$C/junk.crt"
+# valid until yesterday (openssl: -days -1)
+openssl x509 -req -in "$C/client.csr" -CA "$C/data.crt" -CAkey "$C/data.key" -CAcreateserial -out "$C/expired.crt" \
+	-days -1 -extfile "$C/client.ext" 2>>"$WORK/openssl.log"
+b_expired=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/expired.crt" --tls-key "$C/client.key")
 b_missing=$(bad --tls-ca "$C/none.crt" --tls-cert "$C/server.crt" --tls-key "$C/server.key")
 b_two=$(bad --tls-cert "$C/server.crt" --tls-key "$C/server.key")
 b_junk=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/junk.crt" --tls-key "$C/server.key")
 b_keycert=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/server.key" --tls-key "$C/server.crt")
-check tls_bad_files "exit 2 naming the problem: a missing file ($b_missing), two of three ($b_two), not PEM ($b_junk), certificate and key swapped ($b_keycert)" \
+check tls_bad_files "exit 2 naming the problem: a missing file ($b_missing), two of three ($b_two), not PEM ($b_junk), certificate and key swapped ($b_keycert), an expired certificate ($b_expired)" \
 	bash -c "[[ '$b_missing' == 2:*tls_bad_file*none.crt* ]] && [[ '$b_two' == 2:*--tls-ca* ]] &&
-		[[ '$b_junk' == 2:*tls_bad_file*junk.crt* ]] && [[ '$b_keycert' == 2:*tls_bad_file* ]]"
+		[[ '$b_junk' == 2:*tls_bad_file*junk.crt* ]] && [[ '$b_keycert' == 2:*tls_bad_file* ]] &&
+		[[ '$b_expired' == 2:*tls_bad_file*expired.crt*expired* ]]"

@@ -29,10 +29,12 @@
 #include "proto.h"
 #include "sample.h"
 #include "sys.h"
+#include "tls.h"
 
 static struct {
 	const char *sampler, *parts, *fanouts;
 	int64_t batch, minibatches, warmup, inflight, seed, timeout_ms;
+	struct gnn_tls_paths tls;
 } cfg;
 
 static const struct gnn_opt options[] = {
@@ -45,6 +47,7 @@ static const struct gnn_opt options[] = {
 	{ "inflight", GNN_OPT_INT, &cfg.inflight, "4", 1, 256, NULL, "requests in flight at once" },
 	{ "seed", GNN_OPT_INT, &cfg.seed, "1", 0, INT64_MAX, NULL, "as gnn-sampler bench --seed" },
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "120000", 1, 1e7, NULL, "timeout of one request" },
+	GNN_TLS_OPTIONS(cfg.tls),
 	{ NULL },
 };
 
@@ -245,8 +248,10 @@ int main(int argc, char **argv)
 	gnn_meta_free(&meta);
 	sh.proto.num_seeds = (uint32_t)cfg.batch;
 	co = (struct gnn_client_opts){ .url = cfg.sampler, .name = "sampler", .timeout_ms = (int)cfg.timeout_ms };
-	if (gnn_client_open(&co, &sh.client) != GNN_OK)
+	if (gnn_tls_setup(&cfg.tls) != GNN_OK || gnn_client_open(&co, &sh.client) != GNN_OK) {
+		gnn_tls_teardown();
 		return 2;
+	}
 	N = (uint64_t)cfg.minibatches;
 	sh.inputs = calloc(N, sizeof(*sh.inputs));
 	sh.ninputs = calloc(N, sizeof(*sh.ninputs));
@@ -277,5 +282,6 @@ out:
 	free(sh.ninputs);
 	free(sh.latency);
 	gnn_client_close(sh.client);
+	gnn_tls_teardown();
 	return rc == GNN_OK ? 0 : 1;
 }
