@@ -95,6 +95,10 @@ static int make(const char *cn, const struct keycert *ca, struct keycert *out)
 	if ((e = gnutls_x509_crt_get_key_id(out->crt, 0, kid, &kid_len)) < 0 ||
 	    (e = gnutls_x509_crt_set_subject_key_id(out->crt, kid, kid_len)) < 0)
 		return gtls_fail("crt_key_id", e);
+	kid_len = sizeof(kid);
+	if (ca != NULL && ((e = gnutls_x509_crt_get_subject_key_id(ca->crt, kid, &kid_len, NULL)) < 0 ||
+			   (e = gnutls_x509_crt_set_authority_key_id(out->crt, kid, kid_len)) < 0))
+		return gtls_fail("crt_authority_key_id", e);
 	if (ca == NULL)
 		e = gnutls_x509_crt_sign2(out->crt, out->crt, out->key, GNUTLS_DIG_SHA256, 0);
 	else

@@ -39,7 +39,7 @@ all_have() {
 	local line=$1 f
 	shift
 	[ $# -gt 0 ] || return 1
-	for f in "$@"; do grep -qF -- "$line" "$f" || return 1; done
+	for f in "$@"; do grep -qF -- "$line" "$f" 2>/dev/null || return 1; done
 }
 T=$WORK/tls
 LOGS=$T/logs
