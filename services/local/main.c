@@ -1,8 +1,9 @@
 /* gnn-local: the whole gnn-dist system on 127.0.0.1 as separate processes,
  * wired the way the Helm chart wires the pods (docs/local.md):
  *
- *   options -> partition (or reuse a partition output) -> P graph stores and
- *   S samplers on free ports -> wait for their /readyz -> T trainers ->
+ *   options -> [--tls: certificates in WORKDIR/tls] -> partition (or reuse
+ *   a partition output) -> P graph stores and S samplers on free ports ->
+ *   wait for their /readyz (HTTPS with --tls) -> T trainers ->
  *   wait for them (any child dying early ends the run) -> [--baseline: the
  *   trainers again without neighbours] -> stop everything -> result block.
  *
@@ -111,6 +112,9 @@ static const struct gnn_opt options[] = {
 	  "longest wait for the graph stores and samplers to be ready (also the trainers' --wait-s)" },
 	{ "timeout-s", GNN_OPT_INT, &cfg.timeout_s, "86400", 1, 31536000, NULL,
 	  "longest partitioning, and longest training run" },
+	{ "tls", GNN_OPT_BOOL, &cfg.tls, NULL, 0, 0, NULL,
+	  "mutual TLS on every link: throwaway CAs and certificates (valid 2 days) made in WORKDIR/tls, one for the "
+	  "data plane, one for the trainers' ring; the services dial localhost and serve HTTPS (docs/security.md)" },
 	{ "stop-timeout-s", GNN_OPT_INT, &cfg.stop_timeout_s, "10", 1, 3600, NULL,
 	  "on stopping, seconds between SIGTERM and SIGKILL per kind of component" },
 	{ NULL },
@@ -166,6 +170,8 @@ int main(int argc, char **argv)
 	gnn_signals_install();
 
 	rc = loc_run_init(&run, &cfg);
+	if (rc == GNN_OK)
+		rc = loc_tls_prepare(&run);
 	if (rc == GNN_OK)
 		rc = loc_partition_prepare(&run);
 	if (rc == GNN_OK)

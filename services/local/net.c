@@ -11,8 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
+
 #include "err.h"
 #include "log.h"
+#include "pipeline.h"
 #include "proc.h"
 #include "sys.h"
 
@@ -122,75 +125,208 @@ static int wait_fd(int fd, short events, double deadline)
 	}
 }
 
-int loc_http_get(int port, const char *path, int timeout_ms, int *code, char *body, size_t body_size)
+struct loc_https {
+	gnutls_certificate_credentials_t cred;
+};
+
+int loc_https_init(const char *ca, struct loc_https **out)
+{
+	struct loc_https *h = calloc(1, sizeof(*h));
+	int e;
+
+	*out = NULL;
+	if (h == NULL)
+		return GNN_ENOMEM;
+	if ((e = gnutls_certificate_allocate_credentials(&h->cred)) < 0) {
+		free(h);
+		return GNN_ENOMEM;
+	}
+	e = gnutls_certificate_set_x509_trust_file(h->cred, ca, GNUTLS_X509_FMT_PEM);
+	if (e <= 0) {
+		GNN_ERROR("tls_bad_file", "file=%s reason=\"%s\"", ca, e < 0 ? gnutls_strerror(e) : "no certificate in it");
+		loc_https_free(h);
+		return GNN_EIO;
+	}
+	*out = h;
+	return GNN_OK;
+}
+
+void loc_https_free(struct loc_https *h)
+{
+	if (h == NULL)
+		return;
+	gnutls_certificate_free_credentials(h->cred);
+	free(h);
+}
+
+/* One connection: plain (s NULL) or TLS over fd, with the exchange's deadline. */
+struct conn {
+	int fd;
+	gnutls_session_t s;
+	double deadline;
+};
+
+/* Waits for what a GnuTLS call that answered GNUTLS_E_AGAIN needs. */
+static int tls_wait(const struct conn *c)
+{
+	return wait_fd(c->fd, gnutls_record_get_direction(c->s) ? POLLOUT : POLLIN, c->deadline);
+}
+
+/* The handshake, the server verified for LOC_TLS_HOST by its CA. */
+static int tls_start(struct conn *c, const struct loc_https *h, char *why, size_t why_size)
+{
+	int e, rc;
+
+	if ((e = gnutls_init(&c->s, GNUTLS_CLIENT | GNUTLS_NONBLOCK)) < 0) {
+		c->s = NULL;
+		snprintf(why, why_size, "tls: %s", gnutls_strerror(e));
+		return GNN_ENOMEM;
+	}
+	if ((e = gnutls_set_default_priority(c->s)) < 0 ||
+	    (e = gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, h->cred)) < 0 ||
+	    (e = gnutls_server_name_set(c->s, GNUTLS_NAME_DNS, LOC_TLS_HOST, strlen(LOC_TLS_HOST))) < 0) {
+		snprintf(why, why_size, "tls: %s", gnutls_strerror(e));
+		return GNN_EPROTO;
+	}
+	gnutls_session_set_verify_cert(c->s, LOC_TLS_HOST, 0);
+	gnutls_transport_set_int(c->s, c->fd);
+	for (;;) {
+		e = gnutls_handshake(c->s);
+		if (e == GNUTLS_E_SUCCESS)
+			return GNN_OK;
+		if (e == GNUTLS_E_AGAIN || e == GNUTLS_E_INTERRUPTED || !gnutls_error_is_fatal(e)) {
+			if ((rc = tls_wait(c)) != GNN_OK) {
+				snprintf(why, why_size, "tls handshake: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
+				return rc;
+			}
+			continue;
+		}
+		if (e == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+			gnutls_datum_t txt = { NULL, 0 };
+
+			if (gnutls_certificate_verification_status_print(gnutls_session_get_verify_cert_status(c->s),
+									 GNUTLS_CRT_X509, &txt, 0) >= 0) {
+				snprintf(why, why_size, "tls: server not verified: %s", (const char *)txt.data);
+				gnutls_free(txt.data);
+				return GNN_EPROTO;
+			}
+		}
+		snprintf(why, why_size, "tls handshake: %s", gnutls_strerror(e));
+		return GNN_EPROTO;
+	}
+}
+
+/* Sends all of buf: GNN_OK or an error code. */
+static int conn_send(const struct conn *c, const char *buf, size_t len)
+{
+	size_t sent = 0;
+	ssize_t k;
+	int rc;
+
+	while (sent < len) {
+		if (c->s != NULL) {
+			k = gnutls_record_send(c->s, buf + sent, len - sent);
+			if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) {
+				if ((rc = tls_wait(c)) != GNN_OK)
+					return rc;
+				continue;
+			}
+		} else {
+			k = send(c->fd, buf + sent, len - sent, MSG_NOSIGNAL);
+			if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+				if ((rc = wait_fd(c->fd, POLLOUT, c->deadline)) != GNN_OK)
+					return rc;
+				continue;
+			}
+		}
+		if (k <= 0)
+			return GNN_EUNAVAIL;
+		sent += (size_t)k;
+	}
+	return GNN_OK;
+}
+
+/* Receives until the server closes the connection (HTTP/1.0) or buf
+ * (cap bytes) is full: GNN_OK with *have bytes, or an error code. */
+static int conn_recv_all(const struct conn *c, char *buf, size_t cap, size_t *have)
+{
+	ssize_t k;
+	int rc;
+
+	*have = 0;
+	while (*have < cap) {
+		if (c->s != NULL) {
+			k = gnutls_record_recv(c->s, buf + *have, cap - *have);
+			/* the end: close_notify, or a close without it */
+			if (k == 0 || k == GNUTLS_E_PREMATURE_TERMINATION)
+				return GNN_OK;
+			if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED || (k < 0 && !gnutls_error_is_fatal((int)k))) {
+				if ((rc = tls_wait(c)) != GNN_OK)
+					return rc;
+				continue;
+			}
+		} else {
+			k = recv(c->fd, buf + *have, cap - *have, 0);
+			if (k == 0)
+				return GNN_OK;
+			if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+				if ((rc = wait_fd(c->fd, POLLIN, c->deadline)) != GNN_OK)
+					return rc;
+				continue;
+			}
+		}
+		if (k < 0)
+			return GNN_EUNAVAIL;
+		*have += (size_t)k;
+	}
+	return GNN_OK;
+}
+
+int loc_http_get(const struct loc_https *h, int port, const char *path, int timeout_ms, int *code, char *body,
+		 size_t body_size)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	double deadline = gnn_now() + timeout_ms / 1000.0;
+	struct conn c = { .fd = -1, .s = NULL, .deadline = gnn_now() + timeout_ms / 1000.0 };
 	char req[512], resp[4096];
-	size_t have = 0, sent = 0, reqlen;
+	size_t have = 0, reqlen;
 	const char *hdr_end;
-	int fd, err = 0, rc;
+	int err = 0, rc;
 	socklen_t elen = sizeof(err);
-	ssize_t k;
 
 	if (body_size == 0)
 		return GNN_EINVAL;
 	body[0] = '\0';
 	a.sin_port = htons((uint16_t)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	reqlen = (size_t)snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n", path, port);
+	reqlen = (size_t)snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\n\r\n", path,
+				  h != NULL ? LOC_TLS_HOST : "127.0.0.1", port);
 	if (reqlen >= sizeof(req))
 		return GNN_EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
+	c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c.fd < 0) {
 		snprintf(body, body_size, "socket: %s", strerror(errno));
 		return GNN_EUNAVAIL;
 	}
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+	if (connect(c.fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
 		if (errno != EINPROGRESS) {
 			snprintf(body, body_size, "connect: %s", strerror(errno));
 			rc = GNN_EUNAVAIL;
 			goto out;
 		}
-		if ((rc = wait_fd(fd, POLLOUT, deadline)) != GNN_OK) {
+		if ((rc = wait_fd(c.fd, POLLOUT, c.deadline)) != GNN_OK) {
 			snprintf(body, body_size, "connect: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
 			goto out;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+		if (getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
 			snprintf(body, body_size, "connect: %s", strerror(err ? err : errno));
 			rc = GNN_EUNAVAIL;
 			goto out;
 		}
 	}
-	while (sent < reqlen) {
-		k = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
-		if (k > 0) {
-			sent += (size_t)k;
-		} else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if ((rc = wait_fd(fd, POLLOUT, deadline)) != GNN_OK)
-				goto out_io;
-		} else {
-			rc = GNN_EUNAVAIL;
-			goto out_io;
-		}
-	}
-	/* HTTP/1.0: the server closes the connection after the response. */
-	for (;;) {
-		k = recv(fd, resp + have, sizeof(resp) - 1 - have, 0);
-		if (k > 0) {
-			have += (size_t)k;
-			if (have == sizeof(resp) - 1)
-				break;
-		} else if (k == 0) {
-			break;
-		} else if (errno == EAGAIN || errno == EINTR) {
-			if ((rc = wait_fd(fd, POLLIN, deadline)) != GNN_OK)
-				goto out_io;
-		} else {
-			rc = GNN_EUNAVAIL;
-			goto out_io;
-		}
-	}
+	if (h != NULL && (rc = tls_start(&c, h, body, body_size)) != GNN_OK)
+		goto out;
+	if ((rc = conn_send(&c, req, reqlen)) != GNN_OK || (rc = conn_recv_all(&c, resp, sizeof(resp) - 1, &have)) != GNN_OK)
+		goto out_io;
 	resp[have] = '\0';
 	if (sscanf(resp, "HTTP/1.%*1[01] %3d", code) != 1 || *code < 100 || *code > 599) {
 		snprintf(body, body_size, "not an HTTP response");
@@ -204,6 +340,8 @@ int loc_http_get(int port, const char *path, int timeout_ms, int *code, char *bo
 out_io:
 	snprintf(body, body_size, "%s", rc == GNN_ETIMEDOUT ? "timed out" : "connection failed");
 out:
-	close(fd);
+	if (c.s != NULL)
+		gnutls_deinit(c.s);
+	close(c.fd);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* net.h - what gnn-local needs from the network: free loopback ports for
- * the components it starts, and a tiny HTTP/1.0 client for their /readyz. */
+ * the components it starts, and a tiny HTTP/1.0 client (HTTPS with --tls)
+ * for their /readyz. */
 #ifndef LOC_NET_H
 #define LOC_NET_H
 
@@ -14,12 +15,23 @@
  * bound. */
 int loc_free_ports(int *ports, size_t n);
 
+/* An HTTPS client configuration (GnuTLS): servers are trusted when their
+ * certificate is of the CA in PEM file ca and names localhost. No client
+ * certificate is presented: /healthz and /readyz need none (only /metrics,
+ * which gnn-local does not read). GNN_EIO (logged) when ca does not load,
+ * GNN_ENOMEM. *out: loc_https_free (NULL is fine). */
+struct loc_https;
+int loc_https_init(const char *ca, struct loc_https **out);
+void loc_https_free(struct loc_https *h);
+
 /* GET http://127.0.0.1:port/path over HTTP/1.0 with a whole-exchange
- * timeout. On GNN_OK *code holds the status code and body (body_size bytes,
+ * timeout; with h, https://localhost:port/path (connected to 127.0.0.1,
+ * the server's certificate verified by h, for the name localhost). On GNN_OK *code holds the status code and body (body_size bytes,
  * NUL-terminated, cut when longer) the response body. Returns GNN_EUNAVAIL
  * when the connection is refused or fails, GNN_ETIMEDOUT, GNN_EPROTO for a
- * response that is not HTTP; then body holds a short reason. Logs nothing:
+ * response that is not HTTP or a TLS handshake that fails (the server not
+ * verified, or no TLS there); then body holds a short reason. Logs nothing:
  * the caller decides whether a failure is worth a line. */
-int loc_http_get(int port, const char *path, int timeout_ms, int *code, char *body, size_t body_size);
+int loc_http_get(const struct loc_https *h, int port, const char *path, int timeout_ms, int *code, char *body, size_t body_size);
 
 #endif

@@ -19,6 +19,12 @@
  * (gnn-trainer's default fanouts 15,10,5); the baseline needs it. */
 #define LOC_TRAINER_DEFAULT_LAYERS 3
 
+/* --tls: the host every nng URL gnn-local builds dials (the name in the
+ * certificates: mbed TLS 2.28 matches no IP address), and how long the
+ * throwaway certificates are valid. */
+#define LOC_TLS_HOST "localhost"
+#define LOC_CERT_DAYS 2
+
 /* Options (main.c's table). Model options left unset (-1, NULL) are not
  * passed, so the trainer's own defaults apply. */
 struct loc_config {
@@ -31,7 +37,7 @@ struct loc_config {
 	int64_t cache_presample;
 	double embed_lr;
 	double lr, weight_decay, dropout;
-	bool baseline, fresh, no_infer, no_features;
+	bool baseline, fresh, no_infer, no_features, tls;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
 	int64_t store_timeout_ms, store_retries, store_min_mb_per_s, build_budget_mb, admission_wait_s;
 	int64_t sampler_timeout_ms, sampler_retries, peer_timeout_s;
@@ -56,6 +62,13 @@ struct loc_infer_result {
 	char label_type[64];
 };
 
+/* One trust domain's files (PEM; the key unencrypted, mode 0600). */
+struct loc_tls_files {
+	char ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+};
+
+struct loc_https;
+
 struct loc_run {
 	const struct loc_config *cfg;
 	char bindir[PATH_MAX];    /* where gnn-local lives: the sibling binaries */
@@ -74,6 +87,11 @@ struct loc_run {
 	struct loc_result main, baseline;
 	char preddir[PATH_MAX];          /* WORKDIR/predictions */
 	struct loc_infer_result infer;
+	/* --tls (loc_tls_prepare) */
+	const char *dial_host;           /* what the URLs dial: LOC_TLS_HOST with --tls, else 127.0.0.1 */
+	char tlsdir[PATH_MAX];           /* WORKDIR/tls */
+	struct loc_tls_files tls_data, tls_ring;
+	struct loc_https *https;         /* the HTTPS client of the readiness checks; NULL: plain HTTP */
 };
 
 /* Checks the options that the table's ranges cannot (one data source,
@@ -98,6 +116,19 @@ int loc_tick(struct loc_run *r, struct loc_proc **exited);
  * (same --parts and the same dataset path or synthetic preset), or runs
  * gnn-partition into it. Sets r->partdir and r->parts. */
 int loc_partition_prepare(struct loc_run *r);
+
+/* With --tls: makes the throwaway CAs and certificates of the data plane
+ * and of the trainers' ring in WORKDIR/tls (certs.c) and the HTTPS client
+ * for the readiness checks; logs a `tls` line naming the files. Sets
+ * r->dial_host either way. GNN_EINVAL (logged) when localhost does not
+ * resolve to 127.0.0.1 first; GNN_EIO, GNN_EINTERNAL (logged). */
+int loc_tls_prepare(struct loc_run *r);
+/* With --tls, appends --tls-ca/--tls-cert/--tls-key (the data plane) and,
+ * with ring, --ring-tls-ca/-cert/-key to a; nothing without. */
+int loc_tls_args(const struct loc_run *r, struct loc_argv *a, bool ring);
+
+/* "tcp://HOST:P0,tcp://HOST:P1,..." (malloc'd; NULL when out of memory). */
+char *loc_url_list(const char *host, const int *ports, size_t n);
 
 /* Picks free ports and starts the P graph stores and S samplers. */
 int loc_services_start(struct loc_run *r);

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "pipeline.h"
 #include "log.h"
+#include "net.h"
 #include "sys.h"
 
 static const char *const binaries[] = { "gnn-partition", "gnn-graphstore", "gnn-sampler", "gnn-trainer" };
@@ -152,6 +153,8 @@ void loc_run_free(struct loc_run *r)
 	free(r->sampler_http);
 	r->store_urls = r->sampler_urls = NULL;
 	r->store_http = r->sampler_http = NULL;
+	loc_https_free(r->https);
+	r->https = NULL;
 }
 
 int loc_tick(struct loc_run *r, struct loc_proc **exited)
@@ -227,6 +230,9 @@ void loc_report_result(const struct loc_run *r)
 		       r->partdir);
 	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
 	       (long long)cfg->samplers, (long long)cfg->trainers);
+	if (cfg->tls)
+		printf("tls            mutual on every link and HTTPS; throwaway certificates (valid %d days) in %s\n",
+		       LOC_CERT_DAYS, r->tlsdir);
 	print_result(cfg, cfg->model, &r->main);
 	if (r->baseline.done)
 		print_result(cfg, "features_only", &r->baseline);

@@ -13,17 +13,18 @@
 #define WAIT_LOG_PERIOD_S 10.0
 #define READYZ_TIMEOUT_MS 1000
 
-/* "tcp://127.0.0.1:P0,tcp://127.0.0.1:P1,..." (owned by the caller). */
-static char *url_list(const int *ports, size_t n)
+/* "tcp://HOST:P0,tcp://HOST:P1,..." (owned by the caller): HOST is
+ * 127.0.0.1, or localhost with --tls (the name in the certificates). */
+char *loc_url_list(const char *host, const int *ports, size_t n)
 {
-	size_t cap = n * 32 + 1, len = 0;
+	size_t cap = n * (strlen(host) + 16) + 1, len = 0;
 	char *s = malloc(cap);
 
 	if (s == NULL)
 		return NULL;
 	s[0] = '\0';
 	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(s + len, cap - len, "%stcp://127.0.0.1:%d", i ? "," : "", ports[i]);
+		len += (size_t)snprintf(s + len, cap - len, "%stcp://%s:%d", i ? "," : "", host, ports[i]);
 	return s;
 }
 
@@ -45,8 +46,8 @@ int loc_services_start(struct loc_run *r)
 		goto out;
 	memcpy(r->store_http, ports + P, P * sizeof(*ports));
 	memcpy(r->sampler_http, ports + 2 * P + S, S * sizeof(*ports));
-	r->store_urls = url_list(ports, P);
-	r->sampler_urls = url_list(ports + 2 * P, S);
+	r->store_urls = loc_url_list(r->dial_host, ports, P);
+	r->sampler_urls = loc_url_list(r->dial_host, ports + 2 * P, S);
 	if (r->store_urls == NULL || r->sampler_urls == NULL) {
 		rc = GNN_ENOMEM;
 		goto out;
@@ -60,7 +61,7 @@ int loc_services_start(struct loc_run *r)
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
 		    (rc = loc_argv_add(&a, "--wait-data=0")) ||
-		    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) ||
+		    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL)))
 			goto out;
 		loc_argv_free(&a);
@@ -78,11 +79,12 @@ int loc_services_start(struct loc_run *r)
 		    (rc = loc_argv_add_opt(&a, "store-min-mb-per-s", cfg->store_min_mb_per_s, 1)) ||
 		    (rc = loc_argv_add_opt(&a, "build-budget-mb", cfg->build_budget_mb, 1)) ||
 		    (rc = loc_argv_add_opt(&a, "admission-wait-s", cfg->admission_wait_s, 1)) ||
-		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL)))
+		    (rc = loc_tls_args(r, &a, false)) || (rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL)))
 			goto out;
 		loc_argv_free(&a);
 	}
-	GNN_INFO("services_started", "graphstores=%s samplers=%s", r->store_urls, r->sampler_urls);
+	GNN_INFO("services_started", "graphstores=%s samplers=%s tls=%s", r->store_urls, r->sampler_urls,
+		 cfg->tls ? "mutual" : "off");
 out:
 	loc_argv_free(&a);
 	free(ports);
@@ -114,6 +116,7 @@ int loc_services_wait_ready(struct loc_run *r)
 	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers, n = 0, ns = 0, nm = 0, left;
 	struct pending *w = calloc(P + S, sizeof(*w));
 	double t0 = gnn_now(), next_log = t0 + WAIT_LOG_PERIOD_S;
+	const char *scheme = r->https != NULL ? "https" : "http", *host = r->https != NULL ? LOC_TLS_HOST : "127.0.0.1";
 	int rc = GNN_OK, code;
 
 	if (w == NULL)
@@ -132,12 +135,12 @@ int loc_services_wait_ready(struct loc_run *r)
 
 			if (w[i].ready)
 				continue;
-			rc = loc_http_get(w[i].port, "/readyz", READYZ_TIMEOUT_MS, &code, body, sizeof(body));
+			rc = loc_http_get(r->https, w[i].port, "/readyz", READYZ_TIMEOUT_MS, &code, body, sizeof(body));
 			if (rc == GNN_OK && code == 200) {
 				w[i].ready = true;
 				left--;
-				GNN_INFO("component_ready", "component=%s url=http://127.0.0.1:%d/readyz waited_s=%.1f",
-					 w[i].proc->name, w[i].port, gnn_now() - t0);
+				GNN_INFO("component_ready", "component=%s url=%s://%s:%d/readyz waited_s=%.1f",
+					 w[i].proc->name, scheme, host, w[i].port, gnn_now() - t0);
 				continue;
 			}
 			if (rc == GNN_OK)
@@ -157,8 +160,8 @@ int loc_services_wait_ready(struct loc_run *r)
 				if (w[i].ready)
 					continue;
 				GNN_LOG(timed_out ? GNN_LOG_ERROR : GNN_LOG_INFO, timed_out ? "not_ready" : "waiting_for",
-					"component=%s url=http://127.0.0.1:%d/readyz reason=\"%s\" waited_s=%.0f",
-					w[i].proc->name, w[i].port, w[i].reason, gnn_now() - t0);
+					"component=%s url=%s://%s:%d/readyz reason=\"%s\" waited_s=%.0f",
+					w[i].proc->name, scheme, host, w[i].port, w[i].reason, gnn_now() - t0);
 				if (timed_out && r->failed == NULL) {
 					r->failed = w[i].proc;
 					r->failure = "not ready within --ready-timeout-s";

@@ -165,18 +165,19 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 	int *ports = calloc(2 * T, sizeof(*ports));
 	char *peers = NULL, name[LOC_NAME_MAX];
 	struct loc_argv a = { 0 };
-	size_t cap = T * 32 + 1, len = 0;
 	int rc = GNN_ENOMEM;
 
-	peers = malloc(cap);
-	if (ports == NULL || peers == NULL)
+	if (ports == NULL)
 		goto out;
 	/* ports: [ring | http] */
 	if ((rc = loc_free_ports(ports, 2 * T)) != GNN_OK)
 		goto out;
-	peers[0] = '\0';
-	for (size_t i = 0; i < T; i++)
-		len += (size_t)snprintf(peers + len, cap - len, "%stcp://127.0.0.1:%d", i ? "," : "", ports[i]);
+	/* Each rank dials the next by these (localhost with --tls: the name
+	 * in the ring's certificate); it listens on 127.0.0.1. */
+	if ((peers = loc_url_list(r->dial_host, ports, T)) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < T; i++) {
 		snprintf(name, sizeof(name), "%strainer-%zu", baseline ? "baseline-" : "", i);
 		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "--rank=%zu", i)) ||
@@ -194,7 +195,7 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->sampler_timeout_ms, 1)) ||
 		    (rc = loc_argv_add_opt(&a, "retries", cfg->sampler_retries, 0)) ||
 		    (rc = loc_argv_add_opt(&a, "peer-timeout-s", cfg->peer_timeout_s, 1)) ||
-		    (rc = model_args(cfg, &a, baseline)) ||
+		    (rc = model_args(cfg, &a, baseline)) || (rc = loc_tls_args(r, &a, T > 1)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &tr[i])))
 			goto out;
 		loc_argv_free(&a);
