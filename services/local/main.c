@@ -113,7 +113,7 @@ static const struct gnn_opt options[] = {
 	{ "timeout-s", GNN_OPT_INT, &cfg.timeout_s, "86400", 1, 31536000, NULL,
 	  "longest partitioning, and longest training run" },
 	{ "tls", GNN_OPT_BOOL, &cfg.tls, NULL, 0, 0, NULL,
-	  "mutual TLS on every link: throwaway CAs and certificates (valid 2 days) made in WORKDIR/tls, one for the "
+	  "mutual TLS on every link: throwaway CAs and certificates (valid 30 days) made in WORKDIR/tls, one for the "
 	  "data plane, one for the trainers' ring; the services dial localhost and serve HTTPS (docs/security.md)" },
 	{ "stop-timeout-s", GNN_OPT_INT, &cfg.stop_timeout_s, "10", 1, 3600, NULL,
 	  "on stopping, seconds between SIGTERM and SIGKILL per kind of component" },
