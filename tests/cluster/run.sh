@@ -346,9 +346,10 @@ check_inference() {
 	wait_until 300 "the inference Job" infer_complete && t_inf=$(since "$t0") || t_inf=
 	check inference_job_completes "the inference Job completes: predictions for every node" [ -n "$t_inf" ]
 	smp=$(kc get pods -l app.kubernetes.io/component=sampler -o jsonpath='{.items[0].metadata.name}')
-	# localhost: with TLS the sampler's certificate names it (and gnn-cli
-	# finds the pod's GNN_TLS_* variables); mbed TLS matches no addresses.
-	out=$(kc exec "$smp" -c sampler -- gnn-cli predict --sampler tcp://localhost:7100 --nodes 0,1,2 2>&1)
+	# The Service name: with TLS the samplers' certificate names it (and
+	# gnn-cli finds the pod's GNN_TLS_* variables); mbed TLS matches no
+	# addresses, and localhost is ::1 first in a pod, where nothing listens.
+	out=$(kc exec "$smp" -c sampler -- gnn-cli predict --sampler tcp://sampler:7100 --nodes 0,1,2 2>&1)
 	check predict_lookup "gnn-cli predict in a sampler pod answers 3 nodes with params_crc $1 (got: $(head -c 300 <<<"$out"))" \
 		bash -c "[ \"\$(jq '.predictions | length' <<<'$out' 2>/dev/null)\" = 3 ] && [ \"\$(jq -r .params_crc <<<'$out')\" = '$1' ]"
 	row "summary -> inference Job complete" "${t_inf:-never} s"

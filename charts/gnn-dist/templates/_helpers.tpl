@@ -491,8 +491,8 @@ server_name): it scrapes pods by address, which no certificate names. */}}
 {{/* The data plane certificate's DNS names (JSON list): every graph store
 as dialled (graphstore-N.graphstore: the wildcard *.graphstore), the
 samplers' Service name (what the trainers check a replica against), each
-also namespace-qualified, localhost (gnn-cli inside a pod), the metrics
-server name, and tls.extraDNSNames. */}}
+also namespace-qualified, the metrics server name, and tls.extraDNSNames.
+No localhost: in a pod it resolves to ::1 first, where nothing listens. */}}
 {{- define "gnn-dist.tlsDNSNames" -}}
 {{- $ns := .Release.Namespace -}}
 {{- $cd := .Values.tls.clusterDomain -}}
@@ -503,7 +503,6 @@ server name, and tls.extraDNSNames. */}}
 {{- $names = append $names (printf "*.%s%s" $gs $suffix) -}}
 {{- $names = append $names (printf "%s%s" $sm $suffix) -}}
 {{- end -}}
-{{- $names = append $names "localhost" -}}
 {{- $names = append $names (include "gnn-dist.metricsServerName" .) -}}
 {{- concat $names .Values.tls.extraDNSNames | uniq | toJson -}}
 {{- end -}}
