@@ -246,8 +246,10 @@ preds=$(find "$WORK/vol" -path "*/predictions/${run_dir##*/}/summary.json" | hea
 S0=$(pods_of sampler | head -n 1)
 sport=$(sed -n 's/.*--listen=tcp:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/plan/pod-$S0.sh" | head -n 1)
 # The samplers' Service name: with TLS (the chart's default) the sampler's
-# certificate names it, and gnn-cli presents the data plane's certificate.
-ip netns exec "${NS_OF[$S0]}" "$BIN/gnn-cli" predict --sampler "tcp://sampler:$sport" --nodes 0,1,1999 "${CLI_TLS[@]}" \
+# certificate names it, and gnn-cli presents the data plane's certificate;
+# the name resolves through the pods' hosts file, as in a pod.
+ip netns exec "${NS_OF[$S0]}" unshare --mount /bin/sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh "$WORK/plan/hosts" \
+	"$BIN/gnn-cli" predict --sampler "tcp://sampler:$sport" --nodes 0,1,1999 "${CLI_TLS[@]}" \
 	>"$WORK/predict.json" 2>"$WORK/predict.err"
 prc=$?
 check_dump inference_job_predicts "the inference Job exits 0 (got $infer_rc) after waiting for result.json; summary.json on the data claim; gnn-cli predict through a sampler answers 3 nodes (got $prc: $(head -c 200 "$WORK/predict.err"))" \
