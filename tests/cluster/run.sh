@@ -283,6 +283,23 @@ has_summary() { kc logs "$1" -c trainer 2>/dev/null | grep -q ' summary '; }
 summary_of() { kc logs "$1" -c trainer 2>/dev/null | grep ' summary ' | tail -n 1 | sed 's/.* summary //'; }
 kv() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p" | head -n 1; }
 
+# TLS, on by default: the scheme of the HTTP ports, the Secret holding
+# Prometheus' client certificate, the name the servers' certificates carry
+# for scrapers (set by install_defaults from the release's values).
+SCHEME=http SCRAPER_SECRET= METRICS_NAME=
+tls_settings() {
+	if [ "$(helm get values "$REL" -n "$NS" -a -o json | jq -r .tls.enabled)" = true ]; then
+		SCHEME=https SCRAPER_SECRET=gnn-dist-scraper-tls METRICS_NAME=gnn-dist
+	fi
+}
+scraper_files() {  # DIR: ca.crt, tls.crt, tls.key of the scraper's Secret
+	local k
+	mkdir -p "$1" && chmod 700 "$1"
+	for k in ca.crt tls.crt tls.key; do
+		kc get secret "$SCRAPER_SECRET" -o json | jq -r --arg k "$k" '.data[$k]' | base64 -d >"$1/$k" && [ -s "$1/$k" ] || return 1
+	done
+}
+
 install_defaults() {
 	local t0 t_job t_ready t_sum s0 s1 after out
 	t0=$(now)
@@ -291,6 +308,7 @@ install_defaults() {
 		summary_and_exit
 	fi
 	ok helm_install_defaults
+	tls_settings
 	NPODS=$(($(helm get values "$REL" -n "$NS" -a -o json | jq '.partition.parts + .sampler.replicas + .trainer.replicas')))
 	wait_until 300 "the partitioner Job" job_complete && t_job=$(since "$t0") || t_job=
 	check job_completes "the partitioner Job completes" [ -n "$t_job" ]
@@ -328,7 +346,10 @@ check_inference() {
 	wait_until 300 "the inference Job" infer_complete && t_inf=$(since "$t0") || t_inf=
 	check inference_job_completes "the inference Job completes: predictions for every node" [ -n "$t_inf" ]
 	smp=$(kc get pods -l app.kubernetes.io/component=sampler -o jsonpath='{.items[0].metadata.name}')
-	out=$(kc exec "$smp" -c sampler -- gnn-cli predict --sampler tcp://127.0.0.1:7100 --nodes 0,1,2 2>&1)
+	# The Service name: with TLS the samplers' certificate names it (and
+	# gnn-cli finds the pod's GNN_TLS_* variables); mbed TLS matches no
+	# addresses, and localhost is ::1 first in a pod, where nothing listens.
+	out=$(kc exec "$smp" -c sampler -- gnn-cli predict --sampler tcp://sampler:7100 --nodes 0,1,2 2>&1)
 	check predict_lookup "gnn-cli predict in a sampler pod answers 3 nodes with params_crc $1 (got: $(head -c 300 <<<"$out"))" \
 		bash -c "[ \"\$(jq '.predictions | length' <<<'$out' 2>/dev/null)\" = 3 ] && [ \"\$(jq -r .params_crc <<<'$out')\" = '$1' ]"
 	row "summary -> inference Job complete" "${t_inf:-never} s"
@@ -370,7 +391,7 @@ start_prometheus() {
 		prom_netns_up || { bad prometheus_network "could not make a network namespace on the pod bridge"; return 1; }
 	else
 		ip=$(kc get pod trainer-0 -o jsonpath='{.status.podIP}')
-		if ! timeout 5 curl -sf "http://$ip:9102/healthz" >/dev/null; then
+		if ! timeout 5 curl -sfk "$SCHEME://$ip:9102/healthz" >/dev/null; then
 			skip prometheus "pod IPs ($ip) are not reachable from this machine: run Prometheus in the cluster (ServiceMonitor) instead"
 			return 1
 		fi
@@ -378,6 +399,19 @@ start_prometheus() {
 	# Debian's Prometheus lacks Kubernetes discovery: pod_sd.py serves the
 	# same targets and __meta_kubernetes_pod_* labels from the API server.
 	spawn_in_prom_net python3 "$ROOT/tests/cluster/pod_sd.py" "$sd_port" "$NS" >"$WORK/pod_sd.log" 2>&1 &
+	# With TLS (the chart's default) Prometheus scrapes over HTTPS with the
+	# scraper's client certificate from the chart's Secret, checking the
+	# pods' certificates against the data plane's CA and the name they
+	# carry for scrapers (targets are addresses).
+	local tls=""
+	if [ "$SCHEME" = https ]; then
+		scraper_files "$WORK/scraper" || { bad prometheus_tls "no scraper certificate in Secret $SCRAPER_SECRET"; return 1; }
+		tls="    tls_config:
+      ca_file: $WORK/scraper/ca.crt
+      cert_file: $WORK/scraper/tls.crt
+      key_file: $WORK/scraper/tls.key
+      server_name: $METRICS_NAME"
+	fi
 	cat >"$WORK/prometheus.yml" <<EOF
 global:
   scrape_interval: 2s
@@ -388,6 +422,7 @@ scrape_configs:
     http_sd_configs:
       - url: http://127.0.0.1:$sd_port/
         refresh_interval: 2s
+$tls
     relabel_configs:
       - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scrape]
         action: keep
@@ -395,6 +430,9 @@ scrape_configs:
       - source_labels: [__meta_kubernetes_pod_phase]
         action: drop
         regex: Pending|Succeeded|Failed
+      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scheme]
+        target_label: __scheme__
+        regex: (https?)
       - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_path]
         target_label: __metrics_path__
         regex: (.+)
@@ -462,6 +500,50 @@ check_metrics_present() {
 	n=$(prom "$q" | wc -l)
 	[ "$n" = 1 ] || bad_q="$bad_q [$q: no result]"
 	check prometheus_training_metrics "the services' metrics through Prometheus' API:$bad_q" [ -z "$bad_q" ]
+}
+
+# ---- 3b. TLS (the chart's default) ------------------------------------------
+# Every service runs mutual TLS (its log says so at start), the trainers'
+# ring too; what has no certificate of the data plane's CA is refused: a
+# gnn-cli without TLS options against a graph store (it times out), /metrics
+# without a client certificate (403), plain http (no answer); the scraper's
+# certificate gets /metrics, anyone /readyz. The HTTPS requests come from
+# where Prometheus runs (the pod network) and check the server's
+# certificate against the CA and its name for scrapers.
+in_prom_net() { if [ -n "$PROM_NETNS" ]; then ip netns exec "$PROM_NETNS" "$@"; else "$@"; fi; }
+check_tls() {
+	local smp ip port=9100 c_none c_cert c_ready plain cli_tls cli_plain logs_bad="" p
+	if [ "$SCHEME" != https ]; then
+		skip tls_refuses_the_uncertified "the release has tls.enabled=false"
+		return
+	fi
+	smp=$(kc get pods -l app.kubernetes.io/component=sampler -o jsonpath='{.items[0].metadata.name}')
+	for p in graphstore-0 "$smp" trainer-0; do
+		kc logs "$p" 2>/dev/null | grep -q ' links domain=data tls=mutual ' || logs_bad="$logs_bad $p(data)"
+	done
+	kc logs trainer-0 2>/dev/null | grep -q ' links domain=ring tls=mutual ' || logs_bad="$logs_bad trainer-0(ring)"
+	check tls_mutual_everywhere "graph store, sampler and trainer log links domain=data tls=mutual, the trainer domain=ring tls=mutual; missing:$logs_bad" \
+		[ -z "$logs_bad" ]
+	[ -d "$WORK/scraper" ] || scraper_files "$WORK/scraper"
+	ip=$(kc get pod graphstore-0 -o jsonpath='{.status.podIP}')
+	https() {  # CURL-ARGS... PATH: the HTTP status of https://$METRICS_NAME:$port/PATH at the pod's address
+		local path=${*: -1}
+		in_prom_net curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$WORK/scraper/ca.crt" \
+			--connect-to "$METRICS_NAME:$port:$ip:$port" "${@:1:$#-1}" "https://$METRICS_NAME:$port$path"
+	}
+	c_none=$(https /metrics)
+	c_cert=$(https --cert "$WORK/scraper/tls.crt" --key "$WORK/scraper/tls.key" /metrics)
+	c_ready=$(https /readyz)
+	in_prom_net curl -s -o /dev/null --max-time 3 "http://$ip:$port/metrics" && plain=answered || plain=refused
+	check tls_metrics_need_client_cert "graphstore-0's /metrics over HTTPS: 403 without a client certificate (got $c_none), 200 with the scraper's ($c_cert); /readyz 200 without one ($c_ready); plain http no answer ($plain)" \
+		test "$c_none/$c_cert/$c_ready/$plain" = 403/200/200/refused
+	kc exec "$smp" -c sampler -- gnn-cli info --store tcp://graphstore-0.graphstore:7000 --timeout-ms 3000 --retries 0 >"$WORK/cli-tls.out" 2>&1 &&
+		cli_tls=answered || cli_tls="failed: $(tail -n 1 "$WORK/cli-tls.out")"
+	kc exec "$smp" -c sampler -- env -u GNN_TLS_CA -u GNN_TLS_CERT -u GNN_TLS_KEY \
+		gnn-cli info --store tcp://graphstore-0.graphstore:7000 --timeout-ms 3000 --retries 0 >"$WORK/cli-plain.out" 2>&1 &&
+		cli_plain=answered || cli_plain=refused
+	check tls_refuses_the_uncertified "gnn-cli info against graphstore-0 from a sampler pod: with the pod's certificate $cli_tls, without TLS options $cli_plain" \
+		test "$cli_tls/$cli_plain" = answered/refused
 }
 
 # ---- 4. day-2 operations ---------------------------------------------------
@@ -653,6 +735,7 @@ if start_prometheus; then
 	check_prometheus after_install
 	check_metrics_present
 fi
+check_tls
 day2_operations
 check_prometheus after_day2_operations
 uninstall_and_reinstall

@@ -13,6 +13,10 @@
 #   - the output and run folders follow the settings that shape them (a run
 #     continues across epochs/lr/batch/trainer-count changes, as the trainer
 #     allows);
+#   - TLS, on by default: the Secrets, variables, mounts, HTTPS probes,
+#     scrape settings and checksum; the generated certificates' names, key
+#     usages and CAs (openssl); tls.enabled=false plain; Secrets of the
+#     user's; cert-manager Certificates against their CRD's shape;
 #   - the partitioner Job's shell step run as it would run in its pod (with
 #     the real gnn-partition): partitions once, then finds the output;
 #     removes a killed attempt's leftovers; waits for a lock held by another
@@ -345,6 +349,275 @@ EOF
 	--set trainer.embed.optimizer=adagrad --set trainer.embed.input=replace --set-json trainer.embed.lr=100 >/dev/null 2>"$WORK/rej" ||
 	emb_bad="$emb_bad valid-values(refused: $(head -c 120 "$WORK/rej"))"
 check schema_rejects_bad_embed "embed values accepted, or refused without the schema's reason:$emb_bad" [ -z "$emb_bad" ]
+
+# ---- TLS (tls.*, docs/kubernetes.md "TLS") ---------------------------------------------------
+# tls_of FILE: one line per TLS-relevant fact of the render: Secrets (type,
+# keys), Certificates, each workload's GNN_*TLS* variables, TLS mounts and
+# their Secrets, probe schemes, prometheus.io/scheme, whether it carries a
+# checksum/tls annotation (and its value, in FILE.checksums), the helm test
+# pod's TLS variables and volumes, the ServiceMonitor's scheme and tlsConfig.
+tls_of() {
+	node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+const out = [], sums = [];
+for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+	const o = d.toJS();
+	if (!o) continue;
+	const at = o.kind + "/" + o.metadata.name;
+	if (o.kind === "Secret") { out.push(`${at} type=${o.type} keys=${Object.keys(o.data || {}).sort().join(",")}`); continue; }
+	if (o.kind === "Certificate") {
+		const s = o.spec;
+		out.push(`${at} secret=${s.secretName} issuer=${s.issuerRef.kind}/${s.issuerRef.name} usages=${(s.usages || []).join(",")} dns=${(s.dnsNames || []).join(",")}`);
+		continue;
+	}
+	if (o.kind === "ServiceMonitor") {
+		const e = o.spec.endpoints[0], t = e.tlsConfig;
+		out.push(`${at} scheme=${e.scheme || "-"}` + (t ? ` serverName=${t.serverName} ca=${t.ca.secret.name}/${t.ca.secret.key} cert=${t.cert.secret.name}/${t.cert.secret.key} key=${t.keySecret.name}/${t.keySecret.key}` : ""));
+		continue;
+	}
+	const tpl = o.kind === "Pod" ? o : o.spec && o.spec.template;
+	if (!tpl || !tpl.spec) continue;
+	const ann = (tpl.metadata && tpl.metadata.annotations) || {};
+	if (ann["checksum/tls"] !== undefined) { out.push(`${at} annotation checksum/tls`); sums.push(`${at} ${ann["checksum/tls"]}`); }
+	if (ann["prometheus.io/scheme"] !== undefined) out.push(`${at} annotation prometheus.io/scheme=${ann["prometheus.io/scheme"]}`);
+	const vols = Object.fromEntries((tpl.spec.volumes || []).map((v) => [v.name, v]));
+	for (const c of tpl.spec.containers) {
+		for (const e of c.env || []) if (/TLS/.test(e.name)) out.push(`${at} env ${e.name}=${e.value}`);
+		for (const m of c.volumeMounts || []) {
+			const v = vols[m.name];
+			if (v && v.secret) out.push(`${at} mount ${m.mountPath} ro=${!!m.readOnly} secret=${v.secret.secretName}` + (v.secret.items ? ` items=${v.secret.items.map((i) => i.key).join(",")}` : ""));
+		}
+		for (const p of ["livenessProbe", "readinessProbe"]) if (c[p] && c[p].httpGet) out.push(`${at} ${p} scheme=${c[p].httpGet.scheme || "HTTP"}`);
+	}
+}
+console.log(out.sort().join("\n"));
+fs.writeFileSync(process.argv[2] + ".checksums", sums.join("\n") + "\n");
+' "$TOOLDIR" "$1"
+}
+# certs_of FILE DIR: every Secret of the render decoded into DIR/NAME/KEY.
+certs_of() {
+	node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+	const o = d.toJS();
+	if (!o || o.kind !== "Secret") continue;
+	fs.mkdirSync(path.join(process.argv[3], o.metadata.name), { recursive: true });
+	for (const [k, v] of Object.entries(o.data || {})) fs.writeFileSync(path.join(process.argv[3], o.metadata.name, k), Buffer.from(v, "base64"));
+}' "$TOOLDIR" "$1" "$2"
+}
+# sans CERT: its DNS names, sorted, comma-separated; eku CERT: its extended key usages.
+sans() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tr ',' '\n' | sed -n 's/^ *DNS://p' | sort | paste -sd, -; }
+eku() { openssl x509 -in "$1" -noout -ext extendedKeyUsage 2>/dev/null | tail -n +2 | sed 's/^ *//' | tr -d '\n'; }
+
+# On by default: three Secrets; graph stores, samplers and trainers get the
+# data plane's files (trainers the ring's too) read-only from them, HTTPS
+# probes, the scrape annotation and the checksum; the Jobs get nothing (no
+# network); the helm test pod gets the CA alone.
+tls_of "$WORK/r-default.yaml" >"$WORK/tls-default"
+{
+	echo "Secret/gnn-dist-ring-tls type=kubernetes.io/tls keys=ca.crt,tls.crt,tls.key"
+	echo "Secret/gnn-dist-scraper-tls type=kubernetes.io/tls keys=ca.crt,tls.crt,tls.key"
+	echo "Secret/gnn-dist-tls type=kubernetes.io/tls keys=ca.crt,tls.crt,tls.key"
+	for w in StatefulSet/graphstore Deployment/sampler StatefulSet/trainer; do
+		echo "$w annotation checksum/tls"
+		echo "$w annotation prometheus.io/scheme=https"
+		echo "$w env GNN_TLS_CA=/etc/gnn-dist/tls/ca.crt"
+		echo "$w env GNN_TLS_CERT=/etc/gnn-dist/tls/tls.crt"
+		echo "$w env GNN_TLS_KEY=/etc/gnn-dist/tls/tls.key"
+		echo "$w mount /etc/gnn-dist/tls ro=true secret=gnn-dist-tls"
+		echo "$w livenessProbe scheme=HTTPS"
+		echo "$w readinessProbe scheme=HTTPS"
+	done
+	echo "StatefulSet/trainer env GNN_RING_TLS_CA=/etc/gnn-dist/ring-tls/ca.crt"
+	echo "StatefulSet/trainer env GNN_RING_TLS_CERT=/etc/gnn-dist/ring-tls/tls.crt"
+	echo "StatefulSet/trainer env GNN_RING_TLS_KEY=/etc/gnn-dist/ring-tls/tls.key"
+	echo "StatefulSet/trainer mount /etc/gnn-dist/ring-tls ro=true secret=gnn-dist-ring-tls"
+	echo "Pod/gnn-dist-test env TLS_CA=/etc/gnn-dist/tls/ca.crt"
+	echo "Pod/gnn-dist-test env TLS_SERVER_NAME=gnn-dist"
+	echo "Pod/gnn-dist-test mount /etc/gnn-dist/tls ro=true secret=gnn-dist-tls items=ca.crt"
+} | sort >"$WORK/tls-default-want"
+sums_ok=$(cut -d' ' -f2 "$WORK/r-default.yaml.checksums" | grep -c -E '^[0-9a-f]{64}$')
+sum_gs=$(awk '$1 == "StatefulSet/graphstore" { print $2 }' "$WORK/r-default.yaml.checksums")
+sum_smp=$(awk '$1 == "Deployment/sampler" { print $2 }' "$WORK/r-default.yaml.checksums")
+sum_tr=$(awk '$1 == "StatefulSet/trainer" { print $2 }' "$WORK/r-default.yaml.checksums")
+check tls_on_by_default "default render: Secrets, TLS variables and read-only mounts (graph stores, samplers, trainers; the ring for trainers; none for the Jobs), HTTPS probes, prometheus.io/scheme, checksum/tls (sha256, graph stores = samplers, trainers with the ring's), the helm test pod with the CA only: $(diff "$WORK/tls-default-want" "$WORK/tls-default" | grep '^[<>]' | head -n 4 | tr '\n' ' ') checksums: $sums_ok" \
+	bash -c "cmp -s '$WORK/tls-default-want' '$WORK/tls-default' && [ '$sums_ok' = 3 ] && [ '$sum_gs' = '$sum_smp' ] && [ '$sum_gs' != '$sum_tr' ] &&
+		! grep -q '^Job' '$WORK/tls-default' && grep -q '^kind: Job' '$WORK/r-default.yaml'"
+
+# The generated certificates (openssl on the render, namespace ml): the data
+# plane's names every graph store as dialled (*.graphstore), the samplers'
+# Service name, each namespace-qualified, and the scrapers' name,
+# for server and client; the scraper's is of the same CA; the ring's names
+# *.trainer, of another CA, which does not accept a data-plane
+# certificate nor the data plane's a ring certificate. Prefixed names follow.
+C=$WORK/certs
+certs_of "$WORK/r-default.yaml" "$C"
+want_data="*.graphstore,*.graphstore.ml,*.graphstore.ml.svc,*.graphstore.ml.svc.cluster.local,gnn-dist,sampler,sampler.ml,sampler.ml.svc,sampler.ml.svc.cluster.local"
+want_ring="*.trainer,*.trainer.ml,*.trainer.ml.svc,*.trainer.ml.svc.cluster.local"
+both="TLS Web Server Authentication, TLS Web Client Authentication"
+got_data=$(sans "$C/gnn-dist-tls/tls.crt")
+got_ring=$(sans "$C/gnn-dist-ring-tls/tls.crt")
+verify() { openssl verify -CAfile "$1" "$2" >/dev/null 2>&1 && echo ok || echo refused; }
+v="data:$(verify "$C/gnn-dist-tls/ca.crt" "$C/gnn-dist-tls/tls.crt") scraper:$(verify "$C/gnn-dist-tls/ca.crt" "$C/gnn-dist-scraper-tls/tls.crt")"
+v="$v ring:$(verify "$C/gnn-dist-ring-tls/ca.crt" "$C/gnn-dist-ring-tls/tls.crt") data-in-ring:$(verify "$C/gnn-dist-ring-tls/ca.crt" "$C/gnn-dist-tls/tls.crt")"
+v="$v ring-in-data:$(verify "$C/gnn-dist-tls/ca.crt" "$C/gnn-dist-ring-tls/tls.crt") scraper-ca:$(cmp -s "$C/gnn-dist-tls/ca.crt" "$C/gnn-dist-scraper-tls/ca.crt" && echo same || echo other)"
+keys=$(for s in gnn-dist-tls gnn-dist-scraper-tls gnn-dist-ring-tls; do
+	[ "$(openssl x509 -in "$C/$s/tls.crt" -noout -pubkey | openssl sha256)" = "$(openssl pkey -in "$C/$s/tls.key" -pubout | openssl sha256)" ] && echo -n "$s:match " || echo -n "$s:MISMATCH "
+done)
+"$H" template alpha "$CHART" --namespace ml -f "$CHART/ci/prefix-values.yaml" --set-json 'tls.extraDNSNames=["gnn.example.com"]' >"$WORK/r-alpha-tls.yaml" 2>"$WORK/err"
+certs_of "$WORK/r-alpha-tls.yaml" "$WORK/certs-alpha"
+got_alpha=$(sans "$WORK/certs-alpha/alpha-gnn-dist-tls/tls.crt")
+got_alpha_ring=$(sans "$WORK/certs-alpha/alpha-gnn-dist-ring-tls/tls.crt")
+check tls_generated_certificates "SANs data [$got_data] ring [$got_ring]; EKU data [$(eku "$C/gnn-dist-tls/tls.crt")] ring [$(eku "$C/gnn-dist-ring-tls/tls.crt")] scraper [$(eku "$C/gnn-dist-scraper-tls/tls.crt")]; $v; keys $keys; prefixed [$got_alpha] [$got_alpha_ring]" \
+	bash -c "[ '$got_data' = '$want_data' ] && [ '$got_ring' = '$want_ring' ] &&
+		[ '$(eku "$C/gnn-dist-tls/tls.crt")' = '$both' ] && [ '$(eku "$C/gnn-dist-ring-tls/tls.crt")' = '$both' ] &&
+		[[ '$(eku "$C/gnn-dist-scraper-tls/tls.crt")' == *'TLS Web Client Authentication'* ]] &&
+		[ '$v' = 'data:ok scraper:ok ring:ok data-in-ring:refused ring-in-data:refused scraper-ca:same' ] &&
+		[ '$keys' = 'gnn-dist-tls:match gnn-dist-scraper-tls:match gnn-dist-ring-tls:match ' ] &&
+		[[ ',$got_alpha,' == *',*.alpha-graphstore,'* && ',$got_alpha,' == *',alpha-sampler.ml.svc,'* && ',$got_alpha,' == *',alpha-gnn-dist,'* && ',$got_alpha,' == *',gnn.example.com,'* ]] &&
+		[[ ',$got_alpha_ring,' == *',*.alpha-trainer,'* ]] &&
+		grep -q -- '--peer-pattern=tcp://alpha-trainer-%d.alpha-trainer:7200' '$WORK/r-alpha-tls.yaml' &&
+		grep -q -- '--samplers=tcp://alpha-sampler:7100' '$WORK/r-alpha-tls.yaml'"
+
+# Every render makes new certificates (no cluster: lookup is empty), and the
+# checksum follows them: the pods would roll.
+"$H" template gnn-dist "$CHART" --namespace ml >"$WORK/r-default2.yaml" 2>"$WORK/err"
+tls_of "$WORK/r-default2.yaml" >/dev/null
+sum2=$(awk '$1 == "StatefulSet/graphstore" { print $2 }' "$WORK/r-default2.yaml.checksums")
+certs_of "$WORK/r-default2.yaml" "$WORK/certs2"
+check tls_checksum_follows_certificates "two renders, two CAs: the graph stores' checksum/tls differs ($sum_gs, $sum2)" \
+	bash -c "[ -n '$sum2' ] && [ '$sum2' != '$sum_gs' ] && [ -s '$WORK/certs2/gnn-dist-tls/ca.crt' ] &&
+		! cmp -s '$C/gnn-dist-tls/ca.crt' '$WORK/certs2/gnn-dist-tls/ca.crt'"
+
+# tls.enabled=false: plain, as before TLS: no Secret, no TLS variable or
+# mount, HTTP probes, no scheme annotation or checksum, a ServiceMonitor
+# without tlsConfig, a helm test pod without the CA; the checker passes.
+"$H" template gnn-dist "$CHART" --namespace ml -f "$CHART/ci/scale-values.yaml" --set tls.enabled=false >"$WORK/r-plain.yaml" 2>"$WORK/err"
+tls_of "$WORK/r-plain.yaml" >"$WORK/tls-plain"
+$CHECK "$WORK/r-plain.yaml" >"$WORK/check-plain" 2>&1
+check tls_disabled_is_plain "tls.enabled=false: only HTTP probes and a ServiceMonitor without TLS ($(grep -v -E 'Probe scheme=HTTP$|^ServiceMonitor/gnn-dist scheme=-$' "$WORK/tls-plain" | head -n 3 | tr '\n' ' ')); check_chart.cjs: $(grep -E '^bad|Error' "$WORK/check-plain" | head -n 2 | tr '\n' ' ')" \
+	bash -c "[ -z \"\$(grep -v -E 'Probe scheme=HTTP$|^ServiceMonitor/gnn-dist scheme=-$' '$WORK/tls-plain')\" ] &&
+		[ \$(grep -c 'Probe scheme=HTTP$' '$WORK/tls-plain') = 6 ] && grep -qx 'ServiceMonitor/gnn-dist scheme=-' '$WORK/tls-plain' &&
+		! grep -q -E 'GNN_TLS|TLS_CA|https|HTTPS|checksum/tls|kind: Secret' '$WORK/r-plain.yaml' &&
+		! grep -q -E '^bad|Error' '$WORK/check-plain' && [ \$(grep -c '^ok ' '$WORK/check-plain') = 8 ]"
+# ... and with TLS the same set's ServiceMonitor scrapes over HTTPS with the scraper's Secret.
+grep -x 'ServiceMonitor/gnn-dist .*' <(tls_of "$WORK/r-scale.yaml") >"$WORK/tls-sm"
+check tls_servicemonitor "the ServiceMonitor (4x3x4 set): https, the scraper's CA, certificate and key, serverName gnn-dist (got: $(cat "$WORK/tls-sm"))" \
+	grep -qx 'ServiceMonitor/gnn-dist scheme=https serverName=gnn-dist ca=gnn-dist-scraper-tls/ca.crt cert=gnn-dist-scraper-tls/tls.crt key=gnn-dist-scraper-tls/tls.key' "$WORK/tls-sm"
+
+# Secrets of the user's: nothing generated for them; the pods mount them,
+# the ServiceMonitor uses the data plane's (or tls.scraper.existingSecret),
+# the checksum changes when another Secret is named; the ring alone of the
+# user's: only the data plane's Secrets generated.
+"$H" template gnn-dist "$CHART" --namespace ml --set tls.existingSecret=my-tls --set tls.ring.existingSecret=my-ring \
+	--set metrics.serviceMonitor.enabled=true >"$WORK/r-byo.yaml" 2>"$WORK/err"
+tls_of "$WORK/r-byo.yaml" >"$WORK/tls-byo"
+"$H" template gnn-dist "$CHART" --namespace ml --set tls.existingSecret=my-tls --set tls.ring.existingSecret=my-ring >"$WORK/r-byo2.yaml" 2>>"$WORK/err"
+tls_of "$WORK/r-byo2.yaml" >/dev/null
+"$H" template gnn-dist "$CHART" --namespace ml --set tls.existingSecret=my-tls-2 --set tls.ring.existingSecret=my-ring \
+	--set tls.scraper.existingSecret=prom-client --set metrics.serviceMonitor.enabled=true >"$WORK/r-byo3.yaml" 2>>"$WORK/err"
+tls_of "$WORK/r-byo3.yaml" >"$WORK/tls-byo3"
+"$H" template gnn-dist "$CHART" --namespace ml --set tls.ring.existingSecret=my-ring >"$WORK/r-byo4.yaml" 2>>"$WORK/err"
+tls_of "$WORK/r-byo4.yaml" >"$WORK/tls-byo4"
+s1=$(awk '$1 == "StatefulSet/graphstore" { print $2 }' "$WORK/r-byo.yaml.checksums")
+s2=$(awk '$1 == "StatefulSet/graphstore" { print $2 }' "$WORK/r-byo2.yaml.checksums")
+s3=$(awk '$1 == "StatefulSet/graphstore" { print $2 }' "$WORK/r-byo3.yaml.checksums")
+check tls_existing_secret "existingSecret my-tls, ring my-ring: no Secret rendered, mounts of my-tls (+ my-ring for trainers, the CA of my-tls for the helm test), ServiceMonitor on my-tls or tls.scraper's prom-client; checksum stable across renders, another with another Secret ($s1 $s2 $s3); ring alone: data Secrets only ($(grep '^Secret' "$WORK/tls-byo4" | tr '\n' ' ')) $(head -c 200 "$WORK/err")" \
+	bash -c "! grep -q '^Secret/' '$WORK/tls-byo' && [ \$(grep -c 'mount /etc/gnn-dist/tls ro=true secret=my-tls$' '$WORK/tls-byo') = 3 ] &&
+		grep -qx 'StatefulSet/trainer mount /etc/gnn-dist/ring-tls ro=true secret=my-ring' '$WORK/tls-byo' &&
+		grep -qx 'Pod/gnn-dist-test mount /etc/gnn-dist/tls ro=true secret=my-tls items=ca.crt' '$WORK/tls-byo' &&
+		grep -qx 'ServiceMonitor/gnn-dist scheme=https serverName=gnn-dist ca=my-tls/ca.crt cert=my-tls/tls.crt key=my-tls/tls.key' '$WORK/tls-byo' &&
+		grep -qx 'ServiceMonitor/gnn-dist scheme=https serverName=gnn-dist ca=prom-client/ca.crt cert=prom-client/tls.crt key=prom-client/tls.key' '$WORK/tls-byo3' &&
+		[ -n '$s1' ] && [ '$s1' = '$s2' ] && [ '$s1' != '$s3' ] &&
+		[ \"\$(grep '^Secret/' '$WORK/tls-byo4' | cut -d' ' -f1 | tr '\n' ' ')\" = 'Secret/gnn-dist-scraper-tls Secret/gnn-dist-tls ' ] &&
+		grep -qx 'StatefulSet/trainer mount /etc/gnn-dist/ring-tls ro=true secret=my-ring' '$WORK/tls-byo4'"
+
+# cert-manager: three Certificates making the chart's Secrets (none
+# generated), the data plane's names and both usages, the scraper's client
+# auth, the ring's own issuer; each checked against the shape of
+# cert-manager.io/v1 Certificate's CRD (the fields and enums used here);
+# no issuer, or the same issuer for the ring, is refused.
+CM=(--set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=gnn-ca --set tls.certManager.ringIssuerRef.name=gnn-ring-ca
+	--set tls.certManager.ringIssuerRef.kind=ClusterIssuer)
+"$H" template gnn-dist "$CHART" --namespace ml "${CM[@]}" >"$WORK/r-cm.yaml" 2>"$WORK/err"
+tls_of "$WORK/r-cm.yaml" >"$WORK/tls-cm"
+node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+const usages = ["signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment",
+	"cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing",
+	"email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing",
+	"microsoft sgc", "netscape sgc"];
+const dur = /^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/;
+const spec = { commonName: "string", dnsNames: "strings", duration: "duration", renewBefore: "duration", secretName: "string",
+	usages: "usages", issuerRef: { name: "string", kind: "string", group: "string" },
+	privateKey: { algorithm: ["RSA", "ECDSA", "Ed25519"], size: "integer", rotationPolicy: ["Never", "Always"], encoding: ["PKCS1", "PKCS8"] } };
+const bad = [];
+function walk(v, s, at) {
+	if (Array.isArray(s)) { if (!s.includes(v)) bad.push(`${at}: ${v} not one of ${s}`); return; }
+	if (typeof s === "object") {
+		if (!v || typeof v !== "object") { bad.push(`${at}: not an object`); return; }
+		for (const k of Object.keys(v)) if (!(k in s)) bad.push(`${at}.${k}: unknown field`); else walk(v[k], s[k], `${at}.${k}`);
+		return;
+	}
+	const ok = { string: typeof v === "string" && v !== "", strings: Array.isArray(v) && v.every((x) => typeof x === "string"),
+		duration: typeof v === "string" && dur.test(v), integer: Number.isInteger(v),
+		usages: Array.isArray(v) && v.every((x) => usages.includes(x)) }[s];
+	if (!ok) bad.push(`${at}: ${JSON.stringify(v)} is not a ${s}`);
+}
+let n = 0;
+for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+	const o = d.toJS();
+	if (!o || o.kind !== "Certificate") continue;
+	n++;
+	if (o.apiVersion !== "cert-manager.io/v1") bad.push(`${o.metadata.name}: apiVersion ${o.apiVersion}`);
+	for (const k of Object.keys(o)) if (!["apiVersion", "kind", "metadata", "spec"].includes(k)) bad.push(`${o.metadata.name}: unknown ${k}`);
+	if (!o.spec.secretName || !o.spec.issuerRef || !o.spec.issuerRef.name) bad.push(`${o.metadata.name}: secretName and issuerRef.name are required`);
+	walk(o.spec, spec, o.metadata.name + ".spec");
+}
+console.log(`certificates=${n}` + (bad.length ? " bad: " + bad.join("; ") : ""));
+' "$TOOLDIR" "$WORK/r-cm.yaml" >"$WORK/cm-shape" 2>&1
+dns_cm=$(sed -n 's/^Certificate\/gnn-dist-tls .* dns=//p' "$WORK/tls-cm" | tr ',' '\n' | sort | paste -sd, -)
+"$H" template gnn-dist "$CHART" --set tls.certManager.enabled=true >/dev/null 2>"$WORK/cm-noissuer"
+"$H" template gnn-dist "$CHART" --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=ca \
+	--set tls.certManager.ringIssuerRef.name=ca >/dev/null 2>"$WORK/cm-same"
+check tls_cert_manager "cert-manager: Certificates for gnn-dist-tls (data-plane names, server+client auth), gnn-dist-scraper-tls (client auth), gnn-dist-ring-tls (its ClusterIssuer), no Secret generated; shape: $(cat "$WORK/cm-shape"); no issuer: $(head -c 100 "$WORK/cm-noissuer"); same issuer: $(head -c 100 "$WORK/cm-same")" \
+	bash -c "grep -qx 'Certificate/gnn-dist-tls secret=gnn-dist-tls issuer=Issuer/gnn-ca usages=digital signature,key encipherment,server auth,client auth dns=.*' '$WORK/tls-cm' &&
+		[ '$dns_cm' = '$want_data' ] &&
+		grep -qx 'Certificate/gnn-dist-scraper-tls secret=gnn-dist-scraper-tls issuer=Issuer/gnn-ca usages=digital signature,key encipherment,client auth dns=' '$WORK/tls-cm' &&
+		grep -qxF 'Certificate/gnn-dist-ring-tls secret=gnn-dist-ring-tls issuer=ClusterIssuer/gnn-ring-ca usages=digital signature,key encipherment,server auth,client auth dns=$want_ring' '$WORK/tls-cm' &&
+		! grep -q '^Secret/' '$WORK/tls-cm' && grep -qx 'StatefulSet/trainer mount /etc/gnn-dist/ring-tls ro=true secret=gnn-dist-ring-tls' '$WORK/tls-cm' &&
+		grep -qx 'certificates=3' '$WORK/cm-shape' && grep -q 'issuerRef.name' '$WORK/cm-noissuer' && grep -q 'another issuer' '$WORK/cm-same'"
+
+# NOTES.txt says TLS is on, where the certificates are, how gnn-cli dials
+# in a pod (the prefixed names too); and that it is off.
+"$H" install --dry-run=client gnn-dist "$CHART" --set tls.enabled=false >"$WORK/notes-plain" 2>&1
+check notes_tls "NOTES.txt: TLS on (Secrets, scraper, gnn-cli by the Service name) by default and prefixed, off with tls.enabled=false" \
+	bash -c "grep -q 'TLS is on' '$WORK/notes-default' && grep -q 'Secret gnn-dist-scraper-tls (server name gnn-dist)' '$WORK/notes-default' &&
+		grep -q 'exec deploy/sampler -- gnn-cli predict --sampler tcp://sampler:7100' '$WORK/notes-default' &&
+		grep -q 'exec deploy/alpha-sampler -- gnn-cli predict --sampler tcp://alpha-sampler:7100' '$WORK/notes-alpha' &&
+		grep -q 'TLS is off' '$WORK/notes-plain' && ! grep -q 'TLS is on' '$WORK/notes-plain'"
+
+tls_bad=""
+while IFS='|' read -r how s; do
+	[ -n "$how" ] || continue
+	if "$H" template "$CHART" "$how" "$s" >/dev/null 2>"$WORK/rej"; then
+		tls_bad="$tls_bad $s(accepted)"
+	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
+		tls_bad="$tls_bad $s($(head -c 80 "$WORK/rej"))"
+	fi
+done <<'EOF'
+--set|tls.enabled=yes
+--set|tls.validityDays=0
+--set|tls.existingSecret=My_Secret
+--set-json|tls.extraDNSNames=["not a name"]
+--set|tls.certManager.duration=90d
+--set|tls.certManager.issuerRef.kind=
+--set|tls.bogus=1
+EOF
+check schema_rejects_bad_tls "tls values accepted, or refused without the schema's reason:$tls_bad" [ -z "$tls_bad" ]
 
 # ---- the partitioner Job's shell step, run as in its pod ---------------------------------------
 # job_env OUT_FILE --set ...: renders with the data volume at $WORK/jobdata and

@@ -80,6 +80,15 @@ if ! "$H" template gnn-dist "$CHART" --namespace default -f "$ROOT/tests/k8s/run
 	exit 1
 fi
 mkdir -p "$WORK/vol" "$WORK/logs"
+# TLS (the chart's default): gnn-cli from here presents the data plane's
+# certificate, /metrics is scraped over HTTPS with the scraper's (the
+# render's Secrets, decoded by pods.cjs).
+SCHEME=http CLI_TLS=() SCRAPE=()
+if grep -q '^ *- name: GNN_TLS_CA$' "$WORK/rendered.yaml"; then
+	d=$WORK/plan/secrets/gnn-dist-tls s=$WORK/plan/secrets/gnn-dist-scraper-tls
+	SCHEME=https CLI_TLS=(--tls-ca "$d/ca.crt" --tls-cert "$d/tls.crt" --tls-key "$d/tls.key")
+	SCRAPE=(-k --cert "$s/tls.crt" --key "$s/tls.key")
+fi
 fsgroup=$(grep -o 'groups=[0-9,]*' "$WORK/plan"/pod-trainer-0.sh | head -n 1 | cut -d= -f2 | cut -d, -f2)
 while read -r claim; do
 	[ -n "$claim" ] || continue
@@ -144,14 +153,16 @@ dump_all() {
 # samplers') resolves to a pod once its readiness probe passes. The hosts
 # file is appended to in place, so every pod's bind mount sees it.
 endpoints() {
-	local pod line port path
+	local pod line port path scheme
 	declare -A done_
 	while :; do
 		while IFS=$'\t' read -r pod line; do
 			[ -n "${done_[$pod]:-}" ] && continue
 			port=$(awk -F'\t' -v p="$pod" '$1 == p { print $5 }' "$WORK/plan/pods.tsv")
 			path=$(awk -F'\t' -v p="$pod" '$1 == p { print $6 }' "$WORK/plan/pods.tsv")
-			if [ "$(ip netns exec "${NS_OF[$pod]}" curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port$path")" = 200 ]; then
+			scheme=$(awk -F'\t' -v p="$pod" '$1 == p { print tolower($7) }' "$WORK/plan/pods.tsv")
+			# as the kubelet: HTTPS without checking the certificate
+			if [ "$(ip netns exec "${NS_OF[$pod]}" curl -sk -m 2 -o /dev/null -w '%{http_code}' "$scheme://127.0.0.1:$port$path")" = 200 ]; then
 				grep -h -P "^\Q$pod\E\t" "$WORK/plan/hosts-ready" | cut -f2 >>"$WORK/plan/hosts"
 				echo "$(date -u +%T) $pod ready: published" >>"$WORK/logs/endpoints.log"
 				done_[$pod]=1
@@ -234,7 +245,11 @@ fi
 preds=$(find "$WORK/vol" -path "*/predictions/${run_dir##*/}/summary.json" | head -n 1)
 S0=$(pods_of sampler | head -n 1)
 sport=$(sed -n 's/.*--listen=tcp:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/plan/pod-$S0.sh" | head -n 1)
-ip netns exec "${NS_OF[$S0]}" "$BIN/gnn-cli" predict --sampler "tcp://127.0.0.1:$sport" --nodes 0,1,1999 \
+# The samplers' Service name: with TLS (the chart's default) the sampler's
+# certificate names it, and gnn-cli presents the data plane's certificate;
+# the name resolves through the pods' hosts file, as in a pod.
+ip netns exec "${NS_OF[$S0]}" unshare --mount /bin/sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh "$WORK/plan/hosts" \
+	"$BIN/gnn-cli" predict --sampler "tcp://sampler:$sport" --nodes 0,1,1999 "${CLI_TLS[@]}" \
 	>"$WORK/predict.json" 2>"$WORK/predict.err"
 prc=$?
 check_dump inference_job_predicts "the inference Job exits 0 (got $infer_rc) after waiting for result.json; summary.json on the data claim; gnn-cli predict through a sampler answers 3 nodes (got $prc: $(head -c 200 "$WORK/predict.err"))" \
@@ -254,9 +269,22 @@ else
 	fail helm_test_pod_passes "the chart renders no helm test pod"
 fi
 
+# TLS is the chart's default: every graph store, sampler and trainer ran
+# mutual TLS on the data plane, the trainers on their ring too, and the
+# helm test pod asked over HTTPS.
+tls_bad=""
+while IFS=$'\t' read -r pod comp addr hook rest; do
+	case $comp in graphstore | sampler | trainer) ;; *) continue ;; esac
+	grep -q ' links domain=data tls=mutual ' "$WORK/logs/$pod.log" || tls_bad="$tls_bad $pod(data)"
+	[ "$comp" = trainer ] && { grep -q ' links domain=ring tls=mutual ' "$WORK/logs/$pod.log" || tls_bad="$tls_bad $pod(ring)"; }
+done <"$WORK/plan/pods.tsv"
+grep -q 'ok   .* https://' "$WORK/logs/$TESTPOD.log" || tls_bad="$tls_bad $TESTPOD(https)"
+check pods_run_tls "every graph store, sampler and trainer logs links domain=data tls=mutual, the trainers domain=ring tls=mutual, the helm test pod asks over https; not:$tls_bad" \
+	[ -z "$tls_bad" ]
+
 # Finished trainers stay up (--on-finish serve) with their metrics.
 # (In a file: a help text may hold a quote, such as the embedding metrics'.)
-ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "http://${ADDR_OF[$T0]}:$(sed -n 's/.*--http-port=\([0-9]*\).*/\1/p' "$WORK/plan/pod-$T0.sh")/metrics" >"$WORK/metrics-served-$T0.txt"
+ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "${SCRAPE[@]}" "$SCHEME://${ADDR_OF[$T0]}:$(sed -n 's/.*--http-port=\([0-9]*\).*/\1/p' "$WORK/plan/pod-$T0.sh")/metrics" >"$WORK/metrics-served-$T0.txt"
 check finished_trainer_serves_metrics "trainer-0 still serves /metrics after the summary" \
 	bash -c "kill -0 ${PID_OF[$T0]} && grep -q '^gnn_trainer_' '$WORK/metrics-served-$T0.txt'"
 
@@ -266,7 +294,7 @@ undoc=""
 while IFS=$'\t' read -r pod comp addr hook rest; do
 	case $comp in graphstore | sampler | trainer) ;; *) continue ;; esac
 	port=$(sed -n 's/.*--http-port=\([0-9]*\).*/\1/p' "$WORK/plan/pod-$pod.sh")
-	ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "http://$addr:$port/metrics" >"$WORK/metrics-$pod.txt"
+	ip netns exec "${NS_OF[$TESTPOD]}" curl -s -m 5 "${SCRAPE[@]}" "$SCHEME://$addr:$port/metrics" >"$WORK/metrics-$pod.txt"
 	for f in $(awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$WORK/metrics-$pod.txt"); do
 		grep -q "\`$f[\`{]" "$ROOT/docs/metrics.md" || undoc="$undoc $f"
 	done

@@ -7,6 +7,7 @@
 // Writes into OUT_DIR:
 //   pods.tsv        one line per pod: NAME  COMPONENT  ADDRESS  HOOK(test|-)
 //                   READINESS_PORT  READINESS_PATH (- without a probe)
+//                   READINESS_SCHEME (HTTP or HTTPS; - without a probe)
 //                   (StatefulSet pods NAME-0..N-1, Deployment replicas
 //                   NAME-0..N-1, the Job's one pod, the helm test pod)
 //   hosts           the /etc/hosts every pod gets: each StatefulSet pod as
@@ -19,7 +20,8 @@
 //                   container, as a /bin/sh script run as root inside the
 //                   pod's network namespace: set the host name, bind the
 //                   volumes (VOLUME_ROOT/CLAIM for a claim, a tmpfs for an
-//                   emptyDir; TEMPLATE-POD for a StatefulSet's
+//                   emptyDir, OUT_DIR/secrets/SECRET[/ITEMS] read-only for a
+//                   Secret of the render; TEMPLATE-POD for a StatefulSet's
 //                   volumeClaimTemplates) at their mount paths (read-only where the
 //                   mount says so), the hosts file, the binaries at
 //                   /usr/local/bin where the image has them, make the root
@@ -34,6 +36,8 @@
 //                   honouring fsGroup would)
 //   mountpoints     every mount path, one per line (they must exist as
 //                   directories on the host for the bind mounts)
+//   secrets/NAME/KEY  every Secret of the render, decoded (mode 0644, as a
+//                   secret volume's default), for the pods and the test
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -65,6 +69,28 @@ for (const o of docs) {
 	}
 }
 if (pods.length > 200) throw new Error("too many pods for one /24");
+
+// The render's Secrets, decoded: what a secret volume shows.
+const secretDir = path.join(outDir, "secrets");
+const secrets = {};
+for (const o of docs.filter((o) => o.kind === "Secret")) {
+	const data = {};
+	for (const [k, v] of Object.entries(o.data || {})) data[k] = Buffer.from(v, "base64");
+	for (const [k, v] of Object.entries(o.stringData || {})) data[k] = Buffer.from(v);
+	secrets[o.metadata.name] = data;
+	fs.mkdirSync(path.join(secretDir, o.metadata.name), { recursive: true, mode: 0o755 });
+	for (const [k, v] of Object.entries(data)) fs.writeFileSync(path.join(secretDir, o.metadata.name, k), v, { mode: 0o644 });
+}
+// A volume's view of a Secret: all its keys, or only `items` (key -> path).
+function secretVolume(pod, v) {
+	const name = v.secret.secretName;
+	if (!secrets[name]) throw new Error(`${pod}: Secret ${name} is not in the render`);
+	if (!v.secret.items) return path.join(secretDir, name);
+	const dir = path.join(secretDir, `${name}@${pod}-${v.name}`);
+	fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+	for (const it of v.secret.items) fs.writeFileSync(path.join(dir, it.path), secrets[name][it.key], { mode: 0o644 });
+	return dir;
+}
 pods.forEach((p, i) => (p.addr = `${subnet}.${10 + i}`));
 
 // /etc/hosts: what cluster DNS would answer.
@@ -116,9 +142,12 @@ for (const p of pods) {
 			claims.add(v.persistentVolumeClaim.claimName);
 			lines.push(`mount --bind "$VOLUME_ROOT"/${q(v.persistentVolumeClaim.claimName)} ${q(m.mountPath)}`);
 			if (m.readOnly || v.persistentVolumeClaim.readOnly) lines.push(`mount -o remount,bind,ro ${q(m.mountPath)}`);
+		} else if (v.secret) {
+			lines.push(`mount --bind ${q(secretVolume(p.name, v))} ${q(m.mountPath)}`);
+			lines.push(`mount -o remount,bind,ro ${q(m.mountPath)}`);
 		} else if (v.emptyDir) {
 			later.push(`mount -t tmpfs -o mode=1777,size=${v.emptyDir.sizeLimit ? "64m" : "256m"} tmpfs ${q(m.mountPath)}`);
-		} else throw new Error(`${p.name}: volume ${m.name} is neither a claim nor an emptyDir`);
+		} else throw new Error(`${p.name}: volume ${m.name} is neither a claim, an emptyDir nor a Secret`);
 	}
 	lines.push(`mount --bind "$HOSTS_FILE" /etc/hosts`);
 	// Nothing answers DNS in the namespace: cluster names come from /etc/hosts only.
@@ -151,7 +180,7 @@ for (const p of pods) {
 	fs.writeFileSync(path.join(outDir, `pod-${p.name}.sh`), lines.join("\n") + "\n", { mode: 0o755 });
 	const rp = c.readinessProbe && c.readinessProbe.httpGet;
 	const rport = rp && (typeof rp.port === "string" ? (c.ports || []).find((x) => x.name === rp.port).containerPort : rp.port);
-	tsv.push([p.name, p.component, p.addr, p.hook, rp ? rport : "-", rp ? rp.path : "-"].join("\t"));
+	tsv.push([p.name, p.component, p.addr, p.hook, rp ? rport : "-", rp ? rp.path : "-", rp ? rp.scheme || "HTTP" : "-"].join("\t"));
 }
 fs.writeFileSync(path.join(outDir, "pods.tsv"), tsv.join("\n") + "\n");
 fs.writeFileSync(path.join(outDir, "claims"), [...claims].join("\n") + "\n");

@@ -275,6 +275,11 @@ podAffinity:
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ .httpPort | quote }}
 prometheus.io/path: /metrics
+{{- if .root.Values.tls.enabled }}
+# HTTPS, /metrics only for a client certificate of the data plane's CA
+# (the tls.scraper Secret; docs/kubernetes.md "TLS").
+prometheus.io/scheme: https
+{{- end }}
 {{- end }}
 {{- with .comp.podAnnotations }}
 {{ toYaml . }}
@@ -282,12 +287,16 @@ prometheus.io/path: /metrics
 {{- end -}}
 
 {{/* Probes on the HTTP port: liveness /healthz (answers from the first
-moment, so no startup probe is needed), readiness /readyz. */}}
+moment, so no startup probe is needed), readiness /readyz. With TLS the
+port is HTTPS; /healthz and /readyz answer without a client certificate. */}}
 {{- define "gnn-dist.probes" -}}
 livenessProbe:
   httpGet:
     path: /healthz
     port: http
+    {{- if .Values.tls.enabled }}
+    scheme: HTTPS
+    {{- end }}
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 6
@@ -297,6 +306,9 @@ readinessProbe:
   httpGet:
     path: /readyz
     port: http
+    {{- if .Values.tls.enabled }}
+    scheme: HTTPS
+    {{- end }}
   periodSeconds: 2
   timeoutSeconds: 2
   failureThreshold: 3
@@ -434,4 +446,201 @@ spec:
         claimName: {{ .claim }}
         readOnly: true
     {{- include "gnn-dist.tmpVolume" $root | nindent 4 }}
+
+{{- end -}}
+
+{{/*
+TLS (docs/kubernetes.md "TLS"). Three Secrets in the kubernetes.io/tls
+layout (ca.crt, tls.crt, tls.key): the data plane's (every graph store,
+sampler and trainer pod; the partitioner and inference Jobs use no network:
+they read and write the claims), the trainers' ring's (another CA) and
+Prometheus' scraper's (a client certificate of the data plane's CA).
+Each is a Secret of the user's (tls.existingSecret, ...), cert-manager's
+(tls.certManager) or generated here with genCA/genSignedCert and kept
+across `helm upgrade` (lookup).
+*/}}
+{{- define "gnn-dist.tlsSecret" -}}
+{{- default (include "gnn-dist.name" (dict "root" . "component" "gnn-dist-tls")) .Values.tls.existingSecret -}}
+{{- end -}}
+{{- define "gnn-dist.ringTlsSecret" -}}
+{{- default (include "gnn-dist.name" (dict "root" . "component" "gnn-dist-ring-tls")) .Values.tls.ring.existingSecret -}}
+{{- end -}}
+{{- define "gnn-dist.scraperTlsSecret" -}}
+{{- if .Values.tls.scraper.existingSecret -}}{{ .Values.tls.scraper.existingSecret }}
+{{- else if .Values.tls.existingSecret -}}{{ .Values.tls.existingSecret }}
+{{- else -}}{{ include "gnn-dist.name" (dict "root" . "component" "gnn-dist-scraper-tls") }}
+{{- end -}}
+{{- end -}}
+{{/* Who makes each Secret: "user", "cert-manager" or "helm". */}}
+{{- define "gnn-dist.tlsSource" -}}
+{{- if .Values.tls.existingSecret }}user{{ else if .Values.tls.certManager.enabled }}cert-manager{{ else }}helm{{ end -}}
+{{- end -}}
+{{- define "gnn-dist.ringTlsSource" -}}
+{{- if .Values.tls.ring.existingSecret }}user{{ else if .Values.tls.certManager.enabled }}cert-manager{{ else }}helm{{ end -}}
+{{- end -}}
+{{- define "gnn-dist.scraperTlsSource" -}}
+{{- if or .Values.tls.scraper.existingSecret .Values.tls.existingSecret }}user{{ else if .Values.tls.certManager.enabled }}cert-manager{{ else }}helm{{ end -}}
+{{- end -}}
+
+{{/* The name Prometheus checks in the server certificates (tls_config
+server_name): it scrapes pods by address, which no certificate names. */}}
+{{- define "gnn-dist.metricsServerName" -}}
+{{- include "gnn-dist.name" (dict "root" . "component" "gnn-dist") -}}
+{{- end -}}
+
+{{/* The data plane certificate's DNS names (JSON list): every graph store
+as dialled (graphstore-N.graphstore: the wildcard *.graphstore), the
+samplers' Service name (what the trainers check a replica against), each
+also namespace-qualified, the metrics server name, and tls.extraDNSNames.
+No localhost: in a pod it resolves to ::1 first, where nothing listens. */}}
+{{- define "gnn-dist.tlsDNSNames" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $cd := .Values.tls.clusterDomain -}}
+{{- $gs := include "gnn-dist.name" (dict "root" . "component" "graphstore") -}}
+{{- $sm := include "gnn-dist.name" (dict "root" . "component" "sampler") -}}
+{{- $names := list -}}
+{{- range $suffix := list "" (printf ".%s" $ns) (printf ".%s.svc" $ns) (printf ".%s.svc.%s" $ns $cd) -}}
+{{- $names = append $names (printf "*.%s%s" $gs $suffix) -}}
+{{- $names = append $names (printf "%s%s" $sm $suffix) -}}
+{{- end -}}
+{{- $names = append $names (include "gnn-dist.metricsServerName" .) -}}
+{{- concat $names .Values.tls.extraDNSNames | uniq | toJson -}}
+{{- end -}}
+{{/* The ring certificate's: the host each rank's predecessor dials
+(trainer-N.trainer: *.trainer), also namespace-qualified. */}}
+{{- define "gnn-dist.ringDNSNames" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $tr := include "gnn-dist.name" (dict "root" . "component" "trainer") -}}
+{{- $names := list -}}
+{{- range $suffix := list "" (printf ".%s" $ns) (printf ".%s.svc" $ns) (printf ".%s.svc.%s" $ns .Values.tls.clusterDomain) -}}
+{{- $names = append $names (printf "*.%s%s" $tr $suffix) -}}
+{{- end -}}
+{{- $names | toJson -}}
+{{- end -}}
+
+{{/*
+The generated certificates, as Secret data (base64), JSON {data, scraper,
+ring} for what helm makes. Made once per render (kept in .Values, so that
+every template sees the same certificates) and only when no Secret of the
+same name exists with certificates for the same names: `helm upgrade`
+keeps them (lookup; `helm template` has no cluster, lookup is empty there
+and every render is new). The data plane's and the scraper's share a CA:
+both are kept, or both made again.
+*/}}
+{{- define "gnn-dist.tlsMaterial" -}}
+{{- if not (hasKey .Values "gnnDistTlsCache") -}}
+{{- $m := dict -}}
+{{- $days := int .Values.tls.validityDays -}}
+{{- $ns := .Release.Namespace -}}
+{{- if and .Values.tls.enabled (eq (include "gnn-dist.tlsSource" .) "helm") -}}
+{{- $names := include "gnn-dist.tlsDNSNames" . | fromJsonArray -}}
+{{- $want := toJson $names | sha256sum | trunc 16 -}}
+{{- $old := lookup "v1" "Secret" $ns (include "gnn-dist.tlsSecret" .) -}}
+{{- $oldScraper := lookup "v1" "Secret" $ns (include "gnn-dist.scraperTlsSecret" .) -}}
+{{- if and $old $old.data $oldScraper $oldScraper.data (eq (index ($old.metadata.annotations | default dict) "gnn-dist/dns-names" | default "") $want) -}}
+{{- $_ := set $m "data" $old.data -}}
+{{- if eq (include "gnn-dist.scraperTlsSource" .) "helm" }}{{ $_ := set $m "scraper" $oldScraper.data }}{{ end -}}
+{{- else -}}
+{{- $ca := genCA "gnn-dist data plane CA" $days -}}
+{{- $crt := genSignedCert "gnn-dist" nil $names $days $ca -}}
+{{- $_ := set $m "data" (dict "ca.crt" (b64enc $ca.Cert) "tls.crt" (b64enc $crt.Cert) "tls.key" (b64enc $crt.Key)) -}}
+{{- if eq (include "gnn-dist.scraperTlsSource" .) "helm" -}}
+{{- $sc := genSignedCert "gnn-dist scraper" nil nil $days $ca -}}
+{{- $_ := set $m "scraper" (dict "ca.crt" (b64enc $ca.Cert) "tls.crt" (b64enc $sc.Cert) "tls.key" (b64enc $sc.Key)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $m "dataNames" $want -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (eq (include "gnn-dist.ringTlsSource" .) "helm") -}}
+{{- $names := include "gnn-dist.ringDNSNames" . | fromJsonArray -}}
+{{- $want := toJson $names | sha256sum | trunc 16 -}}
+{{- $old := lookup "v1" "Secret" $ns (include "gnn-dist.ringTlsSecret" .) -}}
+{{- if and $old $old.data (eq (index ($old.metadata.annotations | default dict) "gnn-dist/dns-names" | default "") $want) -}}
+{{- $_ := set $m "ring" $old.data -}}
+{{- else -}}
+{{- $ca := genCA "gnn-dist trainer ring CA" $days -}}
+{{- $crt := genSignedCert "gnn-dist trainer" nil $names $days $ca -}}
+{{- $_ := set $m "ring" (dict "ca.crt" (b64enc $ca.Cert) "tls.crt" (b64enc $crt.Cert) "tls.key" (b64enc $crt.Key)) -}}
+{{- end -}}
+{{- $_ := set $m "ringNames" $want -}}
+{{- end -}}
+{{- $_ := set .Values "gnnDistTlsCache" $m -}}
+{{- end -}}
+{{- toJson .Values.gnnDistTlsCache -}}
+{{- end -}}
+
+{{/* What a pod's certificates are, hashed, for its checksum annotation:
+a change rolls the pods (the binaries read their certificates at start
+only). The Secret's data where helm makes it or can read it (lookup),
+otherwise what names it. {root, ring} */}}
+{{- define "gnn-dist.tlsChecksum" -}}
+{{- $root := .root -}}
+{{- $m := include "gnn-dist.tlsMaterial" $root | fromJson -}}
+{{- $parts := list -}}
+{{- $domains := list (list "data" (include "gnn-dist.tlsSecret" $root) (include "gnn-dist.tlsSource" $root)) -}}
+{{- if .ring }}{{ $domains = append $domains (list "ring" (include "gnn-dist.ringTlsSecret" $root) (include "gnn-dist.ringTlsSource" $root)) }}{{ end -}}
+{{- range $d := $domains -}}
+{{- $key := index $d 0 -}}
+{{- if hasKey $m $key -}}
+{{- $parts = append $parts (toJson (index $m $key)) -}}
+{{- else -}}
+{{- $s := lookup "v1" "Secret" $root.Release.Namespace (index $d 1) -}}
+{{- if and $s $s.data -}}
+{{- $parts = append $parts (toJson $s.data) -}}
+{{- else -}}
+{{- $parts = append $parts (printf "%s secret=%s names=%s" (index $d 2) (index $d 1) (ternary (include "gnn-dist.ringDNSNames" $root) (include "gnn-dist.tlsDNSNames" $root) (eq $key "ring"))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $parts | sha256sum -}}
+{{- end -}}
+
+{{/* The container's TLS variables: {root, ring}. */}}
+{{- define "gnn-dist.tlsEnv" -}}
+{{- if .root.Values.tls.enabled }}
+- name: GNN_TLS_CA
+  value: /etc/gnn-dist/tls/ca.crt
+- name: GNN_TLS_CERT
+  value: /etc/gnn-dist/tls/tls.crt
+- name: GNN_TLS_KEY
+  value: /etc/gnn-dist/tls/tls.key
+{{- if .ring }}
+- name: GNN_RING_TLS_CA
+  value: /etc/gnn-dist/ring-tls/ca.crt
+- name: GNN_RING_TLS_CERT
+  value: /etc/gnn-dist/ring-tls/tls.crt
+- name: GNN_RING_TLS_KEY
+  value: /etc/gnn-dist/ring-tls/tls.key
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- define "gnn-dist.tlsMounts" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  mountPath: /etc/gnn-dist/tls
+  readOnly: true
+{{- if .ring }}
+- name: ring-tls
+  mountPath: /etc/gnn-dist/ring-tls
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end -}}
+{{- define "gnn-dist.tlsVolumes" -}}
+{{- if .root.Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "gnn-dist.tlsSecret" .root }}
+{{- if .ring }}
+- name: ring-tls
+  secret:
+    secretName: {{ include "gnn-dist.ringTlsSecret" .root }}
+{{- end }}
+{{- end }}
+{{- end -}}
+{{/* The pod template annotation that rolls pods when certificates change. */}}
+{{- define "gnn-dist.tlsAnnotation" -}}
+{{- if .root.Values.tls.enabled }}
+checksum/tls: {{ include "gnn-dist.tlsChecksum" . | quote }}
+{{- end }}
 {{- end -}}
