@@ -189,7 +189,8 @@ t_end=$(date +%s.%N)
 # Each stores path against the sampler path.
 # field PATH PREFIX KEY: KEY's value on the line of path PATH starting with PREFIX.
 field() { grep "^$1 $2 " "$WORK/path-$1" | kv "$3"; }
-if [ -f "$WORK/path-sampler" ]; then
+# (path files of earlier runs stay in WORK: only this run's paths count)
+if [[ " $PATHS " == *" sampler "* ]] && [ -f "$WORK/path-sampler" ]; then
 	for p in $PATHS; do
 		[ "$p" = sampler ] && continue
 		awk -v p="$p" -v b1="$(field sampler network total_mb)" -v b2="$(field "$p" network total_mb)" \
