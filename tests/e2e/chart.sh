@@ -323,15 +323,23 @@ check embed_part_of_run "run folder: dim 0 ignores the embed values, dim/types/i
 		[ '$c_e_dim' != '$c_e' ] && [ '$c_e_types' != '$c_e' ] && [ '$c_e_notypes' != '$c_e' ] && [ '$c_e_input' != '$c_e' ] &&
 		[ '$c_e_opt' != '$c_e' ] && [ '$i_e' = '$c_e' ]"
 
-emb_bad=""
-while IFS='|' read -r how s; do
-	[ -n "$how" ] || continue
-	if "$H" template "$CHART" "$how" "$s" >/dev/null 2>"$WORK/rej"; then
-		emb_bad="$emb_bad $s(accepted)"
-	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
-		emb_bad="$emb_bad $s($(head -c 80 "$WORK/rej"))"
-	fi
-done <<'EOF'
+# schema_rejects: reads "FLAG|VALUE" lines (--set|a.b=c) and prints each
+# value the chart's schema did not refuse ("(accepted)", or the first 80
+# bytes of another error); nothing when the schema refused them all.
+schema_rejects() {
+	local how s bad=""
+	while IFS='|' read -r how s; do
+		[ -n "$how" ] || continue
+		if "$H" template "$CHART" "$how" "$s" >/dev/null 2>"$WORK/rej"; then
+			bad="$bad $s(accepted)"
+		elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
+			bad="$bad $s($(head -c 80 "$WORK/rej"))"
+		fi
+	done
+	echo "$bad"
+}
+
+emb_bad=$(schema_rejects <<'EOF'
 --set|trainer.embed.dim=-1
 --set|trainer.embed.dim=65537
 --set-json|trainer.embed.dim=1.5
@@ -345,6 +353,7 @@ done <<'EOF'
 --set-json|trainer.embed.lr=0
 --set|trainer.embed.bogus=1
 EOF
+)
 "$H" template "$CHART" --set trainer.embed.dim=65536 --set-json 'trainer.embed.types=["author","field_of_study","a.b-C9"]' \
 	--set trainer.embed.optimizer=adagrad --set trainer.embed.input=replace --set-json trainer.embed.lr=100 >/dev/null 2>"$WORK/rej" ||
 	emb_bad="$emb_bad valid-values(refused: $(head -c 120 "$WORK/rej"))"
@@ -600,15 +609,7 @@ check notes_tls "NOTES.txt: TLS on (Secrets, scraper, gnn-cli by the Service nam
 		grep -q 'exec deploy/alpha-sampler -- gnn-cli predict --sampler tcp://alpha-sampler:7100' '$WORK/notes-alpha' &&
 		grep -q 'TLS is off' '$WORK/notes-plain' && ! grep -q 'TLS is on' '$WORK/notes-plain'"
 
-tls_bad=""
-while IFS='|' read -r how s; do
-	[ -n "$how" ] || continue
-	if "$H" template "$CHART" "$how" "$s" >/dev/null 2>"$WORK/rej"; then
-		tls_bad="$tls_bad $s(accepted)"
-	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then
-		tls_bad="$tls_bad $s($(head -c 80 "$WORK/rej"))"
-	fi
-done <<'EOF'
+tls_bad=$(schema_rejects <<'EOF'
 --set|tls.enabled=yes
 --set|tls.validityDays=0
 --set|tls.existingSecret=My_Secret
@@ -617,6 +618,7 @@ done <<'EOF'
 --set|tls.certManager.issuerRef.kind=
 --set|tls.bogus=1
 EOF
+)
 check schema_rejects_bad_tls "tls values accepted, or refused without the schema's reason:$tls_bad" [ -z "$tls_bad" ]
 
 # ---- the partitioner Job's shell step, run as in its pod ---------------------------------------
