@@ -477,7 +477,19 @@ fail:
 
 double gnn_close_limit(void)
 {
-	return gnn_stop_requested() ? GNN_CLOSE_STOPPING_S : GNN_CLOSE_LIMIT_S;
+	static _Atomic double deadline;   /* 0: no close on the way out yet */
+	double now, d, want;
+
+	if (!gnn_exiting())
+		return GNN_CLOSE_LIMIT_S;
+	now = gnn_now();
+	d = atomic_load(&deadline);
+	if (d == 0) {
+		want = now + GNN_CLOSE_STOPPING_S;
+		if (atomic_compare_exchange_strong(&deadline, &d, want))
+			d = want;
+	}
+	return d - now > GNN_CLOSE_MIN_S ? d - now : GNN_CLOSE_MIN_S;
 }
 
 bool gnn_close_bounded(const nng_socket *socks, size_t n, double limit_s, const char *what)

@@ -66,10 +66,14 @@ int gnn_redial(nng_socket sock, const char *url, const struct gnn_tls *tls, cons
  * sockets, and whatever their callbacks may touch, must then stay
  * allocated: the caller leaks them (it is stopping, or must restart). */
 bool gnn_close_bounded(const nng_socket *socks, size_t n, double limit_s, const char *what);
-/* How long a stopping process waits for one close: inside the stop
- * watchdog's GNN_STOP_GRACE_S, so that the exit is still ours and logged;
- * otherwise GNN_CLOSE_LIMIT_S. gnn_close_limit picks by gnn_stop_requested. */
-#define GNN_CLOSE_STOPPING_S 1.5
+/* How long to wait for one close. A process on its way out (gnn_exiting)
+ * gives all its closes together GNN_CLOSE_STOPPING_S, counted from the
+ * first: each gets what is left, at least GNN_CLOSE_MIN_S. A budget per
+ * close would not do: the sampler closes seven sockets or more one after
+ * the other, and two stuck ones would outlast the stop watchdog's
+ * GNN_STOP_GRACE_S (exit 143, unlogged stop). Otherwise GNN_CLOSE_LIMIT_S. */
+#define GNN_CLOSE_STOPPING_S 2.5
+#define GNN_CLOSE_MIN_S 0.1
 #define GNN_CLOSE_LIMIT_S 5.0
 double gnn_close_limit(void);
 

@@ -87,6 +87,7 @@ int gnn_lifecycle_run(const struct gnn_lifecycle *lc, int argc, char **argv)
 	    (rc = gnn_links_watch_start(reg, &links)) == GNN_OK)
 		rc = run_hooks(lc, reg, &http);
 	status = conclude(lc, rc);
+	gnn_exit_begin();
 	if (lc->stop != NULL)
 		lc->stop(lc->ctx, status);
 	gnn_links_watch_stop(links);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 static volatile sig_atomic_t stop_flag;
 static sem_t stop_sem;                  /* posted by the handler when a watchdog waits */
 static volatile sig_atomic_t watchdog_on;
+static atomic_bool exit_begun;          /* gnn_exit_begin */
 static double watchdog_grace_s;
 
 double gnn_now(void)
@@ -244,6 +246,16 @@ int gnn_signals_install(void)
 bool gnn_stop_requested(void)
 {
 	return stop_flag != 0;
+}
+
+void gnn_exit_begin(void)
+{
+	atomic_store(&exit_begun, true);
+}
+
+bool gnn_exiting(void)
+{
+	return stop_flag != 0 || atomic_load(&exit_begun);
 }
 
 int gnn_stop_signal(void)

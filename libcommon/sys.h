@@ -53,6 +53,12 @@ int gnn_fsync_dir(const char *dir);
 int gnn_signals_install(void);
 /* True once SIGTERM or SIGINT arrived. */
 bool gnn_stop_requested(void);
+/* Marks the process as on its way out for another reason than a signal (a
+ * failure, a planned exit such as the sampler's graph-changed one): the
+ * bounded waits on the way out shrink as after a signal (gnn_close_limit). */
+void gnn_exit_begin(void);
+/* True once a stop signal arrived or gnn_exit_begin was called. */
+bool gnn_exiting(void);
 /* For a process that allocates and frees buffers of megabytes all the
  * time (minibatches, feature rows, nng's messages): glibc keeps them in
  * one heap instead of mapping and faulting them in anew (sys.c says why

@@ -3,6 +3,7 @@
  * deadlock (tr_ring_close). */
 #include "ring_int.h"
 
+#include <math.h>
 #include <time.h>
 
 #include <stdio.h>
@@ -204,13 +205,14 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
-/* Closes the ring's sockets within GNN_CLOSE_LIMIT_S (GNN_CLOSE_STOPPING_S
- * once stop() is set: the process is about to exit); false when nng_close
- * hung (the sockets and everything their callbacks may touch must then
- * stay). */
+/* Closes the ring's sockets within GNN_CLOSE_LIMIT_S (once stop() is set,
+ * the process is about to exit: within what is left of its closing budget,
+ * gnn_close_limit); false when nng_close hung (the sockets and everything
+ * their callbacks may touch must then stay). */
 static bool close_sockets(struct tr_ring *r)
 {
-	double limit_s = r->stop != NULL && r->stop() ? GNN_CLOSE_STOPPING_S : GNN_CLOSE_LIMIT_S;
+	double limit_s = r->stop != NULL && r->stop() ? fmin(gnn_close_limit(), GNN_CLOSE_STOPPING_S)
+						      : GNN_CLOSE_LIMIT_S;
 	nng_socket socks[2];
 	size_t n = 0;
 

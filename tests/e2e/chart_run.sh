@@ -332,6 +332,7 @@ check rerun_inference_not_redone "the inference Job run again exits 0 at once: a
 # Pods are stopped as Kubernetes stops them (SIGTERM): every process exits
 # 0, and no log holds a sanitizer report (with the SAN=1 build).
 rcs=""
+bad_pods=""
 alive=()
 for p in "${!PID_OF[@]}"; do
 	kill -0 "${PID_OF[$p]}" 2>/dev/null && alive+=("$p") && kill -TERM "${PID_OF[$p]}"
@@ -340,9 +341,10 @@ for p in "${alive[@]}"; do
 	timeout 15 tail --pid="${PID_OF[$p]}" -f /dev/null
 	wait "${PID_OF[$p]}"
 	rc=$?
-	[ $rc = 0 ] || rcs="$rcs $p=$rc"
+	[ $rc = 0 ] || { rcs="$rcs $p=$rc"; bad_pods="$bad_pods $p"; }
 done
 san=$(grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$WORK/logs"/*.log 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')
 check pods_stop_cleanly "every pod exits 0 on SIGTERM, no sanitizer report (exits:${rcs:- all 0}; reports: ${san:-none})" \
 	bash -c "[ -z '$rcs' ] && [ -z '$san' ] && [ ${#alive[@]} -ge 6 ]"
+for p in $bad_pods; do logtail "$p" 20; done
 echo "  (chart_run total: $((SECONDS - t_start))s)"

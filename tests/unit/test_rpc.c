@@ -372,6 +372,31 @@ static void test_bad_urls(void)
 	gnn_log_set_level(GNN_LOG_WARN);
 }
 
+/* On the way out every close shares one budget: seven stuck closes in a
+ * row must not outlast the stop watchdog. Marks this process as exiting:
+ * the last test. */
+static void test_close_budget(void)
+{
+	double first, total = 0;
+
+	CHECK(gnn_close_limit() == GNN_CLOSE_LIMIT_S);
+	gnn_exit_begin();
+	first = gnn_close_limit();
+	CHECK(first <= GNN_CLOSE_STOPPING_S && first > GNN_CLOSE_STOPPING_S - 0.5);
+	/* each "stuck" close waits out its whole limit */
+	for (int i = 0; i < 7; i++) {
+		double l = gnn_close_limit();
+		struct timespec ts = { .tv_sec = (time_t)l, .tv_nsec = (long)((l - (double)(time_t)l) * 1e9) };
+
+		total += l;
+		nanosleep(&ts, NULL);
+	}
+	printf("  seven stuck closes: %.2f s of waits (budget %.1f s)\n", total, GNN_CLOSE_STOPPING_S);
+	CHECK(total < GNN_CLOSE_STOPPING_S + 7 * GNN_CLOSE_MIN_S + 0.01);
+	CHECK(gnn_close_limit() == GNN_CLOSE_MIN_S);
+	CHECK(gnn_exiting());
+}
+
 int main(void)
 {
 	gnn_log_init("test_rpc");
@@ -385,6 +410,7 @@ int main(void)
 	RUN(test_failover);
 	RUN(test_abort);
 	RUN(test_bad_urls);
+	RUN(test_close_budget);
 	gnn_metrics_free(reg);
 	return t_done();
 }
