@@ -218,6 +218,7 @@ struct pending {
 	bool active;   /* still needs an attempt */
 	bool sending;  /* this attempt's send waits for a connection */
 	bool sent;     /* this attempt's request went out: wait for the reply */
+	unsigned pipe; /* the connection it went out on (0: not known) */
 	double send_deadline;
 };
 
@@ -231,6 +232,25 @@ static void post_send(struct pending *p)
 
 	nng_aio_set_timeout(p->aio, ms < 1 ? 1 : ms > SEND_SLICE_MS ? SEND_SLICE_MS : ms);
 	nng_ctx_send(p->ctx, p->aio);
+}
+
+/* A request went unanswered on connection `pipe` for the whole timeout:
+ * the connection may be dead without a FIN or RST (a partition, a host
+ * gone). TCP would send on it again only at its backed-off retransmission
+ * times, up to a minute after the network heals (docs/reliability.md,
+ * "Network faults"), so it is closed: the next attempt dials a new one
+ * (within GNN_REDIAL_AFTER_S while none comes up). A connection that has
+ * been replaced meanwhile is left alone. */
+static void drop_silent_connection(struct gnn_client *c, unsigned pipe, int timeout_ms)
+{
+	nng_pipe np = NNG_PIPE_INITIALIZER;
+
+	if (pipe == 0 || atomic_load(&c->pipe) != pipe)
+		return;
+	np.id = pipe;
+	if (nng_pipe_close(np) == 0)
+		GNN_WARN_LIMITED("connection_dropped", "peer=%s url=%s reason=\"no answer within %d ms: dialling a new connection\"",
+				 c->name, c->url, timeout_ms);
 }
 
 /* The client was aborted (the process stops): the call ends at once. */
@@ -329,6 +349,7 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 				continue;
 			}
 			p[i].sent = true;
+			p[i].pipe = atomic_load(&calls[i].client->pipe);
 			nng_aio_set_timeout(p[i].aio, call_timeout_ms(&calls[i]));
 			nng_ctx_recv(p[i].ctx, p[i].aio);
 		}
@@ -343,6 +364,8 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 		if (ended_early(&calls[i], &p[i], rv, rv == NNG_ECONNRESET, "closed the connection before answering"))
 			continue;
 		if (rv != 0) {
+			if (rv == NNG_ETIMEDOUT)
+				drop_silent_connection(calls[i].client, p[i].pipe, call_timeout_ms(&calls[i]));
 			calls[i].rc = GNN_ETIMEDOUT;
 			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",
 				 calls[i].client->name, calls[i].client->url, nng_strerror(rv));

@@ -4,9 +4,12 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +214,75 @@ out:
 	gnn_client_close(c);
 }
 
+/* Reads from fd until EOF, for at most limit_s: true at EOF. */
+static bool eof_within(int fd, double limit_s)
+{
+	double end = gnn_now() + limit_s;
+	char buf[4096];
+
+	while (gnn_now() < end) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		if ((n = read(fd, buf, sizeof(buf))) <= 0)
+			return n == 0;
+	}
+	return false;
+}
+
+/* A server whose connection goes silent without FIN or RST (a partition,
+ * a host gone; here: a peer that completed nng's handshake and never
+ * answers). The client closes that connection once a request went
+ * unanswered for its whole timeout and dials a new one, instead of
+ * waiting on it for TCP's backed-off retransmissions (tests/net's
+ * graphstore_partitioned_30s measures what that costs). */
+static void test_silent_connection(void)
+{
+	static const unsigned char rep0_hdr[8] = { 0, 'S', 'P', 0, 0x00, 0x31, 0, 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct gnn_client *c = NULL;
+	struct gnn_wbuf w;
+	nng_msg *reply;
+	char err[256], hdr[8];
+	int lfd, fd = -1, fd2 = -1;
+	struct pollfd pfd;
+
+	gnn_wbuf_init(&w);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (!CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 4) == 0 &&
+		   getsockname(lfd, (struct sockaddr *)&a, &alen) == 0))
+		goto out;
+	if (!CHECK(open_client(ntohs(a.sin_port), 300, 0, &c) == GNN_OK))
+		goto out;
+	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	if (!CHECK(poll(&pfd, 1, 3000) == 1 && (fd = accept(lfd, NULL, NULL)) >= 0))
+		goto out;
+	if (!CHECK(write(fd, rep0_hdr, sizeof(rep0_hdr)) == 8 && read(fd, hdr, sizeof(hdr)) == 8))
+		goto out;
+	while (!gnn_client_connected(c))
+		usleep(1000);
+	gnn_encode_info_req(&w, 1);
+	CHECK(gnn_client_call(c, &w, &reply, err, sizeof(err)) == GNN_ETIMEDOUT);
+	CHECK(strstr(err, "did not answer") != NULL);
+	/* The silent connection is closed by the client, and it dials again. */
+	CHECK(eof_within(fd, 2.0));
+	pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 3000) == 1 && (fd2 = accept(lfd, NULL, NULL)) >= 0);
+out:
+	if (fd2 >= 0)
+		close(fd2);
+	if (fd >= 0)
+		close(fd);
+	if (lfd >= 0)
+		close(lfd);
+	if (c != NULL)
+		gnn_client_close(c);
+	gnn_wbuf_free(&w);
+}
+
 static void test_parallel(void)
 {
 	struct gnn_server *s;
@@ -406,6 +478,7 @@ int main(void)
 	RUN(test_calls_and_errors);
 	RUN(test_garbage);
 	RUN(test_timeouts_and_recovery);
+	RUN(test_silent_connection);
 	RUN(test_parallel);
 	RUN(test_failover);
 	RUN(test_abort);
