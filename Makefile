@@ -15,17 +15,20 @@
 #               partition, R-GCN against the features-only baseline, the step
 #               against gnn-trainer bench --sampler, inference (tests/bench_mag.sh)
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
+#   make test-net  network faults between emulated hosts (namespaces; root):
+#               partitions, a lost node, packet loss (tests/net/netfaults.sh)
 BUILD ?= build
 .DEFAULT_GOAL := all
 CC ?= cc
 OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
 # Debian packages the build, the tests and the demo need (python3: the
-# cluster test's helpers; iproute2: `ip netns` in chart_run.sh and the
-# cluster test; openssl: tls.sh's certificates).
+# cluster test's helpers; iproute2: `ip netns` in chart_run.sh, the
+# cluster test and, with iptables, the network-fault scenarios (tests/net);
+# openssl: tls.sh's certificates).
 DEB_PKGS := build-essential pkg-config libnng-dev libmicrohttpd-dev libmetis-dev \
 	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time libclang-rt-14-dev \
-	python3 iproute2 openssl libgnutls28-dev
+	python3 iproute2 iptables openssl libgnutls28-dev
 
 PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
 PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
@@ -73,7 +76,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test asan demo bench bench-products bench-mag clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -117,6 +120,11 @@ $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$(notdir
 test: deps
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh $(BUILD)
+
+# The network-fault scenarios, once, on the plain build (tests/net).
+test-net: deps
+	@$(MAKE) --no-print-directory all
+	@tests/net/netfaults.sh
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT="-O1 -g" all

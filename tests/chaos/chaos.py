@@ -62,7 +62,9 @@ CERTS = {}
 
 
 class Scenario:
-    def __init__(self, work, partdir, name):
+    def __init__(self, work, partdir, name, hosts=None, extra_args=()):
+        """hosts: cluster.py's Cluster option (tests/net: a host per process);
+        extra_args: trainer flags beyond TRAIN and OVERRIDES."""
         self.name = name
         self.dir = os.path.join(work, name)
         over = OVERRIDES.get(name, [])
@@ -71,8 +73,9 @@ class Scenario:
             args += EMBED
         if name.startswith("stores_"):
             args += STORES
+        args += list(extra_args)
         self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"),
-                         tls=CERTS["tls"] if name.startswith("tls_") else None)
+                         tls=CERTS["tls"] if name.startswith("tls_") else None, hosts=hosts)
         self.notes = []
         self.allowed_exits = set()   # components whose own exits are part of the scenario
         self.frozen = set()          # trainers frozen on purpose: their silence is not judged
@@ -92,14 +95,14 @@ def epoch_crcs(c, name):
 def longest_gap(c, name):
     """The longest time between two consecutive lines of name's log, up to
     its last summary."""
-    times = []
+    times, last = [], None   # no summary: the whole log
     for ln in c.text(name).splitlines():
         t = log_time(ln)
         if t is not None:
             times.append(t)
         if " summary " in ln:
             last = len(times)
-    times = times[:last] if times else times
+    times = times[:last]
     return max((b - a for a, b in zip(times, times[1:])), default=0.0)
 
 
@@ -128,7 +131,40 @@ def judge(s, base, t_run):
     return why
 
 
-def run(s, fault, base):
+def chosen(args, known):
+    """The scenarios named on the command line (all without), or None
+    after saying which name is unknown."""
+    for n in args:
+        if n not in known:
+            print("unknown scenario %s; known: %s" % (n, " ".join(known)))
+            return None
+    return list(args) or list(known)
+
+
+def remove_work(work):
+    """The scratch folder goes, unless GNN_CHAOS_KEEP=1 keeps it (said)."""
+    if os.environ.get("GNN_CHAOS_KEEP"):
+        print("logs kept in " + work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def partition_tiny(work):
+    """The synthetic `tiny` graph in 2 partitions under work; its folder."""
+    partdir = os.path.join(work, "part")
+    subprocess.run([BIN + "/gnn-partition", "--synthetic", "tiny", "--parts", "2", "--out", partdir],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    return partdir
+
+
+def reference(c, t):
+    """What judge() compares a scenario with: an undisturbed run's final
+    and per-epoch params_crc, and its wall time t."""
+    return {"crc": kv(c.lines("trainer-0", "summary")[-1], "params_crc"), "epochs": epoch_crcs(c, "trainer-0"),
+            "t": t}
+
+
+def run(s, fault, base, prefix="chaos_"):
     t0 = time.time()
     why = []
     try:
@@ -136,7 +172,7 @@ def run(s, fault, base):
         fault(s)
         if not s.c.wait("every trainer's summary", s.c.finished, RUN_LIMIT_S):
             why.append("no summary within %d s" % RUN_LIMIT_S)
-        t_run = time.time() - t0
+        t_run = s.t_run = time.time() - t0
         after = getattr(s, "after", None)
         if not why and after is not None:
             why += after(s)
@@ -147,13 +183,13 @@ def run(s, fault, base):
     finally:
         s.c.stop()
     if why:
-        print("FAIL chaos_%s: %s (logs: %s)" % (s.name, "; ".join(why), s.dir), flush=True)
+        print("FAIL %s%s: %s (logs: %s)" % (prefix, s.name, "; ".join(why), s.dir), flush=True)
         for t in s.c.trainers:
             print("  -- last lines of %s:" % t)
             for ln in s.c.text(t).splitlines()[-8:]:
                 print("    " + ln[:300])
     else:
-        print("PASS chaos_%s" % s.name, flush=True)
+        print("PASS %s%s" % (prefix, s.name), flush=True)
     return not why, time.time() - t0
 
 
@@ -428,19 +464,15 @@ class Inotify:
 
 
 def main():
-    names = sys.argv[1:] or list(SCENARIOS)
-    for n in names:
-        if n not in SCENARIOS:
-            print("unknown scenario %s; known: %s" % (n, " ".join(SCENARIOS)))
-            return 2
+    names = chosen(sys.argv[1:], SCENARIOS)
+    if names is None:
+        return 2
     work = tempfile.mkdtemp(prefix="gnn-chaos-")
     keep = False
     try:
-        partdir = os.path.join(work, "part")
         if any(n.startswith("tls_") for n in names):
             CERTS["tls"] = make_certs(os.path.join(work, "certs"))
-        subprocess.run([BIN + "/gnn-partition", "--synthetic", "tiny", "--parts", "2", "--out", partdir],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        partdir = partition_tiny(work)
         bases = {}
         for kind in ("", "_embed"):
             if not any(n.startswith("embed_") == (kind == "_embed") for n in names):
@@ -450,19 +482,14 @@ def main():
             if not ok:
                 keep = True
                 return 1
-            c = base_s.c
-            bases[kind] = {"crc": kv(c.lines("trainer-0", "summary")[-1], "params_crc"),
-                           "epochs": epoch_crcs(c, "trainer-0"), "t": t}
+            bases[kind] = reference(base_s.c, t)
             print("time undisturbed%s total_s=%.1f" % (kind, t), flush=True)
         for n in names:
             ok, _ = run(Scenario(work, partdir, n), SCENARIOS[n], bases["_embed" if n.startswith("embed_") else ""])
             keep |= not ok
         return 0
     finally:
-        if os.environ.get("GNN_CHAOS_KEEP"):
-            print("logs kept in " + work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        remove_work(work)
 
 
 if __name__ == "__main__":

@@ -129,45 +129,55 @@ class Proc:
 
 
 class Cluster:
-    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None):
-        """tls: make_certs()'s answer, every link mutual TLS; None: plain."""
-        self.work, self.partdir, self.ckpt, self.tls = work, partdir, ckpt, tls
-        # Dialled as localhost with TLS: the name in the certificates.
-        host = "localhost" if tls else "127.0.0.1"
-        data, ring = (tls["data"], tls["ring"]) if tls else ([], [])
+    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None, hosts=None):
+        """tls: make_certs()'s answer, every link mutual TLS; None: plain.
+        hosts: None, every process on 127.0.0.1; or an emulated network
+        (tests/net/hosts.py's Hosts): each process in a network namespace
+        of its own, started through `ip netns exec`, listening on its own
+        address (hosts.add(name)) on the same two ports as the others."""
+        self.work, self.partdir, self.ckpt, self.tls, self.hosts = work, partdir, ckpt, tls, hosts
+        names = ["graphstore-%d" % i for i in range(parts)] + ["sampler-%d" % i for i in range(samplers)] + \
+            ["trainer-%d" % i for i in range(trainers)]
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
-        n = 2 * (parts + samplers + trainers)
-        ports = free_ports(n)
-        store_nng, store_http = ports[:parts], ports[parts:2 * parts]
-        ports = ports[2 * parts:]
-        smp_nng, smp_http = ports[:samplers], ports[samplers:2 * samplers]
-        ports = ports[2 * samplers:]
-        tr_nng, tr_http = ports[:trainers], ports[trainers:]
-        stores = ",".join("tcp://%s:%d" % (host, p) for p in store_nng)
-        smps = ",".join("tcp://%s:%d" % (host, p) for p in smp_nng)
-        peers = ",".join("tcp://%s:%d" % (host, p) for p in tr_nng)
+        if hosts is not None:
+            addr = {n: hosts.add(n) for n in names}
+            port = {n: (7000, 8000) for n in names}
+        else:
+            addr = {n: "127.0.0.1" for n in names}
+            ports = free_ports(2 * len(names))
+            port = {n: (ports[2 * i], ports[2 * i + 1]) for i, n in enumerate(names)}
+        # Dialled as localhost with TLS: the name in the certificates.
+        # With hosts, dialled by name when they say so (their hosts file).
+        dial = {n: hosts.dial_host(n) for n in names} if hosts is not None else addr
+        url = lambda n: "tcp://%s:%d" % ("localhost" if tls else dial[n], port[n][0])  # noqa: E731
+        data, ring = (tls["data"], tls["ring"]) if tls else ([], [])
+        stores = ",".join(url(n) for n in names if n.startswith("graphstore-"))
+        smps = ",".join(url(n) for n in names if n.startswith("sampler-"))
+        peers = ",".join(url(n) for n in names if n.startswith("trainer-"))
         self.procs = {}
-        for i in range(parts):
-            self._add("graphstore-%d" % i, store_http[i],
-                      [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % i,
-                       "--listen=tcp://127.0.0.1:%d" % store_nng[i], "--http-addr=127.0.0.1",
-                       "--http-port=%d" % store_http[i], "--wait-data=0", "--workers=2"] + data)
-        for i in range(samplers):
-            self._add("sampler-%d" % i, smp_http[i],
-                      [BIN + "/gnn-sampler", "--graphstores=" + stores,
-                       "--listen=tcp://127.0.0.1:%d" % smp_nng[i], "--http-addr=127.0.0.1",
-                       "--http-port=%d" % smp_http[i], "--wait-stores=600", "--workers=2"] + SAMPLER_ARGS + data)
-        for i in range(trainers):
-            self._add("trainer-%d" % i, tr_http[i],
-                      [BIN + "/gnn-trainer", "--rank=%d" % i, "--world-size=%d" % trainers,
-                       "--peers=" + peers, "--samplers=" + smps, "--listen=tcp://127.0.0.1:%d" % tr_nng[i],
-                       "--graphstores=" + stores,
-                       "--http-addr=127.0.0.1", "--http-port=%d" % tr_http[i], "--threads=1",
-                       "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args + data + ring)
+        for n in names:
+            i = int(n.rsplit("-", 1)[1])
+            own = ["--listen=tcp://%s:%d" % (addr[n], port[n][0]), "--http-addr=" + addr[n],
+                   "--http-port=%d" % port[n][1]]
+            if n.startswith("graphstore-"):
+                argv = [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % i] + own + \
+                    ["--wait-data=0", "--workers=2"] + data
+            elif n.startswith("sampler-"):
+                argv = [BIN + "/gnn-sampler", "--graphstores=" + stores] + own + \
+                    ["--wait-stores=600", "--workers=2"] + SAMPLER_ARGS + data
+            else:
+                argv = [BIN + "/gnn-trainer", "--rank=%d" % i, "--world-size=%d" % trainers,
+                        "--peers=" + peers, "--samplers=" + smps, "--graphstores=" + stores] + own + \
+                    ["--threads=1", "--checkpoint-dir=" + ckpt] + TRAINER_ARGS + train_args + data + ring
+            if hosts is not None:
+                argv = hosts.exec_argv(n) + argv
+            self._add(n, addr[n], port[n][1], argv)
         self.trainers = ["trainer-%d" % i for i in range(trainers)]
 
-    def _add(self, name, http_port, argv):
-        self.procs[name] = Proc(name, argv, os.path.join(self.work, "logs", name + ".log"), http_port)
+    def _add(self, name, http_addr, http_port, argv):
+        p = Proc(name, argv, os.path.join(self.work, "logs", name + ".log"), http_port)
+        p.http_addr = http_addr
+        self.procs[name] = p
 
     def start(self):
         for p in self.procs.values():

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Network faults (docs/reliability.md, "Network faults"): the chaos suite's
+run (tests/chaos/chaos.py: 2 graph stores, 2 samplers, 2 trainers, the
+synthetic `tiny` graph, 40 epochs) with every process on an emulated host
+of its own (tests/net/hosts.py: a network namespace, a veth to a shared
+bridge, its own address), and one network fault per scenario.
+
+Each scenario is judged as the chaos suite judges its own (chaos.judge:
+every trainer's summary, the undisturbed run's params_crc after every
+epoch and at the end, no trainer silent for more than 15 s, no process
+exiting on its own), plus what the scenario promises (below). It prints
+PASS/FAIL/SKIP lines and `time NAME extra_s=.. gap_s=..` (chaos.judge's),
+and for some a `cost NAME ...` line.
+
+Usage: netfaults.py [SCENARIO...]  (default: all; GNN_BUILD = the build
+dir; GNN_CHAOS_KEEP=1 keeps the logs). Needs root, ip netns, veth, a
+bridge and iptables; prints SKIP lines and exits 0 without them.
+"""
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
+from chaos import Scenario, chosen, partition_tiny, reference, remove_work, run  # noqa: E402
+from cluster import kv, log_time  # noqa: E402
+import hosts as hostlib  # noqa: E402
+
+PARTITION_S = 30
+HAS_NETEM = None
+
+
+def lines_after(c, name, event, t):
+    return [ln for ln in c.lines(name, event) if (log_time(ln) or 0) >= t]
+
+
+def store_partitioned(s):
+    """(#3) graphstore-1 cut off from everything (DROP both ways, no reset)
+    for 30 s from epoch 3: training waits, saying what for, and goes on
+    after the heal; our share of the stall at most the partition + 15 s."""
+    h = s.c.hosts
+    s.epoch(3)
+    t_cut = time.time()
+    h.isolate("graphstore-1")
+    s.c.sleep(PARTITION_S)
+    h.heal("graphstore-1")
+
+    def after(s):
+        why = []
+        waits = [ln for t in s.c.trainers for ln in lines_after(s.c, t, "waiting_for_minibatch", t_cut)]
+        if not waits:
+            why.append("no trainer logged waiting_for_minibatch during the partition")
+        extra = s.t_run - s.base["t"]
+        if extra > PARTITION_S + 15:
+            why.append("the run took %.1f s more than the undisturbed one (partition %d s + 15)" %
+                       (extra, PARTITION_S))
+        return why
+    s.after = after
+
+
+def node_lost(s):
+    """(#6) a whole node: trainer-1, graphstore-1 and sampler-1 killed
+    together at epoch 10, each restarted 5 s later."""
+    node = ("trainer-1", "graphstore-1", "sampler-1")
+    for n in node:
+        s.c.procs[n].delay_s = 5.0
+    s.epoch(10)
+    for n in node:
+        s.c.kill(n)
+
+
+def no_failed_minibatch(s):
+    bad = [ln for t in s.c.trainers for ln in s.c.lines(t, "minibatch_failed")]
+    return ["%d minibatch_failed lines, first: %s" % (len(bad), bad[0][:200])] if bad else []
+
+
+def slow_links(s):
+    """(#1) 20 ms +- 5 ms on every link (netem on both ends of every
+    veth, so 10 +- 2.5 ms each end), whole run."""
+    for n in s.c.procs:
+        s.c.hosts.qdisc(n, "netem", "delay", "10ms", "2.5ms")
+    s.after = no_failed_minibatch
+
+
+def lossy_links(s):
+    """(#1) 1% of the packets every host receives dropped, whole run."""
+    for n in s.c.procs:
+        s.c.hosts.lose(n, 0.01)
+    s.after = no_failed_minibatch
+
+
+def ring_one_way(s):
+    """(#4) trainer-0 stops receiving from trainer-1 for 20 s from epoch 5
+    (trainer-1 still receives from trainer-0; both reach samplers and
+    stores): the wait is logged, the ring goes on after the heal."""
+    h = s.c.hosts
+    s.epoch(5)
+    t_cut = time.time()
+    h.drop_from("trainer-0", "trainer-1")
+    s.c.sleep(20)
+    h.heal("trainer-0")
+
+    def after(s):
+        waits = [ln for t in s.c.trainers for ln in lines_after(s.c, t, "waiting_for_peer", t_cut)]
+        return [] if waits else ["no trainer logged waiting_for_peer during the one-way partition"]
+    s.after = after
+
+
+DETECT_S = 10.0   # a vanished graph store noticed by its samplers within this
+
+
+def store_vanished(s):
+    """(#5) graphstore-1's host vanishes at epoch 3 (its link down: no FIN,
+    no RST, ever) and its pod starts 5 s later on another host (another
+    namespace and address; everyone dials it by name): the samplers notice
+    the silence within DETECT_S, find the new host, and training goes on."""
+    c, h, n = s.c, s.c.hosts, "graphstore-1"
+    p = c.procs[n]
+    p.delay_s = 5.0
+    s.epoch(3)
+    t_down = time.time()
+    h.link(n, False)
+    p.restart = False
+    c.kill(n)   # on a host that is gone: what it sends on its way out goes nowhere
+    c.wait(n + " gone", lambda: not p.alive(), 10)
+    (old_ns, old_addr), (new_ns, new_addr) = h.move(n)
+    p.argv = [new_ns if a == old_ns else a.replace(old_addr, new_addr) for a in p.argv]
+    p.restart = True
+    s.notes.append("moved=%s->%s" % (old_addr, new_addr))
+
+    def after(s):
+        smp = [x for x in c.procs if x.startswith("sampler-")]
+        said = [log_time(ln) for x in smp for ev in ("call_failed", "connection_dropped")
+                for ln in lines_after(c, x, ev, t_down) if n in ln]
+        back = [log_time(ln) for x in smp for ln in lines_after(c, x, "graphstore_reachable_again", t_down)]
+        up = [log_time(ln) for ln in lines_after(c, n, "ready", t_down)]
+        if not said:
+            return ["no sampler logged a failed call to %s after its host vanished" % n]
+        detect = min(said) - t_down
+        s.notes.append("detected_s=%.1f" % detect)
+        if not back or not up:
+            return ["no sampler found %s on its new host (ready lines: %d)" % (n, len(up))]
+        s.notes.append("found_again_s=%.1f" % (max(back) - up[0]))
+        return [] if detect <= DETECT_S else ["the silence was noticed after %.1f s (bound %.0f s)" % (detect, DETECT_S)]
+    s.after = after
+
+
+def minibatch_bytes(c):
+    """Bytes per minibatch the samplers sent (their `traffic` lines at stop)."""
+    sent = reqs = 0
+    for x in c.procs:
+        for ln in c.lines(x, "traffic") if x.startswith("sampler-") else []:
+            sent += int(kv(ln, "minibatch_sent_bytes") or 0)
+            reqs += int(kv(ln, "minibatch_requests") or 0)
+    return sent / reqs if reqs else 0.0
+
+
+def median_epoch_s(c, name="trainer-0"):
+    xs = sorted(float(kv(ln, "epoch_s")) for ln in c.lines(name, "epoch"))
+    return xs[len(xs) // 2] if xs else 0.0
+
+
+def bandwidth(mbit):
+    """(#2) every host capped at `mbit` Mbit/s each way (tbf on both ends
+    of its veth), whole run: an epoch takes at least the time its
+    minibatches' bytes need through a trainer's link, and the run still
+    ends with the undisturbed parameters."""
+    def fault(s):
+        for n in s.c.procs:
+            s.c.hosts.qdisc(n, "tbf", "rate", "%dmbit" % mbit, "burst", "%dkb" % max(64, mbit // 4),
+                            "latency", "200ms")
+
+        def after(s):
+            per_mb = s.base["mb_bytes"]
+            steps = int(kv(s.c.lines("trainer-0", "epoch")[-1], "steps"))
+            predicted = steps * per_mb * 8 / (mbit * 1e6)
+            got, base = median_epoch_s(s.c), s.base["epoch_s"]
+            print("cost %s epoch_s=%.3f undisturbed_epoch_s=%.3f minibatch_bytes=%.0f steps=%d "
+                  "transfer_s=%.3f (bytes/rate)" % (s.name, got, base, per_mb, steps, predicted), flush=True)
+            return [] if got >= 0.8 * predicted else \
+                ["median epoch %.3f s, below what the bytes need at %d Mbit/s (%.3f s)" % (got, mbit, predicted)]
+        s.after = after
+    return fault
+
+
+SCENARIOS = {
+    "graphstore_partitioned_30s": store_partitioned,
+    "node_lost": node_lost,
+    "latency_20ms": slow_links,
+    "loss_1pct": lossy_links,
+    "ring_one_way_20s": ring_one_way,
+    "graphstore_vanished_moved": store_vanished,
+    "bandwidth_1gbit": bandwidth(1000),
+    "bandwidth_100mbit": bandwidth(100),
+    # where the bytes, not the computing, set the pace (0.4 s an epoch)
+    "bandwidth_20mbit": bandwidth(20),
+}
+BY_NAME = ("graphstore_vanished_moved",)
+# Throughput cost against the undisturbed run is printed for these.
+COST = ("latency_20ms", "loss_1pct")
+
+
+def run_one(work, partdir, name, fault, base):
+    h = hostlib.Hosts(by_name=name in BY_NAME)
+    try:
+        s = Scenario(work, partdir, name, hosts=h)
+        s.base = base
+        ok, t = run(s, fault, base, prefix="net_")
+        if ok and name in COST and base is not None:
+            print("cost %s total_s=%.1f undisturbed_s=%.1f throughput=%.2fx" %
+                  (name, s.t_run, base["t"], base["t"] / s.t_run), flush=True)
+        return ok, s
+    finally:
+        h.close()
+
+
+def main():
+    names = chosen(sys.argv[1:], SCENARIOS)
+    if names is None:
+        return 2
+    why = hostlib.unavailable()
+    if why:
+        for n in names:
+            print("SKIP net_%s: emulated hosts unavailable: %s" % (n, why))
+        return 0
+    skipped = 0
+    if "latency_20ms" in names and not hostlib.has_qdisc("netem", "delay", "1ms"):
+        print("SKIP net_latency_20ms: tc's netem qdisc is not in this kernel (CONFIG_NET_SCH_NETEM)")
+        names.remove("latency_20ms")
+        skipped += 1
+    work = tempfile.mkdtemp(prefix="gnn-net-")
+    try:
+        partdir = partition_tiny(work)
+        ok, s = run_one(work, partdir, "undisturbed", lambda s: None, None)
+        if not ok:
+            print("0 passed, 1 failed, %d skipped" % skipped)
+            return 1
+        base = dict(reference(s.c, s.t_run), mb_bytes=minibatch_bytes(s.c), epoch_s=median_epoch_s(s.c))
+        print("time undisturbed total_s=%.1f" % s.t_run, flush=True)
+        passed, failed = 1, 0
+        for n in names:
+            ok, _ = run_one(work, partdir, n, SCENARIOS[n], base)
+            passed, failed = passed + ok, failed + (not ok)
+        print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+        return 1 if failed else 0
+    finally:
+        remove_work(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
