@@ -13,6 +13,7 @@ them; it runs at exit and on SIGTERM/SIGINT too.
 """
 import atexit
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -157,12 +158,30 @@ class Hosts:
         self.nses = []
 
 
+def remove_stale():
+    """Namespaces of an earlier run of ours whose process is gone (killed
+    with SIGKILL, its handlers never ran): what runs in them and they go."""
+    for line in sh("ip", "netns", "list", check=False).stdout.decode().splitlines():
+        ns = line.split()[0] if line.split() else ""
+        m = re.match(r"gnnnet(?:probe)?(\d+)-", ns)
+        if not m or os.path.exists("/proc/" + m.group(1)):
+            continue
+        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+        shutil.rmtree("/etc/netns/" + ns, ignore_errors=True)
+
+
 def unavailable():
     """None when namespaces, veth pairs, a bridge and iptables inside a
     namespace all work here; else why not. The netem qdisc is probed apart
     (has_qdisc): some kernels are built without it."""
     if os.geteuid() != 0:
         return "needs root (ip netns)"
+    remove_stale()
     h = None
     try:
         h = Hosts("gnnnetprobe%d-" % os.getpid())
