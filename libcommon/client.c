@@ -23,6 +23,7 @@ struct gnn_client {
 	atomic_uint connections;   /* connections that came up (pipe_cb) */
 	atomic_bool close_stuck;   /* gnn_client_abort's close hung in nng: c must stay */
 	_Atomic double down_since; /* when the last connection went (or the dialling began) */
+	_Atomic double last_reply; /* when a reply last came, or the connection came up */
 	pthread_mutex_t redial_mu; /* one restart at a time */
 };
 
@@ -35,6 +36,7 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	unsigned id = (unsigned)nng_pipe_id(p);
 
 	if (ev == NNG_PIPE_EV_ADD_POST) {
+		atomic_store(&c->last_reply, gnn_now());
 		atomic_fetch_add(&c->connections, 1);
 		atomic_store(&c->pipe, id);
 	} else if (atomic_compare_exchange_strong(&c->pipe, &id, 0u))
@@ -218,8 +220,9 @@ struct pending {
 	bool active;   /* still needs an attempt */
 	bool sending;  /* this attempt's send waits for a connection */
 	bool sent;     /* this attempt's request went out: wait for the reply */
+	bool unanswered; /* this attempt's reply did not come within its timeout */
 	unsigned pipe; /* the connection it went out on (0: not known) */
-	double send_deadline;
+	double sent_at, send_deadline;
 };
 
 /* A send waits for a connection in slices of this length, so that a dialer
@@ -234,18 +237,20 @@ static void post_send(struct pending *p)
 	nng_ctx_send(p->ctx, p->aio);
 }
 
-/* A request went unanswered on connection `pipe` for the whole timeout:
- * the connection may be dead without a FIN or RST (a partition, a host
- * gone). TCP would send on it again only at its backed-off retransmission
- * times, up to a minute after the network heals (docs/reliability.md,
- * "Network faults"), so it is closed: the next attempt dials a new one
- * (within GNN_REDIAL_AFTER_S while none comes up). A connection that has
- * been replaced meanwhile is left alone. */
-static void drop_silent_connection(struct gnn_client *c, unsigned pipe, int timeout_ms)
+/* A request went unanswered on connection `pipe` for the whole timeout
+ * and no other reply came on it since the request went out: the
+ * connection may be dead without a FIN or RST (a partition, a host gone).
+ * TCP would send on it again only at its backed-off retransmission times,
+ * up to a minute after the network heals (docs/reliability.md, "Network
+ * faults"), so it is closed: the next attempt dials a new one (within
+ * GNN_REDIAL_AFTER_S while none comes up). A connection that answers
+ * other calls (a busy peer) or has been replaced meanwhile is left alone:
+ * closing it would fail every call in flight on it. */
+static void drop_silent_connection(struct gnn_client *c, unsigned pipe, double sent_at, int timeout_ms)
 {
 	nng_pipe np = NNG_PIPE_INITIALIZER;
 
-	if (pipe == 0 || atomic_load(&c->pipe) != pipe)
+	if (pipe == 0 || atomic_load(&c->pipe) != pipe || atomic_load(&c->last_reply) >= sent_at)
 		return;
 	np.id = pipe;
 	if (nng_pipe_close(np) == 0)
@@ -350,6 +355,7 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 			}
 			p[i].sent = true;
 			p[i].pipe = atomic_load(&calls[i].client->pipe);
+			p[i].sent_at = gnn_now();
 			nng_aio_set_timeout(p[i].aio, call_timeout_ms(&calls[i]));
 			nng_ctx_recv(p[i].ctx, p[i].aio);
 		}
@@ -364,15 +370,22 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 		if (ended_early(&calls[i], &p[i], rv, rv == NNG_ECONNRESET, "closed the connection before answering"))
 			continue;
 		if (rv != 0) {
-			if (rv == NNG_ETIMEDOUT)
-				drop_silent_connection(calls[i].client, p[i].pipe, call_timeout_ms(&calls[i]));
+			p[i].unanswered = rv == NNG_ETIMEDOUT;
 			calls[i].rc = GNN_ETIMEDOUT;
 			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",
 				 calls[i].client->name, calls[i].client->url, nng_strerror(rv));
 			continue;
 		}
+		atomic_store(&calls[i].client->last_reply, gnn_now());
 		take_reply(&calls[i], nng_aio_get_msg(p[i].aio), p[i].req_id);
 		p[i].active = false;  /* answered: an error reply is final, not retried */
+	}
+	/* After every reply of this attempt is in: one that came after a
+	 * request went out shows its connection alive. */
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].unanswered)
+			drop_silent_connection(calls[i].client, p[i].pipe, p[i].sent_at, call_timeout_ms(&calls[i]));
+		p[i].unanswered = false;
 	}
 }
 

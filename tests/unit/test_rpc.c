@@ -283,6 +283,42 @@ out:
 	gnn_wbuf_free(&w);
 }
 
+/* A busy peer is not a silent one: a call that times out while another
+ * call's reply came on the same connection leaves the connection up (a
+ * close would fail every call in flight on it, and retrying them all
+ * would load the busy peer more). */
+static void test_busy_connection_kept(void)
+{
+	struct gnn_server *s;
+	struct gnn_client *c;
+	struct gnn_wbuf w[2];
+	struct gnn_call calls[2];
+	int64_t ids[1] = { 0 };
+	unsigned before;
+
+	if (!CHECK(start("tcp://127.0.0.1:0", &s) == GNN_OK))
+		return;
+	CHECK(open_client(gnn_server_port(s), 300, 0, &c) == GNN_OK);
+	for (int i = 0; i < 2; i++) {
+		gnn_wbuf_init(&w[i]);
+		/* the first sleeps 600 ms (past the timeout), the second 50 ms */
+		gnn_encode_sample_req(&w[i], (uint64_t)i + 20, 1, 1, (const int32_t[]){ i ? 50 : 600 }, ids, 1);
+		calls[i] = (struct gnn_call){ .client = c, .req = &w[i] };
+	}
+	while (!gnn_client_connected(c))
+		usleep(1000);
+	before = gnn_client_connections(c);
+	CHECK(gnn_client_call_all(calls, 2) == GNN_ETIMEDOUT);
+	CHECK(calls[0].rc == GNN_ETIMEDOUT && calls[1].rc == GNN_OK);
+	nng_msg_free(calls[1].reply);
+	usleep(500 * 1000);  /* a redial would come within 100 ms */
+	CHECK(gnn_client_connections(c) == before && gnn_client_connected(c));
+	for (int i = 0; i < 2; i++)
+		gnn_wbuf_free(&w[i]);
+	gnn_client_close(c);
+	gnn_server_stop(s);
+}
+
 static void test_parallel(void)
 {
 	struct gnn_server *s;
@@ -479,6 +515,7 @@ int main(void)
 	RUN(test_garbage);
 	RUN(test_timeouts_and_recovery);
 	RUN(test_silent_connection);
+	RUN(test_busy_connection_kept);
 	RUN(test_parallel);
 	RUN(test_failover);
 	RUN(test_abort);
