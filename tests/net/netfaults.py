@@ -29,7 +29,6 @@ from cluster import kv, log_time  # noqa: E402
 import hosts as hostlib  # noqa: E402
 
 PARTITION_S = 30
-HAS_NETEM = None
 
 
 def lines_after(c, name, event, t):
@@ -207,7 +206,7 @@ def run_one(work, partdir, name, fault, base):
     try:
         s = Scenario(work, partdir, name, hosts=h)
         s.base = base
-        ok, t = run(s, fault, base, prefix="net_")
+        ok, _ = run(s, fault, base, prefix="net_")
         if ok and name in COST and base is not None:
             print("cost %s total_s=%.1f undisturbed_s=%.1f throughput=%.2fx" %
                   (name, s.t_run, base["t"], base["t"] / s.t_run), flush=True)
