@@ -8,18 +8,24 @@ through `ip netns exec`. Faults act on those namespaces only (the host's
 own rules and links are never touched): iptables DROP rules inside a
 namespace (partitions, one-way too), a veth set down (a host that vanishes
 without FIN or RST), tc netem / tbf on both ends of a veth (delay, loss,
-rate). close() removes every namespace and kills whatever still runs in
-them; it runs at exit and on SIGTERM/SIGINT too.
+rate), or where the kernel has no netem, a delaying TCP relay in the hub
+namespace (delay(), tests/net/delayrelay.py). close() removes every
+namespace and kills whatever still runs in them, the relay too; it runs
+at exit and on SIGTERM/SIGINT too.
 """
 import atexit
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 
 SUBNET = "198.19"
+RELAY_ADDR = SUBNET + ".255.254"    # br0's, in the hub: the delaying relay listens there
+RELAY_PORT0 = 20000
+RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delayrelay.py")
 
 
 def sh(*argv, check=True):
@@ -42,6 +48,7 @@ class Hosts:
         self.nses = []              # every namespace we made, the hub first
         self.host = {}              # name -> (namespace, address, hub-side veth)
         self.n = 0
+        self.relay = None           # the delaying relay's Popen (delay())
         atexit.register(self.close)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
@@ -143,8 +150,36 @@ class Hosts:
         sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
         sh("ip", "netns", "exec", self.hub, "tc", "qdisc", "del", "dev", veth, "root", check=False)
 
+    def delay(self, delay_ms, jitter_ms, ports, limit_s=600):
+        """Latency without netem: every TCP connection a host opens to
+        another host's `ports` goes through a relay in the hub namespace
+        (a DNAT rule in the dialling host's namespace, a relay port per
+        destination host and port), which passes each chunk on delay_ms
+        +- jitter_ms (uniform) after it arrived, in order, each way
+        (delayrelay.py). For the hosts there now, before their processes
+        dial; the relay exits after limit_s, or with us."""
+        sh("ip", "-n", self.hub, "addr", "add", RELAY_ADDR + "/16", "dev", "br0")
+        specs, rules = [], []
+        for name, (_, addr, _) in self.host.items():
+            for port in ports:
+                rport = RELAY_PORT0 + len(specs)
+                specs.append("%d=%s:%d" % (rport, addr, port))
+                rules += [(other, addr, port, rport) for other in self.host if other != name]
+        self.relay = subprocess.Popen(
+            ["ip", "netns", "exec", self.hub, sys.executable, RELAY, str(delay_ms), str(jitter_ms),
+             str(limit_s), RELAY_ADDR] + specs, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        if not select.select([self.relay.stdout], [], [], 15)[0] or not self.relay.stdout.readline():
+            raise RuntimeError("the delaying relay did not start")
+        for other, addr, port, rport in rules:
+            self.ipt(other, "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-d", addr, "--dport", str(port),
+                     "-j", "DNAT", "--to-destination", "%s:%d" % (RELAY_ADDR, rport))
+
     def close(self):
         """Kills what still runs in our namespaces (only ours), removes them."""
+        if self.relay is not None:
+            self.relay.kill()
+            self.relay.wait(10)
+            self.relay = None
         for ns in self.nses:
             for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
                 try:
@@ -195,15 +230,25 @@ def unavailable():
             h.close()
 
 
-def has_qdisc(*spec):
+def _probe(fault):
+    """Whether fault(hosts, name) works on a probe host of its own."""
     h = None
     try:
         h = Hosts("gnnnetprobe%d-" % os.getpid())
         h.add("probe")
-        h.qdisc("probe", *spec)
+        fault(h, "probe")
         return True
     except Exception:
         return False
     finally:
         if h is not None:
             h.close()
+
+
+def has_qdisc(*spec):
+    return _probe(lambda h, n: h.qdisc(n, *spec))
+
+
+def has_nat():
+    """iptables' nat table inside a namespace (Hosts.delay's DNAT rules)."""
+    return _probe(lambda h, n: h.ipt(n, "-t", "nat", "-L", "-n"))
