@@ -3,7 +3,7 @@
 # "Network faults"): the chaos suite's run with every process on an
 # emulated host of its own (network namespaces, veth pairs, a bridge), one
 # network fault per scenario. `make test-net` runs it on the plain build;
-# not part of tests/run.sh (root, namespaces; about 3 minutes). Prints
+# not part of tests/run.sh (root, namespaces; about 4 minutes). Prints
 # SKIP lines and exits 0 where namespaces or iptables are unavailable.
 . "$(dirname "$0")/../e2e/lib.bash"
 if ! command -v python3 >/dev/null || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
