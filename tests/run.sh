@@ -15,13 +15,13 @@ logs=$(mktemp -d)
 trap 'rm -rf "$results" "$logs"' EXIT
 
 run_one() {  # name, command...
-	local name=$1 rc
+	local name=$1 rc t0=$SECONDS
 	shift
 	# Children write their log lines to stderr; keep them for failure reports.
 	timeout --kill-after=10 900 "$@" >"$logs/out" 2>"$logs/stderr"
 	rc=$?
 	cat "$logs/out" >>"$results"
-	echo "== $name: $(grep -c '^PASS ' "$logs/out") passed, $(grep -c '^FAIL ' "$logs/out") failed, $(grep -c '^SKIP ' "$logs/out") skipped"
+	echo "== $name: $(grep -c '^PASS ' "$logs/out") passed, $(grep -c '^FAIL ' "$logs/out") failed, $(grep -c '^SKIP ' "$logs/out") skipped ($((SECONDS - t0)) s)"
 	grep -E '^(FAIL|SKIP)|check failed' "$logs/out"
 	if [ "$rc" -ne 0 ] && ! grep -q '^FAIL' "$logs/out"; then
 		echo "FAIL $name: exited with status $rc" | tee -a "$results"

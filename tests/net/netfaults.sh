@@ -10,4 +10,4 @@ if ! command -v python3 >/dev/null || ! command -v ip >/dev/null || ! command -v
 	skip net "python3, ip (iproute2) and iptables are needed (make deps installs them)"
 	exit 0
 fi
-timeout --kill-after=10 300 python3 "$(dirname "$0")/netfaults.py" "$@"
+timeout --kill-after=10 480 python3 "$(dirname "$0")/netfaults.py" "$@"
