@@ -232,6 +232,14 @@ static bool eof_within(int fd, double limit_s)
 	return false;
 }
 
+/* Whether c's connection comes up within 10 s. */
+static bool connected_soon(const struct gnn_client *c)
+{
+	for (int i = 0; i < 500 && !gnn_client_connected(c); i++)
+		usleep(20 * 1000);
+	return gnn_client_connected(c);
+}
+
 /* A server whose connection goes silent without FIN or RST (a partition,
  * a host gone; here: a peer that completed nng's handshake and never
  * answers). The client closes that connection once a request went
@@ -262,8 +270,8 @@ static void test_silent_connection(void)
 		goto out;
 	if (!CHECK(write(fd, rep0_hdr, sizeof(rep0_hdr)) == 8 && read(fd, hdr, sizeof(hdr)) == 8))
 		goto out;
-	while (!gnn_client_connected(c))
-		usleep(1000);
+	if (!CHECK(connected_soon(c)))
+		goto out;
 	gnn_encode_info_req(&w, 1);
 	CHECK(gnn_client_call(c, &w, &reply, err, sizeof(err)) == GNN_ETIMEDOUT);
 	CHECK(strstr(err, "did not answer") != NULL);
@@ -298,15 +306,15 @@ static void test_busy_connection_kept(void)
 
 	if (!CHECK(start("tcp://127.0.0.1:0", &s) == GNN_OK))
 		return;
-	CHECK(open_client(gnn_server_port(s), 300, 0, &c) == GNN_OK);
+	CHECK(open_client(gnn_server_port(s), 1000, 0, &c) == GNN_OK);
 	for (int i = 0; i < 2; i++) {
 		gnn_wbuf_init(&w[i]);
-		/* the first sleeps 600 ms (past the timeout), the second 50 ms */
-		gnn_encode_sample_req(&w[i], (uint64_t)i + 20, 1, 1, (const int32_t[]){ i ? 50 : 600 }, ids, 1);
+		/* the first sleeps 2 s (past the timeout), the second 50 ms
+		 * (well within it, on a busy machine too) */
+		gnn_encode_sample_req(&w[i], (uint64_t)i + 20, 1, 1, (const int32_t[]){ i ? 50 : 2000 }, ids, 1);
 		calls[i] = (struct gnn_call){ .client = c, .req = &w[i] };
 	}
-	while (!gnn_client_connected(c))
-		usleep(1000);
+	CHECK(connected_soon(c));
 	before = gnn_client_connections(c);
 	CHECK(gnn_client_call_all(calls, 2) == GNN_ETIMEDOUT);
 	CHECK(calls[0].rc == GNN_ETIMEDOUT && calls[1].rc == GNN_OK);
@@ -392,9 +400,7 @@ static void test_failover(void)
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
 	o.url = url;
 	CHECK(gnn_client_open(&o, &c) == GNN_OK);
-	for (int i = 0; i < 100 && !gnn_client_connected(c); i++)
-		usleep(20 * 1000);
-	CHECK(gnn_client_connected(c));
+	CHECK(connected_soon(c));
 	gnn_wbuf_init(&w);
 	gnn_encode_info_req(&w, 7);
 	pthread_create(&th, NULL, take_and_close, &peer);
