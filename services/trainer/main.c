@@ -42,7 +42,7 @@ struct options {
 	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
-	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s;
+	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s, peer_silence_s;
 	struct gnn_tls_paths tls;
 	struct gnn_tls_paths ring_tls;
 };
@@ -101,6 +101,10 @@ static const struct gnn_opt options[] = {
 	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler or graph store call that timed out" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
 	  "longest wait for a peer inside an all-reduce" },
+	{ "peer-silence-s", GNN_OPT_FLOAT, &opt.peer_silence_s, "10", 0, 3600, NULL,
+	  "the ring's heartbeat: a previous rank that sends nothing, not even its ping (every fifth of this), "
+	  "for this long while this rank waits for it is taken for gone and the ring forms again (0: no "
+	  "heartbeat; docs/allreduce.md)" },
 	{ "wait-s", GNN_OPT_INT, &opt.wait_s, "600", 0, 86400, NULL, "start-up: seconds to wait for samplers and for peers" },
 	{ "log-interval-s", GNN_OPT_FLOAT, &opt.log_interval_s, "5", 0.1, 86400, NULL, "period of the progress lines" },
 	{ "embed-dim", GNN_OPT_INT, &opt.embed_dim, "0", 0, GNN_PROTO_MAX_FEAT_DIM, NULL,
@@ -523,8 +527,8 @@ static int serve(void *ctx)
 	struct trainer *t = ctx;
 	struct tr_ring_opts ro = { .rank = t->c.rank, .world = t->c.world, .listen = opt.listen,
 				   .urls = (const char *const *)t->peer_urls,
-				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .metrics = t->reg,
-				   .stop = gnn_stop_requested, .tls = t->ring_tls };
+				   .timeout_ms = (int)(opt.peer_timeout_s * 1000), .silence_s = opt.peer_silence_s,
+				   .metrics = t->reg, .stop = gnn_stop_requested, .tls = t->ring_tls };
 	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .feats = t->feats, .graph = &t->graph, .metrics = t->reg,
 			      .stop = gnn_stop_requested };
 	bool finished_before = false;

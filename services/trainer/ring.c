@@ -279,8 +279,10 @@ static int open_side(struct side *s)
 
 static int check_opts(const struct tr_ring_opts *o)
 {
-	if (o->world == 0 || o->world > MAX_WORLD || o->rank >= o->world || o->timeout_ms <= 0) {
-		GNN_ERROR("ring_bad_options", "rank=%u world=%u timeout_ms=%d", o->rank, o->world, o->timeout_ms);
+	if (o->world == 0 || o->world > MAX_WORLD || o->rank >= o->world || o->timeout_ms <= 0 ||
+	    !(o->silence_s >= 0 && o->silence_s <= 86400)) {
+		GNN_ERROR("ring_bad_options", "rank=%u world=%u timeout_ms=%d silence_s=%g", o->rank, o->world,
+			  o->timeout_ms, o->silence_s);
 		return GNN_EINVAL;
 	}
 	if (o->world > 1) {
@@ -334,6 +336,7 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 	r->prev = (o->rank + o->world - 1) % o->world;
 	r->next = (o->rank + 1) % o->world;
 	r->timeout_ms = o->timeout_ms;
+	r->silence_s = o->silence_s;
 	r->stop = o->stop;
 	r->tls = o->tls;
 	r->in = (struct side){ .r = r, .name = "in", .peer = r->prev };
@@ -381,9 +384,11 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 		goto out_close;
 	}
 	r->out.down_since = gnn_now();
+	if ((rc = ring_beat_start(r)) != GNN_OK)
+		goto out_close;
 	GNN_INFO("ring_open", "rank=%u world=%u listen=%s next=trainer-%u next_url=%s prev=trainer-%u "
-		 "timeout_ms=%d segment_bytes=%u", r->rank, r->world, r->listen, r->next, r->urls[r->next],
-		 r->prev, r->timeout_ms, (unsigned)TR_RING_SEGMENT_BYTES);
+		 "timeout_ms=%d silence_s=%g segment_bytes=%u", r->rank, r->world, r->listen, r->next,
+		 r->urls[r->next], r->prev, r->timeout_ms, r->silence_s, (unsigned)TR_RING_SEGMENT_BYTES);
 	*out = r;
 	return GNN_OK;
 

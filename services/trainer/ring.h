@@ -18,7 +18,9 @@
  * arguments, which leave the ring usable):
  *   GNN_ETIMEDOUT  no progress for timeout_ms (`peer_timeout peer=...`)
  *   GNN_EUNAVAIL   a neighbour's connection closed and did not come back
- *                  within min(1 s, timeout_ms): it died (`peer_lost peer=...`)
+ *                  within min(1 s, timeout_ms): it died (`peer_lost peer=...`);
+ *                  or the previous rank's stayed open but silent, not even
+ *                  a heartbeat, for silence_s (`peer_silent peer=...`)
  *   GNN_EPROTO     a neighbour sent something else than this rank expects:
  *                  another operation, sequence number or size, or it
  *                  restarted or closed (`ring_protocol_error`, naming it)
@@ -42,6 +44,14 @@ struct tr_ring_opts {
 	const char *const *urls;    /* [world] every rank's URL as the others dial it
 				     * (urls[rank] is not dialled; only (rank+1) mod world's is) */
 	int timeout_ms;             /* longest wait without progress in an operation */
+	/* The heartbeat: every rank pings the next one every silence_s / 5,
+	 * and a rank waiting in an operation (or in the goodbye of
+	 * tr_ring_close) for a previous rank that sent nothing at all, ping or
+	 * data, for silence_s takes it for gone: GNN_EUNAVAIL, `peer_silent`.
+	 * So a peer whose host vanished or was cut off without a reset is found
+	 * in silence_s, not timeout_ms. 0: no heartbeat (a rank of an older
+	 * build sees a ping as a protocol error). */
+	double silence_s;
 	struct gnn_metrics *metrics; /* borrowed, outlives the ring; may be NULL.
 				      * Registers gnn_trainer_allreduce_bytes_total (sent + received),
 				      * gnn_trainer_allreduce_seconds (histogram), gnn_trainer_ring_errors_total,

@@ -61,8 +61,9 @@ struct bye {
 	struct tr_ring *r;
 	enum aio_state bye, ack, in, out;
 	bool next_done, prev_done;
+	double heard;  /* the last message from the previous rank (its BYE, or a ping) */
 	/* what the last wait saw (under r->mu) */
-	bool sd, rd, asd, ard, in_down, out_down;
+	bool sd, rd, asd, ard, in_up, in_down, out_down;
 };
 
 static void bye_wait(struct bye *b)
@@ -79,6 +80,7 @@ static void bye_wait(struct bye *b)
 	b->asd = r->done[A_ACK_SEND];
 	b->ard = r->done[A_ACK_RECV];
 	memset(r->done, 0, sizeof(r->done));
+	b->in_up = r->in.pipe != 0;
 	b->in_down = r->in.lost && r->in.pipe == 0;
 	b->out_down = r->out.lost && r->out.pipe == 0;
 	pthread_mutex_unlock(&r->mu);
@@ -91,6 +93,12 @@ static void bye_on_recv(struct bye *b)
 	uint32_t kind = nng_aio_result(r->aio[A_RECV]) == 0 ? ctl_kind(r->aio[A_RECV]) : 0;
 
 	b->in = AIO_IDLE;
+	b->heard = gnn_now();
+	if (kind == OP_PING) {
+		nng_recv_aio(r->in.sock, r->aio[A_RECV]);
+		b->in = AIO_BUSY;
+		return;
+	}
 	if (kind == OP_BYE && post_ctl(r, r->in.sock, r->aio[A_ACK_SEND], OP_BYE_ACK) == GNN_OK) {
 		b->ack = AIO_BUSY;
 		return;
@@ -134,6 +142,22 @@ static void bye_on_events(struct bye *b)
 		b->next_done = true;
 	if (b->in_down && b->ack == AIO_IDLE)
 		b->prev_done = true;
+}
+
+/* The previous rank, connected but silent (no BYE, no ping) for
+ * silence_s, is gone: nothing more is owed to it, nor to the next rank
+ * when it is the same one. */
+static void bye_check_silent(struct bye *b)
+{
+	struct tr_ring *r = b->r;
+
+	if (b->prev_done || !(r->silence_s > 0) || !b->in_up || gnn_now() - b->heard < r->silence_s)
+		return;
+	GNN_WARN("ring_close_peer_silent", "peer=trainer-%u url=%s silent_s=%.1f error=\"closing without its goodbye: "
+		 "nothing came from it, not even its heartbeat\"", r->prev, url_of(r, r->prev), gnn_now() - b->heard);
+	b->prev_done = true;
+	if (r->prev == r->next)
+		b->next_done = true;
 }
 
 /* Still waiting after waited seconds: true when it is time to give up
@@ -186,8 +210,8 @@ static void bye_cancel(struct bye *b)
 
 static void flush(struct tr_ring *r)
 {
-	struct bye b = { .r = r };
 	double t0 = gnn_now(), next_log = CLOSE_LOG_S;
+	struct bye b = { .r = r, .heard = t0 };
 
 	if (post_ctl(r, r->out.sock, r->aio[A_SEND], OP_BYE) != GNN_OK)
 		return;
@@ -199,6 +223,7 @@ static void flush(struct tr_ring *r)
 	while (!b.next_done || !b.prev_done) {
 		bye_wait(&b);
 		bye_on_events(&b);
+		bye_check_silent(&b);
 		if ((b.next_done && b.prev_done) || bye_give_up(&b, gnn_now() - t0, &next_log))
 			break;
 	}
@@ -245,6 +270,7 @@ bool tr_ring_close(struct tr_ring *r)
 			 * did not take, or a receive nobody took */
 			ring_drop_msg(r->aio[i]);
 		}
+	ring_beat_stop(r);  /* before the sockets it sends on */
 	if ((r->in.open || r->out.open) && !close_sockets(r))
 		return false; /* r stays: nng may still call ring_pipe_cb with it */
 	for (int i = 0; i < A_COUNT; i++)

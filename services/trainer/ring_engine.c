@@ -257,6 +257,7 @@ struct engine {
 	enum dir_state send, recv;
 	size_t posted_send, done_send, posted_recv, done_recv, send_len;
 	double limit_s, grace, last, next_log;  /* last: the last completion */
+	double heard;                /* the last message from the previous rank, ping or data */
 	/* what the last wait saw (under r->mu) */
 	bool sdone, rdone, in_up, out_up, in_lost, out_lost;
 	double in_lost_at, out_lost_at;
@@ -342,6 +343,12 @@ static void eng_on_recv(struct engine *e)
 	}
 	m = nng_aio_get_msg(r->aio[A_RECV]);
 	nng_aio_set_msg(r->aio[A_RECV], NULL);
+	e->heard = gnn_now();
+	if (ring_take_ping(m)) {
+		e->posted_recv--;  /* the receive is posted again for the data */
+		eng_post_recv(e);
+		return;
+	}
 	count_bytes(r, nng_msg_len(m));
 	/* the next receive goes first so nng reads on while we reduce */
 	eng_post_recv(e);
@@ -390,6 +397,24 @@ static void eng_check_lost(struct engine *e, double now)
 		  "it exit?\"", peer, url_of(r, peer), in ? "in" : "out", op_name(e->p->kind),
 		  (unsigned long long)e->p->seq, now - (in ? e->in_lost_at : e->out_lost_at), e->done_recv,
 		  e->p->nrecv, e->done_send, e->p->nsend, peer, url_of(r, peer));
+	eng_fail(e, GNN_EUNAVAIL);
+}
+
+/* Waiting for the previous rank, whose connection is up but has carried
+ * nothing, not even its heartbeat, for silence_s: its host vanished, it is
+ * cut off without a reset, or it is frozen. Fail now rather than after the
+ * whole timeout (the peer, if alive, finds our ring closed). */
+static void eng_check_silent(struct engine *e, double now)
+{
+	struct tr_ring *r = e->r;
+
+	if (!(r->silence_s > 0) || e->recv != DIR_BUSY || !e->in_up || now - e->heard < r->silence_s)
+		return;
+	GNN_ERROR("peer_silent", "peer=trainer-%u url=%s op=%s seq=%llu silent_s=%.1f received=%zu/%zu sent=%zu/%zu "
+		  "error=\"nothing came from peer trainer-%u (%s), not even its heartbeat, while its connection "
+		  "stayed open: its host vanished, it is cut off, or it is frozen\"", r->prev, url_of(r, r->prev),
+		  op_name(e->p->kind), (unsigned long long)e->p->seq, now - e->heard, e->done_recv, e->p->nrecv,
+		  e->done_send, e->p->nsend, r->prev, url_of(r, r->prev));
 	eng_fail(e, GNN_EUNAVAIL);
 }
 
@@ -472,6 +497,7 @@ int ring_run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 	r->in_op = true;
 	pthread_mutex_unlock(&r->mu);
 	eng_progress(&e);
+	e.heard = e.last;
 	for (;;) {
 		eng_post(&e);
 		if (e.state != RUN_RUNNING)
@@ -491,6 +517,8 @@ int ring_run_plan(struct tr_ring *r, struct plan *p, double limit_s)
 		if (e.rdone || e.sdone)
 			continue;
 		eng_check_lost(&e, gnn_now());
+		if (e.state == RUN_RUNNING)
+			eng_check_silent(&e, gnn_now());
 		if (e.state == RUN_RUNNING)
 			eng_check_slow(&e, gnn_now() - e.last);
 		if (e.state != RUN_RUNNING)

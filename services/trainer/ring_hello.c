@@ -284,10 +284,12 @@ static int hello_step(struct tr_ring *r, struct hello *hs, bool sdone, bool rdon
 		}
 		m = nng_aio_get_msg(r->aio[A_RECV]);
 		nng_aio_set_msg(r->aio[A_RECV], NULL);
-		rc = hello_take(r, hs, m);
-		nng_msg_free(m);
-		if (rc != GNN_OK)
-			return rc;
+		if (!ring_take_ping(m)) {
+			rc = hello_take(r, hs, m);
+			nng_msg_free(m);
+			if (rc != GNN_OK)
+				return rc;
+		}
 	}
 	/* a new link to the next rank: it may never have seen our record */
 	if (out_pipe != 0 && out_pipe != hs->own_pipe) {

@@ -7,7 +7,9 @@
  *   ring_hello.c   the handshake that forms (and re-forms) the ring
  *   ring.c         open, connect and the collectives
  *   ring_close.c   the goodbye protocol and closing the sockets
- *   ring_serve.c   a finished rank's stand-in */
+ *   ring_serve.c   a finished rank's stand-in
+ *   ring_beat.c    the heartbeat: pings to the next rank, so that a silent
+ *                  previous rank is told from a busy one */
 #ifndef TR_RING_INT_H
 #define TR_RING_INT_H
 
@@ -60,6 +62,7 @@ struct tr_ring {
 	const struct gnn_tls *tls;   /* borrowed; NULL: plain */
 	char listen[256];
 	int timeout_ms;
+	double silence_s;            /* a waited-for previous rank silent this long is gone; 0: no heartbeat */
 	bool (*stop)(void);
 	uint64_t nonce, hash;
 	uint64_t seq;                /* the next operation's number */
@@ -82,6 +85,11 @@ struct tr_ring {
 	bool sync_ok;                /* mu and cv are initialised */
 	bool closing;                /* mu: mutes pipe events during tr_ring_close */
 	bool in_op;                  /* mu: an operation is running (log levels) */
+
+	/* the heartbeat thread (ring_beat.c): sleeps on beat_cv under mu */
+	pthread_t beat;
+	pthread_cond_t beat_cv;
+	bool beat_cv_ok, beat_running, beat_stop;  /* beat_stop: mu */
 
 	struct gnn_counter *m_bytes, *m_errors;
 	struct gnn_histogram *m_seconds;
@@ -113,6 +121,15 @@ int ring_protocol_error(struct tr_ring *r, const struct hdr *got, const struct h
 /* Runs plan p until every message went out and came in. limit_s: the
  * longest time without a completed send or receive. */
 int ring_run_plan(struct tr_ring *r, struct plan *p, double limit_s);
+
+/* ring_beat.c: starts the thread that sends OP_PING to the next rank every
+ * silence_s / 5 (no-op when world == 1 or silence_s == 0); GNN_ENOMEM or
+ * GNN_EIO when it cannot. ring_beat_stop joins it (safe when not started). */
+int ring_beat_start(struct tr_ring *r);
+void ring_beat_stop(struct tr_ring *r);
+/* true when m is a ping: m is then freed. Every receive on `in` asks this
+ * first: a ping only says that the previous rank is alive. */
+bool ring_take_ping(nng_msg *m);
 
 /* ring_hello.c: forms the ring (GNN_EDONE: a finished next rank answered
  * with its result, kept in r). */

@@ -26,13 +26,15 @@ enum op {
 	OP_HELLO = 1, OP_ALLREDUCE, OP_ALLREDUCE_F64, OP_ALLGATHER, OP_BROADCAST,
 	OP_BYE, OP_BYE_ACK, /* tr_ring_close's flush */
 	OP_FINISHED,        /* a finished rank's answer to a hello (tr_ring_serve_result) */
+	OP_PING,            /* the heartbeat to the next rank (ring_beat.c): header only, skipped
+			     * by every receive */
 	OP_COUNT
 };
 
 static inline const char *op_name(uint32_t kind)
 {
 	static const char *const names[OP_COUNT] = {
-		"?", "hello", "allreduce", "allreduce_f64", "allgather", "broadcast", "bye", "bye_ack", "finished",
+		"?", "hello", "allreduce", "allreduce_f64", "allgather", "broadcast", "bye", "bye_ack", "finished", "ping",
 	};
 
 	return kind > 0 && kind < OP_COUNT ? names[kind] : "unknown";

@@ -411,7 +411,7 @@ SCENARIOS = {
     # its requests hedged to the other replica, or it set aside after a
     # failed call: either way the trainers went around it
     "sampler_frozen_20s": freeze("sampler-0", 20, event=("minibatch_hedged", "sampler_down")),
-    "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "waiting_for_peer", "op=allreduce"),
+    "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "peer_silent", "op=allreduce"),
     "corrupt_newest_checkpoint": corrupt_newest,
     "trainer_restarted_after_finish": restart_after_finish,
     # the graph store loses its rows and optimizer state: every trainer

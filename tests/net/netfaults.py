@@ -139,15 +139,13 @@ def ring_one_way(s):
 DETECT_S = 10.0   # a vanished graph store noticed by its samplers within this
 
 
-def store_vanished(s):
-    """(#5) graphstore-1's host vanishes at epoch 3 (its link down: no FIN,
-    no RST, ever) and its pod starts 5 s later on another host (another
-    namespace and address; everyone dials it by name): the samplers notice
-    the silence within DETECT_S, find the new host, and training goes on."""
-    c, h, n = s.c, s.c.hosts, "graphstore-1"
+def vanish_and_move(s, n):
+    """n's host vanishes (link down: no FIN, no RST, ever); n is killed there
+    and restarted 5 s later on another host (another namespace and address;
+    everyone dials it by name). Returns when the link went down."""
+    c, h = s.c, s.c.hosts
     p = c.procs[n]
     p.delay_s = 5.0
-    s.epoch(3)
     t_down = time.time()
     h.link(n, False)
     p.restart = False
@@ -157,6 +155,17 @@ def store_vanished(s):
     p.argv = [new_ns if a == old_ns else a.replace(old_addr, new_addr) for a in p.argv]
     p.restart = True
     s.notes.append("moved=%s->%s" % (old_addr, new_addr))
+    return t_down
+
+
+def store_vanished(s):
+    """(#5) graphstore-1's host vanishes at epoch 3 (its link down: no FIN,
+    no RST, ever) and its pod starts 5 s later on another host (another
+    namespace and address; everyone dials it by name): the samplers notice
+    the silence within DETECT_S, find the new host, and training goes on."""
+    c, n = s.c, "graphstore-1"
+    s.epoch(3)
+    t_down = vanish_and_move(s, n)
 
     def after(s):
         smp = [x for x in c.procs if x.startswith("sampler-")]
@@ -172,6 +181,36 @@ def store_vanished(s):
             return ["no sampler found %s on its new host (ready lines: %d)" % (n, len(up))]
         s.notes.append("found_again_s=%.1f" % (max(back) - up[0]))
         return [] if detect <= DETECT_S else ["the silence was noticed after %.1f s (bound %.0f s)" % (detect, DETECT_S)]
+    s.after = after
+
+
+SILENCE_S = 10.0  # the trainers' --peer-silence-s (default)
+
+
+def trainer_vanished(s):
+    """(#5) trainer-1's host vanishes at epoch 3 (its link down: no FIN, no
+    RST, ever) and its pod starts 5 s later on another host: trainer-0, waiting
+    for it in the ring, hears not even its heartbeat and gives up on it
+    within SILENCE_S (+ 5 s for the step it was in), forms the ring again
+    with the moved trainer-1 (dialled by name) and the run ends as the
+    undisturbed one did."""
+    c, n = s.c, "trainer-1"
+    s.epoch(3)
+    s.frozen.add(n)  # its own silence (host gone, then restarting) is not judged
+    t_down = vanish_and_move(s, n)
+
+    def after(s):
+        silent = [log_time(ln) for ln in lines_after(c, "trainer-0", "peer_silent", t_down)]
+        formed = [log_time(ln) for ln in lines_after(c, "trainer-0", "ring_connected", t_down)]
+        if not silent:
+            return ["trainer-0 logged no peer_silent after trainer-1's host vanished"]
+        detect = silent[0] - t_down
+        s.notes.append("detected_s=%.1f" % detect)
+        if not formed:
+            return ["trainer-0 never formed the ring again"]
+        s.notes.append("ring_again_s=%.1f" % (formed[0] - t_down))
+        bound = SILENCE_S + 5
+        return [] if detect <= bound else ["the silence was noticed after %.1f s (bound %.0f s)" % (detect, bound)]
     s.after = after
 
 
@@ -221,12 +260,13 @@ SCENARIOS = {
     "latency_20ms_loss_1pct": slow_lossy_links,
     "ring_one_way_20s": ring_one_way,
     "graphstore_vanished_moved": store_vanished,
+    "trainer_vanished_moved": trainer_vanished,
     "bandwidth_1gbit": bandwidth(1000),
     "bandwidth_100mbit": bandwidth(100),
     # where the bytes, not the computing, set the pace (0.4 s an epoch)
     "bandwidth_20mbit": bandwidth(20),
 }
-BY_NAME = ("graphstore_vanished_moved",)
+BY_NAME = ("graphstore_vanished_moved", "trainer_vanished_moved")
 # Throughput cost against the undisturbed run is printed for these.
 COST = ("latency_20ms", "loss_1pct", "latency_20ms_loss_1pct")
 # Run only when named: latency_20ms and loss_1pct cover each fault, and

@@ -48,6 +48,7 @@ struct net {
 	bool tcp;
 	char urls[MAXT][160];
 	const char *ptrs[MAXT];
+	double silence[MAXT];  /* each rank's silence_s (0: no heartbeat, the default here) */
 };
 
 static void net_tcp(struct net *n, uint32_t T)
@@ -57,6 +58,7 @@ static void net_tcp(struct net *n, uint32_t T)
 	for (uint32_t i = 0; i < T; i++) {
 		snprintf(n->urls[i], sizeof(n->urls[i]), "tcp://127.0.0.1:%d", t_free_port());
 		n->ptrs[i] = n->urls[i];
+		n->silence[i] = 0;
 	}
 }
 
@@ -70,13 +72,15 @@ static void net_ipc(struct net *n, uint32_t T)
 	for (uint32_t i = 0; i < T; i++) {
 		snprintf(n->urls[i], sizeof(n->urls[i]), "ipc://%s/r%d-%u", tmpdir, counter, i);
 		n->ptrs[i] = n->urls[i];
+		n->silence[i] = 0;
 	}
 }
 
 static int open_rank(const struct net *n, uint32_t rank, int timeout_ms, struct tr_ring **r)
 {
 	struct tr_ring_opts o = { .rank = rank, .world = n->T, .listen = n->urls[rank], .urls = n->ptrs,
-				  .timeout_ms = timeout_ms, .metrics = reg, .stop = stop_fn };
+				  .timeout_ms = timeout_ms, .silence_s = n->silence[rank], .metrics = reg,
+				  .stop = stop_fn };
 
 	return tr_ring_open(&o, r);
 }
@@ -182,7 +186,11 @@ static bool ring_up(struct net *n, int timeout_ms, struct tr_ring **rings)
 		}
 		if (!CHECK(rc == GNN_EIO && n->tcp && attempt < 3))
 			return false;
+		double silence[MAXT];
+
+		memcpy(silence, n->silence, sizeof(silence));
 		net_tcp(n, n->T);
+		memcpy(n->silence, silence, sizeof(silence));
 	}
 	for (uint32_t i = 0; i < n->T; i++)
 		jobs[i] = (struct job){ .what = J_CONNECT, .r = rings[i], .hash = 42, .wait_s = 10 };
@@ -677,6 +685,76 @@ out:
 	ring_down_seq(rings, T);
 }
 
+/* Rank 1 stays connected but sends nothing, not even a heartbeat (it has
+ * none: a vanished host, a partition without a reset): rank 0, waiting for
+ * it in an all-reduce, gives up after its silence_s of 1 s, not after the
+ * 5 s timeout. */
+static void test_peer_silent(void)
+{
+	struct tr_ring *rings[MAXT] = { 0 };
+	struct job jobs[2];
+	float x[100] = { 0 };
+	struct net n;
+	char *log, want[256];
+
+	net_tcp(&n, 2);
+	n.silence[0] = 1.0;
+	if (!ring_up(&n, 5000, rings))
+		goto out;
+	jobs[0] = (struct job){ .what = J_AR, .r = rings[0], .data = x, .n = 100 };
+	jobs[1] = (struct job){ .what = J_IDLE };
+	capture_start();
+	run_jobs(jobs, 2);
+	log = capture_end();
+	CHECK(jobs[0].rc == GNN_EUNAVAIL);
+	CHECK(jobs[0].secs >= 0.95 && jobs[0].secs < 4.0);
+	snprintf(want, sizeof(want), "peer_silent peer=trainer-1 url=%s op=allreduce seq=1", n.urls[1]);
+	CHECK(strstr(log, want) != NULL);
+	free(log);
+	CHECK(tr_ring_allreduce(rings[0], x, 100) == GNN_EUNAVAIL);
+out:
+	ring_down_seq(rings, 2);
+}
+
+/* A busy peer is not a silent one: rank 1 joins the all-reduce 2.5 s late,
+ * past rank 0's silence_s of 1 s, but its heartbeat kept coming, so both
+ * succeed; and the heartbeat's pings before, between and after operations
+ * (handshake, goodbye) are skipped by every receive. */
+static void test_busy_peer_kept(void)
+{
+	struct tr_ring *rings[MAXT] = { 0 };
+	struct job jobs[2];
+	static float x[2][3000];
+	struct net n;
+	char *log;
+
+	net_tcp(&n, 2);
+	n.silence[0] = n.silence[1] = 1.0;
+	if (!ring_up(&n, 8000, rings))
+		goto out;
+	usleep(500 * 1000);  /* pings wait in the sockets */
+	capture_start();
+	for (uint32_t i = 0; i < 2; i++)
+		jobs[i] = (struct job){ .what = J_AR, .r = rings[i], .data = x[i], .n = 3000,
+					.delay_ms = i == 1 ? 2500 : 0 };
+	run_jobs(jobs, 2);
+	log = capture_end();
+	CHECK(jobs[0].rc == GNN_OK && jobs[1].rc == GNN_OK);
+	CHECK(jobs[0].secs >= 2.0);
+	CHECK(strstr(log, "peer_silent") == NULL);
+	CHECK(strstr(log, "ring_protocol_error") == NULL);
+	free(log);
+	CHECK(check_allreduce(rings, 2, 3000));
+	usleep(300 * 1000);
+	capture_start();
+	ring_down(rings, 2);
+	log = capture_end();
+	CHECK(strstr(log, "ring_close_unexpected") == NULL && strstr(log, "ring_close_timeout") == NULL);
+	free(log);
+out:
+	ring_down_seq(rings, 2);
+}
+
 /* Rank 1 restarts (a new ring on the same URL, handshaking again) while
  * rank 0 is in an all-reduce: neither mixes data; rank 0's error says so. */
 static void test_peer_restarts(void)
@@ -1168,6 +1246,8 @@ int main(void)
 		RUN(test_op_timeout);
 		RUN(test_peer_dies);
 		RUN(test_peer_restarts);
+		RUN(test_peer_silent);
+		RUN(test_busy_peer_kept);
 		RUN(test_protocol_mismatch);
 		RUN(test_stop);
 		RUN(test_close_flushes);
