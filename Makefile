@@ -1,7 +1,9 @@
 # gnn-dist build. `make` builds every binary into build/bin/.
 #   make deps   install missing Debian packages (no-op when all are there)
 #   make test   deps + build + every test; last line "N passed, N failed"
-#   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/)
+#   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/),
+#               less the chart's (helm, no C code) and the chaos suite's four
+#               freeze scenarios (timing), which only make test runs (GNN_SAN=1)
 #   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
 #               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, the
@@ -128,7 +130,7 @@ test-net: deps
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT="-O1 -g" all
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@GNN_SAN=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run.sh build-asan
 
 demo: deps
