@@ -19,6 +19,9 @@
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 #   make test-net  network faults between emulated hosts (namespaces; root):
 #               partitions, a lost node, packet loss (tests/net/netfaults.sh)
+#   make bench-net  the papers100M cost model's check point: synthetic `medium` on
+#               emulated hosts, predicted against measured epoch time under a
+#               bandwidth cap (tests/net/costcheck.py; root; about 5 minutes)
 BUILD ?= build
 .DEFAULT_GOAL := all
 CC ?= cc
@@ -78,7 +81,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-net asan demo bench bench-products bench-mag clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-net clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -159,6 +162,12 @@ bench-products: deps
 bench-mag: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench_mag.sh $(BUILD)
+
+# The cost model's check point (docs/scale.md, "ogbn-papers100M: a cost
+# model"): not in make test (root, namespaces, about 5 minutes).
+bench-net: deps
+	@$(MAKE) --no-print-directory all
+	@GNN_BUILD=$(BUILD) timeout --kill-after=10 900 python3 tests/net/costcheck.py
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
 # make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile with
