@@ -80,6 +80,12 @@ struct gnn_metrics {
 	struct gnn_gauge *proc_start;
 	struct gnn_gauge *proc_fds;
 	struct gnn_gauge *proc_max_fds;
+	/* gnn_metrics_on_render's hooks */
+	struct {
+		void (*fn)(void *ctx);
+		void *ctx;
+	} hooks[GNN_METRICS_MAX_HOOKS];
+	size_t nhooks;
 };
 
 /* --- validation --------------------------------------------------------- */
@@ -866,6 +872,22 @@ out_free:
 
 /* --- rendering ---------------------------------------------------------- */
 
+int gnn_metrics_on_render(struct gnn_metrics *reg, void (*fn)(void *ctx), void *ctx)
+{
+	int rc = GNN_ERANGE;
+
+	if (reg == NULL || fn == NULL)
+		return GNN_EINVAL;
+	pthread_mutex_lock(&reg->lock);
+	if (reg->nhooks < GNN_METRICS_MAX_HOOKS) {
+		reg->hooks[reg->nhooks].fn = fn;
+		reg->hooks[reg->nhooks++].ctx = ctx;
+		rc = GNN_OK;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return rc;
+}
+
 /* The page is built in a gnn_wbuf: an allocation failure sticks
  * (w->failed) and is reported once at the end, which keeps the render code
  * free of error checks. */
@@ -990,6 +1012,8 @@ int gnn_metrics_render(struct gnn_metrics *reg, char **out, size_t *len)
 	pthread_mutex_lock(&reg->lock);
 	if (reg->proc_cpu != NULL)
 		process_refresh(reg);
+	for (size_t i = 0; i < reg->nhooks; i++)
+		reg->hooks[i].fn(reg->hooks[i].ctx);
 	for (struct family *f = reg->head; f != NULL; f = f->next)
 		render_family(&sb, f);
 	pthread_mutex_unlock(&reg->lock);

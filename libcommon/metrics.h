@@ -127,6 +127,16 @@ int gnn_metrics_linear_buckets(double start, double width, size_t n, double *out
  * Returns GNN_EEXIST when called twice, GNN_ENOMEM. */
 int gnn_metrics_add_process(struct gnn_metrics *reg);
 
+/* Calls fn(ctx) at the start of every render, before anything is written,
+ * with the registry's lock held: for gauges whose value is cheaper to read
+ * when asked than to keep current (a file's time stamp). fn may set,
+ * add and read metrics but must not register or look up families or
+ * series (the lock is held). Up to GNN_METRICS_MAX_HOOKS hooks, called in
+ * the order added; ctx must live as long as the registry. Returns
+ * GNN_EINVAL for a NULL reg or fn, GNN_ERANGE when the hooks are full. */
+#define GNN_METRICS_MAX_HOOKS 8
+int gnn_metrics_on_render(struct gnn_metrics *reg, void (*fn)(void *ctx), void *ctx);
+
 /* Renders every family, in registration order, in the Prometheus text
  * exposition format 0.0.4. *out is a NUL-terminated malloc'd buffer the
  * caller frees; *len (if len is not NULL) is its length without the NUL.

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +55,22 @@ static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *
 	return GNN_OK;
 }
 
+/* When the inference Job wrote this run's predictions (summary.json, its
+ * last file), 0 while there are none: a render hook, since the store
+ * itself looks at them only when a PREDICT asks. */
+static void preds_time_refresh(void *ctx)
+{
+	const struct gs_store *s = ctx;
+	char path[PATH_MAX];
+	struct stat st;
+	double t = 0;
+
+	if (s->preds_dir != NULL && (size_t)snprintf(path, sizeof(path), "%s/summary.json", s->preds_dir) < sizeof(path) &&
+	    stat(path, &st) == 0)
+		t = (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+	gnn_gauge_set(s->preds_time, t);
+}
+
 int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
 		  struct gnn_metrics *reg)
 {
@@ -82,6 +99,10 @@ int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, in
 				    "Number of the served partition", NULL, 0, &s->partition_id)) ||
 	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_load_seconds",
 				    "Seconds taken to map and verify the partition", NULL, 0, &s->load_seconds_gauge)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_graphstore_predictions_timestamp_seconds",
+				    "When gnn-trainer infer wrote the predictions served (their summary.json), seconds "
+				    "since the epoch; 0 while there are none", NULL, 0, &s->preds_time)) ||
+	    (rc = gnn_metrics_on_render(reg, preds_time_refresh, s)) ||
 	    (rc = register_emb_metrics(reg, &s->emb_metrics)))
 		return rc;
 	gnn_gauge_set(s->partition_id, part);

@@ -47,13 +47,16 @@ struct gs_store {
 	struct gnn_counter *sampled_edges, *feature_rows;
 	struct gnn_gauge *partition_bytes, *ready, *partition_nodes, *partition_edges;
 	struct gnn_gauge *partition_id, *load_seconds_gauge;
+	struct gnn_gauge *preds_time;  /* preds_dir/summary.json's time, read at each render */
 	struct gs_emb_metrics emb_metrics;
 };
 
 /* Prepares s (state WAITING) to serve partition part of the output in dir,
  * the predictions in preds_dir (preds.h) and embeddings (emb.h, none until
  * the trainers' INIT), and registers the graph store's metrics in reg
- * (borrowed: it must outlive s). dir and preds_dir are borrowed too.
+ * (borrowed: it must outlive s). dir and preds_dir are borrowed too. A
+ * render of reg reads s (the predictions' time): s must not move, and reg
+ * must not render after s is gone.
  * Returns GNN_OK, the registry's error or GNN_ENOMEM. */
 int gs_store_init(struct gs_store *s, const char *dir, const char *preds_dir, int32_t part,
 		  struct gnn_metrics *reg);

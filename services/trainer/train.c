@@ -25,6 +25,7 @@ static const char *const phase_names[PH_COUNT] = { "wait", "compute", "allreduce
 
 struct metrics {
 	struct gnn_gauge *epoch, *step, *loss, *train_acc, *val_acc, *test_acc, *samples_per_s, *finished, *params;
+	struct gnn_gauge *progress, *eta;
 	struct gnn_counter *samples, *steps, *ckpt_failures, *hedges, *phase[PH_COUNT];
 	struct gnn_counter *mb_bytes[TR_MB_KINDS];
 };
@@ -71,6 +72,8 @@ struct run {
 	struct tr_feats_stats feats_seen;       /* tr_feats_stats at the last features line */
 	double compute_cpu_s;                   /* this epoch: the compute phase's CPU time on this thread */
 	uint64_t global_step;
+	uint64_t pace_step;                     /* global_step when this process began training (tr_train) */
+	double pace_t0;                         /* and when */
 	struct gnn_schema mschema;              /* what the model reads (embedded types widened) */
 };
 
@@ -177,6 +180,9 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 		{ &m->samples_per_s, "gnn_trainer_samples_per_second", "Training seeds per second of this rank, last epoch" },
 		{ &m->finished, "gnn_trainer_finished", "1 once the run has finished" },
 		{ &m->params, "gnn_trainer_model_parameters", "Parameters of the model this rank trains" },
+		{ &m->progress, "gnn_trainer_progress_ratio", "Fraction of the run's training steps done (0 to 1)" },
+		{ &m->eta, "gnn_trainer_eta_seconds", "Estimated seconds until the last training step, at this "
+		  "process's own pace since it began training (NaN before its first step)" },
 	};
 	int rc;
 
@@ -220,6 +226,7 @@ static int register_metrics(struct metrics *m, struct gnn_metrics *reg)
 	}
 	gnn_gauge_set(m->test_acc, NAN);
 	gnn_gauge_set(m->val_acc, NAN);
+	gnn_gauge_set(m->eta, NAN);
 	return GNN_OK;
 }
 
@@ -245,6 +252,22 @@ static void add_phase(struct run *r, enum phase p, double s)
 {
 	r->phase_s[p] += s;
 	gnn_counter_add(r->m.phase[p], s);
+}
+
+/* The fraction of the run's steps done, and the seconds left at the pace
+ * of this process since tr_train began here: steps a checkpoint resumed
+ * from took no time here, so counting them would make a resumed run look
+ * fast. Evaluation and checkpoints are in that pace. *eta_s is NaN before
+ * the first step here. Sets the gauges too. */
+static void progress(struct run *r, double *done, double *eta_s)
+{
+	uint64_t total = (uint64_t)r->c->epochs * r->steps, here = r->global_step - r->pace_step;
+
+	*done = total > 0 && r->global_step < total ? (double)r->global_step / (double)total : 1.0;
+	*eta_s = r->global_step >= total ? 0.0 : here > 0 ?
+		 (gnn_now() - r->pace_t0) * (double)(total - r->global_step) / (double)here : NAN;
+	gnn_gauge_set(r->m.progress, *done);
+	gnn_gauge_set(r->m.eta, *eta_s);
 }
 
 /* ---- data ---- */
@@ -643,7 +666,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 	for (uint32_t k = first; k < r->steps; k++) {
 		struct tr_step_stats st;
 		struct tr_batch *b;
-		double waited, t0, c0;
+		double waited, t0, c0, done, eta_s;
 
 		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
@@ -690,15 +713,16 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 		r->global_step++;
 		gnn_counter_inc(r->m.steps);
 		gnn_gauge_set(r->m.step, k + 1);
+		progress(r, &done, &eta_s);
 		if ((rc = maybe_checkpoint(r, epoch, k + 1, &(struct epoch_sums){ loss_sum, labelled, correct })) !=
 		    GNN_OK)
 			break;
 		if (gnn_now() - last_log >= c->log_interval_s && k + 1 < r->steps) {
 			double el = gnn_now() - t_epoch;
 
-			GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f",
-				 epoch + 1, k + 1, r->steps, labelled > 0 ? loss_sum / labelled : 0.0,
-				 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0);
+			GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f "
+				 "done=%.4f eta_s=%.1f", epoch + 1, k + 1, r->steps, labelled > 0 ? loss_sum / labelled : 0.0,
+				 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0, done, eta_s);
 			last_log = gnn_now();
 		}
 	}
@@ -767,6 +791,8 @@ static void publish(const struct metrics *m, const struct gnn_result *res)
 	gnn_gauge_set(m->test_acc, res->test_acc);
 	gnn_gauge_set(m->val_acc, res->best_val_acc);
 	gnn_gauge_set(m->finished, 1);
+	gnn_gauge_set(m->progress, 1);
+	gnn_gauge_set(m->eta, 0);
 }
 
 int tr_publish_result(struct gnn_metrics *reg, const struct gnn_result *res)
@@ -882,10 +908,16 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	if (env->feats != NULL)
 		tr_feats_stats(env->feats, &r.feats_seen);
 	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
-	r.ckpt_at = gnn_now();
+	r.pace_step = r.global_step;
+	r.pace_t0 = r.ckpt_at = gnn_now();
+	{
+		double done, eta_s;
+
+		progress(&r, &done, &eta_s);
+	}
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
 		struct epoch_sums sums = { 0 };
-		double epoch_s = 0, val_acc, rate;
+		double epoch_s = 0, val_acc, rate, done, eta_s;
 		float *params = tr_model_params(r.model);
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 		char embed[32];
@@ -913,14 +945,16 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		gnn_gauge_set(r.m.train_acc, sums.labelled > 0 ? sums.correct / sums.labelled : 0);
 		gnn_gauge_set(r.m.val_acc, val_acc);
 		gnn_gauge_set(r.m.samples_per_s, rate);
+		progress(&r, &done, &eta_s);   /* evaluation included */
 		/* embed_s only when there are embeddings to pull and push */
 		snprintf(embed, sizeof(embed), env->emb != NULL ? " embed_s=%.2f" : "", r.phase_s[PH_EMBED]);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
 			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
-			 "steps=%" PRIu32 " samples_per_s=%.0f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+			 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, c->epochs,
 			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
 			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
-			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], embed, r.steps - first, rate, tr_params_crc(params, r.np));
+			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], embed, r.steps - first, rate, done, eta_s,
+			 tr_params_crc(params, r.np));
 		log_features(&r, epoch + 1);
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
@@ -942,6 +976,8 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 				   .test_nodes = r.ntest };
 	gnn_gauge_set(r.m.test_acc, test_acc);
 	gnn_gauge_set(r.m.finished, 1);
+	gnn_gauge_set(r.m.progress, 1);
+	gnn_gauge_set(r.m.eta, 0);
 	/* Not fatal: a restart evaluates the last checkpoint again. */
 	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK) {
 		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));

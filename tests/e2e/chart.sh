@@ -110,8 +110,10 @@ for f in "$CHART"/ci/*-values.yaml "$CHART"/examples/*-values.yaml; do
 		bash -c "! grep -q -E '^bad|Error' '$WORK/check-$n' && [ \$(grep -c '^ok ' '$WORK/check-$n') = 8 ]"
 done
 grep -q 'StatefulSet/trainer' "$WORK/check-default" && grep -q 'NetworkPolicy/sampler' "$WORK/check-scale" &&
-	grep -q 'ServiceMonitor/' "$WORK/check-scale"
-check optional_objects_rendered "the 4x3x4 set renders NetworkPolicies and a ServiceMonitor" [ $? = 0 ]
+	grep -q 'ServiceMonitor/' "$WORK/check-scale" && grep -q 'PrometheusRule/gnn-dist' "$WORK/check-kube-prometheus-stack" &&
+	grep -q 'ConfigMap/gnn-dist-dashboard' "$WORK/check-kube-prometheus-stack" &&
+	grep -q 'ServiceMonitor/gnn-dist' "$WORK/check-kube-prometheus-stack"
+check optional_objects_rendered "the 4x3x4 set renders NetworkPolicies and a ServiceMonitor; examples/kube-prometheus-stack-values.yaml a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap (monitoring.enabled; docs/operations.md, tests/e2e/alerts.sh)" [ $? = 0 ]
 
 # The checker itself catches each kind of broken render.
 mut_bad=""

@@ -204,6 +204,20 @@ else
 	umount "$WORK/small" "$WORK/tiny"
 fi
 
+# Progress on every epoch line: done= is the fraction of the run's steps
+# (tiny: one step per epoch), eta_s= the seconds left, 0 at the end. A
+# resumed run counts the epochs before the checkpoint as done (3 of 4 after
+# epoch 3 here), and its ETA comes from its own pace, a number from its
+# first epoch on.
+progress_of() {  # progress_of LOG: "EPOCH:DONE:ETA" per epoch line
+	sed -n 's/.* epoch epoch=\([0-9]*\) .* done=\([0-9.]*\) eta_s=\([0-9.]*\) .*/\1:\2:\3/p' "$1" | tr '\n' ' '
+}
+p_ref=$(progress_of "$WORK/w-ref/logs/trainer-0.log")
+p_dmg=$(progress_of "$T0")
+check epoch_lines_carry_progress "epoch lines: done=k/4 and eta_s=, 0.0 after the last (got '$p_ref'); resumed at 2: done=0.75, 1 (got '$p_dmg')" \
+	bash -c "[[ '$p_ref' =~ ^1:0\.2500:[0-9]+\.[0-9]\ 2:0\.5000:[0-9]+\.[0-9]\ 3:0\.7500:[0-9]+\.[0-9]\ 4:1\.0000:0\.0\ \$ ]] &&
+		[[ '$p_dmg' =~ ^3:0\.7500:[0-9]+\.[0-9]\ 4:1\.0000:0\.0\ \$ ]]"
+
 # ---- learning, without ../shared ------------------------------------------
 # GraphSAGE must learn on the synthetic graph, and learn from the
 # neighbours: 20 epochs reached test_acc 0.8907 against 0.5900 for the same

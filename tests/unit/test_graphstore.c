@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arr.h"
@@ -549,9 +550,48 @@ static void test_metrics_registered(void)
 		CHECK(t_sample_value(text, "gnn_graphstore_partition_bytes") == (double)f.s.mapped_bytes);
 		CHECK(f.s.mapped_bytes == 5 * 64 + 4 * 8 + 6 * 8 + 3 * 8 + 3 * 4 + 3);
 		CHECK(t_sample_value(text, "gnn_graphstore_sampled_edges_total") == 0);
+		CHECK(t_sample_value(text, "gnn_graphstore_predictions_timestamp_seconds") == 0);
 	}
 	free(text);
 	close_store(&f);
+}
+
+/* The predictions' time is read at each render: 0 without summary.json,
+ * its modification time once the inference wrote it, 0 again when gone. */
+static void test_predictions_time(void)
+{
+	char dir[] = "/tmp/gnn-gs-preds.XXXXXX", path[sizeof(dir) + 32], *text = NULL;
+	struct gnn_metrics *reg = NULL;
+	struct gs_store s;
+	struct stat st;
+	FILE *fp;
+
+	if (!CHECK(mkdtemp(dir) != NULL) || !CHECK(gnn_metrics_new(&reg) == GNN_OK) ||
+	    !CHECK(gs_store_init(&s, out_dir, dir, 0, reg) == GNN_OK)) {
+		gnn_metrics_free(reg);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	if (CHECK(gnn_metrics_render(reg, &text, NULL) == GNN_OK))
+		CHECK(t_sample_value(text, "gnn_graphstore_predictions_timestamp_seconds") == 0);
+	free(text);
+	text = NULL;
+	if (CHECK((fp = fopen(path, "w")) != NULL)) {
+		fputs("{}\n", fp);
+		fclose(fp);
+	}
+	if (CHECK(stat(path, &st) == 0) && CHECK(gnn_metrics_render(reg, &text, NULL) == GNN_OK))
+		CHECK(fabs(t_sample_value(text, "gnn_graphstore_predictions_timestamp_seconds") -
+			   ((double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9)) < 1e-3);
+	free(text);
+	text = NULL;
+	unlink(path);
+	if (CHECK(gnn_metrics_render(reg, &text, NULL) == GNN_OK))
+		CHECK(t_sample_value(text, "gnn_graphstore_predictions_timestamp_seconds") == 0);
+	free(text);
+	rmdir(dir);
+	gs_store_close(&s);
+	gnn_metrics_free(reg);
 }
 
 /* ---- gnn-cli ---- */
@@ -1542,6 +1582,7 @@ int main(void)
 	RUN(test_malformed_requests);
 	RUN(test_load_failures);
 	RUN(test_metrics_registered);
+	RUN(test_predictions_time);
 	RUN(test_cli_parse_ids);
 	RUN(test_cli_parse_fanouts_and_split);
 	RUN(test_cli_minibatch_json);

@@ -568,6 +568,58 @@ out:
 	gnn_metrics_free(reg);
 }
 
+/* A render hook sets a gauge from what it reads at that moment: each
+ * render shows the value of that render, hooks run in order, and the
+ * hooks are bounded. */
+struct hook_ctx {
+	struct gnn_gauge *g;
+	double next;
+	int *order, *norder;
+};
+
+static void hook_set(void *p)
+{
+	struct hook_ctx *h = p;
+
+	gnn_gauge_set(h->g, h->next);
+	h->order[(*h->norder)++] = (int)h->next;
+}
+
+static void test_render_hooks(void)
+{
+	struct gnn_metrics *reg;
+	struct hook_ctx a = { 0 }, b = { 0 };
+	int order[4], norder = 0;
+	char *text;
+
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK))
+		return;
+	CHECK(gnn_metrics_gauge(reg, "hooked_a", "A hooked gauge", NULL, 0, &a.g) == GNN_OK);
+	CHECK(gnn_metrics_gauge(reg, "hooked_b", "Another", NULL, 0, &b.g) == GNN_OK);
+	a = (struct hook_ctx){ a.g, 1, order, &norder };
+	b = (struct hook_ctx){ b.g, 2, order, &norder };
+	CHECK(gnn_metrics_on_render(NULL, hook_set, &a) == GNN_EINVAL);
+	CHECK(gnn_metrics_on_render(reg, NULL, &a) == GNN_EINVAL);
+	CHECK(gnn_metrics_on_render(reg, hook_set, &a) == GNN_OK);
+	CHECK(gnn_metrics_on_render(reg, hook_set, &b) == GNN_OK);
+	CHECK(gnn_gauge_value(a.g) == 0);   /* nothing runs before a render */
+	if ((text = render(reg)) != NULL) {
+		CHECK(has_line(text, "hooked_a 1") && has_line(text, "hooked_b 2"));
+		free(text);
+	}
+	CHECK(norder == 2 && order[0] == 1 && order[1] == 2);
+	a.next = 5;
+	if ((text = render(reg)) != NULL) {
+		CHECK(has_line(text, "hooked_a 5"));
+		free(text);
+	}
+	norder = 0;
+	for (int i = 2; i < GNN_METRICS_MAX_HOOKS; i++)
+		CHECK(gnn_metrics_on_render(reg, hook_set, &b) == GNN_OK);
+	CHECK(gnn_metrics_on_render(reg, hook_set, &b) == GNN_ERANGE);
+	gnn_metrics_free(reg);
+}
+
 /* --- promtool ----------------------------------------------------------- */
 
 /* Runs promtool on text; *clean is whether it exited 0 and printed nothing
@@ -672,6 +724,7 @@ int main(void)
 	RUN(test_concurrent_counter);
 	RUN(test_concurrent_mixed);
 	RUN(test_process_metrics);
+	RUN(test_render_hooks);
 	RUN(test_promtool);
 	return t_done();
 }
