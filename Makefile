@@ -2,7 +2,7 @@
 #   make deps   install missing Debian packages (no-op when all are there)
 #   make test   deps + build + every test; last line "N passed, N failed"
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/),
-#               less the chart's (helm, no C code) and the chaos suite's four
+#               less the chart's and the alerts' (helm, no C code) and the chaos suite's four
 #               freeze scenarios (timing), which only make test runs (GNN_SAN=1)
 #   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
 #               against a features-only baseline (docs/local.md)
