@@ -2,8 +2,9 @@
 #   make deps   install missing Debian packages (no-op when all are there)
 #   make test   deps + build + every test; last line "N passed, N failed"
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/),
-#               less the chart's and the alerts' (helm, no C code) and the chaos suite's four
-#               freeze scenarios (timing), which only make test runs (GNN_SAN=1)
+#               less the chart's and the alerts' (helm, no C code), the fuzz targets
+#               (sanitizer builds in either pass) and the chaos suite's four freeze
+#               scenarios (timing), which only make test runs (GNN_SAN=1)
 #   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
 #               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, the
