@@ -49,7 +49,9 @@ struct gnn_server {
 	struct op_metrics ops[GNN_MSG_TYPE_COUNT];
 	struct gnn_counter *errors;      /* {op, code} */
 	struct gnn_counter *bad;         /* {reason} */
+	struct gnn_counter *abandoned;   /* replies given up on (reply_timeout_ms) */
 	struct gnn_gauge *in_flight;
+	int reply_timeout_ms;
 };
 
 /* Registration that shares the family when another server of the same name
@@ -101,6 +103,8 @@ static int register_metrics(struct gnn_server *s, struct gnn_metrics *reg)
 			  &in)) ||
 	    (rc = counter(reg, NAME("sent_bytes_total"), "Reply bytes sent, by request message type", op_label, 1,
 			  &out)) ||
+	    (rc = counter(reg, NAME("replies_abandoned_total"), "Replies the connection did not take within the "
+			  "reply timeout: dropped, and that connection closed", NULL, 0, &s->abandoned)) ||
 	    (rc = gauge(reg, NAME("requests_in_flight"), "Requests being handled now", &s->in_flight)))
 		return rc;
 #undef NAME
@@ -164,6 +168,24 @@ static uint16_t handle(struct gnn_server *s, const void *body, size_t len, struc
 	return h.type;
 }
 
+/* A reply the connection did not take within reply_timeout_ms: nng
+ * queues a context's reply behind the previous one on the same
+ * connection, so a client that stopped reading (gone without a reset, or
+ * wedged) would hold this worker forever, and with every worker held the
+ * server answers no one (seen on a cluster: both of a graph store's
+ * workers stuck for minutes). The reply is dropped and the connection
+ * closed, which fails whatever else is queued on it; the client's call
+ * has timed out long before. */
+static void abandon_reply(struct gnn_server *s, nng_pipe pipe, uint16_t op)
+{
+	gnn_counter_inc(s->abandoned);
+	GNN_WARN("reply_abandoned", "server=%s op=%s waited_ms=%d pipe=%u reason=\"the connection took no reply "
+		 "within the limit: closing it\"", s->name, gnn_msg_name(op), s->reply_timeout_ms,
+		 (unsigned)nng_pipe_id(pipe));
+	if (nng_pipe_id(pipe) > 0)
+		nng_pipe_close(pipe);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -172,9 +194,11 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		nng_msg *msg, *rep;
+		nng_pipe pipe;
 		uint16_t op;
 		int rv;
 
+		nng_aio_set_timeout(w->aio, NNG_DURATION_INFINITE);
 		nng_ctx_recv(w->ctx, w->aio);
 		nng_aio_wait(w->aio);
 		rv = nng_aio_result(w->aio);
@@ -183,6 +207,7 @@ static void *worker_main(void *arg)
 		if (rv != 0)
 			continue;
 		msg = nng_aio_get_msg(w->aio);
+		pipe = nng_msg_get_pipe(msg);
 		if (nng_msg_alloc(&rep, 0) != 0) {
 			nng_msg_free(msg);
 			if (s->after_reply != NULL)
@@ -201,11 +226,14 @@ static void *worker_main(void *arg)
 		}
 		gnn_counter_add(s->ops[op].bytes_out, (double)out.len);
 		nng_aio_set_msg(w->aio, rep);
+		nng_aio_set_timeout(w->aio, s->reply_timeout_ms);
 		nng_ctx_send(w->ctx, w->aio);
 		nng_aio_wait(w->aio);
 		rv = nng_aio_result(w->aio);
 		if (rv != 0)
 			nng_msg_free(rep);  /* the client went away: nothing to do */
+		if (rv == NNG_ETIMEDOUT)
+			abandon_reply(s, pipe, op);
 		if (s->after_reply != NULL)
 			s->after_reply(s->ctx);
 		if (rv == NNG_ECLOSED)
@@ -228,6 +256,7 @@ int gnn_server_start(const struct gnn_server_opts *o, struct gnn_server **out)
 	s->handler = o->handler;
 	s->after_reply = o->after_reply;
 	s->ctx = o->ctx;
+	s->reply_timeout_ms = o->reply_timeout_ms > 0 ? o->reply_timeout_ms : GNN_SERVER_REPLY_TIMEOUT_MS;
 	if ((rc = register_metrics(s, o->metrics)) != GNN_OK) {
 		free(s);
 		return rc;

@@ -13,6 +13,9 @@
  *   gnn_NAME_bad_messages_total{reason}      undecodable messages
  *   gnn_NAME_received_bytes_total{op}, gnn_NAME_sent_bytes_total{op}
  *                                            request and reply bytes by request type
+ *   gnn_NAME_replies_abandoned_total         replies a connection did not take
+ *                                            within reply_timeout_ms (that
+ *                                            connection is closed)
  *   gnn_NAME_requests_in_flight              gauge
  * At stop it logs `traffic` with each type's requests and bytes. */
 #ifndef GNN_SERVER_H
@@ -45,7 +48,20 @@ struct gnn_server_opts {
 	/* Largest request payload accepted (docs/protocol.md, "Limits"): a
 	 * larger message closes its connection unread. 0: GNN_PROTO_MAX_MSG_BYTES. */
 	uint64_t max_request_bytes;
+	/* Longest wait for a connection to take a reply (nng queues it behind
+	 * the previous reply on that connection, so this bounds how long that
+	 * one may take to go out): the reply is then dropped, the connection
+	 * closed and `reply_abandoned` logged, so a client that stopped
+	 * reading (its pod's network gone without a reset) cannot hold a
+	 * worker. 0: GNN_SERVER_REPLY_TIMEOUT_MS. */
+	int reply_timeout_ms;
 };
+
+/* 10 s: a previous reply of 100 MB still goes out within it on an
+ * 80 Mbit/s link (a products minibatch's FEAT answers come to 114 MB,
+ * split among the stores: docs/scale.md); and a connection that takes
+ * nothing costs a worker no more than that. */
+#define GNN_SERVER_REPLY_TIMEOUT_MS 10000
 
 struct gnn_server;
 

@@ -327,6 +327,79 @@ static void test_busy_connection_kept(void)
 	gnn_server_stop(s);
 }
 
+/* Every request gets a 32 MB reply: more than loopback's socket buffers. */
+static int big_handler(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
+{
+	enum { N = 8u << 20 };
+	static uint32_t counts[N];
+
+	(void)ctx;
+	(void)payload;
+	(void)len;
+	return gnn_encode_sample_resp(out, h->req_id, counts, N, 1, NULL, 0);
+}
+
+/* A client that sends requests and never reads (gone without a reset, or
+ * wedged): the server's one worker waits for the connection to take its
+ * second reply, queued behind the first that fills the socket buffers.
+ * Within the reply timeout (1 s here) the worker gives up, closes that
+ * connection and serves a well-behaved client; without the timeout it
+ * waited forever and the server answered no one. */
+static void test_stuck_reply(void)
+{
+	static const unsigned char req0_hdr[8] = { 0, 'S', 'P', 0, 0x00, 0x30, 0, 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct gnn_server_opts o = { .name = "stuck", .listen = "tcp://127.0.0.1:0", .workers = 1, .metrics = reg,
+				     .handler = big_handler, .reply_timeout_ms = 1000 };
+	struct gnn_server *s = NULL;
+	struct gnn_client *c = NULL;
+	struct gnn_wbuf w;
+	nng_msg *reply = NULL;
+	char err[256], hdr[8];
+	double t0;
+	int fd = -1, rc;
+
+	gnn_wbuf_init(&w);
+	if (!CHECK(gnn_server_start(&o, &s) == GNN_OK))
+		goto out;
+	a.sin_port = htons((uint16_t)gnn_server_port(s));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (!CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		   write(fd, req0_hdr, sizeof(req0_hdr)) == 8 && read(fd, hdr, sizeof(hdr)) == 8))
+		goto out;
+	gnn_encode_info_req(&w, 1);
+	for (uint32_t i = 0; i < 3; i++) {  /* SP framing: u64 length, u32 request ID, the message */
+		unsigned char frame[12];
+		uint64_t n = w.len + 4;
+		uint32_t id = 0x80000001u + i;
+
+		for (int k = 0; k < 8; k++)
+			frame[k] = (unsigned char)(n >> (56 - 8 * k));
+		for (int k = 0; k < 4; k++)
+			frame[8 + k] = (unsigned char)(id >> (24 - 8 * k));
+		CHECK(write(fd, frame, sizeof(frame)) == (ssize_t)sizeof(frame) &&
+		      write(fd, w.buf, w.len) == (ssize_t)w.len);
+	}
+	usleep(300 * 1000);  /* the worker takes the first two */
+	if (!CHECK(open_client(gnn_server_port(s), 5000, 0, &c) == GNN_OK) || !CHECK(connected_soon(c)))
+		goto out;
+	t0 = gnn_now();
+	rc = gnn_client_call(c, &w, &reply, err, sizeof(err));
+	CHECK(rc == GNN_OK);
+	CHECK(gnn_now() - t0 < 4.5);
+	CHECK(metric("gnn_stuck_replies_abandoned_total") >= 1);
+out:
+	if (reply != NULL)
+		nng_msg_free(reply);
+	if (c != NULL)
+		gnn_client_close(c);
+	if (fd >= 0)
+		close(fd);
+	if (s != NULL)
+		gnn_server_stop(s);
+	gnn_wbuf_free(&w);
+}
+
 static void test_parallel(void)
 {
 	struct gnn_server *s;
@@ -522,6 +595,7 @@ int main(void)
 	RUN(test_timeouts_and_recovery);
 	RUN(test_silent_connection);
 	RUN(test_busy_connection_kept);
+	RUN(test_stuck_reply);
 	RUN(test_parallel);
 	RUN(test_failover);
 	RUN(test_abort);
