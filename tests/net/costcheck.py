@@ -209,57 +209,6 @@ def run(name, part, qdisc=None):
 # ---- the link's goodput at a rate -----------------------------------------
 
 RECV = r"""
-import socket, sys, time
-def rx():
-    for ln in open('/proc/self/net/dev'):
-        n, _, r = ln.partition(':')
-        if n.strip() == 'eth0':
-            return int(r.split()[0])
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[1], 9000)); s.listen(1); print('ready', flush=True)
-c, _ = s.accept(); buf = bytearray(1 << 20); n = 0; t0 = None
-while True:
-    k = c.recv_into(buf)
-    if not k:
-        break
-    n += k
-    if t0 is None and n >= 4 << 20:   # past slow start
-        t0, r0, n0 = time.time(), rx(), n
-    if t0 is not None:
-        t1, r1, n1 = time.time(), rx(), n
-print(r1 - r0, n1 - n0, t1 - t0, flush=True)
-"""
-SEND = r"""
-import socket, sys, time
-c = socket.create_connection((sys.argv[1], 9000)); b = bytes(1 << 20); end = time.time() + float(sys.argv[2])
-while time.time() < end:
-    c.sendall(b)
-c.close()
-"""
-
-
-def goodput(qdisc, seconds=5.0):
-    """Bytes per second one TCP stream gets through the cap, counted as the
-    runs count them (eth0's rx counter of the receiving host)."""
-    h = hostlib.Hosts()
-    try:
-        a, b = h.add("send"), h.add("recv")
-        for n in ("send", "recv"):
-            h.qdisc(n, *qdisc)
-        r = subprocess.Popen(h.exec_argv("recv") + [sys.executable, "-c", RECV, b], stdout=subprocess.PIPE,
-                             text=True)
-        if r.stdout.readline().strip() != "ready":
-            raise RuntimeError("goodput: the receiver did not start")
-        subprocess.run(h.exec_argv("send") + [sys.executable, "-c", SEND, b, str(seconds)], check=True,
-                       timeout=seconds + 30)
-        out = r.communicate(timeout=30)[0].split()
-        counted, payload, dt = int(out[0]), int(out[1]), float(out[2])
-        return counted / dt, payload / dt
-    finally:
-        h.close()
-
-
-RECV_K = r"""
 import socket, sys, threading, time
 def rx():
     for ln in open('/proc/self/net/dev'):
@@ -268,17 +217,24 @@ def rx():
             return int(r.split()[0])
 k = int(sys.argv[2]); s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], 9000)); s.listen(k); print('ready', flush=True)
+lock = threading.Lock(); at = {'n': 0}
 def drain(c):
-    b = bytearray(1 << 20)
-    while c.recv_into(b):
-        pass
+    buf = bytearray(1 << 20)
+    while True:
+        got = c.recv_into(buf)
+        if not got:
+            return
+        with lock:
+            at['n'] += got
+            if 't0' not in at and at['n'] >= 4 << 20:   # past slow start
+                at['t0'], at['r0'], at['n0'] = time.time(), rx(), at['n']
+            if 't0' in at:
+                at['t1'], at['r1'], at['n1'] = time.time(), rx(), at['n']
 ts = [threading.Thread(target=drain, args=(s.accept()[0],)) for _ in range(k)]
-[t.start() for t in ts]
-time.sleep(1.0); t0, r0 = time.time(), rx(); time.sleep(3.0); t1, r1 = time.time(), rx()
-print((r1 - r0) / (t1 - t0), flush=True)
-[t.join() for t in ts]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(at['r1'] - at['r0'], at['n1'] - at['n0'], at['t1'] - at['t0'], flush=True)
 """
-SEND_K = r"""
+SEND = r"""
 import socket, sys, threading, time
 k = int(sys.argv[2]); end = time.time() + float(sys.argv[3]); b = bytes(1 << 20)
 def go():
@@ -291,21 +247,25 @@ ts = [threading.Thread(target=go) for _ in range(k)]
 """
 
 
-def goodput_streams(qdisc, k):
-    """A diagnostic beside goodput(): k parallel streams through the cap
-    (bytes/s counted at the receiver over 3 s after the first second)."""
+def goodput(qdisc, streams=1, seconds=5.0):
+    """Bytes per second `streams` TCP streams get through the cap together,
+    counted as the runs count them (eth0's rx counter of the receiving
+    host) and as payload."""
     h = hostlib.Hosts()
     try:
         h.add("send")
         b = h.add("recv")
         for n in ("send", "recv"):
             h.qdisc(n, *qdisc)
-        r = subprocess.Popen(h.exec_argv("recv") + [sys.executable, "-c", RECV_K, b, str(k)],
+        r = subprocess.Popen(h.exec_argv("recv") + [sys.executable, "-c", RECV, b, str(streams)],
                              stdout=subprocess.PIPE, text=True)
         if r.stdout.readline().strip() != "ready":
             raise RuntimeError("goodput: the receiver did not start")
-        subprocess.run(h.exec_argv("send") + [sys.executable, "-c", SEND_K, b, str(k), "5"], check=True, timeout=60)
-        return float(r.communicate(timeout=30)[0])
+        subprocess.run(h.exec_argv("send") + [sys.executable, "-c", SEND, b, str(streams), str(seconds)],
+                       check=True, timeout=seconds + 30)
+        out = r.communicate(timeout=30)[0].split()
+        counted, payload, dt = int(out[0]), int(out[1]), float(out[2])
+        return counted / dt, payload / dt
     finally:
         h.close()
 
@@ -371,7 +331,7 @@ def main():
     counted, payload = goodput(tbf(mbit))
     print("cap mbit=%d goodput_mb_per_s=%.2f (eth0 counter) payload_mb_per_s=%.2f nominal_mb_per_s=%.2f "
           "goodput_4_streams_mb_per_s=%.2f (not used)" % (
-              mbit, counted / 1e6, payload / 1e6, mbit / 8, goodput_streams(tbf(mbit), 4) / 1e6), flush=True)
+              mbit, counted / 1e6, payload / 1e6, mbit / 8, goodput(tbf(mbit), streams=4)[0] / 1e6), flush=True)
 
     link, cpu, busiest, ring = stages(fit, counted)
     predicted = costmodel.pipeline_epoch(head, m, [link, cpu])
