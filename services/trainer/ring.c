@@ -300,8 +300,7 @@ static int check_opts(const struct tr_ring_opts *o)
 	return GNN_OK;
 }
 
-/* A mutex and a condition variable on the monotonic clock; 0 or -1. */
-static int sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+int ring_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
 {
 	pthread_condattr_t ca;
 	int rv;
@@ -343,7 +342,7 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 	r->out = (struct side){ .r = r, .name = "out", .peer = r->next };
 	r->nonce = make_nonce(r);
 	atomic_init(&r->bytes, 0);
-	if (sync_init(&r->mu, &r->cv) != 0)
+	if (ring_sync_init(&r->mu, &r->cv) != 0)
 		goto out_close;
 	r->sync_ok = true;
 	if ((rc = register_metrics(r, o->metrics)) != GNN_OK)

@@ -43,34 +43,28 @@ static void *beat_main(void *arg)
 
 	if (period_ms < 1)
 		period_ms = 1;
-	pthread_mutex_lock(&r->mu);
+	pthread_mutex_lock(&r->beat_mu);
 	while (!r->beat_stop) {
-		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_unlock(&r->beat_mu);
 		send_ping(r);
 		gnn_deadline(CLOCK_MONOTONIC, period_ms, &ts);
-		pthread_mutex_lock(&r->mu);
-		while (!r->beat_stop && pthread_cond_timedwait(&r->beat_cv, &r->mu, &ts) == 0)
+		pthread_mutex_lock(&r->beat_mu);
+		while (!r->beat_stop && pthread_cond_timedwait(&r->beat_cv, &r->beat_mu, &ts) == 0)
 			;
 	}
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&r->beat_mu);
 	return NULL;
 }
 
 int ring_beat_start(struct tr_ring *r)
 {
-	pthread_condattr_t ca;
 	int rv;
 
 	if (r->world < 2 || !(r->silence_s > 0))
 		return GNN_OK;
-	if (pthread_condattr_init(&ca) != 0)
+	if (ring_sync_init(&r->beat_mu, &r->beat_cv) != 0)
 		return GNN_ENOMEM;
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rv = pthread_cond_init(&r->beat_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rv != 0)
-		return GNN_ENOMEM;
-	r->beat_cv_ok = true;
+	r->beat_sync_ok = true;
 	if ((rv = pthread_create(&r->beat, NULL, beat_main, r)) != 0) {
 		GNN_ERROR("ring_heartbeat_failed", "error=\"cannot start the heartbeat thread (%d)\"", rv);
 		return GNN_EIO;
@@ -82,16 +76,17 @@ int ring_beat_start(struct tr_ring *r)
 void ring_beat_stop(struct tr_ring *r)
 {
 	if (r->beat_running) {
-		pthread_mutex_lock(&r->mu);
+		pthread_mutex_lock(&r->beat_mu);
 		r->beat_stop = true;
 		pthread_cond_signal(&r->beat_cv);
-		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_unlock(&r->beat_mu);
 		pthread_join(r->beat, NULL);
 		r->beat_running = false;
 	}
-	if (r->beat_cv_ok) {
+	if (r->beat_sync_ok) {
 		pthread_cond_destroy(&r->beat_cv);
-		r->beat_cv_ok = false;
+		pthread_mutex_destroy(&r->beat_mu);
+		r->beat_sync_ok = false;
 	}
 }
 

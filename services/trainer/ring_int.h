@@ -86,10 +86,11 @@ struct tr_ring {
 	bool closing;                /* mu: mutes pipe events during tr_ring_close */
 	bool in_op;                  /* mu: an operation is running (log levels) */
 
-	/* the heartbeat thread (ring_beat.c): sleeps on beat_cv under mu */
+	/* the heartbeat thread (ring_beat.c), with a lock of its own */
 	pthread_t beat;
+	pthread_mutex_t beat_mu;
 	pthread_cond_t beat_cv;
-	bool beat_cv_ok, beat_running, beat_stop;  /* beat_stop: mu */
+	bool beat_sync_ok, beat_running, beat_stop;  /* beat_stop: beat_mu */
 
 	struct gnn_counter *m_bytes, *m_errors;
 	struct gnn_histogram *m_seconds;
@@ -110,6 +111,10 @@ static inline const char *yesno(bool b)
 {
 	return b ? "yes" : "no";
 }
+
+/* ring.c: a mutex and a condition variable on the monotonic clock; 0 or -1
+ * (nothing to destroy then). */
+int ring_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
 
 /* ring_engine.c */
 void ring_aio_cb(void *arg);                                   /* an aio completed (nng thread) */

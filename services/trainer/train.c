@@ -886,7 +886,7 @@ static int ranks_agree(struct run *r, uint32_t crc)
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
-	double t_train = gnn_now(), test_acc = 0, t_test;
+	double t_train = gnn_now(), test_acc = 0, t_test, done, eta_s;
 	uint64_t eval_seed = gnn_draw64(c->seed, 0x6576616cull);
 	int rc;
 
@@ -910,14 +910,10 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
 	r.pace_step = r.global_step;
 	r.pace_t0 = r.ckpt_at = gnn_now();
-	{
-		double done, eta_s;
-
-		progress(&r, &done, &eta_s);
-	}
+	progress(&r, &done, &eta_s);
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
 		struct epoch_sums sums = { 0 };
-		double epoch_s = 0, val_acc, rate, done, eta_s;
+		double epoch_s = 0, val_acc, rate;
 		float *params = tr_model_params(r.model);
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 		char embed[32];

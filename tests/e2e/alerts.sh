@@ -25,12 +25,7 @@
 # node from tests/k8s/install-tools.sh, as for chart.sh. Without promtool
 # the test skips; without the chart tools, the parts that need them skip.
 . "$(dirname "$0")/lib.bash"
-# helm, promtool and node only: `make asan` (GNN_SAN=1) leaves it to `make
-# test`, as chart.sh.
-if [ "${GNN_SAN:-0}" = 1 ]; then
-	skip alerts "the alert and dashboard tests run in make test (the plain build): they exercise helm and promtool, not the C code"
-	exit 0
-fi
+plain_only alerts "they exercise helm and promtool, not the C code"
 CHART=$ROOT/charts/gnn-dist
 RULES=$CHART/monitoring/gnn-dist-rules.yaml
 DASH=$CHART/monitoring/gnn-dist-dashboard.json

