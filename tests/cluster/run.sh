@@ -20,9 +20,17 @@
 #      only serving_result, result_serving), a useful test accuracy, equal parameters on
 #      both ranks, `helm test` passes;
 #   3. a real Prometheus (Debian's, run on this machine with
-#      kubernetes_sd_configs pod discovery and the chart's scrape
-#      annotations) scrapes every graph store, sampler and trainer pod:
-#      up == 1 and the services' metrics, through its HTTP API;
+#      kubernetes_sd_configs pod discovery, the chart's scrape annotations
+#      and docs/operations.md's relabelling), started at the install,
+#      scrapes every graph store, sampler and trainer pod: up == 1 and the
+#      services' metrics, through its HTTP API. It loads the chart's alert
+#      rules for the release (every duration threshold at 1 minute) and
+#      evaluates each without an error; no alert fires during the
+#      undisturbed run; every query of the dashboard returns data for it;
+#      the last graph store held down (its StatefulSet scaled below the
+#      partitions) takes GnnGraphStoresUnreachable from pending to firing,
+#      and back resolves it. The alerts of the whole test, with when they
+#      began, fired and went, are printed at the end ("alert:" lines);
 #   4. day-2 operations during training, each costing at most STALL_MAX_S
 #      of training progress (tests/cluster/stall.py on trainer-0's log
 #      timestamps) and ending in one finished run: helm upgrade continuing
@@ -245,17 +253,21 @@ server_validation() {
 	server=$(kubectl version -o json 2>/dev/null | jq -r .serverVersion.gitVersion)
 	row "Kubernetes" "$server"
 	kubectl create namespace "$NS" >/dev/null 2>&1
-	for vf in "" "$CHART"/ci/*-values.yaml; do
+	for vf in "" "$CHART"/ci/*-values.yaml "$CHART"/examples/*-values.yaml; do
 		name=${vf:+$(basename "$vf")}
 		name=${name:-defaults}
-		if ! helm template "$REL" "$CHART" -n "$NS" ${vf:+-f "$vf"} --kube-version "$server" >"$WORK/render.yaml" 2>"$WORK/render.err"; then
+		# The dashboard's ConfigMap in this namespace, not the example's
+		# Grafana namespace (the dry runs name one namespace).
+		if ! helm template "$REL" "$CHART" -n "$NS" ${vf:+-f "$vf"} --set "monitoring.dashboard.namespace=$NS" \
+			--kube-version "$server" >"$WORK/render.yaml" 2>"$WORK/render.err"; then
 			bad_sets="$bad_sets $name(render: $(tail -n 1 "$WORK/render.err"))"
 			continue
 		fi
-		# A ServiceMonitor needs prometheus-operator's CRD, which this
-		# cluster may lack; everything else must pass.
+		# A ServiceMonitor and a PrometheusRule need prometheus-operator's
+		# CRDs, which this cluster may lack; everything else must pass (the
+		# dashboard's ConfigMap too).
 		if ! kubectl api-resources 2>/dev/null | grep -q '^servicemonitors '; then
-			awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/\nkind: ServiceMonitor\n/' "$WORK/render.yaml" >"$WORK/render2.yaml"
+			awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/\nkind: (ServiceMonitor|PrometheusRule)\n/' "$WORK/render.yaml" >"$WORK/render2.yaml"
 			mv "$WORK/render2.yaml" "$WORK/render.yaml"
 		fi
 		out=$(kc apply --dry-run=server -f "$WORK/render.yaml" 2>&1) ||
@@ -308,8 +320,12 @@ install_defaults() {
 		summary_and_exit
 	fi
 	ok helm_install_defaults
+	T_INSTALL=$t0
 	tls_settings
 	NPODS=$(($(helm get values "$REL" -n "$NS" -a -o json | jq '.partition.parts + .sampler.replicas + .trainer.replicas')))
+	# Prometheus from the start: the undisturbed run is where no alert
+	# may fire, and every dashboard panel must show data.
+	start_prometheus && phase undisturbed_run
 	wait_until 300 "the partitioner Job" job_complete && t_job=$(since "$t0") || t_job=
 	check job_completes "the partitioner Job completes" [ -n "$t_job" ]
 	wait_until 300 "$NPODS pods Ready" all_ready "$NPODS" && t_ready=$(since "$t0") || t_ready=
@@ -389,13 +405,11 @@ start_prometheus() {
 	[ -x "$bin" ] || { skip prometheus "no prometheus binary (Debian package prometheus)"; return 1; }
 	if [ "$MODE" = shared ]; then
 		prom_netns_up || { bad prometheus_network "could not make a network namespace on the pod bridge"; return 1; }
-	else
-		ip=$(kc get pod trainer-0 -o jsonpath='{.status.podIP}')
-		if ! timeout 5 curl -sfk "$SCHEME://$ip:9102/healthz" >/dev/null; then
-			skip prometheus "pod IPs ($ip) are not reachable from this machine: run Prometheus in the cluster (ServiceMonitor) instead"
-			return 1
-		fi
+	elif ! wait_until 120 "trainer-0's /healthz from this machine" pod_answers trainer-0; then
+		skip prometheus "pod IPs ($(kc get pod trainer-0 -o jsonpath='{.status.podIP}')) are not reachable from this machine: run Prometheus in the cluster (ServiceMonitor) instead"
+		return 1
 	fi
+	render_rules || { bad alert_rules_render "tests/alerts/rules_file.sh failed: $(tail -n 2 "$WORK/rules.err")"; return 1; }
 	# Debian's Prometheus lacks Kubernetes discovery: pod_sd.py serves the
 	# same targets and __meta_kubernetes_pod_* labels from the API server.
 	spawn_in_prom_net python3 "$ROOT/tests/cluster/pod_sd.py" "$sd_port" "$NS" >"$WORK/pod_sd.log" 2>&1 &
@@ -416,6 +430,9 @@ start_prometheus() {
 global:
   scrape_interval: 2s
   scrape_timeout: 2s
+  evaluation_interval: 2s
+rule_files:
+  - $WORK/rules.yaml
 scrape_configs:
   # The usual pod-annotation job (prometheus.io/scrape, /port, /path).
   - job_name: kubernetes-pods
@@ -440,8 +457,14 @@ $tls
         regex: ([^:]+)(?::\d+)?;(\d+)
         replacement: \$1:\$2
         target_label: __address__
+      # docs/operations.md, "Scraping": the labels the rules and the
+      # dashboard select on
+      - source_labels: [__meta_kubernetes_namespace]
+        target_label: namespace
       - source_labels: [__meta_kubernetes_pod_name]
         target_label: pod
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_instance]
+        target_label: release
       - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component]
         target_label: component
 EOF
@@ -450,6 +473,12 @@ EOF
 	PROM=http://$PROM_ADDR:$port
 	wait_until 60 "Prometheus ready" curl -sf "$PROM/-/ready" ||
 		{ bad prometheus_starts "$(tail -n 3 "$WORK/prometheus.log")"; PROM=; return 1; }
+	poll_alerts &
+}
+pod_answers() {  # POD: its /healthz answers from this machine
+	local ip
+	ip=$(kc get pod "$1" -o jsonpath='{.status.podIP}')
+	[ -n "$ip" ] && timeout 5 curl -sfk "$SCHEME://$ip:9102/healthz" >/dev/null
 }
 # prom QUERY: the result vector, one "pod value" line each
 prom() {
@@ -500,6 +529,99 @@ check_metrics_present() {
 	n=$(prom "$q" | wc -l)
 	[ "$n" = 1 ] || bad_q="$bad_q [$q: no result]"
 	check prometheus_training_metrics "the services' metrics through Prometheus' API:$bad_q" [ -z "$bad_q" ]
+}
+
+# ---- 3a. the alert rules and the dashboard (docs/operations.md) -----------
+# The rules as the chart's PrometheusRule has them for this release (scoped
+# to its namespace and release labels), with every duration threshold at
+# one minute, so that the few minutes of this test can tell a rule that
+# fires from one that holds back (the defaults are 3 to 10 minutes).
+TEST_ALERT_SETS=()
+for a in trainingStalled componentDown componentNotReady admissionRefusals storeCallTimeouts storeErrors; do
+	TEST_ALERT_SETS+=(--set "monitoring.alerts.$a.minutes=1")
+done
+render_rules() {
+	bash "$ROOT/tests/alerts/rules_file.sh" helm -n "$NS" --set monitoring.rules.allReleases=false \
+		"${TEST_ALERT_SETS[@]}" >"$WORK/rules.yaml" 2>"$WORK/rules.err"
+}
+# Where the test is, for the alert timeline: "UNIX NAME" lines.
+phase() { echo "$(now) $1" >>"$WORK/phases"; }
+# Every 2 s, the alerts Prometheus has pending or firing (prom_checks.py
+# timeline reads it).
+poll_alerts() {
+	while :; do
+		curl -sf --max-time 2 "$PROM/api/v1/alerts" |
+			jq -c --arg t "$(now)" '{t: ($t | tonumber), alerts: .data.alerts}' >>"$WORK/alerts.jsonl"
+		sleep 2
+	done
+}
+alert_state() {  # ALERTNAME: prints firing, pending or none; fails when Prometheus does not answer
+	local json
+	json=$(curl -sf --max-time 5 "$PROM/api/v1/alerts") || return 1
+	jq -r --arg n "$1" '[.data.alerts[] | select(.labels.alertname == $n) | .state]
+		| if index("firing") then "firing" elif length > 0 then "pending" else "none" end' <<<"$json"
+}
+alert_is() { [ "$(alert_state "$1")" = "$2" ]; }  # ALERTNAME STATE
+# Each rule loaded and evaluated without an error against the live series
+# (health "ok"; "err" with lastError, e.g. a many-to-many match).
+rules_health() {
+	curl -sf "$PROM/api/v1/rules" | jq -r '[.data.groups[].rules[]] | "\(length) \([.[] | select(.health != "ok") | "\(.name):\(.health):\(.lastError // "")"] | join(" "))"'
+}
+rules_healthy() {
+	local h
+	h=$(rules_health)
+	[ "${h%% *}" = "$NRULES" ] && [ -z "${h#* }" ]
+}
+check_rules() {  # LABEL
+	[ -n "$PROM" ] || return
+	NRULES=$(grep -c '^ *- alert: ' "$WORK/rules.yaml")
+	wait_until 30 "Prometheus to evaluate the $NRULES alert rules" rules_healthy
+	check "alert_rules_loaded_$1" "Prometheus loaded the $NRULES rules of the chart's PrometheusRule and evaluates each without an error (got: $(rules_health))" rules_healthy
+}
+# The undisturbed run, from helm install to the inference Job's end: no
+# alert fired, and every query of the dashboard returned data.
+check_undisturbed() {
+	local w firing pending out
+	[ -n "$PROM" ] || return
+	w=$(awk -v a="$T_INSTALL" -v b="$(now)" 'BEGIN { printf "%d", b - a + 1 }')
+	firing=$(curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=max_over_time(ALERTS{alertstate=\"firing\"}[${w}s])" |
+		jq -r '[.data.result[].metric | "\(.alertname){\(.pod // .graphstore // "")}"] | join(" ")')
+	pending=$(curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=max_over_time(ALERTS{alertstate=\"pending\"}[${w}s])" |
+		jq -r '[.data.result[].metric | "\(.alertname){\(.pod // .graphstore // "")}"] | join(" ")')
+	check undisturbed_run_fires_no_alert "no alert fired during the undisturbed run (${w} s from helm install; thresholds of 1 minute): fired: ${firing:-none}" \
+		[ -z "$firing" ]
+	row "undisturbed run: alerts" "fired: ${firing:-none}; pending at some point: ${pending:-none}"
+	out=$(python3 "$ROOT/tests/cluster/prom_checks.py" panels "$PROM" "$CHART/monitoring/gnn-dist-dashboard.json" "$NS" "$REL" "$T_INSTALL" "$(now)" 2>&1)
+	check dashboard_panels_have_data "every query of the dashboard (and its variables) returns data for the run; without: $(grep -v '^data ' <<<"$out" | tr '\n' ';')" \
+		[ -n "$out" -a "$(grep -cv '^data ' <<<"$out")" = 0 ]
+	row "dashboard queries with data" "$(grep -c '^data ' <<<"$out") of $(grep -c . <<<"$out")"
+}
+# graphstore-N (the last) held down, the StatefulSet scaled below the
+# partitions: the samplers reach fewer stores, GnnGraphStoresUnreachable
+# goes pending, then firing after its minute; scaled back, it resolves.
+hold_graphstore_down() {
+	local parts t0 t_pend= t_fire= t_back t_res= a=GnnGraphStoresUnreachable
+	[ -n "$PROM" ] || return
+	parts=$(kc get sts graphstore -o jsonpath='{.spec.replicas}')
+	phase "graphstore-$((parts - 1))_held_down"
+	say "holding graphstore-$((parts - 1)) down"
+	t0=$(now)
+	kc scale sts graphstore --replicas $((parts - 1)) >/dev/null
+	wait_until 60 "$a pending" alert_is $a pending && t_pend=$(since "$t0")
+	wait_until 120 "$a firing" alert_is $a firing && t_fire=$(since "$t0")
+	phase "graphstore-$((parts - 1))_back"
+	t_back=$(since "$t0")
+	kc scale sts graphstore --replicas "$parts" >/dev/null
+	wait_until 180 "$a resolved" alert_is $a none && t_res=$(since "$t0")
+	check graphstore_down_alert "graphstore-$((parts - 1)) held down: $a pending (after ${t_pend:-never} s), firing (${t_fire:-never} s); back at ${t_back} s: resolved (${t_res:-never} s)" \
+		[ -n "$t_pend" -a -n "$t_fire" -a -n "$t_res" ]
+	row "graphstore-$((parts - 1)) held down: $a" "pending ${t_pend:-never} s, firing ${t_fire:-never} s, back ${t_back} s, resolved ${t_res:-never} s"
+	wait_until 120 "graphstore-$((parts - 1)) and the samplers ready" all_ready "$NPODS"
+}
+# Every alert episode of the test, with when it began, fired and went.
+report_alerts() {
+	[ -n "$PROM" ] && [ -s "$WORK/alerts.jsonl" ] || return
+	python3 "$ROOT/tests/cluster/prom_checks.py" timeline "$WORK/alerts.jsonl" "$WORK/phases" "$T_INSTALL" | sed 's/^/  alert: /'
 }
 
 # ---- 3b. TLS (the chart's default) ------------------------------------------
@@ -587,6 +709,7 @@ day2() {
 	e0=$(last_epoch)
 	t_op=$(now)
 	say "day-2: $name"
+	phase "day2_$name"
 	if ! "$@" >"$WORK/op.log" 2>&1; then
 		bad "day2_$name" "the operation failed: $(tail -n 2 "$WORK/op.log" | tr '\n' ' ')"
 		row "day-2: $name" "operation failed"
@@ -730,13 +853,18 @@ prepare_image
 kubectl delete namespace "$NS" --wait --timeout=120s >/dev/null 2>&1   # a leftover of an aborted run
 [ "$MODE" = shared ] && free_volumes
 server_validation
-install_defaults
-if start_prometheus; then
-	check_prometheus after_install
-	check_metrics_present
-fi
+install_defaults   # starts Prometheus too
+check_prometheus after_install
+check_metrics_present
+check_rules after_install
+check_undisturbed
+phase tls_checks
 check_tls
+hold_graphstore_down
 day2_operations
 check_prometheus after_day2_operations
+check_rules after_day2_operations
+report_alerts
+phase uninstall
 uninstall_and_reinstall
 summary_and_exit
