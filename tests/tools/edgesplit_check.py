@@ -5,6 +5,9 @@ it (FULL): every node is compared by its original (type, per-type ID)
 through each output's node-map.arr, so the two partitionings may differ.
 
   edgesplit_check.py OUT FULL [--csr DIR]
+  edgesplit_check.py --batch FILE    (lines "LABEL OUT FULL [CSR]": one
+                                      check each, its lines prefixed
+                                      "LABEL: "; Python starts once)
 
 Checks: the counts in meta.json against the files; every held-out pair an
 edge of FULL, and neither it nor its reverse (in the relation, or in its
@@ -69,14 +72,9 @@ class Output:
         return [[self.orig[a[i * cols + j]] for j in range(cols)] for i in range(rows)]
 
 
-def main():
-    args = sys.argv[1:]
-    csr_dir = None
-    if "--csr" in args:
-        k = args.index("--csr")
-        csr_dir = args[k + 1]
-        del args[k:k + 2]
-    out, full = Output(args[0]), Output(args[1])
+def check(out_dir, full_dir, csr_dir, say):
+    """One check; say(line) reports. Returns whether it passed."""
+    out, full = Output(out_dir), Output(full_dir)
     csr = Output(csr_dir) if csr_dir else out
     es = out.meta["edge_split"]
     rel, rev = es["relation"], es["reverse_relation"]
@@ -142,11 +140,30 @@ def main():
     if stored != out.meta["num_edges"] or stored + es["removed_edges"] != full.meta["num_edges"]:
         bad.append("num_edges=%d, stored %d, full %d" % (out.meta["num_edges"], stored, full.meta["num_edges"]))
     for b in bad[:20]:
-        print("edgesplit_check: FAIL " + b)
-    if bad:
-        sys.exit(1)
-    print("edgesplit_check: ok pairs=%d train=%d valid=%d test=%d removed_edges=%d"
-          % (es["num_pairs"], es["num_train"], es["num_valid"], es["num_test"], es["removed_edges"]))
+        say("edgesplit_check: FAIL " + b)
+    if not bad:
+        say("edgesplit_check: ok pairs=%d train=%d valid=%d test=%d removed_edges=%d"
+            % (es["num_pairs"], es["num_train"], es["num_valid"], es["num_test"], es["removed_edges"]))
+    return not bad
+
+
+def main():
+    args = sys.argv[1:]
+    if args[0] == "--batch":
+        ok = True
+        with open(args[1]) as f:
+            for line in f:
+                w = line.split()
+                if w:
+                    ok &= check(w[1], w[2], w[3] if len(w) > 3 else None,
+                                lambda s, label=w[0]: print(label + ": " + s))
+        sys.exit(0 if ok else 1)
+    csr_dir = None
+    if "--csr" in args:
+        k = args.index("--csr")
+        csr_dir = args[k + 1]
+        del args[k:k + 2]
+    sys.exit(0 if check(args[0], args[1], csr_dir, print) else 1)
 
 
 if __name__ == "__main__":
