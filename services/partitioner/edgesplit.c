@@ -102,38 +102,54 @@ static uint64_t pair_key(const struct graph *g, uint32_t r, int32_t u, int32_t v
 	return (uint64_t)(uint32_t)u << 32 | (uint32_t)v;
 }
 
-/* A set of pair keys: open addressing, linear probing; key ~0 marks an
- * empty slot (no pair has it: IDs are below INT32_MAX). */
+/* A set of pair keys: open addressing, linear probing, doubled when half
+ * full; key ~0 marks an empty slot (no pair has it: IDs are below
+ * INT32_MAX). */
 struct pair_set {
 	uint64_t *slot;
-	uint64_t mask;
+	uint64_t mask, count;
 };
 
-static int pair_set_init(struct pair_set *s, int64_t n)
+static int pair_set_init(struct pair_set *s, uint64_t cap)
 {
-	uint64_t cap = 16;
-
-	while (cap < 2 * (uint64_t)n)
-		cap *= 2;
 	s->slot = malloc(cap * sizeof(*s->slot));
 	if (s->slot == NULL)
 		return GNN_ENOMEM;
 	memset(s->slot, 0xff, cap * sizeof(*s->slot));
 	s->mask = cap - 1;
+	s->count = 0;
 	return GNN_OK;
 }
 
-/* Adds key; false when it was there already. */
-static bool pair_set_add(struct pair_set *s, uint64_t key)
+static void pair_set_put(struct pair_set *s, uint64_t key)
 {
-	for (uint64_t i = gnn_mix64(key) & s->mask;; i = (i + 1) & s->mask) {
-		if (s->slot[i] == key)
-			return false;
-		if (s->slot[i] == ~0ull) {
-			s->slot[i] = key;
-			return true;
-		}
+	uint64_t i = gnn_mix64(key) & s->mask;
+
+	while (s->slot[i] != ~0ull && s->slot[i] != key)
+		i = (i + 1) & s->mask;
+	s->count += s->slot[i] != key;
+	s->slot[i] = key;
+}
+
+/* Adds key: *added false when it was there already. GNN_ENOMEM. */
+static int pair_set_add(struct pair_set *s, uint64_t key, bool *added)
+{
+	uint64_t before = s->count;
+
+	if (2 * (s->count + 1) > s->mask + 1) {
+		struct pair_set grown;
+
+		if (pair_set_init(&grown, 2 * (s->mask + 1)) != GNN_OK)
+			return GNN_ENOMEM;
+		for (uint64_t i = 0; i <= s->mask; i++)
+			if (s->slot[i] != ~0ull)
+				pair_set_put(&grown, s->slot[i]);
+		free(s->slot);
+		*s = grown;
 	}
+	pair_set_put(s, key);
+	*added = s->count > before;
+	return GNN_OK;
 }
 
 /* Relation r's pairs, each once, in (v, u) order of the CSR; pairs NULL
@@ -231,7 +247,7 @@ static int choose_by_ratio(const struct graph *g, const struct edge_split_opts *
 			gnn_schema_rel_label(&g->schema, es->rel, label, sizeof(label));
 			GNN_ERROR("edge_split_too_small",
 				  "relation=%s pairs=%lld train=%lld valid=%lld test=%lld reason=\"too few edges for the split: "
-				  "every set with a ratio above 0 needs at least one pair\"",
+				  "every set with a ratio above 0 needs at least one pair, and training one\"",
 				  label, (long long)n, (long long)(n - h), (long long)es->num_held[ES_VALID],
 				  (long long)es->num_held[ES_TEST]);
 			return GNN_ERANGE;
@@ -283,6 +299,7 @@ static int read_csv_set(const struct graph *g, const struct edge_split_opts *o, 
 	while ((rc = import_csv_next(&c, &line)) == 1) {
 		char *p = line;
 		int64_t u, v;
+		bool added;
 
 		if (!import_field_i64(&p, &u) || !import_field_i64(&p, &v) || *p != '\0') {
 			rc = import_csv_fail(&c, "expected two integer columns \"src,dst\"");
@@ -301,7 +318,9 @@ static int read_csv_set(const struct graph *g, const struct edge_split_opts *o, 
 			rc = import_csv_fail(&c, why);
 			goto out;
 		}
-		if (!pair_set_add(seen, pair_key(g, es->rel, (int32_t)u, (int32_t)v))) {
+		if ((rc = pair_set_add(seen, pair_key(g, es->rel, (int32_t)u, (int32_t)v), &added)) != GNN_OK)
+			goto out;
+		if (!added) {
 			rc = import_csv_fail(&c, "pair listed twice (in this file or the other; either direction)");
 			goto out;
 		}
@@ -340,7 +359,7 @@ static int choose_from_csv(const struct graph *g, const struct edge_split_opts *
 	int64_t h;
 	int rc;
 
-	if ((rc = pair_set_init(&seen, es->num_pairs)) != GNN_OK)
+	if ((rc = pair_set_init(&seen, 1024)) != GNN_OK)
 		return rc;
 	for (int s = 0; s < ES_SETS && rc == GNN_OK; s++)
 		rc = read_csv_set(g, o, s, &seen, es);
@@ -397,11 +416,12 @@ static int sample_pair_negatives(const struct graph *g, const struct edge_split_
 			  label, (long long)es->num_pairs, (long long)want);
 		return GNN_ERANGE;
 	}
-	if ((rc = pair_set_init(&taken, want)) != GNN_OK)
+	if ((rc = pair_set_init(&taken, 1024)) != GNN_OK)
 		return rc;
 	for (int s = 0; s < ES_SETS; s++)
 		for (int64_t k = 0; k < es->num_held[s]; k++) {
 			int32_t a, b;
+			bool added = false;
 
 			do {
 				if (i >= budget) {
@@ -412,7 +432,13 @@ static int sample_pair_negatives(const struct graph *g, const struct edge_split_
 				}
 				a = draw_node(g, re->src, key, i++);
 				b = draw_node(g, re->dst, key, i++);
-			} while (a == b || joined(g, es->rel, a, b) || !pair_set_add(&taken, pair_key(g, es->rel, a, b)));
+				if (a == b || joined(g, es->rel, a, b))
+					continue;
+				if ((rc = pair_set_add(&taken, pair_key(g, es->rel, a, b), &added)) != GNN_OK) {
+					free(taken.slot);
+					return rc;
+				}
+			} while (!added);
 			es->neg[s][2 * k] = a;
 			es->neg[s][2 * k + 1] = b;
 		}
