@@ -94,18 +94,7 @@ fi
 bad() {
 	local name=$1 msg=$2
 	shift 2
-	rm -rf "$WORK/bad-out"
-	"$P" --parts 2 --out "$WORK/bad-out" "$@" 2>"$WORK/err" >/dev/null
-	local rc=$?
-	if [ $rc -eq 0 ]; then
-		fail "bad_$name" "exit status 0"
-	elif ! grep -q -- "$msg" "$WORK/err"; then
-		fail "bad_$name" "message lacks '$msg': $(grep ERROR "$WORK/err" | head -n 2)"
-	elif [ -e "$WORK/bad-out" ] || ls -d "$WORK"/bad-out.tmp-* >/dev/null 2>&1; then
-		fail "bad_$name" "output or temporary folder left behind"
-	else
-		pass "bad_$name"
-	fi
+	refused "bad_$name" "$msg" "$WORK/bad-out" "$P" --parts 2 --out "$WORK/bad-out" "$@"
 }
 bad ratios_sum "reason=\"the ratios must add up to 1" --synthetic tiny --edge-split 0.8,0.1,0.2
 bad ratio_negative "reason=\"a ratio is negative" --synthetic tiny --edge-split 1.1,-0.2,0.1
