@@ -302,7 +302,7 @@ static int read_csv_set(const struct graph *g, const struct edge_split_opts *o, 
 		bool added;
 
 		if (!import_field_i64(&p, &u) || !import_field_i64(&p, &v) || *p != '\0') {
-			rc = import_csv_fail(&c, "expected two integer columns \"src,dst\"");
+			rc = import_csv_fail(&c, "expected two integer columns: src,dst");
 			goto out;
 		}
 		if (u < 0 || u >= ns || v < 0 || v >= nd) {
