@@ -237,21 +237,24 @@ static int choose_by_ratio(const struct graph *g, const struct edge_split_opts *
 	int64_t n = es->num_pairs, h;
 	uint64_t key = gnn_fold64(o->seed, KEY_CHOICE);
 	int32_t *pairs;
+	bool too_small;
 	int rc;
 
 	for (int s = 0; s < ES_SETS; s++)
 		es->num_held[s] = (int64_t)floor((double)n * o->ratios[1 + s] + 1e-9);
 	h = es->num_held[ES_VALID] + es->num_held[ES_TEST];
+	too_small = n - h < 1;
 	for (int s = 0; s < ES_SETS; s++)
-		if ((o->ratios[1 + s] > 0 && es->num_held[s] == 0) || n - h < 1) {
-			gnn_schema_rel_label(&g->schema, es->rel, label, sizeof(label));
-			GNN_ERROR("edge_split_too_small",
-				  "relation=%s pairs=%lld train=%lld valid=%lld test=%lld reason=\"too few edges for the split: "
-				  "every set with a ratio above 0 needs at least one pair, and training one\"",
-				  label, (long long)n, (long long)(n - h), (long long)es->num_held[ES_VALID],
-				  (long long)es->num_held[ES_TEST]);
-			return GNN_ERANGE;
-		}
+		too_small |= o->ratios[1 + s] > 0 && es->num_held[s] == 0;
+	if (too_small) {
+		gnn_schema_rel_label(&g->schema, es->rel, label, sizeof(label));
+		GNN_ERROR("edge_split_too_small",
+			  "relation=%s pairs=%lld train=%lld valid=%lld test=%lld reason=\"too few edges for the split: "
+			  "every set with a ratio above 0 needs at least one pair, and training one\"",
+			  label, (long long)n, (long long)(n - h), (long long)es->num_held[ES_VALID],
+			  (long long)es->num_held[ES_TEST]);
+		return GNN_ERANGE;
+	}
 	if ((rc = alloc_sets(es)) != GNN_OK)
 		return rc;
 	if ((pairs = malloc((size_t)n * 2 * sizeof(*pairs))) == NULL)

@@ -336,11 +336,11 @@ static int commit_output(const char *tmp)
 }
 
 /* The schema, then one line per partition (with a column per node type
- * when there are several). */
+ * when there are several), then the edge split's counts if any. */
 static void print_summary(const json_t *meta, const struct graph *g)
 {
 	const struct gnn_schema *s = &g->schema;
-	json_t *parts = json_object_get(meta, "parts"), *p;
+	json_t *parts = json_object_get(meta, "parts"), *p, *es;
 	char label[3 * GNN_NAME_MAX];
 	size_t i;
 
@@ -370,6 +370,14 @@ static void print_summary(const json_t *meta, const struct graph *g)
 						  json_object_get(json_object_get(p, "type_nodes"), s->types[t].name)));
 		printf("\n");
 	}
+	if ((es = json_object_get(meta, "edge_split")) != NULL)
+		printf("edge_split relation=%s pairs=%lld train=%lld valid=%lld test=%lld removed_edges=%lld\n",
+		       json_string_value(json_object_get(es, "relation")),
+		       (long long)json_integer_value(json_object_get(es, "num_pairs")),
+		       (long long)json_integer_value(json_object_get(es, "num_train")),
+		       (long long)json_integer_value(json_object_get(es, "num_valid")),
+		       (long long)json_integer_value(json_object_get(es, "num_test")),
+		       (long long)json_integer_value(json_object_get(es, "removed_edges")));
 	fflush(stdout);
 }
 

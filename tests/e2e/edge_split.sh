@@ -24,6 +24,7 @@ P2 --synthetic tiny --out "$WORK/t-full"
 "$P" --synthetic tiny --parts 2 --edge-split 0.85,0.05,0.10 --eval-negatives 20 --out "$WORK/t1" 2>"$WORK/t1.err" >/dev/null
 P2 --synthetic tiny --edge-split 0.85,0.05,0.10 --eval-negatives 20 --out "$WORK/t2"
 P2 --synthetic tiny --edge-split 0.85,0.05,0.10 --eval-negatives 20 --seed 2 --out "$WORK/t3"
+"$P" --synthetic tiny --parts 3 --method random --edge-split 0.85,0.05,0.10 --eval-negatives 20 --out "$WORK/t4" 2>/dev/null >/dev/null
 P2 --input "$HT" --out "$WORK/ht-full"
 P2 --input "$HT" --edge-split 0.8,0.1,0.1 --edge-relation writes --eval-negatives 5 --out "$WORK/ht"
 mkdir -p "$WORK/csv" "$WORK/csv-cites"
@@ -37,6 +38,7 @@ P2 --input "$HT" --edge-split-from "$WORK/csv-cites" --edge-relation cites --out
 {
 	echo "tiny $WORK/t1 $WORK/t-full"
 	echo "leak $WORK/t1 $WORK/t-full $WORK/t-full"  # the check's own test: a CSR with every pair
+	echo "parts same $WORK/t1 $WORK/t4"
 	echo "ht $WORK/ht $WORK/ht-full"
 	echo "csv $WORK/ht-csv $WORK/ht-full"
 	echo "cites $WORK/ht-cites $WORK/ht-full"
@@ -61,6 +63,8 @@ check tiny_leak_detected "edgesplit_check fails on a CSR that still holds the he
 check tiny_deterministic "same seed: every array file byte for byte the same, meta.json too (less timings and memory)" \
 	bash -c "cd '$WORK/t1' && [ \"\$(find . -name '*.arr' | wc -l)\" -eq 17 ] && for f in \$(find . -name '*.arr'); do cmp -s \$f '$WORK/t2/'\$f || exit 1; done &&
 		 [ \"\$(jq -c 'del(.timing_seconds, .memory)' meta.json)\" = \"\$(jq -c 'del(.timing_seconds, .memory)' '$WORK/t2/meta.json')\" ]"
+check tiny_partitioning_irrelevant "3 random partitions instead of 2 METIS ones: the same split in original IDs" \
+	grep -q '^parts: edgesplit_check: ok' "$WORK/checked"
 check tiny_seed_matters "another seed holds out other pairs" \
 	bash -c "! cmp -s '$WORK/t1/edge-split/test-pos.arr' '$WORK/t3/edge-split/test-pos.arr'"
 check tiny_logged "the split is one edge_split log line" \

@@ -9,6 +9,10 @@ through each output's node-map.arr, so the two partitionings may differ.
                                       check each, its lines prefixed
                                       "LABEL: "; Python starts once)
 
+A batch line "LABEL same OUT1 OUT2" instead checks that two outputs hold
+the same split (every edge-split file, row for row, in original IDs):
+the split depends on the graph and the seed, not on the partitioning.
+
 Checks: the counts in meta.json against the files; every held-out pair an
 edge of FULL, and neither it nor its reverse (in the relation, or in its
 reverse relation) in any partition's CSR of OUT (or of DIR with --csr:
@@ -154,7 +158,13 @@ def main():
         with open(args[1]) as f:
             for line in f:
                 w = line.split()
-                if w:
+                if w and w[1] == "same":
+                    a, b = Output(w[2]), Output(w[3])
+                    ea, eb = a.meta["edge_split"], b.meta["edge_split"]
+                    same = all(a.ids(ea, k) == b.ids(eb, k) for k in ea["files"])
+                    print("%s: edgesplit_check: %s" % (w[0], "ok" if same else "FAIL the splits differ"))
+                    ok &= same
+                elif w:
                     ok &= check(w[1], w[2], w[3] if len(w) > 3 else None,
                                 lambda s, label=w[0]: print(label + ": " + s))
         sys.exit(0 if ok else 1)
