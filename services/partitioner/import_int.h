@@ -3,7 +3,7 @@
  * line by line, and the readers of the files both layouts hold (counts,
  * edge lists, labels, features, split lists). Every reader validates every
  * line, and its errors name the file and the line. Internal to the
- * importer: nothing else includes this. */
+ * partitioner: the importer and the edge split's CSV reader (edgesplit.c). */
 #ifndef GNN_PART_IMPORT_INT_H
 #define GNN_PART_IMPORT_INT_H
 

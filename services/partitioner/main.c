@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dtype.h"
+#include "edgesplit.h"
 #include "err.h"
 #include "graph.h"
 #include "import.h"
@@ -31,11 +32,13 @@
 
 struct config {
 	const char *input, *split, *synthetic, *out, *method, *feature_dtype;
+	const char *edge_split, *edge_split_from, *edge_relation;
 	bool keep_directed, force, no_features;
-	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges;
+	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges, eval_negatives;
 };
 
 static struct config cfg;
+static struct edge_split_opts es_opts;  /* from the edge-split options, when one is given */
 
 static const struct gnn_opt options[] = {
 	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
@@ -62,6 +65,17 @@ static const struct gnn_opt options[] = {
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, "f32", 0, 0, "f32|f16",
 	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest; values beyond 65504 refused)" },
+	{ "edge-split", GNN_OPT_LIST, &cfg.edge_split, NULL, 0, 0, NULL,
+	  "link prediction: TRAIN,VALID,TEST ratios (e.g. 0.85,0.05,0.10) of --edge-relation's edges, seeded by "
+	  "--seed; valid and test pairs (and their reverses) leave the graph for OUT/edge-split/ with sampled "
+	  "negatives (docs/partitioning.md)" },
+	{ "edge-split-from", GNN_OPT_STR, &cfg.edge_split_from, NULL, 0, 0, NULL,
+	  "link prediction: your own split instead of --edge-split: DIR/valid.csv and DIR/test.csv (.gz too), "
+	  "\"src,dst\" per-type node IDs, one edge of --edge-relation a line" },
+	{ "edge-relation", GNN_OPT_STR, &cfg.edge_relation, NULL, 0, 0, NULL,
+	  "the relation whose edges are split, NAME or src:NAME:dst (default: edge, a homogeneous graph's)" },
+	{ "eval-negatives", GNN_OPT_INT, &cfg.eval_negatives, "100", 1, 100000, NULL,
+	  "with an edge split: negative destinations stored per valid/test pair, for ranking metrics (MRR, Hits@K)" },
 	{ "parts", GNN_OPT_INT, &cfg.parts, "2", 1, 65536, NULL, "number of partitions" },
 	{ "method", GNN_OPT_STR, &cfg.method, "metis", 0, 0, "metis|random", "partitioning method" },
 	{ "metis-max-edges", GNN_OPT_INT, &cfg.metis_max_edges, "33554432", 1000, INT32_MAX, NULL,
@@ -73,6 +87,11 @@ static const struct gnn_opt options[] = {
 	{ "force", GNN_OPT_BOOL, &cfg.force, NULL, 0, 0, NULL, "replace an existing output folder" },
 	{ NULL },
 };
+
+static bool edge_split_on(void)
+{
+	return cfg.edge_split != NULL || cfg.edge_split_from != NULL;
+}
 
 static int check_config(void)
 {
@@ -92,6 +111,19 @@ static int check_config(void)
 		GNN_ERROR("bad_config", "reason=\"--split/--keep-directed only apply to --input\"");
 		return GNN_EINVAL;
 	}
+	if (cfg.edge_split != NULL && cfg.edge_split_from != NULL) {
+		GNN_ERROR("bad_config", "reason=\"give --edge-split RATIOS or --edge-split-from DIR, not both\"");
+		return GNN_EINVAL;
+	}
+	if (cfg.edge_relation != NULL && !edge_split_on()) {
+		GNN_ERROR("bad_config", "reason=\"--edge-relation only applies with --edge-split or --edge-split-from\"");
+		return GNN_EINVAL;
+	}
+	es_opts = (struct edge_split_opts){ .from_csv = cfg.edge_split_from != NULL, .csv_dir = cfg.edge_split_from,
+					    .relation = cfg.edge_relation, .eval_negatives = cfg.eval_negatives,
+					    .seed = (uint64_t)cfg.seed };
+	if (cfg.edge_split != NULL)
+		return edge_split_parse_ratios(cfg.edge_split, es_opts.ratios);
 	return GNN_OK;
 }
 
@@ -304,11 +336,11 @@ static int commit_output(const char *tmp)
 }
 
 /* The schema, then one line per partition (with a column per node type
- * when there are several). */
+ * when there are several), then the edge split's counts if any. */
 static void print_summary(const json_t *meta, const struct graph *g)
 {
 	const struct gnn_schema *s = &g->schema;
-	json_t *parts = json_object_get(meta, "parts"), *p;
+	json_t *parts = json_object_get(meta, "parts"), *p, *es;
 	char label[3 * GNN_NAME_MAX];
 	size_t i;
 
@@ -338,6 +370,14 @@ static void print_summary(const json_t *meta, const struct graph *g)
 						  json_object_get(json_object_get(p, "type_nodes"), s->types[t].name)));
 		printf("\n");
 	}
+	if ((es = json_object_get(meta, "edge_split")) != NULL)
+		printf("edge_split relation=%s pairs=%lld train=%lld valid=%lld test=%lld removed_edges=%lld\n",
+		       json_string_value(json_object_get(es, "relation")),
+		       (long long)json_integer_value(json_object_get(es, "num_pairs")),
+		       (long long)json_integer_value(json_object_get(es, "num_train")),
+		       (long long)json_integer_value(json_object_get(es, "num_valid")),
+		       (long long)json_integer_value(json_object_get(es, "num_test")),
+		       (long long)json_integer_value(json_object_get(es, "removed_edges")));
 	fflush(stdout);
 }
 
@@ -357,6 +397,7 @@ int main(int argc, char **argv)
 	struct graph g = { 0 };
 	struct partition pt = { 0 };
 	struct partition_opts popts;
+	struct edge_split es = { 0 };
 	struct synth_params sp;
 	json_t *meta = NULL, *mem;
 	char tmp[4096], path[4200], types[1024], rels[2048];
@@ -384,6 +425,10 @@ int main(int argc, char **argv)
 
 	if ((rc = load_graph(&sp, &g, meta)) != GNN_OK)
 		goto out_fail;
+	/* Held-out edges leave the graph before METIS sees it: the partitions
+	 * (and their edge cut) are those of the graph the model reads. */
+	if (edge_split_on() && (rc = edge_split_apply(&g, &es_opts, &es)) != GNN_OK)
+		goto out_fail;
 	t_load = gnn_now() - t0;
 	if (cfg.parts > g.num_nodes) {
 		GNN_ERROR("bad_config", "parts=%lld nodes=%lld reason=\"more partitions than nodes\"",
@@ -399,6 +444,9 @@ int main(int argc, char **argv)
 	meta_graph(meta, &g, &pt);
 	if (gnn_stop_requested() ||
 	    (rc = write_partitions(&g, &pt, gnn_dtype_parse(cfg.feature_dtype), tmp, meta)) != GNN_OK)
+		goto out_fail;
+	if (edge_split_on() &&
+	    (rc = edge_split_write(&es, &es_opts, &g, &pt, tmp, meta)) != GNN_OK)
 		goto out_fail;
 	t_write = gnn_now() - t0 - t_load - t_part;
 
@@ -425,6 +473,7 @@ int main(int argc, char **argv)
 		 (double)gnn_peak_rss_bytes() / (double)ref_bytes, gnn_now() - t0);
 	print_summary(meta, &g);
 	json_decref(meta);
+	edge_split_free(&es);
 	partition_free(&pt);
 	graph_free(&g);
 	return 0;
@@ -435,6 +484,7 @@ out_fail:
 	GNN_ERROR("failed", "reason=\"%s\" out=%s note=\"nothing was written\"", gnn_strerror(rc), cfg.out);
 	gnn_rm_rf(tmp);
 	json_decref(meta);
+	edge_split_free(&es);
 	partition_free(&pt);
 	graph_free(&g);
 	return 1;

@@ -17,8 +17,7 @@ struct part_counts {
 	int64_t nodes, edges, remote_edges, split[4];
 };
 
-/* dir + "/" + name into out; GNN_ERANGE when it does not fit. */
-static int join(char *out, size_t len, const char *dir, const char *name)
+int write_join(char *out, size_t len, const char *dir, const char *name)
 {
 	int k = snprintf(out, len, "%s/%s", dir, name);
 
@@ -29,7 +28,7 @@ static int join(char *out, size_t len, const char *dir, const char *name)
 	return GNN_OK;
 }
 
-static json_t *file_json(const char *name, const struct gnn_arr_info *info)
+json_t *write_file_entry(const char *name, const struct gnn_arr_info *info)
 {
 	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "file", name, "dtype",
 			 gnn_dtype_name(info->dtype), "rows", (json_int_t)info->rows, "cols",
@@ -93,7 +92,7 @@ static int write_csr(const struct graph *g, const struct partition *pt, int32_t 
 
 	if (indptr == NULL || o.chunk == NULL)
 		goto out;
-	if ((rc = join(path, sizeof(path), pdir, "indices.arr")) != GNN_OK ||
+	if ((rc = write_join(path, sizeof(path), pdir, "indices.arr")) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &o.w)) != GNN_OK)
 		goto out;
 	indptr[0] = 0;
@@ -116,12 +115,12 @@ static int write_csr(const struct graph *g, const struct partition *pt, int32_t 
 	o.w = NULL;
 	if (rc != GNN_OK)
 		goto out;
-	json_object_set_new(files, "indices", file_json("indices.arr", &info));
+	json_object_set_new(files, "indices", write_file_entry("indices.arr", &info));
 	pc->edges = indptr[n * R];
-	if ((rc = join(path, sizeof(path), pdir, "indptr.arr")) != GNN_OK ||
+	if ((rc = write_join(path, sizeof(path), pdir, "indptr.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_I64, (uint64_t)(n * R) + 1, 1, indptr, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "indptr", file_json("indptr.arr", &info));
+	json_object_set_new(files, "indptr", write_file_entry("indptr.arr", &info));
 out:
 	gnn_arr_writer_abort(o.w);
 	free(indptr);
@@ -174,7 +173,7 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 	if ((buf = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*buf))) == NULL ||
 	    (dt == GNN_DT_F16 && (half = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*half))) == NULL))
 		goto out;
-	if ((rc = join(path, sizeof(path), pdir, name)) != GNN_OK ||
+	if ((rc = write_join(path, sizeof(path), pdir, name)) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, dt, (uint64_t)dim, &w)) != GNN_OK)
 		goto out;
 	for (int64_t i = start; i < end; i += rows_per_chunk) {
@@ -197,7 +196,7 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 	rc = gnn_arr_writer_finish(w, &info);
 	w = NULL;
 	if (rc == GNN_OK)
-		*entry = file_json(name, &info);
+		*entry = write_file_entry(name, &info);
 out:
 	gnn_arr_writer_abort(w);
 	free(buf);
@@ -243,14 +242,14 @@ static int write_node_data(const struct graph *g, const struct partition *pt, in
 		split[i] = g->split[v];
 		pc->split[g->split[v] & 3]++;
 	}
-	if ((rc = join(path, sizeof(path), pdir, "label.arr")) != GNN_OK ||
+	if ((rc = write_join(path, sizeof(path), pdir, "label.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_I32, (uint64_t)n, 1, labels, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "label", file_json("label.arr", &info));
-	if ((rc = join(path, sizeof(path), pdir, "split.arr")) != GNN_OK ||
+	json_object_set_new(files, "label", write_file_entry("label.arr", &info));
+	if ((rc = write_join(path, sizeof(path), pdir, "split.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_U8, (uint64_t)n, 1, split, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "split", file_json("split.arr", &info));
+	json_object_set_new(files, "split", write_file_entry("split.arr", &info));
 out:
 	free(labels);
 	free(split);
@@ -312,7 +311,7 @@ static int write_node_map(const struct graph *g, const struct partition *pt, con
 
 	if (chunk == NULL)
 		goto out;
-	if ((rc = join(path, sizeof(path), dir, "node-map.arr")) != GNN_OK ||
+	if ((rc = write_join(path, sizeof(path), dir, "node-map.arr")) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &w)) != GNN_OK)
 		goto out;
 	for (int64_t i = 0; i < n; i += CHUNK_ELEMS) {
@@ -329,7 +328,7 @@ static int write_node_map(const struct graph *g, const struct partition *pt, con
 	rc = gnn_arr_writer_finish(w, &info);
 	w = NULL;
 	if (rc == GNN_OK)
-		json_object_set_new(meta, "node_map", file_json("node-map.arr", &info));
+		json_object_set_new(meta, "node_map", write_file_entry("node-map.arr", &info));
 out:
 	gnn_arr_writer_abort(w);
 	free(chunk);
@@ -378,7 +377,7 @@ int write_partitions(const struct graph *g, const struct partition *pt, enum gnn
 			rc = GNN_ENOMEM;
 			goto out;
 		}
-		if ((rc = join(pdir, sizeof(pdir), dir, name)) != GNN_OK || mkdir(pdir, 0755) != 0) {
+		if ((rc = write_join(pdir, sizeof(pdir), dir, name)) != GNN_OK || mkdir(pdir, 0755) != 0) {
 			json_decref(files);
 			GNN_ERROR("mkdir_failed", "dir=%s", pdir);
 			rc = GNN_EIO;

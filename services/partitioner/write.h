@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "arr.h"
 #include "dtype.h"
 #include "graph.h"
 #include "partition.h"
@@ -24,6 +25,15 @@
 /* Writes the arrays into dir (which exists and is empty), feature rows as
  * feat_dtype (F32 or F16), and adds to meta (borrowed) the keys
  * "node_map", "parts" and "balance". */
+/* dir + "/" + name into out (len bytes); GNN_ERANGE, logged, when it
+ * does not fit. */
+int write_join(char *out, size_t len, const char *dir, const char *name);
+
+/* A meta.json file entry {"file", "dtype", "rows", "cols", "bytes",
+ * "crc32"} for the array written as name; a new reference (the caller's),
+ * NULL when out of memory. */
+json_t *write_file_entry(const char *name, const struct gnn_arr_info *info);
+
 int write_partitions(const struct graph *g, const struct partition *pt, enum gnn_dtype feat_dtype, const char *dir,
 		     json_t *meta);
 

@@ -30,6 +30,27 @@ check() {
 	if "$@"; then pass "$name"; else fail "$name" "$what"; fi
 }
 
+# refused NAME EXPECTED-MESSAGE OUT COMMAND...: PASS when COMMAND (which
+# writes to OUT) exits non-zero, its stderr holds the message (a grep
+# pattern) and neither OUT nor a temporary OUT.tmp-* is left behind: bad
+# input gives a clear error and writes nothing. Its stderr stays in $WORK/err.
+refused() {
+	local name=$1 msg=$2 out=$3 rc
+	shift 3
+	rm -rf "$out"
+	"$@" 2>"$WORK/err" >/dev/null
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		fail "$name" "exit status 0"
+	elif ! grep -q -- "$msg" "$WORK/err"; then
+		fail "$name" "message lacks '$msg': $(grep ERROR "$WORK/err" | head -n 2)"
+	elif [ -e "$out" ] || ls -d "$out".tmp-* >/dev/null 2>&1; then
+		fail "$name" "output or temporary folder left behind"
+	else
+		pass "$name"
+	fi
+}
+
 # Tests reading ../shared/datasets say so and skip when it is absent (a
 # user's clone has none); CI always has it.
 have_cora() {

@@ -1,12 +1,14 @@
 /* Unit tests of the partitioner's pieces: CSR building (one relation and
  * several), partition methods, the OGB importer on ../shared/datasets/cora
  * (skipped when absent) and on tests/data/hetero-tiny (heterogeneous
- * layout), and the importer's errors on broken copies of hetero-tiny. */
+ * layout), the importer's errors on broken copies of hetero-tiny, and the
+ * link-prediction edge split (ratios, pairs, removal, negatives). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "edgesplit.h"
 #include "err.h"
 #include "graph.h"
 #include "import.h"
@@ -507,6 +509,139 @@ BAD_TEST(test_bad_split_unlabelled, E({ "raw/node-label/paper/node-label.csv.gz"
 BAD_TEST(test_bad_split_id_out_of_range, E({ "split/random/paper/valid.csv.gz", 2, "320\n" }),
 	 W("paper/valid.csv.gz line=2 reason=\"node ID out of range [0, 320) for node type paper"))
 
+static void test_edge_split_ratios(void)
+{
+	static const char *const bad[] = { "0.8,0.1,0.2", "1.1,-0.2,0.1", "0.9,0.1", "0,0.5,0.5", "a,b,c",
+					   "0.8,0.1,0.1,0", "0.8,0.1,0.1x", "", "nan,0,0" };
+	double r[3];
+
+	CHECK(edge_split_parse_ratios("0.85,0.05,0.10", r) == GNN_OK && r[0] == 0.85 && r[1] == 0.05 && r[2] == 0.10);
+	CHECK(edge_split_parse_ratios("1,0,0", r) == GNN_OK);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(edge_split_parse_ratios(bad[i], r) == GNN_EINVAL);
+}
+
+/* A one-type, one-relation graph of n nodes from m edges (symmetrised or
+ * as given). */
+static int plain_graph(struct graph *g, int64_t n, const int32_t *src, const int32_t *dst, int m, bool sym)
+{
+	memset(g, 0, sizeof(*g));
+	gnn_schema_plain(&g->schema, n, 0, 0);
+	g->type_start[1] = n;
+	return graph_build_csr(g, n, ints(m, src), ints(m, dst), NULL, m, sym);
+}
+
+static bool stored(const struct graph *g, int32_t u, int32_t v)
+{
+	for (int64_t k = g->indptr[v]; k < g->indptr[v + 1]; k++)
+		if (g->indices[k] == u)
+			return true;
+	return false;
+}
+
+/* A ring of 30 nodes with chords i -> i+3, symmetrised: 60 pairs, 120
+ * stored edges; half held out. */
+static void test_edge_split_homogeneous(void)
+{
+	int32_t src[60], dst[60];
+	struct edge_split_opts o = { .ratios = { 0.5, 0.25, 0.25 }, .eval_negatives = 3, .seed = 7 };
+	struct graph g, full, again;
+	struct edge_split es = { 0 }, es2 = { 0 };
+
+	for (int i = 0; i < 30; i++) {
+		src[i] = src[30 + i] = i;
+		dst[i] = (i + 1) % 30;
+		dst[30 + i] = (i + 3) % 30;
+	}
+	if (!CHECK(plain_graph(&g, 30, src, dst, 60, true) == GNN_OK && plain_graph(&full, 30, src, dst, 60, true) == GNN_OK &&
+		   plain_graph(&again, 30, src, dst, 60, true) == GNN_OK))
+		return;
+	if (!CHECK(edge_split_apply(&g, &o, &es) == GNN_OK))
+		goto out;
+	CHECK(es.num_pairs == 60 && es.num_held[ES_VALID] == 15 && es.num_held[ES_TEST] == 15);
+	CHECK(es.removed_edges == 60 && g.num_edges == 60 && g.schema.rels[0].num_edges == 60 && es.rev_rel == -1);
+	CHECK(g.indptr[30] == 60);
+	for (int s = 0; s < ES_SETS; s++)
+		for (int64_t k = 0; k < es.num_held[s]; k++) {
+			int32_t u = es.pos[s][2 * k], v = es.pos[s][2 * k + 1], a = es.neg[s][2 * k], b = es.neg[s][2 * k + 1];
+
+			CHECK(u < v && stored(&full, u, v));      /* an edge, stored once as u < v */
+			CHECK(!stored(&g, u, v) && !stored(&g, v, u));  /* gone both ways */
+			CHECK(a != b && !stored(&full, a, b));    /* a negative: no edge of the full graph */
+			for (int64_t j = 0; j < es.k; j++) {
+				int32_t d = es.neg_dst[s][k * es.k + j];
+
+				CHECK(d != u && d >= 0 && d < 30 && !stored(&full, u, d));
+			}
+		}
+	/* The same seed, the same split. */
+	if (CHECK(edge_split_apply(&again, &o, &es2) == GNN_OK))
+		for (int s = 0; s < ES_SETS; s++)
+			CHECK(memcmp(es.pos[s], es2.pos[s], (size_t)es.num_held[s] * 8) == 0 &&
+			      memcmp(es.neg[s], es2.neg[s], (size_t)es.num_held[s] * 8) == 0 &&
+			      memcmp(es.neg_dst[s], es2.neg_dst[s], (size_t)es.num_held[s] * 12) == 0);
+	CHECK(memcmp(g.indptr, again.indptr, 31 * sizeof(int64_t)) == 0 &&
+	      memcmp(g.indices, again.indices, 60 * sizeof(int32_t)) == 0);
+out:
+	edge_split_free(&es);
+	edge_split_free(&es2);
+	graph_free(&g);
+	graph_free(&full);
+	graph_free(&again);
+}
+
+/* Directed (--keep-directed): 0->1 and 1->0 are one pair, stored as (0, 1),
+ * whose removal takes both; 2->3 and 1->2 one direction each. */
+static void test_edge_split_directed(void)
+{
+	static const int32_t src[] = { 0, 1, 2, 1 }, dst[] = { 1, 0, 3, 2 };
+	struct edge_split_opts o = { .ratios = { 0.2, 0.4, 0.4 }, .eval_negatives = 1, .seed = 1 };
+	struct graph g, full;
+	struct edge_split es = { 0 };
+	int64_t removed = 0;
+
+	if (!CHECK(plain_graph(&g, 4, src, dst, 4, false) == GNN_OK && plain_graph(&full, 4, src, dst, 4, false) == GNN_OK))
+		return;
+	if (CHECK(edge_split_apply(&g, &o, &es) == GNN_OK)) {
+		CHECK(es.num_pairs == 3 && es.num_held[ES_VALID] == 1 && es.num_held[ES_TEST] == 1);
+		for (int s = 0; s < ES_SETS; s++) {
+			int32_t u = es.pos[s][0], v = es.pos[s][1];
+
+			CHECK(stored(&full, u, v) && !stored(&g, u, v) && !stored(&g, v, u));
+			removed += 1 + stored(&full, v, u);
+		}
+		CHECK(es.removed_edges == removed && g.num_edges == 4 - removed);
+	}
+	edge_split_free(&es);
+	graph_free(&g);
+	graph_free(&full);
+}
+
+/* Refusals leave the graph as it was: an unknown relation, too few pairs,
+ * a complete graph (no room for negatives). */
+static void test_edge_split_refusals(void)
+{
+	static const int32_t src[] = { 0, 0, 0, 0, 1, 1, 1, 2, 2, 3 }, dst[] = { 1, 2, 3, 4, 2, 3, 4, 3, 4, 4 };
+	struct edge_split_opts o = { .ratios = { 0.6, 0.2, 0.2 }, .eval_negatives = 1, .seed = 1 };
+	struct graph g;
+	struct edge_split es = { 0 };
+
+	if (!CHECK(plain_graph(&g, 5, src, dst, 10, true) == GNN_OK))
+		return;
+	CHECK(edge_split_apply(&g, &o, &es) == GNN_ERANGE);  /* K5: every pair an edge */
+	edge_split_free(&es);
+	o.relation = "nosuch";
+	CHECK(edge_split_apply(&g, &o, &es) == GNN_EINVAL);
+	edge_split_free(&es);
+	o.relation = NULL;
+	o.ratios[0] = 0.98;
+	o.ratios[1] = o.ratios[2] = 0.01;                     /* 10 pairs: no valid pair */
+	CHECK(edge_split_apply(&g, &o, &es) == GNN_ERANGE);
+	edge_split_free(&es);
+	CHECK(g.num_edges == 20 && g.indptr[5] == 20);
+	graph_free(&g);
+}
+
 int main(void)
 {
 	gnn_log_init("test_partitioner");
@@ -538,5 +673,9 @@ int main(void)
 	RUN(test_bad_split_duplicate);
 	RUN(test_bad_split_unlabelled);
 	RUN(test_bad_split_id_out_of_range);
+	RUN(test_edge_split_ratios);
+	RUN(test_edge_split_homogeneous);
+	RUN(test_edge_split_directed);
+	RUN(test_edge_split_refusals);
 	return t_done();
 }
