@@ -124,6 +124,23 @@ int32_t gnn_schema_rel(const struct gnn_schema *s, const char *name)
 	return found;
 }
 
+int32_t gnn_schema_reverse(const struct gnn_schema *s, uint32_t r)
+{
+	const struct gnn_rel *re = &s->rels[r];
+	char rev[GNN_NAME_MAX + 8];
+
+	if (re->src == re->dst)
+		return -1;  /* within one type both directions are r's own */
+	if (strncmp(re->name, "rev_", 4) == 0)
+		snprintf(rev, sizeof(rev), "%s", re->name + 4);
+	else
+		snprintf(rev, sizeof(rev), "rev_%s", re->name);
+	for (uint32_t k = 0; k < s->num_rels; k++)
+		if (strcmp(s->rels[k].name, rev) == 0 && s->rels[k].src == re->dst && s->rels[k].dst == re->src)
+			return (int32_t)k;
+	return -1;
+}
+
 uint32_t gnn_schema_max_feat_dim(const struct gnn_schema *s)
 {
 	uint32_t d = 0;

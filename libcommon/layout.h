@@ -64,6 +64,12 @@ int32_t gnn_schema_type(const struct gnn_schema *s, const char *name);
  * when no other relation has it. -1 when none; -2 when a bare name is
  * ambiguous. */
 int32_t gnn_schema_rel(const struct gnn_schema *s, const char *name);
+/* The reverse of relation r (r < num_rels), as the importer names it:
+ * rev_NAME for NAME (and NAME for rev_NAME) with the types swapped; -1
+ * when r joins a type to itself (it holds both directions) or the schema
+ * has no such relation. The edge split and the sampler's exclusion
+ * (GNN_MB_EXCLUDE) both use it. */
+int32_t gnn_schema_reverse(const struct gnn_schema *s, uint32_t r);
 /* "src:name:dst" of relation r into buf (cap bytes; 3 * GNN_NAME_MAX suffice). */
 void gnn_schema_rel_label(const struct gnn_schema *s, uint32_t r, char *buf, size_t cap);
 /* The widest type's feature width: what a model's first layer reads. */

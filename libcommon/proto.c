@@ -776,12 +776,26 @@ int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp
 
 /* ---- MINIBATCH ---- */
 
+/* Payload bytes of a MINIBATCH_REQ with an exclusion section of pairs. */
+static uint64_t minibatch_req_bytes(uint32_t layers, uint32_t rels, uint32_t seeds, uint32_t pairs)
+{
+	return 24 + ((uint64_t)layers * rels * 4 + 7) / 8 * 8 + 8 + (uint64_t)seeds * 8 + 8 + (uint64_t)pairs * 16;
+}
+
 int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch_req *in)
 {
 	size_t start;
 
-	if (in->num_layers > GNN_PROTO_MAX_LAYERS || in->num_rels > GNN_PROTO_MAX_RELS)
+	bool excl = (in->flags & GNN_MB_EXCLUDE) != 0;
+
+	if (in->num_layers > GNN_PROTO_MAX_LAYERS || in->num_rels > GNN_PROTO_MAX_RELS ||
+	    (excl && (in->num_excl > GNN_PROTO_MAX_EXCL_PAIRS ||
+		      minibatch_req_bytes(in->num_layers, in->num_rels, in->num_seeds, in->num_excl) >
+			      GNN_PROTO_MAX_REQ_BYTES)))
 		return GNN_ERANGE;
+	/* Pairs without the flag would silently not be excluded. */
+	if (!excl && (in->num_excl != 0 || in->excl_rel != 0 || in->excl != NULL))
+		return GNN_EINVAL;
 	start = begin(w, GNN_MSG_MINIBATCH_REQ, req_id, 0);
 	put_u64(w, in->seed);
 	put_u32(w, in->flags);
@@ -793,7 +807,26 @@ int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct g
 	put_u32(w, in->num_seeds);
 	put_u32(w, 0);
 	gnn_wbuf_put(w, in->seeds, (size_t)in->num_seeds * 8);
+	if (excl) {
+		put_u32(w, in->num_excl);
+		put_u32(w, in->excl_rel);
+		gnn_wbuf_put(w, in->excl, (size_t)in->num_excl * 16);
+	}
 	return finish(w, start);
+}
+
+/* The exclusion section after the seeds (GNN_MB_EXCLUDE): its count, its
+ * relation and the pairs. */
+static int decode_excl(struct rd *r, struct gnn_minibatch_req *v, size_t len)
+{
+	v->num_excl = get_u32(r);
+	v->excl_rel = get_u32(r);
+	if (r->bad)
+		return GNN_EPROTO;
+	if (v->num_excl > GNN_PROTO_MAX_EXCL_PAIRS || len > GNN_PROTO_MAX_REQ_BYTES)
+		return GNN_ERANGE;
+	v->excl = take(r, (uint64_t)v->num_excl * 2, 8);
+	return GNN_OK;
 }
 
 int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibatch_req *out)
@@ -812,7 +845,7 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
 	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || v.num_rels == 0 ||
-	    v.num_rels > GNN_PROTO_MAX_RELS || (v.flags & ~(uint32_t)(GNN_MB_FEATURES | GNN_MB_LABELS)) != 0)
+	    v.num_rels > GNN_PROTO_MAX_RELS || (v.flags & ~(uint32_t)GNN_MB_FLAGS_KNOWN) != 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
 	v.fanouts = take(&r, (uint64_t)v.num_layers * v.num_rels, 4);
 	skip8(&r);
@@ -827,6 +860,8 @@ int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibat
 		if (v.fanouts[k] < -1 || v.fanouts[k] > GNN_PROTO_MAX_FANOUT)
 			return rd_fail(&v.owned, GNN_ERANGE);
 	v.seeds = take(&r, v.num_seeds, 8);
+	if ((v.flags & GNN_MB_EXCLUDE) && (rc = decode_excl(&r, &v, len)) != GNN_OK)
+		return rd_fail(&v.owned, rc);
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
 		return rc;
 	*out = v;

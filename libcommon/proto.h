@@ -292,8 +292,23 @@ int gnn_decode_nodes_resp(const void *payload, size_t len, struct gnn_nodes_resp
  * NeighborSampler([15, 10, 5]); sampling therefore starts at the seeds
  * with layer L-1's. Each fanout is 1..GNN_PROTO_MAX_FANOUT, -1 (all
  * neighbours) or 0 (none); a layer whose fanouts are all 0 has a block
- * with num_src == num_dst and no edges (a features-only model). */
-enum { GNN_MB_FEATURES = 1, GNN_MB_LABELS = 2 };
+ * with num_src == num_dst and no edges (a features-only model).
+ *
+ * GNN_MB_EXCLUDE (link prediction, DGL's exclude='reverse_id'): excl holds
+ * num_excl pairs (u, v) of relation excl_rel; every block then lacks the
+ * edges u -> v and v -> u of excl_rel and of its reverse relation
+ * (gnn_schema_reverse) between them. Without the flag the three excl
+ * fields must be zero and the message is the one without them (byte for
+ * byte). The encoder borrows excl like fanouts and seeds (the caller's,
+ * read during the call only); a decoded excl points into the payload. The
+ * decoder checks the count (at most GNN_PROTO_MAX_EXCL_PAIRS) and that the
+ * request fits GNN_PROTO_MAX_REQ_BYTES; the relation, the IDs and their
+ * types are the sampler's to check (smp_check_request). */
+enum { GNN_MB_FEATURES = 1, GNN_MB_LABELS = 2, GNN_MB_EXCLUDE = 4 };
+#define GNN_MB_FLAGS_KNOWN (GNN_MB_FEATURES | GNN_MB_LABELS | GNN_MB_EXCLUDE)
+/* Pairs in one exclusion list: their 2 x 2^21 IDs are the 2^22 of any ID
+ * list (and seeds plus pairs must fit GNN_PROTO_MAX_REQ_BYTES). */
+#define GNN_PROTO_MAX_EXCL_PAIRS (1 << 21)
 struct gnn_minibatch_req {
 	uint64_t seed;
 	uint32_t flags;           /* GNN_MB_* */
@@ -302,8 +317,13 @@ struct gnn_minibatch_req {
 	const int32_t *fanouts;   /* [num_layers * num_rels], layer-major */
 	uint32_t num_seeds;
 	const int64_t *seeds;
+	uint32_t num_excl;        /* GNN_MB_EXCLUDE: pairs, 0..GNN_PROTO_MAX_EXCL_PAIRS */
+	uint32_t excl_rel;        /* GNN_MB_EXCLUDE: their relation, below num_rels */
+	const int64_t *excl;      /* GNN_MB_EXCLUDE: [2 num_excl] (u, v) global IDs, borrowed */
 	void *owned;
 };
+/* Encoder errors: GNN_ERANGE for counts over the limits, GNN_EINVAL for
+ * excl fields set without GNN_MB_EXCLUDE, GNN_ENOMEM. */
 int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch_req *in);
 int gnn_decode_minibatch_req(const void *payload, size_t len, struct gnn_minibatch_req *out);
 

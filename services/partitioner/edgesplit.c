@@ -187,9 +187,8 @@ static int find_relation(const struct graph *g, const struct edge_split_opts *o,
 {
 	const struct gnn_schema *s = &g->schema;
 	const char *name = o->relation != NULL ? o->relation : "edge";
-	char rels[2048], rev[GNN_NAME_MAX + 8];
+	char rels[2048];
 	int32_t r = gnn_schema_rel(s, name);
-	const struct gnn_rel *re;
 
 	if (r < 0) {
 		graph_names(s, true, rels, sizeof(rels));
@@ -200,18 +199,7 @@ static int find_relation(const struct graph *g, const struct edge_split_opts *o,
 		return GNN_EINVAL;
 	}
 	es->rel = (uint32_t)r;
-	es->rev_rel = -1;
-	re = &s->rels[r];
-	if (re->src == re->dst)
-		return GNN_OK;  /* symmetrised in place, if at all */
-	/* The importer's reverse of NAME is rev_NAME, with the types swapped. */
-	if (strncmp(re->name, "rev_", 4) == 0)
-		snprintf(rev, sizeof(rev), "%s", re->name + 4);
-	else
-		snprintf(rev, sizeof(rev), "rev_%s", re->name);
-	for (uint32_t k = 0; k < s->num_rels; k++)
-		if (strcmp(s->rels[k].name, rev) == 0 && s->rels[k].src == re->dst && s->rels[k].dst == re->src)
-			es->rev_rel = (int32_t)k;
+	es->rev_rel = gnn_schema_reverse(s, (uint32_t)r);
 	return GNN_OK;
 }
 

@@ -71,6 +71,19 @@ static inline int64_t idmap_get_or_put(struct idmap *m, int64_t key, int64_t val
 	}
 }
 
+/* The value stored under key, or -1. */
+static inline int64_t idmap_get(const struct idmap *m, int64_t key)
+{
+	for (uint64_t i = ((uint64_t)key * GNN_GOLDEN64) >> m->shift;; i = (i + 1) & m->mask) {
+		const struct slot *s = &m->slots[i];
+
+		if (s->key == key)
+			return s->val;
+		if (s->key < 0)
+			return -1;
+	}
+}
+
 /* ---- grouping by owner ---- */
 
 /* A list of node IDs reordered by owning partition: part p's IDs are
@@ -145,6 +158,14 @@ struct job {
 	size_t err_len;
 	struct smp_call *calls;
 	size_t ncalls, cap;
+	/* GNN_MB_EXCLUDE: the pairs' endpoints (node -> endpoint index) and
+	 * the pairs as unordered keys of two endpoint indices (exclude_init). */
+	bool excl;
+	uint32_t excl_rel;
+	int32_t excl_rev;             /* excl_rel's reverse, or -1 */
+	struct idmap excl_nodes, excl_pairs;
+	int64_t excl_stride;          /* key = min index * stride + max index */
+	uint64_t excluded;            /* edges dropped so far */
 };
 
 static int fail(struct job *j, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -339,6 +360,95 @@ out:
 	return rc;
 }
 
+/* ---- exclusion (GNN_MB_EXCLUDE) ----
+ * A filter over the stores' answers rather than a SAMPLE_REQ field: the
+ * stores and their protocol stay as they are, and a pair is excluded
+ * wherever its endpoints' rows went. A node can then have fewer than
+ * fanout neighbours, as with DGL's exclude='reverse_id'. */
+
+/* The request's pairs into j's maps. */
+static int exclude_init(struct job *j, const struct gnn_minibatch_req *req)
+{
+	int64_t next = 0;
+
+	if (!(req->flags & GNN_MB_EXCLUDE))
+		return GNN_OK;
+	j->excl = true;
+	j->excl_rel = req->excl_rel;
+	j->excl_rev = gnn_schema_reverse(j->l->schema, req->excl_rel);
+	j->excl_stride = 2 * (int64_t)req->num_excl + 1;
+	if (idmap_init(&j->excl_nodes, 2 * (uint64_t)req->num_excl) != GNN_OK ||
+	    idmap_init(&j->excl_pairs, req->num_excl) != GNN_OK)
+		return fail(j, GNN_ENOMEM, "out of memory for %" PRIu32 " excluded pairs", req->num_excl);
+	for (uint32_t k = 0; k < req->num_excl; k++) {
+		int64_t a = idmap_get_or_put(&j->excl_nodes, req->excl[2 * k], next), b;
+
+		next += a == next;
+		b = idmap_get_or_put(&j->excl_nodes, req->excl[2 * k + 1], next);
+		next += b == next;
+		idmap_get_or_put(&j->excl_pairs, a < b ? a * j->excl_stride + b : b * j->excl_stride + a, 1);
+	}
+	return GNN_OK;
+}
+
+static void exclude_free(struct job *j)
+{
+	idmap_free(&j->excl_nodes);
+	idmap_free(&j->excl_pairs);
+}
+
+/* Whether the edge between endpoint index a and node u is excluded. */
+static bool excluded(const struct job *j, int64_t a, int64_t u)
+{
+	int64_t b = idmap_get(&j->excl_nodes, u);
+
+	return b >= 0 && idmap_get(&j->excl_pairs, a < b ? a * j->excl_stride + b : b * j->excl_stride + a) >= 0;
+}
+
+/* Whether row (destination dst, relation r) may hold excluded edges:
+ * *a gets dst's endpoint index. */
+static bool exclude_row(const struct job *j, int64_t dst, uint32_t r, int64_t *a)
+{
+	if (!j->excl || (r != j->excl_rel && (int32_t)r != j->excl_rev))
+		return false;
+	return (*a = idmap_get(&j->excl_nodes, dst)) >= 0;
+}
+
+/* Drops the excluded edges from the collected rows: the kept neighbours
+ * of the rows concerned go, in order, to *kept (the caller's to free;
+ * NULL when no row is concerned), where nbrs then points. */
+static int exclude_edges(struct job *j, const int64_t *dst, uint32_t num_dst, uint32_t *deg, const int64_t **nbrs,
+			 uint64_t *total, int64_t **kept)
+{
+	size_t R = j->R, rows = (size_t)num_dst * R;
+	uint64_t room = 0, at = 0, dropped = 0;
+	int64_t a;
+
+	*kept = NULL;
+	for (size_t row = 0; row < rows; row++)
+		if (exclude_row(j, dst[row / R], (uint32_t)(row % R), &a))
+			room += deg[row];
+	if (room == 0)
+		return GNN_OK;
+	if ((*kept = malloc(room * sizeof(**kept))) == NULL)
+		return fail(j, GNN_ENOMEM, "out of memory");
+	for (size_t row = 0; row < rows; row++) {
+		uint64_t first = at;
+
+		if (!exclude_row(j, dst[row / R], (uint32_t)(row % R), &a))
+			continue;
+		for (uint32_t k = 0; k < deg[row]; k++)
+			if (!excluded(j, a, nbrs[row][k]))
+				(*kept)[at++] = nbrs[row][k];
+		dropped += deg[row] - (at - first);
+		deg[row] = (uint32_t)(at - first);
+		nbrs[row] = *kept + first;
+	}
+	*total -= dropped;
+	j->excluded += dropped;
+	return GNN_OK;
+}
+
 /* Samples block l: its destinations are dst[0 .. num_dst), unique; its
  * sources are dst followed by every new neighbour in first-seen order
  * (walking the destinations in order, each one's relations in order and
@@ -356,6 +466,7 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t 
 	struct groups g = { 0 };
 	uint32_t *deg = calloc(rows ? rows : 1, sizeof(*deg));
 	const int64_t **nbrs = malloc((rows ? rows : 1) * sizeof(*nbrs));
+	int64_t *kept = NULL;
 	uint64_t total = 0;
 	bool any = gnn_fanouts_any(fanouts, j->R);
 	int rc;
@@ -371,7 +482,8 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t 
 	if ((any && (rc = add_calls(j, &g, &sample, j->max_ids)) != GNN_OK) ||
 	    (labels != NULL && (rc = add_calls(j, &g, &label, j->max_ids)) != GNN_OK) ||
 	    (rc = run_calls(j)) != GNN_OK || (rc = collect_answers(j, &g, fanouts, deg, nbrs, &total)) != GNN_OK ||
-	    (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK))
+	    (labels != NULL && (rc = take_labels(j, &g, labels)) != GNN_OK) ||
+	    (rc = exclude_edges(j, dst, num_dst, deg, nbrs, &total, &kept)) != GNN_OK)
 		goto out;
 	if (total > INT32_MAX) {
 		rc = fail(j, GNN_ERANGE, "layer %" PRIu32 " sampled %" PRIu64 " edges, over the 2^31-1 a block "
@@ -384,6 +496,7 @@ out:
 	groups_free(&g);
 	free(deg);
 	free(nbrs);
+	free(kept);
 	return rc;
 }
 
@@ -443,6 +556,36 @@ static int gather_features(struct job *j, const struct gnn_minibatch *mb, void *
 	return rc;
 }
 
+/* The exclusion list: a relation of the graph, pairs of its types. */
+static int check_excl(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err, size_t err_len)
+{
+	const struct gnn_schema *s = l->schema;
+	char label[3 * GNN_NAME_MAX];
+
+	if (req->excl_rel >= s->num_rels) {
+		snprintf(err, err_len, "exclusion relation %" PRIu32 " outside the graph's %" PRIu32 " relations",
+			 req->excl_rel, s->num_rels);
+		return GNN_EINVAL;
+	}
+	gnn_schema_rel_label(s, req->excl_rel, label, sizeof(label));
+	for (uint32_t k = 0; k < req->num_excl; k++) {
+		int64_t u = req->excl[2 * k], v = req->excl[2 * k + 1];
+
+		if (u < 0 || u >= l->num_nodes || v < 0 || v >= l->num_nodes) {
+			snprintf(err, err_len, "excluded pair %" PRIu32 " is (%" PRId64 ", %" PRId64 "), outside [0, %"
+				 PRId64 ")", k, u, v, l->num_nodes);
+			return GNN_EINVAL;
+		}
+		if (gnn_layout_type(l, u) != (int32_t)s->rels[req->excl_rel].src ||
+		    gnn_layout_type(l, v) != (int32_t)s->rels[req->excl_rel].dst) {
+			snprintf(err, err_len, "excluded pair %" PRIu32 " (%" PRId64 ", %" PRId64 ") is not of relation "
+				 "%s's source and destination types", k, u, v, label);
+			return GNN_EINVAL;
+		}
+	}
+	return GNN_OK;
+}
+
 int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len)
 {
@@ -460,6 +603,8 @@ int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req
 			return GNN_EINVAL;
 		}
 	}
+	if ((req->flags & GNN_MB_EXCLUDE) && check_excl(l, req, err, err_len) != GNN_OK)
+		return GNN_EINVAL;
 	if (idmap_init(&map, req->num_seeds) != GNN_OK) {
 		snprintf(err, err_len, "out of memory");
 		return GNN_ENOMEM;
@@ -521,6 +666,11 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 	if (L == 0 || L > GNN_PROTO_MAX_LAYERS || req->num_seeds == 0 || req->num_rels != j->R)
 		return fail(j, GNN_EINVAL, "a minibatch needs 1..%d layers, at least one seed and fanouts for each of "
 			    "the graph's %" PRIu32 " relations", GNN_PROTO_MAX_LAYERS, j->R);
+	if ((req->flags & GNN_MB_EXCLUDE) && req->excl_rel >= j->R)
+		return fail(j, GNN_EINVAL, "exclusion relation %" PRIu32 " outside the graph's %" PRIu32 " relations",
+			    req->excl_rel, j->R);
+	if ((rc = exclude_init(j, req)) != GNN_OK)
+		return rc;
 	m->mb.num_layers = L;
 	m->mb.flags = req->flags;
 	m->mb.num_types = sc->num_types;
@@ -542,6 +692,7 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 		if (rc != GNN_OK)
 			return rc;
 		m->sampled_edges += b->num_edges;
+		m->excluded_edges = j->excluded;
 		wire += gnn_minibatch_resp_block_bytes(b->num_dst, b->num_src, b->num_edges, j->R);
 		if (wire + label_bytes > GNN_PROTO_MAX_MSG_BYTES)
 			return fail(j, GNN_ERANGE, "minibatch over the %u-byte message limit after layer %" PRIu32
@@ -598,6 +749,7 @@ static void job_end(struct job *j)
 	j->admitted = 0;
 	free(j->calls);
 	j->calls = NULL;
+	exclude_free(j);
 }
 
 /* The feature arrays of smp_build's minibatch, one per type with rows. */
@@ -677,6 +829,7 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 	if (st != NULL)
 		*st = (struct smp_minibatch_stats){ .sampled_edges = m.sampled_edges,
 						    .feature_bytes = m.feature_bytes,
+						    .excluded_edges = m.excluded_edges,
 						    .input_nodes = m.mb.blocks[0].num_src,
 						    .wire_bytes = w->len - start - GNN_PROTO_HDR_BYTES,
 						    .admitted_bytes = j.admitted };

@@ -17,7 +17,10 @@
  * each node's neighbours under relation r with gnn_sample_choose(
  * gnn_sample_rel_seed(layer seed, r), node, ...) and the merge walks the
  * destinations in order, each one's relations in order, the same request
- * gives the same minibatch however its nodes are split among calls. The
+ * gives the same minibatch however its nodes are split among calls. With
+ * GNN_MB_EXCLUDE the excluded pairs' edges are then dropped from the
+ * answers before a block is built (an order-keeping filter: still
+ * deterministic). The
  * input nodes' features are gathered type by type (a FEAT call asks for
  * one type). */
 #ifndef SMP_CORE_H
@@ -111,14 +114,18 @@ struct smp_minibatch {
 	void *feat[GNN_PROTO_MAX_TYPES];
 	int32_t *labels;
 	uint64_t sampled_edges;   /* edges of all blocks */
+	uint64_t excluded_edges;  /* GNN_MB_EXCLUDE: sampled edges dropped as excluded */
 	uint64_t feature_bytes;   /* bytes of feat */
 	uint64_t wire_bytes;      /* size of the MINIBATCH_RESP payload it encodes to */
 };
 
 /* Checks a request against the layout: fanouts for the graph's number of
- * relations, every seed in [0, num_nodes), no seed twice. (The decoder
- * already checked counts, fanouts and flags.)
- * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed. */
+ * relations, every seed in [0, num_nodes), no seed twice; with
+ * GNN_MB_EXCLUDE the exclusion relation below R and every pair's IDs in
+ * [0, num_nodes) and of that relation's source and destination types.
+ * (The decoder already checked counts, fanouts and flags.)
+ * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed
+ * or pair. */
 int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
 		      size_t err_len);
 
@@ -136,6 +143,7 @@ int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
 /* What smp_build_message built. */
 struct smp_minibatch_stats {
 	uint64_t sampled_edges, feature_bytes, wire_bytes;
+	uint64_t excluded_edges;  /* as smp_minibatch's */
 	uint32_t input_nodes;     /* blocks[0].num_src */
 	uint64_t admitted_bytes;  /* held in opts->admit for the message: the
 				   * caller's to smp_admit_release once sent */

@@ -11,7 +11,7 @@
 struct smp_service {
 	const struct smp_backend *be;
 	struct smp_build_opts build;
-	struct gnn_counter *minibatches, *edges, *feat_bytes;
+	struct gnn_counter *minibatches, *edges, *feat_bytes, *excluded;
 	struct gnn_histogram *seconds;
 };
 
@@ -39,7 +39,10 @@ int smp_service_new(const struct smp_service_opts *o, struct smp_service **out)
 				      "Edges of the blocks of the minibatches sent", NULL, 0, &s->edges)) ||
 	    (rc = gnn_metrics_counter(o->metrics, "gnn_sampler_feature_bytes_total",
 				      "Bytes of input feature rows in the minibatches sent", NULL, 0,
-				      &s->feat_bytes))) {
+				      &s->feat_bytes)) ||
+	    (rc = gnn_metrics_counter(o->metrics, "gnn_sampler_excluded_edges_total",
+				      "Sampled edges dropped from the minibatches sent as excluded pairs' "
+				      "(GNN_MB_EXCLUDE, link prediction)", NULL, 0, &s->excluded))) {
 		free(s);
 		return rc;
 	}
@@ -170,7 +173,7 @@ static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const vo
 
 	if ((rc = gnn_decode_minibatch_req(payload, len, &req)) != GNN_OK) {
 		snprintf(text, sizeof(text), "malformed minibatch request: %s (%s)",
-			 rc == GNN_ERANGE ? "a count, fanout or flag is outside the limits of docs/protocol.md"
+			 rc == GNN_ERANGE ? "a count, fanout, flag or exclusion list is outside the limits of docs/protocol.md"
 					  : "lengths do not match the payload",
 			 gnn_errname(rc));
 		return reply_error(out, h, rc, text);
@@ -184,10 +187,12 @@ static int on_minibatch(struct smp_service *s, const struct gnn_hdr *h, const vo
 	gnn_counter_inc(s->minibatches);
 	gnn_counter_add(s->edges, (double)st.sampled_edges);
 	gnn_counter_add(s->feat_bytes, (double)st.feature_bytes);
+	gnn_counter_add(s->excluded, (double)st.excluded_edges);
 	gnn_histogram_observe(s->seconds, gnn_now() - t0);
 	GNN_DEBUG("minibatch", "req_id=%" PRIu64 " seeds=%" PRIu32 " layers=%" PRIu32 " edges=%" PRIu64
-		  " input_nodes=%" PRIu32 " bytes=%" PRIu64 " seconds=%.4f", h->req_id, req.num_seeds,
-		  req.num_layers, st.sampled_edges, st.input_nodes, st.wire_bytes, gnn_now() - t0);
+		  " excluded_pairs=%" PRIu32 " excluded_edges=%" PRIu64 " input_nodes=%" PRIu32 " bytes=%" PRIu64
+		  " seconds=%.4f", h->req_id, req.num_seeds, req.num_layers, st.sampled_edges, req.num_excl,
+		  st.excluded_edges, st.input_nodes, st.wire_bytes, gnn_now() - t0);
 	gnn_proto_release(req.owned);
 	return GNN_OK;
 }

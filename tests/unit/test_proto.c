@@ -377,6 +377,88 @@ static void test_predict(void)
 	CHECK(strcmp(gnn_msg_name(GNN_MSG_PREDICT_REQ), "predict") == 0);
 }
 
+/* The bytes of a MINIBATCH_REQ without exclusion, written out by hand from
+ * docs/protocol.md: GNN_MB_EXCLUDE's fields left zero change nothing. */
+static void test_minibatch_req_bytes(void)
+{
+	int32_t fan[1] = { 7 };
+	int64_t seeds[2] = { 5, 6 };
+	struct gnn_minibatch_req rq = { .seed = 3, .flags = GNN_MB_LABELS, .num_layers = 1, .num_rels = 1,
+					.fanouts = fan, .num_seeds = 2, .seeds = seeds };
+	uint8_t want[24 + 8 + 8 + 16] = { 0 };
+	uint32_t u32;
+	uint64_t u64 = 3;
+	struct gnn_wbuf w;
+
+	memcpy(want, &u64, 8);
+	u32 = GNN_MB_LABELS, memcpy(want + 8, &u32, 4);
+	u32 = 1, memcpy(want + 12, &u32, 4);
+	memcpy(want + 16, &u32, 4);
+	memcpy(want + 24, fan, 4);
+	u32 = 2, memcpy(want + 32, &u32, 4);
+	memcpy(want + 40, seeds, 16);
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_OK);
+	CHECK(w.len == GNN_PROTO_HDR_BYTES + sizeof(want) &&
+	      memcmp(w.buf + GNN_PROTO_HDR_BYTES, want, sizeof(want)) == 0);
+	gnn_wbuf_free(&w);
+}
+
+/* GNN_MB_EXCLUDE: the pairs after the seeds, decoded as sent; what the
+ * encoder and the decoder refuse. */
+static void test_minibatch_req_excl(void)
+{
+	int32_t fan[2] = { -1, 5 };
+	int64_t seeds[3] = { 1, 2, 3 }, pairs[4] = { 1, 2, 3, 1 };
+	struct gnn_minibatch_req rq = { .seed = 9, .flags = GNN_MB_EXCLUDE, .num_layers = 2, .num_rels = 1,
+					.fanouts = fan, .num_seeds = 3, .seeds = seeds, .num_excl = 2,
+					.excl_rel = 0, .excl = pairs }, rq2;
+	uint32_t big = GNN_PROTO_MAX_EXCL_PAIRS + 1, unknown = 8;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	uint8_t *p;
+	size_t len;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_OK);
+	if ((p = (uint8_t *)open_msg(&w, &h)) != NULL &&
+	    CHECK(gnn_decode_minibatch_req(p, h.len, &rq2) == GNN_OK)) {
+		CHECK(rq2.flags == GNN_MB_EXCLUDE && rq2.num_seeds == 3 && rq2.seeds[2] == 3 && rq2.num_excl == 2 &&
+		      rq2.excl_rel == 0 && memcmp(rq2.excl, pairs, sizeof(pairs)) == 0);
+		gnn_proto_release(rq2.owned);
+		/* 24 head + 8 fanouts + 8 + 24 seeds: the count, then the relation */
+		CHECK(h.len == 64 + 8 + 32);
+		memcpy(p + 64, &big, 4);
+		CHECK(gnn_decode_minibatch_req(p, h.len, &rq2) == GNN_ERANGE);
+		memcpy(p + 8, &unknown, 4);
+		CHECK(gnn_decode_minibatch_req(p, h.len, &rq2) == GNN_ERANGE);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_minibatch_req, sizeof(rq2));
+	gnn_wbuf_free(&w);
+	/* Pairs without the flag; too many pairs; seeds and pairs over the
+	 * request limit (refused before the arrays are read). */
+	rq.flags = 0;
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_EINVAL && w.len == 0);
+	rq.flags = GNN_MB_EXCLUDE;
+	rq.num_excl = GNN_PROTO_MAX_EXCL_PAIRS + 1;
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_ERANGE && w.len == 0);
+	rq.num_excl = GNN_PROTO_MAX_EXCL_PAIRS;
+	rq.num_seeds = GNN_PROTO_MAX_IDS;
+	CHECK(gnn_encode_minibatch_req(&w, 8, &rq) == GNN_ERANGE && w.len == 0);
+	gnn_wbuf_free(&w);
+	/* The decoder's own check of the size: a payload over the limit. */
+	len = 24 + 8 + 8 + (size_t)GNN_PROTO_MAX_IDS * 8 + 8 + (size_t)GNN_PROTO_MAX_EXCL_PAIRS * 16;
+	if (!CHECK((p = calloc(len, 1)) != NULL))
+		return;
+	memcpy(p + 8, &(uint32_t){ GNN_MB_EXCLUDE }, 4);
+	memcpy(p + 12, &(uint32_t){ 1 }, 4);
+	memcpy(p + 16, &(uint32_t){ 1 }, 4);
+	memcpy(p + 32, &(uint32_t){ GNN_PROTO_MAX_IDS }, 4);
+	memcpy(p + 40 + (size_t)GNN_PROTO_MAX_IDS * 8, &(uint32_t){ GNN_PROTO_MAX_EXCL_PAIRS }, 4);
+	CHECK(gnn_decode_minibatch_req(p, len, &rq2) == GNN_ERANGE);
+	free(p);
+}
+
 /* A 2-layer minibatch of one type and one relation: seeds {10, 11};
  * block 1 src {10, 11, 12}; block 0 src {10, 11, 12, 13}. */
 static void test_minibatch(void)
@@ -958,6 +1040,8 @@ static void test_sample_choose(void)
 int main(void)
 {
 	RUN(test_header);
+	RUN(test_minibatch_req_bytes);
+	RUN(test_minibatch_req_excl);
 	RUN(test_error);
 	RUN(test_info);
 	RUN(test_info_plain);
