@@ -672,7 +672,8 @@ static int build_blocks(struct job *j, const struct gnn_minibatch_req *req, stru
 	if ((rc = exclude_init(j, req)) != GNN_OK)
 		return rc;
 	m->mb.num_layers = L;
-	m->mb.flags = req->flags;
+	/* The reply's flags are its sections': exclusion shapes the blocks only. */
+	m->mb.flags = req->flags & (GNN_MB_FEATURES | GNN_MB_LABELS);
 	m->mb.num_types = sc->num_types;
 	m->mb.num_rels = j->R;
 	for (uint32_t t = 0; t < sc->num_types; t++)

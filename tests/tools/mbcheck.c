@@ -19,6 +19,19 @@
  *   - every 4th minibatch, asked again, comes back byte-identical.
  * Prints statistics and "mbcheck: ok", or "mbcheck: FAIL ..." and exits 1.
  *
+ * --exclude N: link prediction's exclusion (GNN_MB_EXCLUDE). N training
+ * pairs (u, v), edges u -> v of --exclude-rel (default: meta.json's
+ * edge_split relation, else relation 0) still in the CSR, their endpoints
+ * as seeds, --fanouts (give -1s: every row is then checked exactly). With
+ * the pairs excluded no block holds an edge between a pair's endpoints
+ * under the relation or its reverse, and every other row holds all its
+ * stored neighbours; the same request repeated is byte-identical; the
+ * same seeds without exclusion do hold pair edges (printed: the check can
+ * fail); a bad relation index, a pair outside the graph and (typed
+ * graphs) a pair of the wrong types get ERROR einval, and the sampler
+ * answers afterwards. Prints "mbcheck: exclude ..." lines, then "mbcheck:
+ * ok" or FAILs.
+ *
  * --once: one minibatch; prints "mbcheck: ok seconds=S" (exit 0) or
  * "mbcheck: error code=NAME seconds=S text=..." (exit 3).
  * --send FILE: sends FILE's bytes as one message on a plain REQ socket and
@@ -41,8 +54,8 @@
 #include "sys.h"
 
 static struct {
-	const char *sampler, *parts, *fanouts, *send;
-	int64_t minibatches, batch, seed, timeout_ms, retries;
+	const char *sampler, *parts, *fanouts, *send, *exclude_rel;
+	int64_t minibatches, batch, seed, timeout_ms, retries, exclude;
 	bool once;
 } cfg;
 
@@ -58,6 +71,10 @@ static const struct gnn_opt options[] = {
 	{ "retries", GNN_OPT_INT, &cfg.retries, "0", 0, 100, NULL, "retries of a request that timed out" },
 	{ "once", GNN_OPT_BOOL, &cfg.once, NULL, 0, 0, NULL, "one minibatch; report its outcome and time" },
 	{ "send", GNN_OPT_STR, &cfg.send, NULL, 0, 0, NULL, "send this file's bytes as one message" },
+	{ "exclude", GNN_OPT_INT, &cfg.exclude, "0", 0, 4096, NULL,
+	  "check the exclusion of this many training pairs (GNN_MB_EXCLUDE) instead" },
+	{ "exclude-rel", GNN_OPT_STR, &cfg.exclude_rel, NULL, 0, 0, NULL,
+	  "the pairs' relation (default: meta.json's edge_split relation, else relation 0)" },
 	{ NULL },
 };
 
@@ -331,6 +348,215 @@ static int send_file(void)
 	return 0;
 }
 
+/* ---- --exclude ---- */
+
+static struct {
+	uint32_t rel;
+	int32_t rev;
+	uint32_t n;
+	int64_t *pairs;  /* [2 n] (u, v) */
+} ex;
+
+/* Whether {a, b} is one of the pairs, either way round. */
+static bool is_pair(int64_t a, int64_t b)
+{
+	for (uint32_t k = 0; k < ex.n; k++)
+		if ((ex.pairs[2 * k] == a && ex.pairs[2 * k + 1] == b) || (ex.pairs[2 * k] == b && ex.pairs[2 * k + 1] == a))
+			return true;
+	return false;
+}
+
+/* ex.n training pairs: a random stored in-neighbour u of a random node v
+ * of the relation's destination type; pairs distinct. */
+static int pick_pairs(uint32_t want)
+{
+	const struct gnn_rel *re = &meta.layout.schema->rels[ex.rel];
+
+	ex.pairs = malloc((size_t)want * 16);
+	for (uint64_t tries = 0; ex.pairs != NULL && ex.n < want && tries < 1000000; tries++) {
+		int64_t v = (int64_t)rnd((uint64_t)meta.layout.num_nodes), u;
+		const int64_t *adj;
+		uint32_t deg;
+
+		if (gnn_layout_type(&meta.layout, v) != (int32_t)re->dst || (adj = adj_of(v, ex.rel, &deg, NULL), deg == 0))
+			continue;
+		u = adj[rnd(deg)];
+		if (is_pair(u, v))
+			continue;
+		ex.pairs[2 * ex.n] = u;
+		ex.pairs[2 * ex.n++ + 1] = v;
+	}
+	return ex.n == want ? GNN_OK : GNN_EINVAL;
+}
+
+/* Every block of mb against the files, all fanouts -1: each row holds its
+ * stored neighbours, less the pairs' when excl (relation and reverse).
+ * Returns the edges between a pair's endpoints under those relations. */
+static uint64_t check_excluded(const char *what, const struct gnn_minibatch *mb, bool excl)
+{
+	uint64_t pair_edges = 0;
+
+	for (uint32_t l = 0; l < mb->num_layers; l++) {
+		const struct gnn_block *b = &mb->blocks[l];
+
+		for (uint32_t i = 0; i < b->num_dst; i++)
+			for (uint32_t r = 0; r < b->num_rels; r++) {
+				size_t row = (size_t)i * b->num_rels + r;
+				int64_t v = b->src_ids[i];
+				bool ours = r == ex.rel || (int32_t)r == ex.rev;
+				uint32_t deg, want = 0, got = (uint32_t)(b->indptr[row + 1] - b->indptr[row]);
+				const int64_t *adj = adj_of(v, r, &deg, NULL);
+
+				for (uint32_t k = 0; k < deg; k++)
+					want += !(excl && ours && is_pair(adj[k], v));
+				for (uint32_t e = 0; e < got; e++) {
+					int64_t u = b->src_ids[b->indices[b->indptr[row] + e]];
+
+					pair_edges += ours && is_pair(u, v);
+					if (bsearch(&u, adj, deg, 8, cmp_i64) == NULL)
+						FAIL("%s layer=%u edge=%" PRId64 "->%" PRId64 " reason=\"no such edge\"", what, l,
+						     u, v);
+				}
+				if (got != want)
+					FAIL("%s layer=%u node=%" PRId64 " relation=%u sampled=%u expected=%u stored=%u "
+					     "reason=\"not the stored neighbours less the excluded pairs'\"", what, l, v, r, got,
+					     want, deg);
+			}
+		stats.edges += b->num_edges;
+	}
+	return pair_edges;
+}
+
+/* Requests rq; checks the reply (see check_excluded). *pair_edges gets
+ * the pairs' edges found; *bytes (may be NULL) a copy of the payload. */
+static int excl_request(struct gnn_client *c, const char *what, const struct gnn_minibatch_req *rq,
+			uint64_t *pair_edges, void **bytes, size_t *len)
+{
+	struct gnn_minibatch mb;
+	nng_msg *reply;
+	const void *payload;
+	char err[512];
+	int rc;
+
+	if ((rc = request(c, 1, rq, &reply, err, sizeof(err))) != GNN_OK) {
+		FAIL("%s code=%s reason=\"%s\"", what, gnn_errname(rc), err);
+		return rc;
+	}
+	if ((rc = gnn_reply_payload(reply, GNN_MSG_MINIBATCH_RESP, &payload, len)) != GNN_OK ||
+	    (rc = gnn_decode_minibatch_resp(payload, *len, &mb)) != GNN_OK) {
+		FAIL("%s reason=\"reply does not decode\"", what);
+		nng_msg_free(reply);
+		return rc;
+	}
+	*pair_edges = check_excluded(what, &mb, (rq->flags & GNN_MB_EXCLUDE) != 0);
+	if (bytes != NULL && (*bytes = malloc(*len)) != NULL)
+		memcpy(*bytes, payload, *len);
+	gnn_proto_release(mb.owned);
+	nng_msg_free(reply);
+	return GNN_OK;
+}
+
+/* A request that must get ERROR einval whose text holds text. */
+static void excl_refused(struct gnn_client *c, const char *what, const struct gnn_minibatch_req *rq, const char *text)
+{
+	nng_msg *reply;
+	char err[512];
+	int rc = request(c, 2, rq, &reply, err, sizeof(err));
+
+	if (rc == GNN_OK)
+		nng_msg_free(reply);
+	if (rc != GNN_EINVAL || strstr(err, text) == NULL)
+		FAIL("%s code=%s text=\"%s\" reason=\"expected einval saying '%s'\"", what, gnn_errname(rc),
+		     rc == GNN_OK ? "" : err, text);
+	else
+		printf("mbcheck: exclude refused %s: %s\n", what, err);
+}
+
+/* The relation of the pairs: --exclude-rel, meta.json's edge_split, 0. */
+static int excl_relation(void)
+{
+	const char *name = cfg.exclude_rel;
+	json_t *es = json_object_get(meta.json, "edge_split");
+	int32_t r;
+
+	if (name == NULL && es != NULL)
+		name = json_string_value(json_object_get(es, "relation"));
+	r = name != NULL ? gnn_schema_rel(meta.layout.schema, name) : 0;
+	if (r < 0) {
+		printf("mbcheck: no relation %s\n", name);
+		return GNN_EINVAL;
+	}
+	ex.rel = (uint32_t)r;
+	ex.rev = gnn_schema_reverse(meta.layout.schema, ex.rel);
+	return GNN_OK;
+}
+
+static void run_exclude(struct gnn_client *c, struct gnn_minibatch_req *rq, int64_t *seeds)
+{
+	const struct gnn_schema *sc = meta.layout.schema;
+	uint64_t with = 0, without = 0, again = 0;
+	void *b1 = NULL, *b2 = NULL;
+	size_t len1 = 0, len2 = 0, len;
+	int64_t bad[2];
+
+	if (excl_relation() != GNN_OK || pick_pairs((uint32_t)cfg.exclude) != GNN_OK) {
+		FAIL("exclude reason=\"no relation or not %" PRId64 " training pairs\"", cfg.exclude);
+		return;
+	}
+	rq->num_seeds = 0;
+	for (uint32_t k = 0; k < 2 * ex.n; k++) {
+		bool dup = false;
+
+		for (uint32_t q = 0; q < rq->num_seeds && !dup; q++)
+			dup = seeds[q] == ex.pairs[k];
+		if (!dup)
+			seeds[rq->num_seeds++] = ex.pairs[k];
+	}
+	rq->flags = GNN_MB_EXCLUDE;
+	rq->seed = (uint64_t)cfg.seed;
+	rq->num_excl = ex.n;
+	rq->excl_rel = ex.rel;
+	rq->excl = ex.pairs;
+	if (excl_request(c, "excluded", rq, &with, &b1, &len1) == GNN_OK &&
+	    excl_request(c, "excluded-again", rq, &again, &b2, &len2) == GNN_OK &&
+	    (b1 == NULL || b2 == NULL || len1 != len2 || memcmp(b1, b2, len1) != 0))
+		FAIL("exclude reason=\"same request, different minibatch\"");
+	if (with > 0)
+		FAIL("exclude pair_edges=%" PRIu64 " reason=\"excluded pairs' edges in the blocks\"", with);
+	rq->flags = 0;
+	rq->num_excl = 0;
+	rq->excl_rel = 0;
+	rq->excl = NULL;
+	if (excl_request(c, "not-excluded", rq, &without, NULL, &len) == GNN_OK && without == 0)
+		FAIL("exclude reason=\"without exclusion no pair edge was sampled: the check proves nothing\"");
+	printf("mbcheck: exclude relation=%u reverse=%d pairs=%u seeds=%u pair_edges_excluded=%" PRIu64
+	       " pair_edges_not_excluded=%" PRIu64 " repeat_identical=%d edges=%" PRIu64 "\n", ex.rel, ex.rev, ex.n,
+	       rq->num_seeds, with, without, b1 != NULL && b2 != NULL && len1 == len2 && !memcmp(b1, b2, len1),
+	       stats.edges);
+	free(b1);
+	free(b2);
+	rq->flags = GNN_MB_EXCLUDE;
+	rq->num_excl = 1;
+	rq->excl = bad;
+	rq->excl_rel = sc->num_rels;
+	bad[0] = ex.pairs[0], bad[1] = ex.pairs[1];
+	excl_refused(c, "relation=R", rq, "exclusion relation");
+	rq->excl_rel = ex.rel;
+	bad[1] = meta.layout.num_nodes;
+	excl_refused(c, "pair=num_nodes", rq, "outside [0, ");
+	bad[1] = -1;
+	excl_refused(c, "pair=-1", rq, "outside [0, ");
+	if (sc->rels[ex.rel].src != sc->rels[ex.rel].dst) {
+		bad[0] = ex.pairs[1], bad[1] = ex.pairs[0];
+		excl_refused(c, "pair=(v,u)", rq, "source and destination types");
+	}
+	rq->excl = ex.pairs;
+	rq->num_excl = ex.n;
+	if (excl_request(c, "after-refusals", rq, &with, NULL, &len) == GNN_OK)
+		printf("mbcheck: exclude sampler answers after the refusals\n");
+	free(ex.pairs);
+}
+
 int main(int argc, char **argv)
 {
 	struct gnn_client *c = NULL;
@@ -364,7 +590,7 @@ int main(int argc, char **argv)
 	if (cfg.batch > meta.layout.num_nodes)
 		cfg.batch = meta.layout.num_nodes;
 	rng ^= (uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull;
-	seeds = malloc((size_t)cfg.batch * sizeof(*seeds));
+	seeds = malloc((size_t)(cfg.batch > 2 * cfg.exclude ? cfg.batch : 2 * cfg.exclude) * sizeof(*seeds));
 	co = (struct gnn_client_opts){ .url = cfg.sampler, .name = "sampler", .timeout_ms = (int)cfg.timeout_ms,
 				       .retries = (int)cfg.retries };
 	if (gnn_client_open(&co, &c) != GNN_OK) {
@@ -373,6 +599,14 @@ int main(int argc, char **argv)
 	}
 	rq.seeds = seeds;
 	rq.flags = GNN_MB_FEATURES | GNN_MB_LABELS;
+	if (cfg.exclude > 0) {
+		run_exclude(c, &rq, seeds);
+		if (failures)
+			printf("mbcheck: FAIL %d problem(s)\n", failures);
+		else
+			printf("mbcheck: ok\n");
+		goto out;
+	}
 
 	if (cfg.once) {
 		nng_msg *reply;
