@@ -504,6 +504,91 @@ static void test_bad_requests(void)
 	CHECK(strstr(err, "appears twice") != NULL);
 }
 
+/* GNN_MB_EXCLUDE: 20 pairs (u, v), edges u -> v of the graph, their
+ * endpoints as seeds, fanouts -1: every row of every block is the stored
+ * neighbours less the pairs' (both directions: one relation within one
+ * type), the same however the calls are split; the refusals. */
+static void test_exclusion(void)
+{
+	int64_t pairs[40], seeds[40];
+	int32_t fan[2] = { -1, -1 };
+	struct gnn_minibatch_req req = { .seed = 5, .flags = GNN_MB_EXCLUDE, .num_layers = 2, .num_rels = 1,
+					 .fanouts = fan, .seeds = seeds, .num_excl = 0, .excl = pairs };
+	struct smp_build_opts small = { .max_ids_per_call = 7 };
+	struct smp_minibatch_stats st[2];
+	struct gnn_wbuf w[2];
+	struct smp_backend be;
+	uint64_t dropped = 0;
+	char err[256];
+
+	smp_local_backend(g_local, &be);
+	for (int64_t v = 0; v < G_NODES && req.num_excl < 20; v += 7) {
+		uint32_t deg;
+		const int64_t *adj = adj_of(g_local, v, 0, &deg);
+		bool seen = false;
+
+		for (uint32_t k = 0; k < req.num_seeds && !seen; k++)
+			seen = deg == 0 || seeds[k] == v || seeds[k] == adj[0];
+		if (seen)
+			continue;
+		pairs[2 * req.num_excl] = adj[0];
+		pairs[2 * req.num_excl++ + 1] = v;
+		seeds[req.num_seeds++] = adj[0];
+		seeds[req.num_seeds++] = v;
+	}
+	if (!CHECK(req.num_excl == 20) || !CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_OK))
+		return;
+	for (int t = 0; t < 2; t++) {
+		gnn_wbuf_init(&w[t]);
+		CHECK(smp_build_message(&be, t ? &small : NULL, 3, &req, &w[t], &st[t], err, sizeof(err)) == GNN_OK);
+	}
+	CHECK(w[0].len == w[1].len && memcmp(w[0].buf, w[1].buf, w[0].len) == 0);
+	CHECK(st[0].excluded_edges == st[1].excluded_edges && st[0].excluded_edges > 0);
+	{
+		struct gnn_minibatch mb;
+		struct gnn_hdr h;
+		const void *payload;
+
+		if (CHECK(gnn_proto_decode_hdr(w[0].buf, w[0].len, &h, &payload) == GNN_OK) &&
+		    CHECK(gnn_decode_minibatch_resp(payload, h.len, &mb) == GNN_OK)) {
+			CHECK(mb.flags == 0);
+			for (uint32_t l = 0; l < 2; l++) {
+				const struct gnn_block *b = &mb.blocks[l];
+
+				for (uint32_t i = 0; i < b->num_dst; i++) {
+					uint32_t deg, want = 0, got = (uint32_t)(b->indptr[i + 1] - b->indptr[i]);
+					const int64_t *adj = adj_of(g_local, b->src_ids[i], 0, &deg);
+
+					for (uint32_t k = 0; k < deg; k++) {
+						bool ex = false;
+
+						for (uint32_t q = 0; q < req.num_excl && !ex; q++)
+							ex = (pairs[2 * q] == adj[k] && pairs[2 * q + 1] == b->src_ids[i]) ||
+							     (pairs[2 * q] == b->src_ids[i] && pairs[2 * q + 1] == adj[k]);
+						want += !ex;
+					}
+					dropped += deg - want;
+					if (!CHECK(got == want))
+						printf("  layer %u node %" PRId64 ": %u neighbours, %u expected\n", l,
+						       b->src_ids[i], got, want);
+				}
+			}
+			gnn_proto_release(mb.owned);
+		}
+	}
+	CHECK(dropped == st[0].excluded_edges);
+	for (int t = 0; t < 2; t++)
+		gnn_wbuf_free(&w[t]);
+	/* The refusals: a relation the graph lacks, IDs outside it. */
+	req.excl_rel = 1;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL && strstr(err, "exclusion relation 1"));
+	req.excl_rel = 0;
+	pairs[7] = G_NODES;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL && strstr(err, "excluded pair 3"));
+	pairs[7] = -1;
+	CHECK(smp_check_request(be.layout, &req, err, sizeof(err)) == GNN_EINVAL && strstr(err, "outside [0, 600)"));
+}
+
 /* A backend that breaks its answers after the local backend made them. */
 static void *break_buf;
 
@@ -1549,6 +1634,7 @@ int main(void)
 	RUN(test_deterministic);
 	RUN(test_message_equals_encoder);
 	RUN(test_bad_requests);
+	RUN(test_exclusion);
 	RUN(test_bad_answers);
 	RUN(test_handler);
 	RUN(test_fanout_zero);
