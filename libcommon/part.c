@@ -512,6 +512,129 @@ const void *gnn_part_feat_row(const struct gnn_part *pt, int64_t gid, uint32_t *
 	       (size_t)(gid - pt->type_start[t]) * pt->feat_dim[t] * gnn_dtype_size(pt->feat_dtype);
 }
 
+/* ---- the edge split ---- */
+
+/* meta.json's edge_split relation and reverse, checked against the schema. */
+static int split_relations(const struct gnn_meta *m, const json_t *es, const char *path, struct gnn_edge_split *out)
+{
+	const struct gnn_schema *s = m->layout.schema;
+	const char *name;
+	const json_t *rev = json_object_get(es, "reverse_relation");
+	int32_t r;
+	int rc;
+
+	if ((rc = gnn_json_get_str(es, path, "relation", &name)) != GNN_OK)
+		return rc;
+	if ((r = gnn_schema_rel(s, name)) < 0) {
+		GNN_ERROR("bad_metadata", "in=%s relation=%s reason=\"the edge split's relation is not the graph's\"", path,
+			  name);
+		return GNN_EFORMAT;
+	}
+	out->rel = (uint32_t)r;
+	out->rev_rel = gnn_schema_reverse(s, out->rel);
+	if (json_is_string(rev) ? out->rev_rel < 0 || gnn_schema_rel(s, json_string_value(rev)) != out->rev_rel
+				: !json_is_null(rev) || out->rev_rel >= 0) {
+		GNN_ERROR("bad_metadata", "in=%s relation=%s reason=\"reverse_relation is not the relation's reverse in the "
+			  "schema\"", path, name);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+/* Every ID of column c of a (rows x cols) array in the graph and of type
+ * want (-1: any type). */
+static int split_ids_ok(const struct gnn_meta *m, const struct gnn_arr *a, uint64_t c, int32_t want)
+{
+	const int64_t *ids = a->data;
+
+	for (uint64_t i = 0; i < a->info.rows; i++) {
+		int64_t v = ids[i * a->info.cols + c];
+
+		if (v < 0 || v >= m->layout.num_nodes || (want >= 0 && gnn_layout_type(&m->layout, v) != want)) {
+			GNN_ERROR("bad_edge_split", "row=%llu col=%llu id=%lld reason=\"ID outside the graph or not of "
+				  "the relation's type\"", (unsigned long long)i, (unsigned long long)c, (long long)v);
+			return GNN_EFORMAT;
+		}
+	}
+	return GNN_OK;
+}
+
+/* The three files of set s (name "valid" or "test"). */
+static int split_files(const struct gnn_meta *m, const json_t *files, const char *sdir, int s, unsigned flags,
+		       struct gnn_edge_split *out)
+{
+	static const char *const kinds[3] = { "pos", "neg", "neg_dst" };
+	const struct gnn_rel *re = &m->layout.schema->rels[out->rel];
+	char key[32];
+	int rc;
+
+	for (int k = 0; k < 3; k++) {
+		struct gnn_arr *a = &out->arrs[3 * s + k];
+
+		snprintf(key, sizeof(key), "%s_%s", s == GNN_ES_VALID ? "valid" : "test", kinds[k]);
+		if (json_object_get(files, key) == NULL) {
+			GNN_ERROR("bad_metadata", "in=%s key=%s reason=\"edge_split.files lacks it\"", sdir, key);
+			return GNN_EFORMAT;
+		}
+		if ((rc = open_file(sdir, json_object_get(files, key), GNN_DT_I64, (uint64_t)out->num[s],
+				    k == 2 ? out->eval_negatives : 2, flags, a)) != GNN_OK)
+			return rc;
+		if ((flags & GNN_PART_VERIFY) &&
+		    ((rc = split_ids_ok(m, a, 0, k == 2 ? (int32_t)re->dst : (int32_t)re->src)) != GNN_OK ||
+		     (k < 2 && (rc = split_ids_ok(m, a, 1, (int32_t)re->dst)) != GNN_OK)))
+			return rc;
+	}
+	out->pos[s] = out->arrs[3 * s].data;
+	out->neg[s] = out->arrs[3 * s + 1].data;
+	out->neg_dst[s] = out->arrs[3 * s + 2].data;
+	return GNN_OK;
+}
+
+int gnn_edge_split_open(const char *dir, const struct gnn_meta *m, unsigned flags, struct gnn_edge_split *out)
+{
+	struct gnn_edge_split v = { 0 };
+	const json_t *es = json_object_get(m->json, "edge_split");
+	char path[4400], sdir[4400];
+	const char *sub;
+	int64_t k;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/meta.json edge_split", dir);
+	if (es == NULL) {
+		GNN_ERROR("no_edge_split", "dir=%s reason=\"meta.json has no edge_split: partition with --edge-split\"", dir);
+		return GNN_ENOENT;
+	}
+	if ((rc = split_relations(m, es, path, &v)) ||
+	    (rc = gnn_json_get_int(es, path, "eval_negatives", 1, 1 << 20, &k)) ||
+	    (rc = gnn_json_get_int(es, path, "num_pairs", 0, INT64_MAX / 16, &v.num_pairs)) ||
+	    (rc = gnn_json_get_int(es, path, "num_train", 0, v.num_pairs, &v.num_train)) ||
+	    (rc = gnn_json_get_int(es, path, "num_valid", 0, v.num_pairs, &v.num[GNN_ES_VALID])) ||
+	    (rc = gnn_json_get_int(es, path, "num_test", 0, v.num_pairs, &v.num[GNN_ES_TEST])) ||
+	    (rc = gnn_json_get_int(es, path, "removed_edges", 0, INT64_MAX / 16, &v.removed_edges)) ||
+	    (rc = gnn_json_get_str(es, path, "dir", &sub)))
+		return rc;
+	v.eval_negatives = (uint32_t)k;
+	if (strchr(sub, '/') != NULL || v.num_train + v.num[GNN_ES_VALID] + v.num[GNN_ES_TEST] != v.num_pairs) {
+		GNN_ERROR("bad_metadata", "in=%s reason=\"dir holds a / or the counts do not add up to num_pairs\"", path);
+		return GNN_EFORMAT;
+	}
+	snprintf(sdir, sizeof(sdir), "%s/%s", dir, sub);
+	for (int s = 0; s < GNN_ES_SETS; s++)
+		if ((rc = split_files(m, json_object_get(es, "files"), sdir, s, flags, &v)) != GNN_OK) {
+			gnn_edge_split_close(&v);
+			return rc;
+		}
+	*out = v;
+	return GNN_OK;
+}
+
+void gnn_edge_split_close(struct gnn_edge_split *es)
+{
+	for (int i = 0; i < 3 * GNN_ES_SETS; i++)
+		gnn_arr_close(&es->arrs[i]);
+	memset(es, 0, sizeof(*es));
+}
+
 /* The CRC-32 of one file entry into the hash (none for a type without features). */
 static int fold_crc(uint64_t *h, const json_t *e)
 {

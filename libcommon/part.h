@@ -96,6 +96,38 @@ int gnn_node_map_open(const char *dir, const struct gnn_meta *m, unsigned flags,
 int64_t gnn_node_map_find(const struct gnn_layout *l, const struct gnn_arr *map, uint32_t p, uint32_t t,
 			  int64_t orig);
 
+/* An output's link-prediction edge split (docs/formats.md "Edge split"):
+ * meta.json's edge_split and the arrays of OUT/edge-split/, mapped. For
+ * set s (GNN_ES_VALID, GNN_ES_TEST) of num[s] held-out pairs: pos[s] and
+ * neg[s] are [num[s] x 2] (u, v) global IDs, neg_dst[s] [num[s] x
+ * eval_negatives]. The training pairs are the relation's edges left in
+ * the partitions' CSRs. Borrowed from the mapping: valid until
+ * gnn_edge_split_close. */
+enum { GNN_ES_VALID = 0, GNN_ES_TEST = 1, GNN_ES_SETS = 2 };
+struct gnn_edge_split {
+	uint32_t rel;                 /* the relation (schema index) */
+	int32_t rev_rel;              /* its reverse (gnn_schema_reverse), or -1 */
+	uint32_t eval_negatives;      /* K */
+	int64_t num_pairs, num_train, removed_edges;
+	int64_t num[GNN_ES_SETS];
+	const int64_t *pos[GNN_ES_SETS], *neg[GNN_ES_SETS], *neg_dst[GNN_ES_SETS];
+	struct gnn_arr arrs[3 * GNN_ES_SETS];
+};
+
+/* Opens the edge split of the output in dir (m its meta.json): the
+ * relation and its reverse as meta.json names them (they must agree with
+ * the schema), the counts, and the six files, each checked against its
+ * meta.json entry (dtype, shape, the CRC-32 in its header); with
+ * GNN_PART_VERIFY also the data CRCs and every ID (in the graph, of the
+ * relation's source or destination type as its column requires). Errors,
+ * logged with the file or field: GNN_ENOENT when meta.json has no
+ * edge_split or a file is missing, GNN_EFORMAT / GNN_ECHECKSUM for one
+ * that does not match, GNN_EIO. *out (the caller's: gnn_edge_split_close)
+ * is written only on success. */
+int gnn_edge_split_open(const char *dir, const struct gnn_meta *m, unsigned flags, struct gnn_edge_split *out);
+/* Unmaps the files. Safe on a zeroed struct. */
+void gnn_edge_split_close(struct gnn_edge_split *es);
+
 /* The feature row of node gid (owned by pt), *dim elements of
  * pt->feat_dtype; NULL (and *dim 0) for a type without features. gid must
  * be pt's. */

@@ -645,6 +645,76 @@ out:
 	gnn_log_set_limit(GNN_LOG_LIMIT_LINES, GNN_LOG_LIMIT_S * 1000);
 }
 
+/* Runs gnn-partition (GNN_BUILD's) with args into out; false (SKIP set)
+ * when it is not built. */
+static bool partition(const char *args, const char *out)
+{
+	const char *build = getenv("GNN_BUILD"), *root = getenv("GNN_ROOT");
+	char bin[512], cmd[2048];
+
+	snprintf(bin, sizeof(bin), "%s/bin/gnn-partition", build ? build : "build");
+	if (access(bin, X_OK) != 0) {
+		SKIP("gnn-partition is not built (set GNN_BUILD)");
+		return false;
+	}
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s --parts 2 --out '%s' >/dev/null 2>&1", root ? root : ".", bin,
+		 args, out);
+	return CHECK(system(cmd) == 0);
+}
+
+/* gnn_edge_split_open over real outputs: counts and relations as
+ * meta.json says, IDs of the relation's types; a missing or corrupt file
+ * and an output without a split are refused. */
+static void test_edge_split_reader(void)
+{
+	struct gnn_meta m = { 0 };
+	struct gnn_edge_split es;
+	char path[300];
+	FILE *f;
+
+	if (!partition("--synthetic tiny --edge-split 0.85,0.05,0.10 --eval-negatives 20", tmp_path("es")) ||
+	    !CHECK(gnn_meta_load(tmp_path("es"), &m) == GNN_OK))
+		return;
+	if (CHECK(gnn_edge_split_open(tmp_path("es"), &m, GNN_PART_VERIFY, &es) == GNN_OK)) {
+		CHECK(es.rel == 0 && es.rev_rel == -1 && es.eval_negatives == 20 && es.num_pairs == 10000 &&
+		      es.num_train == 8500 && es.num[GNN_ES_VALID] == 500 && es.num[GNN_ES_TEST] == 1000);
+		CHECK(es.pos[GNN_ES_TEST][0] >= 0 && es.pos[GNN_ES_TEST][1999] < 2000 &&
+		      es.neg_dst[GNN_ES_VALID][500 * 20 - 1] < 2000);
+		gnn_edge_split_close(&es);
+	}
+	/* A flipped data byte: its CRC-32 no longer matches (VERIFY). */
+	snprintf(path, sizeof(path), "%s/edge-split/valid-neg.arr", tmp_path("es"));
+	if (CHECK((f = fopen(path, "r+b")) != NULL)) {
+		fseek(f, 64 + 8, SEEK_SET);
+		fputc(0x55, f);
+		fclose(f);
+	}
+	CHECK(gnn_edge_split_open(tmp_path("es"), &m, GNN_PART_VERIFY, &es) == GNN_ECHECKSUM);
+	remove(path);
+	CHECK(gnn_edge_split_open(tmp_path("es"), &m, 0, &es) == GNN_ENOENT);
+	gnn_meta_free(&m);
+	/* A typed graph: writes and its reverse rev_writes. */
+	if (partition("--input tests/data/hetero-tiny --edge-split 0.8,0.1,0.1 --edge-relation writes "
+		      "--eval-negatives 5", tmp_path("ht")) &&
+	    CHECK(gnn_meta_load(tmp_path("ht"), &m) == GNN_OK)) {
+		if (CHECK(gnn_edge_split_open(tmp_path("ht"), &m, GNN_PART_VERIFY, &es) == GNN_OK)) {
+			const struct gnn_schema *s = m.layout.schema;
+
+			CHECK(strcmp(s->rels[es.rel].name, "writes") == 0 && es.rev_rel >= 0 &&
+			      strcmp(s->rels[es.rev_rel].name, "rev_writes") == 0 && es.num[GNN_ES_VALID] == 80);
+			CHECK(gnn_layout_type(&m.layout, es.pos[GNN_ES_VALID][0]) == (int32_t)s->rels[es.rel].src &&
+			      gnn_layout_type(&m.layout, es.pos[GNN_ES_VALID][1]) == (int32_t)s->rels[es.rel].dst);
+			gnn_edge_split_close(&es);
+		}
+		gnn_meta_free(&m);
+	}
+	/* No split at all. */
+	if (partition("--synthetic tiny", tmp_path("plain")) && CHECK(gnn_meta_load(tmp_path("plain"), &m) == GNN_OK)) {
+		CHECK(gnn_edge_split_open(tmp_path("plain"), &m, 0, &es) == GNN_ENOENT);
+		gnn_meta_free(&m);
+	}
+}
+
 int main(void)
 {
 	gnn_log_init("test_common");
@@ -665,6 +735,7 @@ int main(void)
 	RUN(test_json);
 	RUN(test_json_checked);
 	RUN(test_meta);
+	RUN(test_edge_split_reader);
 	RUN(test_sys);
 	RUN(test_peers);
 	RUN(test_log_limit);
