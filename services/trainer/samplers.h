@@ -56,7 +56,9 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout 
 int tr_samplers_nodes(struct tr_samplers *s, uint8_t split, int64_t **ids, size_t *n);
 
 /* One minibatch: sends req to a live replica (hint picks which, so
- * concurrent callers spread out), fails over to the others. On GNN_OK
+ * concurrent callers spread out), fails over to the others. req and what
+ * it points to (seeds, fanouts, with GNN_MB_EXCLUDE the pairs: proto.h)
+ * are borrowed for the call only. On GNN_OK
  * *reply is the caller's (nng_msg_free after use) and mb points into it;
  * release mb with gnn_proto_release(mb->owned). On failure err says which
  * replicas failed and why. Thread-safe. */

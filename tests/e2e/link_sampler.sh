@@ -17,7 +17,7 @@ PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
 # serve TAG DIR: two graph stores and a sampler on DIR (2 partitions);
-# sets URL (the sampler's) and HTTP (its metrics port), or returns 1.
+# sets URL (the sampler's), HTTP (its metrics port) and SPID, or returns 1.
 serve() {
 	local tag=$1 dir=$2 pa pb line
 	pa=$(free_port) pb=$(free_port)
@@ -28,7 +28,8 @@ serve() {
 	done
 	"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
 		--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/$tag.log" &
-	PIDS+=($!)
+	SPID=$!
+	PIDS+=($SPID)
 	wait_for 60 grep -q " ready listen=" "$WORK/$tag.log" || return 1
 	line=$(grep " ready listen=" "$WORK/$tag.log" | tail -n 1)
 	URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
@@ -54,8 +55,12 @@ if serve tiny "$WORK/tiny"; then
 	ex=$(metric gnn_sampler_excluded_edges_total)
 	echo "gnn_sampler_excluded_edges_total=$ex"
 	check tiny_metric "gnn_sampler_excluded_edges_total counts the dropped edges" [ "${ex:-0}" -gt 0 ]
+	# SIGTERM: a clean exit (under the sanitizers, no leak of the exclusion's maps)
+	kill -TERM "$SPID"
+	wait "$SPID"
+	check tiny_clean_exit "the sampler stops with exit 0 after the refusals (SIGTERM)" [ $? -eq 0 ]
 else
-	for t in tiny_excluded tiny_not_excluded tiny_refused tiny_metric; do
+	for t in tiny_excluded tiny_not_excluded tiny_refused tiny_metric tiny_clean_exit; do
 		fail $t "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
 	done
 fi
