@@ -784,9 +784,8 @@ static uint64_t minibatch_req_bytes(uint32_t layers, uint32_t rels, uint32_t see
 
 int gnn_encode_minibatch_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_minibatch_req *in)
 {
-	size_t start;
-
 	bool excl = (in->flags & GNN_MB_EXCLUDE) != 0;
+	size_t start;
 
 	if (in->num_layers > GNN_PROTO_MAX_LAYERS || in->num_rels > GNN_PROTO_MAX_RELS ||
 	    (excl && (in->num_excl > GNN_PROTO_MAX_EXCL_PAIRS ||
