@@ -511,9 +511,16 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("minibatch_req", gnn_decode_minibatch_req(p, len, &v), &v, sizeof(v)))
 		return;
+	/* A request may also ask for the exclusion (GNN_MB_EXCLUDE); a reply's
+	 * flags are its sections' only (flags_ok). */
 	if (v.num_layers == 0 || v.num_layers > GNN_PROTO_MAX_LAYERS || v.num_rels == 0 ||
-	    v.num_rels > GNN_PROTO_MAX_RELS || !flags_ok(v.flags) || v.num_seeds == 0 || v.num_seeds > GNN_PROTO_MAX_IDS)
+	    v.num_rels > GNN_PROTO_MAX_RELS || !flags_ok(v.flags & ~(uint32_t)GNN_MB_EXCLUDE) || v.num_seeds == 0 ||
+	    v.num_seeds > GNN_PROTO_MAX_IDS)
 		broken("minibatch_req", "accepted with layers, relations, flags or seeds out of range");
+	if ((v.flags & GNN_MB_EXCLUDE) ? v.num_excl > GNN_PROTO_MAX_EXCL_PAIRS || (v.num_excl > 0 && v.excl == NULL)
+				       : v.num_excl != 0 || v.excl_rel != 0 || v.excl != NULL)
+		broken("minibatch_req", "accepted an exclusion list over the limit, or one without GNN_MB_EXCLUDE");
+	touch_i64(v.excl, 2 * (size_t)v.num_excl);
 	for (uint32_t k = 0; k < v.num_layers * v.num_rels; k++)
 		if (!layer_fanout_ok(v.fanouts[k]))
 			broken("minibatch_req", "accepted a bad fanout");
@@ -525,8 +532,9 @@ static void check_minibatch_req(const struct gnn_hdr *h, const uint8_t *p, size_
 		broken("minibatch_req", "round trip: the re-encoded message is refused");
 	if (v2.seed != v.seed || v2.flags != v.flags || v2.num_layers != v.num_layers || v2.num_rels != v.num_rels ||
 	    !same(v2.fanouts, v.fanouts, (size_t)v.num_layers * v.num_rels * 4) || v2.num_seeds != v.num_seeds ||
-	    !same(v2.seeds, v.seeds, (size_t)v.num_seeds * 8))
-		broken("minibatch_req", "round trip: seed, flags, fanouts or seeds differ");
+	    !same(v2.seeds, v.seeds, (size_t)v.num_seeds * 8) || v2.num_excl != v.num_excl ||
+	    v2.excl_rel != v.excl_rel || !same(v2.excl, v.excl, (size_t)v.num_excl * 16))
+		broken("minibatch_req", "round trip: seed, flags, fanouts, seeds or exclusion differ");
 	gnn_proto_release(v2.owned);
 	gnn_wbuf_free(&w);
 	gnn_proto_release(v.owned);

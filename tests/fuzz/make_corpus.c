@@ -121,6 +121,11 @@ static void emit_minibatches(struct gnn_wbuf *w)
 		.seed = 3, .flags = GNN_MB_FEATURES | GNN_MB_LABELS, .num_layers = 2, .num_rels = 2, .fanouts = tfan,
 		.num_seeds = 2, .seeds = seeds,
 	};
+	struct gnn_minibatch_req xreq = {  /* link prediction: the seeds' pair excluded */
+		.seed = 4, .flags = GNN_MB_FEATURES | GNN_MB_EXCLUDE, .num_layers = 2, .num_rels = 1,
+		.fanouts = (const int32_t[]){ 10, 5 }, .num_seeds = 2, .seeds = seeds, .num_excl = 1, .excl_rel = 0,
+		.excl = seeds,
+	};
 
 	emit("minibatch_resp", "minibatch_resp-2layers", gnn_encode_minibatch_resp(w, 15, &mb), w);
 	emit("minibatch_resp", "minibatch_resp-typed", gnn_encode_minibatch_resp(w, 15, &tmb), w);
@@ -129,6 +134,7 @@ static void emit_minibatches(struct gnn_wbuf *w)
 	emit("minibatch_req", "minibatch_req-3layers", gnn_encode_minibatch_req(w, 14, &req3), w);
 	emit("minibatch_req", "minibatch_req-fanout0", gnn_encode_minibatch_req(w, 14, &req0), w);
 	emit("minibatch_req", "minibatch_req-typed", gnn_encode_minibatch_req(w, 14, &treq), w);
+	emit("minibatch_req", "minibatch_req-exclude", gnn_encode_minibatch_req(w, 14, &xreq), w);
 }
 
 /* A typed layout: 3 partitions of 2 types ("a" without features, "b"
