@@ -578,16 +578,18 @@ check_rules() {  # LABEL
 	wait_until 30 "Prometheus to evaluate the $NRULES alert rules" rules_healthy
 	check "alert_rules_loaded_$1" "Prometheus loaded the $NRULES rules of the chart's PrometheusRule and evaluates each without an error (got: $(rules_health))" rules_healthy
 }
+alerts_within() {  # STATE SECONDS: the alerts in that state at some time in the last SECONDS
+	curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=max_over_time(ALERTS{alertstate=\"$1\"}[$2s])" |
+		jq -r '[.data.result[].metric | "\(.alertname){\(.pod // .graphstore // "")}"] | join(" ")'
+}
 # The undisturbed run, from helm install to the inference Job's end: no
 # alert fired, and every query of the dashboard returned data.
 check_undisturbed() {
 	local w firing pending out
 	[ -n "$PROM" ] || return
 	w=$(awk -v a="$T_INSTALL" -v b="$(now)" 'BEGIN { printf "%d", b - a + 1 }')
-	firing=$(curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=max_over_time(ALERTS{alertstate=\"firing\"}[${w}s])" |
-		jq -r '[.data.result[].metric | "\(.alertname){\(.pod // .graphstore // "")}"] | join(" ")')
-	pending=$(curl -sf --get "$PROM/api/v1/query" --data-urlencode "query=max_over_time(ALERTS{alertstate=\"pending\"}[${w}s])" |
-		jq -r '[.data.result[].metric | "\(.alertname){\(.pod // .graphstore // "")}"] | join(" ")')
+	firing=$(alerts_within firing "$w")
+	pending=$(alerts_within pending "$w")
 	check undisturbed_run_fires_no_alert "no alert fired during the undisturbed run (${w} s from helm install; thresholds of 1 minute): fired: ${firing:-none}" \
 		[ -z "$firing" ]
 	row "undisturbed run: alerts" "fired: ${firing:-none}; pending at some point: ${pending:-none}"
