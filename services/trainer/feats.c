@@ -273,8 +273,9 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 
 /* One wave of at most MAX_CALLS calls: every store it uses checked
  * before, the calls, the stores whose connection came up meanwhile checked
- * again, then the rows copied. A store answering eunavail is asked again
- * until the deadline. */
+ * again, then the rows copied. A store answering eunavail, or silent for
+ * an attempt's (short) timeout, is asked again until the deadline: each
+ * attempt after a silent one dials a new connection. */
 static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *err,
 		    size_t err_len)
 {
@@ -299,7 +300,9 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 			if ((rc = verify(f, fc[i].p, err, err_len)) != GNN_OK)
 				break;
 			conn[m] = gnn_client_connections(f->st[fc[i].p].c);
-			calls[m] = (struct gnn_call){ .client = f->st[fc[i].p].c, .req = &w[i] };
+			calls[m] = (struct gnn_call){ .client = f->st[fc[i].p].c, .req = &w[i],
+						      .timeout_ms = tr_stores_rows_timeout_ms(f->o.stores,
+							(double)fc[i].n * f->dim[fc[i].t] * f->elem) };
 			idx[m++] = i;
 		}
 		if (rc != GNN_OK)
@@ -318,7 +321,7 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 			if (crc == GNN_OK) {
 				done[idx[j]] = true;
 				left--;
-			} else if (crc == GNN_EUNAVAIL && gnn_now() < deadline && rc == GNN_OK) {
+			} else if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < deadline && rc == GNN_OK) {
 				if (gnn_now() - logged >= 5) {
 					GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"",
 							 gnn_client_name(calls[j].client),

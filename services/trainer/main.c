@@ -41,7 +41,7 @@ struct options {
 	int64_t embed_dim, cache_presample;
 	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
-		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s;
+		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
 	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s, peer_silence_s;
 	struct gnn_tls_paths tls;
 	struct gnn_tls_paths ring_tls;
@@ -99,6 +99,12 @@ static const struct gnn_opt options[] = {
 	  "OpenBLAS threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "timeout-ms", GNN_OPT_INT, &opt.timeout_ms, "30000", 1, 3600000, NULL, "timeout of one sampler or graph store call attempt" },
 	{ "retries", GNN_OPT_INT, &opt.retries, "2", 0, 100, NULL, "extra attempts of a sampler or graph store call that timed out" },
+	{ "store-timeout-ms", GNN_OPT_INT, &opt.store_timeout_ms, "5000", 1, 600000, NULL,
+	  "with --features-from stores: one attempt of a feature-row call to a graph store, plus its rows' bytes at "
+	  "--store-min-mb-per-s; a connection silent this long (a deleted pod's, whose close never came) is "
+	  "dropped and the call tried again, for --timeout-ms x (--retries + 1) in all" },
+	{ "store-min-mb-per-s", GNN_OPT_INT, &opt.store_min_mb_per_s, "20", 1, 1048576, NULL,
+	  "the rate in --store-timeout-ms: a call for more rows may take longer" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
 	  "longest wait for a peer inside an all-reduce" },
 	{ "peer-silence-s", GNN_OPT_FLOAT, &opt.peer_silence_s, "10", 0, 3600, NULL,
@@ -515,7 +521,11 @@ static int wait_samplers(void *ctx, int http_port)
 	    (opt.graphstores != NULL || opt.graphstore_pattern != NULL) &&
 	    (rc = gnn_peers_parse("graphstore", opt.graphstores, opt.graphstore_pattern, t->graph.num_parts, 65536,
 				  &t->store_urls, &t->nstores)) == GNN_OK)
-		rc = tr_stores_open(t->store_urls, t->nstores, (int)opt.timeout_ms, (int)opt.retries, &t->stores);
+		rc = tr_stores_open(t->store_urls, t->nstores,
+				    &(struct tr_stores_opts){ .timeout_ms = (int)opt.timeout_ms, .retries = (int)opt.retries,
+							      .rows_timeout_ms = (int)opt.store_timeout_ms,
+							      .rows_min_bytes_per_s = (double)opt.store_min_mb_per_s * 1e6 },
+				    &t->stores);
 	if (rc == GNN_OK && (rc = open_embeddings(t)) == GNN_OK && (rc = open_features(t)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);
 	return rc;

@@ -15,7 +15,7 @@
 struct tr_stores {
 	struct gnn_client **c;   /* [n] */
 	size_t n;
-	int timeout_ms, retries;
+	struct tr_stores_opts o;
 	pthread_t watcher;
 	bool watching;
 	atomic_bool closing;
@@ -35,7 +35,7 @@ static void *watch_stop(void *arg)
 	return NULL;
 }
 
-int tr_stores_open(char *const *urls, size_t n, int timeout_ms, int retries, struct tr_stores **out)
+int tr_stores_open(char *const *urls, size_t n, const struct tr_stores_opts *o, struct tr_stores **out)
 {
 	struct tr_stores *s;
 	int rc = GNN_ENOMEM;
@@ -44,12 +44,11 @@ int tr_stores_open(char *const *urls, size_t n, int timeout_ms, int retries, str
 	if ((s = calloc(1, sizeof(*s))) == NULL || (s->c = calloc(n > 0 ? n : 1, sizeof(*s->c))) == NULL)
 		goto fail;
 	s->n = n;
-	s->timeout_ms = timeout_ms;
-	s->retries = retries;
+	s->o = *o;
 	for (size_t p = 0; p < n; p++) {
 		char name[32];
-		struct gnn_client_opts co = { .url = urls[p], .name = name, .timeout_ms = timeout_ms,
-					      .retries = retries };
+		struct gnn_client_opts co = { .url = urls[p], .name = name, .timeout_ms = o->timeout_ms,
+					      .retries = o->retries };
 
 		snprintf(name, sizeof(name), "graphstore-%zu", p);
 		if ((rc = gnn_client_open(&co, &s->c[p])) != GNN_OK)
@@ -99,10 +98,17 @@ struct gnn_client *tr_stores_client(const struct tr_stores *s, uint32_t p)
 
 int tr_stores_timeout_ms(const struct tr_stores *s)
 {
-	return s->timeout_ms;
+	return s->o.timeout_ms;
 }
 
 int tr_stores_retries(const struct tr_stores *s)
 {
-	return s->retries;
+	return s->o.retries;
+}
+
+int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes)
+{
+	double ms = s->o.rows_timeout_ms + bytes / s->o.rows_min_bytes_per_s * 1000.0;
+
+	return ms < s->o.timeout_ms ? (int)ms : s->o.timeout_ms;
 }

@@ -1,7 +1,8 @@
 /* stores.h - the graph stores one trainer calls itself, for learnable
  * embeddings (emb.h) and for feature rows (feats.h): one client per
  * partition, named graphstore-P, with the trainer's call timeout and
- * retries. When the process is asked to stop (SIGTERM), calls in flight
+ * retries (feature-row calls: a shorter attempt, tried again until that
+ * whole budget is spent). When the process is asked to stop (SIGTERM), calls in flight
  * end at once instead of after their timeout chain (a frozen store would
  * otherwise hold the exit for minutes). */
 #ifndef TR_STORES_H
@@ -14,9 +15,18 @@
 
 struct tr_stores;
 
+struct tr_stores_opts {
+	int timeout_ms, retries;        /* a call's attempt and extra attempts (embeddings) */
+	/* A feature-row call's attempt: rows_timeout_ms plus its bytes at this
+	 * rate (tr_stores_rows_timeout_ms). Short, because a connection to a
+	 * deleted pod can stay open without an answer ever coming. */
+	int rows_timeout_ms;
+	double rows_min_bytes_per_s;
+};
+
 /* Dials urls[0..n) (borrowed; store p serves partition p) without
- * waiting for them. *out: tr_stores_close. */
-int tr_stores_open(char *const *urls, size_t n, int timeout_ms, int retries, struct tr_stores **out);
+ * waiting for them. o is copied. *out: tr_stores_close. */
+int tr_stores_open(char *const *urls, size_t n, const struct tr_stores_opts *o, struct tr_stores **out);
 /* Ends the calls in flight, and makes later ones fail (any thread). */
 void tr_stores_abort(struct tr_stores *s);
 void tr_stores_close(struct tr_stores *s);
@@ -27,5 +37,7 @@ struct gnn_client *tr_stores_client(const struct tr_stores *s, uint32_t p);
 /* A call's timeout and retries, as opened. */
 int tr_stores_timeout_ms(const struct tr_stores *s);
 int tr_stores_retries(const struct tr_stores *s);
+/* The attempt timeout of a feature-row call whose reply is `bytes` long. */
+int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes);
 
 #endif
