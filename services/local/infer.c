@@ -36,7 +36,7 @@ static int start_workers(struct loc_run *r, struct loc_proc **w)
 		    (cfg->hidden >= 0 && (rc = loc_argv_add(&a, "--hidden=%lld", (long long)cfg->hidden))) ||
 		    (cfg->num_bases >= 0 && (rc = loc_argv_add(&a, "--num-bases=%lld", (long long)cfg->num_bases))) ||
 		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))) ||
-		    (rc = loc_embed_args(cfg, &a)))
+		    (rc = loc_embed_args(cfg, &a)) || (rc = loc_link_args(cfg, &a, true)))
 			break;
 		rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &w[i]);
 		loc_argv_free(&a);

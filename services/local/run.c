@@ -37,6 +37,10 @@ int loc_config_check(struct loc_config *cfg)
 			  sources);
 		return GNN_EINVAL;
 	}
+	if (strcmp(cfg->task, "link") == 0 && cfg->baseline) {
+		GNN_ERROR("bad_config", "option=--baseline reason=\"the features-only baseline is node classification's\"");
+		return GNN_EINVAL;
+	}
 	if (cfg->split != NULL && cfg->dataset == NULL) {
 		GNN_ERROR("bad_config", "option=--split value=%s reason=\"--split picks a split folder of --dataset\"",
 			  cfg->split);
