@@ -64,7 +64,12 @@ struct loc_infer_result {
 	double test_acc, valid_acc, train_acc, seconds;
 	int64_t nodes, predicted;   /* the graph's, and the label type's (summary.json) */
 	char label_type[64];
+	/* --task link: summary.json's link metrics, test then valid, in
+	 * loc_link_keys' order */
+	bool is_link;
+	double link[2][6];
 };
+extern const char *const loc_link_keys[6];
 
 /* One trust domain's files (PEM; the key unencrypted, mode 0600). */
 struct loc_tls_files {
