@@ -127,6 +127,13 @@ int loc_partition_prepare(struct loc_run *r)
 			gnn_meta_free(&m);
 			return GNN_EINVAL;
 		}
+		if (strcmp(cfg->task, "link") == 0 && json_object_get(m.json, "edge_split") == NULL) {
+			GNN_ERROR("bad_config", "option=--partition-dir value=%s reason=\"--task link needs an edge split: "
+				  "partition with gnn-partition --edge-split 0.85,0.05,0.10 (docs/partitioning.md)\"",
+				  r->partdir);
+			gnn_meta_free(&m);
+			return GNN_EINVAL;
+		}
 		r->parts = (int)m.layout.num_parts;
 		gnn_meta_free(&m);
 		GNN_INFO("partition_given", "dir=%s parts=%d", r->partdir, r->parts);
