@@ -244,6 +244,8 @@ void loc_report_result(const struct loc_run *r)
 	if (r->baseline.done)
 		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->model, r->main.res.test_acc,
 		       r->baseline.res.test_acc);
+	else if (r->main.res.task[0] != '\0')
+		printf("test_auc %s=%.4f\n", cfg->model, r->main.res.test_acc);
 	else
 		printf("test_acc %s=%.4f\n", cfg->model, r->main.res.test_acc);
 	loc_report_infer(r);

@@ -252,6 +252,13 @@ void loc_format_result(const struct loc_config *cfg, const struct loc_result *re
 {
 	const struct gnn_result *g = &res->res;
 
+	if (g->task[0] != '\0') {   /* a link model: its figures are AUCs (result.h) */
+		snprintf(buf, cap, "task=%s decoder=%s test_auc=%.4f test_ap=%.4f test_pairs=%llu best_val_auc=%.4f "
+			 "best_epoch=%d epochs=%u world_size=%lld train_s=%.1f params_crc=%08x", g->task, g->decoder,
+			 g->test_acc, g->test_ap, (unsigned long long)g->test_nodes, g->best_val_acc, (int)g->best_epoch,
+			 (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
+		return;
+	}
 	snprintf(buf, cap, "test_acc=%.4f test_nodes=%llu best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld "
 		 "train_s=%.1f params_crc=%08x", g->test_acc, (unsigned long long)g->test_nodes, g->best_val_acc,
 		 (int)g->best_epoch, (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
