@@ -1299,10 +1299,11 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			 test_acc, test_ap, r.ntest, r.best_val, r.best_epoch);
 	}
 	t_test = gnn_now() - t_test;
-	GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
-		 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
-		 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
-		 "accuracy: gnn-trainer infer\"" : "");
+	if (!c->link)   /* (a link run logged link_test_evaluated above) */
+		GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
+			 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
+			 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
+			 "accuracy: gnn-trainer infer\"" : "");
 	if ((rc = ranks_agree(&r, tr_params_crc(r.best, r.np))) != GNN_OK)
 		goto out;
 	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
