@@ -28,6 +28,17 @@ int gnn_result_save(const char *dir, const struct gnn_result *r)
 		      (json_int_t)r->best_epoch, "params_crc", crc, "train_s", r->train_s);
 	if (j == NULL)
 		return GNN_ENOMEM;
+	if (r->task[0] != '\0') {
+		json_t *lp = json_pack("{s:s, s:s, s:f, s:f, s:f}", "task", r->task, "decoder", r->decoder,
+				       "best_val_auc", r->best_val_acc, "test_auc", r->test_acc, "test_ap", r->test_ap);
+
+		rc = lp == NULL || json_object_update(j, lp) != 0 ? GNN_ENOMEM : GNN_OK;
+		json_decref(lp);
+		if (rc != GNN_OK) {
+			json_decref(j);
+			return rc;
+		}
+	}
 	rc = gnn_json_save_checked(file, j);
 	json_decref(j);
 	return rc;
@@ -81,6 +92,14 @@ int gnn_result_read(const char *dir, struct gnn_result *r, bool *found)
 	r->best_epoch = (int32_t)best;
 	r->params_crc = (uint32_t)crc;
 	r->test_nodes = (uint64_t)test_nodes;
+	r->task[0] = r->decoder[0] = '\0';
+	r->test_ap = 0;
+	if (json_is_string(json_object_get(j, "task"))) {   /* a link prediction result */
+		snprintf(r->task, sizeof(r->task), "%s", json_string_value(json_object_get(j, "task")));
+		snprintf(r->decoder, sizeof(r->decoder), "%s",
+			 json_is_string(json_object_get(j, "decoder")) ? json_string_value(json_object_get(j, "decoder")) : "");
+		r->test_ap = json_number_value(json_object_get(j, "test_ap"));
+	}
 	*found = true;
 out:
 	json_decref(j);

@@ -20,6 +20,12 @@ struct gnn_result {
 	uint32_t params_crc;          /* CRC-32 of the best parameters, equal on every rank */
 	double train_s;
 	uint64_t test_nodes;          /* the test accuracy's sample size (0: not recorded, before 2026-11) */
+	/* Link prediction (docs/training.md): task "link" (empty: a node
+	 * classification result, whose file has no task key), its decoder,
+	 * and test_acc / best_val_acc hold the test and best validation AUC
+	 * (also written as test_auc and best_val_auc); test_ap the test AP. */
+	char task[8], decoder[8];
+	double test_ap;
 };
 
 #define GNN_RESULT_FILE "result.json"

@@ -22,6 +22,10 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	const char *preset = json_string_value(json_object_get(src, "preset"));
 	const char *split = json_string_value(json_object_get(src, "split"));
 
+	if ((json_object_get(m->json, "edge_split") != NULL) != (strcmp(r->cfg->task, "link") == 0)) {
+		snprintf(why, size, "it has %s edge split", strcmp(r->cfg->task, "link") == 0 ? "no" : "an");
+		return false;
+	}
 	if ((int)m->layout.num_parts != r->parts) {
 		snprintf(why, size, "it has %d parts, %d asked for", (int)m->layout.num_parts, r->parts);
 		return false;
@@ -75,7 +79,8 @@ static int run_partitioner(struct loc_run *r)
 	/* --force: WORKDIR/partition is gnn-local's own, and a stale one must go. */
 	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--feature-dtype=%s", cfg->feature_dtype)) != GNN_OK ||
-	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK)
+	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK ||
+	    (strcmp(cfg->task, "link") == 0 && (rc = loc_argv_add(&a, "--edge-split=0.85,0.05,0.10")) != GNN_OK))
 		goto out;
 	if ((rc = loc_proc_start(&r->procs, "partition", LOC_ROLE_PARTITION, &a, &p)) != GNN_OK)
 		goto out;
@@ -119,6 +124,13 @@ int loc_partition_prepare(struct loc_run *r)
 		if (cfg->parts > 0 && cfg->parts != (int)m.layout.num_parts) {
 			GNN_ERROR("bad_config", "option=--parts value=%lld reason=\"%s has %d partitions\"",
 				  (long long)cfg->parts, r->partdir, (int)m.layout.num_parts);
+			gnn_meta_free(&m);
+			return GNN_EINVAL;
+		}
+		if (strcmp(cfg->task, "link") == 0 && json_object_get(m.json, "edge_split") == NULL) {
+			GNN_ERROR("bad_config", "option=--partition-dir value=%s reason=\"--task link needs an edge split: "
+				  "partition with gnn-partition --edge-split 0.85,0.05,0.10 (docs/partitioning.md)\"",
+				  r->partdir);
 			gnn_meta_free(&m);
 			return GNN_EINVAL;
 		}

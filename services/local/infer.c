@@ -36,7 +36,7 @@ static int start_workers(struct loc_run *r, struct loc_proc **w)
 		    (cfg->hidden >= 0 && (rc = loc_argv_add(&a, "--hidden=%lld", (long long)cfg->hidden))) ||
 		    (cfg->num_bases >= 0 && (rc = loc_argv_add(&a, "--num-bases=%lld", (long long)cfg->num_bases))) ||
 		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))) ||
-		    (rc = loc_embed_args(cfg, &a)))
+		    (rc = loc_embed_args(cfg, &a)) || (rc = loc_link_args(cfg, &a, true)))
 			break;
 		rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &w[i]);
 		loc_argv_free(&a);
@@ -44,6 +44,8 @@ static int start_workers(struct loc_run *r, struct loc_proc **w)
 	loc_argv_free(&a);
 	return rc;
 }
+
+const char *const loc_link_keys[6] = { "auc", "ap", "mrr", "hits@1", "hits@3", "hits@10" };
 
 static int read_summary(struct loc_run *r)
 {
@@ -63,6 +65,11 @@ static int read_summary(struct loc_run *r)
 	snprintf(r->infer.label_type, sizeof(r->infer.label_type), "%s",
 		 json_string_value(json_object_get(s, "label_type")) ? json_string_value(json_object_get(s, "label_type"))
 								     : "node");
+	r->infer.is_link = json_is_object(json_object_get(s, "link"));
+	for (int set = 0; set < 2 && r->infer.is_link; set++)
+		for (int k = 0; k < 6; k++)
+			r->infer.link[set][k] = json_number_value(json_object_get(
+				json_object_get(json_object_get(s, "link"), set == 0 ? "test" : "valid"), loc_link_keys[k]));
 	json_decref(s);
 	r->infer.done = true;
 	return GNN_OK;
@@ -135,6 +142,16 @@ void loc_report_infer(const struct loc_run *r)
 {
 	if (!r->infer.done)
 		return;
+	if (r->infer.is_link) {   /* a link model: no classes to show */
+		for (int set = 0; set < 2; set++) {
+			printf("link %-9s", set == 0 ? "test" : "valid");
+			for (int k = 0; k < 6; k++)
+				printf(" %s=%.4f", loc_link_keys[k], r->infer.link[set][k]);
+			printf("%s\n", set == 0 ? "  (every node's embedding, full neighbourhood)" : "");
+		}
+		printf("predictions    %s (part-*/emb.arr, summary.json)\n", r->preddir);
+		return;
+	}
 	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64, r->infer.test_acc,
 	       r->infer.valid_acc, r->infer.train_acc, r->infer.nodes);
 	if (r->infer.predicted != r->infer.nodes)

@@ -35,6 +35,10 @@ struct loc_config {
 	const char *model, *fanouts, *eval_fanouts, *embed_types, *embed_input, *embed_optimizer;
 	const char *features_from, *cache_ratio;
 	int64_t cache_presample;
+	/* --task link (docs/local.md): the edge split, then gnn-trainer's link flags */
+	const char *task, *decoder, *exclude;
+	int64_t emb_dim, decoder_hidden, neg_k;
+	bool neg_in_batch;
 	double embed_lr;
 	double lr, weight_decay, dropout;
 	bool baseline, fresh, no_infer, no_features, tls;
@@ -60,7 +64,12 @@ struct loc_infer_result {
 	double test_acc, valid_acc, train_acc, seconds;
 	int64_t nodes, predicted;   /* the graph's, and the label type's (summary.json) */
 	char label_type[64];
+	/* --task link: summary.json's link metrics, test then valid, in
+	 * loc_link_keys' order */
+	bool is_link;
+	double link[2][6];
 };
+extern const char *const loc_link_keys[6];
 
 /* One trust domain's files (PEM; the key unencrypted, mode 0600). */
 struct loc_tls_files {
@@ -150,6 +159,9 @@ int loc_infer(struct loc_run *r);
  * inference both take (the model's shape), appended to a. */
 struct loc_argv;
 int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a);
+/* --task link's flags for gnn-trainer (infer: those of `gnn-trainer infer`
+ * only, the model's); nothing for the node task. */
+int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer);
 /* The result block's inference lines: accuracies and a few predictions. */
 void loc_report_infer(const struct loc_run *r);
 

@@ -37,6 +37,10 @@ int loc_config_check(struct loc_config *cfg)
 			  sources);
 		return GNN_EINVAL;
 	}
+	if (strcmp(cfg->task, "link") == 0 && cfg->baseline) {
+		GNN_ERROR("bad_config", "option=--baseline reason=\"the features-only baseline is node classification's\"");
+		return GNN_EINVAL;
+	}
 	if (cfg->split != NULL && cfg->dataset == NULL) {
 		GNN_ERROR("bad_config", "option=--split value=%s reason=\"--split picks a split folder of --dataset\"",
 			  cfg->split);
@@ -240,6 +244,8 @@ void loc_report_result(const struct loc_run *r)
 	if (r->baseline.done)
 		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->model, r->main.res.test_acc,
 		       r->baseline.res.test_acc);
+	else if (r->main.res.task[0] != '\0')
+		printf("test_auc %s=%.4f\n", cfg->model, r->main.res.test_acc);
 	else
 		printf("test_acc %s=%.4f\n", cfg->model, r->main.res.test_acc);
 	loc_report_infer(r);

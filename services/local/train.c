@@ -83,6 +83,24 @@ static int add_fanouts(struct loc_argv *a, const char *flag, const char *text, i
 	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, zeros ? list : text);
 }
 
+int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer)
+{
+	int rc = GNN_OK;
+
+	if (strcmp(cfg->task, "link") != 0)
+		return GNN_OK;
+	if ((rc = loc_argv_add(a, "--task=link")) != GNN_OK || (rc = loc_argv_add_opt(a, "emb-dim", cfg->emb_dim, 0)) ||
+	    (cfg->decoder != NULL && (rc = loc_argv_add(a, "--decoder=%s", cfg->decoder)) != GNN_OK) ||
+	    (rc = loc_argv_add_opt(a, "decoder-hidden", cfg->decoder_hidden, 0)) != GNN_OK || infer)
+		return rc;
+	/* the trainers read the edge split from the partition output */
+	if ((rc = loc_argv_add_opt(a, "neg-k", cfg->neg_k, 1)) != GNN_OK ||
+	    (cfg->neg_in_batch && (rc = loc_argv_add(a, "--neg-in-batch")) != GNN_OK) ||
+	    (cfg->exclude != NULL && (rc = loc_argv_add(a, "--exclude=%s", cfg->exclude)) != GNN_OK))
+		return rc;
+	return GNN_OK;
+}
+
 int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a)
 {
 	int rc = GNN_OK;
@@ -134,6 +152,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 		rc = loc_argv_add(a, "--cache-ratio=%s", cfg->cache_ratio);
 	if (rc == GNN_OK && !baseline)
 		rc = loc_embed_args(cfg, a);
+	if (rc == GNN_OK && !baseline)
+		rc = loc_link_args(cfg, a, false);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
 	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
@@ -187,6 +207,7 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		     (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls))) ||
 		    (!baseline && cfg->embed_lr > 0 && (rc = loc_argv_add(&a, "--embed-lr=%.17g", cfg->embed_lr))) ||
 		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
+		    (strcmp(cfg->task, "link") == 0 && (rc = loc_argv_add(&a, "--data=%s", r->partdir))) ||
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[T + i])) ||
 		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", baseline ? r->ckptdir_baseline : r->ckptdir)) ||
@@ -231,6 +252,13 @@ void loc_format_result(const struct loc_config *cfg, const struct loc_result *re
 {
 	const struct gnn_result *g = &res->res;
 
+	if (g->task[0] != '\0') {   /* a link model: its figures are AUCs (result.h) */
+		snprintf(buf, cap, "task=%s decoder=%s test_auc=%.4f test_ap=%.4f test_pairs=%llu best_val_auc=%.4f "
+			 "best_epoch=%d epochs=%u world_size=%lld train_s=%.1f params_crc=%08x", g->task, g->decoder,
+			 g->test_acc, g->test_ap, (unsigned long long)g->test_nodes, g->best_val_acc, (int)g->best_epoch,
+			 (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
+		return;
+	}
 	snprintf(buf, cap, "test_acc=%.4f test_nodes=%llu best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld "
 		 "train_s=%.1f params_crc=%08x", g->test_acc, (unsigned long long)g->test_nodes, g->best_val_acc,
 		 (int)g->best_epoch, (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);

@@ -31,6 +31,7 @@
 #include "err.h"
 #include "json.h"
 #include "kernels.h"
+#include "link.h"
 #include "log.h"
 #include "model.h"
 #include "opt.h"
@@ -43,8 +44,8 @@
 #define MAX_TOP_K 64
 
 static struct {
-	const char *data, *ckpt, *out, *model, *embed_types, *embed_input, *embed_optimizer;
-	int64_t embed_dim;
+	const char *data, *ckpt, *out, *model, *embed_types, *embed_input, *embed_optimizer, *task, *decoder;
+	int64_t embed_dim, emb_dim, decoder_hidden;
 	int64_t workers, worker, layers, hidden, num_bases, top_k, buffer_mb, threads, wait_s, epochs;
 	bool embeddings;
 } ic;
@@ -73,6 +74,13 @@ static const struct gnn_opt infer_options[] = {
 	  "the trained model's --embed-optimizer" },
 	{ "embeddings", GNN_OPT_BOOL, &ic.embeddings, NULL, 0, 0, NULL,
 	  "also write each node's last hidden layer (the last layer's input)" },
+	{ "task", GNN_OPT_STR, &ic.task, "node", 0, 0, "node|link",
+	  "the trained model's --task: link writes every node's final embedding (emb.arr), the decoder and the "
+	  "link metrics of the edge split (docs/inference.md)" },
+	{ "emb-dim", GNN_OPT_INT, &ic.emb_dim, "0", 0, 65536, NULL, "the trained model's --emb-dim (link; 0: --hidden)" },
+	{ "decoder", GNN_OPT_STR, &ic.decoder, "dot", 0, 0, "dot|mlp", "the trained model's --decoder (link)" },
+	{ "decoder-hidden", GNN_OPT_INT, &ic.decoder_hidden, "0", 0, 65536, NULL,
+	  "the trained model's --decoder-hidden (link; 0: the embedding width)" },
 	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
 	  "rows gathered per batch at most (a node's whole neighbourhood is one batch at least)" },
 	{ "threads", GNN_OPT_INT, &ic.threads, "0", 0, 1024, NULL, "OpenBLAS and gather threads (0: one per CPU)" },
@@ -97,6 +105,9 @@ struct infer {
 	struct tr_model *model;
 	struct tr_emb *emb;        /* the learned embeddings (--embed-dim), or NULL */
 	struct gnn_schema mschema; /* the schema the model reads */
+	bool link;                 /* --task link */
+	struct tr_decoder dec;
+	float *dec_params;         /* [tr_decoder_num_params] (mlp), from the checkpoint */
 	uint32_t L, P, top_k;
 	char work[PATH_MAX];       /* OUT/.work-<params_crc> */
 	double t0;
@@ -212,6 +223,7 @@ static int load_model(struct infer *in)
 	const struct gnn_layout *g = &in->meta.layout;
 	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model,
 			       .num_bases = (uint32_t)ic.num_bases };
+	size_t nm, nd = 0;
 	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
 				   .num_classes = g->num_classes, .model = ic.model, .schema = g->schema,
 				   .num_bases = c.num_bases };
@@ -230,23 +242,42 @@ static int load_model(struct infer *in)
 		mc.schema = &in->mschema;
 		mc.in_dim = gnn_schema_max_feat_dim(&in->mschema);
 	}
+	if (in->link) {   /* as gnn-trainer's resolve_link: the hash must come out the same */
+		c.link = true;
+		c.emb_dim = ic.emb_dim > 0 ? (uint32_t)ic.emb_dim : c.hidden;
+		c.decoder = strcmp(ic.decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
+		c.decoder_hidden = ic.decoder_hidden > 0 ? (uint32_t)ic.decoder_hidden : c.emb_dim;
+		mc.num_classes = c.emb_dim;
+		in->dec = (struct tr_decoder){ .kind = c.decoder, .dim = c.emb_dim,
+					       .hidden = c.decoder == TR_DEC_MLP ? c.decoder_hidden : 0 };
+		nd = tr_decoder_num_params(&in->dec);
+	}
 	mh = tr_model_hash(&c, g);
 	if (in->res.model_hash != mh) {
 		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
 			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
-			  "check --data, --model, --layers, --hidden, --num-bases and --embed-* against the training run\"", ic.ckpt,
+			  "check --data, --model, --layers, --hidden, --num-bases, --embed-*, --task, --emb-dim and "
+			  "--decoder* against the training run\"", ic.ckpt,
 			  in->res.model_hash, mh, g->graph_id);
 		return GNN_EINVAL;
 	}
 	if ((rc = tr_model_new(&mc, &in->model)) != GNN_OK ||
 	    (rc = tr_ckpt_find_best(ic.ckpt, mh, in->res.params_crc, &ck)) != GNN_OK)
 		return rc;
-	if (ck.num_params != tr_model_num_params(in->model)) {
-		GNN_ERROR("wrong_checkpoint", "params=%zu expected=%zu", ck.num_params, tr_model_num_params(in->model));
+	nm = tr_model_num_params(in->model);
+	if (ck.num_params != nm + nd) {
+		GNN_ERROR("wrong_checkpoint", "params=%zu expected=%zu", ck.num_params, nm + nd);
 		tr_ckpt_free(&ck);
 		return GNN_EFORMAT;
 	}
-	memcpy(tr_model_params(in->model), ck.best, ck.num_params * sizeof(float));
+	memcpy(tr_model_params(in->model), ck.best, nm * sizeof(float));
+	/* a link model's decoder parameters follow the model's (train.c) */
+	if (nd > 0 && (in->dec_params = malloc(nd * sizeof(float))) == NULL) {
+		tr_ckpt_free(&ck);
+		return GNN_ENOMEM;
+	}
+	if (nd > 0)
+		memcpy(in->dec_params, ck.best + nm, nd * sizeof(float));
 	rc = in->emb != NULL ? tr_emb_map_best(in->emb, ck.folder) : GNN_OK;
 	tr_ckpt_free(&ck);
 	return rc;
@@ -668,10 +699,17 @@ static json_t *identity_json(const struct infer *in)
 	snprintf(crc, sizeof(crc), "%08" PRIx32, in->res.params_crc);
 	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
 	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
-			 "model_hash", mh, "graph_id", gid, "model", ic.model, "top_k", (int)in->top_k, "embeddings",
-			 ic.embeddings, "label_type",
-			 in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
+			      "model_hash", mh, "graph_id", gid, "model", ic.model, "top_k", (int)in->top_k, "embeddings",
+			      ic.embeddings, "label_type",
+			      in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
+
+	if (j != NULL && in->link) {   /* what serving reads (docs/inference.md, "Link prediction") */
+		json_object_set_new(j, "task", json_string("link"));
+		json_object_set_new(j, "decoder", json_pack("{s:s, s:i, s:i}", "kind", tr_decoder_name(in->dec.kind),
+							     "dim", (int)in->dec.dim, "hidden", (int)in->dec.hidden));
+	}
+	return j;
 }
 
 /* OUT/part-p replaced by the finished temporary folder tmp. */
@@ -719,6 +757,43 @@ static int finish_part(struct infer *in, const char *tmp, uint32_t p, struct par
 		rc = gnn_json_save_atomic(path, st);
 	json_decref(st);
 	return rc != GNN_OK ? rc : swap_in(tmp, p);
+}
+
+/* A link model's last layer: every node's final embedding, OUT/part-p/
+ * emb.arr (f32, [nodes of p x d], row i = global node node_start + i),
+ * batch by batch, and stats.json (the counts stay zero). */
+static int link_part(struct infer *in, uint32_t p)
+{
+	const struct gnn_part *part = &in->parts[p];
+	struct part_out o = { 0 };
+	char tmp[PATH_MAX], path[PATH_MAX + 32];
+	uint32_t win, wout;
+	double t0 = gnn_now();
+	size_t nb;
+	int rc;
+
+	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-part-%" PRIu32 "-%d", ic.out, p, (int)getpid());
+	snprintf(path, sizeof(path), "%s/emb.arr", tmp);
+	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK || (rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &o.w[OUT_EMB])) != GNN_OK)
+		goto out;
+	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
+		nb = batch_end(part, v, part->num_nodes, budget_rows(win));
+		if (gnn_stop_requested())
+			rc = GNN_ECLOSED;
+		if (rc != GNN_OK || (rc = run_batch(in, part, in->L - 1, v, nb)) != GNN_OK ||
+		    (rc = gnn_arr_writer_append(o.w[OUT_EMB], in->y.p, nb)) != GNN_OK)
+			goto out;
+	}
+	if ((rc = finish_part(in, tmp, p, &o)) != GNN_OK)
+		goto out;
+	GNN_INFO("part_done", "part=%" PRIu32 " nodes=%" PRId64 " task=link emb_dim=%" PRIu32 " seconds=%.2f", p,
+		 part->num_nodes, wout, gnn_now() - t0);
+out:
+	part_out_free(&o);
+	if (rc != GNN_OK)
+		gnn_rm_rf(tmp);
+	return rc;
 }
 
 /* Predictions of partition p's label-type nodes (all of them with one
@@ -819,6 +894,139 @@ static double acc(const struct counts *c, int s)
 	return c->labelled[s] ? (double)c->correct[s] / (double)c->labelled[s] : 0.0;
 }
 
+/* ---- link prediction's metrics (worker 0) ---- */
+
+/* Every partition's emb.arr mapped, and the split, for scoring pairs. */
+struct link_eval {
+	struct infer *in;
+	struct gnn_arr *emb;     /* [P] */
+	struct gnn_edge_split es;
+	float *work;             /* the mlp decoder's h floats */
+};
+
+static const float *emb_row(const struct link_eval *le, int64_t gid)
+{
+	const struct gnn_layout *g = &le->in->meta.layout;
+	int32_t q = gnn_layout_owner(g, gid);
+
+	return (const float *)le->emb[q].data + (size_t)(gid - g->offsets[q]) * le->in->dec.dim;
+}
+
+static float pair_score(const struct link_eval *le, int64_t u, int64_t v)
+{
+	return tr_decoder_score(&le->in->dec, le->in->dec_params, emb_row(le, u), emb_row(le, v), le->work);
+}
+
+/* One held-out set's metrics as JSON: AUC and AP of its positives against
+ * their one negative each (GAE), MRR and Hits@K of each positive (u, v)
+ * against its K negative destinations (u, b) (OGB's ranking). Memory: two
+ * scores per pair and K for the pair being ranked. */
+static int link_set_json(struct link_eval *le, int set, json_t **out)
+{
+	const struct gnn_edge_split *es = &le->es;
+	size_t n = (size_t)es->num[set], K = es->eval_negatives;
+	float *pos = malloc((n ? n : 1) * sizeof(float)), *neg = malloc((n ? n : 1) * sizeof(float)),
+	      *nk = malloc((K ? K : 1) * sizeof(float));
+	struct tr_rank_sums rs = { 0 };
+	double auc = 0, ap = 0;
+	int rc = GNN_ENOMEM;
+
+	if (pos == NULL || neg == NULL || nk == NULL)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const int64_t *pp = es->pos[set] + 2 * i, *np = es->neg[set] + 2 * i;
+
+		pos[i] = pair_score(le, pp[0], pp[1]);
+		neg[i] = pair_score(le, np[0], np[1]);
+		for (size_t j = 0; j < K; j++)
+			nk[j] = pair_score(le, pp[0], es->neg_dst[set][i * K + j]);
+		tr_rank_add(&rs, pos[i], nk, K);
+	}
+	if (n > 0 && (rc = tr_auc_ap(pos, n, neg, n, &auc, &ap)) != GNN_OK)
+		goto out;
+	*out = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "auc", auc, "ap", ap, "mrr",
+			 n ? rs.mrr / rs.n : 0.0, "hits@1", n ? rs.hits1 / rs.n : 0.0, "hits@3", n ? rs.hits3 / rs.n : 0.0,
+			 "hits@10", n ? rs.hits10 / rs.n : 0.0, "pairs", (json_int_t)n, "negatives_per_pair", (json_int_t)K);
+	rc = *out != NULL ? GNN_OK : GNN_ENOMEM;
+out:
+	free(pos);
+	free(neg);
+	free(nk);
+	return rc;
+}
+
+/* OUT/decoder.arr: the mlp decoder's parameters, f32 [num_params x 1] in
+ * link.h's layout (W1 [h x d] row-major, b1 [h], w2 [h], b2). */
+static int write_decoder(const struct infer *in)
+{
+	struct gnn_arr_writer *w;
+	char path[PATH_MAX + 16];
+	int rc;
+
+	if (in->dec.kind != TR_DEC_MLP)
+		return GNN_OK;
+	snprintf(path, sizeof(path), "%s/decoder.arr", ic.out);
+	if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, 1, &w)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_arr_writer_append(w, in->dec_params, tr_decoder_num_params(&in->dec))) != GNN_OK) {
+		gnn_arr_writer_abort(w);
+		return rc;
+	}
+	return gnn_arr_writer_finish(w, NULL);
+}
+
+/* summary.json's "link" object, and decoder.arr. */
+static int link_summary(struct infer *in, json_t *sum)
+{
+	struct link_eval le = { .in = in };
+	json_t *sets[GNN_ES_SETS] = { NULL, NULL };
+	char path[PATH_MAX + 32];
+	int rc;
+
+	if ((le.emb = calloc(in->P, sizeof(*le.emb))) == NULL ||
+	    (le.work = malloc((in->dec.hidden + 1) * sizeof(float))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (uint32_t q = 0; q < in->P; q++) {
+		snprintf(path, sizeof(path), "%s/part-%" PRIu32 "/emb.arr", ic.out, q);
+		if ((rc = gnn_arr_open(path, GNN_DT_F32, 0, &le.emb[q])) != GNN_OK)
+			goto out;
+		if (le.emb[q].info.rows != (uint64_t)in->parts[q].num_nodes || le.emb[q].info.cols != in->dec.dim) {
+			GNN_ERROR("bad_layer_file", "path=%s rows=%" PRIu64 " cols=%" PRIu64, path, le.emb[q].info.rows,
+				  le.emb[q].info.cols);
+			rc = GNN_EFORMAT;
+			goto out;
+		}
+	}
+	if ((rc = gnn_edge_split_open(ic.data, &in->meta, 0, &le.es)) != GNN_OK) {
+		GNN_ERROR("bad_config", "data=%s reason=\"--task link needs the edge split of the partition output\"",
+			  ic.data);
+		goto out;
+	}
+	if ((rc = link_set_json(&le, GNN_ES_VALID, &sets[0])) != GNN_OK ||
+	    (rc = link_set_json(&le, GNN_ES_TEST, &sets[1])) != GNN_OK || (rc = write_decoder(in)) != GNN_OK)
+		goto out;
+	GNN_INFO("link_metrics", "test_auc=%.4f test_ap=%.4f test_mrr=%.4f test_hits@10=%.4f valid_auc=%.4f "
+		 "valid_ap=%.4f pairs=%" PRId64 " negatives_per_pair=%" PRIu32,
+		 json_real_value(json_object_get(sets[1], "auc")), json_real_value(json_object_get(sets[1], "ap")),
+		 json_real_value(json_object_get(sets[1], "mrr")), json_real_value(json_object_get(sets[1], "hits@10")),
+		 json_real_value(json_object_get(sets[0], "auc")), json_real_value(json_object_get(sets[0], "ap")),
+		 le.es.num[GNN_ES_TEST], le.es.eval_negatives);
+	json_object_set_new(sum, "link", json_pack("{s:o, s:o, s:s}", "valid", sets[0], "test", sets[1], "relation",
+						     in->meta.layout.schema->rels[le.es.rel].name));
+	sets[0] = sets[1] = NULL;
+out:
+	json_decref(sets[0]);
+	json_decref(sets[1]);
+	for (uint32_t q = 0; le.emb != NULL && q < in->P; q++)
+		gnn_arr_close(&le.emb[q]);
+	free(le.emb);
+	free(le.work);
+	gnn_edge_split_close(&le.es);
+	return rc;
+}
+
 static int write_summary(struct infer *in)
 {
 	struct counts c;
@@ -842,6 +1050,10 @@ static int write_summary(struct infer *in)
 						       "best_val_acc", in->res.best_val_acc, "best_epoch",
 						       (int)in->res.best_epoch, "epochs", (int)in->res.epochs));
 	json_object_set_new(sum, "workers", json_integer(ic.workers));
+	if (in->link && (rc = link_summary(in, sum)) != GNN_OK) {
+		json_decref(sum);
+		return rc;
+	}
 	json_object_set_new(sum, "seconds", json_real(gnn_now() - in->t0));
 	snprintf(path, sizeof(path), "%s/summary.json", ic.out);
 	rc = gnn_json_save_atomic(path, sum);
@@ -903,7 +1115,7 @@ static int infer_run(struct infer *in)
 			return rc;
 	}
 	for (uint32_t p = 0; p < in->P; p++)
-		if (own(p) && (rc = last_layer_part(in, p)) != GNN_OK)
+		if (own(p) && (rc = in->link ? link_part(in, p) : last_layer_part(in, p)) != GNN_OK)
 			return rc;
 	return ic.worker == 0 ? write_summary(in) : GNN_OK;
 }
@@ -919,6 +1131,7 @@ static void infer_free(struct infer *in)
 	gnn_arr_close(&in->node_map);
 	gnn_meta_free(&in->meta);
 	tr_model_free(in->model);
+	free(in->dec_params);
 	tr_emb_close(in->emb);
 	free(in->h.p);
 	free(in->y.p);
@@ -938,6 +1151,7 @@ int tr_infer_main(int argc, char **argv)
 		return 0;
 	if (rc != GNN_OK || check_options() != GNN_OK)
 		return 2;
+	in.link = strcmp(ic.task, "link") == 0;
 	if (ic.out == NULL) {
 		snprintf(out, sizeof(out), "%s/predictions", ic.data);
 		ic.out = out;

@@ -127,14 +127,21 @@ static int take_rows(struct tr_loader *l, struct tr_batch *b, bool fill)
 
 /* Builds and sends step k's request (seeds: the step's own copy) to the
  * replicas starting at hint; with tr_feats, fills the rows from it. */
-static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n, uint64_t k,
-		  uint64_t hint, uint64_t req_id, struct fetched *out)
+static void fetch(struct tr_loader *l, const struct tr_job *job, const int64_t *seeds, uint32_t n,
+		  const int64_t *excl, uint32_t nexcl, uint64_t k, uint64_t hint, uint64_t req_id, struct fetched *out)
 {
 	bool fill = l->o.feats != NULL && (job->flags & GNN_MB_FEATURES);
 	struct gnn_minibatch_req req = { .seed = gnn_draw64(job->seed, k),
 					  .flags = fill ? job->flags & ~(uint32_t)GNN_MB_FEATURES : job->flags,
 					  .num_layers = job->num_layers, .num_rels = job->num_rels,
 					  .fanouts = job->fanouts, .seeds = seeds, .num_seeds = n };
+
+	if (excl != NULL) {
+		req.flags |= GNN_MB_EXCLUDE;
+		req.num_excl = nexcl;
+		req.excl_rel = job->excl_rel;
+		req.excl = excl;
+	}
 	struct tr_batch *b = calloc(1, sizeof(*b));
 
 	out->rc = GNN_ENOMEM;
@@ -254,7 +261,7 @@ static void *worker(void *arg)
 		struct fetched got;
 		struct slot *s;
 		uint64_t k, gen, req_id, hint;
-		size_t first, n;
+		size_t first, n, nexcl;
 		bool hedge;
 
 		while (!l->closing && !(l->active && l->next_claim < l->steps &&
@@ -293,10 +300,18 @@ static void *worker(void *arg)
 		req_id = l->next_req++;
 		/* the step's seeds are copied: the job ends without waiting for
 		 * requests still out, and its seed list may then change */
-		first = (size_t)k * job.batch;
-		n = job.n - first < job.batch ? job.n - first : job.batch;
-		if (n > cap) {
-			int64_t *g = realloc(seeds, n * sizeof(*g));
+		if (job.step_off != NULL) {
+			first = job.step_off[k];
+			n = job.step_off[k + 1] - first;
+			nexcl = job.excl != NULL ? job.excl_off[k + 1] - job.excl_off[k] : 0;
+		} else {
+			first = (size_t)k * job.batch;
+			n = job.n - first < job.batch ? job.n - first : job.batch;
+			nexcl = 0;
+		}
+		/* one buffer: the seeds, then the exclusion pairs */
+		if (n + 2 * nexcl > cap) {
+			int64_t *g = realloc(seeds, (n + 2 * nexcl) * sizeof(*g));
 
 			if (g == NULL) {
 				deliver(l, gen, k, hedge, &(struct fetched){ .rc = GNN_ENOMEM, .err = "out of memory" });
@@ -304,13 +319,16 @@ static void *worker(void *arg)
 				continue;
 			}
 			seeds = g;
-			cap = n;
+			cap = n + 2 * nexcl;
 		}
 		memcpy(seeds, job.seeds + first, n * sizeof(*seeds));
+		if (job.excl != NULL)
+			memcpy(seeds + n, job.excl + 2 * job.excl_off[k], 2 * nexcl * sizeof(*seeds));
 		l->in_flight++;
 		pthread_mutex_unlock(&l->mu);
 
-		fetch(l, &job, seeds, (uint32_t)n, k, hint, req_id, &got);
+		fetch(l, &job, seeds, (uint32_t)n, job.excl != NULL ? seeds + n : NULL, (uint32_t)nexcl, k, hint, req_id,
+		      &got);
 
 		pthread_mutex_lock(&l->mu);
 		l->in_flight--;
@@ -360,7 +378,7 @@ int tr_loader_begin(struct tr_loader *l, const struct tr_job *job)
 		return GNN_EINVAL;
 	}
 	l->job = *job;
-	l->steps = (job->n + job->batch - 1) / job->batch;
+	l->steps = job->step_off != NULL ? job->steps : (job->n + job->batch - 1) / job->batch;
 	l->next_claim = l->consumed = job->first_step < l->steps ? job->first_step : l->steps;
 	l->lat = latency_of(l, job->what != NULL ? job->what : "-");
 	l->active = true;

@@ -34,6 +34,17 @@ struct tr_job {
 	uint32_t flags;             /* GNN_MB_* */
 	uint64_t seed;
 	const char *what;           /* "train", "valid", "test": for logs */
+	/* Link prediction (train.c): steps of their own sizes. When step_off
+	 * is set, the job has `steps` steps (n and batch are then only the
+	 * total and a bound) and step k asks for seeds[step_off[k] ..
+	 * step_off[k+1]); with excl set too, its request carries the pairs
+	 * excl[2 excl_off[k] .. 2 excl_off[k+1]) of relation excl_rel as
+	 * GNN_MB_EXCLUDE. All borrowed until tr_loader_end. */
+	const size_t *step_off;     /* [steps + 1] */
+	size_t steps;
+	const int64_t *excl;        /* [2 excl_off[steps]] (u, v) global IDs */
+	const size_t *excl_off;     /* [steps + 1] */
+	uint32_t excl_rel;
 };
 
 /* A delivered minibatch: mb points into reply, and into rows when the

@@ -37,8 +37,9 @@
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
 		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern,
-		*features_from, *cache_ratio;
-	int64_t embed_dim, cache_presample;
+		*features_from, *cache_ratio, *task, *data, *decoder, *exclude;
+	int64_t embed_dim, cache_presample, emb_dim, decoder_hidden, neg_k;
+	bool neg_in_batch;
 	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
@@ -137,6 +138,23 @@ static const struct gnn_opt options[] = {
 	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
 	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
 	  "every partition" },
+	{ "task", GNN_OPT_STR, &opt.task, "node", 0, 0, "node|link",
+	  "node: node classification; link: link prediction on the edge split of --data (docs/training.md)" },
+	{ "data", GNN_OPT_STR, &opt.data, NULL, 0, 0, NULL,
+	  "--task link: the partition output the samplers serve (gnn-partition --edge-split): its held-out pairs "
+	  "and training edges are read from here" },
+	{ "emb-dim", GNN_OPT_INT, &opt.emb_dim, "0", 0, 65536, NULL,
+	  "--task link: width of the node embeddings, the last layer's output (0: --hidden)" },
+	{ "decoder", GNN_OPT_STR, &opt.decoder, "dot", 0, 0, "dot|mlp",
+	  "--task link: the pair's score: dot (h_u . h_v) or mlp (w2 . relu(W1 (h_u * h_v) + b1) + b2)" },
+	{ "decoder-hidden", GNN_OPT_INT, &opt.decoder_hidden, "0", 0, 65536, NULL,
+	  "--decoder mlp: width of its hidden layer (0: the embedding width)" },
+	{ "neg-k", GNN_OPT_INT, &opt.neg_k, "1", 1, 1024, NULL, "--task link: negatives per positive edge" },
+	{ "neg-in-batch", GNN_OPT_BOOL, &opt.neg_in_batch, NULL, 0, 0, NULL,
+	  "--task link: negatives from the destinations of the step's other positives instead of uniform ones" },
+	{ "exclude", GNN_OPT_STR, &opt.exclude, "on", 0, 0, "on|off",
+	  "--task link: remove each step's positive edges and their reverses from its sampled neighbourhoods "
+	  "(off leaks the scored edge into the model's input: logged as a warning)" },
 	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
 	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
 	GNN_TLS_OPTIONS(opt.tls),
@@ -211,6 +229,31 @@ static int parse_cache(const char *text, double *ratio, uint64_t *bytes)
 	return GNN_EINVAL;
 }
 
+/* --task link's fields of c (the table checked each value). */
+static int resolve_link(struct tr_config *c)
+{
+	if (strcmp(opt.task, "link") != 0)
+		return GNN_OK;
+	if (opt.data == NULL) {
+		GNN_ERROR("bad_config", "task=link reason=\"--task link needs --data DIR, the partition output with "
+			  "the edge split (gnn-partition --edge-split)\"");
+		return GNN_EINVAL;
+	}
+	if (opt.embed_dim > 0) {
+		GNN_ERROR("bad_config", "task=link reason=\"--embed-dim is not supported with --task link yet\"");
+		return GNN_EINVAL;
+	}
+	c->link = true;
+	c->data = opt.data;
+	c->emb_dim = opt.emb_dim > 0 ? (uint32_t)opt.emb_dim : c->hidden;
+	c->decoder = strcmp(opt.decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
+	c->decoder_hidden = opt.decoder_hidden > 0 ? (uint32_t)opt.decoder_hidden : c->emb_dim;
+	c->neg_k = (uint32_t)opt.neg_k;
+	c->neg_in_batch = opt.neg_in_batch;
+	c->exclude = strcmp(opt.exclude, "on") == 0;
+	return GNN_OK;
+}
+
 /* Checks what the table cannot and fills the training configuration. */
 static int resolve_config(struct tr_config *c)
 {
@@ -261,7 +304,7 @@ static int resolve_config(struct tr_config *c)
 		return GNN_EINVAL;
 	if (opt.threads == 0)
 		opt.threads = gnn_cpu_count();
-	return GNN_OK;
+	return resolve_link(c);
 }
 
 static void log_summary(const struct tr_config *c, const struct gnn_result *res)

@@ -449,6 +449,22 @@ int tr_model_loss(struct tr_model *m, const struct gnn_minibatch *mb, bool train
 	return GNN_OK;
 }
 
+int tr_model_forward(struct tr_model *m, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
+		     const float **out)
+{
+	int rc;
+
+	if ((rc = entry_check(m, mb, false, "forward")) != GNN_OK)
+		return rc;
+	m->ks = (struct tr_kstats){ 0 };
+	return m->ops->forward(m->self, mb, train, dropout_seed, &m->ks, out);
+}
+
+int tr_model_backward(struct tr_model *m, const struct gnn_minibatch *mb, const float *dout)
+{
+	return m->ops->backward(m->self, mb, dout, &m->ks);
+}
+
 int tr_model_predict(struct tr_model *m, const struct gnn_minibatch *mb, int32_t *pred)
 {
 	size_t C = m->cfg.num_classes;

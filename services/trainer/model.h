@@ -183,6 +183,18 @@ const float *tr_model_input_grad(const struct tr_model *m, size_t *ld);
  * read): the caller built it. */
 int tr_model_infer_layer(struct tr_model *m, uint32_t l, const struct gnn_block *b, const float *h, float *out);
 
+/* The last layer's outputs of mb's seeds (num_seeds x num_classes, the
+ * model's, valid until its next call): link prediction's embeddings
+ * (num_classes is then the embedding width). With train, dropout with the
+ * mask of dropout_seed, and tr_model_backward may follow. Labels are not
+ * read. */
+int tr_model_forward(struct tr_model *m, const struct gnn_minibatch *mb, bool train, uint64_t dropout_seed,
+		     const float **out);
+/* After tr_model_forward with train: the gradient of a loss whose
+ * gradient with respect to those outputs is dout (num_seeds x
+ * num_classes), written over the gradient block. */
+int tr_model_backward(struct tr_model *m, const struct gnn_minibatch *mb, const float *dout);
+
 /* Inference without dropout: pred[i] = argmax of seed i's logits
  * (pred has mb->num_seeds entries, the caller's). */
 int tr_model_predict(struct tr_model *m, const struct gnn_minibatch *mb, int32_t *pred);

@@ -13,9 +13,11 @@
 #include "err.h"
 #include "hash.h"
 #include "adam.h"
+#include "kernels.h"
 #include "loader.h"
 #include "log.h"
 #include "model.h"
+#include "pairs.h"
 #include "part.h"
 #include "sys.h"
 
@@ -75,7 +77,30 @@ struct run {
 	uint64_t pace_step;                     /* global_step when this process began training (tr_train) */
 	double pace_t0;                         /* and when */
 	struct gnn_schema mschema;              /* what the model reads (embedded types widened) */
+	/* What the optimizer, the all-reduce and checkpoints see: np floats,
+	 * the model's own blocks, or with an mlp decoder (link) blocks of the
+	 * run's own: the model's nm parameters, then the decoder's. */
+	float *params, *grads;
+	size_t nm;
+	/* --task link */
+	struct tr_decoder dec;
+	struct gnn_meta meta;                   /* --data's meta.json */
+	struct gnn_edge_split es;
+	int64_t *tpairs;                        /* [2 ntrain] this rank's training edges (u, v) */
+	int64_t *epoch_pairs;                   /* [2 per_rank] shuffled, padded */
+	int64_t *negs;                          /* [2 batch neg_k] one step's negatives */
+	struct tr_pair_steps ps;
+	struct tr_fbuf demb, scores;
+	double val_ap;
 };
+
+/* With separate blocks (an mlp decoder): the model reads its own copy of
+ * the first nm parameters. */
+static void sync_model(struct run *r)
+{
+	if (r->params != tr_model_params(r->model))
+		memcpy(tr_model_params(r->model), r->params, r->nm * sizeof(float));
+}
 
 int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g)
 {
@@ -113,6 +138,9 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 		h = gnn_draw64(h ^ 0x6261736573ull, c->num_bases);
 	if (c->embed_hash != 0)
 		h = gnn_draw64(h ^ 0x656d6265646473ull, c->embed_hash);
+	/* a link model's checkpoints are not a node model's, nor another decoder's */
+	if (c->link)
+		h = gnn_draw64(gnn_draw64(gnn_draw64(h ^ 0x6c696e6bull, c->emb_dim), c->decoder), c->decoder_hidden);
 	return gnn_draw64(h, g->graph_id);
 }
 
@@ -143,6 +171,8 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 	h = gnn_draw64(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
 	for (uint32_t k = 0; k < c->layers * c->num_rels; k++)
 		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[k]), (uint32_t)c->eval_fanouts[k]);
+	if (c->link)
+		h = gnn_draw64(gnn_draw64(gnn_draw64(h, c->neg_k), c->neg_in_batch), c->exclude);
 	return h;
 }
 
@@ -428,6 +458,253 @@ static int evaluate(struct run *r, const int64_t *nodes, size_t n, const char *w
 	return rc;
 }
 
+/* ---- link prediction (docs/training.md, "Link prediction") ---- */
+
+/* The edge split and this rank's share of the training edges from --data.
+ * The trainer reads them from the partition output itself: the held-out
+ * pairs are not in the graph the samplers serve, and the training edges
+ * are exactly the relation's edges in the partitions' CSRs (mapped, so a
+ * rank touches the pages of the whole list once per start). */
+static int load_link(struct run *r)
+{
+	const struct tr_config *c = r->c;
+	const struct gnn_layout *g = r->e->graph;
+	int64_t *all = NULL;
+	size_t n = 0, lo, hi;
+	int rc;
+
+	if ((rc = gnn_meta_load(c->data, &r->meta)) != GNN_OK)
+		return rc;
+	if (r->meta.layout.num_nodes != g->num_nodes || r->meta.layout.num_edges != g->num_edges ||
+	    r->meta.layout.num_parts != g->num_parts) {
+		GNN_ERROR("bad_config", "data=%s nodes=%" PRId64 " edges=%" PRId64 " samplers_nodes=%" PRId64
+			  " samplers_edges=%" PRId64 " reason=\"--data is not the partition output the samplers serve\"",
+			  c->data, r->meta.layout.num_nodes, r->meta.layout.num_edges, g->num_nodes, g->num_edges);
+		return GNN_EINVAL;
+	}
+	if ((rc = gnn_edge_split_open(c->data, &r->meta, 0, &r->es)) != GNN_OK) {
+		GNN_ERROR("bad_config", "data=%s code=%s reason=\"--task link needs an edge split: partition with "
+			  "gnn-partition --edge-split 0.85,0.05,0.10 (docs/partitioning.md)\"", c->data, gnn_errname(rc));
+		return rc == GNN_ENOENT ? GNN_EINVAL : rc;
+	}
+	if ((rc = tr_train_edges(c->data, &r->meta, r->es.rel, &all, &n)) != GNN_OK)
+		return rc;
+	if (n < c->world || r->es.num[GNN_ES_VALID] == 0) {
+		GNN_ERROR("bad_config", "train_edges=%zu valid_pairs=%" PRId64 " world_size=%" PRIu32 " reason=\"too few "
+			  "training edges for the trainers, or no validation pairs\"", n, r->es.num[GNN_ES_VALID], c->world);
+		free(all);
+		return GNN_EINVAL;
+	}
+	/* contiguous shares in partition order, padded to one size: every rank
+	 * takes the same number of steps, as with nodes (load_nodes) */
+	lo = (size_t)((uint64_t)n * c->rank / c->world);
+	hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
+	r->ntrain = hi - lo;
+	r->per_rank = (n + c->world - 1) / c->world;
+	r->steps = (uint32_t)((r->per_rank + c->batch - 1) / c->batch);
+	r->tpairs = malloc(2 * r->ntrain * sizeof(int64_t));
+	r->epoch_pairs = malloc(2 * r->per_rank * sizeof(int64_t));
+	r->negs = malloc(2 * (size_t)c->batch * c->neg_k * sizeof(int64_t));
+	if (r->tpairs == NULL || r->epoch_pairs == NULL || r->negs == NULL) {
+		free(all);
+		return GNN_ENOMEM;
+	}
+	memcpy(r->tpairs, all + 2 * lo, 2 * r->ntrain * sizeof(int64_t));
+	free(all);
+	GNN_INFO("work_split", "task=link relation=%s train_edges=%zu share=%zu padded_to=%zu steps_per_epoch=%" PRIu32
+		 " valid_pairs=%" PRId64 " test_pairs=%" PRId64 " eval_negatives=%" PRIu32 " neg_k=%" PRIu32
+		 " neg=%s decoder=%s emb_dim=%" PRIu32 " exclude=%s", g->schema->rels[r->es.rel].name, n, r->ntrain,
+		 r->per_rank, r->steps, r->es.num[GNN_ES_VALID], r->es.num[GNN_ES_TEST], r->es.eval_negatives, c->neg_k,
+		 c->neg_in_batch ? "in_batch" : "uniform", tr_decoder_name(c->decoder), c->emb_dim,
+		 c->exclude ? "on" : "off");
+	if (!c->exclude)
+		GNN_WARN("exclusion_off", "reason=\"--exclude off: each step's positive edges (and their reverses) "
+			 "stay in the sampled neighbourhoods, so the model reads the very edge it scores; training "
+			 "scores are inflated against the held-out ones\"");
+	return GNN_OK;
+}
+
+/* The epoch's steps: this rank's edges shuffled with (seed, epoch, rank)
+ * and padded, batch positives per step, each with neg_k negatives: its
+ * source and a destination drawn uniformly over the destination type, or
+ * (--neg-in-batch) the destinations of the next neg_k positives of the
+ * step, which reuse endpoints the step samples anyway. */
+static int link_epoch(struct run *r, uint32_t epoch)
+{
+	const struct tr_config *c = r->c;
+	const struct gnn_layout *g = r->e->graph;
+	uint32_t dt = g->schema->rels[r->es.rel].dst;
+	int64_t nd = g->schema->types[dt].num_nodes;
+	size_t n = r->ntrain;
+	uint64_t s = gnn_draw64(gnn_draw64(c->seed ^ 0x73687566ull, epoch), c->rank);
+	int rc;
+
+	memcpy(r->epoch_pairs, r->tpairs, 2 * n * sizeof(int64_t));
+	for (size_t i = n; i > 1; i--) {
+		size_t j;
+		int64_t t0, t1;
+
+		s = gnn_draw64(s, i);
+		j = (size_t)(s % i);
+		t0 = r->epoch_pairs[2 * (i - 1)];
+		t1 = r->epoch_pairs[2 * (i - 1) + 1];
+		r->epoch_pairs[2 * (i - 1)] = r->epoch_pairs[2 * j];
+		r->epoch_pairs[2 * (i - 1) + 1] = r->epoch_pairs[2 * j + 1];
+		r->epoch_pairs[2 * j] = t0;
+		r->epoch_pairs[2 * j + 1] = t1;
+	}
+	for (size_t i = n; i < r->per_rank; i++) {
+		r->epoch_pairs[2 * i] = r->epoch_pairs[2 * (i - n)];
+		r->epoch_pairs[2 * i + 1] = r->epoch_pairs[2 * (i - n) + 1];
+	}
+	tr_pair_steps_reset(&r->ps);
+	for (uint32_t k = 0; k < r->steps; k++) {
+		size_t first = (size_t)k * c->batch, b = r->per_rank - first < c->batch ? r->per_rank - first : c->batch;
+		const int64_t *pos = r->epoch_pairs + 2 * first;
+		uint64_t key = gnn_draw64(gnn_draw64(gnn_draw64(c->seed ^ 0x6e6567ull, epoch), c->rank), k);
+		size_t nn = 0;
+
+		for (size_t i = 0; i < b; i++)
+			for (uint32_t q = 1; q <= c->neg_k; q++) {
+				int64_t v;
+
+				if (c->neg_in_batch) {
+					if (b < 2)
+						continue;
+					v = pos[2 * ((i + q) % b) + 1];
+				} else {
+					v = tr_type_node(g, dt, (int64_t)(gnn_draw64(key, i * c->neg_k + q) % (uint64_t)nd));
+				}
+				r->negs[2 * nn] = pos[2 * i];
+				r->negs[2 * nn + 1] = v;
+				nn++;
+			}
+		if ((rc = tr_pair_steps_add(&r->ps, pos, b, r->negs, nn)) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
+}
+
+/* A link step's computation on minibatch b: the seeds' embeddings,
+ * binary cross-entropy over the step's pairs, the decoder's gradient into
+ * grads[nm..] and the model's through the embeddings into grads[..nm).
+ * st: loss and labelled as the node task's (pairs for seeds); correct
+ * carries the step's AUC times its pairs (the epoch line's train_auc). */
+static int link_step(struct run *r, const struct tr_batch *b, uint64_t dropout_seed, struct tr_step_stats *st)
+{
+	const struct tr_pair_steps *ps = &r->ps;
+	size_t k = b->step, d = r->c->emb_dim, npos = ps->excl_off[k + 1] - ps->excl_off[k],
+	       n = ps->pair_off[k + 1] - ps->pair_off[k], ns = ps->step_off[k + 1] - ps->step_off[k];
+	const float *emb;
+	double auc = 0, ap;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (b->mb.num_seeds != ns)
+		return GNN_EPROTO;
+	if ((rc = tr_model_forward(r->model, &b->mb, true, dropout_seed, &emb)) != GNN_OK ||
+	    (rc = tr_fbuf_reserve(&r->demb, ns * d)) != GNN_OK || (rc = tr_fbuf_reserve(&r->scores, n)) != GNN_OK)
+		return rc;
+	memset(r->demb.p, 0, ns * d * sizeof(float));
+	memset(r->grads + r->nm, 0, (r->np - r->nm) * sizeof(float));
+	if ((rc = tr_link_loss(&r->dec, r->params + r->nm, emb, d, ps->pairs + 2 * ps->pair_off[k], n, npos, &st->loss,
+			       r->scores.p, r->demb.p, r->grads + r->nm)) != GNN_OK ||
+	    (rc = tr_model_backward(r->model, &b->mb, r->demb.p)) != GNN_OK)
+		return rc;
+	if (r->grads != tr_model_grads(r->model))
+		memcpy(r->grads, tr_model_grads(r->model), r->nm * sizeof(float));
+	if (n > npos && npos > 0)
+		(void)tr_auc_ap(r->scores.p, npos, r->scores.p + npos, n - npos, &auc, &ap);
+	st->labelled = (uint32_t)n;
+	st->correct = (uint32_t)llround(auc * (double)n);
+	return GNN_OK;
+}
+
+/* AUC and AP of held-out set `set` (GNN_ES_*: its positives against its
+ * one negative each), GAE's protocol: each rank scores its slice of the
+ * pairs from embeddings sampled with --eval-fanouts (no exclusion: the
+ * held-out edges are not in the graph), the ranks gather every score. */
+static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed, double *auc, double *ap)
+{
+	const struct tr_config *c = r->c;
+	size_t n = (size_t)r->es.num[set], W = c->world, per = (n + W - 1) / W;
+	size_t lo = (size_t)((uint64_t)n * c->rank / W), hi = (size_t)((uint64_t)n * (c->rank + 1) / W);
+	size_t chunk = c->eval_batch / 2 > 0 ? c->eval_batch / 2 : 1, d = c->emb_dim;
+	float *mine = calloc(2 * per, sizeof(float)), *all = calloc(2 * per * W, sizeof(float)), *pos = NULL, *neg;
+	struct tr_job job = { .batch = c->eval_batch, .num_layers = c->layers, .num_rels = c->num_rels,
+			      .fanouts = c->eval_fanouts, .flags = GNN_MB_FEATURES, .seed = seed, .what = what };
+	double t0 = gnn_now(), waited;
+	size_t got = 0;
+	int rc = GNN_ENOMEM;
+
+	if (mine == NULL || all == NULL)
+		goto out;
+	tr_pair_steps_reset(&r->ps);
+	for (size_t i = lo; i < hi; i += chunk) {
+		size_t m = hi - i < chunk ? hi - i : chunk;
+
+		if ((rc = tr_pair_steps_add(&r->ps, r->es.pos[set] + 2 * i, m, r->es.neg[set] + 2 * i, m)) != GNN_OK)
+			goto out;
+	}
+	job.seeds = r->ps.seeds;
+	job.step_off = r->ps.step_off;
+	job.steps = r->ps.steps;
+	job.n = r->ps.steps > 0 ? r->ps.step_off[r->ps.steps] : 0;
+	rc = GNN_OK;
+	if (job.steps > 0 && (rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+		goto out;
+	for (size_t k = 0; k < job.steps; k++) {
+		struct tr_batch *b;
+		const float *emb;
+		size_t m = r->ps.excl_off[k + 1] - r->ps.excl_off[k];
+		double loss;
+
+		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
+			break;
+		if ((rc = attach(r, &b->mb, GNN_EMB_ROWS)) == GNN_OK &&
+		    (rc = b->mb.num_seeds == r->ps.step_off[k + 1] - r->ps.step_off[k] ? GNN_OK : GNN_EPROTO) == GNN_OK &&
+		    (rc = tr_model_forward(r->model, &b->mb, false, 0, &emb)) == GNN_OK &&
+		    (rc = tr_fbuf_reserve(&r->scores, 2 * m)) == GNN_OK)
+			rc = tr_link_loss(&r->dec, r->params + r->nm, emb, d, r->ps.pairs + 2 * r->ps.pair_off[k], 2 * m, m,
+					  &loss, r->scores.p, NULL, NULL);
+		tr_batch_free(b);
+		if (rc != GNN_OK)
+			break;
+		memcpy(mine + got, r->scores.p, m * sizeof(float));
+		memcpy(mine + per + got, r->scores.p + m, m * sizeof(float));
+		got += m;
+	}
+	if (job.steps > 0)
+		tr_loader_end(r->loader);
+	if (rc != GNN_OK)
+		goto out;
+	add_phase(r, PH_EVAL, gnn_now() - t0);
+	t0 = gnn_now();
+	rc = tr_ring_allgather(r->e->ring, mine, 2 * per * sizeof(float), all);
+	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+	if (rc != GNN_OK)
+		goto out;
+	/* rank q's slice: its first (hi_q - lo_q) entries of each half */
+	if ((pos = malloc(2 * n * sizeof(float))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	neg = pos + n;
+	for (size_t q = 0, at = 0; q < W; q++) {
+		size_t m = (size_t)((uint64_t)n * (q + 1) / W) - (size_t)((uint64_t)n * q / W);
+
+		memcpy(pos + at, all + 2 * per * q, m * sizeof(float));
+		memcpy(neg + at, all + 2 * per * q + per, m * sizeof(float));
+		at += m;
+	}
+	rc = tr_auc_ap(pos, n, neg, n, auc, ap);
+out:
+	free(mine);
+	free(all);
+	free(pos);
+	return rc;
+}
+
 /* ---- resume ---- */
 
 enum { RS_STATUS, RS_FINISHED, RS_EPOCHS, RS_TEST, RS_BESTVAL, RS_BESTEPOCH, RS_CRC, RS_TRAIN_S, RS_CKPT,
@@ -499,8 +776,8 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 				st[RS_STATUS] = rc;
 			} else if (have_ck && (ck.model_hash != mh || ck.num_params != r->np)) {
 				GNN_ERROR("checkpoint_mismatch", "dir=%s epoch=%" PRIu32 " reason=\"it was written for "
-					  "another model or graph (layers, hidden, features, classes or partition output "
-					  "differ): use another --checkpoint-dir or remove it\"", c->checkpoint_dir, ck.epoch);
+					  "another model, task or graph (layers, hidden, features, classes, --task, --decoder, "
+					  "--emb-dim or partition output differ): use another --checkpoint-dir or remove it\"", c->checkpoint_dir, ck.epoch);
 				st[RS_STATUS] = GNN_EINVAL;
 			} else if (have_ck) {
 				st[RS_CKPT] = 1;
@@ -538,7 +815,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 	}
 	if (st[RS_CKPT] != 0) {
 		float *src[4] = { ck.params, ck.adam_m, ck.adam_v, ck.best };
-		float *dst[4] = { tr_model_params(r->model), r->adam.m, r->adam.v, r->best };
+		float *dst[4] = { r->params, r->adam.m, r->adam.v, r->best };
 
 		for (int i = 0; i < 4; i++) {
 			if (c->rank == 0)
@@ -546,6 +823,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 			if ((rc = tr_ring_broadcast(r->e->ring, 0, dst[i], r->np * sizeof(float))) != GNN_OK)
 				goto out;
 		}
+		sync_model(r);
 		r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
 		r->start_step = (uint32_t)st[RS_CKPT_STEP];
 		if (c->rank == 0)   /* the sums of every rank so far: one rank carries them */
@@ -555,7 +833,7 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
 		GNN_INFO("resumed", "epoch=%" PRIu32 " step=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f "
 			 "best_epoch=%" PRId32 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->start_step,
-			 r->adam.t, r->best_val, r->best_epoch, tr_params_crc(tr_model_params(r->model), r->np),
+			 r->adam.t, r->best_val, r->best_epoch, tr_params_crc(r->params, r->np),
 			 c->checkpoint_dir ? c->checkpoint_dir : "-");
 	}
 out:
@@ -578,7 +856,7 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 			      .partial = { part->loss, part->labelled, part->correct }, .adam_t = r->adam.t,
 			      .model_hash = tr_model_hash(c, r->e->graph), .seed = c->seed,
 			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
-			      .params = tr_model_params(r->model), .adam_m = r->adam.m, .adam_v = r->adam.v,
+			      .params = r->params, .adam_m = r->adam.m, .adam_v = r->adam.v,
 			      .best = r->best };
 	struct tr_ckpt_extra extra = { .save = tr_emb_save, .ctx = r->e->emb };
 
@@ -653,14 +931,29 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 			      .num_layers = c->layers, .num_rels = c->num_rels, .fanouts = c->fanouts,
 			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
 			      .seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
-	float *grads = tr_model_grads(r->model), *params = tr_model_params(r->model);
+	float *grads = r->grads, *params = r->params;
 	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = sums->loss, labelled = sums->labelled,
 	       correct = sums->correct;
 	float scale = 1.0f / (float)c->world;
 	char err[512];
 	int rc;
 
-	epoch_seeds(r, epoch);
+	if (c->link) {
+		if ((rc = link_epoch(r, epoch)) != GNN_OK)
+			return rc;
+		job.seeds = r->ps.seeds;
+		job.n = r->ps.step_off[r->ps.steps];
+		job.step_off = r->ps.step_off;
+		job.steps = r->ps.steps;
+		job.flags = GNN_MB_FEATURES;
+		if (c->exclude) {
+			job.excl = r->ps.excl;
+			job.excl_off = r->ps.excl_off;
+			job.excl_rel = r->es.rel;
+		}
+	} else {
+		epoch_seeds(r, epoch);
+	}
 	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
 		return rc;
 	for (uint32_t k = first; k < r->steps; k++) {
@@ -680,14 +973,17 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 		}
 		t0 = gnn_now();
 		c0 = gnn_thread_cpu_s();
-		if ((rc = tr_model_check(r->model, &b->mb, true, err, sizeof(err))) != GNN_OK) {
+		if ((rc = tr_model_check(r->model, &b->mb, !c->link, err, sizeof(err))) != GNN_OK) {
 			GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1,
 				  k, err);
 			tr_batch_free(b);
 			break;
 		}
-		rc = tr_model_train_step(r->model, &b->mb, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step),
-								  c->rank), &st);
+		if (c->link)
+			rc = link_step(r, b, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step), c->rank), &st);
+		else
+			rc = tr_model_train_step(r->model, &b->mb, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull,
+										     r->global_step), c->rank), &st);
 		gnn_counter_add(r->m.samples, b->mb.num_seeds);
 		tr_batch_free(b);
 		if (rc != GNN_OK)
@@ -705,6 +1001,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 		for (size_t i = 0; i < r->np; i++)
 			grads[i] *= scale;
 		tr_adam_step(&r->adam, params, grads);
+		sync_model(r);
 		add_phase(r, PH_COMPUTE, gnn_now() - t0);
 		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
 		loss_sum += st.loss * st.labelled;
@@ -734,6 +1031,19 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 
 static void run_free(struct run *r)
 {
+	if (r->model != NULL && r->params != tr_model_params(r->model)) {
+		free(r->params);
+		free(r->grads);
+	}
+	gnn_edge_split_close(&r->es);
+	if (r->meta.json != NULL)
+		gnn_meta_free(&r->meta);
+	free(r->tpairs);
+	free(r->epoch_pairs);
+	free(r->negs);
+	tr_pair_steps_free(&r->ps);
+	free(r->demb.p);
+	free(r->scores.p);
 	tr_loader_free(r->loader);
 	tr_model_free(r->model);
 	tr_adam_free(&r->adam);
@@ -762,6 +1072,8 @@ static int setup(struct run *r)
 		mc.input_grad = true;
 	}
 
+	if (c->link)   /* the last layer gives embeddings, not class logits */
+		mc.num_classes = c->emb_dim;
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
 	if ((rc = model_metrics(&r->m, r->e->metrics, r->model)) != GNN_OK)
@@ -770,17 +1082,31 @@ static int setup(struct run *r)
 	lo.feats = r->e->feats;
 	memcpy(lo.mb_bytes, r->m.mb_bytes, sizeof(lo.mb_bytes));
 	tr_model_init(r->model, c->seed);
-	r->np = tr_model_num_params(r->model);
+	r->nm = r->np = tr_model_num_params(r->model);
+	r->params = tr_model_params(r->model);
+	r->grads = tr_model_grads(r->model);
+	if (c->link) {
+		r->dec = (struct tr_decoder){ .kind = c->decoder, .dim = c->emb_dim,
+					      .hidden = c->decoder == TR_DEC_MLP ? c->decoder_hidden : 0 };
+		r->np += tr_decoder_num_params(&r->dec);
+	}
+	if (r->np > r->nm) {
+		if ((r->params = malloc(r->np * sizeof(float))) == NULL ||
+		    (r->grads = calloc(r->np, sizeof(float))) == NULL)
+			return GNN_ENOMEM;
+		memcpy(r->params, tr_model_params(r->model), r->nm * sizeof(float));
+		tr_decoder_init(&r->dec, r->params + r->nm, c->seed);
+	}
 	r->best_val = -1;
 	r->best_epoch = 0;
 	if ((rc = tr_adam_init(&r->adam, r->np, c->lr, c->weight_decay)) != GNN_OK)
 		return rc;
 	if ((r->best = malloc(r->np * sizeof(float))) == NULL)
 		return GNN_ENOMEM;
-	memcpy(r->best, tr_model_params(r->model), r->np * sizeof(float));
+	memcpy(r->best, r->params, r->np * sizeof(float));
 	GNN_INFO("model", "layers=%" PRIu32 " in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32 " params=%zu "
 		 "params_crc=%08" PRIx32 " name=%s", c->layers, mc.in_dim, c->hidden, mc.num_classes, r->np,
-		 tr_params_crc(tr_model_params(r->model), r->np), tr_model_config(r->model)->model);
+		 tr_params_crc(r->params, r->np), tr_model_config(r->model)->model);
 	return tr_loader_new(&lo, &r->loader);
 }
 
@@ -886,7 +1212,7 @@ static int ranks_agree(struct run *r, uint32_t crc)
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
-	double t_train = gnn_now(), test_acc = 0, t_test, done, eta_s;
+	double t_train = gnn_now(), test_acc = 0, test_ap = 0, t_test, done, eta_s;
 	uint64_t eval_seed = gnn_draw64(c->seed, 0x6576616cull);
 	int rc;
 
@@ -898,8 +1224,9 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			 "result: not retrained\"", out->epochs, c->checkpoint_dir);
 		goto out;
 	}
-	if ((rc = load_nodes(&r)) != GNN_OK ||
-	    (env->feats != NULL && tr_feats_wants_cache(env->feats) && (rc = warm_cache(&r)) != GNN_OK))
+	/* (the hot-feature cache is ranked on training nodes: not built for links) */
+	if ((rc = c->link ? load_link(&r) : load_nodes(&r)) != GNN_OK ||
+	    (!c->link && env->feats != NULL && tr_feats_wants_cache(env->feats) && (rc = warm_cache(&r)) != GNN_OK))
 		goto out;
 	if (r.start_step >= r.steps) {   /* cannot happen with the same world and batch size */
 		r.start_step = 0;
@@ -914,7 +1241,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
 		struct epoch_sums sums = { 0 };
 		double epoch_s = 0, val_acc, rate;
-		float *params = tr_model_params(r.model);
+		float *params = r.params;
 		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
 		char embed[32];
 
@@ -926,7 +1253,8 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		if ((rc = train_epoch(&r, epoch, first, &sums, &epoch_s)) != GNN_OK)
 			goto out;
 		if ((rc = sums_allreduce(env->ring, &sums)) != GNN_OK ||
-		    (rc = evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
+		    (rc = c->link ? link_evaluate(&r, GNN_ES_VALID, "valid", eval_seed, &val_acc, &r.val_ap) :
+		     evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
 			goto out;
 		if (val_acc > r.best_val) {
 			r.best_val = val_acc;
@@ -944,6 +1272,10 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		progress(&r, &done, &eta_s);   /* evaluation included */
 		/* embed_s only when there are embeddings to pull and push */
 		snprintf(embed, sizeof(embed), env->emb != NULL ? " embed_s=%.2f" : "", r.phase_s[PH_EMBED]);
+		if (c->link)   /* the same line, with the link task's measures */
+			GNN_INFO("link_epoch", "epoch=%" PRIu32 " loss=%.4f train_auc=%.4f val_auc=%.4f val_ap=%.4f",
+				 epoch + 1, sums.labelled > 0 ? sums.loss / sums.labelled : 0,
+				 sums.labelled > 0 ? sums.correct / sums.labelled : 0, val_acc, r.val_ap);
 		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
 			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
 			 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, c->epochs,
@@ -955,21 +1287,33 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
 	}
 	/* Test accuracy of the best-validation parameters. */
-	memcpy(tr_model_params(r.model), r.best, r.np * sizeof(float));
+	memcpy(r.params, r.best, r.np * sizeof(float));
+	sync_model(&r);
 	t_test = gnn_now();
-	if ((rc = evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
+	if ((rc = c->link ? link_evaluate(&r, GNN_ES_TEST, "test", eval_seed ^ 1, &test_acc, &test_ap) :
+	     evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
 		goto out;
+	if (c->link) {
+		r.ntest = r.test_all = (size_t)r.es.num[GNN_ES_TEST];
+		GNN_INFO("link_test_evaluated", "test_auc=%.4f test_ap=%.4f pairs=%zu best_val_auc=%.4f best_epoch=%" PRId32,
+			 test_acc, test_ap, r.ntest, r.best_val, r.best_epoch);
+	}
 	t_test = gnn_now() - t_test;
-	GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
-		 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
-		 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
-		 "accuracy: gnn-trainer infer\"" : "");
+	if (!c->link)   /* (a link run logged link_test_evaluated above) */
+		GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
+			 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
+			 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
+			 "accuracy: gnn-trainer infer\"" : "");
 	if ((rc = ranks_agree(&r, tr_params_crc(r.best, r.np))) != GNN_OK)
 		goto out;
 	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
 				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
 				   .params_crc = tr_params_crc(r.best, r.np), .train_s = gnn_now() - t_train,
-				   .test_nodes = r.ntest };
+				   .test_nodes = r.ntest, .test_ap = test_ap };
+	if (c->link) {
+		snprintf(out->task, sizeof(out->task), "link");
+		snprintf(out->decoder, sizeof(out->decoder), "%s", tr_decoder_name(c->decoder));
+	}
 	gnn_gauge_set(r.m.test_acc, test_acc);
 	gnn_gauge_set(r.m.finished, 1);
 	gnn_gauge_set(r.m.progress, 1);

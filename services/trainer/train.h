@@ -10,6 +10,7 @@
 #include "emb.h"
 #include "feats.h"
 #include "fanouts.h"
+#include "link.h"
 #include "metrics.h"
 #include "proto.h"
 #include "ring.h"
@@ -35,6 +36,16 @@ struct tr_config {
 	const char *checkpoint_dir;   /* NULL: no checkpoints */
 	double checkpoint_interval_s; /* also checkpoint within an epoch this often (0: only after each) */
 	double log_interval_s;
+	/* --task link (docs/training.md, "Link prediction"); false: node
+	 * classification, and none of the fields below is read. */
+	bool link;
+	const char *data;             /* the partition output: its edge split and training edges */
+	uint32_t emb_dim;             /* the last layer's width: the node embeddings */
+	enum tr_decoder_kind decoder;
+	uint32_t decoder_hidden;      /* mlp: h */
+	uint32_t neg_k;               /* negatives per positive, >= 1 */
+	bool neg_in_batch;            /* from the batch's other destinations, not uniform */
+	bool exclude;                 /* the positives' edges out of their neighbourhoods (GNN_MB_EXCLUDE) */
 };
 
 /* What the loop runs on, all borrowed. */

@@ -245,6 +245,18 @@ static void test_result_roundtrip(void)
 		return;
 	CHECK(got.epochs == 10 && got.model_hash == r.model_hash && got.test_acc == 0.8125 &&
 	      got.best_val_acc == 0.79 && got.best_epoch == 7 && got.params_crc == 0xdeadbeef && got.train_s == 12.5);
+	CHECK(got.task[0] == '\0' && got.decoder[0] == '\0');   /* a node result has no task key */
+	/* a link result: task and decoder recorded, the AUCs under their names too */
+	snprintf(r.task, sizeof(r.task), "link");
+	snprintf(r.decoder, sizeof(r.decoder), "mlp");
+	r.test_ap = 0.75;
+	CHECK(gnn_result_save(tmpdir, &r) == GNN_OK);
+	CHECK(tr_result_load(tmpdir, &got, &found) == GNN_OK && found && strcmp(got.task, "link") == 0 &&
+	      strcmp(got.decoder, "mlp") == 0 && got.test_ap == 0.75 && got.test_acc == 0.8125);
+	/* the test AUC is also written under its own name (found: replaced by itself) */
+	CHECK(replace_text(path("result.json"), "\"test_auc\": 0.8125", "\"test_auc\": 0.8125"));
+	r.task[0] = r.decoder[0] = '\0';
+	CHECK(gnn_result_save(tmpdir, &r) == GNN_OK);
 	/* A changed value is caught by the checksum; the file is moved aside
 	 * and the run's result is computed again (not found, no error). */
 	CHECK(replace_text(path("result.json"), "\"epochs\": 10", "\"epochs\": 11"));
