@@ -291,14 +291,20 @@ crc1=$(kv params_crc "$s1")
 check cora_params_equal "both ranks end with the same params_crc (rank 0 $crc0, rank 1 $crc1)" \
 	bash -c "[ -n '$crc0' ] && [ '$crc0' = '$crc1' ]"
 
-# The same with 1 trainer, on the same partitions.
-timeout 400 "$L" --partition-dir "$WORK/c2/partition" --samplers 1 --trainers 1 --workdir "$WORK/c1" \
-	"${CORA_MODEL[@]}" "${LIMITS[@]}" >"$WORK/c1.out" 2>"$WORK/c1.err"
-rc=$?
-acc1=$(kv test_acc "$(summary "$WORK/c1/logs/trainer-0.log")")
-echo "# cora 1 trainer: test_acc=$acc1"
-check cora_one_vs_two_trainers "1 and 2 trainers within 2 points (got $rc, $acc1 vs $acc2)" \
-	bash -c "[ $rc -eq 0 ] && close '$acc1' '$acc2' 2"
+# The same with 1 trainer, on the same partitions: a comparison of the
+# math, which the plain build checks (under ASan a single trainer runs in
+# embed.sh, hetero.sh and shutdown.sh).
+if [ "${GNN_SAN:-0}" = 1 ]; then
+	skip cora_one_vs_two_trainers "run by make test (the plain build): it compares accuracies"
+else
+	timeout 400 "$L" --partition-dir "$WORK/c2/partition" --samplers 1 --trainers 1 --workdir "$WORK/c1" \
+		"${CORA_MODEL[@]}" "${LIMITS[@]}" >"$WORK/c1.out" 2>"$WORK/c1.err"
+	rc=$?
+	acc1=$(kv test_acc "$(summary "$WORK/c1/logs/trainer-0.log")")
+	echo "# cora 1 trainer: test_acc=$acc1"
+	check cora_one_vs_two_trainers "1 and 2 trainers within 2 points (got $rc, $acc1 vs $acc2)" \
+		bash -c "[ $rc -eq 0 ] && close '$acc1' '$acc2' 2"
+fi
 
 # A finished run's checkpoints with another model: the trainers refuse
 # them (their exit status 2), and so does gnn-local, with trainer-0's log.
