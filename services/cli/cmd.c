@@ -647,3 +647,105 @@ out:
 	free(ids);
 	return rc;
 }
+
+/* Sends a LINK request and decodes the reply into *r (its arrays point
+ * into *reply, the caller's: nng_msg_free), checking its op. */
+static int link_call(struct gnn_client *cl, const char *url, const struct gnn_link_req *lr, nng_msg **reply,
+		     struct gnn_link_resp *r)
+{
+	struct gnn_wbuf req;
+	const void *payload;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = gnn_encode_link_req(&req, next_req_id++, lr)) != GNN_OK) {
+		cli_error("cannot build the link request: %s", gnn_strerror(rc));
+		goto out;
+	}
+	if ((rc = call(cl, url, &req, GNN_MSG_LINK_RESP, reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK || r->op != lr->op ||
+	    (lr->op == GNN_LINK_TOPK ? r->n > lr->k : r->n != lr->n))
+		rc = bad_reply(url, "the reply does not answer the link request", rc ? rc : GNN_EPROTO);
+out:
+	gnn_wbuf_free(&req);
+	return rc;
+}
+
+/* SCORE: pairs of a store's own nodes, or any pairs through a sampler;
+ * with --type, pairs of original IDs of that type (a LOOKUP first). */
+int cli_cmd_score(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_link_resp r = { 0 };
+	nng_msg *reply = NULL;
+	const char *url, *opt;
+	int64_t *ids = NULL, *given = NULL;
+	uint32_t n;
+	int rc;
+
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_pairs(c->pairs, "--pairs", &given, &n)) != GNN_OK ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
+		goto out;
+	if (c->type == NULL) {
+		ids = given;
+		given = NULL;
+	} else if ((rc = lookup(c, cl, url, given, 2 * n, &ids)) != GNN_OK) {
+		goto out;
+	}
+	if ((rc = link_call(cl, url, &(struct gnn_link_req){ .op = GNN_LINK_SCORE, .n = n, .ids = ids, .node = -1 },
+			    &reply, &r)) != GNN_OK)
+		goto out;
+	if ((*out = cli_score_json(ids, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_client_close(cl);
+	free(ids);
+	free(given);
+	return rc;
+}
+
+/* TOPK: the --k best-scoring nodes for --node, of every store through a
+ * sampler (the node itself excluded), or of one store's partition. */
+int cli_cmd_topk(const struct cli_config *c, json_t **out)
+{
+	struct gnn_link_req lr = { .op = GNN_LINK_TOPK, .k = (uint32_t)c->k, .node = c->node,
+				   .node_type = GNN_LINK_ANY_TYPE };
+	struct gnn_client *cl = NULL;
+	struct gnn_link_resp r = { 0 };
+	nng_msg *reply = NULL;
+	const char *url, *opt;
+	int64_t *excl = NULL;
+	int rc;
+
+	if (c->node < 0) {
+		cli_error("--node N is required: the global ID of the node to find links for");
+		return GNN_EINVAL;
+	}
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK ||
+	    (c->exclude != NULL && (rc = cli_parse_ids(c->exclude, "--exclude", &excl, &lr.n)) != GNN_OK) ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK ||
+	    (c->candidate_type != NULL && (rc = type_index(cl, url, c->candidate_type, &lr.node_type)) != GNN_OK))
+		goto out;
+	if (lr.n > GNN_PROTO_MAX_LINK_EXCL) {
+		cli_error("--exclude: %u nodes; at most %d", (unsigned)lr.n, GNN_PROTO_MAX_LINK_EXCL);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	lr.ids = excl;
+	if ((rc = link_call(cl, url, &lr, &reply, &r)) != GNN_OK)
+		goto out;
+	if ((*out = cli_topk_json(c->node, lr.k, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_client_close(cl);
+	free(excl);
+	return rc;
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "linkpred.h"
 
 struct gs_preds;
 
@@ -30,5 +31,22 @@ void gs_preds_free(struct gs_preds *p);
  * missing, and writes nothing. */
 int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uint32_t n, struct gnn_wbuf *w,
 		    char *why, size_t why_size);
+
+/* A link-prediction model's output (summary.json "task": "link",
+ * docs/inference.md), as loaded: valid until gs_preds_release. */
+struct gs_link_view {
+	uint32_t params_crc;
+	struct gnn_linkdec dec;   /* params point into the mapped decoder.arr */
+	const float *rows;        /* [num_nodes x dec.dim]: row i is node node_start + i, all finite */
+};
+
+/* Read-locks the current output (loading it when summary.json changed)
+ * and fills *v; gs_preds_release must follow a GNN_OK. Otherwise returns,
+ * with why saying what: GNN_ENOENT (no output, or a node-classification
+ * one: "not a link-prediction model's output"), GNN_EFORMAT (it does not
+ * load: a missing or short emb.arr, a bad decoder, a NaN) or
+ * GNN_EUNAVAIL. PREDICT on a link output answers GNN_ENOENT. */
+int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_size);
+void gs_preds_release(struct gs_preds *p);
 
 #endif
