@@ -412,7 +412,7 @@ out:
 }
 
 /* --type NAME's index in url's schema (INFO over cl). */
-static int type_index(struct gnn_client *cl, const char *url, const char *name, uint32_t *t)
+static int type_index(struct gnn_client *cl, const char *url, const char *what, const char *name, uint32_t *t)
 {
 	struct gnn_info info = { 0 };
 	int32_t k;
@@ -428,7 +428,7 @@ static int type_index(struct gnn_client *cl, const char *url, const char *name, 
 		for (uint32_t i = 0; i < info.layout.schema->num_types && used + 1 < sizeof(names); i++)
 			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
 						 info.layout.schema->types[i].name);
-		cli_error("--type %s: not a node type of the graph (%s)", name, names);
+		cli_error("%s %s: not a node type of the graph (%s)", what, name, names);
 		rc = GNN_EINVAL;
 	}
 	gnn_layout_free(&info.layout);
@@ -451,7 +451,7 @@ static int lookup(const struct cli_config *c, struct gnn_client *cl, const char 
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = type_index(cl, url, c->type, &t)) != GNN_OK)
+	if ((rc = type_index(cl, url, "--type", c->type, &t)) != GNN_OK)
 		goto out;
 	gnn_encode_lookup_req(&req, next_req_id++, t, orig, n);
 	if ((rc = call(cl, url, &req, GNN_MSG_LOOKUP_RESP, &reply, &payload, &len)) != GNN_OK)
@@ -629,7 +629,7 @@ int cli_cmd_embedding(const struct cli_config *c, json_t **out)
 		return GNN_EINVAL;
 	}
 	if ((rc = cli_parse_ids(c->nodes, "--nodes", &orig, &n)) != GNN_OK ||
-	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = type_index(cl, c->store, c->type, &t)) != GNN_OK ||
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = type_index(cl, c->store, "--type", c->type, &t)) != GNN_OK ||
 	    (rc = lookup(c, cl, c->store, orig, n, &ids)) != GNN_OK || (rc = pull_rows(c, cl, c->store, t, ids, n, &doc)) != GNN_OK)
 		goto out;
 	if (json_object_set_new(doc, "store", json_string(c->store)) != 0 ||
@@ -729,7 +729,7 @@ int cli_cmd_topk(const struct cli_config *c, json_t **out)
 	if ((rc = pick_target(c, &url, &opt)) != GNN_OK ||
 	    (c->exclude != NULL && (rc = cli_parse_ids(c->exclude, "--exclude", &excl, &lr.n)) != GNN_OK) ||
 	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK ||
-	    (c->candidate_type != NULL && (rc = type_index(cl, url, c->candidate_type, &lr.node_type)) != GNN_OK))
+	    (c->candidate_type != NULL && (rc = type_index(cl, url, "--candidate-type", c->candidate_type, &lr.node_type)) != GNN_OK))
 		goto out;
 	if (lr.n > GNN_PROTO_MAX_LINK_EXCL) {
 		cli_error("--exclude: %u nodes; at most %d", (unsigned)lr.n, GNN_PROTO_MAX_LINK_EXCL);

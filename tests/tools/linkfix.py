@@ -8,6 +8,9 @@ an independent oracle of its scores (pure Python, no numpy).
       "link" and "decoder", part-<p>/emb.arr (f32, every node of partition
       p of the partition output DATA), part-<p>/stats.json and, for mlp,
       decoder.arr; values deterministic from the seed.
+  linkfix.py make-node DATA OUT
+      a node-classification output (no "task"; pred.arr ... and emb.arr as
+      with --embeddings), which score and topk must refuse.
   linkfix.py check-score OUT REPLY.json
       checks gnn-cli score's output against scores computed here from the
       files: every pair, score and prob within 1e-5 relative (1e-6 absolute).
@@ -25,11 +28,12 @@ import sys
 import zlib
 
 F32 = 4
+CODES = {2: "i", 3: "q", 4: "f"}  # i32, i64, f32
 
 
-def write_arr(path, rows, cols, values):
-    data = struct.pack("<%df" % len(values), *values)
-    head = b"GNNARRAY" + struct.pack("<IIQQQI", 1, F32, rows, cols, len(data), zlib.crc32(data) & 0xFFFFFFFF)
+def write_arr(path, rows, cols, values, dtype=F32):
+    data = struct.pack("<%d%s" % (len(values), CODES[dtype]), *values)
+    head = b"GNNARRAY" + struct.pack("<IIQQQI", 1, dtype, rows, cols, len(data), zlib.crc32(data) & 0xFFFFFFFF)
     head += struct.pack("<I", zlib.crc32(head) & 0xFFFFFFFF) + bytes(16)
     with open(path + ".tmp", "wb") as f:
         f.write(head + data)
@@ -69,6 +73,24 @@ def make(data, out, decoder, dim, hidden, crc, seed):
                 decoder={"kind": decoder, "dim": dim, "hidden": hidden if decoder == "mlp" else 0})
     json.dump(summ, open(os.path.join(out, "summary.json") + ".tmp", "w"))
     os.rename(os.path.join(out, "summary.json") + ".tmp", os.path.join(out, "summary.json"))
+
+
+def make_node(data, out):
+    """A node-classification output (no task field), top 1, with --embeddings' emb.arr."""
+    meta = json.load(open(os.path.join(data, "meta.json")))
+    os.makedirs(out, exist_ok=True)
+    ident = {"format": 1, "params_crc": "00c0ffee", "model_hash": "0123456789abcdef", "graph_id": "0000000000000000",
+             "model": "graphsage", "top_k": 1, "embeddings": True, "label_type": meta["label_type"]}
+    for p in meta["parts"]:
+        d, n = os.path.join(out, "part-%d" % p["id"]), p["num_nodes"]
+        os.makedirs(d, exist_ok=True)
+        write_arr(os.path.join(d, "pred.arr"), n, 1, [0] * n, 2)
+        write_arr(os.path.join(d, "topk-class.arr"), n, 1, [0] * n, 2)
+        write_arr(os.path.join(d, "topk-prob.arr"), n, 1, [1.0] * n)
+        write_arr(os.path.join(d, "orig-id.arr"), n, 1, list(range(p["node_start"], p["node_end"])), 3)
+        write_arr(os.path.join(d, "emb.arr"), n, 4, [0.5] * (4 * n))
+        json.dump(dict(ident, part=p["id"], nodes=n), open(os.path.join(d, "stats.json"), "w"))
+    json.dump(dict(ident, nodes=meta["num_nodes"], parts=meta["num_parts"]), open(os.path.join(out, "summary.json"), "w"))
 
 
 class Model:
@@ -151,6 +173,9 @@ def main(a):
         opt = dict(zip(a[3::2], a[4::2]))
         make(a[1], a[2], opt["--decoder"], int(opt["--dim"]), int(opt.get("--hidden", 0)),
              opt.get("--crc", "1f97ab63"), int(opt.get("--seed", 1)))
+        return 0
+    if a[0] == "make-node":
+        make_node(a[1], a[2])
         return 0
     if a[0] == "check-score":
         err = check_score(a[1], a[2])
