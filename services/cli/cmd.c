@@ -480,6 +480,19 @@ out:
 	return rc;
 }
 
+/* The global IDs of the n IDs *given: themselves (*given is then taken
+ * into *ids and set to NULL), or with --type T, original IDs of type T
+ * looked up (*ids new, the caller's). */
+static int global_ids(const struct cli_config *c, struct gnn_client *cl, const char *url, int64_t **given,
+		      uint32_t n, int64_t **ids)
+{
+	if (c->type != NULL)
+		return lookup(c, cl, url, *given, n, ids);
+	*ids = *given;
+	*given = NULL;
+	return GNN_OK;
+}
+
 int cli_cmd_lookup(const struct cli_config *c, json_t **out)
 {
 	struct gnn_client *cl = NULL;
@@ -524,12 +537,8 @@ int cli_cmd_predict(const struct cli_config *c, json_t **out)
 	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &given, &n)) != GNN_OK ||
 	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
-	if (c->type == NULL) {
-		ids = given;
-		given = NULL;
-	} else if ((rc = lookup(c, cl, url, given, n, &ids)) != GNN_OK) {
+	if ((rc = global_ids(c, cl, url, &given, n, &ids)) != GNN_OK)
 		goto out;
-	}
 	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, next_req_id++, ids, n);
 	if ((rc = call(cl, url, &req, GNN_MSG_PREDICT_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
@@ -688,12 +697,8 @@ int cli_cmd_score(const struct cli_config *c, json_t **out)
 	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_pairs(c->pairs, "--pairs", &given, &n)) != GNN_OK ||
 	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
-	if (c->type == NULL) {
-		ids = given;
-		given = NULL;
-	} else if ((rc = lookup(c, cl, url, given, 2 * n, &ids)) != GNN_OK) {
+	if ((rc = global_ids(c, cl, url, &given, 2 * n, &ids)) != GNN_OK)
 		goto out;
-	}
 	if ((rc = link_call(cl, url, &(struct gnn_link_req){ .op = GNN_LINK_SCORE, .n = n, .ids = ids, .node = -1 },
 			    &reply, &r)) != GNN_OK)
 		goto out;

@@ -97,6 +97,11 @@ answers() {
 $FIX make "$D" "$WORK/dot" --decoder dot --dim 16 --seed 1 --crc 1f97ab63
 install "$WORK/dot"
 answers dot "$WORK/dot"
+# --type: pairs of original IDs, looked up first; the reply names the global IDs
+"$CLI" score --sampler "$URL" --type node --pairs 0:1,1999:7 >"$WORK/score-t.json" 2>"$WORK/err" &&
+	$FIX check-score "$WORK/dot" "$WORK/score-t.json" >"$WORK/chk" 2>&1 &&
+	[ "$(jq -c '[.scores[] | .src, .dst] | length' "$WORK/score-t.json")" = 4 ]
+ok dot_score_type "score --type node (original IDs) equals the oracle on the looked-up global IDs"
 $FIX make "$D" "$WORK/mlp" --decoder mlp --dim 16 --hidden 8 --seed 2 --crc 2a2a2a2a
 install "$WORK/mlp"
 answers mlp "$WORK/mlp"
