@@ -1117,7 +1117,8 @@ static int fetch_rows(const struct smp_backend *be, const int64_t *ids, uint32_t
 		rc = GNN_ENOMEM;
 		goto out_release;
 	}
-	memcpy(*params, m->params, (size_t)np * 4);
+	if (np > 0)  /* dot: no parameters (m->params NULL) */
+		memcpy(*params, m->params, (size_t)np * 4);
 	for (uint32_t i = 0; i < n; i++)
 		memcpy(*rows + (size_t)i * m->dim, b.calls[b.call_of[i]].link_resp.rows + (size_t)b.pos[i] * m->dim,
 		       (size_t)m->dim * 4);
