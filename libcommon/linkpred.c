@@ -31,6 +31,47 @@ double gnn_linkdec_score(const struct gnn_linkdec *d, const float *a, const floa
 	return s + w2[d->hidden];
 }
 
+int gnn_linkq_init(struct gnn_linkq *lq, const struct gnn_linkdec *d, const float *q)
+{
+	const float *W1 = d->params;
+
+	*lq = (struct gnn_linkq){ .d = *d, .q = q };
+	if (d->kind != GNN_LINK_MLP)
+		return GNN_OK;
+	if ((lq->wq = malloc((size_t)d->hidden * d->dim * sizeof(*lq->wq))) == NULL)
+		return GNN_ENOMEM;
+	for (size_t j = 0; j < d->hidden; j++)
+		for (size_t i = 0; i < d->dim; i++)
+			lq->wq[j * d->dim + i] = (double)W1[j * d->dim + i] * q[i];
+	return GNN_OK;
+}
+
+double gnn_linkq_score(const struct gnn_linkq *lq, const float *r)
+{
+	const struct gnn_linkdec *d = &lq->d;
+	const float *b1 = d->params + (size_t)d->hidden * d->dim, *w2 = b1 + d->hidden;
+	double s = 0;
+
+	if (d->kind != GNN_LINK_MLP)
+		return gnn_linkdec_score(d, lq->q, r);
+	for (uint32_t j = 0; j < d->hidden; j++) {
+		const double *row = lq->wq + (size_t)j * d->dim;
+		double z = b1[j];
+
+		for (uint32_t i = 0; i < d->dim; i++)
+			z += row[i] * r[i];
+		if (z > 0)
+			s += (double)w2[j] * z;
+	}
+	return s + w2[d->hidden];
+}
+
+void gnn_linkq_free(struct gnn_linkq *lq)
+{
+	free(lq->wq);
+	lq->wq = NULL;
+}
+
 double gnn_sigmoid(double x)
 {
 	if (x >= 0)

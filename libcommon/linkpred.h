@@ -23,6 +23,21 @@ struct gnn_linkdec {
 /* The score of rows a and b (dim floats each). */
 double gnn_linkdec_score(const struct gnn_linkdec *d, const float *a, const float *b);
 
+/* One query q (dim floats, borrowed) scored against many rows, as a
+ * TOPK does: for mlp, W1 diag(q) is computed once (hidden x dim doubles),
+ * so that each row costs hidden x dim multiply-adds rather than twice
+ * that; gnn_linkq_score(lq, r) equals gnn_linkdec_score(d, q, r) up to
+ * double rounding. init returns GNN_ENOMEM (lq then holds nothing);
+ * gnn_linkq_free is safe on a zeroed struct. */
+struct gnn_linkq {
+	struct gnn_linkdec d;     /* a copy; params borrowed */
+	const float *q;
+	double *wq;               /* mlp: [hidden x dim], owned; dot: NULL */
+};
+int gnn_linkq_init(struct gnn_linkq *lq, const struct gnn_linkdec *d, const float *q);
+double gnn_linkq_score(const struct gnn_linkq *lq, const float *r);
+void gnn_linkq_free(struct gnn_linkq *lq);
+
 /* 1 / (1 + e^-x), without overflow for large |x|. */
 double gnn_sigmoid(double x);
 

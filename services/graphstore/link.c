@@ -23,13 +23,14 @@ static int topk(const struct gs_link_view *v, const struct gnn_part *pt, const s
 		const float *query, int64_t lo, int64_t hi, struct gnn_topk *t)
 {
 	int64_t *excl = malloc((size_t)req->n * sizeof(*excl) + 1);
+	struct gnn_linkq lq = { 0 };
 	uint32_t e = 0;
 	float s;
 	int rc;
 
 	if (excl == NULL)
 		return GNN_ENOMEM;
-	if ((rc = gnn_topk_init(t, req->k)) != GNN_OK)
+	if ((rc = gnn_topk_init(t, req->k)) != GNN_OK || (rc = gnn_linkq_init(&lq, &v->dec, query)) != GNN_OK)
 		goto out;
 	memcpy(excl, req->ids, (size_t)req->n * sizeof(*excl));
 	qsort(excl, req->n, sizeof(*excl), cmp_i64);
@@ -39,11 +40,12 @@ static int topk(const struct gs_link_view *v, const struct gnn_part *pt, const s
 			e++;
 		if ((e < req->n && excl[e] == u) || (req->dim == 0 && u == req->node))
 			continue;
-		s = (float)gnn_linkdec_score(&v->dec, query, v->rows + (size_t)(u - pt->node_start) * v->dec.dim);
+		s = (float)gnn_linkq_score(&lq, v->rows + (size_t)(u - pt->node_start) * v->dec.dim);
 		gnn_topk_offer(t, u, isnan(s) ? -INFINITY : s);  /* inf - inf of huge values: last */
 	}
 	gnn_topk_sort(t);
 out:
+	gnn_linkq_free(&lq);
 	free(excl);
 	return rc;
 }

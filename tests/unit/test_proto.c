@@ -453,6 +453,13 @@ static void test_linkpred(void)
 	CHECK(gnn_linkdec_score(&dot, a, b) == 1);
 	/* h = a * b = [3, -2]: unit 0 = relu(3) = 3, unit 1 = relu(-12) = 0 */
 	CHECK(gnn_linkdec_score(&m, a, b) == 2 * 3 + 0.5);
+	{
+		struct gnn_linkq lq;
+
+		if (CHECK(gnn_linkq_init(&lq, &m, a) == GNN_OK))
+			CHECK(gnn_linkq_score(&lq, b) == gnn_linkdec_score(&m, a, b));
+		gnn_linkq_free(&lq);
+	}
 	CHECK(gnn_sigmoid(0) == 0.5 && gnn_sigmoid(-1000) == 0 && gnn_sigmoid(1000) == 1);
 	if (!CHECK(gnn_topk_init(&t, 3) == GNN_OK))
 		return;
