@@ -140,6 +140,12 @@ fails node_output_topk "not a link-prediction model's output" 1 topk --store "$S
 check node_output_predict "PREDICT answers from the node-classification output" \
 	bash -c "'$CLI' predict --sampler '$URL' --nodes 1,1500 >/dev/null"
 
+# a damaged link output (a truncated emb.arr): eformat naming the file, nothing served from it
+cp -r "$WORK/dot" "$WORK/bad"
+head -c 1000 "$WORK/dot/part-0/emb.arr" >"$WORK/bad/part-0/emb.arr"
+install "$WORK/bad"
+fails damaged_output "eformat: .*part-0/emb.arr does not load" 1 topk --store "$STORE0" --node 1 --k 3
+
 n=$(curl -s "http://127.0.0.1:$HTTP/metrics" | awk '$1 == "gnn_sampler_requests_total{op=\"link\"}" { print $2 }')
 check link_requests_metric "gnn_sampler_requests_total{op=\"link\"} counts the link requests (got '$n')" [ "${n:-0}" -ge 10 ]
 kill -TERM "$SPID"
