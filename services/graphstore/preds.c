@@ -28,7 +28,8 @@ enum { L_EMB, L_DEC, L_COUNT };
 struct gs_preds {
 	const char *dir;
 	int32_t part;
-	int64_t node_start, num_nodes;
+	int64_t node_start, num_nodes;  /* the predictions' rows: the label type's nodes */
+	int64_t part_nodes;             /* a link output's rows: every node of the partition */
 	pthread_rwlock_t lock;
 	/* what is loaded, under lock */
 	bool loaded;
@@ -42,13 +43,15 @@ struct gs_preds {
 	struct gnn_arr link_arr[L_COUNT];
 };
 
-int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, struct gs_preds **out)
+int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, int64_t part_nodes,
+		 struct gs_preds **out)
 {
 	struct gs_preds *p = calloc(1, sizeof(*p));
 
 	if (p == NULL)
 		return GNN_ENOMEM;
-	*p = (struct gs_preds){ .dir = dir, .part = part, .node_start = node_start, .num_nodes = num_nodes };
+	*p = (struct gs_preds){ .dir = dir, .part = part, .node_start = node_start, .num_nodes = num_nodes,
+				.part_nodes = part_nodes };
 	if (pthread_rwlock_init(&p->lock, NULL) != 0) {
 		free(p);
 		return GNN_ENOMEM;
@@ -146,10 +149,10 @@ static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t wh
 	p->dec.hidden = p->dec.kind == GNN_LINK_MLP ? (uint32_t)hid : 0;
 	snprintf(path, sizeof(path), "%s/part-%d/emb.arr", p->dir, p->part);
 	if ((rc = gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &p->link_arr[L_EMB])) != GNN_OK ||
-	    p->link_arr[L_EMB].info.rows != (uint64_t)p->num_nodes || p->link_arr[L_EMB].info.cols != p->dec.dim ||
-	    !all_finite(p->link_arr[L_EMB].data, (uint64_t)p->num_nodes * p->dec.dim)) {
+	    p->link_arr[L_EMB].info.rows != (uint64_t)p->part_nodes || p->link_arr[L_EMB].info.cols != p->dec.dim ||
+	    !all_finite(p->link_arr[L_EMB].data, (uint64_t)p->part_nodes * p->dec.dim)) {
 		snprintf(why, why_size, "%s does not load, is not f32 %" PRId64 " x %" PRIu32 " or holds a NaN or infinity",
-			 path, p->num_nodes, p->dec.dim);
+			 path, p->part_nodes, p->dec.dim);
 		return rc != GNN_OK ? rc : GNN_EFORMAT;
 	}
 	if ((np = gnn_link_params_count(p->dec.kind, p->dec.dim, p->dec.hidden)) == 0)

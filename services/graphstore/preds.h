@@ -19,9 +19,12 @@
 struct gs_preds;
 
 /* Prepares (loads nothing yet) the predictions of partition part, whose
- * rows are global nodes [node_start, node_start + num_nodes), under dir
- * (borrowed). *out is the caller's: gs_preds_free. GNN_ENOMEM. */
-int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, struct gs_preds **out);
+ * rows are global nodes [node_start, node_start + num_nodes) (the label
+ * type's), and a link output's embeddings, whose rows are every node of
+ * the partition, part_nodes of them, under dir (borrowed). *out is the
+ * caller's: gs_preds_free. GNN_ENOMEM. */
+int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, int64_t part_nodes,
+		 struct gs_preds **out);
 void gs_preds_free(struct gs_preds *p);
 
 /* Encodes the PREDICT_RESP for ids (n of them, every one owned: the
@@ -37,7 +40,7 @@ int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uin
 struct gs_link_view {
 	uint32_t params_crc;
 	struct gnn_linkdec dec;   /* params point into the mapped decoder.arr */
-	const float *rows;        /* [num_nodes x dec.dim]: row i is node node_start + i, all finite */
+	const float *rows;        /* [part_nodes x dec.dim]: row i is the partition's node i, all finite */
 };
 
 /* Read-locks the current output (loading it when summary.json changed)

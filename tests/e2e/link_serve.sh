@@ -106,6 +106,24 @@ $FIX make "$D" "$WORK/mlp" --decoder mlp --dim 16 --hidden 8 --seed 2 --crc 2a2a
 install "$WORK/mlp"
 answers mlp "$WORK/mlp"
 
+# a heterogeneous graph (tests/data/hetero-tiny: author, paper, subject): the candidates of one type
+"$BIN/gnn-partition" --input "$ROOT/tests/data/hetero-tiny" --parts 2 --out "$WORK/ht" >/dev/null 2>&1
+$FIX make "$WORK/ht" "$WORK/ht/predictions" --decoder dot --dim 8 --seed 4
+ha=$(free_port) hb=$(free_port)
+for p in 0 1; do
+	"$G" --data "$WORK/ht" --part $p --listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$ha" || echo "$hb")" \
+		--http-addr 127.0.0.1 --http-port 0 --workers 1 2>>"$WORK/ht-store$p.log" &
+	PIDS+=($!)
+done
+"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 1 \
+	--graphstores "tcp://127.0.0.1:$ha,tcp://127.0.0.1:$hb" 2>>"$WORK/ht-sampler.log" &
+PIDS+=($!)
+wait_for 60 grep -q " ready listen=" "$WORK/ht-sampler.log"
+HURL="tcp://127.0.0.1:$(sed -n 's/.* ready .* port=\([0-9]*\) .*/\1/p' "$WORK/ht-sampler.log" | head -n 1)"
+"$CLI" topk --sampler "$HURL" --node 3 --k 40 --candidate-type paper >"$WORK/ht.json" 2>"$WORK/err" &&
+	$FIX check-topk "$WORK/ht/predictions" "$WORK/ht.json" 3 40 --data "$WORK/ht" --type paper >"$WORK/chk" 2>&1
+ok hetero_candidate_type "top 40 papers for author 3 on hetero-tiny (papers in both partitions) equal the brute force over the papers"
+
 # bad input: gnn-cli refuses before sending (exit 2), the services answer ERRORs (exit 1)
 fails k_zero "option=k value=0 .*out of range" 2 topk --sampler "$URL" --node 5 --k 0
 fails k_too_big "option=k value=1001 .*out of range" 2 topk --sampler "$URL" --node 5 --k 1001

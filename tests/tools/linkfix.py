@@ -14,9 +14,9 @@ an independent oracle of its scores (pure Python, no numpy).
   linkfix.py check-score OUT REPLY.json
       checks gnn-cli score's output against scores computed here from the
       files: every pair, score and prob within 1e-5 relative (1e-6 absolute).
-  linkfix.py check-topk OUT REPLY.json NODE K [--exclude IDS] [--store P]
-      brute force over every node (or partition P's), NODE and IDS
-      excluded, best first by score then node ID; the reply's nodes must be
+  linkfix.py check-topk OUT REPLY.json NODE K [--exclude IDS] [--store P] [--data DATA --type T]
+      brute force over every node (or partition P's; or type T's of the
+      partition output DATA), NODE and IDS excluded, best first by score then node ID; the reply's nodes must be
       exactly those, its scores within tolerance.
 Exit 0 when the check holds; 1 with a message saying what differs."""
 import json
@@ -145,12 +145,18 @@ def check_score(out, reply):
     return None
 
 
-def check_topk(out, reply, node, k, exclude, store):
+def type_nodes(data, name):
+    """The global IDs of the nodes of type name in the partition output data."""
+    meta = json.load(open(os.path.join(data, "meta.json")))
+    t = [x["name"] for x in meta["node_types"]].index(name)
+    return {u for p in meta["parts"] for u in range(p["type_offsets"][t], p["type_offsets"][t + 1])}
+
+
+def check_topk(out, reply, node, k, exclude, store, only=None):
     m, r = Model(out), json.load(open(reply))
     excl = set(exclude) | {node}
-    q = m.rows[node]
     cands = [(-m.score(node, u), u) for u in range(len(m.rows))
-             if u not in excl and (store is None or m.part_of[u] == store)]
+             if u not in excl and (store is None or m.part_of[u] == store) and (only is None or u in only)]
     cands.sort()
     want = cands[:k]
     got = [(e["node"], e["score"]) for e in r["top"]]
@@ -183,7 +189,8 @@ def main(a):
         opt = dict(zip(a[5::2], a[6::2]))
         ex = [int(x) for x in opt.get("--exclude", "").split(",") if x]
         st = int(opt["--store"]) if "--store" in opt else None
-        err = check_topk(a[1], a[2], int(a[3]), int(a[4]), ex, st)
+        only = type_nodes(opt["--data"], opt["--type"]) if "--type" in opt else None
+        err = check_topk(a[1], a[2], int(a[3]), int(a[4]), ex, st, only)
     else:
         print(__doc__)
         return 2
