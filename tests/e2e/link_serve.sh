@@ -18,28 +18,37 @@ NNGSEND=$TOOLS/nngsend
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
+# serve TAG DATA [PRED]: graph stores 0 and 1 of DATA (store p serving
+# PRED$p when given, so that two stores can hold two models; else
+# DATA/predictions) and a sampler; sets URL, HTTP (its metrics port),
+# SPID and STORE0, or returns 1.
+serve() {
+	local tag=$1 dir=$2 pred=${3:-} pa pb line
+	pa=$(free_port) pb=$(free_port)
+	for p in 0 1; do
+		"$G" --data "$dir" --part $p ${pred:+--predictions "$pred$p"} \
+			--listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$pa" || echo "$pb")" \
+			--http-addr 127.0.0.1 --http-port 0 --workers 2 2>>"$WORK/$tag-store$p.log" &
+		PIDS+=($!)
+	done
+	"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
+		--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/$tag.log" &
+	SPID=$!
+	PIDS+=($SPID)
+	wait_for 60 grep -q " ready listen=" "$WORK/$tag.log" || return 1
+	line=$(grep " ready listen=" "$WORK/$tag.log" | tail -n 1)
+	URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
+	HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
+	STORE0=tcp://127.0.0.1:$pa
+}
+
 "$BIN/gnn-partition" --synthetic tiny --parts 2 --out "$WORK/tiny" >/dev/null 2>&1
 D=$WORK/tiny
-# Store p serves $WORK/pred$p (so that two stores can hold two models).
-pa=$(free_port) pb=$(free_port)
-for p in 0 1; do
-	"$G" --data "$D" --part $p --predictions "$WORK/pred$p" \
-		--listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$pa" || echo "$pb")" \
-		--http-addr 127.0.0.1 --http-port 0 --workers 2 2>>"$WORK/store$p.log" &
-	PIDS+=($!)
-done
-"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
-	--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/sampler.log" &
-SPID=$!
-PIDS+=($SPID)
-if ! wait_for 60 grep -q " ready listen=" "$WORK/sampler.log"; then
-	fail link_serve "sampler not ready: $(tail -n 3 "$WORK/sampler.log")"
+if ! serve tiny "$D" "$WORK/pred"; then
+	fail link_serve "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
 	exit 1
 fi
-line=$(grep " ready listen=" "$WORK/sampler.log" | tail -n 1)
-URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
-HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
-STORE0=tcp://127.0.0.1:$pa
+TINY_URL=$URL TINY_HTTP=$HTTP TINY_SPID=$SPID TINY_STORE0=$STORE0
 
 # install OUT: what both stores serve from now on (a new summary.json: reloaded)
 install() {
@@ -109,17 +118,9 @@ answers mlp "$WORK/mlp"
 # a heterogeneous graph (tests/data/hetero-tiny: author, paper, subject): the candidates of one type
 "$BIN/gnn-partition" --input "$ROOT/tests/data/hetero-tiny" --parts 2 --out "$WORK/ht" >/dev/null 2>&1
 $FIX make "$WORK/ht" "$WORK/ht/predictions" --decoder dot --dim 8 --seed 4
-ha=$(free_port) hb=$(free_port)
-for p in 0 1; do
-	"$G" --data "$WORK/ht" --part $p --listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$ha" || echo "$hb")" \
-		--http-addr 127.0.0.1 --http-port 0 --workers 1 2>>"$WORK/ht-store$p.log" &
-	PIDS+=($!)
-done
-"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 1 \
-	--graphstores "tcp://127.0.0.1:$ha,tcp://127.0.0.1:$hb" 2>>"$WORK/ht-sampler.log" &
-PIDS+=($!)
-wait_for 60 grep -q " ready listen=" "$WORK/ht-sampler.log"
-HURL="tcp://127.0.0.1:$(sed -n 's/.* ready .* port=\([0-9]*\) .*/\1/p' "$WORK/ht-sampler.log" | head -n 1)"
+serve ht "$WORK/ht" || fail hetero_candidate_type "sampler not ready: $(tail -n 3 "$WORK/ht.log")"
+HURL=$URL
+URL=$TINY_URL HTTP=$TINY_HTTP SPID=$TINY_SPID STORE0=$TINY_STORE0
 "$CLI" topk --sampler "$HURL" --node 3 --k 40 --candidate-type paper >"$WORK/ht.json" 2>"$WORK/err" &&
 	$FIX check-topk "$WORK/ht/predictions" "$WORK/ht.json" 3 40 --data "$WORK/ht" --type paper >"$WORK/chk" 2>&1
 ok hetero_candidate_type "top 40 papers for author 3 on hetero-tiny (papers in both partitions) equal the brute force over the papers"
