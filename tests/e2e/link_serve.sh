@@ -10,41 +10,15 @@
 # refused with clear errors and a non-zero exit. Every process started
 # here is killed on exit.
 . "$(dirname "$0")/lib.bash"
-G=$BIN/gnn-graphstore
-S=$BIN/gnn-sampler
 CLI=$BIN/gnn-cli
 FIX="python3 $ROOT/tests/tools/linkfix.py"
 NNGSEND=$TOOLS/nngsend
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
-# serve TAG DATA [PRED]: graph stores 0 and 1 of DATA (store p serving
-# PRED$p when given, so that two stores can hold two models; else
-# DATA/predictions) and a sampler; sets URL, HTTP (its metrics port),
-# SPID and STORE0, or returns 1.
-serve() {
-	local tag=$1 dir=$2 pred=${3:-} pa pb line
-	pa=$(free_port) pb=$(free_port)
-	for p in 0 1; do
-		"$G" --data "$dir" --part $p ${pred:+--predictions "$pred$p"} \
-			--listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$pa" || echo "$pb")" \
-			--http-addr 127.0.0.1 --http-port 0 --workers 2 2>>"$WORK/$tag-store$p.log" &
-		PIDS+=($!)
-	done
-	"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
-		--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/$tag.log" &
-	SPID=$!
-	PIDS+=($SPID)
-	wait_for 60 grep -q " ready listen=" "$WORK/$tag.log" || return 1
-	line=$(grep " ready listen=" "$WORK/$tag.log" | tail -n 1)
-	URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
-	HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
-	STORE0=tcp://127.0.0.1:$pa
-}
-
 "$BIN/gnn-partition" --synthetic tiny --parts 2 --out "$WORK/tiny" >/dev/null 2>&1
 D=$WORK/tiny
-if ! serve tiny "$D" "$WORK/pred"; then
+if ! serve_two tiny "$D" "$WORK/pred"; then
 	fail link_serve "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
 	exit 1
 fi
@@ -118,7 +92,7 @@ answers mlp "$WORK/mlp"
 # a heterogeneous graph (tests/data/hetero-tiny: author, paper, subject): the candidates of one type
 "$BIN/gnn-partition" --input "$ROOT/tests/data/hetero-tiny" --parts 2 --out "$WORK/ht" >/dev/null 2>&1
 $FIX make "$WORK/ht" "$WORK/ht/predictions" --decoder dot --dim 8 --seed 4
-serve ht "$WORK/ht" || fail hetero_candidate_type "sampler not ready: $(tail -n 3 "$WORK/ht.log")"
+serve_two ht "$WORK/ht" || fail hetero_candidate_type "sampler not ready: $(tail -n 3 "$WORK/ht.log")"
 HURL=$URL
 URL=$TINY_URL HTTP=$TINY_HTTP SPID=$TINY_SPID STORE0=$TINY_STORE0
 "$CLI" topk --sampler "$HURL" --node 3 --k 40 --candidate-type paper >"$WORK/ht.json" 2>"$WORK/err" &&
