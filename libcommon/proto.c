@@ -31,6 +31,8 @@ static const char *const msg_names[GNN_MSG_TYPE_COUNT] = {
 	[GNN_MSG_LOOKUP_RESP] = "lookup_resp",
 	[GNN_MSG_EMB_REQ] = "emb",
 	[GNN_MSG_EMB_RESP] = "emb_resp",
+	[GNN_MSG_LINK_REQ] = "link",
+	[GNN_MSG_LINK_RESP] = "link_resp",
 };
 
 const char *gnn_msg_name(uint16_t type)
@@ -1325,6 +1327,176 @@ int gnn_decode_emb_resp(const void *payload, size_t len, struct gnn_emb_resp *ou
 		return rc;
 	if (v.n * (uint64_t)v.dim == 0)
 		v.data = NULL;
+	*out = v;
+	return GNN_OK;
+}
+
+/* ---- LINK ---- */
+
+/* IDs a LINK_REQ of op carries for n. */
+static uint64_t link_req_ids(uint32_t op, uint32_t n)
+{
+	return op == GNN_LINK_SCORE ? 2 * (uint64_t)n : n;
+}
+
+static uint32_t link_max_n(uint32_t op)
+{
+	return op == GNN_LINK_ROWS ? GNN_PROTO_MAX_IDS : op == GNN_LINK_SCORE ? GNN_PROTO_MAX_LINK_PAIRS :
+	       op == GNN_LINK_TOPK ? GNN_PROTO_MAX_LINK_EXCL : 0;
+}
+
+/* GNN_OK, GNN_EPROTO (unknown op or flags, unused fields set) or
+ * GNN_ERANGE (over a limit) for a request's fixed fields. */
+static int link_req_check(const struct gnn_link_req *v)
+{
+	if (v->op < GNN_LINK_ROWS || v->op >= GNN_LINK_OP_END ||
+	    (v->flags & ~(uint32_t)(v->op == GNN_LINK_ROWS ? GNN_LINK_WITH_DECODER : 0)) != 0)
+		return GNN_EPROTO;
+	if (v->n > link_max_n(v->op))
+		return GNN_ERANGE;
+	if (v->op != GNN_LINK_TOPK)
+		return v->k == 0 && v->dim == 0 && v->node_type == 0 && v->node == -1 ? GNN_OK : GNN_EPROTO;
+	if (v->k < 1 || v->k > GNN_PROTO_MAX_LINK_K || v->dim > GNN_PROTO_MAX_FEAT_DIM ||
+	    (v->node_type >= GNN_PROTO_MAX_TYPES && v->node_type != GNN_LINK_ANY_TYPE))
+		return GNN_ERANGE;
+	return (v->dim == 0 && v->node >= 0) || (v->dim > 0 && v->node == -1) ? GNN_OK : GNN_EPROTO;
+}
+
+int gnn_encode_link_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_link_req *in)
+{
+	size_t start;
+	int rc;
+
+	if ((rc = link_req_check(in)) != GNN_OK)
+		return rc;
+	start = begin(w, GNN_MSG_LINK_REQ, req_id, 0);
+	put_u32(w, in->op);
+	put_u32(w, in->flags);
+	put_u32(w, in->n);
+	put_u32(w, in->k);
+	put_u32(w, in->dim);
+	put_u32(w, in->node_type);
+	put_u64(w, (uint64_t)in->node);
+	gnn_wbuf_put(w, in->query, (size_t)in->dim * 4);
+	pad8(w, start);
+	gnn_wbuf_put(w, in->ids, (size_t)link_req_ids(in->op, in->n) * 8);
+	return finish(w, start);
+}
+
+int gnn_decode_link_req(const void *payload, size_t len, struct gnn_link_req *out)
+{
+	struct gnn_link_req v = { 0 };
+	struct rd r;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.op = get_u32(&r);
+	v.flags = get_u32(&r);
+	v.n = get_u32(&r);
+	v.k = get_u32(&r);
+	v.dim = get_u32(&r);
+	v.node_type = get_u32(&r);
+	v.node = (int64_t)get_u64(&r);
+	if (r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if ((rc = link_req_check(&v)) != GNN_OK)
+		return rd_fail(&v.owned, rc);
+	v.query = take(&r, v.dim, 4);
+	skip8(&r);
+	v.ids = take(&r, link_req_ids(v.op, v.n), 8);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	if (v.dim == 0)
+		v.query = NULL;
+	*out = v;
+	return GNN_OK;
+}
+
+uint64_t gnn_link_params_count(uint32_t decoder, uint32_t dim, uint32_t hidden)
+{
+	return decoder == GNN_LINK_MLP ? (uint64_t)hidden * dim + 2 * (uint64_t)hidden + 1 : 0;
+}
+
+/* The reply's fixed fields: GNN_OK, GNN_EPROTO or GNN_ERANGE. */
+static int link_resp_check(const struct gnn_link_resp *v)
+{
+	if (v->op < GNN_LINK_ROWS || v->op >= GNN_LINK_OP_END ||
+	    (v->flags & ~(uint32_t)(v->op == GNN_LINK_ROWS ? GNN_LINK_WITH_DECODER : 0)) != 0 ||
+	    (v->decoder != GNN_LINK_DOT && v->decoder != GNN_LINK_MLP) ||
+	    (v->decoder == GNN_LINK_DOT) != (v->hidden == 0))
+		return GNN_EPROTO;
+	if (v->dim < 1 || v->dim > GNN_PROTO_MAX_FEAT_DIM || v->hidden > GNN_PROTO_MAX_FEAT_DIM ||
+	    v->n > (v->op == GNN_LINK_TOPK ? GNN_PROTO_MAX_LINK_K : link_max_n(v->op)))
+		return GNN_ERANGE;
+	return GNN_OK;
+}
+
+int gnn_encode_link_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_link_resp *in)
+{
+	uint64_t np = in->flags & GNN_LINK_WITH_DECODER ? gnn_link_params_count(in->decoder, in->dim, in->hidden) : 0;
+	size_t start;
+	int rc;
+
+	if ((rc = link_resp_check(in)) != GNN_OK)
+		return rc;
+	if (32 + 8 * (uint64_t)in->n + 4 * (uint64_t)in->n * in->dim + 4 * np + 16 > GNN_PROTO_MAX_MSG_BYTES)
+		return GNN_ERANGE;
+	start = begin(w, GNN_MSG_LINK_RESP, req_id, 0);
+	put_u32(w, in->op);
+	put_u32(w, in->n);
+	put_u32(w, in->params_crc);
+	put_u32(w, in->decoder);
+	put_u32(w, in->dim);
+	put_u32(w, in->hidden);
+	put_u32(w, in->flags);
+	put_u32(w, 0);
+	if (in->op == GNN_LINK_ROWS)
+		gnn_wbuf_put(w, in->rows, (size_t)in->n * in->dim * 4);
+	if (in->op == GNN_LINK_TOPK)
+		gnn_wbuf_put(w, in->nodes, (size_t)in->n * 8);
+	if (in->op != GNN_LINK_ROWS)
+		gnn_wbuf_put(w, in->scores, (size_t)in->n * 4);
+	pad8(w, start);
+	gnn_wbuf_put(w, in->params, (size_t)np * 4);
+	pad8(w, start);
+	return finish(w, start);
+}
+
+int gnn_decode_link_resp(const void *payload, size_t len, struct gnn_link_resp *out)
+{
+	struct gnn_link_resp v = { 0 };
+	struct rd r;
+	uint64_t np;
+	int rc;
+
+	if ((rc = rd_init(&r, payload, len, &v.owned)) != GNN_OK)
+		return rc;
+	v.op = get_u32(&r);
+	v.n = get_u32(&r);
+	v.params_crc = get_u32(&r);
+	v.decoder = get_u32(&r);
+	v.dim = get_u32(&r);
+	v.hidden = get_u32(&r);
+	v.flags = get_u32(&r);
+	if (get_u32(&r) != 0 || r.bad)
+		return rd_fail(&v.owned, GNN_EPROTO);
+	if ((rc = link_resp_check(&v)) != GNN_OK)
+		return rd_fail(&v.owned, rc);
+	if (v.op == GNN_LINK_ROWS)
+		v.rows = take(&r, (uint64_t)v.n * v.dim, 4);
+	if (v.op == GNN_LINK_TOPK)
+		v.nodes = take(&r, v.n, 8);
+	if (v.op != GNN_LINK_ROWS)
+		v.scores = take(&r, v.n, 4);
+	skip8(&r);
+	np = v.flags & GNN_LINK_WITH_DECODER ? gnn_link_params_count(v.decoder, v.dim, v.hidden) : 0;
+	v.params = take(&r, np, 4);
+	skip8(&r);
+	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)
+		return rc;
+	if (np == 0)
+		v.params = NULL;
 	*out = v;
 	return GNN_OK;
 }

@@ -88,6 +88,9 @@ enum gnn_msg_type {
 	GNN_MSG_LOOKUP_RESP = 19,
 	GNN_MSG_EMB_REQ = 20,       /* graph store: the learnable embeddings of owned nodes (EMB below) */
 	GNN_MSG_EMB_RESP = 21,
+	GNN_MSG_LINK_REQ = 22,      /* graph store: link prediction's rows, scores and top-k over its partition;
+				     * sampler: the same over the whole graph (LINK below) */
+	GNN_MSG_LINK_RESP = 23,
 	GNN_MSG_TYPE_COUNT
 };
 
@@ -487,6 +490,78 @@ struct gnn_emb_resp {
 };
 int gnn_encode_emb_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_resp *in);
 int gnn_decode_emb_resp(const void *payload, size_t len, struct gnn_emb_resp *out);
+
+/* ---- LINK: serving a link-prediction model (docs/inference.md, "Link
+ * prediction: score and top-k") ----
+ * A graph store answers from the link output gnn-trainer infer wrote
+ * (every node's final embedding and the decoder); a sampler answers for
+ * the whole graph by asking the owners. Ops:
+ *   ROWS   the final embeddings of ids[n] (a store: owned nodes); with
+ *          GNN_LINK_WITH_DECODER the reply also carries the decoder's
+ *          parameters, so that a sampler can score pairs itself
+ *   SCORE  the decoder's score of each of n pairs (ids[2i], ids[2i+1])
+ *          (a store: both endpoints owned)
+ *   TOPK   the k best-scoring candidates against a query: the row of
+ *          `node` (dim 0) or the dim floats of `query`; candidates are the
+ *          nodes of node_type (GNN_LINK_ANY_TYPE: every type) but the n of
+ *          ids (the exclusion list) and the query node; best first by score, then node ID
+ *          ascending. A store scores its own partition's nodes only:
+ *          n_p x dim (dot) or n_p x dim x hidden (mlp) multiply-adds. */
+enum gnn_link_op { GNN_LINK_ROWS = 1, GNN_LINK_SCORE = 2, GNN_LINK_TOPK = 3, GNN_LINK_OP_END };
+enum gnn_link_decoder { GNN_LINK_DOT = 1, GNN_LINK_MLP = 2 };
+enum { GNN_LINK_WITH_DECODER = 1 };       /* ROWS request and reply flag */
+#define GNN_PROTO_MAX_LINK_K 1000         /* TOPK's k */
+#define GNN_PROTO_MAX_LINK_PAIRS 65536    /* SCORE's pairs */
+#define GNN_PROTO_MAX_LINK_EXCL 65536     /* TOPK's excluded nodes */
+#define GNN_LINK_ANY_TYPE 0xffffffffu     /* TOPK's node_type: every type */
+
+struct gnn_link_req {
+	uint32_t op;             /* enum gnn_link_op */
+	uint32_t flags;          /* ROWS: GNN_LINK_WITH_DECODER or 0; others 0 */
+	uint32_t n;              /* ROWS: IDs (<= GNN_PROTO_MAX_IDS); SCORE: pairs
+				  * (<= GNN_PROTO_MAX_LINK_PAIRS); TOPK: excluded (<= GNN_PROTO_MAX_LINK_EXCL) */
+	uint32_t k;              /* TOPK: 1..GNN_PROTO_MAX_LINK_K; others 0 */
+	uint32_t dim;            /* TOPK: query floats, 0 (query by node) or 1..GNN_PROTO_MAX_FEAT_DIM; others 0 */
+	uint32_t node_type;      /* TOPK: candidates' type, below GNN_PROTO_MAX_TYPES or GNN_LINK_ANY_TYPE; others 0 */
+	int64_t node;            /* TOPK with dim 0: the query node (>= 0); otherwise -1 */
+	const float *query;      /* TOPK: [dim]; NULL when dim is 0 */
+	const int64_t *ids;      /* ROWS [n]; SCORE [2 n] (u, v) pairs; TOPK [n] excluded nodes */
+	void *owned;
+};
+/* The encoder borrows in's arrays (read during the call). The decoder
+ * checks op, flags, the limits above, that the fields an op does not use
+ * are zero (node -1) and that the payload is exactly what the op carries:
+ * GNN_EPROTO or GNN_ERANGE otherwise. IDs' ranges and types are the
+ * service's. */
+int gnn_encode_link_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_link_req *in);
+int gnn_decode_link_req(const void *payload, size_t len, struct gnn_link_req *out);
+
+/* LINK_RESP: what the model is (params_crc, decoder, dim, hidden) and the
+ * answer to op: ROWS rows[n x dim] (n = the request's), SCORE scores[n],
+ * TOPK nodes[n] and scores[n], n <= k, best first. With
+ * GNN_LINK_WITH_DECODER, params holds gnn_link_params_count(decoder, dim,
+ * hidden) floats (mlp: W1 [hidden x dim] row-major, b1 [hidden], w2
+ * [hidden], b2; dot: none). */
+struct gnn_link_resp {
+	uint32_t op, n, params_crc;
+	uint32_t decoder;        /* enum gnn_link_decoder */
+	uint32_t dim;            /* 1..GNN_PROTO_MAX_FEAT_DIM */
+	uint32_t hidden;         /* mlp: 1..GNN_PROTO_MAX_FEAT_DIM; dot: 0 */
+	uint32_t flags;          /* GNN_LINK_WITH_DECODER (ROWS only) */
+	const float *rows;       /* ROWS: [n x dim]; else NULL */
+	const int64_t *nodes;    /* TOPK: [n]; else NULL */
+	const float *scores;     /* SCORE, TOPK: [n]; else NULL */
+	const float *params;     /* with GNN_LINK_WITH_DECODER and mlp: [gnn_link_params_count]; else NULL */
+	void *owned;
+};
+/* Floats of a decoder's parameters: mlp hidden x dim + 2 hidden + 1, dot 0. */
+uint64_t gnn_link_params_count(uint32_t decoder, uint32_t dim, uint32_t hidden);
+/* The encoder refuses a reply over GNN_PROTO_MAX_MSG_BYTES (GNN_ERANGE).
+ * The decoder checks op, decoder, dim, hidden, flags, n within the op's
+ * limit (TOPK: GNN_PROTO_MAX_LINK_K) and that the arrays fill the payload
+ * exactly; the values are the sender's. */
+int gnn_encode_link_resp(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_link_resp *in);
+int gnn_decode_link_resp(const void *payload, size_t len, struct gnn_link_resp *out);
 
 /* Frees the copy a decoder made of misaligned arrays (owned may be NULL). */
 void gnn_proto_release(void *owned);

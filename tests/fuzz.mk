@@ -22,7 +22,8 @@ FUZZ_FLAGS ?= -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 
 # One target per payload decoder of proto.h, and "proto" running them all.
 FUZZ_TARGETS := proto error info_resp ids_req lookup_req sample_req sample_resp feat_resp label_resp \
-	split_resp nodes_req nodes_resp minibatch_req minibatch_resp predict_resp emb_req emb_resp
+	split_resp nodes_req nodes_resp minibatch_req minibatch_resp predict_resp emb_req emb_resp link_req \
+	link_resp
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_RUNS := $(FUZZ_TARGETS:%=fuzz-run-%)
 FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_DIR)/obj/libcommon/%.o,proto layout buf sample err dtype)

@@ -19,7 +19,9 @@ struct cli_config {
 	const char *store, *sampler;      /* nng URLs */
 	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
 	const char *fanouts, *fanout, *split, *type;
+	const char *pairs, *exclude, *candidate_type;  /* score, topk */
 	int64_t seed, limit, page, timeout_ms, retries;
+	int64_t node, k;                  /* topk */
 	bool json, no_features, no_labels, best;
 	struct gnn_tls_paths tls;         /* the data plane's (tls.h) */
 };
@@ -33,6 +35,10 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * ("--nodes"). *ids is malloc'd, the caller frees it; written only on
  * success. Returns GNN_EINVAL (error printed), GNN_EIO or GNN_ENOMEM. */
 int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n);
+
+/* The same for a list of node pairs u:v ("1:2,3:4"; at most
+ * GNN_PROTO_MAX_LINK_PAIRS): *ids holds 2 *n IDs, u then v. */
+int cli_parse_pairs(const char *text, const char *what, int64_t **ids, uint32_t *n);
 
 /* Parses the fanouts of option what ("--fanouts": "10,5", or per relation,
  * fanouts.h; layers 1..GNN_PROTO_MAX_LAYERS, or exactly one when one_layer)
@@ -67,6 +73,12 @@ json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn
  * "top": [{"class", "prob"}, ...]}, ...]} for ids[r->n]. */
 json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r);
 
+/* LINK replies: {"params_crc", "decoder": {"kind", "dim", "hidden"},
+ * "scores": [{"src", "dst", "score", "prob"}, ...]} for pairs[2 r->n], and
+ * {"node", "k", "params_crc", "decoder", "top": [{"node", "score", "prob"}, ...]}. */
+json_t *cli_score_json(const int64_t *pairs, const struct gnn_link_resp *r);
+json_t *cli_topk_json(int64_t node, uint32_t k, const struct gnn_link_resp *r);
+
 /* The commands. Each checks its options, calls the service and on success
  * sets *out to the JSON document to print (a new reference). On failure
  * the reason is printed and the return value is GNN_EINVAL for bad options
@@ -83,5 +95,9 @@ int cli_cmd_lookup(const struct cli_config *c, json_t **out);
 /* A graph store's learned embedding rows (or the best epoch's, --best) of
  * nodes of --type given by their original IDs. */
 int cli_cmd_embedding(const struct cli_config *c, json_t **out);
+/* A link-prediction model's scores of --pairs, and the --k best-scoring
+ * nodes for --node (docs/inference.md, "Link prediction"). */
+int cli_cmd_score(const struct cli_config *c, json_t **out);
+int cli_cmd_topk(const struct cli_config *c, json_t **out);
 
 #endif

@@ -412,7 +412,7 @@ out:
 }
 
 /* --type NAME's index in url's schema (INFO over cl). */
-static int type_index(struct gnn_client *cl, const char *url, const char *name, uint32_t *t)
+static int type_index(struct gnn_client *cl, const char *url, const char *what, const char *name, uint32_t *t)
 {
 	struct gnn_info info = { 0 };
 	int32_t k;
@@ -428,7 +428,7 @@ static int type_index(struct gnn_client *cl, const char *url, const char *name, 
 		for (uint32_t i = 0; i < info.layout.schema->num_types && used + 1 < sizeof(names); i++)
 			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
 						 info.layout.schema->types[i].name);
-		cli_error("--type %s: not a node type of the graph (%s)", name, names);
+		cli_error("%s %s: not a node type of the graph (%s)", what, name, names);
 		rc = GNN_EINVAL;
 	}
 	gnn_layout_free(&info.layout);
@@ -451,7 +451,7 @@ static int lookup(const struct cli_config *c, struct gnn_client *cl, const char 
 	int rc;
 
 	gnn_wbuf_init(&req);
-	if ((rc = type_index(cl, url, c->type, &t)) != GNN_OK)
+	if ((rc = type_index(cl, url, "--type", c->type, &t)) != GNN_OK)
 		goto out;
 	gnn_encode_lookup_req(&req, next_req_id++, t, orig, n);
 	if ((rc = call(cl, url, &req, GNN_MSG_LOOKUP_RESP, &reply, &payload, &len)) != GNN_OK)
@@ -478,6 +478,19 @@ out:
 		nng_msg_free(reply);
 	gnn_wbuf_free(&req);
 	return rc;
+}
+
+/* The global IDs of the n IDs *given: themselves (*given is then taken
+ * into *ids and set to NULL), or with --type T, original IDs of type T
+ * looked up (*ids new, the caller's). */
+static int global_ids(const struct cli_config *c, struct gnn_client *cl, const char *url, int64_t **given,
+		      uint32_t n, int64_t **ids)
+{
+	if (c->type != NULL)
+		return lookup(c, cl, url, *given, n, ids);
+	*ids = *given;
+	*given = NULL;
+	return GNN_OK;
 }
 
 int cli_cmd_lookup(const struct cli_config *c, json_t **out)
@@ -524,12 +537,8 @@ int cli_cmd_predict(const struct cli_config *c, json_t **out)
 	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_ids(c->nodes, "--nodes", &given, &n)) != GNN_OK ||
 	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
 		goto out;
-	if (c->type == NULL) {
-		ids = given;
-		given = NULL;
-	} else if ((rc = lookup(c, cl, url, given, n, &ids)) != GNN_OK) {
+	if ((rc = global_ids(c, cl, url, &given, n, &ids)) != GNN_OK)
 		goto out;
-	}
 	gnn_encode_ids_req(&req, GNN_MSG_PREDICT_REQ, next_req_id++, ids, n);
 	if ((rc = call(cl, url, &req, GNN_MSG_PREDICT_RESP, &reply, &payload, &len)) != GNN_OK)
 		goto out;
@@ -629,7 +638,7 @@ int cli_cmd_embedding(const struct cli_config *c, json_t **out)
 		return GNN_EINVAL;
 	}
 	if ((rc = cli_parse_ids(c->nodes, "--nodes", &orig, &n)) != GNN_OK ||
-	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = type_index(cl, c->store, c->type, &t)) != GNN_OK ||
+	    (rc = connect_to(c, c->store, "--store", &cl)) != GNN_OK || (rc = type_index(cl, c->store, "--type", c->type, &t)) != GNN_OK ||
 	    (rc = lookup(c, cl, c->store, orig, n, &ids)) != GNN_OK || (rc = pull_rows(c, cl, c->store, t, ids, n, &doc)) != GNN_OK)
 		goto out;
 	if (json_object_set_new(doc, "store", json_string(c->store)) != 0 ||
@@ -645,5 +654,103 @@ out:
 	gnn_client_close(cl);
 	free(orig);
 	free(ids);
+	return rc;
+}
+
+/* Sends a LINK request and decodes the reply into *r (its arrays point
+ * into *reply, the caller's: nng_msg_free), checking its op. */
+static int link_call(struct gnn_client *cl, const char *url, const struct gnn_link_req *lr, nng_msg **reply,
+		     struct gnn_link_resp *r)
+{
+	struct gnn_wbuf req;
+	const void *payload;
+	size_t len;
+	int rc;
+
+	gnn_wbuf_init(&req);
+	if ((rc = gnn_encode_link_req(&req, next_req_id++, lr)) != GNN_OK) {
+		cli_error("cannot build the link request: %s", gnn_strerror(rc));
+		goto out;
+	}
+	if ((rc = call(cl, url, &req, GNN_MSG_LINK_RESP, reply, &payload, &len)) != GNN_OK)
+		goto out;
+	if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK || r->op != lr->op ||
+	    (lr->op == GNN_LINK_TOPK ? r->n > lr->k : r->n != lr->n))
+		rc = bad_reply(url, "the reply does not answer the link request", rc ? rc : GNN_EPROTO);
+out:
+	gnn_wbuf_free(&req);
+	return rc;
+}
+
+/* SCORE: pairs of a store's own nodes, or any pairs through a sampler;
+ * with --type, pairs of original IDs of that type (a LOOKUP first). */
+int cli_cmd_score(const struct cli_config *c, json_t **out)
+{
+	struct gnn_client *cl = NULL;
+	struct gnn_link_resp r = { 0 };
+	nng_msg *reply = NULL;
+	const char *url, *opt;
+	int64_t *ids = NULL, *given = NULL;
+	uint32_t n;
+	int rc;
+
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK || (rc = cli_parse_pairs(c->pairs, "--pairs", &given, &n)) != GNN_OK ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK)
+		goto out;
+	if ((rc = global_ids(c, cl, url, &given, 2 * n, &ids)) != GNN_OK)
+		goto out;
+	if ((rc = link_call(cl, url, &(struct gnn_link_req){ .op = GNN_LINK_SCORE, .n = n, .ids = ids, .node = -1 },
+			    &reply, &r)) != GNN_OK)
+		goto out;
+	if ((*out = cli_score_json(ids, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_client_close(cl);
+	free(ids);
+	free(given);
+	return rc;
+}
+
+/* TOPK: the --k best-scoring nodes for --node, of every store through a
+ * sampler (the node itself excluded), or of one store's partition. */
+int cli_cmd_topk(const struct cli_config *c, json_t **out)
+{
+	struct gnn_link_req lr = { .op = GNN_LINK_TOPK, .k = (uint32_t)c->k, .node = c->node,
+				   .node_type = GNN_LINK_ANY_TYPE };
+	struct gnn_client *cl = NULL;
+	struct gnn_link_resp r = { 0 };
+	nng_msg *reply = NULL;
+	const char *url, *opt;
+	int64_t *excl = NULL;
+	int rc;
+
+	if (c->node < 0) {
+		cli_error("--node N is required: the global ID of the node to find links for");
+		return GNN_EINVAL;
+	}
+	if ((rc = pick_target(c, &url, &opt)) != GNN_OK ||
+	    (c->exclude != NULL && (rc = cli_parse_ids(c->exclude, "--exclude", &excl, &lr.n)) != GNN_OK) ||
+	    (rc = connect_to(c, url, opt, &cl)) != GNN_OK ||
+	    (c->candidate_type != NULL && (rc = type_index(cl, url, "--candidate-type", c->candidate_type, &lr.node_type)) != GNN_OK))
+		goto out;
+	if (lr.n > GNN_PROTO_MAX_LINK_EXCL) {
+		cli_error("--exclude: %u nodes; at most %d", (unsigned)lr.n, GNN_PROTO_MAX_LINK_EXCL);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	lr.ids = excl;
+	if ((rc = link_call(cl, url, &lr, &reply, &r)) != GNN_OK)
+		goto out;
+	if ((*out = cli_topk_json(c->node, lr.k, &r)) == NULL)
+		rc = print_json_failed();
+out:
+	gnn_proto_release(r.owned);
+	if (reply != NULL)
+		nng_msg_free(reply);
+	gnn_client_close(cl);
+	free(excl);
 	return rc;
 }

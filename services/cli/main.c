@@ -83,6 +83,30 @@ static const struct gnn_opt embedding_rows[] = {
 	{ "best", GNN_OPT_BOOL, &cfg.best, NULL, 0, 0, NULL, "the best validation epoch's rows, not the latest" },
 	{ NULL },
 };
+static const struct gnn_opt score_rows[] = {
+	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
+	  "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000 (pairs of nodes it owns)" },
+	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
+	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (any pairs)" },
+	{ "pairs", GNN_OPT_LIST, &cfg.pairs, NULL, 0, 0, NULL,
+	  "node pairs u:v (global IDs): 1:2,3:4, or @FILE / @- to read them; at most 65536" },
+	{ "type", GNN_OPT_STR, &cfg.type, NULL, 0, 0, NULL,
+	  "the node type (e.g. paper): --pairs are then original IDs of that type, as in the input files" },
+	{ NULL },
+};
+static const struct gnn_opt topk_rows[] = {
+	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
+	  "graph store's nng URL (the node must be its own; candidates: its partition's nodes)" },
+	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
+	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (candidates: every node)" },
+	{ "node", GNN_OPT_INT, &cfg.node, "-1", -1, (double)INT64_MAX, NULL, "the node (global ID) to find links for" },
+	{ "k", GNN_OPT_INT, &cfg.k, "10", 1, GNN_PROTO_MAX_LINK_K, NULL, "how many of the best-scoring nodes" },
+	{ "candidate-type", GNN_OPT_STR, &cfg.candidate_type, NULL, 0, 0, NULL,
+	  "only nodes of this type (e.g. the relation's destination type); default every type" },
+	{ "exclude", GNN_OPT_LIST, &cfg.exclude, NULL, 0, 0, NULL,
+	  "nodes never answered (e.g. the node's known neighbours): 1,2,3 or @FILE; at most 65536" },
+	{ NULL },
+};
 static const struct gnn_opt common_rows[] = {
 	{ "timeout-ms", GNN_OPT_INT, &cfg.timeout_ms, "5000", 1, 3600000, NULL,
 	  "milliseconds to wait for each attempt's reply" },
@@ -114,6 +138,10 @@ static const struct command commands[] = {
 	  lookup_rows, cli_cmd_lookup },
 	{ "embedding", "Learned embedding rows of nodes of --type (original IDs) held by a graph store (docs/embeddings.md).",
 	  embedding_rows, cli_cmd_embedding },
+	{ "score", "A link-prediction model's scores and probabilities of node pairs (docs/inference.md).", score_rows,
+	  cli_cmd_score },
+	{ "topk", "The k nodes a link-prediction model scores highest with --node (itself excluded).", topk_rows,
+	  cli_cmd_topk },
 	{ NULL },
 };
 

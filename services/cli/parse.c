@@ -10,6 +10,7 @@
 #include "dtype.h"
 #include "cli.h"
 #include "err.h"
+#include "linkpred.h"
 #include "fanouts.h"
 #include "part.h"
 
@@ -61,7 +62,9 @@ static bool is_sep(char c)
 	return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n)
+/* A list of node IDs (pairs: of pairs u:v, ids[2i] = u, ids[2i+1] = v) of
+ * at most max entries (IDs, or pairs), as cli_parse_ids and cli_parse_pairs. */
+static int parse_list(const char *text, const char *what, bool pairs, size_t max, int64_t **ids, uint32_t *n)
 {
 	char *owned = NULL;
 	const char *p;
@@ -70,7 +73,8 @@ int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n
 	int rc;
 
 	if (text == NULL) {
-		cli_error("%s is required (a list of node IDs such as 1,2,3)", what);
+		cli_error("%s is required (%s)", what, pairs ? "a list of node pairs such as 1:2,3:4" :
+			  "a list of node IDs such as 1,2,3");
 		return GNN_EINVAL;
 	}
 	if (text[0] == '@') {
@@ -94,6 +98,7 @@ int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n
 		const char *start;
 		char *end;
 		long long x;
+		bool first = pairs && count % 2 == 0;  /* u of a pair u:v: a colon follows */
 
 		p += strspn(p, " \t\r\n");
 		if (*p == '\0')
@@ -102,16 +107,20 @@ int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n
 		errno = 0;
 		x = strtoll(start, &end, 10);
 		if (end == start || *start == '+' || *start == '-' || errno != 0 ||
-		    (*end != '\0' && !is_sep(*end))) {
+		    (first ? *end != ':' : *end != '\0' && !is_sep(*end))) {
 			size_t len = strcspn(start, ", \t\r\n");
 
-			cli_error("%s: \"%.*s\" (entry %zu) is not a node ID: IDs are integers >= 0", what,
-				  (int)(len > 40 ? 40 : len), start, count + 1);
+			if (pairs)
+				cli_error("%s: \"%.*s\" (pair %zu) is not a pair of node IDs u:v (integers >= 0)", what,
+					  (int)(len > 40 ? 40 : len), start, count / 2 + 1);
+			else
+				cli_error("%s: \"%.*s\" (entry %zu) is not a node ID: IDs are integers >= 0", what,
+					  (int)(len > 40 ? 40 : len), start, count + 1);
 			goto out;
 		}
-		if (count == GNN_PROTO_MAX_IDS) {
-			cli_error("%s: more than %d node IDs; the protocol takes at most that many per request",
-				  what, GNN_PROTO_MAX_IDS);
+		if (count == max * (pairs ? 2 : 1)) {
+			cli_error("%s: more than %zu %s; the protocol takes at most that many per request", what, max,
+				  pairs ? "pairs" : "node IDs");
 			goto out;
 		}
 		if (count == cap) {
@@ -123,6 +132,14 @@ int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n
 			v = grown;
 		}
 		v[count++] = x;
+		if (first) {  /* v must follow the colon at once */
+			p = end + 1;
+			if (*p < '0' || *p > '9') {
+				cli_error("%s: pair %zu (%lld:...) has no node ID after the colon", what, count / 2 + 1, x);
+				goto out;
+			}
+			continue;
+		}
 		/* After an ID: blanks, then at most one comma that another ID follows. */
 		p = end + strspn(end, " \t\r\n");
 		if (*p == ',') {
@@ -135,17 +152,27 @@ int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n
 		}
 	}
 	if (count == 0) {
-		cli_error("%s: no node IDs given", what);
+		cli_error("%s: no %s given", what, pairs ? "pairs" : "node IDs");
 		goto out;
 	}
 	*ids = v;
-	*n = (uint32_t)count;
+	*n = (uint32_t)(pairs ? count / 2 : count);
 	v = NULL;
 	rc = GNN_OK;
 out:
 	free(v);
 	free(owned);
 	return rc;
+}
+
+int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n)
+{
+	return parse_list(text, what, false, GNN_PROTO_MAX_IDS, ids, n);
+}
+
+int cli_parse_pairs(const char *text, const char *what, int64_t **ids, uint32_t *n)
+{
+	return parse_list(text, what, true, GNN_PROTO_MAX_LINK_PAIRS, ids, n);
 }
 
 int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const struct gnn_schema *s,
@@ -428,4 +455,37 @@ json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r)
 	}
 	doc = json_pack("{s:s, s:i, s:o}", "params_crc", crc, "top_k", (int)r->k, "predictions", list);
 	return doc;
+}
+
+/* {"kind", "dim", "hidden"} of r's decoder. */
+static json_t *decoder_json(const struct gnn_link_resp *r)
+{
+	return json_pack("{s:s, s:i, s:i}", "kind", r->decoder == GNN_LINK_MLP ? "mlp" : "dot", "dim", (int)r->dim,
+			 "hidden", (int)r->hidden);
+}
+
+json_t *cli_score_json(const int64_t *pairs, const struct gnn_link_resp *r)
+{
+	json_t *list = json_array();
+	char crc[9];
+
+	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
+	for (uint32_t i = 0; list != NULL && i < r->n; i++)
+		json_array_append_new(list, json_pack("{s:I, s:I, s:f, s:f}", "src", (json_int_t)pairs[2 * i], "dst",
+						      (json_int_t)pairs[2 * i + 1], "score", (double)r->scores[i], "prob",
+						      gnn_sigmoid(r->scores[i])));
+	return json_pack("{s:s, s:o, s:o}", "params_crc", crc, "decoder", decoder_json(r), "scores", list);
+}
+
+json_t *cli_topk_json(int64_t node, uint32_t k, const struct gnn_link_resp *r)
+{
+	json_t *list = json_array();
+	char crc[9];
+
+	snprintf(crc, sizeof(crc), "%08" PRIx32, r->params_crc);
+	for (uint32_t i = 0; list != NULL && i < r->n; i++)
+		json_array_append_new(list, json_pack("{s:I, s:f, s:f}", "node", (json_int_t)r->nodes[i], "score",
+						      (double)r->scores[i], "prob", gnn_sigmoid(r->scores[i])));
+	return json_pack("{s:I, s:i, s:s, s:o, s:o}", "node", (json_int_t)node, "k", (int)k, "params_crc", crc,
+			 "decoder", decoder_json(r), "top", list);
 }

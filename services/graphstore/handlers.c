@@ -1,6 +1,6 @@
 /* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT,
  * NODES and LOOKUP over the mapped partition (store.h), PREDICT over the
- * inference's predictions (preds.h), EMB over the embeddings (emb.h).
+ * inference's predictions (preds.h), LINK over a link model's (link.h), EMB over the embeddings (emb.h).
  *
  * Every handler decodes and checks the whole request before any work and
  * answers with exactly one message: the reply, or an ERROR whose text says
@@ -19,6 +19,7 @@
 #include "err.h"
 #include "log.h"
 #include "sample.h"
+#include "link.h"
 #include "store.h"
 
 /* Payload bytes a reply may have (the protocol's message limit). */
@@ -372,6 +373,36 @@ out:
 	return rc;
 }
 
+/* LINK: rows, scores and top-k of the link-prediction output (link.h). */
+static int on_link(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
+{
+	struct gnn_link_req req;
+	struct gs_link_view v;
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
+	uint32_t nids;
+	int rc;
+
+	if ((rc = gnn_decode_link_req(payload, h->len, &req)) != GNN_OK)
+		return reply_malformed(out, h, rc);
+	/* ROWS and SCORE read owned rows only; TOPK by node the node's */
+	nids = req.op == GNN_LINK_ROWS ? req.n : req.op == GNN_LINK_SCORE ? 2 * req.n : req.dim == 0 ? 1 : 0;
+	if (!check_owned(s, h, req.op == GNN_LINK_TOPK ? &req.node : req.ids, nids, out, &rc))
+		goto out;
+	why[0] = '\0';
+	if ((rc = gs_preds_link_acquire(s->preds, &v, why, sizeof(why))) != GNN_OK) {
+		rc = reply_error(out, h->req_id, rc, "graph store %d has no link-prediction output to answer with: %s",
+				 s->part_id, why);
+		goto out;
+	}
+	rc = gs_link_answer(&v, &s->part, s->meta.layout.schema, h->req_id, &req, out, why, sizeof(why));
+	gs_preds_release(s->preds);
+	if (rc != GNN_OK && rc != GNN_ENOMEM)
+		rc = reply_error(out, h->req_id, rc, "graph store %d: %s", s->part_id, why);
+out:
+	gnn_proto_release(req.owned);
+	return rc;
+}
+
 /* EMB: the trainers' embeddings; a refusal's why is the ERROR's text. */
 static int on_emb(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
@@ -416,6 +447,8 @@ int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t le
 		return on_lookup(s, h, payload, out);
 	case GNN_MSG_EMB_REQ:
 		return on_emb(s, h, payload, out);
+	case GNN_MSG_LINK_REQ:
+		return on_link(s, h, payload, out);
 	default:
 		return reply_error(out, h->req_id, GNN_EPROTO,
 				   "a graph store does not serve %s messages (type %u)", gnn_msg_name(h->type),

@@ -14,13 +14,17 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "linkpred.h"
 
 struct gs_preds;
 
 /* Prepares (loads nothing yet) the predictions of partition part, whose
- * rows are global nodes [node_start, node_start + num_nodes), under dir
- * (borrowed). *out is the caller's: gs_preds_free. GNN_ENOMEM. */
-int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, struct gs_preds **out);
+ * rows are global nodes [node_start, node_start + num_nodes) (the label
+ * type's), and a link output's embeddings, whose rows are every node of
+ * the partition, part_nodes of them, under dir (borrowed). *out is the
+ * caller's: gs_preds_free. GNN_ENOMEM. */
+int gs_preds_new(const char *dir, int32_t part, int64_t node_start, int64_t num_nodes, int64_t part_nodes,
+		 struct gs_preds **out);
 void gs_preds_free(struct gs_preds *p);
 
 /* Encodes the PREDICT_RESP for ids (n of them, every one owned: the
@@ -30,5 +34,22 @@ void gs_preds_free(struct gs_preds *p);
  * missing, and writes nothing. */
 int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uint32_t n, struct gnn_wbuf *w,
 		    char *why, size_t why_size);
+
+/* A link-prediction model's output (summary.json "task": "link",
+ * docs/inference.md), as loaded: valid until gs_preds_release. */
+struct gs_link_view {
+	uint32_t params_crc;
+	struct gnn_linkdec dec;   /* params point into the mapped decoder.arr */
+	const float *rows;        /* [part_nodes x dec.dim]: row i is the partition's node i, all finite */
+};
+
+/* Read-locks the current output (loading it when summary.json changed)
+ * and fills *v; gs_preds_release must follow a GNN_OK. Otherwise returns,
+ * with why saying what: GNN_ENOENT (no output, or a node-classification
+ * one: "not a link-prediction model's output"), GNN_EFORMAT (it does not
+ * load: a missing or short emb.arr, a bad decoder, a NaN) or
+ * GNN_EUNAVAIL. PREDICT on a link output answers GNN_ENOENT. */
+int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_size);
+void gs_preds_release(struct gs_preds *p);
 
 #endif

@@ -215,7 +215,7 @@ int gs_store_load(struct gs_store *s)
 	/* predictions are rows of the label type's nodes of this partition */
 	lt = meta.schema->label_type;
 	if ((rc = gs_preds_new(s->preds_dir, p, part.type_start[lt], part.type_start[lt + 1] - part.type_start[lt],
-			       &s->preds)) != GNN_OK) {
+			       part.num_nodes, &s->preds)) != GNN_OK) {
 		gnn_part_close(&part);
 		gnn_arr_close(&s->node_map);
 		goto out_fail;

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "fanouts.h"
 #include "hash.h"
+#include "linkpred.h"
 #include "part.h"
 #include "sample.h"
 
@@ -972,19 +973,39 @@ out:
 	return rc;
 }
 
-int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
-			struct gnn_wbuf *w, char *err, size_t err_len)
+/* Node IDs split by owner: one call of op per partition that owns any of
+ * them (calls[0..nc)), ids[i] being calls[call_of[i]].ids[pos[i]]. The
+ * calls' ids point into sorted. */
+struct by_owner {
+	struct smp_call *calls;
+	size_t nc;
+	uint32_t *call_of, *pos;
+	int64_t *sorted;
+};
+
+static void by_owner_free(struct by_owner *b)
 {
-	const struct gnn_layout *l = be->layout;
-	uint32_t *call_of = malloc((size_t)n * 4 + 1), *pos = malloc((size_t)n * 4 + 1);
+	free(b->calls);
+	free(b->call_of);
+	free(b->pos);
+	free(b->sorted);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Splits ids[n] by owner into b (the caller's: by_owner_free, also on
+ * error). GNN_ERANGE (err naming the node outside the graph) or GNN_ENOMEM. */
+static int by_owner_split(const struct gnn_layout *l, enum smp_op op, const int64_t *ids, uint32_t n,
+			  struct by_owner *b, char *err, size_t err_len)
+{
 	uint32_t *of_part = malloc((size_t)l->num_parts * 4);
-	int64_t *sorted = malloc((size_t)n * 8 + 1);
-	struct smp_call *calls = calloc(l->num_parts, sizeof(*calls));
-	size_t nc = 0, start = w->len;
 	int rc = GNN_ENOMEM;
 
-	err[0] = '\0';
-	if (call_of == NULL || pos == NULL || of_part == NULL || sorted == NULL || calls == NULL)
+	b->call_of = malloc((size_t)n * 4 + 1);
+	b->pos = malloc((size_t)n * 4 + 1);
+	b->sorted = malloc((size_t)n * 8 + 1);
+	b->calls = calloc(l->num_parts, sizeof(*b->calls));
+	b->nc = 0;
+	if (b->call_of == NULL || b->pos == NULL || of_part == NULL || b->sorted == NULL || b->calls == NULL)
 		goto out;
 	/* One call per partition that owns any of the nodes: count, then place. */
 	memset(of_part, 0xff, (size_t)l->num_parts * 4);
@@ -998,33 +1019,231 @@ int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int
 			goto out;
 		}
 		if (of_part[p] == UINT32_MAX) {
-			of_part[p] = (uint32_t)nc;
-			calls[nc++] = (struct smp_call){ .op = SMP_OP_PREDICT, .part = (uint32_t)p };
+			of_part[p] = (uint32_t)b->nc;
+			b->calls[b->nc++] = (struct smp_call){ .op = op, .part = (uint32_t)p };
 		}
-		call_of[i] = of_part[p];
-		pos[i] = calls[call_of[i]].n++;
+		b->call_of[i] = of_part[p];
+		b->pos[i] = b->calls[b->call_of[i]].n++;
 	}
-	for (size_t c = 0, at = 0; c < nc; at += calls[c].n, c++) {
-		calls[c].first = (uint32_t)at;
-		calls[c].ids = sorted + at;
+	for (size_t c = 0, at = 0; c < b->nc; at += b->calls[c].n, c++) {
+		b->calls[c].first = (uint32_t)at;
+		b->calls[c].ids = b->sorted + at;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		sorted[calls[call_of[i]].first + pos[i]] = ids[i];
-	if (nc == 0) {
+		b->sorted[b->calls[b->call_of[i]].first + b->pos[i]] = ids[i];
+	rc = GNN_OK;
+out:
+	free(of_part);
+	return rc;
+}
+
+int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
+			struct gnn_wbuf *w, char *err, size_t err_len)
+{
+	struct by_owner b = { 0 };
+	size_t start = w->len;
+	int rc;
+
+	err[0] = '\0';
+	if ((rc = by_owner_split(be->layout, SMP_OP_PREDICT, ids, n, &b, err, err_len)) != GNN_OK)
+		goto out;
+	if (b.nc == 0) {
 		rc = gnn_encode_predict_resp(w, req_id, &(struct gnn_predict_resp){ .k = 1 });
 		goto out;
 	}
-	if ((rc = be->run(be->ctx, calls, nc, err, err_len)) == GNN_OK)
-		rc = merge_predictions(be, req_id, calls, nc, call_of, pos, n, w, err, err_len);
-	be->release(be->ctx, calls, nc);
+	if ((rc = be->run(be->ctx, b.calls, b.nc, err, err_len)) == GNN_OK)
+		rc = merge_predictions(be, req_id, b.calls, b.nc, b.call_of, b.pos, n, w, err, err_len);
+	be->release(be->ctx, b.calls, b.nc);
 out:
 	if (rc != GNN_OK)
 		w->len = start;
-	free(call_of);
-	free(pos);
-	free(of_part);
-	free(sorted);
+	by_owner_free(&b);
+	return rc;
+}
+
+/* ---- LINK ---- */
+
+/* Whether every answer of calls[0..nc) is of calls[0]'s model; if not,
+ * err names the store that differs. */
+static bool same_model(const struct smp_backend *be, const struct smp_call *calls, size_t nc, char *err,
+		       size_t err_len)
+{
+	const struct gnn_link_resp *a = &calls[0].link_resp;
+	char who[256];
+
+	for (size_t c = 1; c < nc; c++) {
+		const struct gnn_link_resp *b = &calls[c].link_resp;
+
+		if (b->params_crc == a->params_crc && b->decoder == a->decoder && b->dim == a->dim &&
+		    b->hidden == a->hidden)
+			continue;
+		be->describe(be->ctx, calls[c].part, who, sizeof(who));
+		snprintf(err, err_len, "%s holds the output of another link-prediction model (params_crc %08" PRIx32
+			 ", dim %" PRIu32 ") than partition %" PRIu32 "'s (%08" PRIx32 ", dim %" PRIu32 ")", who,
+			 b->params_crc, b->dim, calls[0].part, a->params_crc, a->dim);
+		return false;
+	}
+	return true;
+}
+
+/* The rows of ids[n] from their owners into *rows ([n x dim], the
+ * caller's to free), the model (and decoder params copied into *params,
+ * the caller's, NULL for dot) into *m. */
+static int fetch_rows(const struct smp_backend *be, const int64_t *ids, uint32_t n, struct gnn_link_resp *m,
+		      float **rows, float **params, char *err, size_t err_len)
+{
+	struct by_owner b = { 0 };
+	uint64_t np;
+	int rc;
+
+	*rows = NULL;
+	*params = NULL;
+	if ((rc = by_owner_split(be->layout, SMP_OP_LINK, ids, n, &b, err, err_len)) != GNN_OK)
+		goto out;
+	for (size_t c = 0; c < b.nc; c++)
+		b.calls[c].link = (struct gnn_link_req){ .op = GNN_LINK_ROWS, .flags = GNN_LINK_WITH_DECODER,
+							 .n = b.calls[c].n, .ids = b.calls[c].ids, .node = -1 };
+	if ((rc = be->run(be->ctx, b.calls, b.nc, err, err_len)) != GNN_OK)
+		goto out_release;
+	if (!same_model(be, b.calls, b.nc, err, err_len)) {
+		rc = GNN_EPROTO;
+		goto out_release;
+	}
+	*m = b.calls[0].link_resp;
+	np = gnn_link_params_count(m->decoder, m->dim, m->hidden);
+	*rows = malloc((size_t)n * m->dim * 4 + 1);
+	*params = malloc((size_t)np * 4 + 1);
+	if (*rows == NULL || *params == NULL) {
+		rc = GNN_ENOMEM;
+		goto out_release;
+	}
+	if (np > 0)  /* dot: no parameters (m->params NULL) */
+		memcpy(*params, m->params, (size_t)np * 4);
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(*rows + (size_t)i * m->dim, b.calls[b.call_of[i]].link_resp.rows + (size_t)b.pos[i] * m->dim,
+		       (size_t)m->dim * 4);
+out_release:
+	be->release(be->ctx, b.calls, b.nc);
+out:
+	if (rc != GNN_OK) {
+		free(*rows);
+		free(*params);
+		*rows = *params = NULL;
+	}
+	by_owner_free(&b);
+	return rc;
+}
+
+/* TOPK of query (dim floats; node: the query node, excluded, or -1) to
+ * every store at once, merged into r (its nodes and scores in t). */
+static int topk_all(const struct smp_backend *be, const struct gnn_link_req *req, const float *query, uint32_t dim,
+		    int64_t node, struct gnn_topk *t, struct gnn_link_resp *r, char *err, size_t err_len)
+{
+	uint32_t P = be->layout->num_parts, ne = req->n + (node >= 0);
+	struct smp_call *calls = calloc(P, sizeof(*calls));
+	int64_t *excl = malloc((size_t)ne * 8 + 1);
+	int rc = GNN_ENOMEM;
+
+	if (calls == NULL || excl == NULL || gnn_topk_init(t, req->k) != GNN_OK)
+		goto out;
+	memcpy(excl, req->ids, (size_t)req->n * 8);
+	if (node >= 0)
+		excl[req->n] = node;
+	if (ne > GNN_PROTO_MAX_LINK_EXCL) {
+		snprintf(err, err_len, "%" PRIu32 " excluded nodes with the query node: at most %d", ne,
+			 GNN_PROTO_MAX_LINK_EXCL);
+		rc = GNN_ERANGE;
+		goto out;
+	}
+	for (uint32_t p = 0; p < P; p++)
+		calls[p] = (struct smp_call){ .op = SMP_OP_LINK, .part = p,
+					      .link = { .op = GNN_LINK_TOPK, .n = ne, .k = req->k, .dim = dim,
+							.node_type = req->node_type, .node = -1, .query = query,
+							.ids = excl } };
+	if ((rc = be->run(be->ctx, calls, P, err, err_len)) == GNN_OK) {
+		if (!same_model(be, calls, P, err, err_len)) {
+			rc = GNN_EPROTO;
+		} else {
+			*r = calls[0].link_resp;
+			for (uint32_t p = 0; p < P; p++)
+				for (uint32_t i = 0; i < calls[p].link_resp.n; i++)
+					gnn_topk_offer(t, calls[p].link_resp.nodes[i], calls[p].link_resp.scores[i]);
+			gnn_topk_sort(t);
+		}
+	}
+	be->release(be->ctx, calls, P);
+out:
 	free(calls);
+	free(excl);
+	return rc;
+}
+
+int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_link_req *req,
+		     struct gnn_wbuf *w, char *err, size_t err_len)
+{
+	struct gnn_link_resp m = { 0 }, r = { .op = req->op };
+	struct gnn_topk t = { 0 };
+	float *rows = NULL, *params = NULL, *scores = NULL;
+	size_t start = w->len;
+	int rc;
+
+	err[0] = '\0';
+	if (req->op == GNN_LINK_TOPK && req->node_type != GNN_LINK_ANY_TYPE &&
+	    req->node_type >= be->layout->schema->num_types) {
+		snprintf(err, err_len, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
+			 be->layout->schema->num_types);
+		rc = GNN_EINVAL;
+		goto out;
+	}
+	if (req->op == GNN_LINK_TOPK && req->dim > 0) {
+		rc = topk_all(be, req, req->query, req->dim, -1, &t, &r, err, err_len);
+	} else if ((rc = fetch_rows(be, req->op == GNN_LINK_TOPK ? &req->node : req->ids,
+				    req->op == GNN_LINK_ROWS ? req->n : req->op == GNN_LINK_SCORE ? 2 * req->n : 1, &m, &rows,
+				    &params, err, err_len)) != GNN_OK) {
+		goto out;
+	} else if (req->op == GNN_LINK_TOPK) {
+		rc = topk_all(be, req, rows, m.dim, req->node, &t, &r, err, err_len);
+	} else {
+		r = m;
+		r.op = req->op;
+		r.n = req->n;
+		r.flags = req->flags;
+		r.rows = rows;
+		r.params = req->flags & GNN_LINK_WITH_DECODER ? params : NULL;
+	}
+	if (rc != GNN_OK)
+		goto out;
+	r.op = req->op;
+	r.rows = req->op == GNN_LINK_ROWS ? rows : NULL;
+	r.nodes = NULL;
+	if (req->op == GNN_LINK_TOPK) {
+		r.n = t.n;
+		r.nodes = t.nodes;
+		r.scores = t.scores;
+		r.flags = 0;
+		r.params = NULL;
+	} else if (req->op == GNN_LINK_SCORE) {
+		struct gnn_linkdec d = { .kind = m.decoder, .dim = m.dim, .hidden = m.hidden, .params = params };
+
+		if ((scores = malloc((size_t)req->n * 4 + 1)) == NULL) {
+			rc = GNN_ENOMEM;
+			goto out;
+		}
+		for (uint32_t i = 0; i < req->n; i++)
+			scores[i] = (float)gnn_linkdec_score(&d, rows + (size_t)2 * i * m.dim, rows + (size_t)(2 * i + 1) * m.dim);
+		r.scores = scores;
+		r.flags = 0;
+		r.params = NULL;
+	}
+	if ((rc = gnn_encode_link_resp(w, req_id, &r)) != GNN_OK)
+		snprintf(err, err_len, "cannot encode the reply (%s)", gnn_strerror(rc));
+out:
+	if (rc != GNN_OK)
+		w->len = start;
+	free(rows);
+	free(params);
+	free(scores);
+	gnn_topk_free(&t);
 	return rc;
 }
 

@@ -34,7 +34,7 @@
 #include "part.h"
 #include "proto.h"
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT, SMP_OP_LOOKUP };
+enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT, SMP_OP_LOOKUP, SMP_OP_LINK };
 
 /* One request to the owner of one partition and, once run, its answer. */
 struct smp_call {
@@ -65,6 +65,9 @@ struct smp_call {
 	uint32_t num_found;
 	int64_t next_cursor;      /* NODES: where the store continues, -1 when done */
 	struct gnn_predict_resp predict;  /* PREDICT: the answer (n rows; owned unused) */
+	struct gnn_link_req link;         /* LINK: the request sent (ROWS: its ids and n are
+					   * the call's; arrays borrowed from the core) */
+	struct gnn_link_resp link_resp;   /* LINK: the answer (ROWS: n rows; TOPK: at most k; owned unused) */
 	void *keep;               /* the backend's: what the answers point into */
 };
 
@@ -188,6 +191,23 @@ int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struc
  * of different runs (GNN_EPROTO). */
 int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
 			struct gnn_wbuf *w, char *err, size_t err_len);
+
+/* LINK through the sampler (docs/inference.md, "Link prediction: score
+ * and top-k"), for req (decoded):
+ *   ROWS   the final embeddings of any nodes, from their owners at once
+ *   SCORE  any pairs: both endpoints' rows from their owners at once (with
+ *          the decoder), scored here
+ *   TOPK   by node: the node's row from its owner, then a TOPK of that
+ *          query to every store at once (the node itself and req's
+ *          exclusion list excluded), merged into the k best; by query
+ *          vector: the TOPK to every store at once
+ * Every answer must come from one model (params_crc, decoder, dim,
+ * hidden). The reply, one LINK_RESP, is appended to w. On error w is as it
+ * was and err says what failed: a node outside the graph (GNN_ERANGE), a
+ * store without a link output (its code and text), owners of different
+ * models (GNN_EPROTO), GNN_ENOMEM. */
+int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_link_req *req,
+		     struct gnn_wbuf *w, char *err, size_t err_len);
 
 /* LOOKUP through the sampler: the global IDs of n nodes of type
  * node_type known by their original IDs, asked of every store at once

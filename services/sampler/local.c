@@ -271,8 +271,9 @@ static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, siz
 			break;
 		case SMP_OP_PREDICT:
 		case SMP_OP_LOOKUP:
+		case SMP_OP_LINK:
 			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no %s: only graph stores serve "
-				 "them", c->part, c->op == SMP_OP_PREDICT ? "predictions" : "node map");
+				 "them", c->part, c->op == SMP_OP_LOOKUP ? "node map" : "predictions");
 			return GNN_ENOENT;
 		default:
 			rc = GNN_EINVAL;

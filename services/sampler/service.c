@@ -143,6 +143,26 @@ static int on_predict(struct smp_service *s, const struct gnn_hdr *h, const void
 	return rc == GNN_OK ? GNN_OK : reply_error(out, h, rc, err);
 }
 
+/* LINK: rows, scores and top-k of a link-prediction model, from the owners. */
+static int on_link(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
+		   struct gnn_wbuf *out)
+{
+	struct gnn_link_req req;
+	char err[512], text[640];
+	int rc;
+
+	if ((rc = gnn_decode_link_req(payload, len, &req)) != GNN_OK) {
+		snprintf(text, sizeof(text), "malformed link request: %s (%s)",
+			 rc == GNN_ERANGE ? "over a limit: k 1..1000, pairs 65536, excluded 65536, IDs 2^22 (docs/protocol.md)"
+					  : "unknown op or flags, or lengths that do not match the payload",
+			 gnn_errname(rc));
+		return reply_error(out, h, rc, text);
+	}
+	rc = smp_link_message(s->be, h->req_id, &req, out, err, sizeof(err));
+	gnn_proto_release(req.owned);
+	return rc == GNN_OK ? GNN_OK : reply_error(out, h, rc, err);
+}
+
 /* LOOKUP: global IDs of original per-type IDs, from every store. */
 static int on_lookup(struct smp_service *s, const struct gnn_hdr *h, const void *payload, size_t len,
 		     struct gnn_wbuf *out)
@@ -204,8 +224,8 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 	char text[640];
 
 	if (h->type != GNN_MSG_MINIBATCH_REQ && h->type != GNN_MSG_NODES_REQ && h->type != GNN_MSG_INFO_REQ &&
-	    h->type != GNN_MSG_PREDICT_REQ && h->type != GNN_MSG_LOOKUP_REQ) {
-		snprintf(text, sizeof(text), "the sampler answers info, nodes, minibatch, predict and lookup requests only, "
+	    h->type != GNN_MSG_PREDICT_REQ && h->type != GNN_MSG_LOOKUP_REQ && h->type != GNN_MSG_LINK_REQ) {
+		snprintf(text, sizeof(text), "the sampler answers info, nodes, minibatch, predict, lookup and link requests only, "
 			 "not %s (type %u)", gnn_msg_name(h->type), (unsigned)h->type);
 		return reply_error(out, h, GNN_EPROTO, text);
 	}
@@ -221,5 +241,7 @@ int smp_service_handle(void *ctx, const struct gnn_hdr *h, const void *payload, 
 		return on_predict(s, h, payload, len, out);
 	if (h->type == GNN_MSG_LOOKUP_REQ)
 		return on_lookup(s, h, payload, len, out);
+	if (h->type == GNN_MSG_LINK_REQ)
+		return on_link(s, h, payload, len, out);
 	return on_minibatch(s, h, payload, len, out);
 }

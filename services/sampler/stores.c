@@ -1,6 +1,7 @@
 #include "stores.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -754,6 +755,8 @@ static int encode_call(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t 
 		return gnn_encode_ids_req(w, GNN_MSG_PREDICT_REQ, req_id, c->ids, c->n);
 	case SMP_OP_LOOKUP:
 		return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
+	case SMP_OP_LINK:
+		return gnn_encode_link_req(w, req_id, &c->link);
 	}
 	return GNN_EINVAL;
 }
@@ -766,7 +769,8 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
 					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP,
 					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP,
-					 [SMP_OP_LOOKUP] = GNN_MSG_LOOKUP_RESP };
+					 [SMP_OP_LOOKUP] = GNN_MSG_LOOKUP_RESP,
+					 [SMP_OP_LINK] = GNN_MSG_LINK_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
@@ -798,6 +802,23 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
 			return rc;
 		h->owned = c->predict.owned;
 		return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
+	}
+	if (c->op == SMP_OP_LINK) {
+		struct gnn_link_resp *r = &c->link_resp;
+
+		if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK)
+			return rc;
+		h->owned = r->owned;
+		if (r->op != c->link.op || (c->link.op == GNN_LINK_TOPK ? r->n > c->link.k : r->n != c->link.n) ||
+		    (c->link.op == GNN_LINK_ROWS && r->flags != c->link.flags) ||
+		    (c->link.op == GNN_LINK_TOPK && c->link.dim != 0 && r->dim != c->link.dim))
+			return GNN_EPROTO;
+		/* a store's top-k holds its own nodes, best first */
+		for (uint32_t i = 0; c->link.op == GNN_LINK_TOPK && i < r->n; i++)
+			if (gnn_layout_owner(&s->layout, r->nodes[i]) != (int32_t)c->part ||
+			    isnan(r->scores[i]) || (i > 0 && r->scores[i] > r->scores[i - 1]))
+				return GNN_EPROTO;
+		return GNN_OK;
 	}
 	if (c->op == SMP_OP_LOOKUP) {
 		struct gnn_ids r;
@@ -832,7 +853,8 @@ static const char *op_name(enum smp_op op)
 {
 	static const char *const names[] = { [SMP_OP_SAMPLE] = "sample", [SMP_OP_FEAT] = "features",
 					     [SMP_OP_LABEL] = "labels", [SMP_OP_NODES] = "nodes",
-					     [SMP_OP_PREDICT] = "predict", [SMP_OP_LOOKUP] = "lookup" };
+					     [SMP_OP_PREDICT] = "predict", [SMP_OP_LOOKUP] = "lookup",
+					     [SMP_OP_LINK] = "link" };
 
 	return names[op];
 }

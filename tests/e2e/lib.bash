@@ -64,3 +64,28 @@ port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head
 jget() {
 	jq -r "$2" "$1"
 }
+
+# serve_two TAG DATA [PRED]: graph stores 0 and 1 of DATA (store p serving
+# PRED$p when given, so that two stores can hold two models; else
+# DATA/predictions) and a sampler; sets URL, HTTP (its metrics port),
+# SPID and STORE0, or returns 1. Logs in $WORK/TAG*.log; the PIDs are
+# added to the caller's array PIDS (for its exit trap to kill).
+serve_two() {
+	local tag=$1 dir=$2 pred=${3:-} pa pb line
+	pa=$(free_port) pb=$(free_port)
+	for p in 0 1; do
+		"$BIN/gnn-graphstore" --data "$dir" --part $p ${pred:+--predictions "$pred$p"} \
+			--listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$pa" || echo "$pb")" \
+			--http-addr 127.0.0.1 --http-port 0 --workers 2 2>>"$WORK/$tag-store$p.log" &
+		PIDS+=($!)
+	done
+	"$BIN/gnn-sampler" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
+		--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/$tag.log" &
+	SPID=$!
+	PIDS+=($SPID)
+	wait_for 60 grep -q " ready listen=" "$WORK/$tag.log" || return 1
+	line=$(grep " ready listen=" "$WORK/$tag.log" | tail -n 1)
+	URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
+	HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
+	STORE0=tcp://127.0.0.1:$pa
+}

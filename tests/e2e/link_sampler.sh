@@ -10,38 +10,17 @@
 # goes on. Synthetic tiny (one type) and tests/data/hetero-tiny (writes
 # and rev_writes). Every process started here is killed on exit.
 . "$(dirname "$0")/lib.bash"
-S=$BIN/gnn-sampler
-G=$BIN/gnn-graphstore
 MB=$TOOLS/mbcheck
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
-# serve TAG DIR: two graph stores and a sampler on DIR (2 partitions);
-# sets URL (the sampler's), HTTP (its metrics port) and SPID, or returns 1.
-serve() {
-	local tag=$1 dir=$2 pa pb line
-	pa=$(free_port) pb=$(free_port)
-	for p in 0 1; do
-		"$G" --data "$dir" --part $p --listen "tcp://127.0.0.1:$([ $p = 0 ] && echo "$pa" || echo "$pb")" \
-			--http-addr 127.0.0.1 --http-port 0 --workers 2 2>>"$WORK/$tag-store$p.log" &
-		PIDS+=($!)
-	done
-	"$S" --listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 --workers 2 \
-		--graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pb" 2>>"$WORK/$tag.log" &
-	SPID=$!
-	PIDS+=($SPID)
-	wait_for 60 grep -q " ready listen=" "$WORK/$tag.log" || return 1
-	line=$(grep " ready listen=" "$WORK/$tag.log" | tail -n 1)
-	URL="tcp://127.0.0.1:$(sed -n 's/.* port=\([0-9]*\) .*/\1/p' <<<"$line")"
-	HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
-}
 metric() { curl -s "http://127.0.0.1:$HTTP/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 
 "$BIN/gnn-partition" --synthetic tiny --parts 2 --edge-split 0.85,0.05,0.10 --out "$WORK/tiny" >/dev/null 2>&1
 "$BIN/gnn-partition" --input "$ROOT/tests/data/hetero-tiny" --parts 2 --edge-split 0.8,0.1,0.1 \
 	--edge-relation writes --out "$WORK/ht" >/dev/null 2>&1
 
-if serve tiny "$WORK/tiny"; then
+if serve_two tiny "$WORK/tiny"; then
 	"$MB" --sampler "$URL" --parts "$WORK/tiny" --exclude 32 --fanouts=-1,-1 >"$WORK/mb-tiny" 2>&1
 	cat "$WORK/mb-tiny"
 	check tiny_excluded "tiny, 32 training pairs, fanouts -1,-1: no pair edge in any block with exclusion, every other neighbour kept, repeat identical" \
@@ -65,7 +44,7 @@ else
 	done
 fi
 
-if serve ht "$WORK/ht"; then
+if serve_two ht "$WORK/ht"; then
 	"$MB" --sampler "$URL" --parts "$WORK/ht" --exclude 16 --fanouts=-1,-1 >"$WORK/mb-ht" 2>&1
 	cat "$WORK/mb-ht"
 	check hetero_excluded "hetero-tiny writes (reverse rev_writes): no pair edge of either relation with exclusion, sampled without; wrong types refused" \

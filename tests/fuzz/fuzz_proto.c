@@ -775,6 +775,109 @@ static void check_emb_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len
 	gnn_proto_release(v.owned);
 }
 
+/* ---- LINK ---- */
+
+static uint64_t link_ids(const struct gnn_link_req *v)
+{
+	return v->op == GNN_LINK_SCORE ? 2 * (uint64_t)v->n : v->n;
+}
+
+static void check_link_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_link_req v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("link_req", gnn_decode_link_req(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.op < GNN_LINK_ROWS || v.op > GNN_LINK_TOPK ||
+	    (v.flags & ~(uint32_t)(v.op == GNN_LINK_ROWS ? GNN_LINK_WITH_DECODER : 0)) != 0)
+		broken("link_req", "accepted an unknown op or flag");
+	if (v.n > (v.op == GNN_LINK_ROWS ? GNN_PROTO_MAX_IDS : v.op == GNN_LINK_SCORE ? GNN_PROTO_MAX_LINK_PAIRS :
+		   GNN_PROTO_MAX_LINK_EXCL))
+		broken("link_req", "accepted a count over the op's limit");
+	if (v.op == GNN_LINK_TOPK ? v.k < 1 || v.k > GNN_PROTO_MAX_LINK_K || v.dim > GNN_PROTO_MAX_FEAT_DIM ||
+				    (v.node_type >= GNN_PROTO_MAX_TYPES && v.node_type != GNN_LINK_ANY_TYPE) ||
+				    (v.dim == 0) != (v.node >= 0) || (v.dim > 0 && v.node != -1)
+				  : v.k != 0 || v.dim != 0 || v.node_type != 0 || v.node != -1)
+		broken("link_req", "accepted k, dim, node_type or node out of range for the op");
+	if ((v.query != NULL) != (v.dim > 0))
+		broken("link_req", "query set without dim, or dim without query");
+	check_array_at("link_req", v.query, (uint64_t)v.dim * 4, p, len);
+	check_array_at("link_req", v.ids, link_ids(&v) * 8, p, len);
+	if (v.query != NULL)
+		touch_f32(v.query, v.dim);
+	touch_i64(v.ids, link_ids(&v));
+	gnn_wbuf_init(&w);
+	p2 = reopen("link_req", gnn_encode_link_req(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_LINK_REQ, &h2);
+	if (h2.len != len)
+		broken("link_req", "round trip: the re-encoded payload has another length");
+	if (gnn_decode_link_req(p2, h2.len, &v2) != GNN_OK)
+		broken("link_req", "round trip: the re-encoded message is refused");
+	if (v2.op != v.op || v2.flags != v.flags || v2.n != v.n || v2.k != v.k || v2.dim != v.dim ||
+	    v2.node_type != v.node_type || v2.node != v.node || !same(v2.query, v.query, (size_t)v.dim * 4) ||
+	    !same(v2.ids, v.ids, link_ids(&v) * 8))
+		broken("link_req", "round trip: a field, the query or the IDs differ");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
+static void check_link_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len)
+{
+	struct gnn_link_resp v, v2;
+	struct gnn_wbuf w;
+	struct gnn_hdr h2;
+	const void *p2;
+	uint64_t nr, np;
+
+	(void)h;
+	memset(&v, FILL, sizeof(v));
+	if (!decoded("link_resp", gnn_decode_link_resp(p, len, &v), &v, sizeof(v)))
+		return;
+	if (v.op < GNN_LINK_ROWS || v.op > GNN_LINK_TOPK || (v.decoder != GNN_LINK_DOT && v.decoder != GNN_LINK_MLP) ||
+	    v.dim < 1 || v.dim > GNN_PROTO_MAX_FEAT_DIM || v.hidden > GNN_PROTO_MAX_FEAT_DIM ||
+	    (v.decoder == GNN_LINK_DOT) != (v.hidden == 0) ||
+	    (v.flags & ~(uint32_t)(v.op == GNN_LINK_ROWS ? GNN_LINK_WITH_DECODER : 0)) != 0 ||
+	    v.n > (v.op == GNN_LINK_TOPK ? GNN_PROTO_MAX_LINK_K : v.op == GNN_LINK_SCORE ? GNN_PROTO_MAX_LINK_PAIRS :
+		   GNN_PROTO_MAX_IDS))
+		broken("link_resp", "accepted an op, decoder, width, flag or count out of range");
+	nr = v.op == GNN_LINK_ROWS ? (uint64_t)v.n * v.dim : 0;
+	np = v.flags & GNN_LINK_WITH_DECODER ? gnn_link_params_count(v.decoder, v.dim, v.hidden) : 0;
+	if ((v.rows != NULL) != (v.op == GNN_LINK_ROWS) || (v.nodes != NULL) != (v.op == GNN_LINK_TOPK) ||
+	    (v.scores != NULL) != (v.op != GNN_LINK_ROWS) || (v.params != NULL) != (np > 0))
+		broken("link_resp", "an array set that the op does not carry, or one missing");
+	check_array_at("link_resp", v.rows, nr * 4, p, len);
+	check_array_at("link_resp", v.nodes, (uint64_t)v.n * 8, p, len);
+	check_array_at("link_resp", v.scores, (uint64_t)v.n * 4, p, len);
+	check_array_at("link_resp", v.params, np * 4, p, len);
+	if (v.rows != NULL)
+		touch_f32(v.rows, nr);
+	if (v.nodes != NULL)
+		touch_i64(v.nodes, v.n);
+	if (v.scores != NULL)
+		touch_f32(v.scores, v.n);
+	if (v.params != NULL)
+		touch_f32(v.params, np);
+	gnn_wbuf_init(&w);
+	p2 = reopen("link_resp", gnn_encode_link_resp(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_LINK_RESP, &h2);
+	if (h2.len != len)
+		broken("link_resp", "round trip: the re-encoded payload has another length");
+	if (gnn_decode_link_resp(p2, h2.len, &v2) != GNN_OK)
+		broken("link_resp", "round trip: the re-encoded message is refused");
+	if (v2.op != v.op || v2.n != v.n || v2.params_crc != v.params_crc || v2.decoder != v.decoder ||
+	    v2.dim != v.dim || v2.hidden != v.hidden || v2.flags != v.flags || !same(v2.rows, v.rows, nr * 4) ||
+	    (v.nodes != NULL && !same(v2.nodes, v.nodes, (size_t)v.n * 8)) ||
+	    (v.scores != NULL && !same(v2.scores, v.scores, (size_t)v.n * 4)) || !same(v2.params, v.params, np * 4))
+		broken("link_resp", "round trip: a field or an array differs");
+	gnn_proto_release(v2.owned);
+	gnn_wbuf_free(&w);
+	gnn_proto_release(v.owned);
+}
+
 /* ---- targets ---- */
 
 struct decoder {
@@ -801,6 +904,8 @@ static const struct decoder decoders[] = {
 	{ "minibatch_resp", { GNN_MSG_MINIBATCH_RESP }, check_minibatch_resp },
 	{ "emb_req", { GNN_MSG_EMB_REQ }, check_emb_req },
 	{ "emb_resp", { GNN_MSG_EMB_RESP }, check_emb_resp },
+	{ "link_req", { GNN_MSG_LINK_REQ }, check_link_req },
+	{ "link_resp", { GNN_MSG_LINK_RESP }, check_link_resp },
 };
 #define NUM_DECODERS (sizeof(decoders) / sizeof(decoders[0]))
 

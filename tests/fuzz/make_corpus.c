@@ -209,6 +209,36 @@ static void emit_emb(struct gnn_wbuf *w)
 	emit("emb_resp", "emb_resp-bare", gnn_encode_emb_resp(w, 21, &bare), w);
 }
 
+/* LINK: every op of the request and the reply, by node and by query, dot and mlp. */
+static void emit_link(struct gnn_wbuf *w)
+{
+	static const int64_t ids[] = { 5, 1, 9, 2 };
+	static const float q[] = { 0.5f, -1, 2 }, params[] = { 1, 2, 3, 4, 5, 6, 0.5f, -0.5f, 1, -1, 0.25f };
+	struct gnn_link_req rows = { .op = GNN_LINK_ROWS, .flags = GNN_LINK_WITH_DECODER, .n = 3, .ids = ids, .node = -1 };
+	struct gnn_link_req score = { .op = GNN_LINK_SCORE, .n = 2, .ids = ids, .node = -1 };
+	struct gnn_link_req by_node = { .op = GNN_LINK_TOPK, .n = 2, .k = 10, .node_type = GNN_LINK_ANY_TYPE, .node = 7,
+					.ids = ids };
+	struct gnn_link_req by_query = { .op = GNN_LINK_TOPK, .k = 1000, .dim = 3, .node_type = 1, .node = -1, .query = q,
+					 .ids = ids };
+	/* mlp, dim 3, hidden 2: 2 x 3 + 2 + 2 + 1 = 11 parameters */
+	struct gnn_link_resp rows_resp = { .op = GNN_LINK_ROWS, .n = 1, .params_crc = 0x1f97ab63u, .decoder = GNN_LINK_MLP,
+					   .dim = 3, .hidden = 2, .flags = GNN_LINK_WITH_DECODER, .rows = q, .params = params };
+	struct gnn_link_resp score_resp = { .op = GNN_LINK_SCORE, .n = 3, .params_crc = 7, .decoder = GNN_LINK_DOT,
+					    .dim = 16, .scores = q };
+	struct gnn_link_resp topk_resp = { .op = GNN_LINK_TOPK, .n = 3, .params_crc = 7, .decoder = GNN_LINK_DOT, .dim = 16,
+					   .nodes = ids, .scores = q };
+
+	emit("link_req", "link_req-rows", gnn_encode_link_req(w, 22, &rows), w);
+	emit("link_req", "link_req-score", gnn_encode_link_req(w, 22, &score), w);
+	emit("link_req", "link_req-topk-node", gnn_encode_link_req(w, 22, &by_node), w);
+	emit("link_req", "link_req-topk-query", gnn_encode_link_req(w, 22, &by_query), w);
+	emit("link_resp", "link_resp-rows-mlp", gnn_encode_link_resp(w, 23, &rows_resp), w);
+	emit("link_resp", "link_resp-score", gnn_encode_link_resp(w, 23, &score_resp), w);
+	emit("link_resp", "link_resp-topk", gnn_encode_link_resp(w, 23, &topk_resp), w);
+	topk_resp.n = 0;
+	emit("link_resp", "link_resp-topk-empty", gnn_encode_link_resp(w, 23, &topk_resp), w);
+}
+
 int main(int argc, char **argv)
 {
 	static const int64_t ids[] = { 5, 1, 9 }, offsets[] = { 0, 4, 9, 12 };
@@ -282,5 +312,6 @@ int main(int argc, char **argv)
 	emit("nodes_resp", "nodes_resp-done", gnn_encode_nodes_resp(&w, 12, ids, 0, -1), &w);
 	emit_minibatches(&w);
 	emit_emb(&w);
+	emit_link(&w);
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "err.h"
+#include "linkpred.h"
 #include "proto.h"
 #include "sample.h"
 #include "testlib.h"
@@ -375,6 +376,99 @@ static void test_predict(void)
 		CHECK(gnn_decode_predict_resp(p, h.len, &out) == GNN_ERANGE);
 	gnn_wbuf_free(&w);
 	CHECK(strcmp(gnn_msg_name(GNN_MSG_PREDICT_REQ), "predict") == 0);
+}
+
+/* LINK_REQ and LINK_RESP: round trips of each op, the limits, the
+ * fields an op does not use. */
+static void test_link(void)
+{
+	int64_t ids[4] = { 5, 1, 9, 2 };
+	float q[3] = { 0.5f, -1, 2 }, params[11] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	struct gnn_link_req rq = { .op = GNN_LINK_TOPK, .n = 2, .k = 10, .dim = 3, .node_type = GNN_LINK_ANY_TYPE,
+				   .node = -1, .query = q, .ids = ids }, dq;
+	struct gnn_link_resp rs = { .op = GNN_LINK_ROWS, .n = 1, .params_crc = 7, .decoder = GNN_LINK_MLP, .dim = 3,
+				    .hidden = 2, .flags = GNN_LINK_WITH_DECODER, .rows = q, .params = params }, ds;
+	struct gnn_wbuf w;
+	struct gnn_hdr h;
+	const void *p;
+
+	gnn_wbuf_init(&w);
+	CHECK(gnn_encode_link_req(&w, 3, &rq) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_LINK_REQ && h.len == 32 + 16 + 16) &&
+	    CHECK(gnn_decode_link_req(p, h.len, &dq) == GNN_OK)) {
+		CHECK(dq.op == GNN_LINK_TOPK && dq.k == 10 && dq.dim == 3 && dq.query[2] == 2 && dq.ids[1] == 1 &&
+		      dq.node == -1 && dq.node_type == GNN_LINK_ANY_TYPE);
+		gnn_proto_release(dq.owned);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_link_req, sizeof(dq));
+	gnn_wbuf_free(&w);
+	/* refused by the encoder (the decoder checks the same): k 0 and 1001,
+	 * a TOPK by query naming a node, a SCORE with k, an unknown op */
+	rq.k = 0;
+	CHECK(gnn_encode_link_req(&w, 3, &rq) == GNN_ERANGE);
+	rq.k = GNN_PROTO_MAX_LINK_K + 1;
+	CHECK(gnn_encode_link_req(&w, 3, &rq) == GNN_ERANGE);
+	rq.k = 1;
+	rq.node = 4;
+	CHECK(gnn_encode_link_req(&w, 3, &rq) == GNN_EPROTO);
+	CHECK(gnn_encode_link_req(&w, 3, &(struct gnn_link_req){ .op = GNN_LINK_SCORE, .k = 1, .node = -1 }) ==
+	      GNN_EPROTO);
+	CHECK(gnn_encode_link_req(&w, 3, &(struct gnn_link_req){ .op = 4, .node = -1 }) == GNN_EPROTO);
+	CHECK(gnn_encode_link_req(&w, 3, &(struct gnn_link_req){ .op = GNN_LINK_SCORE, .node = -1,
+								  .n = GNN_PROTO_MAX_LINK_PAIRS + 1 }) == GNN_ERANGE);
+	CHECK(w.len == 0);
+	CHECK(gnn_encode_link_resp(&w, 4, &rs) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(h.type == GNN_MSG_LINK_RESP) &&
+	    CHECK(gnn_decode_link_resp(p, h.len, &ds) == GNN_OK)) {
+		CHECK(ds.n == 1 && ds.hidden == 2 && ds.rows[1] == -1 && ds.params[10] == 11 && ds.scores == NULL &&
+		      ds.nodes == NULL);
+		gnn_proto_release(ds.owned);
+	}
+	check_robust(&w, (decode_fn)gnn_decode_link_resp, sizeof(ds));
+	gnn_wbuf_free(&w);
+	rs.hidden = 0;  /* mlp without a hidden layer */
+	CHECK(gnn_encode_link_resp(&w, 4, &rs) == GNN_EPROTO);
+	rs = (struct gnn_link_resp){ .op = GNN_LINK_TOPK, .n = 3, .decoder = GNN_LINK_DOT, .dim = 16, .nodes = ids,
+				     .scores = q };
+	CHECK(gnn_encode_link_resp(&w, 4, &rs) == GNN_OK);
+	if ((p = open_msg(&w, &h)) != NULL && CHECK(gnn_decode_link_resp(p, h.len, &ds) == GNN_OK)) {
+		CHECK(ds.nodes[2] == 9 && ds.scores[2] == 2 && ds.rows == NULL && ds.params == NULL);
+		gnn_proto_release(ds.owned);
+	}
+	gnn_wbuf_free(&w);
+	CHECK(strcmp(gnn_msg_name(GNN_MSG_LINK_REQ), "link") == 0);
+}
+
+/* The decoders of linkpred.h and the top-k: ties by node ID, O(k). */
+static void test_linkpred(void)
+{
+	float a[2] = { 1, 2 }, b[2] = { 3, -1 };
+	/* mlp dim 2 hidden 2: W1 = [[1, 0], [0, 1]], b1 = [0, -10], w2 = [2, 5], b2 = 0.5 */
+	float mlp[9] = { 1, 0, 0, 1, 0, -10, 2, 5, 0.5f };
+	struct gnn_linkdec dot = { .kind = GNN_LINK_DOT, .dim = 2 }, m = { .kind = GNN_LINK_MLP, .dim = 2, .hidden = 2,
+									 .params = mlp };
+	float sc[8] = { 1, 5, 3, 5, 2, 5, 0, 4 };
+	struct gnn_topk t;
+
+	CHECK(gnn_linkdec_score(&dot, a, b) == 1);
+	/* h = a * b = [3, -2]: unit 0 = relu(3) = 3, unit 1 = relu(-12) = 0 */
+	CHECK(gnn_linkdec_score(&m, a, b) == 2 * 3 + 0.5);
+	{
+		struct gnn_linkq lq;
+
+		if (CHECK(gnn_linkq_init(&lq, &m, a) == GNN_OK))
+			CHECK(gnn_linkq_score(&lq, b) == gnn_linkdec_score(&m, a, b));
+		gnn_linkq_free(&lq);
+	}
+	CHECK(gnn_sigmoid(0) == 0.5 && gnn_sigmoid(-1000) == 0 && gnn_sigmoid(1000) == 1);
+	if (!CHECK(gnn_topk_init(&t, 3) == GNN_OK))
+		return;
+	for (int64_t i = 7; i >= 0; i--)  /* offered out of order */
+		gnn_topk_offer(&t, i, sc[i]);
+	gnn_topk_sort(&t);
+	/* three 5s (nodes 1, 3, 5): the lowest IDs first; the 4 is out */
+	CHECK(t.n == 3 && t.nodes[0] == 1 && t.nodes[1] == 3 && t.nodes[2] == 5 && t.scores[2] == 5);
+	gnn_topk_free(&t);
 }
 
 /* The bytes of a MINIBATCH_REQ without exclusion, written out by hand from
@@ -1057,5 +1151,7 @@ int main(void)
 	RUN(test_emb_req_refused);
 	RUN(test_emb_resp);
 	RUN(test_sample_choose);
+	RUN(test_link);
+	RUN(test_linkpred);
 	return t_done();
 }

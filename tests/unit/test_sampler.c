@@ -787,7 +787,7 @@ static void test_handler(void)
 	gnn_encode_sample_req(&in, 15, 1, 1, (const int32_t[]){ 5 }, seeds, 2);
 	handle(svc, &in, 0, &out, &rh);
 	CHECK(rh.type == GNN_MSG_ERROR && rh.status == GNN_EPROTO);
-	CHECK(out.len > 28 && memmem(out.buf, out.len, "info, nodes, minibatch, predict and lookup", 42) != NULL);
+	CHECK(out.len > 28 && memmem(out.buf, out.len, "info, nodes, minibatch, predict, lookup and link", 48) != NULL);
 	in.len = 0;                      /* PREDICT over in-process partitions: none to give */
 	gnn_encode_ids_req(&in, GNN_MSG_PREDICT_REQ, 16, seeds, 2);
 	handle(svc, &in, 0, &out, &rh);
