@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.bash"
 L=$BIN/gnn-local
 TR=$BIN/gnn-trainer
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 LIMITS=(--ready-timeout-s 60 --timeout-s 600 --stop-timeout-s 10)
 
 # at_least A B: A >= B (numbers).
@@ -68,6 +70,36 @@ else
 	# target is met, the AP one not yet, so AP is held to what is measured.
 	check link_cora_targets "test AUC >= 0.91 (GAE's) and AP >= 0.90: got auc=$auc ap=$ap" \
 		bash -c "awk -v a='$auc' -v p='$ap' 'BEGIN { exit !(a != \"\" && a >= 0.91 && p >= 0.90) }'"
+fi
+
+# ---- serving that run: gnn-cli score and topk through a sampler -------------------------
+# The graph stores serve the run's own output (its emb.arr, its summary),
+# which must equal tests/tools/linkfix.py's scoring of the same files: a
+# held-out test pair, its negative, and a node's top 10.
+# first_pair FILE: the first pair of an edge-split .arr (i64 [n x 2], its
+# data after the 64-byte header).
+first_pair() {
+	python3 -c "import struct,sys; print('%d:%d' % struct.unpack_from('<qq', open(sys.argv[1],'rb').read(), 64))" "$1"
+}
+ln -s "$WORK/lp/predictions" "$WORK/lp/partition/predictions"
+if serve_two serve "$WORK/lp/partition"; then
+	pair=$(first_pair "$WORK/lp/partition/edge-split/test-pos.arr")
+	neg=$(first_pair "$WORK/lp/partition/edge-split/test-neg.arr")
+	"$BIN/gnn-cli" score --sampler "$URL" --pairs "$pair,$neg" >"$WORK/score.json" 2>"$WORK/score.err" &&
+		python3 "$ROOT/tests/tools/linkfix.py" check-score "$WORK/lp/predictions" "$WORK/score.json" >"$WORK/chk" 2>&1
+	rc=$?
+	check link_serves_the_run "gnn-cli score of test pair $pair and negative $neg through a sampler equals the run's emb.arr (rc $rc: $(cat "$WORK/score.err" "$WORK/chk" 2>/dev/null | head -n 2))" \
+		[ $rc -eq 0 ]
+	"$BIN/gnn-cli" topk --sampler "$URL" --node "${pair%%:*}" --k 10 >"$WORK/topk.json" 2>"$WORK/topk.err" &&
+		python3 "$ROOT/tests/tools/linkfix.py" check-topk "$WORK/lp/predictions" "$WORK/topk.json" "${pair%%:*}" 10 >"$WORK/chk" 2>&1
+	rc=$?
+	check link_topk_of_the_run "gnn-cli topk --node ${pair%%:*} --k 10 equals the brute force over the run's embeddings (rc $rc: $(cat "$WORK/topk.err" "$WORK/chk" 2>/dev/null | head -n 2))" \
+		[ $rc -eq 0 ]
+	kill -TERM "${PIDS[@]}" 2>/dev/null
+	wait "${PIDS[@]}" 2>/dev/null
+	PIDS=()
+else
+	fail link_serves_the_run "sampler not ready: $(tail -n 3 "$WORK/serve.log")"
 fi
 
 # ---- the leak: the same run with the exclusion off ------------------------------------
