@@ -22,8 +22,8 @@
 #     (bench_lib.bash), and the training system's sum;
 #   - the link metrics: the trainer's sampled test AUC/AP, and inference's
 #     AUC, AP, MRR, Hits@1/3/10 on the valid and test pairs.
-# A products epoch is 52.6M training pairs (25,667 steps per trainer at
-# batch 1024): hours on a 2-core machine (docs/scale.md, "Link prediction
+# A products epoch is 52.6M training pairs (25,674 steps per trainer at
+# batch 1024): about 6 hours on a 2-core machine (docs/scale.md, "Link prediction
 # at products scale"). GNN_BENCH_TRAIN_BUDGET_S=S stops the training after
 # S seconds (gnn-local --timeout-s) and reports what ran instead: the
 # steps done, their rate and the epoch they project, every process's
