@@ -10,6 +10,7 @@
 #   make bench  partitioner time and peak memory at ogbn-products scale, the
 #               trainer step, the epoch split, inference against sampled
 #               evaluation (small, products), products and mag end to end,
+#               products link prediction (its training bounded to 10 minutes),
 #               and distributed sampling throughput against in-process sampling
 #   make bench-products  ogbn-products scale end to end: partition, one epoch,
 #               validation, the test accuracy by inference; time and memory
@@ -17,6 +18,10 @@
 #   make bench-mag  the heterogeneous `mag` preset (ogbn-mag's size) end to end:
 #               partition, R-GCN against the features-only baseline, the step
 #               against gnn-trainer bench --sampler, inference (tests/bench_mag.sh)
+#   make bench-link  link prediction at ogbn-products scale: partition with an edge
+#               split, GraphSAGE 15,10 on 2 stores, 2 samplers, 2 trainers, inference's
+#               AUC/AP/MRR/Hits; time per stage and memory per process (tests/bench_link.sh;
+#               a products epoch takes hours on 2 cores: GNN_BENCH_TRAIN_BUDGET_S=600 bounds it)
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 #   make test-net  network faults between emulated hosts (namespaces; root):
 #               partitions, a lost node, packet loss (tests/net/netfaults.sh)
@@ -82,7 +87,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-net clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-net clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -163,6 +168,10 @@ bench-products: deps
 bench-mag: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench_mag.sh $(BUILD)
+
+bench-link: deps
+	@$(MAKE) --no-print-directory all
+	@tests/bench_link.sh $(BUILD)
 
 # The cost model's check point (docs/scale.md, "ogbn-papers100M: a cost
 # model"): not in make test (root, namespaces, about 5 minutes).

@@ -10,6 +10,14 @@
 #   mem_watch_stop               ends the sampler
 #   mem_table PIDS FILE          one "memory NAME peak_rss_mb= peak_anon_mb= cpu_s= minor_faults=
 #                                late_faults=" line per process of PIDS ("name pid" lines), sorted
+#   mem_system_sum MEMORY PART_BYTES PARAMS [WHAT]
+#                                the "memory training_system" line: mem_table's lines (MEMORY)
+#                                summed, inference workers left out, against 2x PART_BYTES
+#                                plus the model (PARAMS x 16 bytes); WHAT names the reference
+#   local_failed WHAT OUT        a gnn-local run (WHAT) failed: ends the sampler, prints
+#                                its output's (OUT) last 20 lines, exits 1
+#   epoch_split                  a trainer's `epoch` line (stdin) from its loss on: the epoch
+#                                split (epoch_s, wait_s, compute_s, allreduce_s, eval_s, ...)
 # VmHWM is the kernel's own peak and counts mapped files (a graph store's
 # partition); RssAnon is the process's own memory, sampled, so a peak
 # shorter than half a second can be missed. cpu_s is the process's user
@@ -82,6 +90,27 @@ mem_table() {
 	     END { for (p in hwm) printf "memory %-13s peak_rss_mb=%.0f peak_anon_mb=%.0f cpu_s=%.1f minor_faults=%d late_faults=%d\n", name[p], hwm[p] / 1024, anon[p] / 1024, cpu[p] / hz, flt[p], flt[p] - seen[p, int((ns[p] + 1) / 2)] }' \
 		"$1" "$2" | sort
 }
+
+mem_system_sum() {
+	awk -v part="$2" -v params="${3:-0}" -v what="${4:-2x the partition output + the model}" '$2 !~ /^infer/ {
+			split($3, r, "="); split($4, a, "="); split($5, c, "="); split($6, f, "="); split($7, l, "=")
+			tr += r[2]; ta += a[2]; tc += c[2]; tf += f[2]; tl += l[2]
+		}
+		END {
+			ref = (2 * part + 16 * params) / 1048576   # the model: parameters, gradients, Adam moments, best copy
+			printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (%s) ratio=%.2f cpu_s=%.0f minor_faults=%d late_faults=%d\n",
+				tr, ta, ref, what, tr / ref, tc, tf, tl
+		}' "$1"
+}
+
+local_failed() {
+	mem_watch_stop
+	echo "$1 failed:" >&2
+	tail -n 20 "$2" >&2
+	exit 1
+}
+
+epoch_split() { sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //'; }
 
 # kv KEY: KEY's value in the key=value line on stdin.
 kv() { grep -o " $1=[^ ]*" | head -n 1 | cut -d= -f2; }

@@ -77,17 +77,14 @@ echo "step_bench $(grep '^nodes_per_hop=' "$WORK/step-bench.out") $(grep '^edges
 mem_watch_start "$BUILD" "$WORK/rss.samples"
 # shellcheck disable=SC2086
 "$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" "${MODEL[@]}" \
-	--baseline --fresh --workdir "$WORK/run" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local.out" 2>&1 || {
-	echo "bench_mag: gnn-local failed:" >&2
-	tail -n 20 "$WORK/local.out" >&2
-	exit 1
-}
+	--baseline --fresh --workdir "$WORK/run" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local.out" 2>&1 ||
+	local_failed "bench_mag: gnn-local" "$WORK/local.out"
 t_end=$(date +%s.%N)
 mem_watch_stop
 
 T0=$WORK/run/logs/trainer-0.log
 epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
-echo "epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
+echo "epoch $(epoch_split <<<"$epoch")"
 steps=$(kv steps <<<"$epoch")
 train_s=$(grep -o ' training [0-9.]* s' "$WORK/local.out" | head -n 1 | awk '{ print $2 }')
 awk -v c="$(kv compute_s <<<"$epoch")" -v cpu="$(kv compute_cpu_s <<<"$epoch")" -v n="$steps" -v b="$bench_ms" -v t="$THREADS" 'BEGIN {
@@ -110,16 +107,13 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	mem_watch_start "$BUILD" "$WORK/rss-emb.samples"
 	# shellcheck disable=SC2086
 	"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" "${MODEL[@]}" \
-		--embed-dim "$EMBED_DIM" --fresh --workdir "$WORK/run-emb" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local-emb.out" 2>&1 || {
-		echo "bench_mag: gnn-local with embeddings failed:" >&2
-		tail -n 20 "$WORK/local-emb.out" >&2
-		exit 1
-	}
+		--embed-dim "$EMBED_DIM" --fresh --workdir "$WORK/run-emb" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local-emb.out" 2>&1 ||
+		local_failed "bench_mag: gnn-local with embeddings" "$WORK/local-emb.out"
 	mem_watch_stop
 	T0=$WORK/run-emb/logs/trainer-0.log
 	epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
 	echo "embed $(grep -o 'embeddings types=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
-	echo "embed_epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
+	echo "embed_epoch $(epoch_split <<<"$epoch")"
 	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, a, "="); s += a[2]; n++ } }
 		END { if (n) printf "embed_checkpoints count=%d seconds_each=%.1f\n", n, s / n }'
 	du -sm "$(ls -d "$WORK/run-emb/checkpoints"/epoch-* | tail -n 1)" | awk '{ print "embed_checkpoint_mb=" $1 }'

@@ -112,12 +112,7 @@ run_path() {
 	# shellcheck disable=SC2086
 	"$BUILD/bin/gnn-local" --partition-dir "$part" --samplers 2 --trainers 2 --epochs "$EPOCHS" \
 		--fresh --workdir "$WORK/run-$name" $args $([ "$infer" = 1 ] || echo --no-infer) ${GNN_BENCH_LOCAL_ARGS:-} \
-		>"$WORK/local-$name.out" 2>&1 || {
-		mem_watch_stop
-		echo "bench_products: gnn-local ($name) failed:" >&2
-		tail -n 20 "$WORK/local-$name.out" >&2
-		exit 1
-	}
+		>"$WORK/local-$name.out" 2>&1 || local_failed "bench_products: gnn-local ($name)" "$WORK/local-$name.out"
 	mem_watch_stop
 	t1=$(date +%s.%N)
 	report_path "$name" "$infer" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')"
@@ -137,7 +132,7 @@ report_path() {
 	mem_table "$WORK/pids-$name" "$WORK/rss-$name.samples" >"$WORK/memory-$name"
 	{
 		echo "path=$name seconds=$secs"
-		echo "epoch $(sed 's/.* epoch epoch=[0-9]* epochs=[0-9]* //' <<<"$epoch")"
+		echo "epoch $(epoch_split <<<"$epoch")"
 		awk -v c="$(kv compute_s <<<"$epoch" || true)" -v cpu="$(kv compute_cpu_s <<<"$epoch" || true)" -v n="$steps" \
 			-v b="$bench_ms" -v t="$THREADS" 'BEGIN {
 			w = c / n * 1000; u = cpu / n * 1000
@@ -148,15 +143,7 @@ report_path() {
 		echo "test sampled_test_acc=$(kv test_acc <<<"$line" || true)"
 		if [ "$infer" = 1 ]; then infer_report "$PRESET" "$run" "$WORK/local-$name.out"; fi
 		cat "$WORK/memory-$name"
-		awk -v part="$part_bytes" -v params="${params:-0}" '$2 !~ /^infer/ {
-				split($3, r, "="); split($4, a, "="); split($5, c, "="); split($6, f, "="); split($7, l, "=")
-				tr += r[2]; ta += a[2]; tc += c[2]; tf += f[2]; tl += l[2]
-			}
-			END {
-				ref = (2 * part + 16 * params) / 1048576   # the model: parameters, gradients, Adam moments, best copy
-				printf "memory training_system sum_peak_rss_mb=%.0f sum_peak_anon_mb=%.0f reference_mb=%.0f (2x the partition output + the model) ratio=%.2f cpu_s=%.0f minor_faults=%d late_faults=%d\n",
-					tr, ta, ref, tr / ref, tc, tf, tl
-			}' "$WORK/memory-$name"
+		mem_system_sum "$WORK/memory-$name" "$part_bytes" "$params"
 	} | sed "s/^/$name /" | tee "$WORK/path-$name"
 }
 
