@@ -36,8 +36,8 @@ struct loc_config {
 	const char *features_from, *cache_ratio;
 	int64_t cache_presample;
 	/* --task link (docs/local.md): the edge split, then gnn-trainer's link flags */
-	const char *task, *decoder, *exclude;
-	int64_t emb_dim, decoder_hidden, neg_k;
+	const char *task, *decoder, *exclude, *degree_scale;
+	int64_t emb_dim, decoder_hidden, neg_k, epoch_pairs;
 	bool neg_in_batch;
 	double embed_lr;
 	double lr, weight_decay, dropout;

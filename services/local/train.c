@@ -87,6 +87,9 @@ int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer)
 {
 	int rc = GNN_OK;
 
+	if (cfg->degree_scale != NULL && strcmp(cfg->degree_scale, "on") == 0 &&
+	    (rc = loc_argv_add(a, "--degree-scale")) != GNN_OK)
+		return rc;
 	if (strcmp(cfg->task, "link") != 0)
 		return GNN_OK;
 	if ((rc = loc_argv_add(a, "--task=link")) != GNN_OK || (rc = loc_argv_add_opt(a, "emb-dim", cfg->emb_dim, 0)) ||
@@ -95,6 +98,7 @@ int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer)
 		return rc;
 	/* the trainers read the edge split from the partition output */
 	if ((rc = loc_argv_add_opt(a, "neg-k", cfg->neg_k, 1)) != GNN_OK ||
+	    (rc = loc_argv_add_opt(a, "epoch-pairs", cfg->epoch_pairs, 1)) != GNN_OK ||
 	    (cfg->neg_in_batch && (rc = loc_argv_add(a, "--neg-in-batch")) != GNN_OK) ||
 	    (cfg->exclude != NULL && (rc = loc_argv_add(a, "--exclude=%s", cfg->exclude)) != GNN_OK))
 		return rc;

@@ -47,7 +47,7 @@ static struct {
 	const char *data, *ckpt, *out, *model, *embed_types, *embed_input, *embed_optimizer, *task, *decoder;
 	int64_t embed_dim, emb_dim, decoder_hidden;
 	int64_t workers, worker, layers, hidden, num_bases, top_k, buffer_mb, threads, wait_s, epochs;
-	bool embeddings;
+	bool embeddings, degree_scale;
 } ic;
 
 static const struct gnn_opt infer_options[] = {
@@ -81,6 +81,7 @@ static const struct gnn_opt infer_options[] = {
 	{ "decoder", GNN_OPT_STR, &ic.decoder, "dot", 0, 0, "dot|mlp", "the trained model's --decoder (link)" },
 	{ "decoder-hidden", GNN_OPT_INT, &ic.decoder_hidden, "0", 0, 65536, NULL,
 	  "the trained model's --decoder-hidden (link; 0: the embedding width)" },
+	{ "degree-scale", GNN_OPT_BOOL, &ic.degree_scale, NULL, 0, 0, NULL, "the trained model's --degree-scale" },
 	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
 	  "rows gathered per batch at most (a node's whole neighbourhood is one batch at least)" },
 	{ "threads", GNN_OPT_INT, &ic.threads, "0", 0, 1024, NULL, "OpenBLAS and gather threads (0: one per CPU)" },
@@ -234,6 +235,7 @@ static int load_model(struct infer *in)
 	struct tr_ckpt ck;
 	int rc;
 
+	c.degree_scale = mc.degree_scale = ic.degree_scale;
 	if (ic.embed_dim > 0) {
 		if ((rc = tr_emb_open(&eo, g, &in->emb)) != GNN_OK)
 			return rc;
@@ -256,8 +258,8 @@ static int load_model(struct infer *in)
 	if (in->res.model_hash != mh) {
 		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
 			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
-			  "check --data, --model, --layers, --hidden, --num-bases, --embed-*, --task, --emb-dim and "
-			  "--decoder* against the training run\"", ic.ckpt,
+			  "check --data, --model, --layers, --hidden, --num-bases, --embed-*, --task, --emb-dim, "
+			  "--decoder* and --degree-scale against the training run\"", ic.ckpt,
 			  in->res.model_hash, mh, g->graph_id);
 		return GNN_EINVAL;
 	}
@@ -1061,6 +1063,12 @@ static int write_summary(struct infer *in)
 	if (rc != GNN_OK)
 		return rc;
 	gnn_rm_rf(in->work);
+	if (in->link) {   /* no classes: its measures are link_metrics' line */
+		GNN_INFO("infer_summary", "task=link nodes=%" PRId64 " parts=%" PRIu32 " params_crc=%08" PRIx32
+			 " out=%s seconds=%.1f", in->meta.layout.num_nodes, in->P, in->res.params_crc, ic.out,
+			 gnn_now() - in->t0);
+		return GNN_OK;
+	}
 	GNN_INFO("infer_summary", "test_acc=%.4f valid_acc=%.4f train_acc=%.4f sampled_test_acc=%.4f nodes=%" PRId64
 		 " parts=%" PRIu32 " params_crc=%08" PRIx32 " out=%s seconds=%.1f", acc(&c, 3), acc(&c, 2), acc(&c, 1),
 		 in->res.test_acc, in->meta.layout.num_nodes, in->P, in->res.params_crc, ic.out, gnn_now() - in->t0);

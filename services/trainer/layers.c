@@ -355,6 +355,22 @@ static int materialise(struct tr_layers *s, uint32_t l, struct tr_kstats *ks)
 	return GNN_OK;
 }
 
+/* cfg degree_scale (model.h): rows [0, num_dst) of m (row stride ld),
+ * their first cols floats, times sqrt(deg(v) + 1), deg(v) the dst's edges
+ * over all R relations. The forward pass scales X_l's aggregate; the
+ * backward pass the same rows of dX, the scale being a constant of the
+ * block. */
+static void degree_scale_rows(const struct gnn_block *b, size_t R, float *m, size_t ld, size_t cols)
+{
+	for (size_t v = 0; v < b->num_dst; v++)
+		tr_vscale(m + v * ld, sqrtf((float)(b->indptr[(v + 1) * R] - b->indptr[v * R]) + 1.0f), cols);
+}
+
+static bool scaled(const struct tr_layers *s, uint32_t l)
+{
+	return s->cfg.degree_scale && l + 1 == s->cfg.num_layers;
+}
+
 /* Layer l of block b from the source rows h into y (num_dst x out_l),
  * keeping X_l for the backward pass; dropout with key when asked. */
 static int layer(struct tr_layers *s, uint32_t l, const struct gnn_block *b,
@@ -369,6 +385,8 @@ static int layer(struct tr_layers *s, uint32_t l, const struct gnn_block *b,
 	ac = (struct tr_agg_ctx){ b, s->R, h, s->x[l].p, in, ldx };
 	/* ~64 KiB of gathered rows per thread at least. */
 	tr_par_for(nd, 1 + 16384 / (in * (1 + b->num_edges / (nd ? nd : 1))), s->spec->agg_rows, &ac);
+	if (scaled(s, l))
+		degree_scale_rows(b, s->R, s->x[l].p, ldx, s->nmat * in);
 	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, s->nmat * in + 1, s->x[l].p, ldx, weights(s, l), out, y,
 		 out);
 	if (l + 1 < s->cfg.num_layers)
@@ -460,6 +478,8 @@ static int source_grads(struct tr_layers *s, uint32_t l, const struct gnn_block 
 	    (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK)
 		return rc;
 	tr_sgemm(ks, CblasNoTrans, CblasTrans, nd, win, out, dy, out, weights(s, l), out, s->dx.p, win);
+	if (scaled(s, l))
+		degree_scale_rows(b, s->R, s->dx.p, win, win);
 	gc = (struct tr_grad_ctx){ b, s->R, s->tptr.p, s->tidx.p, s->dx.p, h, dh->p, in, scale };
 	tr_par_for(ns, 1 + 16384 / (in * (1 + b->num_edges / (ns ? ns : 1))), s->spec->grad_rows, &gc);
 	return GNN_OK;

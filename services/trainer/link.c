@@ -129,31 +129,39 @@ int tr_link_loss(const struct tr_decoder *dec, const float *p, const float *emb,
 		 const uint32_t *pairs, size_t n, size_t npos, double *loss, float *scores, float *demb, float *gp)
 {
 	float *work = NULL;
-	double sum = 0;
+	double sum = 0, wpos = 1, norm = (double)n;
 
 	if (n == 0) {
 		*loss = 0;
 		return GNN_OK;
+	}
+	/* The positives weigh as much as the negatives together (GAE's
+	 * pos_weight): with K negatives per positive, each positive counts K
+	 * times. One negative per positive: the plain mean. */
+	if (npos > 0 && npos < n) {
+		wpos = (double)(n - npos) / (double)npos;
+		norm = 2.0 * (double)(n - npos);
 	}
 	if (dec->kind == TR_DEC_MLP && (work = malloc(2 * (size_t)dec->hidden * sizeof(float))) == NULL)
 		return GNN_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const float *hu = emb + (size_t)pairs[2 * i] * ld, *hv = emb + (size_t)pairs[2 * i + 1] * ld;
 		float s = tr_decoder_score(dec, p, hu, hv, work), y = i < npos ? 1.0f : 0.0f;
+		double w = i < npos ? wpos : 1.0;
 
 		/* BCE with logits: softplus(s) - y s; its derivative sigmoid(s) - y */
-		sum += softplus(s) - y * s;
+		sum += w * (softplus(s) - y * s);
 		if (scores != NULL)
 			scores[i] = s;
 		if (demb != NULL) {
-			float ds = (float)((1.0 / (1.0 + exp(-(double)s)) - y) / (double)n);
+			float ds = (float)(w * (1.0 / (1.0 + exp(-(double)s)) - y) / norm);
 
 			tr_decoder_backward(dec, p, hu, hv, ds, gp, demb + (size_t)pairs[2 * i] * ld,
 					    demb + (size_t)pairs[2 * i + 1] * ld, work);
 		}
 	}
 	free(work);
-	*loss = sum / (double)n;
+	*loss = sum / norm;
 	return GNN_OK;
 }
 

@@ -45,12 +45,14 @@ float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float
 void tr_decoder_backward(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv,
 			 float dscore, float *gp, float *ghu, float *ghv, float *work);
 
-/* Mean binary cross-entropy with logits over n pairs: pair i joins rows
+/* Binary cross-entropy with logits over n pairs: pair i joins rows
  * pairs[2i] and pairs[2i+1] of emb (rows of ld floats, the first d used),
- * label 1 for the first npos pairs and 0 for the rest. Writes *loss, the
- * scores (n floats, the caller's; may be NULL), and when demb is not NULL
- * the gradient with respect to emb (rows x ld, zeroed first by the
- * caller) and accumulates the parameters' into gp. GNN_ENOMEM. */
+ * label 1 for the first npos pairs and 0 for the rest; the positives
+ * together weigh as much as the negatives (each positive (n - npos) / npos
+ * times, GAE's pos_weight; the plain mean for as many of each). Writes
+ * *loss, the scores (n floats, the caller's; may be NULL), and when demb
+ * is not NULL the gradient with respect to emb (rows x ld, zeroed first
+ * by the caller) and accumulates the parameters' into gp. GNN_ENOMEM. */
 int tr_link_loss(const struct tr_decoder *dec, const float *p, const float *emb, size_t ld,
 		 const uint32_t *pairs, size_t n, size_t npos, double *loss, float *scores, float *demb, float *gp);
 

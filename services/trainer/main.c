@@ -38,8 +38,8 @@ struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
 		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern,
 		*features_from, *cache_ratio, *task, *data, *decoder, *exclude;
-	int64_t embed_dim, cache_presample, emb_dim, decoder_hidden, neg_k;
-	bool neg_in_batch;
+	int64_t embed_dim, cache_presample, emb_dim, decoder_hidden, neg_k, epoch_pairs;
+	bool neg_in_batch, degree_scale;
 	double embed_lr;
 	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
 		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
@@ -150,11 +150,17 @@ static const struct gnn_opt options[] = {
 	{ "decoder-hidden", GNN_OPT_INT, &opt.decoder_hidden, "0", 0, 65536, NULL,
 	  "--decoder mlp: width of its hidden layer (0: the embedding width)" },
 	{ "neg-k", GNN_OPT_INT, &opt.neg_k, "1", 1, 1024, NULL, "--task link: negatives per positive edge" },
+	{ "epoch-pairs", GNN_OPT_INT, &opt.epoch_pairs, "0", 0, INT64_MAX, NULL,
+	  "--task link: training edges an epoch visits over all trainers, another seeded sample each epoch "
+	  "(0: every one; for graphs whose full epoch takes hours)" },
 	{ "neg-in-batch", GNN_OPT_BOOL, &opt.neg_in_batch, NULL, 0, 0, NULL,
 	  "--task link: negatives from the destinations of the step's other positives instead of uniform ones" },
 	{ "exclude", GNN_OPT_STR, &opt.exclude, "on", 0, 0, "on|off",
 	  "--task link: remove each step's positive edges and their reverses from its sampled neighbourhoods "
 	  "(off leaks the scored edge into the model's input: logged as a warning)" },
+	{ "degree-scale", GNN_OPT_BOOL, &opt.degree_scale, NULL, 0, 0, NULL,
+	  "the last layer's aggregate times sqrt(in-degree + 1), so embeddings carry the node's degree as GAE's "
+	  "GCN does: for link prediction over whole neighbourhoods (docs/training.md)" },
 	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
 	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
 	GNN_TLS_OPTIONS(opt.tls),
@@ -232,15 +238,12 @@ static int parse_cache(const char *text, double *ratio, uint64_t *bytes)
 /* --task link's fields of c (the table checked each value). */
 static int resolve_link(struct tr_config *c)
 {
+	c->degree_scale = opt.degree_scale;
 	if (strcmp(opt.task, "link") != 0)
 		return GNN_OK;
 	if (opt.data == NULL) {
 		GNN_ERROR("bad_config", "task=link reason=\"--task link needs --data DIR, the partition output with "
 			  "the edge split (gnn-partition --edge-split)\"");
-		return GNN_EINVAL;
-	}
-	if (opt.embed_dim > 0) {
-		GNN_ERROR("bad_config", "task=link reason=\"--embed-dim is not supported with --task link yet\"");
 		return GNN_EINVAL;
 	}
 	c->link = true;
@@ -249,6 +252,7 @@ static int resolve_link(struct tr_config *c)
 	c->decoder = strcmp(opt.decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
 	c->decoder_hidden = opt.decoder_hidden > 0 ? (uint32_t)opt.decoder_hidden : c->emb_dim;
 	c->neg_k = (uint32_t)opt.neg_k;
+	c->epoch_pairs = (uint64_t)opt.epoch_pairs;
 	c->neg_in_batch = opt.neg_in_batch;
 	c->exclude = strcmp(opt.exclude, "on") == 0;
 	return GNN_OK;

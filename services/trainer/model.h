@@ -49,6 +49,13 @@ struct tr_model_cfg {
 				* matrix per relation (other models: 0) */
 	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
 				* rows (learnable embeddings, emb.h: tr_model_input_grad) */
+	/* The last layer's aggregate of each destination v (its X row but
+	 * the bias column) times sqrt(deg(v) + 1), deg(v) its in-degree in
+	 * the block: outputs whose size grows with the node's degree. A dot
+	 * product of two such embeddings then carries both degrees, as the
+	 * symmetric normalisation D^-1/2 (A + I) D^-1/2 of GAE's GCN does
+	 * (docs/training.md, "Link prediction"). */
+	bool degree_scale;
 };
 
 /* Time and work in the matrix products of one call: flops / matmul_s is

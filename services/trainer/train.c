@@ -66,6 +66,7 @@ struct run {
 	size_t ntrain, nvalid, ntest;           /* valid and test: the evaluation samples */
 	size_t valid_all, test_all;             /* the splits' sizes */
 	size_t share_lo, share_hi, per_rank;    /* this rank's training nodes, and every rank's count */
+	size_t per_epoch;                       /* seeds (node) or positives (link) an epoch visits, <= per_rank */
 	uint32_t steps;
 	int64_t *epoch_seeds;                   /* [per_rank] */
 	int32_t *pred;                          /* [eval_batch] */
@@ -141,6 +142,8 @@ uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
 	/* a link model's checkpoints are not a node model's, nor another decoder's */
 	if (c->link)
 		h = gnn_draw64(gnn_draw64(gnn_draw64(h ^ 0x6c696e6bull, c->emb_dim), c->decoder), c->decoder_hidden);
+	if (c->degree_scale)
+		h = gnn_draw64(h ^ 0x646567ull, 1);
 	return gnn_draw64(h, g->graph_id);
 }
 
@@ -173,6 +176,8 @@ uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
 		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[k]), (uint32_t)c->eval_fanouts[k]);
 	if (c->link)
 		h = gnn_draw64(gnn_draw64(gnn_draw64(h, c->neg_k), c->neg_in_batch), c->exclude);
+	if (c->link && c->epoch_pairs > 0)   /* the steps of an epoch; none: the hash as before */
+		h = gnn_draw64(h ^ 0x6570ull, c->epoch_pairs);
 	return h;
 }
 
@@ -357,7 +362,7 @@ static int load_nodes(struct run *r)
 	 * steps and no one waits at an all-reduce that others never reach. */
 	r->share_lo = (size_t)((uint64_t)r->ntrain * c->rank / c->world);
 	r->share_hi = (size_t)((uint64_t)r->ntrain * (c->rank + 1) / c->world);
-	r->per_rank = (r->ntrain + c->world - 1) / c->world;
+	r->per_rank = r->per_epoch = (r->ntrain + c->world - 1) / c->world;
 	r->steps = (uint32_t)((r->per_rank + c->batch - 1) / c->batch);
 	if ((r->epoch_seeds = malloc(r->per_rank * sizeof(int64_t))) == NULL ||
 	    (r->pred = malloc(c->eval_batch * sizeof(int32_t))) == NULL)
@@ -500,8 +505,10 @@ static int load_link(struct run *r)
 	lo = (size_t)((uint64_t)n * c->rank / c->world);
 	hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
 	r->ntrain = hi - lo;
-	r->per_rank = (n + c->world - 1) / c->world;
-	r->steps = (uint32_t)((r->per_rank + c->batch - 1) / c->batch);
+	r->per_rank = r->per_epoch = (n + c->world - 1) / c->world;
+	if (c->epoch_pairs > 0 && (c->epoch_pairs + c->world - 1) / c->world < r->per_rank)
+		r->per_epoch = (size_t)((c->epoch_pairs + c->world - 1) / c->world);
+	r->steps = (uint32_t)((r->per_epoch + c->batch - 1) / c->batch);
 	r->tpairs = malloc(2 * r->ntrain * sizeof(int64_t));
 	r->epoch_pairs = malloc(2 * r->per_rank * sizeof(int64_t));
 	r->negs = malloc(2 * (size_t)c->batch * c->neg_k * sizeof(int64_t));
@@ -511,12 +518,12 @@ static int load_link(struct run *r)
 	}
 	memcpy(r->tpairs, all + 2 * lo, 2 * r->ntrain * sizeof(int64_t));
 	free(all);
-	GNN_INFO("work_split", "task=link relation=%s train_edges=%zu share=%zu padded_to=%zu steps_per_epoch=%" PRIu32
-		 " valid_pairs=%" PRId64 " test_pairs=%" PRId64 " eval_negatives=%" PRIu32 " neg_k=%" PRIu32
-		 " neg=%s decoder=%s emb_dim=%" PRIu32 " exclude=%s", g->schema->rels[r->es.rel].name, n, r->ntrain,
-		 r->per_rank, r->steps, r->es.num[GNN_ES_VALID], r->es.num[GNN_ES_TEST], r->es.eval_negatives, c->neg_k,
-		 c->neg_in_batch ? "in_batch" : "uniform", tr_decoder_name(c->decoder), c->emb_dim,
-		 c->exclude ? "on" : "off");
+	GNN_INFO("work_split", "task=link relation=%s train_edges=%zu share=%zu padded_to=%zu per_epoch=%zu "
+		 "steps_per_epoch=%" PRIu32 " valid_pairs=%" PRId64 " test_pairs=%" PRId64 " eval_negatives=%" PRIu32
+		 " neg_k=%" PRIu32 " neg=%s decoder=%s emb_dim=%" PRIu32 " exclude=%s", g->schema->rels[r->es.rel].name, n,
+		 r->ntrain, r->per_rank, r->per_epoch, r->steps, r->es.num[GNN_ES_VALID], r->es.num[GNN_ES_TEST],
+		 r->es.eval_negatives, c->neg_k, c->neg_in_batch ? "in_batch" : "uniform", tr_decoder_name(c->decoder),
+		 c->emb_dim, c->exclude ? "on" : "off");
 	if (!c->exclude)
 		GNN_WARN("exclusion_off", "reason=\"--exclude off: each step's positive edges (and their reverses) "
 			 "stay in the sampled neighbourhoods, so the model reads the very edge it scores; training "
@@ -525,7 +532,8 @@ static int load_link(struct run *r)
 }
 
 /* The epoch's steps: this rank's edges shuffled with (seed, epoch, rank)
- * and padded, batch positives per step, each with neg_k negatives: its
+ * and padded, the first per_epoch of them (--epoch-pairs: another sample
+ * each epoch), batch positives per step, each with neg_k negatives: its
  * source and a destination drawn uniformly over the destination type, or
  * (--neg-in-batch) the destinations of the next neg_k positives of the
  * step, which reuse endpoints the step samples anyway. */
@@ -559,7 +567,7 @@ static int link_epoch(struct run *r, uint32_t epoch)
 	}
 	tr_pair_steps_reset(&r->ps);
 	for (uint32_t k = 0; k < r->steps; k++) {
-		size_t first = (size_t)k * c->batch, b = r->per_rank - first < c->batch ? r->per_rank - first : c->batch;
+		size_t first = (size_t)k * c->batch, b = r->per_epoch - first < c->batch ? r->per_epoch - first : c->batch;
 		const int64_t *pos = r->epoch_pairs + 2 * first;
 		uint64_t key = gnn_draw64(gnn_draw64(gnn_draw64(c->seed ^ 0x6e6567ull, epoch), c->rank), k);
 		size_t nn = 0;
@@ -623,8 +631,11 @@ static int link_step(struct run *r, const struct tr_batch *b, uint64_t dropout_s
 /* AUC and AP of held-out set `set` (GNN_ES_*: its positives against its
  * one negative each), GAE's protocol: each rank scores its slice of the
  * pairs from embeddings sampled with --eval-fanouts (no exclusion: the
- * held-out edges are not in the graph), the ranks gather every score. */
-static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed, double *auc, double *ap)
+ * held-out edges are not in the graph), the ranks gather every score.
+ * array: the learnable embeddings' rows read (GNN_EMB_ROWS, or
+ * GNN_EMB_BEST_ROWS to test the best epoch's), as evaluate's. */
+static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed, uint32_t array, double *auc,
+			 double *ap)
 {
 	const struct tr_config *c = r->c;
 	size_t n = (size_t)r->es.num[set], W = c->world, per = (n + W - 1) / W;
@@ -661,7 +672,7 @@ static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed
 
 		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
-		if ((rc = attach(r, &b->mb, GNN_EMB_ROWS)) == GNN_OK &&
+		if ((rc = attach(r, &b->mb, array)) == GNN_OK &&
 		    (rc = b->mb.num_seeds == r->ps.step_off[k + 1] - r->ps.step_off[k] ? GNN_OK : GNN_EPROTO) == GNN_OK &&
 		    (rc = tr_model_forward(r->model, &b->mb, false, 0, &emb)) == GNN_OK &&
 		    (rc = tr_fbuf_reserve(&r->scores, 2 * m)) == GNN_OK)
@@ -1060,7 +1071,8 @@ static int setup(struct run *r)
 	const struct tr_config *c = r->c;
 	struct tr_model_cfg mc = { .num_layers = c->layers, .in_dim = r->e->graph->feat_dim, .hidden = c->hidden,
 				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout, .model = c->model,
-				   .schema = r->e->graph->schema, .num_bases = c->num_bases };
+				   .schema = r->e->graph->schema, .num_bases = c->num_bases,
+				   .degree_scale = c->degree_scale };
 	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
 				     .stop = r->e->stop };
 	int rc;
@@ -1253,7 +1265,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 		if ((rc = train_epoch(&r, epoch, first, &sums, &epoch_s)) != GNN_OK)
 			goto out;
 		if ((rc = sums_allreduce(env->ring, &sums)) != GNN_OK ||
-		    (rc = c->link ? link_evaluate(&r, GNN_ES_VALID, "valid", eval_seed, &val_acc, &r.val_ap) :
+		    (rc = c->link ? link_evaluate(&r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc, &r.val_ap) :
 		     evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
 			goto out;
 		if (val_acc > r.best_val) {
@@ -1263,7 +1275,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 			if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb)) != GNN_OK)
 				goto out;
 		}
-		rate = epoch_s > 0 ? (double)r.per_rank * (r.steps - first) / r.steps / epoch_s : 0;
+		rate = epoch_s > 0 ? (double)r.per_epoch * (r.steps - first) / r.steps / epoch_s : 0;
 		gnn_gauge_set(r.m.epoch, epoch + 1);
 		gnn_gauge_set(r.m.loss, sums.labelled > 0 ? sums.loss / sums.labelled : 0);
 		gnn_gauge_set(r.m.train_acc, sums.labelled > 0 ? sums.correct / sums.labelled : 0);
@@ -1290,7 +1302,8 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	memcpy(r.params, r.best, r.np * sizeof(float));
 	sync_model(&r);
 	t_test = gnn_now();
-	if ((rc = c->link ? link_evaluate(&r, GNN_ES_TEST, "test", eval_seed ^ 1, &test_acc, &test_ap) :
+	if ((rc = c->link ? link_evaluate(&r, GNN_ES_TEST, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc,
+					&test_ap) :
 	     evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
 		goto out;
 	if (c->link) {

@@ -44,8 +44,10 @@ struct tr_config {
 	enum tr_decoder_kind decoder;
 	uint32_t decoder_hidden;      /* mlp: h */
 	uint32_t neg_k;               /* negatives per positive, >= 1 */
+	uint64_t epoch_pairs;         /* positives an epoch visits over all ranks, a new sample each epoch; 0: all */
 	bool neg_in_batch;            /* from the batch's other destinations, not uniform */
 	bool exclude;                 /* the positives' edges out of their neighbourhoods (GNN_MB_EXCLUDE) */
+	bool degree_scale;            /* tr_model_cfg's (model.h): any task, on by default for link */
 };
 
 /* What the loop runs on, all borrowed. */

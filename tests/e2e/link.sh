@@ -3,7 +3,8 @@
 # docs/inference.md "Link prediction"): gnn-local --task link on Cora with
 # GAE's 85/5/10 edge split reaches GAE's published test AUC and AP through
 # training and layer-wise inference; the same run with the exclusion off
-# shows the leak; bad input is refused. Reads ../shared/datasets/cora and
+# shows the leak; learnable embeddings train and are tested at their best
+# epoch; bad input is refused. Reads ../shared/datasets/cora and
 # is skipped when it is absent.
 . "$(dirname "$0")/lib.bash"
 L=$BIN/gnn-local
@@ -66,10 +67,11 @@ if [ "${GNN_SAN:-0}" = 1 ]; then
 	skip link_cora_targets "under ASan (3 epochs): the targets are the plain build's"
 else
 	# GAE (Kipf & Welling 2016) reports AUC 0.910 and AP 0.920; these
-	# defaults measured AUC 0.913 and AP 0.908 (docs/training.md): the AUC
-	# target is met, the AP one not yet, so AP is held to what is measured.
-	check link_cora_targets "test AUC >= 0.91 (GAE's) and AP >= 0.90: got auc=$auc ap=$ap" \
-		bash -c "awk -v a='$auc' -v p='$ap' 'BEGIN { exit !(a != \"\" && a >= 0.91 && p >= 0.90) }'"
+	# defaults measured AUC 0.914 and AP 0.925 on this seed, 0.915-0.924
+	# and 0.923-0.930 over seeds 1-3 (docs/training.md). Without the degree
+	# scale (--degree-scale off) AP falls below 0.92 and this fails (tried).
+	check link_cora_targets "test AUC >= 0.91 and AP >= 0.92 (GAE's): got auc=$auc ap=$ap" \
+		bash -c "awk -v a='$auc' -v p='$ap' 'BEGIN { exit !(a != \"\" && a >= 0.91 && p >= 0.92) }'"
 fi
 
 # ---- serving that run: gnn-cli score and topk through a sampler -------------------------
@@ -101,6 +103,44 @@ if serve_two serve "$WORK/lp/partition"; then
 else
 	fail link_serves_the_run "sampler not ready: $(tail -n 3 "$WORK/serve.log")"
 fi
+
+# ---- a capped epoch: --epoch-pairs --------------------------------------------------------
+# 600 of Cora's 4,488 training edges an epoch (one trainer): 3 steps of
+# 256, and each epoch's steps checkpointed and counted as such.
+mkdir -p "$WORK/cap" && cp -r "$WORK/lp/partition" "$WORK/cap/partition" 2>/dev/null
+"$L" --dataset "$DATASETS/cora" --task link --epoch-pairs 600 --epochs 2 --workdir "$WORK/cap" "${LIMITS[@]}" \
+	>"$WORK/cap.out" 2>"$WORK/cap.err"
+rc=$?
+check link_epoch_pairs_caps "--epoch-pairs 600: exit 0, work_split per_epoch=600 steps_per_epoch=3, 2 epochs, a test AUC (got $rc: $(grep -o 'work_split.*steps_per_epoch=[0-9]*' "$WORK/cap/logs/trainer-0.log" 2>/dev/null))" \
+	bash -c "[ $rc -eq 0 ] && grep -q 'work_split task=link .* per_epoch=600 steps_per_epoch=3 ' '$WORK/cap/logs/trainer-0.log' &&
+		 [ \"\$(grep -c ' link_epoch epoch=' '$WORK/cap/logs/trainer-0.log')\" = 2 ] &&
+		 grep -q 'link_test_evaluated test_auc=0\.' '$WORK/cap/logs/trainer-0.log'"
+
+# ---- learnable embeddings (--embed-dim, docs/embeddings.md) ---------------------------------
+# Cora's one node type embedded (concat with its features), 3 epochs on
+# the same split: the pushes reach the stores (the rows of the last two
+# checkpoints differ) and the test reads the best epoch's rows, as the
+# inference does from the checkpoint: the two test AUCs agree. That only
+# tells the rows apart when the best epoch is not the last, so it must be
+# earlier: --embed-lr 0.1 peaks at epoch 2 (measured: val_auc 0.9132, then
+# 0.9118; the test read with the last rows gave 0.9051 against the
+# inference's 0.9081).
+mkdir -p "$WORK/le" && cp -r "$WORK/lp/partition" "$WORK/le/partition" 2>/dev/null
+"$L" --dataset "$DATASETS/cora" --task link --embed-dim 16 --embed-types node --embed-lr 0.1 --epochs 3 \
+	--workdir "$WORK/le" "${LIMITS[@]}" >"$WORK/le.out" 2>"$WORK/le.err"
+rc=$?
+T0=$WORK/le/logs/trainer-0.log
+t_auc=$(sed -n 's/.* link_test_evaluated test_auc=\([0-9.]*\) .*/\1/p' "$T0")
+best=$(sed -n 's/.* link_test_evaluated .* best_epoch=\([0-9]*\).*/\1/p' "$T0")
+i_auc=$(sed -n 's/^link test *auc=\([0-9.]*\) .*/\1/p' "$WORK/le.out")
+rows=$(ls "$WORK/le/checkpoints"/epoch-*/emb-node-rows.arr 2>/dev/null | tail -n 2)
+before_last=1
+[ "${GNN_SAN:-0}" = 1 ] && before_last=   # the measured epoch is the plain build's
+check link_embed_trains "--task link --embed-dim 16: exit 0, embeddings node:16, rows of epochs 2 and 3 differ, part-*/emb.arr written, trainer test AUC of the best rows = the inference's (got $rc: best_epoch=${best:-?} trainer=${t_auc:-?} inference=${i_auc:-?} $(grep ERROR "$WORK/le.err" | head -n 1))" \
+	bash -c "[ $rc -eq 0 ] && grep -q 'embeddings types=node:16 ' '$T0' && [ \$(echo '$rows' | wc -w) = 2 ] &&
+		 ! cmp -s $(echo $rows) && [ -f '$WORK/le/predictions/part-0/emb.arr' ] &&
+		 [ -f '$WORK/le/predictions/part-1/emb.arr' ] && [ -n '$t_auc' ] && [ '$t_auc' = '$i_auc' ] &&
+		 { [ -z '$before_last' ] || [ '${best:-3}' -lt 3 ]; }"
 
 # ---- the leak: the same run with the exclusion off ------------------------------------
 # With --exclude off each step's positive edges stay in the neighbourhoods

@@ -26,8 +26,9 @@
 //              counts given (--graphstore-count, --world-size) equal the
 //              replicas
 //   storage    the graph stores read the folder the partitioner Job writes,
-//              on the same claim; the trainers' checkpoint folder is on a
-//              mounted claim; every mount names a volume
+//              on the same claim, and so do the trainers given --data (link
+//              prediction), mounted read-only; the trainers' checkpoint
+//              folder is on a mounted claim; every mount names a volume
 //   security   every pod runs as non-root with seccomp RuntimeDefault, every
 //              container with a read-only root, no privilege escalation and
 //              all capabilities dropped
@@ -364,7 +365,8 @@ const job = listens.find((l) => l.bin === "gnn-partition");
 const out = job && (job.c.env || []).find((e) => e.name === "GNN_OUT");
 const jobMount = out && mountOf(job.w, job.c, out.value);
 if (!out || !jobMount || jobMount.m.readOnly) report("storage", `the partitioner Job writes GNN_OUT=${out && out.value} outside a writable volume`);
-for (const l of listens.filter((x) => x.bin === "gnn-graphstore")) {
+// The trainers read it for link prediction (--data), and must not write it.
+for (const l of listens.filter((x) => x.bin === "gnn-graphstore" || (x.bin === "gnn-trainer" && x.value("data")))) {
 	const data = l.value("data");
 	const mnt = data && mountOf(l.w, l.c, data);
 	if (!out || data !== out.value) report("storage", `${l.w.name}: --data=${data}, the Job writes ${out && out.value}`);
@@ -372,6 +374,7 @@ for (const l of listens.filter((x) => x.bin === "gnn-graphstore")) {
 		mnt.v.persistentVolumeClaim.claimName !== jobMount.v.persistentVolumeClaim.claimName ||
 		path.relative(mnt.m.mountPath, data) !== path.relative(jobMount.m.mountPath, out.value))
 		report("storage", `${l.w.name}: --data=${data} is not the Job's output on the same claim`);
+	if (l.bin === "gnn-trainer" && mnt && !mnt.m.readOnly) report("storage", `${l.w.name}: --data=${data} is mounted writable`);
 }
 for (const l of listens.filter((x) => x.bin === "gnn-trainer")) {
 	const dir = l.value("checkpoint-dir");

@@ -55,8 +55,8 @@ static void test_rank(void)
 
 /* The largest difference between grad[0..n) and the central differences
  * of the loss over x[0..n) (x: emb's or p's own values, moved and put back). */
-static double fd_worst(const struct tr_decoder *dec, float *p, float *emb, const uint32_t *pairs, float *x,
-		       const float *grad, size_t n)
+static double fd_worst(const struct tr_decoder *dec, float *p, float *emb, const uint32_t *pairs, size_t npos,
+		       float *x, const float *grad, size_t n)
 {
 	double lp, lm, worst = 0;
 
@@ -64,39 +64,54 @@ static double fd_worst(const struct tr_decoder *dec, float *p, float *emb, const
 		float keep = x[i];
 
 		x[i] = keep + 1e-3f;
-		tr_link_loss(dec, p, emb, 3, pairs, 4, 2, &lp, NULL, NULL, NULL);
+		tr_link_loss(dec, p, emb, 3, pairs, 4, npos, &lp, NULL, NULL, NULL);
 		x[i] = keep - 1e-3f;
-		tr_link_loss(dec, p, emb, 3, pairs, 4, 2, &lm, NULL, NULL, NULL);
+		tr_link_loss(dec, p, emb, 3, pairs, 4, npos, &lm, NULL, NULL, NULL);
 		x[i] = keep;
 		worst = fmax(worst, fabs((lp - lm) / 2e-3 - grad[i]));
 	}
 	return worst;
 }
 
+static double bce(double s, double y)
+{
+	return log1p(exp(s)) - y * s;
+}
+
 /* BCE with logits and its gradient against finite differences, both
- * decoders. */
+ * decoders, 2 positives of 4 pairs and 1 (which then weighs as much as
+ * the 3 negatives). */
 static void test_loss_grad(void)
 {
 	float emb[4 * 3] = { 0.3f, -0.2f, 0.5f, 0.1f, 0.4f, -0.3f, -0.6f, 0.2f, 0.1f, 0.05f, -0.1f, 0.7f };
 	const uint32_t pairs[] = { 0, 1, 2, 3, 0, 2, 1, 3 };
-	for (int kind = 0; kind < 2; kind++) {
-		struct tr_decoder dec = { .kind = kind ? TR_DEC_MLP : TR_DEC_DOT, .dim = 3, .hidden = kind ? 4 : 0 };
+	for (int kind = 0; kind < 4; kind++) {
+		size_t npos = kind < 2 ? 2 : 1;
+		struct tr_decoder dec = { .kind = kind % 2 ? TR_DEC_MLP : TR_DEC_DOT, .dim = 3, .hidden = kind % 2 ? 4 : 0 };
 		size_t np = tr_decoder_num_params(&dec);
 		float p[32] = { 0 }, gp[32] = { 0 }, demb[12] = { 0 }, sc[4];
 		double loss, worst;
 
-		CHECK(np == (kind ? 4 * 3 + 4 + 4 + 1 : 0));
+		CHECK(np == (kind % 2 ? 4 * 3 + 4 + 4 + 1 : 0));
 		tr_decoder_init(&dec, p, 7);
-		for (size_t i = 12; i < 16 && kind; i++)   /* biases away from the ReLU's kink */
+		for (size_t i = 12; i < 16 && kind % 2; i++)   /* biases away from the ReLU's kink */
 			p[i] = 0.3f;
-		CHECK(tr_link_loss(&dec, p, emb, 3, pairs, 4, 2, &loss, sc, demb, gp) == GNN_OK);
-		if (!kind) {   /* scores by hand: 0.03-0.08-0.15, ... */
+		CHECK(tr_link_loss(&dec, p, emb, 3, pairs, 4, npos, &loss, sc, demb, gp) == GNN_OK);
+		if (kind == 0) {   /* scores by hand: 0.03-0.08-0.15, ... */
 			double s0 = 0.3 * 0.1 + -0.2 * 0.4 + 0.5 * -0.3;
 
 			CHECK(near(sc[0], s0, 1e-6));
 		}
-		worst = fmax(fd_worst(&dec, p, emb, pairs, emb, demb, 12), fd_worst(&dec, p, emb, pairs, p, gp, np));
-		printf("  decoder=%s largest gradient difference %.2e\n", tr_decoder_name(dec.kind), worst);
+		if (kind % 2 == 0) {   /* the mean, or with 1 positive (3 + 3 negatives) / 6 */
+			double want = npos == 2 ? (bce(sc[0], 1) + bce(sc[1], 1) + bce(sc[2], 0) + bce(sc[3], 0)) / 4
+					      : (3 * bce(sc[0], 1) + bce(sc[1], 0) + bce(sc[2], 0) + bce(sc[3], 0)) / 6;
+
+			CHECK(near(loss, want, 1e-6));
+		}
+		worst = fmax(fd_worst(&dec, p, emb, pairs, npos, emb, demb, 12),
+			     fd_worst(&dec, p, emb, pairs, npos, p, gp, np));
+		printf("  decoder=%s positives=%zu largest gradient difference %.2e\n", tr_decoder_name(dec.kind), npos,
+		       worst);
 		CHECK(worst < 1e-3);
 	}
 }

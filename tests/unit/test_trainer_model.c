@@ -828,7 +828,8 @@ static const struct tr_model_cfg GCN = { .num_layers = 3, .in_dim = 7, .hidden =
 					 .dropout = 0.3f, .model = "gcn" };
 
 /* GCN's forward in double, no dropout: ((h_v + sum h_u) / (deg + 1)) W + b
- * per layer, parameters [W_l; b_l] layer after layer. */
+ * per layer, parameters [W_l; b_l] layer after layer; with degree_scale
+ * the last layer's divisor is sqrt(deg + 1). */
 static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, const struct gnn_minibatch *mb)
 {
 	double *h = malloc((size_t)mb->blocks[0].num_src * c->in_dim * sizeof(double));
@@ -849,6 +850,8 @@ static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, con
 				for (int32_t e = b->indptr[v]; e < b->indptr[v + 1]; e++)
 					s += h[(size_t)b->indices[e] * in + j];
 				mean[j] = s / (double)(b->indptr[v + 1] - b->indptr[v] + 1);
+				if (c->degree_scale && l + 1 == c->num_layers)
+					mean[j] *= sqrt((double)(b->indptr[v + 1] - b->indptr[v] + 1));
 			}
 			for (size_t k = 0; k < out; k++) {
 				double s = bias[k];
@@ -867,35 +870,48 @@ static double *ref_forward_gcn(const struct tr_model_cfg *c, const float *p, con
 }
 
 /* Registered, half GraphSAGE's weights, its forward equal to the
- * reference's, and a refused checkpoint of the other model is the
- * trainer's business (its model hash includes the name). */
+ * reference's, with and without the degree scale (which changes the
+ * loss), and a refused checkpoint of the other model is the trainer's
+ * business (its model hash includes the name). */
 static void test_gcn_forward_matches_reference(void)
 {
 	struct tmb t;
-	struct tr_model *m;
-	double loss, *z;
+	double first = 0;
 
 	make_mb(&t, 3, SIZES, GCN.in_dim, GCN.num_classes, 4, 7);
 	CHECK(tr_model_find("gcn") != NULL && strstr(tr_model_names(), "gcn") != NULL);
-	if (!CHECK(tr_model_new(&GCN, &m) == GNN_OK))
-		return;
-	CHECK(strcmp(tr_model_config(m)->model, "gcn") == 0);
-	CHECK(tr_model_num_params(m) == (7 * 5 + 5) + (5 * 5 + 5) + (5 * 4 + 4));
-	tr_model_init(m, 3);
-	z = ref_forward_gcn(&GCN, tr_model_params(m), &t.mb);
-	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
-	printf("  gcn loss=%.7f reference=%.7f\n", loss, ref_loss(z, t.labels, t.mb.num_seeds, GCN.num_classes));
-	CHECK(fabs(loss - ref_loss(z, t.labels, t.mb.num_seeds, GCN.num_classes)) < 1e-5 * fmax(1.0, loss));
-	free(z);
-	tr_model_free(m);
+	for (int ds = 0; ds < 2; ds++) {
+		struct tr_model_cfg c = GCN;
+		struct tr_model *m;
+		double loss, *z;
+
+		c.degree_scale = ds;
+		if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+			break;
+		CHECK(strcmp(tr_model_config(m)->model, "gcn") == 0);
+		CHECK(tr_model_num_params(m) == (7 * 5 + 5) + (5 * 5 + 5) + (5 * 4 + 4));
+		tr_model_init(m, 3);
+		z = ref_forward_gcn(&c, tr_model_params(m), &t.mb);
+		CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+		printf("  gcn degree_scale=%d loss=%.7f reference=%.7f\n", ds, loss,
+		       ref_loss(z, t.labels, t.mb.num_seeds, c.num_classes));
+		CHECK(fabs(loss - ref_loss(z, t.labels, t.mb.num_seeds, c.num_classes)) < 1e-5 * fmax(1.0, loss));
+		if (ds)
+			CHECK(fabs(loss - first) > 1e-3);
+		first = loss;
+		free(z);
+		tr_model_free(m);
+	}
 	free_mb(&t);
 }
 
 /* The analytic gradient against finite differences, and the check fails
- * when one entry of W_1 is half wrong. */
+ * when one entry of W_1 is half wrong; the third seed with the degree
+ * scale. */
 static void test_gcn_gradcheck(void)
 {
 	for (uint64_t s = 1; s <= 3; s++) {
+		struct tr_model_cfg c = GCN;
 		struct tmb t;
 		struct tr_model *m;
 		struct tr_step_stats st;
@@ -903,18 +919,19 @@ static void test_gcn_gradcheck(void)
 		size_t n, probe = 40 + 2 * 5 + 3;  /* W_1[2][3] */
 		float *g;
 
-		make_mb(&t, 3, SIZES, GCN.in_dim, GCN.num_classes, 4, 200 + s);
-		if (!CHECK(tr_model_new(&GCN, &m) == GNN_OK))
+		c.degree_scale = s == 3;
+		make_mb(&t, 3, SIZES, c.in_dim, c.num_classes, 4, 200 + s);
+		if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
 			return;
 		tr_model_init(m, s);
-		spread_params(m, &GCN);
+		spread_params(m, &c);
 		n = tr_model_num_params(m);
 		CHECK(tr_model_train_step(m, &t.mb, 90 + s, &st) == GNN_OK);
 		g = malloc(n * sizeof(float));
 		memcpy(g, tr_model_grads(m), n * sizeof(float));
 		grad_check(m, &t.mb, 90 + s, g, &r);
-		printf("  gcn gradcheck seed=%" PRIu64 " loss=%.6f params=%zu checked=%zu skipped_kinks=%zu "
-		       "max_rel_err=%.2e tolerance=%.0e\n", s, st.loss, n, r.checked, r.skipped, r.max_err, FD_TOL);
+		printf("  gcn gradcheck seed=%" PRIu64 " degree_scale=%d loss=%.6f params=%zu checked=%zu skipped_kinks=%zu "
+		       "max_rel_err=%.2e tolerance=%.0e\n", s, (int)c.degree_scale, st.loss, n, r.checked, r.skipped, r.max_err, FD_TOL);
 		CHECK(r.max_err < FD_TOL && r.skipped <= n / 10);
 		g[probe] += copysignf(fmaxf(0.02f, 0.5f * fabsf(g[probe])), g[probe]);
 		grad_check(m, &t.mb, 90 + s, g, &r);

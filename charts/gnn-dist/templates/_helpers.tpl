@@ -75,6 +75,19 @@ one of gnn-partition's options). */}}
 - name: GNN_FEATURE_DTYPE
   value: {{ .Values.partition.featureDtype | quote }}
 {{- end }}
+{{- /* link prediction's edge split, only when set: an output without one
+keeps its folder (hash); with one, every output of another split, relation
+or negatives is a folder of its own */}}
+{{- with .Values.partition.edgeSplit }}
+- name: GNN_EDGE_SPLIT
+  value: {{ . | quote }}
+{{- with $.Values.partition.edgeRelation }}
+- name: GNN_EDGE_RELATION
+  value: {{ . | quote }}
+{{- end }}
+- name: GNN_EVAL_NEGATIVES
+  value: {{ int64 $.Values.partition.evalNegatives | quote }}
+{{- end }}
 {{- if eq .Values.dataset.source "synthetic" }}
 - name: GNN_SYNTHETIC
   value: {{ .Values.dataset.synthetic.preset | quote }}
@@ -137,6 +150,10 @@ partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.l
 {{- /* learnable embeddings: the trainer refuses a checkpoint of another
 embedding configuration (its model hash includes it); none: the key as before */ -}}
 {{- with .embed }}{{ if gt (int64 .dim) 0 }} embed={{ int64 .dim }} embed_types={{ join "," .types }} embed_input={{ .input }} embed_optimizer={{ .optimizer }}{{ end }}{{ end }}
+{{- /* link prediction: the same (the model hash includes the task, the
+embedding width and the decoder); node: the key as before */ -}}
+{{- if eq .task "link" }}{{ with .link }} task=link emb_dim={{ int64 .embDim }} decoder={{ .decoder }} decoder_hidden={{ int64 .decoderHidden }}{{ end }}{{ end }}
+{{- if .degreeScale }} degree_scale=1{{ end }}
 {{- end -}}
 {{- end -}}
 
@@ -163,6 +180,33 @@ or for the feature rows ("true" or ""). */}}
 - --embed-optimizer={{ .optimizer }}
 {{- if $.train }}
 - --embed-lr={{ .lr }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* gnn-trainer's link-prediction flags (docs/training.md, "Link
+prediction"), nothing when trainer.task is node: {root, train}. train: also
+the negatives, the exclusion and the partition output the trainer reads the
+edge split and the training edges from; without it, what `gnn-trainer
+infer` takes to rebuild the model (it has --data anyway). */}}
+{{- define "gnn-dist.linkArgs" -}}
+{{- if eq .root.Values.trainer.task "link" }}
+{{- with .root.Values.trainer.link }}
+- --task=link
+- --emb-dim={{ int64 .embDim }}
+- --decoder={{ .decoder }}
+- --decoder-hidden={{ int64 .decoderHidden }}
+{{- if $.train }}
+- --neg-k={{ int64 .negK }}
+{{- if .epochPairs }}
+- --epoch-pairs={{ int64 .epochPairs }}
+{{- end }}
+{{- if .negInBatch }}
+- --neg-in-batch
+{{- end }}
+- --exclude={{ ternary "on" "off" .exclude }}
+- --data={{ include "gnn-dist.partitionDir" $.root }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -404,7 +448,13 @@ spec:
         {{- if $t.numBases }}
         - --num-bases={{ int64 $t.numBases }}
         {{- end }}
+        {{- if $t.degreeScale }}
+        - --degree-scale
+        {{- end }}
         {{- with include "gnn-dist.embedArgs" (dict "root" $root "train" false) | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with include "gnn-dist.linkArgs" (dict "root" $root "train" false) | trim }}
         {{- . | nindent 8 }}
         {{- end }}
         - --layers={{ include "gnn-dist.layers" $t.fanouts }}
