@@ -35,6 +35,7 @@ static int start_workers(struct loc_run *r, struct loc_proc **w)
 		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->timeout_s)) ||
 		    (cfg->hidden >= 0 && (rc = loc_argv_add(&a, "--hidden=%lld", (long long)cfg->hidden))) ||
 		    (cfg->num_bases >= 0 && (rc = loc_argv_add(&a, "--num-bases=%lld", (long long)cfg->num_bases))) ||
+		    (cfg->degree_scale && (rc = loc_argv_add(&a, "--degree-scale"))) ||
 		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))) ||
 		    (rc = loc_embed_args(cfg, &a)) || (rc = loc_link_args(cfg, &a, true)))
 			break;

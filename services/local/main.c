@@ -23,6 +23,7 @@
 #include "sys.h"
 
 static struct loc_config cfg;
+static const char *degree_scale;   /* on|off, or NULL: the link defaults' choice */
 
 static const struct gnn_opt options[] = {
 	{ "dataset", GNN_OPT_STR, &cfg.dataset, NULL, 0, 0, NULL,
@@ -83,7 +84,7 @@ static const struct gnn_opt options[] = {
 	{ "epoch-pairs", GNN_OPT_INT, &cfg.epoch_pairs, "0", 0, INT64_MAX, NULL, "gnn-trainer --epoch-pairs (link)" },
 	{ "neg-in-batch", GNN_OPT_BOOL, &cfg.neg_in_batch, NULL, 0, 0, NULL, "gnn-trainer --neg-in-batch (link)" },
 	{ "exclude", GNN_OPT_STR, &cfg.exclude, NULL, 0, 0, "on|off", "gnn-trainer --exclude (link)" },
-	{ "degree-scale", GNN_OPT_STR, &cfg.degree_scale, NULL, 0, 0, "on|off",
+	{ "degree-scale", GNN_OPT_STR, &degree_scale, NULL, 0, 0, "on|off",
 	  "gnn-trainer --degree-scale and the inference's (link default: on over whole neighbourhoods)" },
 	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
 	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
@@ -160,12 +161,13 @@ static void link_defaults(void)
 
 	if (cfg.model == NULL)
 		cfg.model = link ? "gcn" : "graphsage";
+	cfg.degree_scale = degree_scale != NULL && strcmp(degree_scale, "on") == 0;
 	if (!link)
 		return;
 	if (cfg.fanouts == NULL && cfg.layers < 0) {   /* Cora is small: whole neighbourhoods */
 		cfg.fanouts = "-1,-1";
-		if (cfg.degree_scale == NULL)   /* its degrees are then the graph's (docs/training.md) */
-			cfg.degree_scale = "on";
+		if (degree_scale == NULL)   /* its degrees are then the graph's (docs/training.md) */
+			cfg.degree_scale = true;
 	}
 	if (cfg.epochs < 0)
 		cfg.epochs = LINK_EPOCHS;

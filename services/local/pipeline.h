@@ -36,9 +36,10 @@ struct loc_config {
 	const char *features_from, *cache_ratio;
 	int64_t cache_presample;
 	/* --task link (docs/local.md): the edge split, then gnn-trainer's link flags */
-	const char *task, *decoder, *exclude, *degree_scale;
+	const char *task, *decoder, *exclude;
 	int64_t emb_dim, decoder_hidden, neg_k, epoch_pairs;
 	bool neg_in_batch;
+	bool degree_scale;    /* gnn-trainer --degree-scale, trainers and inference (any task) */
 	double embed_lr;
 	double lr, weight_decay, dropout;
 	bool baseline, fresh, no_infer, no_features, tls;

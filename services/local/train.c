@@ -87,9 +87,6 @@ int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer)
 {
 	int rc = GNN_OK;
 
-	if (cfg->degree_scale != NULL && strcmp(cfg->degree_scale, "on") == 0 &&
-	    (rc = loc_argv_add(a, "--degree-scale")) != GNN_OK)
-		return rc;
 	if (strcmp(cfg->task, "link") != 0)
 		return GNN_OK;
 	if ((rc = loc_argv_add(a, "--task=link")) != GNN_OK || (rc = loc_argv_add_opt(a, "emb-dim", cfg->emb_dim, 0)) ||
@@ -150,6 +147,8 @@ static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool bas
 #undef FLOAT_ARG
 	if (rc == GNN_OK)
 		rc = loc_argv_add(a, "--model=%s", cfg->model);
+	if (rc == GNN_OK && cfg->degree_scale)
+		rc = loc_argv_add(a, "--degree-scale");
 	if (rc == GNN_OK && cfg->features_from != NULL)
 		rc = loc_argv_add(a, "--features-from=%s", cfg->features_from);
 	if (rc == GNN_OK && cfg->cache_ratio != NULL)

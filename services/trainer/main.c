@@ -238,7 +238,6 @@ static int parse_cache(const char *text, double *ratio, uint64_t *bytes)
 /* --task link's fields of c (the table checked each value). */
 static int resolve_link(struct tr_config *c)
 {
-	c->degree_scale = opt.degree_scale;
 	if (strcmp(opt.task, "link") != 0)
 		return GNN_OK;
 	if (opt.data == NULL) {
@@ -287,7 +286,8 @@ static int resolve_config(struct tr_config *c)
 				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
 				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
-				 .log_interval_s = opt.log_interval_s, .embed_lr = (float)opt.embed_lr };
+				 .log_interval_s = opt.log_interval_s, .embed_lr = (float)opt.embed_lr,
+				 .degree_scale = opt.degree_scale };
 	if ((opt.embed_dim > 0 || strcmp(opt.features_from, "stores") == 0) && opt.graphstores == NULL &&
 	    opt.graphstore_pattern == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--embed-dim and --features-from stores need the graph stores: "

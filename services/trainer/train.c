@@ -476,6 +476,7 @@ static int load_link(struct run *r)
 	const struct gnn_layout *g = r->e->graph;
 	int64_t *all = NULL;
 	size_t n = 0, lo, hi;
+	uint64_t cap;
 	int rc;
 
 	if ((rc = gnn_meta_load(c->data, &r->meta)) != GNN_OK)
@@ -506,8 +507,9 @@ static int load_link(struct run *r)
 	hi = (size_t)((uint64_t)n * (c->rank + 1) / c->world);
 	r->ntrain = hi - lo;
 	r->per_rank = r->per_epoch = (n + c->world - 1) / c->world;
-	if (c->epoch_pairs > 0 && (c->epoch_pairs + c->world - 1) / c->world < r->per_rank)
-		r->per_epoch = (size_t)((c->epoch_pairs + c->world - 1) / c->world);
+	cap = (c->epoch_pairs + c->world - 1) / c->world;   /* --epoch-pairs, 0: none */
+	if (cap > 0 && cap < r->per_rank)
+		r->per_epoch = (size_t)cap;
 	r->steps = (uint32_t)((r->per_epoch + c->batch - 1) / c->batch);
 	r->tpairs = malloc(2 * r->ntrain * sizeof(int64_t));
 	r->epoch_pairs = malloc(2 * r->per_rank * sizeof(int64_t));

@@ -185,6 +185,20 @@ or for the feature rows ("true" or ""). */}}
 {{- end }}
 {{- end -}}
 
+{{/* The model's flags, which the trainers and `gnn-trainer infer` both
+take (the model hash covers them). */}}
+{{- define "gnn-dist.modelArgs" -}}
+{{- with .Values.trainer -}}
+- --model={{ .model }}
+{{- if .numBases }}
+- --num-bases={{ int64 .numBases }}
+{{- end }}
+{{- if .degreeScale }}
+- --degree-scale
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* gnn-trainer's link-prediction flags (docs/training.md, "Link
 prediction"), nothing when trainer.task is node: {root, train}. train: also
 the negatives, the exclusion and the partition output the trainer reads the
@@ -444,13 +458,7 @@ spec:
         - --data={{ include "gnn-dist.partitionDir" $root }}
         - --checkpoint-dir={{ include "gnn-dist.checkpointDir" $root }}
         - --out={{ include "gnn-dist.predictionsDir" $root }}
-        - --model={{ $t.model }}
-        {{- if $t.numBases }}
-        - --num-bases={{ int64 $t.numBases }}
-        {{- end }}
-        {{- if $t.degreeScale }}
-        - --degree-scale
-        {{- end }}
+        {{- include "gnn-dist.modelArgs" $root | nindent 8 }}
         {{- with include "gnn-dist.embedArgs" (dict "root" $root "train" false) | trim }}
         {{- . | nindent 8 }}
         {{- end }}
