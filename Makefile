@@ -58,9 +58,12 @@ COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 COMMON_LIB := $(BUILD)/lib/libgnncommon.a
 
 # Every folder services/NAME builds one binary, build/bin/$(BIN_NAME), from
-# its .c files; everything but main.c also goes into build/lib/libNAME.a,
-# which the unit tests link (so non-static names must not collide across
-# services: prefix them with the service's name).
+# its .c files and those of its subfolders (services/trainer/model, ...);
+# everything but main.c also goes into build/lib/libNAME.a, which the unit
+# tests link (so non-static names must not collide across services: prefix
+# them with the service's name). A service's sources see the headers of all
+# its folders, so no two of its files may share a name (nor may two
+# services': tests/e2e/layout.sh).
 BIN_partitioner := gnn-partition
 BIN_graphstore := gnn-graphstore
 BIN_sampler := gnn-sampler
@@ -71,8 +74,11 @@ SERVICES := $(notdir $(patsubst %/,%,$(wildcard services/*/)))
 BINS := $(foreach s,$(SERVICES),$(BUILD)/bin/$(BIN_$(s)))
 SVC_LIBS := $(foreach s,$(SERVICES),$(BUILD)/lib/lib$(s).a)
 
+svc_dirs = services/$(1) $(patsubst %/,%,$(wildcard services/$(1)/*/))
+svc_includes = $(foreach d,$(call svc_dirs,$(1)),-I$(d))
 define service_rules
-$(1)_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out services/$(1)/main.c,$$(wildcard services/$(1)/*.c)))
+$(1)_OBJ := $$(patsubst %.c,$$(BUILD)/obj/%.o,$$(filter-out services/$(1)/main.c,$$(foreach d,$$(call svc_dirs,$(1)),$$(wildcard $$(d)/*.c))))
+$$(BUILD)/obj/services/$(1)/%.o: CFLAGS += $$(call svc_includes,$(1))
 $$(BUILD)/lib/lib$(1).a: $$($(1)_OBJ)
 	@mkdir -p $$(dir $$@)
 	$$(AR) rcs $$@ $$^
@@ -126,7 +132,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/tools/%.o $(COMMON_LIB)
 TEST_SVC_test_graphstore := graphstore cli
 TEST_SVC_test_synth := partitioner
 test_services = $(or $(TEST_SVC_$(1)),$(filter $(SERVICES),$(word 2,$(subst _, ,$(1)))))
-$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$(notdir $*)),-Iservices/$(s)) -Itests/unit
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$(notdir $*)),$(call svc_includes,$(s))) -Itests/unit
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -489,20 +489,13 @@ static void *closer_main(void *arg)
 static struct closer *closer_new(const nng_socket *socks, size_t n)
 {
 	struct closer *c = calloc(1, sizeof(*c));
-	pthread_condattr_t ca;
 
 	if (c == NULL || (c->socks = malloc((n ? n : 1) * sizeof(*socks))) == NULL)
 		goto fail;
 	memcpy(c->socks, socks, n * sizeof(*socks));
 	c->n = n;
-	if (pthread_mutex_init(&c->mu, NULL) != 0)
+	if (gnn_sync_init(&c->mu, &c->cv) != GNN_OK)
 		goto fail;
-	if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
-	    pthread_cond_init(&c->cv, &ca) != 0) {
-		pthread_mutex_destroy(&c->mu);
-		goto fail;
-	}
-	pthread_condattr_destroy(&ca);
 	return c;
 fail:
 	if (c != NULL)

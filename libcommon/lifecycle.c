@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "links.h"
+#include "nnglinks.h"
 #include "log.h"
 #include "sys.h"
 

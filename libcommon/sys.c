@@ -56,6 +56,27 @@ void gnn_deadline(clockid_t clock, long ms, struct timespec *ts)
 	}
 }
 
+int gnn_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rv;
+
+	if (pthread_mutex_init(mu, NULL) != 0)
+		return GNN_ENOMEM;
+	if (pthread_condattr_init(&ca) != 0) {
+		pthread_mutex_destroy(mu);
+		return GNN_ENOMEM;
+	}
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rv = pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rv != 0) {
+		pthread_mutex_destroy(mu);
+		return GNN_ENOMEM;
+	}
+	return GNN_OK;
+}
+
 uint64_t gnn_peak_rss_bytes(void)
 {
 	struct rusage ru;

@@ -4,6 +4,7 @@
 #ifndef GNN_SYS_H
 #define GNN_SYS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -18,6 +19,11 @@ double gnn_thread_cpu_s(void);
  * variable, CLOCK_MONOTONIC for one set up with it) ms milliseconds from
  * now: the deadline of a pthread_cond_timedwait slice. */
 void gnn_deadline(clockid_t clock, long ms, struct timespec *ts);
+
+/* A mutex and a condition variable on CLOCK_MONOTONIC (wait on it with
+ * gnn_deadline(CLOCK_MONOTONIC, ...): a wall-clock step cannot stretch a
+ * timeout). GNN_OK, or GNN_ENOMEM with nothing left to destroy. */
+int gnn_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
 
 /* Peak resident set size of this process (getrusage), in bytes. */
 uint64_t gnn_peak_rss_bytes(void);

@@ -19,7 +19,7 @@
 #include "err.h"
 #include "log.h"
 #include "sample.h"
-#include "link.h"
+#include "link_query.h"
 #include "store.h"
 
 /* Payload bytes a reply may have (the protocol's message limit). */

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emb.h"
+#include "emb_table.h"
 #include "metrics.h"
 #include "part.h"
 #include "preds.h"

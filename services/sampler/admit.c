@@ -28,7 +28,6 @@ struct smp_admit {
 int smp_admit_new(const struct smp_admit_opts *o, struct smp_admit **out)
 {
 	struct smp_admit *a;
-	pthread_condattr_t ca;
 	int rc;
 
 	if (o->budget_bytes == 0 || !(o->wait_s > 0) || o->metrics == NULL)
@@ -56,11 +55,10 @@ int smp_admit_new(const struct smp_admit_opts *o, struct smp_admit **out)
 		return rc;
 	}
 	gnn_gauge_set(a->g_budget, (double)a->budget);
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	if (gnn_sync_init(&a->mu, &a->cv) != GNN_OK) {
+		free(a);
+		return GNN_ENOMEM;
+	}
 	*out = a;
 	return GNN_OK;
 }

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "admit.h"
-#include "bench.h"
+#include "sampling_bench.h"
 #include "err.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -31,7 +31,7 @@
 #include "proto.h"
 #include "server.h"
 #include "service.h"
-#include "stores.h"
+#include "store_backend.h"
 #include "sys.h"
 
 struct config {

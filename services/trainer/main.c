@@ -18,12 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "step_bench.h"
 #include "err.h"
 #include "fanouts.h"
-#include "infer.h"
+#include "inference.h"
 #include "lifecycle.h"
-#include "emb.h"
+#include "embeddings.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -32,7 +32,7 @@
 #include "ring.h"
 #include "samplers.h"
 #include "sys.h"
-#include "train.h"
+#include "training.h"
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
@@ -69,7 +69,7 @@ static const struct gnn_opt options[] = {
 	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
 	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
 	{ "model", GNN_OPT_STR, &opt.model, "graphsage", 0, 0, NULL,
-	  "the model to train: one registered in services/trainer/model.c: graphsage, gcn (one relation) or rgcn "
+	  "the model to train: one registered in services/trainer/model/model.c: graphsage, gcn (one relation) or rgcn "
 	  "(any relations; docs/model.md)" },
 	{ "num-bases", GNN_OPT_INT, &opt.num_bases, "0", 0, 1024, NULL,
 	  "rgcn: basis matrices per layer shared by the relations' weights (0: a full weight per relation)" },

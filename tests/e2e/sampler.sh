@@ -436,7 +436,7 @@ else
 	hg=$!
 	# gcq's first request once its data connection is back (nng redials
 	# from 0.1 s on): the restart then shows only in the closing of its
-	# watch connection (services/sampler/stores.c).
+	# watch connection (services/sampler/store_backend.c).
 	(sleep 2 && hammer gcq 30) &
 	PIDS+=($!)
 	hq=$!

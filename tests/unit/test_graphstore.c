@@ -860,7 +860,7 @@ static void test_typed_refused(void)
 	loud(saved);
 }
 
-/* ---- learnable embeddings (services/graphstore/emb.h) ----
+/* ---- learnable embeddings (services/graphstore/emb_table.h) ----
  * On the typed store: authors 0..2 embedded 3 wide, papers 3..6 2 wide.
  * The reference below recomputes emb.h's rule row by row from the
  * pushes, in rank order, with the same float and double operations. */

@@ -16,9 +16,7 @@
 #include "core.h"
 #include "err.h"
 #include "http.h"
-/* By path: services/local/ (gnn-local) has a local.h too, earlier on the
- * unit tests' include path. */
-#include "local.h"
+#include "local_backend.h"
 #include "log.h"
 #include "metrics.h"
 #include "part.h"
@@ -26,7 +24,7 @@
 #include "sample.h"
 #include "server.h"
 #include "service.h"
-#include "stores.h"
+#include "store_backend.h"
 #include "sys.h"
 #include "testlib.h"
 

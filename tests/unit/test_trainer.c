@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "checkpoint.h"
 #include "err.h"
 #include "hash.h"
 #include "layout.h"
@@ -15,7 +15,7 @@
 #include "rowpool.h"
 #include "sys.h"
 #include "testlib.h"
-#include "train.h"
+#include "training.h"
 
 static char tmpdir[] = "/tmp/gnn-unit-trainer.XXXXXX";
 

@@ -1,12 +1,12 @@
 /* test_trainer_link.c - link prediction's decoders, loss and metrics
- * (services/trainer/link.h) against hand-computed values, and the pair
+ * (services/trainer/model/decoder.h) against hand-computed values, and the pair
  * steps (pairs.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "err.h"
-#include "link.h"
+#include "decoder.h"
 #include "log.h"
 #include "pairs.h"
 #include "testlib.h"

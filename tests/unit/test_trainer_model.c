@@ -1,4 +1,4 @@
-/* The models (services/trainer/model.c, sage.c, gcn.c, rgcn.c): for
+/* The models (services/trainer/model/model.c, sage.c, gcn.c, rgcn.c): for
  * GraphSAGE the analytic gradient against central finite differences of
  * the loss, the forward against an independent double-precision reference,
  * fanout 0 as an MLP, Adam against a hand-computed reference, validation,

@@ -1,4 +1,4 @@
-/* Unit tests of the trainers' ring collectives (services/trainer/ring.h):
+/* Unit tests of the trainers' ring collectives (services/trainer/ring/ring.h):
  * T ranks as threads of this process, each with its own ring over real nng
  * sockets (tcp on 127.0.0.1 and ipc in a temp folder). Checks every
  * collective against a reference computed here, bitwise equality across

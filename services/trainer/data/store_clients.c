@@ -1,5 +1,5 @@
 /* stores.c - see stores.h. */
-#include "stores.h"
+#include "store_clients.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -300,27 +300,6 @@ static int check_opts(const struct tr_ring_opts *o)
 	return GNN_OK;
 }
 
-int ring_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
-{
-	pthread_condattr_t ca;
-	int rv;
-
-	if (pthread_mutex_init(mu, NULL) != 0)
-		return -1;
-	if (pthread_condattr_init(&ca) != 0) {
-		pthread_mutex_destroy(mu);
-		return -1;
-	}
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rv = pthread_cond_init(cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rv != 0) {
-		pthread_mutex_destroy(mu);
-		return -1;
-	}
-	return 0;
-}
-
 int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 {
 	struct tr_ring *r;
@@ -342,7 +321,7 @@ int tr_ring_open(const struct tr_ring_opts *o, struct tr_ring **out)
 	r->out = (struct side){ .r = r, .name = "out", .peer = r->next };
 	r->nonce = make_nonce(r);
 	atomic_init(&r->bytes, 0);
-	if (ring_sync_init(&r->mu, &r->cv) != 0)
+	if (gnn_sync_init(&r->mu, &r->cv) != GNN_OK)
 		goto out_close;
 	r->sync_ok = true;
 	if ((rc = register_metrics(r, o->metrics)) != GNN_OK)

@@ -1,5 +1,5 @@
 /* links.c - see links.h. */
-#include "links.h"
+#include "nnglinks.h"
 
 #include <nng/nng.h>
 #include <pthread.h>
@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "sys.h"
 
 #define POLL_MS 1000
 
@@ -139,7 +140,6 @@ int gnn_links_watch_start(struct gnn_metrics *reg, struct gnn_links_watch **out)
 {
 	static const char *const err_labels[] = { "side", "url", "reason" }, *const limit_labels[] = { "url" };
 	struct gnn_links_watch *w;
-	pthread_condattr_t ca;
 	int rc;
 
 	*out = NULL;
@@ -153,11 +153,10 @@ int gnn_links_watch_start(struct gnn_metrics *reg, struct gnn_links_watch **out)
 		free(w);
 		return rc;
 	}
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	if (gnn_sync_init(&w->mu, &w->cv) != GNN_OK) {
+		free(w);
+		return GNN_ENOMEM;
+	}
 	if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);

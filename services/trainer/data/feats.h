@@ -34,7 +34,7 @@
 #include "layout.h"
 #include "metrics.h"
 #include "proto.h"
-#include "stores.h"
+#include "store_clients.h"
 
 struct tr_feats_opts {
 	struct tr_stores *stores;      /* borrowed: one per partition */

@@ -1,5 +1,5 @@
 /* ckpt.c - see ckpt.h. */
-#include "ckpt.h"
+#include "checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * (docs/model.md). --dump writes the blocks, features, labels and initial
  * parameters for tests/bench_torch.py, which trains the same model in
  * PyTorch. */
-#include "bench.h"
+#include "step_bench.h"
 
 #include <cblas.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "stores.h"
+#include "store_backend.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -148,7 +148,6 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 {
 	struct smp_stores *s;
-	pthread_condattr_t ca;
 	int rc = GNN_ENOMEM;
 
 	if (o->n == 0 || o->n > GNN_PROTO_MAX_PARTS || o->timeout_ms <= 0 || o->retries < 0 ||
@@ -172,11 +171,11 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	atomic_init(&s->changing, false);
 	atomic_init(&s->changed, false);
 	atomic_init(&s->next_req_id, 1);
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	if (gnn_sync_init(&s->mu, &s->cv) != GNN_OK) {
+		free(s->st);
+		free(s);
+		return GNN_ENOMEM;
+	}
 	for (size_t i = 0; i < o->n; i++) {
 		struct store *st = &s->st[i];
 

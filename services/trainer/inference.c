@@ -11,7 +11,7 @@
  * Memory: the partitions and layer files are mapped (page cache, not the
  * process's own memory); what a worker allocates is one batch's gathered
  * rows (--buffer-mb) and the model's workspace for that batch. */
-#include "infer.h"
+#include "inference.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -27,18 +27,18 @@
 #include <unistd.h>
 
 #include "arr.h"
-#include "ckpt.h"
+#include "checkpoint.h"
 #include "err.h"
 #include "json.h"
 #include "kernels.h"
-#include "link.h"
+#include "decoder.h"
 #include "log.h"
 #include "model.h"
 #include "opt.h"
 #include "part.h"
 #include "result.h"
 #include "sys.h"
-#include "train.h"
+#include "training.h"
 
 #define SUMMARY_FORMAT 1
 #define MAX_TOP_K 64

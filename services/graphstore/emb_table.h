@@ -1,5 +1,5 @@
 /* emb.h - learnable node embeddings held by a graph store (EMB requests,
- * libcommon/proto.h; the trainer's side is services/trainer/emb.h).
+ * libcommon/proto.h; the trainer's side is services/trainer/data/embeddings.h).
  *
  * For each embedded type t (dim[t] > 0 in the trainers' INIT) the store
  * holds, for its partition's nodes of that type (the contiguous global IDs

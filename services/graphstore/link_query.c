@@ -1,5 +1,5 @@
 /* link.c - see link.h. */
-#include "link.h"
+#include "link_query.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* train.c - see train.h. */
-#include "train.h"
+#include "training.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* emb.c - see emb.h. */
-#include "emb.h"
+#include "emb_table.h"
 
 #include <math.h>
 #include <pthread.h>

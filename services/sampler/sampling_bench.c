@@ -1,4 +1,4 @@
-#include "bench.h"
+#include "sampling_bench.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 #include "core.h"
 #include "err.h"
 #include "fanouts.h"
-#include "local.h"
+#include "local_backend.h"
 #include "log.h"
 #include "opt.h"
 #include "sample.h"

@@ -6,11 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ckpt.h"
-#include "emb.h"
+#include "checkpoint.h"
+#include "embeddings.h"
 #include "feats.h"
 #include "fanouts.h"
-#include "link.h"
+#include "decoder.h"
 #include "metrics.h"
 #include "proto.h"
 #include "ring.h"

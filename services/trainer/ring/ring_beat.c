@@ -62,7 +62,7 @@ int ring_beat_start(struct tr_ring *r)
 
 	if (r->world < 2 || !(r->silence_s > 0))
 		return GNN_OK;
-	if (ring_sync_init(&r->beat_mu, &r->beat_cv) != 0)
+	if (gnn_sync_init(&r->beat_mu, &r->beat_cv) != GNN_OK)
 		return GNN_ENOMEM;
 	r->beat_sync_ok = true;
 	if ((rv = pthread_create(&r->beat, NULL, beat_main, r)) != 0) {

@@ -112,10 +112,6 @@ static inline const char *yesno(bool b)
 	return b ? "yes" : "no";
 }
 
-/* ring.c: a mutex and a condition variable on the monotonic clock; 0 or -1
- * (nothing to destroy then). */
-int ring_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
-
 /* ring_engine.c */
 void ring_aio_cb(void *arg);                                   /* an aio completed (nng thread) */
 void ring_pipe_cb(nng_pipe pipe, nng_pipe_ev ev, void *arg);   /* a neighbour's pipe came or went */

@@ -1,5 +1,5 @@
 /* link.c - see link.h. */
-#include "link.h"
+#include "decoder.h"
 
 #include <math.h>
 #include <stdbool.h>

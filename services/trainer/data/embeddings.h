@@ -28,7 +28,7 @@
 #include "layout.h"
 #include "metrics.h"
 #include "proto.h"
-#include "stores.h"
+#include "store_clients.h"
 
 /* With no stores (offline) a tr_emb only knows the shapes, and can
  * read the best rows of a checkpoint (tr_emb_map_best): what layer-wise

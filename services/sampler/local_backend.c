@@ -1,4 +1,4 @@
-#include "local.h"
+#include "local_backend.h"
 
 #include <inttypes.h>
 #include <stdio.h>

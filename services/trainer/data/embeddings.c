@@ -1,5 +1,5 @@
 /* emb.c - see emb.h. */
-#include "emb.h"
+#include "embeddings.h"
 
 #include <inttypes.h>
 #include <pthread.h>
