@@ -84,13 +84,14 @@ static int set_value(const struct gnn_opt *o, const char *text, const char *orig
 		return GNN_OK;
 	}
 	case GNN_OPT_BOOL:
-		if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
+		if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0 ||
+		    strcasecmp(text, "on") == 0) {
 			*(bool *)o->dst = true;
 		} else if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0 ||
-			   strcasecmp(text, "no") == 0 || *text == '\0') {
+			   strcasecmp(text, "no") == 0 || strcasecmp(text, "off") == 0 || *text == '\0') {
 			*(bool *)o->dst = false;
 		} else {
-			GNN_ERROR("bad_option", "option=%s value=\"%s\" from=%s reason=\"not a boolean (true|false|1|0)\"",
+			GNN_ERROR("bad_option", "option=%s value=\"%s\" from=%s reason=\"not a boolean (true|false|1|0|on|off)\"",
 				  o->name, text, origin);
 			return GNN_EINVAL;
 		}
@@ -111,6 +112,25 @@ static int set_value(const struct gnn_opt *o, const char *text, const char *orig
 		return GNN_OK;
 	}
 	return GNN_EINTERNAL;
+}
+
+int gnn_opt_set(const struct gnn_opt *o, const char *text, const char *origin)
+{
+	int rc = set_value(o, text, origin);
+
+	if (rc == GNN_OK && o->given != NULL)
+		*o->given = true;
+	return rc;
+}
+
+int gnn_opt_append(struct gnn_opt *out, size_t cap, size_t *n, const struct gnn_opt *src)
+{
+	for (; src->name != NULL; src++) {
+		if (*n >= cap)
+			return GNN_ERANGE;
+		out[(*n)++] = *src;
+	}
+	return GNN_OK;
 }
 
 void gnn_opt_usage(const char *prog, const char *summary, const struct gnn_opt *opts)
@@ -170,7 +190,7 @@ int gnn_opt_parse(const char *prog, const char *summary, const struct gnn_opt *o
 		v = getenv(env);
 		if (v != NULL && *v != '\0') {
 			snprintf(origin, sizeof(origin), "env:%s", env);
-			if ((rc = set_value(o, v, origin)) != GNN_OK)
+			if ((rc = gnn_opt_set(o, v, origin)) != GNN_OK)
 				return rc;
 		}
 	}
@@ -207,7 +227,7 @@ int gnn_opt_parse(const char *prog, const char *summary, const struct gnn_opt *o
 			return GNN_EINVAL;
 		}
 		snprintf(origin, sizeof(origin), "flag");
-		if ((rc = set_value(o, val, origin)) != GNN_OK)
+		if ((rc = gnn_opt_set(o, val, origin)) != GNN_OK)
 			return rc;
 	}
 	return GNN_OK;

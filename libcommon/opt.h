@@ -8,13 +8,14 @@
 #define GNN_OPT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum gnn_opt_type {
 	GNN_OPT_INT,    /* dst is int64_t*, range [min, max] */
 	GNN_OPT_FLOAT,  /* dst is double*, range [min, max], finite */
 	GNN_OPT_STR,    /* dst is const char**; with choices "a|b|c" only those */
-	GNN_OPT_BOOL,   /* dst is bool*; "--name" sets true; env/"--name=" take 1/0/true/false/yes/no */
+	GNN_OPT_BOOL,   /* dst is bool*; "--name" sets true; env/"--name=" take 1/0/true/false/yes/no/on/off */
 	GNN_OPT_LIST,   /* dst is const char**: comma-separated list, checked later by the program */
 };
 
@@ -26,6 +27,7 @@ struct gnn_opt {
 	double min, max;      /* numeric range, inclusive; ignored when min == max == 0 */
 	const char *choices;  /* GNN_OPT_STR only: "metis|random", or NULL */
 	const char *help;
+	bool *given;          /* NULL, or set true when the environment or a flag gave the value */
 };
 
 /* Parses defaults, then the environment, then argv[1..argc-1] into the
@@ -36,6 +38,15 @@ struct gnn_opt {
  * returns GNN_EINVAL. summary is printed under the usage line. */
 int gnn_opt_parse(const char *prog, const char *summary, const struct gnn_opt *opts,
 		  int argc, char **argv);
+
+/* Stores text into o->dst after the checks a flag's value gets (type,
+ * range, choices); origin names where it came from in the error line.
+ * Marks o->given. GNN_EINVAL or GNN_ERANGE, logged. */
+int gnn_opt_set(const struct gnn_opt *o, const char *text, const char *origin);
+
+/* Copies the rows of src (up to its zero row) to out[*n..], n rows used of
+ * cap. GNN_ERANGE when they do not fit. */
+int gnn_opt_append(struct gnn_opt *out, size_t cap, size_t *n, const struct gnn_opt *src);
 
 /* Logs one "config" line with every option's effective value. */
 void gnn_opt_log(const struct gnn_opt *opts);

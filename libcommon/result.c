@@ -28,6 +28,10 @@ int gnn_result_save(const char *dir, const struct gnn_result *r)
 		      (json_int_t)r->best_epoch, "params_crc", crc, "train_s", r->train_s);
 	if (j == NULL)
 		return GNN_ENOMEM;
+	if (r->has_config && json_object_set_new(j, "config", gnn_mcfg_to_json(&r->config, GNN_MCFG_ALL)) != 0) {
+		json_decref(j);
+		return GNN_ENOMEM;
+	}
 	if (r->task[0] != '\0') {
 		json_t *lp = json_pack("{s:s, s:s, s:f, s:f, s:f}", "task", r->task, "decoder", r->decoder,
 				       "best_val_auc", r->best_val_acc, "test_auc", r->test_acc, "test_ap", r->test_ap);
@@ -100,6 +104,9 @@ int gnn_result_read(const char *dir, struct gnn_result *r, bool *found)
 			 json_is_string(json_object_get(j, "decoder")) ? json_string_value(json_object_get(j, "decoder")) : "");
 		r->test_ap = json_number_value(json_object_get(j, "test_ap"));
 	}
+	r->has_config = json_object_get(j, "config") != NULL;
+	if (r->has_config && (rc = gnn_mcfg_from_json(json_object_get(j, "config"), file, &r->config)) != GNN_OK)
+		goto out;
 	*found = true;
 out:
 	json_decref(j);

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "modelcfg.h"
+
 struct gnn_result {
 	uint32_t epochs;
 	uint64_t model_hash;          /* the model and graph it belongs to */
@@ -26,6 +28,12 @@ struct gnn_result {
 	 * (also written as test_auc and best_val_auc); test_ap the test AP. */
 	char task[8], decoder[8];
 	double test_ap;
+	/* The run's configuration (modelcfg.h: the model and its training),
+	 * the "config" object; has_config false for a file written before it
+	 * was recorded (before 2026-12). What `gnn-trainer infer` rebuilds the
+	 * model from. */
+	bool has_config;
+	struct gnn_model_cfg config;
 };
 
 #define GNN_RESULT_FILE "result.json"

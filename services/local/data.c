@@ -22,8 +22,8 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	const char *preset = json_string_value(json_object_get(src, "preset"));
 	const char *split = json_string_value(json_object_get(src, "split"));
 
-	if ((json_object_get(m->json, "edge_split") != NULL) != (strcmp(r->cfg->task, "link") == 0)) {
-		snprintf(why, size, "it has %s edge split", strcmp(r->cfg->task, "link") == 0 ? "no" : "an");
+	if ((json_object_get(m->json, "edge_split") != NULL) != (loc_link(r->cfg))) {
+		snprintf(why, size, "it has %s edge split", loc_link(r->cfg) ? "no" : "an");
 		return false;
 	}
 	if ((int)m->layout.num_parts != r->parts) {
@@ -80,7 +80,7 @@ static int run_partitioner(struct loc_run *r)
 	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--feature-dtype=%s", cfg->feature_dtype)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK ||
-	    (strcmp(cfg->task, "link") == 0 && (rc = loc_argv_add(&a, "--edge-split=0.85,0.05,0.10")) != GNN_OK))
+	    (loc_link(cfg) && (rc = loc_argv_add(&a, "--edge-split=0.85,0.05,0.10")) != GNN_OK))
 		goto out;
 	if ((rc = loc_proc_start(&r->procs, "partition", LOC_ROLE_PARTITION, &a, &p)) != GNN_OK)
 		goto out;
@@ -127,7 +127,7 @@ int loc_partition_prepare(struct loc_run *r)
 			gnn_meta_free(&m);
 			return GNN_EINVAL;
 		}
-		if (strcmp(cfg->task, "link") == 0 && json_object_get(m.json, "edge_split") == NULL) {
+		if (loc_link(cfg) && json_object_get(m.json, "edge_split") == NULL) {
 			GNN_ERROR("bad_config", "option=--partition-dir value=%s reason=\"--task link needs an edge split: "
 				  "partition with gnn-partition --edge-split 0.85,0.05,0.10 (docs/partitioning.md)\"",
 				  r->partdir);

@@ -1,4 +1,4 @@
-/* infer.c - gnn-local's inference step (pipeline.h, docs/inference.md):
+/* infer_step.c - gnn-local's inference step (pipeline.h, docs/inference.md):
  * one `gnn-trainer infer` worker per trainer, each taking the partitions
  * p with p mod T == its index, then the summary they leave and a few
  * example predictions for the result block. */
@@ -26,18 +26,14 @@ static int start_workers(struct loc_run *r, struct loc_proc **w)
 
 	for (size_t i = 0; i < T && rc == GNN_OK; i++) {
 		snprintf(name, sizeof(name), "infer-%zu", i);
+		/* no model flag: result.json records the run's configuration */
 		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "infer")) ||
 		    (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
 		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", r->ckptdir)) ||
 		    (rc = loc_argv_add(&a, "--out=%s", r->preddir)) || (rc = loc_argv_add(&a, "--workers=%zu", T)) ||
-		    (rc = loc_argv_add(&a, "--worker=%zu", i)) || (rc = loc_argv_add(&a, "--model=%s", cfg->model)) ||
-		    (rc = loc_argv_add(&a, "--layers=%d", cfg->layers_eff)) ||
+		    (rc = loc_argv_add(&a, "--worker=%zu", i)) ||
 		    (rc = loc_argv_add(&a, "--wait-s=%lld", (long long)cfg->timeout_s)) ||
-		    (cfg->hidden >= 0 && (rc = loc_argv_add(&a, "--hidden=%lld", (long long)cfg->hidden))) ||
-		    (cfg->num_bases >= 0 && (rc = loc_argv_add(&a, "--num-bases=%lld", (long long)cfg->num_bases))) ||
-		    (cfg->degree_scale && (rc = loc_argv_add(&a, "--degree-scale"))) ||
-		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))) ||
-		    (rc = loc_embed_args(cfg, &a)) || (rc = loc_link_args(cfg, &a, true)))
+		    (cfg->threads >= 0 && (rc = loc_argv_add(&a, "--threads=%lld", (long long)cfg->threads))))
 			break;
 		rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &w[i]);
 		loc_argv_free(&a);

@@ -23,9 +23,9 @@
 #include "sys.h"
 
 static struct loc_config cfg;
-static const char *degree_scale;   /* on|off, or NULL: the link defaults' choice */
 
-static const struct gnn_opt options[] = {
+/* gnn-local's own options; the model table's join them (build_options). */
+static const struct gnn_opt own_options[] = {
 	{ "dataset", GNN_OPT_STR, &cfg.dataset, NULL, 0, 0, NULL,
 	  "graph in OGB's node-property layout (raw/, split/), homogeneous or heterogeneous (ogbn-mag's), "
 	  "partitioned with gnn-partition --input" },
@@ -53,53 +53,11 @@ static const struct gnn_opt options[] = {
 	  "skip the inference after training (gnn-trainer infer: predictions for every node in WORKDIR/predictions)" },
 	{ "baseline", GNN_OPT_BOOL, &cfg.baseline, NULL, 0, 0, NULL,
 	  "then train the same model without neighbours (fanouts 0,..,0: features only) and print both test accuracies" },
-	{ "epochs", GNN_OPT_INT, &cfg.epochs, NULL, 1, 100000, NULL, "gnn-trainer --epochs (not given: its default)" },
-	{ "batch-size", GNN_OPT_INT, &cfg.batch_size, NULL, 1, 1 << 22, NULL, "gnn-trainer --batch-size" },
-	{ "layers", GNN_OPT_INT, &cfg.layers, NULL, 1, GNN_PROTO_MAX_LAYERS, NULL,
-	  "gnn-trainer --layers (not given: the number of --fanouts)" },
-	{ "model", GNN_OPT_STR, &cfg.model, NULL, 0, 0, NULL,
-	  "gnn-trainer --model (graphsage, gcn or rgcn; the result lines are labelled with it; default graphsage, "
-	  "gcn with --task link)" },
-	{ "num-bases", GNN_OPT_INT, &cfg.num_bases, NULL, 0, 1024, NULL,
-	  "gnn-trainer --num-bases (rgcn's basis decomposition)" },
-	{ "embed-dim", GNN_OPT_INT, &cfg.embed_dim, NULL, 0, 65536, NULL,
-	  "gnn-trainer --embed-dim: learnable embeddings held by the graph stores (not the baseline's)" },
-	{ "embed-types", GNN_OPT_LIST, &cfg.embed_types, NULL, 0, 0, NULL, "gnn-trainer --embed-types" },
-	{ "embed-input", GNN_OPT_STR, &cfg.embed_input, NULL, 0, 0, "concat|replace", "gnn-trainer --embed-input" },
-	{ "embed-optimizer", GNN_OPT_STR, &cfg.embed_optimizer, NULL, 0, 0, "adam|adagrad",
-	  "gnn-trainer --embed-optimizer" },
-	{ "embed-lr", GNN_OPT_FLOAT, &cfg.embed_lr, NULL, 1e-9, 100, NULL, "gnn-trainer --embed-lr" },
 	{ "features-from", GNN_OPT_STR, &cfg.features_from, NULL, 0, 0, "sampler|stores",
 	  "gnn-trainer --features-from: the feature rows from the samplers, or from the graph stores directly" },
 	{ "cache-ratio", GNN_OPT_STR, &cfg.cache_ratio, NULL, 0, 0, NULL,
 	  "gnn-trainer --cache-ratio: the hot-feature cache (0.2 of the nodes, or 512MB)" },
 	{ "cache-presample", GNN_OPT_INT, &cfg.cache_presample, NULL, 1, 65535, NULL, "gnn-trainer --cache-presample" },
-	{ "task", GNN_OPT_STR, &cfg.task, "node", 0, 0, "node|link",
-	  "node classification, or link prediction: the partitioner splits the edges 0.85,0.05,0.10 (GAE's "
-	  "protocol) and the link defaults apply (docs/local.md)" },
-	{ "emb-dim", GNN_OPT_INT, &cfg.emb_dim, NULL, 0, 65536, NULL, "gnn-trainer --emb-dim (link)" },
-	{ "decoder", GNN_OPT_STR, &cfg.decoder, NULL, 0, 0, "dot|mlp", "gnn-trainer --decoder (link)" },
-	{ "decoder-hidden", GNN_OPT_INT, &cfg.decoder_hidden, NULL, 0, 65536, NULL, "gnn-trainer --decoder-hidden (link)" },
-	{ "neg-k", GNN_OPT_INT, &cfg.neg_k, NULL, 1, 1024, NULL, "gnn-trainer --neg-k (link)" },
-	{ "epoch-pairs", GNN_OPT_INT, &cfg.epoch_pairs, "0", 0, INT64_MAX, NULL, "gnn-trainer --epoch-pairs (link)" },
-	{ "neg-in-batch", GNN_OPT_BOOL, &cfg.neg_in_batch, NULL, 0, 0, NULL, "gnn-trainer --neg-in-batch (link)" },
-	{ "exclude", GNN_OPT_STR, &cfg.exclude, NULL, 0, 0, "on|off", "gnn-trainer --exclude (link)" },
-	{ "degree-scale", GNN_OPT_STR, &degree_scale, NULL, 0, 0, "on|off",
-	  "gnn-trainer --degree-scale and the inference's (link default: on over whole neighbourhoods)" },
-	{ "fanouts", GNN_OPT_LIST, &cfg.fanouts, NULL, 0, 0, NULL,
-	  "gnn-trainer --fanouts, per layer, input layer first; -1 all neighbours, 0 none" },
-	{ "eval-fanouts", GNN_OPT_LIST, &cfg.eval_fanouts, NULL, 0, 0, NULL, "gnn-trainer --eval-fanouts" },
-	{ "eval-batch-size", GNN_OPT_INT, &cfg.eval_batch_size, NULL, 1, 1 << 22, NULL,
-	  "gnn-trainer --eval-batch-size" },
-	{ "val-nodes", GNN_OPT_INT, &cfg.val_nodes, NULL, 0, UINT32_MAX, NULL,
-	  "gnn-trainer --val-nodes (validation sample; 0: every validation node)" },
-	{ "test-nodes", GNN_OPT_INT, &cfg.test_nodes, NULL, 0, UINT32_MAX, NULL,
-	  "gnn-trainer --test-nodes (the sampled test estimate; the inference covers every node)" },
-	{ "hidden", GNN_OPT_INT, &cfg.hidden, NULL, 1, 1 << 16, NULL, "gnn-trainer --hidden" },
-	{ "lr", GNN_OPT_FLOAT, &cfg.lr, NULL, 1e-9, 10, NULL, "gnn-trainer --lr" },
-	{ "weight-decay", GNN_OPT_FLOAT, &cfg.weight_decay, NULL, 0, 1, NULL, "gnn-trainer --weight-decay" },
-	{ "dropout", GNN_OPT_FLOAT, &cfg.dropout, NULL, 0, 0.95, NULL, "gnn-trainer --dropout" },
-	{ "seed", GNN_OPT_INT, &cfg.seed, NULL, 0, 9223372036854775807.0, NULL, "gnn-trainer --seed" },
 	{ "prefetch", GNN_OPT_INT, &cfg.prefetch, NULL, 1, 64, NULL, "gnn-trainer --prefetch" },
 	{ "threads", GNN_OPT_INT, &cfg.threads, NULL, 0, 1024, NULL,
 	  "gnn-trainer --threads (not given: the CPUs divided among the trainers)" },
@@ -135,15 +93,26 @@ static const struct gnn_opt options[] = {
 	{ NULL },
 };
 
-/* Model options not given stay at -1 (NULL for lists): not passed on. */
-static void unset_model_options(void)
+/* own_options, then the model table's rows (no defaults: only what is
+ * given goes to the trainers), then the end row. */
+static struct gnn_opt options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
+
+static int build_options(void)
 {
-	cfg.parts = cfg.epochs = cfg.batch_size = cfg.layers = cfg.eval_batch_size = cfg.hidden = -1;
-	cfg.val_nodes = cfg.test_nodes = -1;
-	cfg.seed = cfg.prefetch = cfg.threads = cfg.num_bases = cfg.embed_dim = cfg.cache_presample = -1;
-	cfg.embed_lr = -1;
-	cfg.lr = cfg.weight_decay = cfg.dropout = -1;
-	cfg.emb_dim = cfg.decoder_hidden = cfg.neg_k = -1;
+	size_t n = 0, cap = sizeof(options) / sizeof(options[0]) - 1;
+	int rc = gnn_opt_append(options, cap, &n, own_options);
+
+	if (rc == GNN_OK)
+		rc = gnn_mcfg_options(&cfg.mc, GNN_MCFG_ALL, false, "gnn-trainer's, passed on when given: ", options,
+				      cap, &n);
+	options[n] = (struct gnn_opt){ 0 };
+	return rc;
+}
+
+/* Options not given that gnn-local reads stay at -1. */
+static void unset_options(void)
+{
+	cfg.parts = cfg.prefetch = cfg.threads = cfg.cache_presample = -1;
 }
 
 /* --task link's defaults for what was not given, tuned on Cora (GAE's
@@ -151,36 +120,27 @@ static void unset_model_options(void)
  * layers over whole neighbourhoods with the degree scale, 64-wide
  * embeddings, small batches (more steps: batch 512 stayed at test AUC
  * 0.90, 256 gave 0.913), 5 negatives per positive (test AP 0.926 over
- * seeds 1-3, 0.914 with 1). */
-#define LINK_EPOCHS 20
-#define LINK_BATCH 256
-#define LINK_NEG_K 5
-static void link_defaults(void)
+ * seeds 1-3, 0.914 with 1). Each is passed to the trainers as if given. */
+static int link_defaults(void)
 {
-	bool link = cfg.task != NULL && strcmp(cfg.task, "link") == 0;
+	static const char *const defaults[][2] = {
+		{ "model", "gcn" }, { "epochs", "20" }, { "lr", "0.005" }, { "batch-size", "256" },
+		{ "hidden", "128" }, { "emb-dim", "64" }, { "neg-k", "5" },
+	};
+	int rc = GNN_OK;
 
-	if (cfg.model == NULL)
-		cfg.model = link ? "gcn" : "graphsage";
-	cfg.degree_scale = degree_scale != NULL && strcmp(degree_scale, "on") == 0;
-	if (!link)
-		return;
-	if (cfg.fanouts == NULL && cfg.layers < 0) {   /* Cora is small: whole neighbourhoods */
-		cfg.fanouts = "-1,-1";
-		if (degree_scale == NULL)   /* its degrees are then the graph's (docs/training.md) */
-			cfg.degree_scale = true;
+	if (!loc_link(&cfg))
+		return GNN_OK;
+	if (!loc_given(&cfg, "fanouts") && !loc_given(&cfg, "layers")) {   /* Cora is small: whole neighbourhoods */
+		rc = gnn_mcfg_set(&cfg.mc, "fanouts", "-1,-1");
+		/* its degrees are then the graph's (docs/training.md) */
+		if (rc == GNN_OK && !loc_given(&cfg, "degree-scale"))
+			rc = gnn_mcfg_set(&cfg.mc, "degree-scale", "true");
 	}
-	if (cfg.epochs < 0)
-		cfg.epochs = LINK_EPOCHS;
-	if (cfg.lr < 0)
-		cfg.lr = 0.005;
-	if (cfg.batch_size < 0)
-		cfg.batch_size = LINK_BATCH;
-	if (cfg.hidden < 0)
-		cfg.hidden = 128;
-	if (cfg.emb_dim < 0)
-		cfg.emb_dim = 64;
-	if (cfg.neg_k < 0)
-		cfg.neg_k = LINK_NEG_K;
+	for (size_t i = 0; rc == GNN_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		if (!loc_given(&cfg, defaults[i][0]))
+			rc = gnn_mcfg_set(&cfg.mc, defaults[i][0], defaults[i][1]);
+	return rc;
 }
 
 static int exit_status(const struct loc_run *r, int rc)
@@ -206,16 +166,20 @@ int main(int argc, char **argv)
 	int rc, status;
 
 	gnn_log_init("gnn-local");
-	unset_model_options();
-	rc = gnn_opt_parse("gnn-local",
+	unset_options();
+	rc = build_options();
+	if (rc == GNN_OK)
+		rc = gnn_opt_parse("gnn-local",
 			   "Run gnn-dist on this machine: partitioner, graph stores, samplers and trainers as "
-			   "processes on 127.0.0.1 (docs/local.md).\nThe gnn-trainer options (--epochs to "
-			   "--threads) are passed to every trainer when given; otherwise the trainer's defaults apply.",
+			   "processes on 127.0.0.1 (docs/local.md).\nThe gnn-trainer options (the model's, "
+			   "--prefetch, --threads, --features-from, --cache-*) are passed to every trainer when given; "
+			   "otherwise the trainer's defaults apply.",
 			   options, argc, argv);
 	if (rc == GNN_EHELP)
 		return 0;
+	gnn_mcfg_defaults(&cfg.mc);
 	if (rc == GNN_OK)
-		link_defaults();
+		rc = link_defaults();
 	if (rc != GNN_OK || loc_config_check(&cfg) != GNN_OK)
 		return LOC_EXIT_USAGE;
 	if (cfg.parts < 0 && cfg.partition_dir == NULL)

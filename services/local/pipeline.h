@@ -7,17 +7,15 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fanouts.h"
+#include "modelcfg.h"
 #include "proc.h"
 #include "result.h"
 
 #define LOC_EXIT_FAILED 1 /* a component failed, a wait timed out */
 #define LOC_EXIT_USAGE 2  /* bad configuration (ours, or a component's exit status 2) */
-
-/* The trainer's layer count when neither --layers nor --fanouts is given
- * (gnn-trainer's default fanouts 15,10,5); the baseline needs it. */
-#define LOC_TRAINER_DEFAULT_LAYERS 3
 
 /* --tls: the host every nng URL gnn-local builds dials (the name in the
  * certificates: mbed TLS 2.28 matches no IP address), and how long the
@@ -25,23 +23,17 @@
 #define LOC_TLS_HOST "localhost"
 #define LOC_CERT_DAYS 30 /* beyond the services' 7-day tls_cert_expiring warning */
 
-/* Options (main.c's table). Model options left unset (-1, NULL) are not
- * passed, so the trainer's own defaults apply. */
+/* Options (main.c's table). */
 struct loc_config {
 	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir, *feature_dtype;
 	int64_t parts, samplers, trainers;
-	int64_t epochs, batch_size, layers, hidden, eval_batch_size, val_nodes, test_nodes, seed, prefetch, threads;
-	int64_t num_bases, embed_dim;
-	const char *model, *fanouts, *eval_fanouts, *embed_types, *embed_input, *embed_optimizer;
+	/* The model table's options (modelcfg.h): those given, or set by the
+	 * link defaults, are passed to the trainers (mc.given); the others
+	 * hold the trainer's defaults, so reading any of them is safe. */
+	struct gnn_model_cfg mc;
+	int64_t prefetch, threads;   /* gnn-trainer's (-1: not given) */
 	const char *features_from, *cache_ratio;
 	int64_t cache_presample;
-	/* --task link (docs/local.md): the edge split, then gnn-trainer's link flags */
-	const char *task, *decoder, *exclude;
-	int64_t emb_dim, decoder_hidden, neg_k, epoch_pairs;
-	bool neg_in_batch;
-	bool degree_scale;    /* gnn-trainer --degree-scale, trainers and inference (any task) */
-	double embed_lr;
-	double lr, weight_decay, dropout;
 	bool baseline, fresh, no_infer, no_features, tls;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
 	int64_t store_timeout_ms, store_retries, store_min_mb_per_s, build_budget_mb, admission_wait_s;
@@ -49,7 +41,7 @@ struct loc_config {
 
 	/* Derived by loc_config_check. */
 	int layers_eff;                  /* layers the trainers will build */
-	struct gnn_fanouts fanout;       /* parsed --fanouts (when given) */
+	struct gnn_fanouts fanout;       /* parsed --fanouts (the trainer's default when not given) */
 };
 
 /* One training pass: the GraphSAGE run or the features-only baseline. */
@@ -104,6 +96,20 @@ struct loc_run {
 	struct loc_https *https;         /* the HTTPS client of the readiness checks; NULL: plain HTTP */
 };
 
+/* Whether model option --name was given (or set by the link defaults). */
+static inline bool loc_given(const struct loc_config *cfg, const char *name)
+{
+	int i = gnn_mcfg_find(name);
+
+	return i >= 0 && cfg->mc.given[i];
+}
+
+/* Whether the run is link prediction (--task link). */
+static inline bool loc_link(const struct loc_config *cfg)
+{
+	return strcmp(cfg->mc.task, "link") == 0;
+}
+
 /* Checks the options that the table's ranges cannot (one data source,
  * fanouts against layers, ...) and fills the derived fields. Logs a
  * bad_config line naming the option and returns GNN_EINVAL. */
@@ -156,13 +162,6 @@ int loc_train(struct loc_run *r, bool baseline);
  * output and the run's checkpoints into WORKDIR/predictions (within
  * --timeout-s), then their summary.json into r->infer. */
 int loc_infer(struct loc_run *r);
-/* The --embed-* flags given to gnn-local that the trainers and the
- * inference both take (the model's shape), appended to a. */
-struct loc_argv;
-int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a);
-/* --task link's flags for gnn-trainer (infer: those of `gnn-trainer infer`
- * only, the model's); nothing for the node task. */
-int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer);
 /* The result block's inference lines: accuracies and a few predictions. */
 void loc_report_infer(const struct loc_run *r);
 

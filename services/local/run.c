@@ -30,6 +30,7 @@ static int parse_fanouts(const char *opt, const char *text, struct gnn_fanouts *
 int loc_config_check(struct loc_config *cfg)
 {
 	int sources = (cfg->dataset != NULL) + (cfg->synthetic != NULL) + (cfg->partition_dir != NULL);
+	const struct gnn_model_cfg *mc = &cfg->mc;
 	struct gnn_fanouts eval;
 
 	if (sources != 1) {
@@ -37,7 +38,7 @@ int loc_config_check(struct loc_config *cfg)
 			  sources);
 		return GNN_EINVAL;
 	}
-	if (strcmp(cfg->task, "link") == 0 && cfg->baseline) {
+	if (loc_link(cfg) && cfg->baseline) {
 		GNN_ERROR("bad_config", "option=--baseline reason=\"the features-only baseline is node classification's\"");
 		return GNN_EINVAL;
 	}
@@ -53,25 +54,22 @@ int loc_config_check(struct loc_config *cfg)
 	}
 	if (cfg->feature_dtype == NULL)
 		cfg->feature_dtype = "f32";
-	if (cfg->fanouts != NULL && parse_fanouts("fanouts", cfg->fanouts, &cfg->fanout) != GNN_OK)
+	/* (not given, mc holds the trainer's defaults: 3 layers, 15,10,5) */
+	if (parse_fanouts("fanouts", mc->fanouts, &cfg->fanout) != GNN_OK)
 		return GNN_EINVAL;
-	if (cfg->fanouts != NULL && cfg->layers >= 0 && cfg->layers != cfg->fanout.n) {
-		GNN_ERROR("bad_config", "option=--fanouts value=\"%s\" layers=%lld reason=\"one fanout per layer: %u fanouts for %lld layers\"",
-			  cfg->fanouts, (long long)cfg->layers, cfg->fanout.n, (long long)cfg->layers);
-		return GNN_EINVAL;
-	}
-	if (cfg->fanouts == NULL && cfg->layers >= 0 && cfg->layers != LOC_TRAINER_DEFAULT_LAYERS) {
-		GNN_ERROR("bad_config", "option=--layers value=%lld reason=\"give --fanouts with %lld values (the trainer's default fanouts have %d)\"",
-			  (long long)cfg->layers, (long long)cfg->layers, LOC_TRAINER_DEFAULT_LAYERS);
+	if (loc_given(cfg, "layers") && mc->layers != cfg->fanout.n) {
+		GNN_ERROR("bad_config", "option=--layers value=%lld fanouts=\"%s\" reason=\"one fanout per layer: %u "
+			  "fanouts for %lld layers%s\"", (long long)mc->layers, mc->fanouts, cfg->fanout.n,
+			  (long long)mc->layers, loc_given(cfg, "fanouts") ? "" : " (the trainer's default fanouts)");
 		return GNN_EINVAL;
 	}
-	cfg->layers_eff = cfg->fanouts != NULL ? (int)cfg->fanout.n : LOC_TRAINER_DEFAULT_LAYERS;
-	if (cfg->eval_fanouts != NULL) {
-		if (parse_fanouts("eval-fanouts", cfg->eval_fanouts, &eval) != GNN_OK)
+	cfg->layers_eff = (int)cfg->fanout.n;
+	if (mc->eval_fanouts != NULL) {
+		if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &eval) != GNN_OK)
 			return GNN_EINVAL;
 		if ((int)eval.n != cfg->layers_eff) {
 			GNN_ERROR("bad_config", "option=--eval-fanouts value=\"%s\" reason=\"one fanout per layer: %u values for %d layers\"",
-				  cfg->eval_fanouts, eval.n, cfg->layers_eff);
+				  mc->eval_fanouts, eval.n, cfg->layers_eff);
 			return GNN_EINVAL;
 		}
 	}
@@ -237,17 +235,17 @@ void loc_report_result(const struct loc_run *r)
 	if (cfg->tls)
 		printf("tls            mutual on every link and HTTPS; throwaway certificates (valid %d days) in %s\n",
 		       LOC_CERT_DAYS, r->tlsdir);
-	print_result(cfg, cfg->model, &r->main);
+	print_result(cfg, cfg->mc.model, &r->main);
 	if (r->baseline.done)
 		print_result(cfg, "features_only", &r->baseline);
 	printf("params_crc     %08x on all %lld ranks\n", (unsigned)r->main.res.params_crc, (long long)cfg->trainers);
 	if (r->baseline.done)
-		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->model, r->main.res.test_acc,
+		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->mc.model, r->main.res.test_acc,
 		       r->baseline.res.test_acc);
 	else if (r->main.res.task[0] != '\0')
-		printf("test_auc %s=%.4f\n", cfg->model, r->main.res.test_acc);
+		printf("test_auc %s=%.4f\n", cfg->mc.model, r->main.res.test_acc);
 	else
-		printf("test_acc %s=%.4f\n", cfg->model, r->main.res.test_acc);
+		printf("test_acc %s=%.4f\n", cfg->mc.model, r->main.res.test_acc);
 	loc_report_infer(r);
 	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
 	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);

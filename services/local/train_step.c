@@ -1,4 +1,4 @@
-/* train.c - the trainers: start T ranks wired into a ring over the
+/* train_step.c - the trainers: start T ranks wired into a ring over the
  * samplers, follow rank 0's progress, wait for all, read their summaries. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -83,88 +83,51 @@ static int add_fanouts(struct loc_argv *a, const char *flag, const char *text, i
 	return rc != GNN_OK ? rc : loc_argv_add(a, "--%s=%s", flag, zeros ? list : text);
 }
 
-int loc_link_args(const struct loc_config *cfg, struct loc_argv *a, bool infer)
+/* Whether the features-only baseline leaves model row i out: the link
+ * task's and the embeddings' rows, and the fanouts and layers it sets
+ * itself. */
+static bool baseline_skips(size_t i)
 {
-	int rc = GNN_OK;
+	const struct gnn_mcfg_row *row = gnn_mcfg_row(i);
+	static const char *const own[] = { "task", "embed-dim", "fanouts", "eval-fanouts", "layers" };
 
-	if (strcmp(cfg->task, "link") != 0)
-		return GNN_OK;
-	if ((rc = loc_argv_add(a, "--task=link")) != GNN_OK || (rc = loc_argv_add_opt(a, "emb-dim", cfg->emb_dim, 0)) ||
-	    (cfg->decoder != NULL && (rc = loc_argv_add(a, "--decoder=%s", cfg->decoder)) != GNN_OK) ||
-	    (rc = loc_argv_add_opt(a, "decoder-hidden", cfg->decoder_hidden, 0)) != GNN_OK || infer)
-		return rc;
-	/* the trainers read the edge split from the partition output */
-	if ((rc = loc_argv_add_opt(a, "neg-k", cfg->neg_k, 1)) != GNN_OK ||
-	    (rc = loc_argv_add_opt(a, "epoch-pairs", cfg->epoch_pairs, 1)) != GNN_OK ||
-	    (cfg->neg_in_batch && (rc = loc_argv_add(a, "--neg-in-batch")) != GNN_OK) ||
-	    (cfg->exclude != NULL && (rc = loc_argv_add(a, "--exclude=%s", cfg->exclude)) != GNN_OK))
-		return rc;
-	return GNN_OK;
+	if (row->group != GNN_MCFG_ANY)
+		return true;
+	for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+		if (strcmp(row->name, own[k]) == 0)
+			return true;
+	return false;
 }
 
-int loc_embed_args(const struct loc_config *cfg, struct loc_argv *a)
-{
-	int rc = GNN_OK;
-
-	if (cfg->embed_dim <= 0)
-		return GNN_OK;
-	if ((rc = loc_argv_add(a, "--embed-dim=%lld", (long long)cfg->embed_dim)) == GNN_OK && cfg->embed_types)
-		rc = loc_argv_add(a, "--embed-types=%s", cfg->embed_types);
-	if (rc == GNN_OK && cfg->embed_input != NULL)
-		rc = loc_argv_add(a, "--embed-input=%s", cfg->embed_input);
-	if (rc == GNN_OK && cfg->embed_optimizer != NULL)
-		rc = loc_argv_add(a, "--embed-optimizer=%s", cfg->embed_optimizer);
-	return rc;
-}
-
-/* The model flags: those given to gnn-local, passed on as they are; the
- * baseline replaces the fanouts with zeros (no neighbours: an MLP on the
- * node's own features with the same layers). */
+/* The model table's options given to gnn-local (or set by its link
+ * defaults), passed on as they are, and the trainer's own options given;
+ * the baseline replaces the fanouts with zeros (no neighbours: an MLP on
+ * the node's own features with the same layers). */
 static int model_args(const struct loc_config *cfg, struct loc_argv *a, bool baseline)
 {
+	char value[512];
 	int rc = GNN_OK;
 
-#define INT_ARG(field, flag) \
-	if (rc == GNN_OK) \
-		rc = loc_argv_add_opt(a, flag, cfg->field, 0)
-#define FLOAT_ARG(field, flag) \
-	if (rc == GNN_OK && cfg->field >= 0) \
-		rc = loc_argv_add(a, "--" flag "=%.17g", cfg->field)
-	INT_ARG(epochs, "epochs");
-	INT_ARG(batch_size, "batch-size");
-	INT_ARG(eval_batch_size, "eval-batch-size");
-	INT_ARG(val_nodes, "val-nodes");
-	INT_ARG(test_nodes, "test-nodes");
-	INT_ARG(hidden, "hidden");
-	INT_ARG(seed, "seed");
-	INT_ARG(prefetch, "prefetch");
-	INT_ARG(num_bases, "num-bases");
-	INT_ARG(cache_presample, "cache-presample");
-	FLOAT_ARG(lr, "lr");
-	FLOAT_ARG(weight_decay, "weight-decay");
-	FLOAT_ARG(dropout, "dropout");
-#undef INT_ARG
-#undef FLOAT_ARG
+	for (size_t i = 0; rc == GNN_OK && i < gnn_mcfg_count(); i++) {
+		if (!cfg->mc.given[i] || (baseline && baseline_skips(i)))
+			continue;
+		gnn_mcfg_format(&cfg->mc, i, value, sizeof(value));
+		rc = loc_argv_add(a, "--%s=%s", gnn_mcfg_row(i)->name, value);
+	}
 	if (rc == GNN_OK)
-		rc = loc_argv_add(a, "--model=%s", cfg->model);
-	if (rc == GNN_OK && cfg->degree_scale)
-		rc = loc_argv_add(a, "--degree-scale");
+		rc = loc_argv_add_opt(a, "prefetch", cfg->prefetch, 0);
+	if (rc == GNN_OK)
+		rc = loc_argv_add_opt(a, "cache-presample", cfg->cache_presample, 0);
 	if (rc == GNN_OK && cfg->features_from != NULL)
 		rc = loc_argv_add(a, "--features-from=%s", cfg->features_from);
 	if (rc == GNN_OK && cfg->cache_ratio != NULL)
 		rc = loc_argv_add(a, "--cache-ratio=%s", cfg->cache_ratio);
-	if (rc == GNN_OK && !baseline)
-		rc = loc_embed_args(cfg, a);
-	if (rc == GNN_OK && !baseline)
-		rc = loc_link_args(cfg, a, false);
-	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
+	if (rc == GNN_OK && baseline)
 		rc = loc_argv_add(a, "--layers=%d", cfg->layers_eff);
-	if (rc == GNN_OK && (baseline || cfg->fanouts != NULL))
-		rc = add_fanouts(a, "fanouts", cfg->fanouts, cfg->layers_eff, baseline);
+	if (rc == GNN_OK && baseline)
+		rc = add_fanouts(a, "fanouts", NULL, cfg->layers_eff, true);
 	if (rc == GNN_OK && baseline)
 		rc = add_fanouts(a, "eval-fanouts", NULL, cfg->layers_eff, true);
-	else if (rc == GNN_OK && cfg->eval_fanouts != NULL)
-		rc = loc_argv_add(a, "--eval-fanouts=%s", cfg->eval_fanouts);
 	return rc;
 }
 
@@ -206,11 +169,10 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		if ((rc = loc_argv_add(&a, "gnn-trainer")) || (rc = loc_argv_add(&a, "--rank=%zu", i)) ||
 		    (rc = loc_argv_add(&a, "--world-size=%zu", T)) || (rc = loc_argv_add(&a, "--peers=%s", peers)) ||
 		    (rc = loc_argv_add(&a, "--samplers=%s", r->sampler_urls)) ||
-		    ((cfg->embed_dim > 0 || cfg->features_from != NULL) &&
+		    ((cfg->mc.embed_dim > 0 || cfg->features_from != NULL) &&
 		     (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls))) ||
-		    (!baseline && cfg->embed_lr > 0 && (rc = loc_argv_add(&a, "--embed-lr=%.17g", cfg->embed_lr))) ||
 		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
-		    (strcmp(cfg->task, "link") == 0 && (rc = loc_argv_add(&a, "--data=%s", r->partdir))) ||
+		    (loc_link(cfg) && (rc = loc_argv_add(&a, "--data=%s", r->partdir))) ||
 		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 		    (rc = loc_argv_add(&a, "--http-port=%d", ports[T + i])) ||
 		    (rc = loc_argv_add(&a, "--checkpoint-dir=%s", baseline ? r->ckptdir_baseline : r->ckptdir)) ||
@@ -225,7 +187,7 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		loc_argv_free(&a);
 	}
 	GNN_INFO("trainers_started", "run=%s trainers=%zu peers=%s checkpoint_dir=%s",
-		 baseline ? "features_only" : cfg->model, T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
+		 baseline ? "features_only" : cfg->mc.model, T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
 out:
 	loc_argv_free(&a);
 	free(peers);
@@ -307,7 +269,7 @@ int loc_train(struct loc_run *r, bool baseline)
 		goto out;
 	res->done = true;
 	loc_format_result(cfg, res, line, sizeof(line));
-	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : r->cfg->model, res->seconds, line);
+	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : r->cfg->mc.model, res->seconds, line);
 out:
 	if (f.fd >= 0)
 		close(f.fd);

@@ -141,15 +141,22 @@ static void move_aside(const char *dir, const char *name, const char *why)
 static json_t *state_json(const struct tr_ckpt *c)
 {
 	char hash[17], seed[21];
+	json_t *st;
 
 	snprintf(hash, sizeof(hash), "%016" PRIx64, c->model_hash);
 	snprintf(seed, sizeof(seed), "%" PRIu64, c->seed);
-	return json_pack("{s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:I, s:I, s:I, s:I, s:[f,f,f]}", "format", FORMAT,
-			 "epoch", (json_int_t)c->epoch, "step", (json_int_t)c->step, "adam_t", (json_int_t)c->adam_t,
-			 "model_hash", hash, "seed", seed, "best_val_acc", c->best_val_acc, "best_epoch",
-			 (json_int_t)c->best_epoch, "num_params", (json_int_t)c->num_params, "world",
-			 (json_int_t)c->world, "batch", (json_int_t)c->batch, "partial", c->partial[0], c->partial[1],
-			 c->partial[2]);
+	st = json_pack("{s:i, s:I, s:I, s:I, s:s, s:s, s:f, s:I, s:I, s:I, s:I, s:[f,f,f]}", "format", FORMAT,
+		       "epoch", (json_int_t)c->epoch, "step", (json_int_t)c->step, "adam_t", (json_int_t)c->adam_t,
+		       "model_hash", hash, "seed", seed, "best_val_acc", c->best_val_acc, "best_epoch",
+		       (json_int_t)c->best_epoch, "num_params", (json_int_t)c->num_params, "world",
+		       (json_int_t)c->world, "batch", (json_int_t)c->batch, "partial", c->partial[0], c->partial[1],
+		       c->partial[2]);
+	if (st != NULL && c->has_config &&
+	    json_object_set_new(st, "config", gnn_mcfg_to_json(&c->config, GNN_MCFG_ALL)) != 0) {
+		json_decref(st);
+		return NULL;
+	}
+	return st;
 }
 
 /* Writes c as DIR/epoch-<epoch> through a temporary folder. */
@@ -304,6 +311,9 @@ static int load_one(const char *cdir, uint64_t pos, struct tr_ckpt *c)
 		goto out;
 	}
 	c->best_val_acc = json_number_value(bv);
+	c->has_config = json_object_get(st, "config") != NULL;
+	if (c->has_config && (rc = gnn_mcfg_from_json(json_object_get(st, "config"), file, &c->config)) != GNN_OK)
+		goto out;
 	for (int i = 0; i < 4; i++) {
 		struct gnn_arr a;
 		float **dst = array_ptr(c, i);

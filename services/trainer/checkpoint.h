@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "modelcfg.h"
 #include "result.h"
 
 /* More files of a checkpoint, owned by another module (the embedding
@@ -47,6 +48,11 @@ struct tr_ckpt {
 	 * allocates them (tr_ckpt_free). */
 	float *params, *adam_m, *adam_v, *best;
 	const struct tr_ckpt_extra *extra;  /* tr_ckpt_save: more files to write (NULL: none) */
+	/* The run's configuration (state.json's "config"), so that a refused
+	 * checkpoint can name the option that differs; has_config false in
+	 * one written before it was recorded. */
+	bool has_config;
+	struct gnn_model_cfg config;
 	char folder[4096];                  /* tr_ckpt_load_latest: the folder it loaded */
 };
 

@@ -34,6 +34,7 @@
 #include "decoder.h"
 #include "log.h"
 #include "model.h"
+#include "modelcfg.h"
 #include "opt.h"
 #include "part.h"
 #include "result.h"
@@ -44,44 +45,27 @@
 #define MAX_TOP_K 64
 
 static struct {
-	const char *data, *ckpt, *out, *model, *embed_types, *embed_input, *embed_optimizer, *task, *decoder;
-	int64_t embed_dim, emb_dim, decoder_hidden;
-	int64_t workers, worker, layers, hidden, num_bases, top_k, buffer_mb, threads, wait_s, epochs;
-	bool embeddings, degree_scale;
+	const char *data, *ckpt, *out;
+	int64_t workers, worker, top_k, buffer_mb, threads, wait_s, epochs;
+	bool embeddings;
+	/* The model flags given (none is needed: result.json records the
+	 * run's configuration); each is checked against it. */
+	struct gnn_model_cfg given;
 } ic;
 
-static const struct gnn_opt infer_options[] = {
+static const struct gnn_opt own_options[] = {
 	{ "data", GNN_OPT_STR, &ic.data, NULL, 0, 0, NULL, "partition output folder (gnn-partition --out)" },
 	{ "checkpoint-dir", GNN_OPT_STR, &ic.ckpt, NULL, 0, 0, NULL,
 	  "trainer rank 0's --checkpoint-dir: result.json and the checkpoints of the finished run" },
 	{ "out", GNN_OPT_STR, &ic.out, NULL, 0, 0, NULL, "where the predictions go (default: DATA/predictions)" },
-	{ "model", GNN_OPT_STR, &ic.model, "graphsage", 0, 0, NULL, "the trained model's --model" },
 	{ "epochs", GNN_OPT_INT, &ic.epochs, "0", 0, 100000, NULL,
 	  "wait for a result of at least this many epochs (a continued run's, not the one before it; 0: any)" },
-	{ "layers", GNN_OPT_INT, &ic.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "the trained model's --layers" },
-	{ "hidden", GNN_OPT_INT, &ic.hidden, "256", 1, 65536, NULL, "the trained model's --hidden" },
-	{ "num-bases", GNN_OPT_INT, &ic.num_bases, "0", 0, 1024, NULL, "the trained model's --num-bases" },
 	{ "workers", GNN_OPT_INT, &ic.workers, "1", 1, 65536, NULL,
 	  "inference workers; worker w computes the partitions p with p mod workers == w" },
 	{ "worker", GNN_OPT_INT, &ic.worker, "-1", -1, 65535, NULL, "this worker (-1: 0 when --workers is 1)" },
 	{ "top-k", GNN_OPT_INT, &ic.top_k, "3", 1, MAX_TOP_K, NULL, "classes and probabilities kept per node" },
-	{ "embed-dim", GNN_OPT_INT, &ic.embed_dim, "0", 0, GNN_PROTO_MAX_FEAT_DIM, NULL,
-	  "the trained model's --embed-dim (its learned embeddings come from the checkpoint)" },
-	{ "embed-types", GNN_OPT_LIST, &ic.embed_types, NULL, 0, 0, NULL, "the trained model's --embed-types" },
-	{ "embed-input", GNN_OPT_STR, &ic.embed_input, "concat", 0, 0, "concat|replace",
-	  "the trained model's --embed-input" },
-	{ "embed-optimizer", GNN_OPT_STR, &ic.embed_optimizer, "adam", 0, 0, "adam|adagrad",
-	  "the trained model's --embed-optimizer" },
 	{ "embeddings", GNN_OPT_BOOL, &ic.embeddings, NULL, 0, 0, NULL,
 	  "also write each node's last hidden layer (the last layer's input)" },
-	{ "task", GNN_OPT_STR, &ic.task, "node", 0, 0, "node|link",
-	  "the trained model's --task: link writes every node's final embedding (emb.arr), the decoder and the "
-	  "link metrics of the edge split (docs/inference.md)" },
-	{ "emb-dim", GNN_OPT_INT, &ic.emb_dim, "0", 0, 65536, NULL, "the trained model's --emb-dim (link; 0: --hidden)" },
-	{ "decoder", GNN_OPT_STR, &ic.decoder, "dot", 0, 0, "dot|mlp", "the trained model's --decoder (link)" },
-	{ "decoder-hidden", GNN_OPT_INT, &ic.decoder_hidden, "0", 0, 65536, NULL,
-	  "the trained model's --decoder-hidden (link; 0: the embedding width)" },
-	{ "degree-scale", GNN_OPT_BOOL, &ic.degree_scale, NULL, 0, 0, NULL, "the trained model's --degree-scale" },
 	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
 	  "rows gathered per batch at most (a node's whole neighbourhood is one batch at least)" },
 	{ "threads", GNN_OPT_INT, &ic.threads, "0", 0, 1024, NULL, "OpenBLAS and gather threads (0: one per CPU)" },
@@ -89,6 +73,22 @@ static const struct gnn_opt infer_options[] = {
 	  "longest wait for result.json and for the other workers' layers" },
 	{ NULL },
 };
+
+/* own_options, then the model table's model rows (no defaults), then the end row. */
+static struct gnn_opt infer_options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
+
+static int build_options(void)
+{
+	size_t n = 0, cap = sizeof(infer_options) / sizeof(infer_options[0]) - 1;
+	int rc = gnn_opt_append(infer_options, cap, &n, own_options);
+
+	if (rc == GNN_OK)
+		rc = gnn_mcfg_options(&ic.given, GNN_MCFG_MODEL, false,
+				      "not needed (result.json records the run's configuration): when given, it must "
+				      "be the run's: ", infer_options, cap, &n);
+	infer_options[n] = (struct gnn_opt){ 0 };
+	return rc;
+}
 
 /* The split codes of part.h, for the counts. */
 static const char *const split_names[4] = { "none", "train", "valid", "test" };
@@ -106,6 +106,8 @@ struct infer {
 	struct tr_model *model;
 	struct tr_emb *emb;        /* the learned embeddings (--embed-dim), or NULL */
 	struct gnn_schema mschema; /* the schema the model reads */
+	struct gnn_model_cfg mc;   /* the run's configuration (result.json's, checked against ic.given) */
+	struct tr_config c;        /* made from it */
 	bool link;                 /* --task link */
 	struct tr_decoder dec;
 	float *dec_params;         /* [tr_decoder_num_params] (mlp), from the checkpoint */
@@ -179,10 +181,51 @@ static int check_options(void)
 			  "--workers)\"", ic.worker, ic.workers);
 		return GNN_EINVAL;
 	}
-	if (tr_model_find(ic.model) == NULL) {
-		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", ic.model, tr_model_names());
-		return GNN_EINVAL;
+	return GNN_OK;
+}
+
+/* The run's configuration: result.json's, where a model flag given must
+ * agree with it; or, for a result written before it was recorded, the
+ * flags given and the table's defaults. Then the trainer's configuration
+ * from it, as gnn-trainer made it (the model hash must come out the same). */
+static int resolve_model(struct infer *in)
+{
+	char given[256], trained[256], line[2048];
+	size_t used = 0;
+	int rc;
+
+	if (!in->res.has_config) {
+		GNN_WARN("no_recorded_config", "file=%s/%s reason=\"written before result.json recorded the run's "
+			 "configuration: the model flags given and their defaults are used\"", ic.ckpt, GNN_RESULT_FILE);
+		gnn_mcfg_defaults(&ic.given);
+		rc = gnn_mcfg_copy(&in->mc, &ic.given);
+	} else {
+		rc = gnn_mcfg_copy(&in->mc, &in->res.config);
 	}
+	for (size_t i = 0; rc == GNN_OK && i < gnn_mcfg_count(); i++) {
+		if (!ic.given.given[i])
+			continue;
+		gnn_mcfg_format(&ic.given, i, given, sizeof(given));
+		gnn_mcfg_format(&in->mc, i, trained, sizeof(trained));
+		if (strcmp(given, trained) != 0) {
+			GNN_ERROR("bad_config", "option=--%s given=%s trained=%s reason=\"the run in %s was trained with "
+				  "another value: leave the flag out (result.json has the run's configuration)\"",
+				  gnn_mcfg_row(i)->name, given, trained, ic.ckpt);
+			return GNN_EINVAL;
+		}
+	}
+	for (size_t i = 0; rc == GNN_OK && i < gnn_mcfg_count() && used < sizeof(line); i++)
+		if (gnn_mcfg_row(i)->cls == GNN_MCFG_MODEL && gnn_mcfg_active(&in->mc, i)) {
+			gnn_mcfg_format(&in->mc, i, trained, sizeof(trained));
+			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%s", gnn_mcfg_row(i)->name,
+						 trained[0] != '\0' ? trained : "-");
+		}
+	if (rc != GNN_OK)
+		return rc;
+	GNN_INFO("model_config", "source=%s%s", in->res.has_config ? "result.json" : "flags", line);
+	if (tr_config_from_model(&in->c, &in->mc) != GNN_OK)
+		return GNN_EINVAL;
+	in->link = in->c.link;
 	return GNN_OK;
 }
 
@@ -222,21 +265,18 @@ static int open_graph(struct infer *in)
 static int load_model(struct infer *in)
 {
 	const struct gnn_layout *g = &in->meta.layout;
-	struct tr_config c = { .layers = (uint32_t)ic.layers, .hidden = (uint32_t)ic.hidden, .model = ic.model,
-			       .num_bases = (uint32_t)ic.num_bases };
+	struct tr_config c = in->c;
 	size_t nm, nd = 0;
 	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
-				   .num_classes = g->num_classes, .model = ic.model, .schema = g->schema,
-				   .num_bases = c.num_bases };
-	struct tr_emb_opts eo = { .dim = (uint32_t)ic.embed_dim, .types = ic.embed_types,
-				  .replace = strcmp(ic.embed_input, "replace") == 0,
-				  .optimizer = strcmp(ic.embed_optimizer, "adagrad") == 0 ? GNN_EMB_ADAGRAD : GNN_EMB_ADAM };
+				   .num_classes = g->num_classes, .model = c.model, .schema = g->schema,
+				   .num_bases = c.num_bases, .degree_scale = c.degree_scale };
+	struct tr_emb_opts eo = { 0 };
 	uint64_t mh;
 	struct tr_ckpt ck;
 	int rc;
 
-	c.degree_scale = mc.degree_scale = ic.degree_scale;
-	if (ic.embed_dim > 0) {
+	tr_emb_opts_from_model(&eo, &in->mc);
+	if (in->mc.embed_dim > 0) {
 		if ((rc = tr_emb_open(&eo, g, &in->emb)) != GNN_OK)
 			return rc;
 		c.embed_hash = tr_emb_hash(in->emb);
@@ -244,11 +284,7 @@ static int load_model(struct infer *in)
 		mc.schema = &in->mschema;
 		mc.in_dim = gnn_schema_max_feat_dim(&in->mschema);
 	}
-	if (in->link) {   /* as gnn-trainer's resolve_link: the hash must come out the same */
-		c.link = true;
-		c.emb_dim = ic.emb_dim > 0 ? (uint32_t)ic.emb_dim : c.hidden;
-		c.decoder = strcmp(ic.decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
-		c.decoder_hidden = ic.decoder_hidden > 0 ? (uint32_t)ic.decoder_hidden : c.emb_dim;
+	if (in->link) {
 		mc.num_classes = c.emb_dim;
 		in->dec = (struct tr_decoder){ .kind = c.decoder, .dim = c.emb_dim,
 					       .hidden = c.decoder == TR_DEC_MLP ? c.decoder_hidden : 0 };
@@ -257,9 +293,8 @@ static int load_model(struct infer *in)
 	mh = tr_model_hash(&c, g);
 	if (in->res.model_hash != mh) {
 		GNN_ERROR("wrong_checkpoint", "checkpoint_dir=%s result_model_hash=%016" PRIx64 " expected=%016" PRIx64
-			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph or another model: "
-			  "check --data, --model, --layers, --hidden, --num-bases, --embed-*, --task, --emb-dim, "
-			  "--decoder* and --degree-scale against the training run\"", ic.ckpt,
+			  " graph_id=%016" PRIx64 " reason=\"result.json belongs to another graph: check --data against "
+			  "the training run's partition output\"", ic.ckpt,
 			  in->res.model_hash, mh, g->graph_id);
 		return GNN_EINVAL;
 	}
@@ -671,10 +706,10 @@ static int open_layer(struct infer *in, uint32_t l)
 		if ((rc = gnn_arr_open(path, GNN_DT_F32, 0, &in->prev[q])) != GNN_OK)
 			return rc;
 		if (in->prev[q].info.rows != (uint64_t)in->parts[q].num_nodes ||
-		    in->prev[q].info.cols != (uint64_t)ic.hidden) {
+		    in->prev[q].info.cols != (uint64_t)in->c.hidden) {
 			GNN_ERROR("bad_layer_file", "path=%s rows=%" PRIu64 " cols=%" PRIu64 " expected_rows=%" PRId64
 				  " expected_cols=%" PRId64, path, in->prev[q].info.rows, in->prev[q].info.cols,
-				  in->parts[q].num_nodes, ic.hidden);
+				  in->parts[q].num_nodes, (int64_t)in->c.hidden);
 			return GNN_EFORMAT;
 		}
 	}
@@ -702,10 +737,15 @@ static json_t *identity_json(const struct infer *in)
 	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
 	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
 	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
-			      "model_hash", mh, "graph_id", gid, "model", ic.model, "top_k", (int)in->top_k, "embeddings",
+			      "model_hash", mh, "graph_id", gid, "model", in->mc.model, "top_k", (int)in->top_k, "embeddings",
 			      ic.embeddings, "label_type",
 			      in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
 
+	/* the model, as result.json records it: what serving reads */
+	if (j != NULL && json_object_set_new(j, "config", gnn_mcfg_to_json(&in->mc, GNN_MCFG_MODEL)) != 0) {
+		json_decref(j);
+		return NULL;
+	}
 	if (j != NULL && in->link) {   /* what serving reads (docs/inference.md, "Link prediction") */
 		json_object_set_new(j, "task", json_string("link"));
 		json_object_set_new(j, "decoder", json_pack("{s:s, s:i, s:i}", "kind", tr_decoder_name(in->dec.kind),
@@ -1103,9 +1143,9 @@ static int infer_run(struct infer *in)
 	int rc;
 
 	if ((rc = wait_for(in, "result.json", probe_result, NULL)) != GNN_OK || (rc = open_graph(in)) != GNN_OK ||
-	    (rc = load_model(in)) != GNN_OK)
+	    (rc = resolve_model(in)) != GNN_OK || (rc = load_model(in)) != GNN_OK)
 		return rc;
-	in->L = (uint32_t)ic.layers;
+	in->L = in->c.layers;
 	in->top_k = (uint32_t)ic.top_k < in->meta.layout.num_classes ? (uint32_t)ic.top_k : in->meta.layout.num_classes;
 	if (already_done(in)) {
 		GNN_INFO("already_inferred", "out=%s params_crc=%08" PRIx32 " reason=\"summary.json is this run's\"", ic.out,
@@ -1151,7 +1191,10 @@ int tr_infer_main(int argc, char **argv)
 {
 	static struct infer in;
 	static char out[PATH_MAX];
-	int rc = gnn_opt_parse("gnn-trainer infer",
+	int rc = build_options();
+
+	if (rc == GNN_OK)
+		rc = gnn_opt_parse("gnn-trainer infer",
 			       "Predict every node of the graph with a finished run's best parameters: layer-wise "
 			       "full-neighbourhood inference (docs/inference.md).", infer_options, argc, argv);
 
@@ -1159,7 +1202,6 @@ int tr_infer_main(int argc, char **argv)
 		return 0;
 	if (rc != GNN_OK || check_options() != GNN_OK)
 		return 2;
-	in.link = strcmp(ic.task, "link") == 0;
 	if (ic.out == NULL) {
 		snprintf(out, sizeof(out), "%s/predictions", ic.data);
 		ic.out = out;

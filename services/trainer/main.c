@@ -27,6 +27,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
+#include "modelcfg.h"
+#include "model_options.h"
 #include "opt.h"
 #include "peers.h"
 #include "ring.h"
@@ -35,22 +37,21 @@
 #include "training.h"
 
 struct options {
-	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *fanouts, *eval_fanouts, *checkpoint_dir,
-		*on_finish, *model, *embed_types, *embed_input, *embed_optimizer, *graphstores, *graphstore_pattern,
-		*features_from, *cache_ratio, *task, *data, *decoder, *exclude;
-	int64_t embed_dim, cache_presample, emb_dim, decoder_hidden, neg_k, epoch_pairs;
-	bool neg_in_batch, degree_scale;
-	double embed_lr;
-	int64_t rank, world, http_port, epochs, batch, layers, hidden, eval_batch, val_nodes, test_nodes, num_bases, seed, prefetch, threads,
-		timeout_ms, retries, peer_timeout_s, wait_s, resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
-	double lr, weight_decay, dropout, log_interval_s, checkpoint_interval_s, peer_silence_s;
+	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *checkpoint_dir, *on_finish, *graphstores,
+		*graphstore_pattern, *features_from, *cache_ratio, *data;
+	int64_t cache_presample;
+	int64_t rank, world, http_port, prefetch, threads, timeout_ms, retries, peer_timeout_s, wait_s,
+		resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
+	double log_interval_s, checkpoint_interval_s, peer_silence_s;
 	struct gnn_tls_paths tls;
 	struct gnn_tls_paths ring_tls;
 };
 
 static struct options opt;
+static struct gnn_model_cfg mc;   /* the model table's options (modelcfg.h) */
 
-static const struct gnn_opt options[] = {
+/* The trainer's own options; the model table's join them (build_options). */
+static const struct gnn_opt own_options[] = {
 	{ "rank", GNN_OPT_INT, &opt.rank, "-1", -1, 65535, NULL,
 	  "this trainer's rank (-1: the host name's ordinal, trainer-2 is rank 2; 0 when --world-size is 1)" },
 	{ "world-size", GNN_OPT_INT, &opt.world, "1", 1, 65536, NULL, "number of trainers" },
@@ -66,30 +67,6 @@ static const struct gnn_opt options[] = {
 	  "resolve the sampler names again this often (new replicas join)" },
 	{ "http-addr", GNN_OPT_STR, &opt.http_addr, "0.0.0.0", 0, 0, NULL, "address of /healthz, /readyz, /metrics" },
 	{ "http-port", GNN_OPT_INT, &opt.http_port, "9102", 0, 65535, NULL, "their port (0: any free port, logged)" },
-	{ "epochs", GNN_OPT_INT, &opt.epochs, "10", 1, 100000, NULL, "epochs to train" },
-	{ "batch-size", GNN_OPT_INT, &opt.batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "training seeds per step per trainer" },
-	{ "model", GNN_OPT_STR, &opt.model, "graphsage", 0, 0, NULL,
-	  "the model to train: one registered in services/trainer/model/model.c: graphsage, gcn (one relation) or rgcn "
-	  "(any relations; docs/model.md)" },
-	{ "num-bases", GNN_OPT_INT, &opt.num_bases, "0", 0, 1024, NULL,
-	  "rgcn: basis matrices per layer shared by the relations' weights (0: a full weight per relation)" },
-	{ "layers", GNN_OPT_INT, &opt.layers, "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)" },
-	{ "fanouts", GNN_OPT_LIST, &opt.fanouts, "15,10,5", 0, 0, NULL,
-	  "neighbours sampled per node and layer under each relation, input layer first; 0: none (features only), "
-	  "-1: all; per relation: writes=15,10;*=5,5 (docs/training.md, Fanouts)" },
-	{ "eval-fanouts", GNN_OPT_LIST, &opt.eval_fanouts, NULL, 0, 0, NULL,
-	  "fanouts for validation and test (default: --fanouts); -1 = full neighbourhood" },
-	{ "eval-batch-size", GNN_OPT_INT, &opt.eval_batch, "1024", 1, GNN_PROTO_MAX_IDS, NULL, "seeds per evaluation minibatch" },
-	{ "val-nodes", GNN_OPT_INT, &opt.val_nodes, "10000", 0, UINT32_MAX, NULL,
-	  "validate on this many validation nodes, one seeded sample for every epoch (0: all of them)" },
-	{ "test-nodes", GNN_OPT_INT, &opt.test_nodes, "10000", 0, UINT32_MAX, NULL,
-	  "the sampled test accuracy at the end over this many test nodes, a seeded sample (0: all of them); "
-	  "the whole split's comes from `gnn-trainer infer` (docs/inference.md)" },
-	{ "hidden", GNN_OPT_INT, &opt.hidden, "256", 1, 65536, NULL, "width of the hidden layers" },
-	{ "lr", GNN_OPT_FLOAT, &opt.lr, "0.003", 1e-9, 10, NULL, "Adam learning rate" },
-	{ "weight-decay", GNN_OPT_FLOAT, &opt.weight_decay, "0", 0, 1, NULL, "L2 penalty (as torch.optim.Adam)" },
-	{ "dropout", GNN_OPT_FLOAT, &opt.dropout, "0.5", 0, 0.95, NULL, "dropout after every hidden layer" },
-	{ "seed", GNN_OPT_INT, &opt.seed, "1", 0, INT64_MAX, NULL, "seed of the initial parameters, shuffles, sampling, dropout" },
 	{ "prefetch", GNN_OPT_INT, &opt.prefetch, "4", 1, 64, NULL, "minibatch requests in flight" },
 	{ "checkpoint-dir", GNN_OPT_STR, &opt.checkpoint_dir, NULL, 0, 0, NULL,
 	  "rank 0 checkpoints here every epoch and writes result.json; all ranks resume from it" },
@@ -114,17 +91,6 @@ static const struct gnn_opt options[] = {
 	  "heartbeat; docs/allreduce.md)" },
 	{ "wait-s", GNN_OPT_INT, &opt.wait_s, "600", 0, 86400, NULL, "start-up: seconds to wait for samplers and for peers" },
 	{ "log-interval-s", GNN_OPT_FLOAT, &opt.log_interval_s, "5", 0.1, 86400, NULL, "period of the progress lines" },
-	{ "embed-dim", GNN_OPT_INT, &opt.embed_dim, "0", 0, GNN_PROTO_MAX_FEAT_DIM, NULL,
-	  "learnable embeddings of this width for the node types of --embed-types, held by the graph stores "
-	  "(0: none; docs/embeddings.md)" },
-	{ "embed-types", GNN_OPT_LIST, &opt.embed_types, NULL, 0, 0, NULL,
-	  "the node types with embeddings, comma-separated (default: every type without features)" },
-	{ "embed-input", GNN_OPT_STR, &opt.embed_input, "concat", 0, 0, "concat|replace",
-	  "a type with features and an embedding reads both (concat: features then embedding) or only the "
-	  "embedding (replace)" },
-	{ "embed-optimizer", GNN_OPT_STR, &opt.embed_optimizer, "adam", 0, 0, "adam|adagrad",
-	  "the embeddings' sparse optimizer: Adam with per-row step counts, or Adagrad" },
-	{ "embed-lr", GNN_OPT_FLOAT, &opt.embed_lr, "0.01", 1e-9, 100, NULL, "the embeddings' learning rate" },
 	{ "features-from", GNN_OPT_STR, &opt.features_from, "sampler", 0, 0, "sampler|stores",
 	  "where the minibatches' feature rows come from: the samplers' answers, or the graph stores directly "
 	  "and the hot-feature cache (docs/scale.md, \"Feature movement\")" },
@@ -138,29 +104,9 @@ static const struct gnn_opt options[] = {
 	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
 	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
 	  "every partition" },
-	{ "task", GNN_OPT_STR, &opt.task, "node", 0, 0, "node|link",
-	  "node: node classification; link: link prediction on the edge split of --data (docs/training.md)" },
 	{ "data", GNN_OPT_STR, &opt.data, NULL, 0, 0, NULL,
 	  "--task link: the partition output the samplers serve (gnn-partition --edge-split): its held-out pairs "
 	  "and training edges are read from here" },
-	{ "emb-dim", GNN_OPT_INT, &opt.emb_dim, "0", 0, 65536, NULL,
-	  "--task link: width of the node embeddings, the last layer's output (0: --hidden)" },
-	{ "decoder", GNN_OPT_STR, &opt.decoder, "dot", 0, 0, "dot|mlp",
-	  "--task link: the pair's score: dot (h_u . h_v) or mlp (w2 . relu(W1 (h_u * h_v) + b1) + b2)" },
-	{ "decoder-hidden", GNN_OPT_INT, &opt.decoder_hidden, "0", 0, 65536, NULL,
-	  "--decoder mlp: width of its hidden layer (0: the embedding width)" },
-	{ "neg-k", GNN_OPT_INT, &opt.neg_k, "1", 1, 1024, NULL, "--task link: negatives per positive edge" },
-	{ "epoch-pairs", GNN_OPT_INT, &opt.epoch_pairs, "0", 0, INT64_MAX, NULL,
-	  "--task link: training edges an epoch visits over all trainers, another seeded sample each epoch "
-	  "(0: every one; for graphs whose full epoch takes hours)" },
-	{ "neg-in-batch", GNN_OPT_BOOL, &opt.neg_in_batch, NULL, 0, 0, NULL,
-	  "--task link: negatives from the destinations of the step's other positives instead of uniform ones" },
-	{ "exclude", GNN_OPT_STR, &opt.exclude, "on", 0, 0, "on|off",
-	  "--task link: remove each step's positive edges and their reverses from its sampled neighbourhoods "
-	  "(off leaks the scored edge into the model's input: logged as a warning)" },
-	{ "degree-scale", GNN_OPT_BOOL, &opt.degree_scale, NULL, 0, 0, NULL,
-	  "the last layer's aggregate times sqrt(in-degree + 1), so embeddings carry the node's degree as GAE's "
-	  "GCN does: for link prediction over whole neighbourhoods (docs/training.md)" },
 	{ "on-finish", GNN_OPT_STR, &opt.on_finish, "exit", 0, 0, "exit|serve",
 	  "after the summary: exit 0, or keep serving /metrics and /readyz until SIGTERM (StatefulSet pods)" },
 	GNN_TLS_OPTIONS(opt.tls),
@@ -172,6 +118,21 @@ static const struct gnn_opt options[] = {
 	{ "ring-tls-key", GNN_OPT_STR, &opt.ring_tls.key, NULL, 0, 0, NULL, "PEM file of --ring-tls-cert's key" },
 	{ NULL },
 };
+
+/* own_options, then the model table's rows, then the end row. */
+static struct gnn_opt options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
+
+static int build_options(void)
+{
+	size_t n = 0;
+	int rc = gnn_opt_append(options, sizeof(options) / sizeof(options[0]) - 1, &n, own_options);
+
+	if (rc == GNN_OK)
+		rc = gnn_mcfg_options(&mc, GNN_MCFG_ALL, true, NULL, options, sizeof(options) / sizeof(options[0]) - 1,
+				      &n);
+	options[n] = (struct gnn_opt){ 0 };
+	return rc;
+}
 
 enum state { ST_SAMPLERS, ST_PEERS, ST_TRAINING, ST_FINISHED };
 static atomic_int state;
@@ -187,24 +148,6 @@ static bool ready(void *ctx, char *reason, size_t len)
 		return true;
 	snprintf(reason, len, "waiting for samplers");
 	return false;
-}
-
-/* --NAME's fanouts (fanouts.h) into *f, one per layer (for each relation:
- * they are resolved on the graph's relations once the samplers tell them). */
-static int parse_fanouts(const char *name, const char *text, uint32_t n, struct gnn_fanouts *f)
-{
-	char why[256];
-
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, f, why, sizeof(why)) != GNN_OK) {
-		GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", name, text, why);
-		return GNN_EINVAL;
-	}
-	if (f->n != n) {
-		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
-			  text, n, f->n);
-		return GNN_EINVAL;
-	}
-	return GNN_OK;
 }
 
 static double cache_ratio;     /* --cache-ratio as a fraction, */
@@ -235,28 +178,6 @@ static int parse_cache(const char *text, double *ratio, uint64_t *bytes)
 	return GNN_EINVAL;
 }
 
-/* --task link's fields of c (the table checked each value). */
-static int resolve_link(struct tr_config *c)
-{
-	if (strcmp(opt.task, "link") != 0)
-		return GNN_OK;
-	if (opt.data == NULL) {
-		GNN_ERROR("bad_config", "task=link reason=\"--task link needs --data DIR, the partition output with "
-			  "the edge split (gnn-partition --edge-split)\"");
-		return GNN_EINVAL;
-	}
-	c->link = true;
-	c->data = opt.data;
-	c->emb_dim = opt.emb_dim > 0 ? (uint32_t)opt.emb_dim : c->hidden;
-	c->decoder = strcmp(opt.decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
-	c->decoder_hidden = opt.decoder_hidden > 0 ? (uint32_t)opt.decoder_hidden : c->emb_dim;
-	c->neg_k = (uint32_t)opt.neg_k;
-	c->epoch_pairs = (uint64_t)opt.epoch_pairs;
-	c->neg_in_batch = opt.neg_in_batch;
-	c->exclude = strcmp(opt.exclude, "on") == 0;
-	return GNN_OK;
-}
-
 /* Checks what the table cannot and fills the training configuration. */
 static int resolve_config(struct tr_config *c)
 {
@@ -264,8 +185,8 @@ static int resolve_config(struct tr_config *c)
 		GNN_ERROR("bad_config", "reason=\"--samplers URL,... (GNN_SAMPLERS) is required\"");
 		return GNN_EINVAL;
 	}
-	if (tr_model_find(opt.model) == NULL) {
-		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", opt.model, tr_model_names());
+	if (tr_model_find(mc.model) == NULL) {
+		GNN_ERROR("bad_config", "model=%s reason=\"unknown model: one of %s\"", mc.model, tr_model_names());
 		return GNN_EINVAL;
 	}
 	if (opt.rank < 0 && opt.world == 1)
@@ -277,24 +198,24 @@ static int resolve_config(struct tr_config *c)
 			  "--world-size\"", opt.rank, opt.world);
 		return GNN_EINVAL;
 	}
-	*c = (struct tr_config){ .rank = (uint32_t)opt.rank, .world = (uint32_t)opt.world, .epochs = (uint32_t)opt.epochs,
-				 .batch = (uint32_t)opt.batch, .eval_batch = (uint32_t)opt.eval_batch,
-				 .val_nodes = (uint32_t)opt.val_nodes, .test_nodes = (uint32_t)opt.test_nodes,
-				 .num_bases = (uint32_t)opt.num_bases,
-				 .layers = (uint32_t)opt.layers, .hidden = (uint32_t)opt.hidden,
-				 .prefetch = (uint32_t)opt.prefetch, .lr = (float)opt.lr,
-				 .weight_decay = (float)opt.weight_decay, .dropout = (float)opt.dropout,
-				 .seed = (uint64_t)opt.seed, .model = opt.model, .checkpoint_dir = opt.checkpoint_dir,
+	if (strcmp(mc.task, "link") == 0 && opt.data == NULL) {
+		GNN_ERROR("bad_config", "task=link reason=\"--task link needs --data DIR, the partition output with "
+			  "the edge split (gnn-partition --edge-split)\"");
+		return GNN_EINVAL;
+	}
+	*c = (struct tr_config){ .rank = (uint32_t)opt.rank, .world = (uint32_t)opt.world,
+				 .prefetch = (uint32_t)opt.prefetch, .checkpoint_dir = opt.checkpoint_dir,
 				 .checkpoint_interval_s = opt.checkpoint_interval_s,
-				 .log_interval_s = opt.log_interval_s, .embed_lr = (float)opt.embed_lr,
-				 .degree_scale = opt.degree_scale };
-	if ((opt.embed_dim > 0 || strcmp(opt.features_from, "stores") == 0) && opt.graphstores == NULL &&
+				 .log_interval_s = opt.log_interval_s, .cache_presample = (uint32_t)opt.cache_presample,
+				 .data = opt.data };
+	if (tr_config_from_model(c, &mc) != GNN_OK)
+		return GNN_EINVAL;
+	if ((mc.embed_dim > 0 || strcmp(opt.features_from, "stores") == 0) && opt.graphstores == NULL &&
 	    opt.graphstore_pattern == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--embed-dim and --features-from stores need the graph stores: "
 			  "--graphstores or --graphstore-pattern\"");
 		return GNN_EINVAL;
 	}
-	c->cache_presample = (uint32_t)opt.cache_presample;
 	if (parse_cache(opt.cache_ratio, &cache_ratio, &cache_bytes) != GNN_OK)
 		return GNN_EINVAL;
 	if ((cache_ratio > 0 || cache_bytes > 0) && strcmp(opt.features_from, "stores") != 0) {
@@ -302,13 +223,9 @@ static int resolve_config(struct tr_config *c)
 			  opt.cache_ratio);
 		return GNN_EINVAL;
 	}
-	if (parse_fanouts("fanouts", opt.fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
-	    parse_fanouts("eval-fanouts", opt.eval_fanouts ? opt.eval_fanouts : opt.fanouts, c->layers,
-			  &c->eval_fanouts_text) != GNN_OK)
-		return GNN_EINVAL;
 	if (opt.threads == 0)
 		opt.threads = gnn_cpu_count();
-	return resolve_link(c);
+	return GNN_OK;
 }
 
 static void log_summary(const struct tr_config *c, const struct gnn_result *res)
@@ -520,22 +437,19 @@ static int start(void *ctx, struct gnn_metrics *reg)
  * the embeddings, one per partition. */
 static int open_embeddings(struct trainer *t)
 {
-	struct tr_emb_opts eo = { .dim = (uint32_t)opt.embed_dim, .types = opt.embed_types,
-				  .replace = strcmp(opt.embed_input, "replace") == 0,
-				  .optimizer = strcmp(opt.embed_optimizer, "adagrad") == 0 ? GNN_EMB_ADAGRAD : GNN_EMB_ADAM,
-				  .lr = (float)opt.embed_lr, .seed = (uint64_t)opt.seed, .stores = t->stores,
-				  .wait_s = (double)opt.wait_s, .metrics = t->reg };
+	struct tr_emb_opts eo = { .stores = t->stores, .wait_s = (double)opt.wait_s, .metrics = t->reg };
 	char desc[512];
 	int rc;
 
-	if (opt.embed_dim == 0)
+	if (mc.embed_dim == 0)
 		return GNN_OK;
+	tr_emb_opts_from_model(&eo, &mc);
 	if ((rc = tr_emb_open(&eo, &t->graph, &t->emb)) != GNN_OK)
 		return rc;
 	t->c.embed_hash = tr_emb_hash(t->emb);
 	tr_emb_describe(t->emb, desc, sizeof(desc));
-	GNN_INFO("embeddings", "types=%s input=%s optimizer=%s lr=%g stores=%zu", desc, opt.embed_input,
-		 opt.embed_optimizer, opt.embed_lr, t->nstores);
+	GNN_INFO("embeddings", "types=%s input=%s optimizer=%s lr=%g stores=%zu", desc, mc.embed_input,
+		 mc.embed_optimizer, mc.embed_lr, t->nstores);
 	return GNN_OK;
 }
 
@@ -625,10 +539,10 @@ static void stop(void *ctx, int status)
 int main(int argc, char **argv)
 {
 	static struct trainer t;
+	static char summary[512];
 	const struct gnn_lifecycle lc = {
 		.prog = "gnn-trainer",
-		.summary = "Train GraphSAGE, one rank of synchronous data parallelism (`gnn-trainer bench --help`: the "
-			   "step benchmark).",
+		.summary = summary,
 		.options = options, .tls = &opt.tls, .http_addr = &opt.http_addr, .http_port = &opt.http_port, .ready = ready,
 		.stop_note = "training resumes from the last checkpoint", .ctx = &t, .configure = configure,
 		.start = start, .wait = wait_samplers, .serve = serve, .stop = stop,
@@ -637,6 +551,8 @@ int main(int argc, char **argv)
 	gnn_log_init("gnn-trainer");
 	if (argc > 1 && strcmp(argv[1], "bench") == 0)
 		return tr_bench_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "options") == 0)
+		return tr_options_main(argc - 1, argv + 1);
 	/* OpenBLAS's idle threads spin ~0.1 s after every product and hold the
 	 * cores the model's own loops need (docs/model.md: 50 -> 34 ms per step
 	 * outside the products at 2 threads). It reads the setting only when
@@ -648,5 +564,11 @@ int main(int argc, char **argv)
 	gnn_keep_heap();
 	if (argc > 1 && strcmp(argv[1], "infer") == 0)
 		return tr_infer_main(argc - 1, argv + 1);
+	snprintf(summary, sizeof(summary), "Train a GNN (--model %s), one rank of synchronous data parallelism.\n"
+		 "Also: `gnn-trainer infer` (predictions for every node), `gnn-trainer bench` (the step benchmark), "
+		 "`gnn-trainer options` (the model options, as JSON or the chart's flags); each takes --help.",
+		 tr_model_names());
+	if (build_options() != GNN_OK)
+		return 1;
 	return gnn_lifecycle_run(&lc, argc, argv);
 }

@@ -103,84 +103,6 @@ static void sync_model(struct run *r)
 		memcpy(tr_model_params(r->model), r->params, r->nm * sizeof(float));
 }
 
-int tr_config_resolve(struct tr_config *c, const struct gnn_layout *g)
-{
-	const struct gnn_fanouts *f[2] = { &c->fanouts_text, &c->eval_fanouts_text };
-	int32_t *out[2] = { c->fanouts, c->eval_fanouts };
-	const char *names[2] = { "fanouts", "eval-fanouts" };
-	char why[256], text[512];
-
-	c->num_rels = g->schema->num_rels;
-	for (int i = 0; i < 2; i++)
-		if (gnn_fanouts_resolve(f[i], g->schema, out[i], why, sizeof(why)) != GNN_OK) {
-			gnn_fanouts_format(f[i], text, sizeof(text));
-			GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", names[i], text, why);
-			return GNN_EINVAL;
-		}
-	return GNN_OK;
-}
-
-uint64_t tr_model_hash(const struct tr_config *c, const struct gnn_layout *g)
-{
-	uint64_t h = gnn_draw64(0x6d6f64656cull, c->layers);
-
-	h = gnn_draw64(h, g->feat_dim);
-	h = gnn_draw64(h, c->hidden);
-	h = gnn_draw64(h, g->num_classes);
-	/* graphsage's hash stays what it was before models had names:
-	 * checkpoints written then still resume */
-	for (const char *s = c->model; s != NULL && strcmp(c->model, "graphsage") != 0 && *s != '\0'; s++)
-		h = gnn_draw64(h, (unsigned char)*s);
-	/* the schema is a typed graph's only (a homogeneous model's hash stays
-	 * what it was, so its checkpoints still resume) */
-	if (!gnn_schema_is_plain(g->schema))
-		h = gnn_draw64(h, gnn_schema_hash(g->schema));
-	if (c->num_bases > 0)
-		h = gnn_draw64(h ^ 0x6261736573ull, c->num_bases);
-	if (c->embed_hash != 0)
-		h = gnn_draw64(h ^ 0x656d6265646473ull, c->embed_hash);
-	/* a link model's checkpoints are not a node model's, nor another decoder's */
-	if (c->link)
-		h = gnn_draw64(gnn_draw64(gnn_draw64(h ^ 0x6c696e6bull, c->emb_dim), c->decoder), c->decoder_hidden);
-	if (c->degree_scale)
-		h = gnn_draw64(h ^ 0x646567ull, 1);
-	return gnn_draw64(h, g->graph_id);
-}
-
-static uint64_t mix_float(uint64_t h, float f)
-{
-	uint32_t bits;
-
-	memcpy(&bits, &f, sizeof(bits));
-	return gnn_draw64(h, bits);
-}
-
-uint64_t tr_config_hash(const struct tr_config *c, const struct gnn_layout *g)
-{
-	uint64_t h = tr_model_hash(c, g);
-
-	h = gnn_draw64(h, c->world);
-	h = gnn_draw64(h, c->epochs);
-	h = gnn_draw64(h, c->batch);
-	h = gnn_draw64(h, c->eval_batch);
-	h = gnn_draw64(gnn_draw64(h, c->val_nodes), c->test_nodes);
-	h = gnn_draw64(h, c->seed);
-	h = mix_float(h, c->lr);
-	h = mix_float(h, c->weight_decay);
-	h = mix_float(h, c->dropout);
-	if (c->embed_hash != 0)
-		h = mix_float(h, c->embed_lr);
-	h = gnn_draw64(h, c->checkpoint_dir != NULL);
-	h = gnn_draw64(h, (uint64_t)(c->checkpoint_interval_s * 1000)); /* when the ranks stop to checkpoint */
-	for (uint32_t k = 0; k < c->layers * c->num_rels; k++)
-		h = gnn_draw64(gnn_draw64(h, (uint32_t)c->fanouts[k]), (uint32_t)c->eval_fanouts[k]);
-	if (c->link)
-		h = gnn_draw64(gnn_draw64(gnn_draw64(h, c->neg_k), c->neg_in_batch), c->exclude);
-	if (c->link && c->epoch_pairs > 0)   /* the steps of an epoch; none: the hash as before */
-		h = gnn_draw64(h ^ 0x6570ull, c->epoch_pairs);
-	return h;
-}
-
 /* Registration that finds the family when it is there already: a rank
  * whose ring failed runs tr_train again in the same process. */
 static int gauge(struct gnn_metrics *reg, const char *name, const char *help, const char *const *labels,
@@ -751,6 +673,104 @@ static int setup_embeddings(struct run *r, const char *ckpt, uint64_t *gen)
 	return tr_emb_setup(r->e->emb, *gen, ckpt);
 }
 
+/* The reason a checkpoint or result of dir is not this run's: the first
+ * model option that differs when it recorded its configuration. */
+static void log_mismatch(const struct tr_config *c, const char *what, bool has_config,
+			 const struct gnn_model_cfg *theirs)
+{
+	char mine[256], old[256];
+	size_t row;
+
+	if (has_config && gnn_mcfg_differs(&c->mcfg, theirs, GNN_MCFG_MODEL, &row)) {
+		gnn_mcfg_format(&c->mcfg, row, mine, sizeof(mine));
+		gnn_mcfg_format(theirs, row, old, sizeof(old));
+		GNN_ERROR("checkpoint_mismatch", "dir=%s holds=%s option=%s given=%s trained=%s reason=\"it belongs "
+			  "to a run of another model: use another --checkpoint-dir or remove it\"", c->checkpoint_dir,
+			  what, gnn_mcfg_row(row)->name, mine, old);
+		return;
+	}
+	GNN_ERROR("checkpoint_mismatch", "dir=%s holds=%s reason=\"it was written for another model, task or graph "
+		  "(layers, hidden, features, classes, --task, --decoder, --emb-dim or partition output differ): use "
+		  "another --checkpoint-dir or remove it\"", c->checkpoint_dir, what);
+}
+
+/* Rank 0's look at the checkpoint dir, into st (RS_*) and *ck: a finished
+ * result of this run, or the newest usable checkpoint. */
+static void inspect_checkpoints(struct run *r, uint64_t mh, double *st, struct tr_ckpt *ck)
+{
+	const struct tr_config *c = r->c;
+	struct tr_ckpt_extra extra = { .check = tr_emb_check_ckpt, .ctx = r->e->emb };
+	struct gnn_result prev;
+	bool found = false, have_ck = false;
+	int rc;
+
+	if ((rc = tr_result_load(c->checkpoint_dir, &prev, &found)) != GNN_OK) {
+		st[RS_STATUS] = rc;
+		return;
+	}
+	if (found && prev.model_hash != mh) {
+		log_mismatch(c, "result.json", prev.has_config, &prev.config);
+		st[RS_STATUS] = GNN_EINVAL;
+		return;
+	}
+	if (found && prev.epochs >= c->epochs) {
+		st[RS_FINISHED] = 1;
+		st[RS_EPOCHS] = prev.epochs;
+		st[RS_TEST] = prev.test_acc;
+		st[RS_BESTVAL] = prev.best_val_acc;
+		st[RS_BESTEPOCH] = prev.best_epoch;
+		st[RS_CRC] = prev.params_crc;
+		st[RS_TRAIN_S] = prev.train_s;
+		st[RS_TEST_NODES] = (double)prev.test_nodes;
+		return;
+	}
+	if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, r->e->emb != NULL ? &extra : NULL, ck, &have_ck)) != GNN_OK) {
+		st[RS_STATUS] = rc;
+	} else if (have_ck && (ck->model_hash != mh || ck->num_params != r->np)) {
+		log_mismatch(c, ck->folder, ck->has_config, &ck->config);
+		st[RS_STATUS] = GNN_EINVAL;
+	} else if (have_ck) {
+		st[RS_CKPT] = 1;
+		st[RS_CKPT_EPOCH] = ck->epoch > c->epochs ? c->epochs : ck->epoch;
+		st[RS_CKPT_STEP] = usable_step(c, ck);
+		if (st[RS_CKPT_STEP] > 0)
+			memcpy(&st[RS_LOSS], ck->partial, sizeof(ck->partial));
+		st[RS_ADAM_T] = (double)ck->adam_t;
+		st[RS_BESTVAL] = ck->best_val_acc;
+		st[RS_BESTEPOCH] = ck->best_epoch;
+	}
+}
+
+/* Every rank takes the checkpoint rank 0 loaded (ck, rank 0's only) at the
+ * position st tells. */
+static int take_checkpoint(struct run *r, const double *st, const struct tr_ckpt *ck)
+{
+	const struct tr_config *c = r->c;
+	float *src[4] = { ck->params, ck->adam_m, ck->adam_v, ck->best };
+	float *dst[4] = { r->params, r->adam.m, r->adam.v, r->best };
+	int rc;
+
+	for (int i = 0; i < 4; i++) {
+		if (c->rank == 0)
+			memcpy(dst[i], src[i], r->np * sizeof(float));
+		if ((rc = tr_ring_broadcast(r->e->ring, 0, dst[i], r->np * sizeof(float))) != GNN_OK)
+			return rc;
+	}
+	sync_model(r);
+	r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
+	r->start_step = (uint32_t)st[RS_CKPT_STEP];
+	if (c->rank == 0)   /* the sums of every rank so far: one rank carries them */
+		r->start_sums = (struct epoch_sums){ st[RS_LOSS], st[RS_LABELLED], st[RS_CORRECT] };
+	r->adam.t = (uint64_t)st[RS_ADAM_T];
+	r->best_val = st[RS_BESTVAL];
+	r->best_epoch = (int32_t)st[RS_BESTEPOCH];
+	GNN_INFO("resumed", "epoch=%" PRIu32 " step=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f "
+		 "best_epoch=%" PRId32 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->start_step,
+		 r->adam.t, r->best_val, r->best_epoch, tr_params_crc(r->params, r->np),
+		 c->checkpoint_dir ? c->checkpoint_dir : "-");
+	return GNN_OK;
+}
+
 /* Rank 0 reads the checkpoint dir; everyone learns the outcome through the
  * ring (other ranks need no access to the checkpoint volume). */
 static int resume(struct run *r, struct gnn_result *res, bool *finished)
@@ -759,51 +779,12 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 	uint64_t mh = tr_model_hash(c, r->e->graph);
 	double st[RS_COUNT] = { 0 };
 	struct tr_ckpt ck = { 0 };
-	struct gnn_result prev;
-	bool found = false, have_ck = false;
 	uint64_t gen = 0;                   /* the embeddings' generation: rank 0 picks it */
 	int rc = GNN_OK;
-	struct tr_ckpt_extra extra = { .check = tr_emb_check_ckpt, .ctx = r->e->emb };
 
 	*finished = false;
-	if (c->rank == 0 && c->checkpoint_dir != NULL) {
-		if ((rc = tr_result_load(c->checkpoint_dir, &prev, &found)) != GNN_OK) {
-			st[RS_STATUS] = rc;
-		} else if (found && prev.model_hash != mh) {
-			GNN_ERROR("checkpoint_mismatch", "dir=%s reason=\"it holds a finished run of another model or "
-				  "graph: use another --checkpoint-dir or remove it\"", c->checkpoint_dir);
-			st[RS_STATUS] = GNN_EINVAL;
-		} else if (found && prev.epochs >= c->epochs) {
-			st[RS_FINISHED] = 1;
-			st[RS_EPOCHS] = prev.epochs;
-			st[RS_TEST] = prev.test_acc;
-			st[RS_BESTVAL] = prev.best_val_acc;
-			st[RS_BESTEPOCH] = prev.best_epoch;
-			st[RS_CRC] = prev.params_crc;
-			st[RS_TRAIN_S] = prev.train_s;
-			st[RS_TEST_NODES] = (double)prev.test_nodes;
-		}
-		if (st[RS_STATUS] == 0 && st[RS_FINISHED] == 0) {
-			if ((rc = tr_ckpt_load_latest(c->checkpoint_dir, r->e->emb != NULL ? &extra : NULL, &ck,
-						       &have_ck)) != GNN_OK) {
-				st[RS_STATUS] = rc;
-			} else if (have_ck && (ck.model_hash != mh || ck.num_params != r->np)) {
-				GNN_ERROR("checkpoint_mismatch", "dir=%s epoch=%" PRIu32 " reason=\"it was written for "
-					  "another model, task or graph (layers, hidden, features, classes, --task, --decoder, "
-					  "--emb-dim or partition output differ): use another --checkpoint-dir or remove it\"", c->checkpoint_dir, ck.epoch);
-				st[RS_STATUS] = GNN_EINVAL;
-			} else if (have_ck) {
-				st[RS_CKPT] = 1;
-				st[RS_CKPT_EPOCH] = ck.epoch > c->epochs ? c->epochs : ck.epoch;
-				st[RS_CKPT_STEP] = usable_step(c, &ck);
-				if (st[RS_CKPT_STEP] > 0)
-					memcpy(&st[RS_LOSS], ck.partial, sizeof(ck.partial));
-				st[RS_ADAM_T] = (double)ck.adam_t;
-				st[RS_BESTVAL] = ck.best_val_acc;
-				st[RS_BESTEPOCH] = ck.best_epoch;
-			}
-		}
-	}
+	if (c->rank == 0 && c->checkpoint_dir != NULL)
+		inspect_checkpoints(r, mh, st, &ck);
 	if (c->rank == 0 && st[RS_STATUS] == 0 && st[RS_FINISHED] == 0 && r->e->emb != NULL &&
 	    (rc = setup_embeddings(r, st[RS_CKPT] != 0 ? ck.folder : NULL, &gen)) != GNN_OK)
 		st[RS_STATUS] = rc;
@@ -826,29 +807,8 @@ static int resume(struct run *r, struct gnn_result *res, bool *finished)
 		*finished = true;
 		goto out;
 	}
-	if (st[RS_CKPT] != 0) {
-		float *src[4] = { ck.params, ck.adam_m, ck.adam_v, ck.best };
-		float *dst[4] = { r->params, r->adam.m, r->adam.v, r->best };
-
-		for (int i = 0; i < 4; i++) {
-			if (c->rank == 0)
-				memcpy(dst[i], src[i], r->np * sizeof(float));
-			if ((rc = tr_ring_broadcast(r->e->ring, 0, dst[i], r->np * sizeof(float))) != GNN_OK)
-				goto out;
-		}
-		sync_model(r);
-		r->start_epoch = (uint32_t)st[RS_CKPT_EPOCH];
-		r->start_step = (uint32_t)st[RS_CKPT_STEP];
-		if (c->rank == 0)   /* the sums of every rank so far: one rank carries them */
-			r->start_sums = (struct epoch_sums){ st[RS_LOSS], st[RS_LABELLED], st[RS_CORRECT] };
-		r->adam.t = (uint64_t)st[RS_ADAM_T];
-		r->best_val = st[RS_BESTVAL];
-		r->best_epoch = (int32_t)st[RS_BESTEPOCH];
-		GNN_INFO("resumed", "epoch=%" PRIu32 " step=%" PRIu32 " adam_t=%" PRIu64 " best_val_acc=%.4f "
-			 "best_epoch=%" PRId32 " params_crc=%08" PRIx32 " dir=%s", r->start_epoch, r->start_step,
-			 r->adam.t, r->best_val, r->best_epoch, tr_params_crc(r->params, r->np),
-			 c->checkpoint_dir ? c->checkpoint_dir : "-");
-	}
+	if (st[RS_CKPT] != 0)
+		rc = take_checkpoint(r, st, &ck);
 out:
 	tr_ckpt_free(&ck);
 	return rc;
@@ -870,7 +830,7 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 			      .model_hash = tr_model_hash(c, r->e->graph), .seed = c->seed,
 			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
 			      .params = r->params, .adam_m = r->adam.m, .adam_v = r->adam.v,
-			      .best = r->best };
+			      .best = r->best, .has_config = true, .config = c->mcfg };
 	struct tr_ckpt_extra extra = { .save = tr_emb_save, .ctx = r->e->emb };
 
 	if (r->e->emb != NULL)
@@ -1223,10 +1183,138 @@ static int ranks_agree(struct run *r, uint32_t crc)
 	return rc;
 }
 
+/* After epoch's steps: its sums over the ranks, validation, the best
+ * parameters so far, the metrics, the epoch line and the checkpoint. */
+static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch_sums *sums, double epoch_s,
+		     uint64_t eval_seed, double *done, double *eta_s)
+{
+	const struct tr_config *c = r->c;
+	const struct tr_env *env = r->e;
+	double val_acc, rate, loss, train_acc;
+	char embed[32];
+	int rc;
+
+	if ((rc = sums_allreduce(env->ring, sums)) != GNN_OK ||
+	    (rc = c->link ? link_evaluate(r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc, &r->val_ap) :
+	     evaluate(r, r->valid, r->nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
+		return rc;
+	if (val_acc > r->best_val) {
+		r->best_val = val_acc;
+		r->best_epoch = (int32_t)epoch + 1;
+		memcpy(r->best, r->params, r->np * sizeof(float));
+		if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb)) != GNN_OK)
+			return rc;
+	}
+	loss = sums->labelled > 0 ? sums->loss / sums->labelled : 0;
+	train_acc = sums->labelled > 0 ? sums->correct / sums->labelled : 0;
+	rate = epoch_s > 0 ? (double)r->per_epoch * (r->steps - first) / r->steps / epoch_s : 0;
+	gnn_gauge_set(r->m.epoch, epoch + 1);
+	gnn_gauge_set(r->m.loss, loss);
+	gnn_gauge_set(r->m.train_acc, train_acc);
+	gnn_gauge_set(r->m.val_acc, val_acc);
+	gnn_gauge_set(r->m.samples_per_s, rate);
+	progress(r, done, eta_s);   /* evaluation included */
+	/* embed_s only when there are embeddings to pull and push */
+	snprintf(embed, sizeof(embed), env->emb != NULL ? " embed_s=%.2f" : "", r->phase_s[PH_EMBED]);
+	if (c->link)   /* the same line, with the link task's measures */
+		GNN_INFO("link_epoch", "epoch=%" PRIu32 " loss=%.4f train_auc=%.4f val_auc=%.4f val_ap=%.4f",
+			 epoch + 1, loss, train_acc, val_acc, r->val_ap);
+	GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
+		 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
+		 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+		 loss, train_acc, val_acc, epoch_s + r->phase_s[PH_EVAL], r->phase_s[PH_WAIT], r->phase_s[PH_COMPUTE],
+		 r->compute_cpu_s, r->phase_s[PH_ALLREDUCE], r->phase_s[PH_EVAL], embed, r->steps - first, rate, *done,
+		 *eta_s, tr_params_crc(r->params, r->np));
+	log_features(r, epoch + 1);
+	save_checkpoint(r, epoch + 1, 0, &(struct epoch_sums){ 0 });
+	return GNN_OK;
+}
+
+/* The epochs from where this process begins (a checkpoint's position). */
+static int train_epochs(struct run *r, uint64_t eval_seed)
+{
+	const struct tr_config *c = r->c;
+	double done, eta_s;
+	int rc;
+
+	if (r->start_step >= r->steps) {   /* cannot happen with the same world and batch size */
+		r->start_step = 0;
+		r->start_sums = (struct epoch_sums){ 0 };
+	}
+	if (r->e->feats != NULL)
+		tr_feats_stats(r->e->feats, &r->feats_seen);
+	r->global_step = (uint64_t)r->start_epoch * r->steps + r->start_step;
+	r->pace_step = r->global_step;
+	r->pace_t0 = r->ckpt_at = gnn_now();
+	progress(r, &done, &eta_s);
+	for (uint32_t epoch = r->start_epoch; epoch < c->epochs; epoch++) {
+		uint32_t first = epoch == r->start_epoch ? r->start_step : 0;
+		struct epoch_sums sums = first > 0 ? r->start_sums : (struct epoch_sums){ 0 };
+		double epoch_s = 0;
+
+		memset(r->phase_s, 0, sizeof(r->phase_s));
+		r->compute_cpu_s = 0;
+		gnn_gauge_set(r->m.step, first);
+		if ((rc = train_epoch(r, epoch, first, &sums, &epoch_s)) != GNN_OK ||
+		    (rc = end_epoch(r, epoch, first, &sums, epoch_s, eval_seed, &done, &eta_s)) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
+}
+
+/* The test measure of the best-validation parameters, once every rank
+ * holds the same, into *out (rank 0 also writes result.json). */
+static int test_and_result(struct run *r, uint64_t eval_seed, double t_train, struct gnn_result *out)
+{
+	const struct tr_config *c = r->c;
+	double test_acc = 0, test_ap = 0, t_test = gnn_now();
+	int rc;
+
+	memcpy(r->params, r->best, r->np * sizeof(float));
+	sync_model(r);
+	if ((rc = c->link ? link_evaluate(r, GNN_ES_TEST, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc,
+					&test_ap) :
+	     evaluate(r, r->test, r->ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
+		return rc;
+	if (c->link) {
+		r->ntest = r->test_all = (size_t)r->es.num[GNN_ES_TEST];
+		GNN_INFO("link_test_evaluated", "test_auc=%.4f test_ap=%.4f pairs=%zu best_val_auc=%.4f best_epoch=%" PRId32,
+			 test_acc, test_ap, r->ntest, r->best_val, r->best_epoch);
+	}
+	t_test = gnn_now() - t_test;
+	if (!c->link)   /* (a link run logged link_test_evaluated above) */
+		GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
+			 r->ntest, r->test_all, t_test, t_test > 0 ? (double)r->ntest / t_test : 0.0,
+			 r->ntest < r->test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
+			 "accuracy: gnn-trainer infer\"" : "");
+	if ((rc = ranks_agree(r, tr_params_crc(r->best, r->np))) != GNN_OK)
+		return rc;
+	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, r->e->graph),
+				   .test_acc = test_acc, .best_val_acc = r->best_val, .best_epoch = r->best_epoch,
+				   .params_crc = tr_params_crc(r->best, r->np), .train_s = gnn_now() - t_train,
+				   .test_nodes = r->ntest, .test_ap = test_ap, .has_config = true };
+	if ((rc = gnn_mcfg_copy(&out->config, &c->mcfg)) != GNN_OK)
+		return rc;
+	if (c->link) {
+		snprintf(out->task, sizeof(out->task), "link");
+		snprintf(out->decoder, sizeof(out->decoder), "%s", tr_decoder_name(c->decoder));
+	}
+	gnn_gauge_set(r->m.test_acc, test_acc);
+	gnn_gauge_set(r->m.finished, 1);
+	gnn_gauge_set(r->m.progress, 1);
+	gnn_gauge_set(r->m.eta, 0);
+	/* Not fatal: a restart evaluates the last checkpoint again. */
+	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK) {
+		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));
+		gnn_counter_inc(r->m.ckpt_failures);
+	}
+	return GNN_OK;
+}
+
 int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_result *out, bool *already_finished)
 {
 	struct run r = { .c = c, .e = env };
-	double t_train = gnn_now(), test_acc = 0, test_ap = 0, t_test, done, eta_s;
+	double t_train = gnn_now();
 	uint64_t eval_seed = gnn_draw64(c->seed, 0x6576616cull);
 	int rc;
 
@@ -1242,103 +1330,8 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	if ((rc = c->link ? load_link(&r) : load_nodes(&r)) != GNN_OK ||
 	    (!c->link && env->feats != NULL && tr_feats_wants_cache(env->feats) && (rc = warm_cache(&r)) != GNN_OK))
 		goto out;
-	if (r.start_step >= r.steps) {   /* cannot happen with the same world and batch size */
-		r.start_step = 0;
-		r.start_sums = (struct epoch_sums){ 0 };
-	}
-	if (env->feats != NULL)
-		tr_feats_stats(env->feats, &r.feats_seen);
-	r.global_step = (uint64_t)r.start_epoch * r.steps + r.start_step;
-	r.pace_step = r.global_step;
-	r.pace_t0 = r.ckpt_at = gnn_now();
-	progress(&r, &done, &eta_s);
-	for (uint32_t epoch = r.start_epoch; epoch < c->epochs; epoch++) {
-		struct epoch_sums sums = { 0 };
-		double epoch_s = 0, val_acc, rate;
-		float *params = r.params;
-		uint32_t first = epoch == r.start_epoch ? r.start_step : 0;
-		char embed[32];
-
-		memset(r.phase_s, 0, sizeof(r.phase_s));
-		r.compute_cpu_s = 0;
-		gnn_gauge_set(r.m.step, first);
-		if (first > 0)
-			sums = r.start_sums;
-		if ((rc = train_epoch(&r, epoch, first, &sums, &epoch_s)) != GNN_OK)
-			goto out;
-		if ((rc = sums_allreduce(env->ring, &sums)) != GNN_OK ||
-		    (rc = c->link ? link_evaluate(&r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc, &r.val_ap) :
-		     evaluate(&r, r.valid, r.nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
-			goto out;
-		if (val_acc > r.best_val) {
-			r.best_val = val_acc;
-			r.best_epoch = (int32_t)epoch + 1;
-			memcpy(r.best, params, r.np * sizeof(float));
-			if (c->rank == 0 && env->emb != NULL && (rc = tr_emb_best(env->emb)) != GNN_OK)
-				goto out;
-		}
-		rate = epoch_s > 0 ? (double)r.per_epoch * (r.steps - first) / r.steps / epoch_s : 0;
-		gnn_gauge_set(r.m.epoch, epoch + 1);
-		gnn_gauge_set(r.m.loss, sums.labelled > 0 ? sums.loss / sums.labelled : 0);
-		gnn_gauge_set(r.m.train_acc, sums.labelled > 0 ? sums.correct / sums.labelled : 0);
-		gnn_gauge_set(r.m.val_acc, val_acc);
-		gnn_gauge_set(r.m.samples_per_s, rate);
-		progress(&r, &done, &eta_s);   /* evaluation included */
-		/* embed_s only when there are embeddings to pull and push */
-		snprintf(embed, sizeof(embed), env->emb != NULL ? " embed_s=%.2f" : "", r.phase_s[PH_EMBED]);
-		if (c->link)   /* the same line, with the link task's measures */
-			GNN_INFO("link_epoch", "epoch=%" PRIu32 " loss=%.4f train_auc=%.4f val_auc=%.4f val_ap=%.4f",
-				 epoch + 1, sums.labelled > 0 ? sums.loss / sums.labelled : 0,
-				 sums.labelled > 0 ? sums.correct / sums.labelled : 0, val_acc, r.val_ap);
-		GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
-			 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
-			 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, c->epochs,
-			 sums.labelled > 0 ? sums.loss / sums.labelled : 0, sums.labelled > 0 ? sums.correct / sums.labelled : 0,
-			 val_acc, epoch_s + r.phase_s[PH_EVAL], r.phase_s[PH_WAIT], r.phase_s[PH_COMPUTE], r.compute_cpu_s,
-			 r.phase_s[PH_ALLREDUCE], r.phase_s[PH_EVAL], embed, r.steps - first, rate, done, eta_s,
-			 tr_params_crc(params, r.np));
-		log_features(&r, epoch + 1);
-		save_checkpoint(&r, epoch + 1, 0, &(struct epoch_sums){ 0 });
-	}
-	/* Test accuracy of the best-validation parameters. */
-	memcpy(r.params, r.best, r.np * sizeof(float));
-	sync_model(&r);
-	t_test = gnn_now();
-	if ((rc = c->link ? link_evaluate(&r, GNN_ES_TEST, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc,
-					&test_ap) :
-	     evaluate(&r, r.test, r.ntest, "test", eval_seed ^ 1, GNN_EMB_BEST_ROWS, &test_acc)) != GNN_OK)
-		goto out;
-	if (c->link) {
-		r.ntest = r.test_all = (size_t)r.es.num[GNN_ES_TEST];
-		GNN_INFO("link_test_evaluated", "test_auc=%.4f test_ap=%.4f pairs=%zu best_val_auc=%.4f best_epoch=%" PRId32,
-			 test_acc, test_ap, r.ntest, r.best_val, r.best_epoch);
-	}
-	t_test = gnn_now() - t_test;
-	if (!c->link)   /* (a link run logged link_test_evaluated above) */
-		GNN_INFO("test_evaluated", "test_acc=%.4f nodes=%zu of=%zu seconds=%.2f nodes_per_s=%.0f%s", test_acc,
-			 r.ntest, r.test_all, t_test, t_test > 0 ? (double)r.ntest / t_test : 0.0,
-			 r.ntest < r.test_all ? " reason=\"a sampled estimate (--test-nodes); the whole split's "
-			 "accuracy: gnn-trainer infer\"" : "");
-	if ((rc = ranks_agree(&r, tr_params_crc(r.best, r.np))) != GNN_OK)
-		goto out;
-	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, env->graph),
-				   .test_acc = test_acc, .best_val_acc = r.best_val, .best_epoch = r.best_epoch,
-				   .params_crc = tr_params_crc(r.best, r.np), .train_s = gnn_now() - t_train,
-				   .test_nodes = r.ntest, .test_ap = test_ap };
-	if (c->link) {
-		snprintf(out->task, sizeof(out->task), "link");
-		snprintf(out->decoder, sizeof(out->decoder), "%s", tr_decoder_name(c->decoder));
-	}
-	gnn_gauge_set(r.m.test_acc, test_acc);
-	gnn_gauge_set(r.m.finished, 1);
-	gnn_gauge_set(r.m.progress, 1);
-	gnn_gauge_set(r.m.eta, 0);
-	/* Not fatal: a restart evaluates the last checkpoint again. */
-	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK) {
-		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));
-		gnn_counter_inc(r.m.ckpt_failures);
-		rc = GNN_OK;
-	}
+	if ((rc = train_epochs(&r, eval_seed)) == GNN_OK)
+		rc = test_and_result(&r, eval_seed, t_train, out);
 out:
 	run_free(&r);
 	return rc;

@@ -38,13 +38,26 @@ static void fill(float *v, size_t n, float base)
 /* The model hash guards checkpoints (a run refuses another model's): a
  * homogeneous graph's is what it was before schemas (so its checkpoints
  * resume), and a typed graph's changes with the schema and --num-bases. */
+static void model_config(struct tr_config *c, const char *model, const char *num_bases)
+{
+	struct gnn_model_cfg mc = { 0 };
+
+	gnn_mcfg_defaults(&mc);
+	CHECK(gnn_mcfg_set(&mc, "layers", "2") == GNN_OK && gnn_mcfg_set(&mc, "fanouts", "5,5") == GNN_OK &&
+	      gnn_mcfg_set(&mc, "hidden", "64") == GNN_OK && gnn_mcfg_set(&mc, "model", model) == GNN_OK &&
+	      gnn_mcfg_set(&mc, "num-bases", num_bases) == GNN_OK);
+	*c = (struct tr_config){ 0 };
+	CHECK(tr_config_from_model(c, &mc) == GNN_OK);
+}
+
 static void test_model_hash(void)
 {
 	static struct gnn_schema plain, typed, renamed;
-	struct tr_config c = { .layers = 2, .hidden = 64, .model = "graphsage" };
+	static struct tr_config c, other;
 	struct gnn_layout g = { .feat_dim = 100, .num_classes = 47, .feat_dtype = GNN_DT_F32, .graph_id = 0x1234abcdull, .schema = &plain };
 	uint64_t before = gnn_draw64(0x6d6f64656cull, 2), h;
 
+	model_config(&c, "graphsage", "0");
 	before = gnn_draw64(gnn_draw64(gnn_draw64(before, 100), 64), 47);
 	gnn_schema_plain(&plain, 1000, 5000, 100);
 	CHECK(tr_model_hash(&c, &g) == gnn_draw64(before, 0x1234abcdull));
@@ -56,13 +69,16 @@ static void test_model_hash(void)
 	typed.types[1].feat_dim = 0;
 	renamed = typed;
 	snprintf(renamed.rels[0].name, sizeof(renamed.rels[0].name), "cites");
-	c.model = "rgcn";
+	model_config(&c, "rgcn", "0");
 	g.schema = &typed;
 	h = tr_model_hash(&c, &g);
 	g.schema = &renamed;
 	CHECK(tr_model_hash(&c, &g) != h);
-	c.num_bases = 2;
-	CHECK(tr_model_hash(&c, &g) != tr_model_hash(&(struct tr_config){ .layers = 2, .hidden = 64, .model = "rgcn" }, &g));
+	model_config(&other, "rgcn", "2");
+	CHECK(tr_model_hash(&c, &g) != tr_model_hash(&other, &g));
+	/* the model, and any model option off its default, is in the hash */
+	model_config(&other, "gcn", "0");
+	CHECK(tr_model_hash(&c, &g) != tr_model_hash(&other, &g));
 }
 
 static void test_ckpt_roundtrip_and_prune(void)
@@ -246,6 +262,19 @@ static void test_result_roundtrip(void)
 	CHECK(got.epochs == 10 && got.model_hash == r.model_hash && got.test_acc == 0.8125 &&
 	      got.best_val_acc == 0.79 && got.best_epoch == 7 && got.params_crc == 0xdeadbeef && got.train_s == 12.5);
 	CHECK(got.task[0] == '\0' && got.decoder[0] == '\0');   /* a node result has no task key */
+	CHECK(!got.has_config);   /* one written without its configuration still loads */
+	/* the run's configuration, what `gnn-trainer infer` rebuilds the model from */
+	r.has_config = true;
+	gnn_mcfg_defaults(&r.config);
+	CHECK(gnn_mcfg_set(&r.config, "model", "gcn") == GNN_OK && gnn_mcfg_set(&r.config, "hidden", "32") == GNN_OK);
+	CHECK(gnn_result_save(tmpdir, &r) == GNN_OK);
+	if (CHECK(tr_result_load(tmpdir, &got, &found) == GNN_OK && found && got.has_config)) {
+		size_t row;
+
+		CHECK(!gnn_mcfg_differs(&got.config, &r.config, GNN_MCFG_ALL, &row));
+		CHECK(strcmp(got.config.model, "gcn") == 0 && got.config.hidden == 32);
+	}
+	r.has_config = false;
 	/* a link result: task and decoder recorded, the AUCs under their names too */
 	snprintf(r.task, sizeof(r.task), "link");
 	snprintf(r.decoder, sizeof(r.decoder), "mlp");

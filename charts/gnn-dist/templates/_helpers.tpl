@@ -138,92 +138,24 @@ or negatives is a folder of its own */}}
 {{- end -}}
 
 {{/* What identifies a run: the graph (the partition output) and what the
-trainer's checkpoints are tied to (layers, widths: the model hash) plus the
-seed. Epochs, batch size, learning rate and the number of trainers may
-change between attempts of one run, as gnn-trainer allows: a larger
-trainer.epochs continues a finished run (docs/training.md). */}}
+trainer's checkpoints are tied to (the model hash: the widths, and the model
+options that differ from their defaults, gnn-dist.modelKey, generated from
+the model table) plus the seed. Epochs, batch size, learning rate and the
+number of trainers may change between attempts of one run, as gnn-trainer
+allows: a larger trainer.epochs continues a finished run
+(docs/training.md). The defaults' key is what it was before the table, so
+their runs continue. */}}
 {{- define "gnn-dist.runKey" -}}
 {{- with .Values.trainer -}}
 partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.layers" .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
-{{- /* the defaults' key stays what it was, so their runs continue */ -}}
-{{- if or (ne .model "graphsage") .numBases }} model={{ .model }} bases={{ int64 .numBases }}{{ end }}
-{{- /* learnable embeddings: the trainer refuses a checkpoint of another
-embedding configuration (its model hash includes it); none: the key as before */ -}}
-{{- with .embed }}{{ if gt (int64 .dim) 0 }} embed={{ int64 .dim }} embed_types={{ join "," .types }} embed_input={{ .input }} embed_optimizer={{ .optimizer }}{{ end }}{{ end }}
-{{- /* link prediction: the same (the model hash includes the task, the
-embedding width and the decoder); node: the key as before */ -}}
-{{- if eq .task "link" }}{{ with .link }} task=link emb_dim={{ int64 .embDim }} decoder={{ .decoder }} decoder_hidden={{ int64 .decoderHidden }}{{ end }}{{ end }}
-{{- if .degreeScale }} degree_scale=1{{ end }}
 {{- end -}}
+{{- include "gnn-dist.modelKey" . -}}
 {{- end -}}
 
-{{/* gnn-trainer's learnable-embedding flags (docs/embeddings.md), nothing
-when trainer.embed.dim is 0: {root, train}. train: also the embeddings'
-learning rate and the graph stores that hold the rows (one per partition:
-the trainer expands the pattern for every partition); without it, what
-`gnn-trainer infer` takes to rebuild the model (it reads the rows from the
-checkpoint). */}}
 {{/* Whether the trainers call the graph stores: for learnable embeddings,
 or for the feature rows ("true" or ""). */}}
 {{- define "gnn-dist.trainerDialsStores" -}}
 {{- if or (gt (int64 .Values.trainer.embed.dim) 0) (eq .Values.trainer.features.from "stores") }}true{{ end -}}
-{{- end -}}
-
-{{- define "gnn-dist.embedArgs" -}}
-{{- with .root.Values.trainer.embed }}
-{{- if gt (int64 .dim) 0 }}
-- --embed-dim={{ int64 .dim }}
-{{- with .types }}
-- --embed-types={{ join "," . }}
-{{- end }}
-- --embed-input={{ .input }}
-- --embed-optimizer={{ .optimizer }}
-{{- if $.train }}
-- --embed-lr={{ .lr }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- end -}}
-
-{{/* The model's flags, which the trainers and `gnn-trainer infer` both
-take (the model hash covers them). */}}
-{{- define "gnn-dist.modelArgs" -}}
-{{- with .Values.trainer -}}
-- --model={{ .model }}
-{{- if .numBases }}
-- --num-bases={{ int64 .numBases }}
-{{- end }}
-{{- if .degreeScale }}
-- --degree-scale
-{{- end }}
-{{- end }}
-{{- end -}}
-
-{{/* gnn-trainer's link-prediction flags (docs/training.md, "Link
-prediction"), nothing when trainer.task is node: {root, train}. train: also
-the negatives, the exclusion and the partition output the trainer reads the
-edge split and the training edges from; without it, what `gnn-trainer
-infer` takes to rebuild the model (it has --data anyway). */}}
-{{- define "gnn-dist.linkArgs" -}}
-{{- if eq .root.Values.trainer.task "link" }}
-{{- with .root.Values.trainer.link }}
-- --task=link
-- --emb-dim={{ int64 .embDim }}
-- --decoder={{ .decoder }}
-- --decoder-hidden={{ int64 .decoderHidden }}
-{{- if $.train }}
-- --neg-k={{ int64 .negK }}
-{{- if .epochPairs }}
-- --epoch-pairs={{ int64 .epochPairs }}
-{{- end }}
-{{- if .negInBatch }}
-- --neg-in-batch
-{{- end }}
-- --exclude={{ ternary "on" "off" .exclude }}
-- --data={{ include "gnn-dist.partitionDir" $.root }}
-{{- end }}
-{{- end }}
-{{- end }}
 {{- end -}}
 
 {{/* A fanouts value as gnn-trainer's --fanouts text: a list joined with
@@ -458,15 +390,7 @@ spec:
         - --data={{ include "gnn-dist.partitionDir" $root }}
         - --checkpoint-dir={{ include "gnn-dist.checkpointDir" $root }}
         - --out={{ include "gnn-dist.predictionsDir" $root }}
-        {{- include "gnn-dist.modelArgs" $root | nindent 8 }}
-        {{- with include "gnn-dist.embedArgs" (dict "root" $root "train" false) | trim }}
-        {{- . | nindent 8 }}
-        {{- end }}
-        {{- with include "gnn-dist.linkArgs" (dict "root" $root "train" false) | trim }}
-        {{- . | nindent 8 }}
-        {{- end }}
-        - --layers={{ include "gnn-dist.layers" $t.fanouts }}
-        - --hidden={{ int64 $t.hidden }}
+        {{- /* no model flag: result.json records the run's configuration */}}
         - --epochs={{ int64 $t.epochs }}
         - --workers={{ int64 $comp.workers }}
         - --worker={{ .worker }}

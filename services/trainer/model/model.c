@@ -36,6 +36,11 @@ const struct tr_model_ops *tr_model_find(const char *name)
 	return NULL;
 }
 
+const struct tr_model_ops *tr_model_at(size_t i)
+{
+	return i < NMODELS ? models[i] : NULL;
+}
+
 const char *tr_model_names(void)
 {
 	static char names[256];

@@ -106,6 +106,8 @@ struct tr_model_ops {
 
 /* The registered model of this name, or NULL. */
 const struct tr_model_ops *tr_model_find(const char *name);
+/* The i-th registered model, or NULL past the last. */
+const struct tr_model_ops *tr_model_at(size_t i);
 /* The registered names as "a|b|c" (for an option's choices). */
 const char *tr_model_names(void);
 
