@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "arr.h"
+#include "csv.h"
 #include "err.h"
 #include "hash.h"
-#include "import_int.h"
 #include "log.h"
 #include "write.h"
 

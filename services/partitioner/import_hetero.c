@@ -1,7 +1,9 @@
 /* import_hetero.c - OGB's heterogeneous raw layout (ogbn-mag's), import.h
- * lists its files. The per-file readers are import.c's; this file reads
+ * lists its files. The per-file readers are ogb.c's; this file reads
  * the schema (node types, relations, which type is labelled and split) and
  * checks that the folders agree with it. */
+#include "import_hetero.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,9 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "csv.h"
 #include "err.h"
-#include "import_int.h"
 #include "log.h"
+#include "ogb.h"
 
 /* A two-line file (num-node-dict, nodetype-has-label, nodetype-has-split):
  * a header of node type names, then one value per type. It stays open

@@ -15,7 +15,9 @@
  * while its typed neighbourhood (co-authors' papers, cited papers, topics,
  * institutions) mostly shares its class. Papers are numbered in
  * publication order and split by it: oldest train, then valid, newest
- * test. Determinism rules as in synth.c (synth_int.h). */
+ * test. Determinism rules as in synth.c (synth_steps.h). */
+#include "synth_mag.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 
 #include "err.h"
 #include "log.h"
-#include "synth_int.h"
+#include "synth_steps.h"
 #include "sys.h"
 
 /* ---- model constants (documented in docs/synthetic.md) ---- */
@@ -506,7 +508,7 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 	GNN_INFO("synth_done",
 		 "preset=%s kind=mag nodes=%lld directed_edges=%lld relations=%u classes=%d feat_dim=%d "
 		 "cites_label_homophily=%.4f noise_sd=%.3f%s seconds=%.2f",
-		 p->preset != NULL ? p->preset : "custom", (long long)g->num_nodes, (long long)g->num_edges,
+		 synth_preset_name(p), (long long)g->num_nodes, (long long)g->num_edges,
 		 g->schema.num_rels, p->classes, p->feat_dim, cites_label_homophily(g), sigma, rels,
 		 gnn_now() - t0);
 }
@@ -524,7 +526,7 @@ int synth_mag_generate(const struct synth_params *p, struct graph *g)
 
 	GNN_INFO("synth_start",
 		 "preset=%s kind=mag authors=%lld fields=%lld institutions=%lld papers=%lld feat_dim=%d classes=%d seed=%llu",
-		 p->preset != NULL ? p->preset : "custom", (long long)p->type_nodes[AUTHOR],
+		 synth_preset_name(p), (long long)p->type_nodes[AUTHOR],
 		 (long long)p->type_nodes[FIELD], (long long)p->type_nodes[INSTITUTION],
 		 (long long)p->type_nodes[PAPER], p->feat_dim, p->classes, (unsigned long long)p->seed);
 	fill_schema(p, &g->schema, rev);

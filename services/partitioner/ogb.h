@@ -1,48 +1,15 @@
-/* import_int.h - the pieces import.c (OGB's homogeneous layout) and
- * import_hetero.c (its heterogeneous layout) share: a gzip CSV file read
- * line by line, and the readers of the files both layouts hold (counts,
- * edge lists, labels, features, split lists). Every reader validates every
- * line, and its errors name the file and the line. Internal to the
- * partitioner: the importer and the edge split's CSV reader (edgesplit.c). */
-#ifndef GNN_PART_IMPORT_INT_H
-#define GNN_PART_IMPORT_INT_H
+/* ogb.h - the readers of the files both of OGB's raw layouts hold (counts,
+ * edge lists, labels, features, split lists; import.h lists the files),
+ * used by the homogeneous importer (import.c) and the heterogeneous one
+ * (import_hetero.c). Every reader validates every line (csv.h), and its
+ * errors name the file and the line. */
+#ifndef GNN_PART_OGB_H
+#define GNN_PART_OGB_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <zlib.h>
 
 #include "graph.h"
-#include "import.h"
-
-/* A gzip (or plain) CSV file read line by line. */
-struct import_csv {
-	gzFile gz;
-	char path[4096];
-	int64_t line;
-	char *buf;
-	size_t cap;
-};
-
-/* Opens DIR/NAME.gz, else DIR/NAME without .gz. GNN_ENOENT (logged) when
- * neither exists. import_csv_close releases it. */
-int import_csv_open(struct import_csv *c, const char *dir, const char *name);
-void import_csv_close(struct import_csv *c);
-
-/* Logs reason against the file and its current line; returns GNN_EFORMAT. */
-int import_csv_fail(const struct import_csv *c, const char *reason);
-
-/* Reads the next line into *line (c's buffer, without its newline).
- * Returns 1 for a line, 0 at a clean end of file, or a negative GNN error
- * (truncated or corrupt gzip, logged). */
-int import_csv_next(struct import_csv *c, char **line);
-
-/* Parses one integer field ending at ',' or the end of the line and
- * advances *p past the comma. */
-bool import_field_i64(char **p, int64_t *out);
-
-/* Whether DIR/NAME.gz or DIR/NAME exists. */
-bool import_csv_exists(const char *dir, const char *name);
 
 /* Reads a file holding one integer in [0, max] (num-node-list,
  * num-edge-list) into *out. */
@@ -86,9 +53,5 @@ int import_read_features(const char *dir, struct graph *g, uint32_t t);
  * label type a line; each node labelled and listed once across the three)
  * into g->split, which it allocates. */
 int import_read_splits(const char *dir, struct graph *g);
-
-/* OGB's heterogeneous layout (import_hetero.c): the dataset in o->dir,
- * whose raw/ folder is raw and chosen split folder split, into *g. */
-int import_hetero(const struct import_opts *o, const char *raw, const char *split, struct graph *g);
 
 #endif

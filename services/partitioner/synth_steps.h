@@ -1,12 +1,12 @@
-/* synth_int.h - what the two synthetic generators share: synth.c (the
- * homogeneous presets, which also implements the shared steps below) and
- * synth_mag.c (the heterogeneous ones). Internal to the partitioner.
+/* synth_steps.h - the steps the two synthetic generators share, in
+ * synth_steps.c: synth.c (the homogeneous presets) and synth_mag.c (the
+ * heterogeneous ones) both build on them. Internal to the partitioner.
  *
  * Determinism rules for everything here (docs/synthetic.md): randomness
  * only from xoshiro256** / splitmix64 streams of (seed, tag), floating
  * point limited to + - * / and sqrt, no libm. */
-#ifndef GNN_PART_SYNTH_INT_H
-#define GNN_PART_SYNTH_INT_H
+#ifndef GNN_PART_SYNTH_STEPS_H
+#define GNN_PART_SYNTH_STEPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -95,7 +95,7 @@ static inline int32_t slot_draw(const struct alias_slot *t, uint64_t r)
 int synth_alias_groups(const double *w, const int32_t *items, const int64_t *off, int64_t groups,
 		       struct alias_slot *tab);
 
-/* ---- shared steps (synth.c) ---- */
+/* ---- classes, weights, edge keys ---- */
 
 /* Fisher-Yates shuffle of a[0..n). */
 void synth_shuffle_i32(int32_t *a, int64_t n, struct rng *r);
@@ -122,6 +122,9 @@ double synth_weight_cap(double deg_cap, double mean_deg);
 /* *w: n Pareto(2.5) weights with x_min = 1 (P(w > x) = x^-1.5), capped at
  * cap, from the stream of tag. Returns GNN_ENOMEM. */
 int synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, double **w);
+
+/* x rounded to bits significant bits (synth_steps.c says why). */
+double synth_round_bits(double x, int bits);
 
 /* Bits that hold a node ID below n. */
 int synth_key_bits(int64_t n);
@@ -164,22 +167,15 @@ int synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, s
  * plus noise from a stream of (seed, node) alone. */
 int synth_feat_row(const struct graph *g, int64_t node, float *out);
 
-/* ---- validation (synth.c) ---- */
+/* ---- validation ---- */
 
+/* p's preset name, or "custom" when it has none. */
+const char *synth_preset_name(const struct synth_params *p);
 /* Invalid parameter: logs synth_invalid naming the field, GNN_EINVAL. */
 int synth_invalid(const struct synth_params *p, const char *field, long long value, const char *reason);
 /* feat_dim, classes, and classes <= nodes (what: their name in the log). */
 int synth_check_classes(const struct synth_params *p, int64_t nodes, const char *what);
 /* Split sizes within [0, nodes] and their sum at most nodes. */
 int synth_check_split(const struct synth_params *p, int64_t nodes, const char *what);
-
-/* ---- the heterogeneous presets (synth_mag.c) ---- */
-
-/* The presets mag, mag-small and mag-tiny (seed 0). */
-extern const struct synth_params synth_mag_presets[];
-extern const size_t synth_mag_num_presets;
-int synth_mag_validate(const struct synth_params *p);
-/* p already validated. */
-int synth_mag_generate(const struct synth_params *p, struct graph *g);
 
 #endif
