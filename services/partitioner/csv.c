@@ -11,7 +11,7 @@
 #include "err.h"
 #include "log.h"
 
-int import_csv_open(struct import_csv *c, const char *dir, const char *name)
+int pt_csv_open(struct pt_csv *c, const char *dir, const char *name)
 {
 	struct stat st;
 
@@ -34,7 +34,7 @@ int import_csv_open(struct import_csv *c, const char *dir, const char *name)
 	return GNN_OK;
 }
 
-void import_csv_close(struct import_csv *c)
+void pt_csv_close(struct pt_csv *c)
 {
 	if (c->gz != NULL)
 		gzclose(c->gz);
@@ -43,7 +43,7 @@ void import_csv_close(struct import_csv *c)
 	c->buf = NULL;
 }
 
-int import_csv_fail(const struct import_csv *c, const char *reason)
+int pt_csv_fail(const struct pt_csv *c, const char *reason)
 {
 	GNN_ERROR("bad_input", "file=%s line=%lld reason=\"%s\"", c->path, (long long)c->line, reason);
 	return GNN_EFORMAT;
@@ -51,7 +51,7 @@ int import_csv_fail(const struct import_csv *c, const char *reason)
 
 /* zlib reports a damaged stream as soon as it inflates ahead, so the error
  * is only consulted where the data ends: at a line without a newline. */
-int import_csv_next(struct import_csv *c, char **line)
+int pt_csv_next(struct pt_csv *c, char **line)
 {
 	size_t len = 0;
 	int errnum;
@@ -75,7 +75,7 @@ int import_csv_next(struct import_csv *c, char **line)
 		gzerror(c->gz, &errnum);
 		if (errnum != Z_OK) {
 			c->line++;
-			import_csv_fail(c, errnum == Z_BUF_ERROR ? "truncated gzip file" : "corrupt gzip data");
+			pt_csv_fail(c, errnum == Z_BUF_ERROR ? "truncated gzip file" : "corrupt gzip data");
 			return -GNN_EFORMAT;
 		}
 	}
@@ -88,7 +88,7 @@ int import_csv_next(struct import_csv *c, char **line)
 	return 1;
 }
 
-bool import_field_i64(char **p, int64_t *out)
+bool pt_csv_field_i64(char **p, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -104,7 +104,7 @@ bool import_field_i64(char **p, int64_t *out)
 	return true;
 }
 
-bool import_csv_exists(const char *dir, const char *name)
+bool pt_csv_exists(const char *dir, const char *name)
 {
 	char path[4200];
 	struct stat st;

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 /* A gzip (or plain) CSV file read line by line. */
-struct import_csv {
+struct pt_csv {
 	gzFile gz;
 	char path[4096];
 	int64_t line;
@@ -20,23 +20,23 @@ struct import_csv {
 };
 
 /* Opens DIR/NAME.gz, else DIR/NAME without .gz. GNN_ENOENT (logged) when
- * neither exists. import_csv_close releases it. */
-int import_csv_open(struct import_csv *c, const char *dir, const char *name);
-void import_csv_close(struct import_csv *c);
+ * neither exists. pt_csv_close releases it. */
+int pt_csv_open(struct pt_csv *c, const char *dir, const char *name);
+void pt_csv_close(struct pt_csv *c);
 
 /* Logs reason against the file and its current line; returns GNN_EFORMAT. */
-int import_csv_fail(const struct import_csv *c, const char *reason);
+int pt_csv_fail(const struct pt_csv *c, const char *reason);
 
 /* Reads the next line into *line (c's buffer, without its newline).
  * Returns 1 for a line, 0 at a clean end of file, or a negative GNN error
  * (truncated or corrupt gzip, logged). */
-int import_csv_next(struct import_csv *c, char **line);
+int pt_csv_next(struct pt_csv *c, char **line);
 
 /* Parses one integer field ending at ',' or the end of the line and
  * advances *p past the comma. */
-bool import_field_i64(char **p, int64_t *out);
+bool pt_csv_field_i64(char **p, int64_t *out);
 
 /* Whether DIR/NAME.gz or DIR/NAME exists. */
-bool import_csv_exists(const char *dir, const char *name);
+bool pt_csv_exists(const char *dir, const char *name);
 
 #endif

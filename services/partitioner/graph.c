@@ -14,7 +14,7 @@ static int cmp_i32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-uint32_t graph_node_type(const struct graph *g, int64_t v)
+uint32_t pt_graph_node_type(const struct pt_graph *g, int64_t v)
 {
 	int32_t t = gnn_owner_of(g->type_start, g->schema.num_types, v);
 
@@ -43,8 +43,8 @@ static int64_t sort_compact(int64_t *indptr, int32_t *indices, int64_t rows)
 	return w;
 }
 
-int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
-		    int64_t m, bool symmetrize)
+int pt_graph_build_csr(struct pt_graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
+		       int64_t m, bool symmetrize)
 {
 	int64_t R = g->schema.num_rels > 0 ? g->schema.num_rels : 1, rows = num_nodes * R;
 	int64_t *indptr = NULL, *fill = NULL;
@@ -125,7 +125,7 @@ out_free_edges:
 	return rc;
 }
 
-void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
+void pt_graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
 {
 	size_t len = 0;
 
@@ -135,14 +135,14 @@ void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
 					rels ? s->rels[k].name : s->types[k].name);
 }
 
-int graph_feature_row(const struct graph *g, int64_t node, float *out)
+int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out)
 {
 	uint32_t t;
 	size_t dim;
 
 	if (node < 0 || node >= g->num_nodes)
 		return GNN_ERANGE;
-	t = graph_node_type(g, node);
+	t = pt_graph_node_type(g, node);
 	dim = g->schema.types[t].feat_dim;
 	if (dim == 0)
 		return GNN_OK;
@@ -155,7 +155,7 @@ int graph_feature_row(const struct graph *g, int64_t node, float *out)
 	return g->feat_row(g, node, out);
 }
 
-void graph_free(struct graph *g)
+void pt_graph_free(struct pt_graph *g)
 {
 	free(g->indptr);
 	free(g->indices);

@@ -54,41 +54,41 @@ static int import_find_split(const char *dir, const char *name, char *out, size_
 }
 
 /* OGB's homogeneous layout: one edge list, one node type. */
-static int import_plain(const struct import_opts *o, const char *raw, const char *split, struct graph *g)
+static int import_plain(const struct pt_import_opts *o, const char *raw, const char *split, struct pt_graph *g)
 {
-	struct import_edges e = { 0 };
+	struct pt_ogb_edges e = { 0 };
 	int64_t n = 0, hint = -1;
 	int rc;
 
-	if ((rc = import_read_count(raw, "num-node-list.csv", INT32_MAX, &n)) != GNN_OK)
+	if ((rc = pt_ogb_read_count(raw, "num-node-list.csv", INT32_MAX, &n)) != GNN_OK)
 		return rc;
 	if (n == 0) {
 		GNN_ERROR("bad_input", "file=%s/num-node-list.csv.gz reason=\"empty graph: 0 nodes\"", raw);
 		return GNN_EINVAL;
 	}
-	if (import_csv_exists(raw, "num-edge-list.csv") &&
-	    (rc = import_read_count(raw, "num-edge-list.csv", INT32_MAX, &hint)) != GNN_OK)
+	if (pt_csv_exists(raw, "num-edge-list.csv") &&
+	    (rc = pt_ogb_read_count(raw, "num-edge-list.csv", INT32_MAX, &hint)) != GNN_OK)
 		return rc;
 	g->num_nodes = n;
 	gnn_schema_plain(&g->schema, n, 0, 0);
 	g->type_start[1] = n;
 	GNN_INFO("import_start", "dir=%s nodes=%lld split=%s", o->dir, (long long)n, split);
-	if ((rc = import_read_edges(raw, g, 0, hint, &e)) != GNN_OK) {
-		import_edges_free(&e);
+	if ((rc = pt_ogb_read_edges(raw, g, 0, hint, &e)) != GNN_OK) {
+		pt_ogb_edges_free(&e);
 		return rc;
 	}
 	if (e.m == 0) {
-		import_edges_free(&e);
+		pt_ogb_edges_free(&e);
 		GNN_ERROR("bad_input", "file=%s/edge.csv.gz reason=\"empty graph: no edges\"", raw);
 		return GNN_EINVAL;
 	}
 	hint = e.m;
-	if ((rc = graph_build_csr(g, n, e.src, e.dst, NULL, e.m, !o->keep_directed)) != GNN_OK)
+	if ((rc = pt_graph_build_csr(g, n, e.src, e.dst, NULL, e.m, !o->keep_directed)) != GNN_OK)
 		return rc;
 	if ((g->labels = malloc((size_t)n * sizeof(*g->labels))) == NULL)
 		return GNN_ENOMEM;
-	if ((rc = import_read_labels(raw, g, o->num_classes)) != GNN_OK ||
-	    (rc = import_read_features(raw, g, 0)) != GNN_OK || (rc = import_read_splits(split, g)) != GNN_OK)
+	if ((rc = pt_ogb_read_labels(raw, g, o->num_classes)) != GNN_OK ||
+	    (rc = pt_ogb_read_features(raw, g, 0)) != GNN_OK || (rc = pt_ogb_read_splits(split, g)) != GNN_OK)
 		return rc;
 	g->feat_dim = (int32_t)g->schema.types[0].feat_dim;
 	GNN_INFO("import_done", "nodes=%lld input_edges=%lld edges=%lld symmetric=%s feat_dim=%d classes=%d",
@@ -97,7 +97,7 @@ static int import_plain(const struct import_opts *o, const char *raw, const char
 	return GNN_OK;
 }
 
-int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, size_t len)
+int pt_import_ogb(const struct pt_import_opts *o, struct pt_graph *g, char *split_name, size_t len)
 {
 	char raw[4096], split[4096];
 	struct stat st;
@@ -111,7 +111,7 @@ int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, s
 	if ((rc = import_find_split(o->dir, o->split, split, sizeof(split))) != GNN_OK)
 		return rc;
 	snprintf(split_name, len, "%s", strrchr(split, '/') + 1);
-	if (import_csv_exists(raw, "num-node-dict.csv"))
-		return import_hetero(o, raw, split, g);
+	if (pt_csv_exists(raw, "num-node-dict.csv"))
+		return pt_import_hetero(o, raw, split, g);
 	return import_plain(o, raw, split, g);
 }

@@ -8,8 +8,8 @@
 #include "import.h"
 
 /* The dataset in o->dir, whose raw/ folder is raw and chosen split folder
- * split, into *g (zeroed by the caller; graph_free releases it, also after
+ * split, into *g (zeroed by the caller; pt_graph_free releases it, also after
  * an error). */
-int import_hetero(const struct import_opts *o, const char *raw, const char *split, struct graph *g);
+int pt_import_hetero(const struct pt_import_opts *o, const char *raw, const char *split, struct pt_graph *g);
 
 #endif

@@ -14,37 +14,37 @@
 #define MAX_LABEL (1 << 20)  /* guards against garbage labels making huge class counts */
 #define MAX_FEAT_DIM (1 << 16)
 
-int import_read_count(const char *dir, const char *name, int64_t max, int64_t *out)
+int pt_ogb_read_count(const char *dir, const char *name, int64_t max, int64_t *out)
 {
-	struct import_csv c;
+	struct pt_csv c;
 	char *line, *p;
 	int64_t v;
 	int rc;
 
-	if ((rc = import_csv_open(&c, dir, name)) != GNN_OK)
+	if ((rc = pt_csv_open(&c, dir, name)) != GNN_OK)
 		return rc;
-	rc = import_csv_next(&c, &line);
+	rc = pt_csv_next(&c, &line);
 	if (rc <= 0) {
-		rc = rc < 0 ? -rc : import_csv_fail(&c, "empty file: expected one count");
+		rc = rc < 0 ? -rc : pt_csv_fail(&c, "empty file: expected one count");
 		goto out;
 	}
 	p = line;
-	if (!import_field_i64(&p, &v) || *p != '\0') {
-		rc = import_csv_fail(&c, "expected one integer");
+	if (!pt_csv_field_i64(&p, &v) || *p != '\0') {
+		rc = pt_csv_fail(&c, "expected one integer");
 		goto out;
 	}
 	if (v < 0 || v > max) {
-		rc = import_csv_fail(&c, "count out of range");
+		rc = pt_csv_fail(&c, "count out of range");
 		goto out;
 	}
 	*out = v;
 	rc = GNN_OK;
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
-int import_edges_reserve(struct import_edges *e, int64_t more)
+int pt_ogb_edges_reserve(struct pt_ogb_edges *e, int64_t more)
 {
 	int64_t cap = e->m + more;
 	int32_t *s, *d;
@@ -69,7 +69,7 @@ int import_edges_reserve(struct import_edges *e, int64_t more)
 	return GNN_OK;
 }
 
-void import_edges_free(struct import_edges *e)
+void pt_ogb_edges_free(struct pt_ogb_edges *e)
 {
 	free(e->src);
 	free(e->dst);
@@ -79,7 +79,7 @@ void import_edges_free(struct import_edges *e)
 
 /* A per-type ID outside [0, n) of type t (col: its column, 0 for a
  * one-column file). A homogeneous graph's message names neither. */
-static int id_out_of_range(const struct import_csv *c, const struct graph *g, uint32_t t, int col, int64_t n)
+static int id_out_of_range(const struct pt_csv *c, const struct pt_graph *g, uint32_t t, int col, int64_t n)
 {
 	char why[256];
 
@@ -91,35 +91,35 @@ static int id_out_of_range(const struct import_csv *c, const struct graph *g, ui
 	else
 		snprintf(why, sizeof(why), "node ID out of range [0, %lld) for node type %s", (long long)n,
 			 g->schema.types[t].name);
-	return import_csv_fail(c, why);
+	return pt_csv_fail(c, why);
 }
 
-int import_read_edges(const char *dir, const struct graph *g, uint32_t r, int64_t hint, struct import_edges *e)
+int pt_ogb_read_edges(const char *dir, const struct pt_graph *g, uint32_t r, int64_t hint, struct pt_ogb_edges *e)
 {
 	const struct gnn_rel *re = &g->schema.rels[r];
 	int64_t os = g->type_start[re->src], ns = g->type_start[re->src + 1] - os;
 	int64_t od = g->type_start[re->dst], nd = g->type_start[re->dst + 1] - od, m0 = e->m;
-	struct import_csv c;
+	struct pt_csv c;
 	char *line;
 	int rc;
 
-	if ((rc = import_csv_open(&c, dir, "edge.csv")) != GNN_OK)
+	if ((rc = pt_csv_open(&c, dir, "edge.csv")) != GNN_OK)
 		return rc;
-	if ((rc = import_edges_reserve(e, hint > 0 ? hint : 1 << 16)) != GNN_OK)
+	if ((rc = pt_ogb_edges_reserve(e, hint > 0 ? hint : 1 << 16)) != GNN_OK)
 		goto out;
-	while ((rc = import_csv_next(&c, &line)) == 1) {
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		char *p = line;
 		int64_t u, v;
 
-		if (!import_field_i64(&p, &u) || !import_field_i64(&p, &v) || *p != '\0') {
-			rc = import_csv_fail(&c, "expected two integer columns \"src,dst\"");
+		if (!pt_csv_field_i64(&p, &u) || !pt_csv_field_i64(&p, &v) || *p != '\0') {
+			rc = pt_csv_fail(&c, "expected two integer columns \"src,dst\"");
 			goto out;
 		}
 		if (u < 0 || u >= ns || v < 0 || v >= nd) {
 			rc = u < 0 || u >= ns ? id_out_of_range(&c, g, re->src, 1, ns) : id_out_of_range(&c, g, re->dst, 2, nd);
 			goto out;
 		}
-		if (e->m == e->cap && (rc = import_edges_reserve(e, e->cap)) != GNN_OK)
+		if (e->m == e->cap && (rc = pt_ogb_edges_reserve(e, e->cap)) != GNN_OK)
 			goto out;
 		e->src[e->m] = (int32_t)(os + u);
 		e->dst[e->m] = (int32_t)(od + v);
@@ -138,12 +138,12 @@ int import_read_edges(const char *dir, const struct graph *g, uint32_t r, int64_
 		rc = GNN_EFORMAT;
 	}
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
 /* One label (an integer, or OGB's nan for none) into *out (-1 for nan). */
-static int parse_label(const struct import_csv *c, const char *p, int64_t bound, int32_t *out)
+static int parse_label(const struct pt_csv *c, const char *p, int64_t bound, int32_t *out)
 {
 	char *end, why[128];
 	double x;
@@ -152,34 +152,34 @@ static int parse_label(const struct import_csv *c, const char *p, int64_t bound,
 	errno = 0;
 	x = strtod(p, &end);
 	if (end == p || *end != '\0' || errno == ERANGE)
-		return import_csv_fail(c, "label is not a number");
+		return pt_csv_fail(c, "label is not a number");
 	if (isnan(x)) {
 		*out = -1;
 		return GNN_OK;
 	}
 	if (x != floor(x) || x < 0 || x >= (double)bound) {
 		snprintf(why, sizeof(why), "label out of range: must be an integer in [0, %lld)", (long long)bound);
-		return import_csv_fail(c, why);
+		return pt_csv_fail(c, why);
 	}
 	*out = (int32_t)x;
 	return GNN_OK;
 }
 
-int import_read_labels(const char *dir, struct graph *g, int64_t num_classes)
+int pt_ogb_read_labels(const char *dir, struct pt_graph *g, int64_t num_classes)
 {
 	uint32_t t = g->schema.label_type;
 	int64_t n = g->type_start[t + 1] - g->type_start[t], max = -1;
 	int64_t bound = num_classes > 0 ? num_classes : MAX_LABEL;
 	int32_t *labels = g->labels + g->type_start[t];
-	struct import_csv c;
+	struct pt_csv c;
 	char *line;
 	int rc;
 
-	if ((rc = import_csv_open(&c, dir, "node-label.csv")) != GNN_OK)
+	if ((rc = pt_csv_open(&c, dir, "node-label.csv")) != GNN_OK)
 		return rc;
-	while ((rc = import_csv_next(&c, &line)) == 1) {
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		if (c.line > n) {
-			rc = import_csv_fail(&c, "more labels than nodes");
+			rc = pt_csv_fail(&c, "more labels than nodes");
 			goto out;
 		}
 		if ((rc = parse_label(&c, line, bound, &labels[c.line - 1])) != GNN_OK)
@@ -192,17 +192,17 @@ int import_read_labels(const char *dir, struct graph *g, int64_t num_classes)
 		goto out;
 	}
 	if (c.line != n) {
-		rc = import_csv_fail(&c, "fewer labels than nodes");
+		rc = pt_csv_fail(&c, "fewer labels than nodes");
 		goto out;
 	}
 	if (max < 0) {
-		rc = import_csv_fail(&c, "no labelled node");
+		rc = pt_csv_fail(&c, "no labelled node");
 		goto out;
 	}
 	g->num_classes = (int32_t)(num_classes > 0 ? num_classes : max + 1);
 	rc = GNN_OK;
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
@@ -217,7 +217,7 @@ static int64_t count_fields(const char *line)
 }
 
 /* Parses one feature row of d finite floats into row. */
-static int parse_feature_row(const struct import_csv *c, char *line, int64_t d, float *row)
+static int parse_feature_row(const struct pt_csv *c, char *line, int64_t d, float *row)
 {
 	char *p = line, *end, why[128];
 
@@ -227,39 +227,39 @@ static int parse_feature_row(const struct import_csv *c, char *line, int64_t d, 
 		if (end == p || (*end != ',' && *end != '\0') || (j + 1 < d && *end != ',')) {
 			snprintf(why, sizeof(why), "expected %lld numeric columns (column %lld)", (long long)d,
 				 (long long)j + 1);
-			return import_csv_fail(c, why);
+			return pt_csv_fail(c, why);
 		}
 		if (!isfinite(row[j])) {
 			snprintf(why, sizeof(why), "feature is NaN or infinite (column %lld)", (long long)j + 1);
-			return import_csv_fail(c, why);
+			return pt_csv_fail(c, why);
 		}
 		p = *end == ',' ? end + 1 : end;
 	}
 	if (*p != '\0' || (p > line && p[-1] == ',')) {
 		snprintf(why, sizeof(why), "expected %lld columns, found more", (long long)d);
-		return import_csv_fail(c, why);
+		return pt_csv_fail(c, why);
 	}
 	return GNN_OK;
 }
 
-int import_read_features(const char *dir, struct graph *g, uint32_t t)
+int pt_ogb_read_features(const char *dir, struct pt_graph *g, uint32_t t)
 {
 	int64_t n = g->type_start[t + 1] - g->type_start[t], d = 0;
-	struct import_csv c;
+	struct pt_csv c;
 	char *line;
 	int rc;
 
-	if ((rc = import_csv_open(&c, dir, "node-feat.csv")) != GNN_OK)
+	if ((rc = pt_csv_open(&c, dir, "node-feat.csv")) != GNN_OK)
 		return rc;
-	while ((rc = import_csv_next(&c, &line)) == 1) {
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		if (c.line > n) {
-			rc = import_csv_fail(&c, "more feature rows than nodes");
+			rc = pt_csv_fail(&c, "more feature rows than nodes");
 			goto out;
 		}
 		if (d == 0) {
 			d = count_fields(line);
 			if (d > MAX_FEAT_DIM) {
-				rc = import_csv_fail(&c, "too many feature columns");
+				rc = pt_csv_fail(&c, "too many feature columns");
 				goto out;
 			}
 			g->schema.types[t].feat_dim = (uint32_t)d;
@@ -277,33 +277,33 @@ int import_read_features(const char *dir, struct graph *g, uint32_t t)
 		goto out;
 	}
 	if (c.line != n)
-		rc = import_csv_fail(&c, "fewer feature rows than nodes");
+		rc = pt_csv_fail(&c, "fewer feature rows than nodes");
 	else
 		rc = GNN_OK;
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
 /* Marks the label type's nodes listed in DIR/NAME (one per-type ID a line)
  * with kind in g->split (allocated by the caller, zeroed): each must be
  * labelled and listed once across the three split files. */
-static int import_read_split(const char *dir, const char *name, uint8_t kind, struct graph *g)
+static int read_split_list(const char *dir, const char *name, uint8_t kind, struct pt_graph *g)
 {
 	uint32_t t = g->schema.label_type;
 	int64_t start = g->type_start[t], n = g->type_start[t + 1] - start;
-	struct import_csv c;
+	struct pt_csv c;
 	char *line;
 	int rc;
 
-	if ((rc = import_csv_open(&c, dir, name)) != GNN_OK)
+	if ((rc = pt_csv_open(&c, dir, name)) != GNN_OK)
 		return rc;
-	while ((rc = import_csv_next(&c, &line)) == 1) {
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		char *p = line;
 		int64_t v;
 
-		if (!import_field_i64(&p, &v) || *p != '\0') {
-			rc = import_csv_fail(&c, "expected one integer node index");
+		if (!pt_csv_field_i64(&p, &v) || *p != '\0') {
+			rc = pt_csv_fail(&c, "expected one integer node index");
 			goto out;
 		}
 		if (v < 0 || v >= n) {
@@ -311,30 +311,30 @@ static int import_read_split(const char *dir, const char *name, uint8_t kind, st
 			goto out;
 		}
 		if (g->split[start + v] != GNN_SPLIT_NONE) {
-			rc = import_csv_fail(&c, "node listed twice in the split (same or another set)");
+			rc = pt_csv_fail(&c, "node listed twice in the split (same or another set)");
 			goto out;
 		}
 		if (g->labels[start + v] < 0) {
-			rc = import_csv_fail(&c, "node in the split has no label (nan)");
+			rc = pt_csv_fail(&c, "node in the split has no label (nan)");
 			goto out;
 		}
 		g->split[start + v] = kind;
 	}
 	rc = rc < 0 ? -rc : GNN_OK;
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
-int import_read_splits(const char *dir, struct graph *g)
+int pt_ogb_read_splits(const char *dir, struct pt_graph *g)
 {
 	int rc;
 
 	g->split = calloc((size_t)g->num_nodes, 1);
 	if (g->split == NULL)
 		return GNN_ENOMEM;
-	if ((rc = import_read_split(dir, "train.csv", GNN_SPLIT_TRAIN, g)) != GNN_OK ||
-	    (rc = import_read_split(dir, "valid.csv", GNN_SPLIT_VALID, g)) != GNN_OK)
+	if ((rc = read_split_list(dir, "train.csv", GNN_SPLIT_TRAIN, g)) != GNN_OK ||
+	    (rc = read_split_list(dir, "valid.csv", GNN_SPLIT_VALID, g)) != GNN_OK)
 		return rc;
-	return import_read_split(dir, "test.csv", GNN_SPLIT_TEST, g);
+	return read_split_list(dir, "test.csv", GNN_SPLIT_TEST, g);
 }

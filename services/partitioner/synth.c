@@ -16,7 +16,7 @@
  *      deficit until exactly `edges` unique edges exist (2 x 495 MB while
  *      sorting the first batch: the peak);
  *   4. the keys are unpacked in place into src/dst and handed to
- *      graph_build_csr, which sorts them into the symmetric CSR.
+ *      pt_graph_build_csr, which sorts them into the symmetric CSR.
  * Features are never stored: feat_row recomputes a row from the seed.
  *
  * Determinism: all randomness comes from xoshiro256** / splitmix64 streams
@@ -74,7 +74,7 @@ static double now_s(void)
 /* tiny: unit tests. small: the demo. medium: products' density at a fifth of
  * its size. products: ogbn-products' exact sizes and split. small and medium
  * use products' split proportions (8% / 1.6% / rest). */
-static const struct synth_params presets[] = {
+static const struct pt_synth_params presets[] = {
 	{ .preset = "tiny", .nodes = 2000, .edges = 10000, .feat_dim = 32, .classes = 5,
 	  .num_train = 400, .num_valid = 200, .num_test = 1400 },
 	{ .preset = "small", .nodes = 100000, .edges = 1000000, .feat_dim = 100, .classes = 47,
@@ -85,14 +85,14 @@ static const struct synth_params presets[] = {
 	  .num_train = 196615, .num_valid = 39323, .num_test = 2213091 },
 };
 
-const char *synth_preset_names(void)
+const char *pt_synth_preset_names(void)
 {
 	return "tiny|small|medium|products|mag-tiny|mag-small|mag";
 }
 
 /* Copies the preset called name among t[0..n) into *p with the seed. */
-static bool find_preset(const struct synth_params *t, size_t n, const char *name, uint64_t seed,
-			struct synth_params *p)
+static bool find_preset(const struct pt_synth_params *t, size_t n, const char *name, uint64_t seed,
+			struct pt_synth_params *p)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(name, t[i].preset) != 0)
@@ -104,17 +104,17 @@ static bool find_preset(const struct synth_params *t, size_t n, const char *name
 	return false;
 }
 
-int synth_preset(const char *name, uint64_t seed, struct synth_params *p)
+int pt_synth_preset(const char *name, uint64_t seed, struct pt_synth_params *p)
 {
 	if (name != NULL && (find_preset(presets, sizeof(presets) / sizeof(presets[0]), name, seed, p) ||
-			     find_preset(synth_mag_presets, synth_mag_num_presets, name, seed, p)))
+			     find_preset(pt_synth_mag_presets, pt_synth_mag_num_presets, name, seed, p)))
 		return GNN_OK;
 	GNN_ERROR("synth_unknown_preset", "preset=\"%s\" known=%s", name ? name : "(null)",
-		  synth_preset_names());
+		  pt_synth_preset_names());
 	return GNN_ENOENT;
 }
 
-int synth_validate(const struct synth_params *p)
+int pt_synth_validate(const struct pt_synth_params *p)
 {
 	int64_t pairs;
 	int rc;
@@ -123,24 +123,24 @@ int synth_validate(const struct synth_params *p)
 		GNN_ERROR("synth_invalid", "reason=\"no parameters\"");
 		return GNN_EINVAL;
 	}
-	if (p->kind == SYNTH_MAG)
-		return synth_mag_validate(p);
-	if (p->kind != SYNTH_PLAIN)
-		return synth_invalid(p, "kind", p->kind, "must be SYNTH_PLAIN or SYNTH_MAG");
+	if (p->kind == PT_SYNTH_MAG)
+		return pt_synth_mag_validate(p);
+	if (p->kind != PT_SYNTH_PLAIN)
+		return pt_synth_invalid(p, "kind", p->kind, "must be SYNTH_PLAIN or SYNTH_MAG");
 	if (p->nodes < 1 || p->nodes > INT32_MAX)
-		return synth_invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
-	if ((rc = synth_check_classes(p, p->nodes, "nodes")) != GNN_OK)
+		return pt_synth_invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
+	if ((rc = pt_synth_check_classes(p, p->nodes, "nodes")) != GNN_OK)
 		return rc;
 	pairs = p->nodes * (p->nodes - 1) / 2; /* < 2^61: no overflow */
 	if (p->edges < 0)
-		return synth_invalid(p, "edges", p->edges, "must be >= 0");
+		return pt_synth_invalid(p, "edges", p->edges, "must be >= 0");
 	if (p->edges > pairs)
-		return synth_invalid(p, "edges", p->edges,
+		return pt_synth_invalid(p, "edges", p->edges,
 			       "more than nodes*(nodes-1)/2, the number of distinct node pairs");
 	if (p->edges > pairs / 2)
-		return synth_invalid(p, "edges", p->edges,
+		return pt_synth_invalid(p, "edges", p->edges,
 			       "more than half of all node pairs: too dense to generate by rejecting duplicates");
-	return synth_check_split(p, p->nodes, "nodes");
+	return pt_synth_check_split(p, p->nodes, "nodes");
 }
 
 /* ---- communities ---- */
@@ -162,7 +162,7 @@ struct model {
 	double h_in;         /* P(second endpoint drawn inside the community) */
 	/* Alias tables (Vose). Global: slot = node. Class and sub: slot = perm
 	 * index, each community's table over its own perm range. */
-	struct alias_slot *g_tab, *c_tab, *s_tab;
+	struct pt_synth_alias_slot *g_tab, *c_tab, *s_tab;
 };
 
 static void model_free(struct model *m)
@@ -188,8 +188,8 @@ static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 
 	if (rank == NULL)
 		return GNN_ENOMEM;
-	synth_class_ranks(k, seed, TAG_CLASS_RANK, rank);
-	rc = synth_class_sizes(n, k, rank, size);
+	pt_synth_class_ranks(k, seed, TAG_CLASS_RANK, rank);
+	rc = pt_synth_class_sizes(n, k, rank, size);
 	free(rank);
 	return rc;
 }
@@ -197,7 +197,7 @@ static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
 {
 	int64_t *size = NULL, nsub = 0, s = 0;
-	struct rng r;
+	struct pt_synth_rng r;
 	int rc = GNN_ENOMEM;
 
 	size = malloc((size_t)m->classes * sizeof(*size));
@@ -225,7 +225,7 @@ static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
 	for (int64_t i = 0; i < m->n; i++)
 		m->perm[i] = (int32_t)i;
 	rng_seed(&r, seed, TAG_CLASS_PERM);
-	synth_shuffle_i32(m->perm, m->n, &r);
+	pt_synth_shuffle_i32(m->perm, m->n, &r);
 	m->class_off[0] = 0;
 	for (int32_t c = 0; c < m->classes; c++) {
 		int64_t b = m->class_off[c], k = size[c] / sub_size > 1 ? size[c] / sub_size : 1;
@@ -261,22 +261,22 @@ static int build_alias_tables(struct model *m)
 	m->s_tab = malloc(n * sizeof(*m->s_tab));
 	if (m->g_tab == NULL || m->c_tab == NULL || m->s_tab == NULL)
 		return GNN_ENOMEM;
-	if ((rc = synth_alias_groups(m->w, NULL, all, 1, m->g_tab)) != GNN_OK ||
-	    (rc = synth_alias_groups(m->w, m->perm, m->class_off, m->classes, m->c_tab)) != GNN_OK)
+	if ((rc = pt_synth_alias_groups(m->w, NULL, all, 1, m->g_tab)) != GNN_OK ||
+	    (rc = pt_synth_alias_groups(m->w, m->perm, m->class_off, m->classes, m->c_tab)) != GNN_OK)
 		return rc;
-	return synth_alias_groups(m->w, m->perm, m->sub_off, m->nsub, m->s_tab);
+	return pt_synth_alias_groups(m->w, m->perm, m->sub_off, m->nsub, m->s_tab);
 }
 
 /* x * y with both rounded to 26 significant bits, so that the product is
  * exact and an FMA-fused sum over such products rounds like an unfused one
- * (see synth_round_bits). */
+ * (see pt_synth_round_bits). */
 static double exact_mul(double x, double y)
 {
-	return synth_round_bits(x, 26) * synth_round_bits(y, 26);
+	return pt_synth_round_bits(x, 26) * pt_synth_round_bits(y, 26);
 }
 
 /* In-community probability h_in such that the expected share of candidate
- * edges whose endpoints carry the same label is SYNTH_HOMOPHILY. With
+ * edges whose endpoints carry the same label is PT_SYNTH_HOMOPHILY. With
  * endpoints drawn in proportion to weight, a partner from u's community
  * shares u's label with probability A = sum_c (W_c / W) sum_l (W_cl / W_c)^2
  * (W_cl: weight of community c's nodes labelled l), a partner from
@@ -319,7 +319,7 @@ static int solve_homophily(struct model *m)
 	}
 	for (int32_t l = 0; l < m->classes; l++)
 		q += exact_mul(by_label[l] / total, by_label[l] / total);
-	m->h_in = a > q ? (SYNTH_HOMOPHILY - q) / (a - q) : 0.0;
+	m->h_in = a > q ? (PT_SYNTH_HOMOPHILY - q) / (a - q) : 0.0;
 	if (m->h_in < 0.0)
 		m->h_in = 0.0;
 	if (m->h_in > 1.0)
@@ -337,7 +337,7 @@ struct gen {
 	int key_bits;        /* B: a key is min << B | max */
 	uint32_t in_class;   /* thresholds on 32 random bits */
 	uint32_t in_sub;
-	struct rng r;
+	struct pt_synth_rng r;
 	int64_t drawn;       /* candidates drawn, self-loops included */
 };
 
@@ -354,7 +354,7 @@ struct gen {
  * SUB_SHARE from its sub-community), else again from everywhere. Both
  * endpoints are then marginally proportional to weight (Chung-Lu).
  * Self-loops are dropped; surplus keys of the last batch are discarded.
- * uniform: plain uniform pairs instead (synth_unique_keys' fallback). */
+ * uniform: plain uniform pairs instead (pt_synth_unique_keys' fallback). */
 static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 {
 	struct gen *g = ctx;
@@ -362,7 +362,7 @@ static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 	uint64_t r[3 * GEN_BATCH];
 	int64_t slot[GEN_BATCH];
 	int32_t u[GEN_BATCH];
-	const struct alias_slot *tab[GEN_BATCH];
+	const struct pt_synth_alias_slot *tab[GEN_BATCH];
 	size_t done = 0;
 
 	while (done < count) {
@@ -416,10 +416,10 @@ static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 }
 
 /* The z at which an ideal nearest-centroid classifier on one node's
- * features is right with probability SYNTH_RAW_ACCURACY, for equidistant
+ * features is right with probability PT_SYNTH_RAW_ACCURACY, for equidistant
  * centroids: P(correct) = E_g[Phi(sqrt(2) z - g)^(K-1)]. Computed offline
  * (numerical integration); interpolated in code to stay libm-free. */
-static const struct synth_zpoint raw_accuracy_z[] = {
+static const struct pt_synth_zpoint raw_accuracy_z[] = {
 	{ 2, 0.253 },   { 3, 0.626 },   { 4, 0.815 },   { 5, 0.940 },   { 7, 1.102 },
 	{ 10, 1.252 },  { 15, 1.402 },  { 20, 1.500 },  { 30, 1.628 },  { 47, 1.759 },
 	{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
@@ -463,28 +463,28 @@ static int unpack_edges(uint64_t *keys, int64_t m, int bits, const int32_t *labe
 /* The generative model: communities, weights, their alias tables, the
  * misfits and the in-class probability that gives the homophily asked
  * for. On failure m holds what was built (model_free). */
-static int build_model(const struct synth_params *p, struct model *m, double *mean_deg)
+static int build_model(const struct pt_synth_params *p, struct model *m, double *mean_deg)
 {
 	double deg_cap = sqrt(2.0 * (double)p->edges);
 	int64_t sub_size;
-	struct rng r;
+	struct pt_synth_rng r;
 	int rc;
 
 	m->n = p->nodes;
 	m->classes = p->classes;
 	*mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
-	m->weight_cap = synth_weight_cap(deg_cap, *mean_deg);
+	m->weight_cap = pt_synth_weight_cap(deg_cap, *mean_deg);
 	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
 	if (sub_size < SUB_SIZE_MIN)
 		sub_size = SUB_SIZE_MIN;
 
 	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK ||
-	    (rc = synth_pareto_weights(m->n, m->weight_cap, p->seed, TAG_WEIGHTS, &m->w)) != GNN_OK ||
+	    (rc = pt_synth_pareto_weights(m->n, m->weight_cap, p->seed, TAG_WEIGHTS, &m->w)) != GNN_OK ||
 	    (rc = build_alias_tables(m)) != GNN_OK)
 		return rc;
 	rng_seed(&r, p->seed, TAG_MISFIT);
-	synth_assign_misfits(m->perm, m->class_off, m->classes, m->n, SYNTH_MISFIT, &r, m->labels);
-	if ((rc = solve_homophily(m)) != GNN_OK || (rc = synth_stop_point()) != GNN_OK)
+	pt_synth_assign_misfits(m->perm, m->class_off, m->classes, m->n, PT_SYNTH_MISFIT, &r, m->labels);
+	if ((rc = solve_homophily(m)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK)
 		return rc;
 	free(m->w);
 	m->w = NULL;
@@ -494,9 +494,9 @@ static int build_model(const struct synth_params *p, struct model *m, double *me
 /* Split: a fresh permutation (m->perm reused), independent of the class
  * layout; the first num_train nodes train, the next num_valid validate,
  * the next num_test test. */
-static int assign_split(const struct synth_params *p, struct model *m, struct graph *g)
+static int assign_split(const struct pt_synth_params *p, struct model *m, struct pt_graph *g)
 {
-	struct rng r;
+	struct pt_synth_rng r;
 
 	g->split = calloc((size_t)m->n, sizeof(*g->split));
 	if (g->split == NULL)
@@ -504,7 +504,7 @@ static int assign_split(const struct synth_params *p, struct model *m, struct gr
 	for (int64_t i = 0; i < m->n; i++)
 		m->perm[i] = (int32_t)i;
 	rng_seed(&r, p->seed, TAG_SPLIT);
-	synth_shuffle_i32(m->perm, m->n, &r);
+	pt_synth_shuffle_i32(m->perm, m->n, &r);
 	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
 		g->split[m->perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
 				       : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
@@ -519,7 +519,7 @@ struct synth_stats {
 	int rounds;
 };
 
-static void log_done(const struct synth_params *p, const struct graph *g, const struct synth_stats *st)
+static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, const struct synth_stats *st)
 {
 	int64_t max_deg = 0;
 
@@ -531,7 +531,7 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 		 "homophily=%.4f mean_degree=%.2f max_degree=%lld weight_cap=%.1f "
 		 "in_community_prob=%.4f sub_communities=%lld noise_sd=%.3f candidates=%lld "
 		 "topup_rounds=%d seconds=%.2f",
-		 synth_preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
+		 pt_synth_preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
 		 p->classes, p->feat_dim, p->edges ? (double)st->same / (double)p->edges : 0.0,
 		 st->mean_deg, (long long)max_deg, st->weight_cap, st->h_in, (long long)st->nsub, st->sigma,
 		 (long long)st->drawn, st->rounds, now_s() - st->t0);
@@ -539,22 +539,22 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 
 /* Edges from the model, then the labels, the split, the features and the
  * CSR; the model is freed as soon as its last use is done. */
-int synth_generate(const struct synth_params *p, struct graph *g)
+int pt_synth_generate(const struct pt_synth_params *p, struct pt_graph *g)
 {
 	struct model m = { 0 };
 	struct gen gen = { 0 };
-	struct synth_feat *feat = NULL;
+	struct pt_synth_feat *feat = NULL;
 	struct synth_stats st = { .t0 = now_s() };
 	uint64_t *keys = NULL;
 	int32_t *src = NULL, *dst = NULL;
 	int rc;
 
-	if ((rc = synth_validate(p)) != GNN_OK)
+	if ((rc = pt_synth_validate(p)) != GNN_OK)
 		return rc;
-	if (p->kind == SYNTH_MAG)
-		return synth_mag_generate(p, g);
+	if (p->kind == PT_SYNTH_MAG)
+		return pt_synth_mag_generate(p, g);
 	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
-		 synth_preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
+		 pt_synth_preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
 		 (unsigned long long)p->seed);
 	if ((rc = build_model(p, &m, &st.mean_deg)) != GNN_OK)
 		goto out;
@@ -563,13 +563,13 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	st.nsub = m.nsub;
 
 	gen.m = &m;
-	gen.key_bits = synth_key_bits(m.n);
+	gen.key_bits = pt_synth_key_bits(m.n);
 	gen.in_class = prob_threshold(m.h_in);
 	gen.in_sub = prob_threshold(SUB_SHARE);
 	rng_seed(&gen.r, p->seed, TAG_EDGES);
-	if ((rc = synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", &keys, &st.rounds)) !=
+	if ((rc = pt_synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", &keys, &st.rounds)) !=
 		    GNN_OK ||
-	    (rc = synth_stop_point()) != GNN_OK)
+	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
 	st.drawn = gen.drawn;
 
@@ -586,17 +586,17 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 		goto out;
 	model_free(&m);
 
-	if ((rc = synth_make_features(p->seed, p->feat_dim, p->classes,
-				      synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]),
-						    p->classes),
+	if ((rc = pt_synth_make_features(p->seed, p->feat_dim, p->classes,
+					 pt_synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]),
+							  p->classes),
 				      &feat, &st.sigma)) != GNN_OK ||
-	    (rc = synth_stop_point()) != GNN_OK)
+	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	/* src/dst are in (min, max) order, so graph_build_csr fills each row
+	/* src/dst are in (min, max) order, so pt_graph_build_csr fills each row
 	 * already sorted and its per-row sort has no work to do. */
 	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
 	g->type_start[1] = p->nodes;
-	rc = graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true);
+	rc = pt_graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true);
 	src = dst = NULL;
 	if (rc != GNN_OK)
 		goto out;
@@ -608,7 +608,7 @@ int synth_generate(const struct synth_params *p, struct graph *g)
 	}
 	g->feat_dim = p->feat_dim;
 	g->num_classes = p->classes;
-	g->feat_row = synth_feat_row;
+	g->feat_row = pt_synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, &st);
 	return GNN_OK;
@@ -619,6 +619,6 @@ out:
 	free(src);
 	free(dst);
 	free(feat);
-	graph_free(g);
+	pt_graph_free(g);
 	return rc;
 }

@@ -29,7 +29,7 @@ enum {
 /* ---- random numbers (the stream itself is in synth_steps.h) ---- */
 
 /* Uniform in (0, 1], 53 bits. */
-static double rng_unit_open0(struct rng *r)
+static double rng_unit_open0(struct pt_synth_rng *r)
 {
 	return (double)((rng_next(r) >> 11) + 1) * (1.0 / 9007199254740992.0);
 }
@@ -71,7 +71,7 @@ static double det_cbrt(double x)
  * a compiler that fuses a * b + c into an FMA (clang by default, GCC in
  * gnu modes with -march=native) gets the same result as one that does not:
  * this keeps the output bit-identical whatever the build flags. */
-double synth_round_bits(double x, int bits)
+double pt_synth_round_bits(double x, int bits)
 {
 	int e;
 	double f = frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
@@ -81,52 +81,52 @@ double synth_round_bits(double x, int bits)
 
 /* ---- validation ---- */
 
-const char *synth_preset_name(const struct synth_params *p)
+const char *pt_synth_preset_name(const struct pt_synth_params *p)
 {
 	return p->preset != NULL ? p->preset : "custom";
 }
 
-int synth_invalid(const struct synth_params *p, const char *field, long long value, const char *reason)
+int pt_synth_invalid(const struct pt_synth_params *p, const char *field, long long value, const char *reason)
 {
-	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", synth_preset_name(p),
+	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", pt_synth_preset_name(p),
 		  field, value, reason);
 	return GNN_EINVAL;
 }
 
-int synth_check_classes(const struct synth_params *p, int64_t nodes, const char *what)
+int pt_synth_check_classes(const struct pt_synth_params *p, int64_t nodes, const char *what)
 {
 	char reason[128];
 
 	if (p->feat_dim < 0 || p->feat_dim > 65536)
-		return synth_invalid(p, "feat_dim", p->feat_dim, "must be in [0, 65536] (0: no features)");
+		return pt_synth_invalid(p, "feat_dim", p->feat_dim, "must be in [0, 65536] (0: no features)");
 	if (p->classes < 2 || p->classes > 65536)
-		return synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
+		return pt_synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
 	snprintf(reason, sizeof(reason), "must not exceed %s (every class gets a node)", what);
 	if (p->classes > nodes)
-		return synth_invalid(p, "classes", p->classes, reason);
+		return pt_synth_invalid(p, "classes", p->classes, reason);
 	return GNN_OK;
 }
 
-int synth_check_split(const struct synth_params *p, int64_t nodes, const char *what)
+int pt_synth_check_split(const struct pt_synth_params *p, int64_t nodes, const char *what)
 {
 	char reason[128];
 
 	snprintf(reason, sizeof(reason), "must be in [0, %s]", what);
 	if (p->num_train < 0 || p->num_train > nodes)
-		return synth_invalid(p, "num_train", p->num_train, reason);
+		return pt_synth_invalid(p, "num_train", p->num_train, reason);
 	if (p->num_valid < 0 || p->num_valid > nodes)
-		return synth_invalid(p, "num_valid", p->num_valid, reason);
+		return pt_synth_invalid(p, "num_valid", p->num_valid, reason);
 	if (p->num_test < 0 || p->num_test > nodes)
-		return synth_invalid(p, "num_test", p->num_test, reason);
+		return pt_synth_invalid(p, "num_test", p->num_test, reason);
 	snprintf(reason, sizeof(reason), "num_train + num_valid + num_test exceeds %s", what);
 	if (p->num_train + p->num_valid + p->num_test > nodes)
-		return synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, reason);
+		return pt_synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, reason);
 	return GNN_OK;
 }
 
 /* ---- classes ---- */
 
-void synth_shuffle_i32(int32_t *a, int64_t n, struct rng *r)
+void pt_synth_shuffle_i32(int32_t *a, int64_t n, struct pt_synth_rng *r)
 {
 	for (int64_t i = n - 1; i > 0; i--) {
 		int64_t j = (int64_t)rng_below(r, (uint64_t)i + 1);
@@ -137,17 +137,17 @@ void synth_shuffle_i32(int32_t *a, int64_t n, struct rng *r)
 	}
 }
 
-void synth_class_ranks(int32_t k, uint64_t seed, uint64_t tag, int32_t *rank)
+void pt_synth_class_ranks(int32_t k, uint64_t seed, uint64_t tag, int32_t *rank)
 {
-	struct rng r;
+	struct pt_synth_rng r;
 
 	for (int32_t i = 0; i < k; i++)
 		rank[i] = i;
 	rng_seed(&r, seed, tag);
-	synth_shuffle_i32(rank, k, &r);
+	pt_synth_shuffle_i32(rank, k, &r);
 }
 
-int synth_class_sizes(int64_t n, int32_t k, const int32_t *rank, int64_t *size)
+int pt_synth_class_sizes(int64_t n, int32_t k, const int32_t *rank, int64_t *size)
 {
 	int32_t *by_rank = malloc((size_t)k * sizeof(*by_rank));
 	double harmonic = 0.0;
@@ -202,8 +202,8 @@ static int32_t class_of_slot(const int64_t *class_off, int32_t k, int64_t i)
  * weakly. That caps what aggregating neighbours can reach below 1, as
  * ambiguous labels do in real data; without it the mean over ~50
  * neighbours classifies products-scale graphs perfectly. */
-void synth_assign_misfits(const int32_t *perm, const int64_t *class_off, int32_t k, int64_t n,
-			  double share, struct rng *r, int32_t *labels)
+void pt_synth_assign_misfits(const int32_t *perm, const int64_t *class_off, int32_t k, int64_t n,
+			     double share, struct pt_synth_rng *r, int32_t *labels)
 {
 	uint32_t thr = prob_threshold(share);
 
@@ -228,18 +228,18 @@ void synth_assign_misfits(const int32_t *perm, const int64_t *class_off, int32_t
  * edges), the Chung-Lu limit below which a pair's expected number of edges
  * stays under one (ogbn-products: sqrt(2 * 61.9M) = 11k, max 17k). */
 /* Degree is proportional to weight, and a weight-1 node gets mean_deg /
- * SYNTH_PARETO_MEAN: the cap that makes deg_cap the top degree. */
-double synth_weight_cap(double deg_cap, double mean_deg)
+ * PT_SYNTH_PARETO_MEAN: the cap that makes deg_cap the top degree. */
+double pt_synth_weight_cap(double deg_cap, double mean_deg)
 {
-	double cap = mean_deg > 0.0 ? deg_cap * SYNTH_PARETO_MEAN / mean_deg : 1.0;
+	double cap = mean_deg > 0.0 ? deg_cap * PT_SYNTH_PARETO_MEAN / mean_deg : 1.0;
 
 	return cap < 1.0 ? 1.0 : cap;
 }
 
-int synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, double **out)
+int pt_synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, double **out)
 {
 	double cap3 = cap * cap * cap, *w = malloc((size_t)(n ? n : 1) * sizeof(*w));
-	struct rng r;
+	struct pt_synth_rng r;
 
 	if (w == NULL)
 		return GNN_ENOMEM;
@@ -257,7 +257,7 @@ int synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, dou
  * items[i] : i, of weight w[item(i)]. scaled/small/large: scratch of at
  * least e - b entries. */
 static void alias_build(const double *w, const int32_t *items, int64_t b, int64_t e,
-			struct alias_slot *tab, double *scaled, int32_t *small, int32_t *large)
+			struct pt_synth_alias_slot *tab, double *scaled, int32_t *small, int32_t *large)
 {
 	int64_t k = e - b, ns = 0, nl = 0;
 	double total = 0.0;
@@ -299,8 +299,8 @@ static void alias_build(const double *w, const int32_t *items, int64_t b, int64_
 	}
 }
 
-int synth_alias_groups(const double *w, const int32_t *items, const int64_t *off, int64_t groups,
-		       struct alias_slot *tab)
+int pt_synth_alias_groups(const double *w, const int32_t *items, const int64_t *off, int64_t groups,
+			  struct pt_synth_alias_slot *tab)
 {
 	size_t n = (size_t)(off[groups] - off[0]);
 	double *scaled = malloc((n ? n : 1) * sizeof(*scaled));
@@ -321,7 +321,7 @@ out:
 
 /* ---- edge keys: drawn, sorted, merged ---- */
 
-int synth_key_bits(int64_t n)
+int pt_synth_key_bits(int64_t n)
 {
 	int b = 1;
 
@@ -426,13 +426,13 @@ static void merge_back(uint64_t *have, size_t u, const uint64_t *add, size_t k)
 
 /* Between the generator's phases (each at most a few seconds at products
  * scale): a stop signal ends the run, the watchdog is only the backstop. */
-int synth_stop_point(void)
+int pt_synth_stop_point(void)
 {
 	return gnn_stop_requested() ? GNN_ECLOSED : GNN_OK;
 }
 
-int synth_unique_keys(synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
-		      uint64_t **keys_out, int *rounds_out)
+int pt_synth_unique_keys(pt_synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
+			 uint64_t **keys_out, int *rounds_out)
 {
 	size_t m = (size_t)count, u, cap = 0;
 	uint64_t *keys = malloc((m ? m : 1) * sizeof(*keys));
@@ -444,11 +444,11 @@ int synth_unique_keys(synth_draw_fn draw, void *ctx, int64_t count, int bits, co
 	if (keys == NULL || tmp == NULL)
 		goto out;
 	draw(ctx, uniform, keys, m);
-	if ((rc = synth_stop_point()) != GNN_OK)
+	if ((rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
 	rc = radix_sort(keys, tmp, m, bits, &sorted);
 	if (rc == GNN_OK)
-		rc = synth_stop_point();
+		rc = pt_synth_stop_point();
 	if (rc != GNN_OK)
 		goto out;
 	/* Keep the sorted buffer, free the other before the top-up rounds. */
@@ -507,7 +507,7 @@ out:
 
 /* ---- features ---- */
 
-struct synth_feat {
+struct pt_synth_feat {
 	uint64_t seed;       /* TAG_FEATURES stream of the graph's seed */
 	int32_t dim;
 	int32_t classes;
@@ -515,7 +515,7 @@ struct synth_feat {
 	float centroid[];    /* [classes * dim] */
 };
 
-double synth_noise_z(const struct synth_zpoint *t, size_t n, int32_t k)
+double pt_synth_noise_z(const struct pt_synth_zpoint *t, size_t n, int32_t k)
 {
 	if (k <= t[0].k)
 		return t[0].z;
@@ -528,9 +528,9 @@ double synth_noise_z(const struct synth_zpoint *t, size_t n, int32_t k)
 
 /* Row of node v: centroid of its class plus noise from a stream seeded by
  * (seed, v) alone, so any row can be computed in any order, on any pod. */
-int synth_feat_row(const struct graph *g, int64_t node, float *out)
+int pt_synth_feat_row(const struct pt_graph *g, int64_t node, float *out)
 {
-	const struct synth_feat *f = g->feat_ctx;
+	const struct pt_synth_feat *f = g->feat_ctx;
 	const float *mu;
 	uint64_t x;
 	int32_t c;
@@ -548,13 +548,13 @@ int synth_feat_row(const struct graph *g, int64_t node, float *out)
 }
 
 /* Centroid distance is about sqrt(2 * dim). */
-int synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, struct synth_feat **out,
+int pt_synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, struct pt_synth_feat **out,
 			double *sigma)
 {
 	size_t n = (size_t)classes * (size_t)dim;
-	struct synth_feat *f = malloc(sizeof(*f) + n * sizeof(float));
+	struct pt_synth_feat *f = malloc(sizeof(*f) + n * sizeof(float));
 	float unit = (float)(1.0 / ih_sd());
-	struct rng r;
+	struct pt_synth_rng r;
 
 	if (f == NULL)
 		return GNN_ENOMEM;
@@ -565,7 +565,7 @@ int synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, s
 	*sigma = sqrt((double)dim / 2.0) / z;
 	/* ih_sum() has at most 17 significant bits, the scale 6: their float
 	 * product is exact, so mu + noise * scale rounds once, fused or not. */
-	f->scale = (float)synth_round_bits(*sigma / ih_sd(), 6);
+	f->scale = (float)pt_synth_round_bits(*sigma / ih_sd(), 6);
 	rng_seed(&r, seed, TAG_CENTROIDS);
 	for (size_t i = 0; i < n; i++)
 		f->centroid[i] = (float)ih_sum(rng_next(&r)) * unit;
