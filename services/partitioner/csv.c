@@ -43,9 +43,9 @@ void pt_csv_close(struct pt_csv *c)
 	c->buf = NULL;
 }
 
-int pt_csv_fail(const struct pt_csv *c, const char *reason)
+int pt_csv_fail(const struct pt_csv *c, const char *why)
 {
-	GNN_ERROR("bad_input", "file=%s line=%lld reason=\"%s\"", c->path, (long long)c->line, reason);
+	GNN_ERROR("bad_input", "file=%s line=%lld reason=\"%s\"", c->path, (long long)c->line, why);
 	return GNN_EFORMAT;
 }
 

@@ -24,8 +24,9 @@ struct pt_csv {
 int pt_csv_open(struct pt_csv *c, const char *dir, const char *name);
 void pt_csv_close(struct pt_csv *c);
 
-/* Logs reason against the file and its current line; returns GNN_EFORMAT. */
-int pt_csv_fail(const struct pt_csv *c, const char *reason);
+/* Logs why (the error's detail) against the file and its current line;
+ * returns GNN_EFORMAT. */
+int pt_csv_fail(const struct pt_csv *c, const char *why);
 
 /* Reads the next line into *line (c's buffer, without its newline).
  * Returns 1 for a line, 0 at a clean end of file, or a negative GNN error

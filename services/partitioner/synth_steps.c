@@ -86,41 +86,41 @@ const char *pt_synth_preset_name(const struct pt_synth_params *p)
 	return p->preset != NULL ? p->preset : "custom";
 }
 
-int pt_synth_invalid(const struct pt_synth_params *p, const char *field, long long value, const char *reason)
+int pt_synth_invalid(const struct pt_synth_params *p, const char *field, long long value, const char *why)
 {
 	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", pt_synth_preset_name(p),
-		  field, value, reason);
+		  field, value, why);
 	return GNN_EINVAL;
 }
 
 int pt_synth_check_classes(const struct pt_synth_params *p, int64_t nodes, const char *what)
 {
-	char reason[128];
+	char why[128];
 
 	if (p->feat_dim < 0 || p->feat_dim > 65536)
 		return pt_synth_invalid(p, "feat_dim", p->feat_dim, "must be in [0, 65536] (0: no features)");
 	if (p->classes < 2 || p->classes > 65536)
 		return pt_synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
-	snprintf(reason, sizeof(reason), "must not exceed %s (every class gets a node)", what);
+	snprintf(why, sizeof(why), "must not exceed %s (every class gets a node)", what);
 	if (p->classes > nodes)
-		return pt_synth_invalid(p, "classes", p->classes, reason);
+		return pt_synth_invalid(p, "classes", p->classes, why);
 	return GNN_OK;
 }
 
 int pt_synth_check_split(const struct pt_synth_params *p, int64_t nodes, const char *what)
 {
-	char reason[128];
+	char why[128];
 
-	snprintf(reason, sizeof(reason), "must be in [0, %s]", what);
+	snprintf(why, sizeof(why), "must be in [0, %s]", what);
 	if (p->num_train < 0 || p->num_train > nodes)
-		return pt_synth_invalid(p, "num_train", p->num_train, reason);
+		return pt_synth_invalid(p, "num_train", p->num_train, why);
 	if (p->num_valid < 0 || p->num_valid > nodes)
-		return pt_synth_invalid(p, "num_valid", p->num_valid, reason);
+		return pt_synth_invalid(p, "num_valid", p->num_valid, why);
 	if (p->num_test < 0 || p->num_test > nodes)
-		return pt_synth_invalid(p, "num_test", p->num_test, reason);
-	snprintf(reason, sizeof(reason), "num_train + num_valid + num_test exceeds %s", what);
+		return pt_synth_invalid(p, "num_test", p->num_test, why);
+	snprintf(why, sizeof(why), "num_train + num_valid + num_test exceeds %s", what);
 	if (p->num_train + p->num_valid + p->num_test > nodes)
-		return pt_synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, reason);
+		return pt_synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, why);
 	return GNN_OK;
 }
 

@@ -171,8 +171,8 @@ int pt_synth_feat_row(const struct pt_graph *g, int64_t node, float *out);
 
 /* p's preset name, or "custom" when it has none. */
 const char *pt_synth_preset_name(const struct pt_synth_params *p);
-/* Invalid parameter: logs synth_invalid naming the field, GNN_EINVAL. */
-int pt_synth_invalid(const struct pt_synth_params *p, const char *field, long long value, const char *reason);
+/* Invalid parameter: logs synth_invalid naming the field and why, GNN_EINVAL. */
+int pt_synth_invalid(const struct pt_synth_params *p, const char *field, long long value, const char *why);
 /* feat_dim, classes, and classes <= nodes (what: their name in the log). */
 int pt_synth_check_classes(const struct pt_synth_params *p, int64_t nodes, const char *what);
 /* Split sizes within [0, nodes] and their sum at most nodes. */
