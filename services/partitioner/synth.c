@@ -425,6 +425,14 @@ static const struct pt_synth_zpoint raw_accuracy_z[] = {
 	{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
 };
 
+/* The feature rows' centroids and noise (g->feat_ctx), *sigma the noise sd. */
+static int make_features(const struct pt_synth_params *p, struct pt_synth_feat **feat, double *sigma)
+{
+	double z = pt_synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]), p->classes);
+
+	return pt_synth_make_features(p->seed, p->feat_dim, p->classes, z, feat, sigma);
+}
+
 /* ---- generation ---- */
 
 /* Unpacks sorted keys into src (min) and dst (max), reusing the key buffer
@@ -460,10 +468,18 @@ static int unpack_edges(uint64_t *keys, int64_t m, int bits, const int32_t *labe
 	return GNN_OK;
 }
 
+/* What synth_done reports, gathered while the model still exists. */
+struct synth_stats {
+	double t0, mean_deg, weight_cap, h_in, sigma;
+	int64_t nsub, same, drawn;
+	int rounds;
+};
+
 /* The generative model: communities, weights, their alias tables, the
  * misfits and the in-class probability that gives the homophily asked
- * for. On failure m holds what was built (model_free). */
-static int build_model(const struct pt_synth_params *p, struct model *m, double *mean_deg)
+ * for, and its numbers in st. On failure m holds what was built
+ * (model_free). */
+static int build_model(const struct pt_synth_params *p, struct model *m, struct synth_stats *st)
 {
 	double deg_cap = sqrt(2.0 * (double)p->edges);
 	int64_t sub_size;
@@ -472,8 +488,8 @@ static int build_model(const struct pt_synth_params *p, struct model *m, double 
 
 	m->n = p->nodes;
 	m->classes = p->classes;
-	*mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
-	m->weight_cap = pt_synth_weight_cap(deg_cap, *mean_deg);
+	st->mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
+	m->weight_cap = pt_synth_weight_cap(deg_cap, st->mean_deg);
 	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
 	if (sub_size < SUB_SIZE_MIN)
 		sub_size = SUB_SIZE_MIN;
@@ -488,7 +504,26 @@ static int build_model(const struct pt_synth_params *p, struct model *m, double 
 		return rc;
 	free(m->w);
 	m->w = NULL;
+	st->weight_cap = m->weight_cap;
+	st->h_in = m->h_in;
+	st->nsub = m->nsub;
 	return GNN_OK;
+}
+
+/* Exactly p->edges unique edge keys drawn from the model (gen_keys) into
+ * *keys; *bits: the bits of one endpoint in a key. */
+static int draw_edges(const struct pt_synth_params *p, const struct model *m, uint64_t **keys, int *bits,
+		      struct synth_stats *st)
+{
+	struct gen gen = { .m = m, .key_bits = pt_synth_key_bits(m->n), .in_class = prob_threshold(m->h_in),
+			   .in_sub = prob_threshold(SUB_SHARE) };
+	int rc;
+
+	rng_seed(&gen.r, p->seed, TAG_EDGES);
+	rc = pt_synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", keys, &st->rounds);
+	st->drawn = gen.drawn;
+	*bits = gen.key_bits;
+	return rc;
 }
 
 /* Split: a fresh permutation (m->perm reused), independent of the class
@@ -512,12 +547,47 @@ static int assign_split(const struct pt_synth_params *p, struct model *m, struct
 	return GNN_OK;
 }
 
-/* What synth_done reports, gathered while the model still exists. */
-struct synth_stats {
-	double t0, mean_deg, weight_cap, h_in, sigma;
-	int64_t nsub, same, drawn;
-	int rounds;
-};
+/* The model's last use: its labels go to g, keys (taken) become the
+ * edges *src and *dst, the split is drawn, and the model is freed (first
+ * the alias tables: their 90 MB go back before the peaks). */
+static int take_model(const struct pt_synth_params *p, struct model *m, uint64_t *keys, int bits, int32_t **src,
+		      int32_t **dst, struct pt_graph *g, struct synth_stats *st)
+{
+	int rc;
+
+	free(m->g_tab);
+	free(m->c_tab);
+	free(m->s_tab);
+	m->g_tab = m->c_tab = m->s_tab = NULL;
+	g->labels = m->labels;
+	m->labels = NULL;
+	rc = unpack_edges(keys, p->edges, bits, g->labels, src, dst, &st->same);
+	if (rc == GNN_OK)
+		rc = assign_split(p, m, g);
+	model_free(m);
+	return rc;
+}
+
+/* g's CSR from src and dst (taken) and the rest of g but its features.
+ * The edges are in (min, max) order, so pt_graph_build_csr fills each row
+ * already sorted and its per-row sort has no work to do. */
+static int build_graph(const struct pt_synth_params *p, int32_t *src, int32_t *dst, struct pt_graph *g)
+{
+	int rc;
+
+	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
+	g->type_start[1] = p->nodes;
+	if ((rc = pt_graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true)) != GNN_OK)
+		return rc;
+	if (g->num_edges != 2 * p->edges) {
+		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld",
+			  (long long)g->num_edges, (long long)(2 * p->edges));
+		return GNN_EINTERNAL;
+	}
+	g->feat_dim = p->feat_dim;
+	g->num_classes = p->classes;
+	return GNN_OK;
+}
 
 static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, const struct synth_stats *st)
 {
@@ -542,12 +612,11 @@ static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, 
 int pt_synth_generate(const struct pt_synth_params *p, struct pt_graph *g)
 {
 	struct model m = { 0 };
-	struct gen gen = { 0 };
 	struct pt_synth_feat *feat = NULL;
 	struct synth_stats st = { .t0 = now_s() };
 	uint64_t *keys = NULL;
 	int32_t *src = NULL, *dst = NULL;
-	int rc;
+	int bits, rc;
 
 	if ((rc = pt_synth_validate(p)) != GNN_OK)
 		return rc;
@@ -556,58 +625,18 @@ int pt_synth_generate(const struct pt_synth_params *p, struct pt_graph *g)
 	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
 		 pt_synth_preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
 		 (unsigned long long)p->seed);
-	if ((rc = build_model(p, &m, &st.mean_deg)) != GNN_OK)
-		goto out;
-	st.weight_cap = m.weight_cap;
-	st.h_in = m.h_in;
-	st.nsub = m.nsub;
-
-	gen.m = &m;
-	gen.key_bits = pt_synth_key_bits(m.n);
-	gen.in_class = prob_threshold(m.h_in);
-	gen.in_sub = prob_threshold(SUB_SHARE);
-	rng_seed(&gen.r, p->seed, TAG_EDGES);
-	if ((rc = pt_synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", &keys, &st.rounds)) !=
-		    GNN_OK ||
+	if ((rc = build_model(p, &m, &st)) != GNN_OK || (rc = draw_edges(p, &m, &keys, &bits, &st)) != GNN_OK ||
 	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	st.drawn = gen.drawn;
-
-	/* The alias tables are done: give their 90 MB back before the peaks. */
-	free(m.g_tab);
-	free(m.c_tab);
-	free(m.s_tab);
-	m.g_tab = m.c_tab = m.s_tab = NULL;
-	g->labels = m.labels;
-	m.labels = NULL;
-	rc = unpack_edges(keys, p->edges, gen.key_bits, g->labels, &src, &dst, &st.same);
+	rc = take_model(p, &m, keys, bits, &src, &dst, g, &st);
 	keys = NULL;
-	if (rc != GNN_OK || (rc = assign_split(p, &m, g)) != GNN_OK)
-		goto out;
-	model_free(&m);
-
-	if ((rc = pt_synth_make_features(p->seed, p->feat_dim, p->classes,
-					 pt_synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]),
-							  p->classes),
-				      &feat, &st.sigma)) != GNN_OK ||
+	if (rc != GNN_OK || (rc = make_features(p, &feat, &st.sigma)) != GNN_OK ||
 	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	/* src/dst are in (min, max) order, so pt_graph_build_csr fills each row
-	 * already sorted and its per-row sort has no work to do. */
-	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
-	g->type_start[1] = p->nodes;
-	rc = pt_graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true);
+	rc = build_graph(p, src, dst, g);
 	src = dst = NULL;
 	if (rc != GNN_OK)
 		goto out;
-	if (g->num_edges != 2 * p->edges) {
-		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld",
-			  (long long)g->num_edges, (long long)(2 * p->edges));
-		rc = GNN_EINTERNAL;
-		goto out;
-	}
-	g->feat_dim = p->feat_dim;
-	g->num_classes = p->classes;
 	g->feat_row = pt_synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, &st);
