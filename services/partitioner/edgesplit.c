@@ -266,18 +266,48 @@ static int choose_by_ratio(const struct pt_graph *g, const struct pt_edge_split_
 	return GNN_OK;
 }
 
-/* One of the user's files, DIR/<set>.csv: "u,v" per line, per-type IDs of
- * the relation's source and destination types, each a pair of the
- * relation listed once across both files (seen). Positives kept as
+/* One line of the user's files: "u,v", per-type IDs of the relation's
+ * source and destination types, into pair as node IDs of g; the pair an
+ * edge of the relation, not listed before (seen). Errors name the line. */
+static int read_csv_pair(struct pt_csv *c, char *line, const struct pt_graph *g, uint32_t rel,
+			 struct pair_set *seen, int32_t pair[2])
+{
+	const struct gnn_rel *re = &g->schema.rels[rel];
+	int64_t os = g->type_start[re->src], ns = g->type_start[re->src + 1] - os;
+	int64_t od = g->type_start[re->dst], nd = g->type_start[re->dst + 1] - od, u, v;
+	char *p = line, why[160];
+	bool added;
+	int rc;
+
+	if (!pt_csv_field_i64(&p, &u) || !pt_csv_field_i64(&p, &v) || *p != '\0')
+		return pt_csv_fail(c, "expected two integer columns: src,dst");
+	if (u < 0 || u >= ns || v < 0 || v >= nd) {
+		snprintf(why, sizeof(why), "node ID out of range: src in [0, %lld) (type %s), dst in [0, %lld) (type %s)",
+			 (long long)ns, g->schema.types[re->src].name, (long long)nd, g->schema.types[re->dst].name);
+		return pt_csv_fail(c, why);
+	}
+	pair[0] = (int32_t)(u + os);
+	pair[1] = (int32_t)(v + od);
+	if (!joined(g, rel, pair[0], pair[1])) {
+		snprintf(why, sizeof(why), "not an edge of relation %s", re->name);
+		return pt_csv_fail(c, why);
+	}
+	if ((rc = pair_set_add(seen, pair_key(g, rel, pair[0], pair[1]), &added)) != GNN_OK)
+		return rc;
+	if (!added)
+		return pt_csv_fail(c, "pair listed twice (in this file or the other; either direction)");
+	return GNN_OK;
+}
+
+/* One of the user's files, DIR/<set>.csv (read_csv_pair: each a pair of
+ * the relation listed once across both files, seen). Positives kept as
  * given. */
 static int read_csv_set(const struct pt_graph *g, const struct pt_edge_split_opts *o, int set, struct pair_set *seen,
 			struct pt_edge_split *es)
 {
-	const struct gnn_rel *re = &g->schema.rels[es->rel];
-	int64_t os = g->type_start[re->src], ns = g->type_start[re->src + 1] - os;
-	int64_t od = g->type_start[re->dst], nd = g->type_start[re->dst + 1] - od, cap = 1024, n = 0;
+	int64_t cap = 1024, n = 0;
 	struct pt_csv c;
-	char name[32], *line, why[160];
+	char name[32], *line;
 	int32_t *pos = malloc((size_t)cap * 2 * sizeof(*pos));
 	int rc;
 
@@ -289,33 +319,6 @@ static int read_csv_set(const struct pt_graph *g, const struct pt_edge_split_opt
 		return rc;
 	}
 	while ((rc = pt_csv_next(&c, &line)) == 1) {
-		char *p = line;
-		int64_t u, v;
-		bool added;
-
-		if (!pt_csv_field_i64(&p, &u) || !pt_csv_field_i64(&p, &v) || *p != '\0') {
-			rc = pt_csv_fail(&c, "expected two integer columns: src,dst");
-			goto out;
-		}
-		if (u < 0 || u >= ns || v < 0 || v >= nd) {
-			snprintf(why, sizeof(why), "node ID out of range: src in [0, %lld) (type %s), dst in [0, %lld) (type %s)",
-				 (long long)ns, g->schema.types[re->src].name, (long long)nd, g->schema.types[re->dst].name);
-			rc = pt_csv_fail(&c, why);
-			goto out;
-		}
-		u += os;
-		v += od;
-		if (!joined(g, es->rel, (int32_t)u, (int32_t)v)) {
-			snprintf(why, sizeof(why), "not an edge of relation %s", re->name);
-			rc = pt_csv_fail(&c, why);
-			goto out;
-		}
-		if ((rc = pair_set_add(seen, pair_key(g, es->rel, (int32_t)u, (int32_t)v), &added)) != GNN_OK)
-			goto out;
-		if (!added) {
-			rc = pt_csv_fail(&c, "pair listed twice (in this file or the other; either direction)");
-			goto out;
-		}
 		if (n == cap) {
 			int32_t *grown = realloc(pos, (size_t)cap * 4 * sizeof(*pos));
 
@@ -326,8 +329,8 @@ static int read_csv_set(const struct pt_graph *g, const struct pt_edge_split_opt
 			pos = grown;
 			cap *= 2;
 		}
-		pos[2 * n] = (int32_t)u;
-		pos[2 * n + 1] = (int32_t)v;
+		if ((rc = read_csv_pair(&c, line, g, es->rel, seen, &pos[2 * n])) != GNN_OK)
+			goto out;
 		n++;
 	}
 	rc = rc < 0 ? -rc : GNN_OK;

@@ -103,23 +103,12 @@ struct metis_graph {
 	int64_t edges;
 };
 
-/* Builds METIS's adjacency from the symmetric graph a: the graph itself when
- * it has at most budget edges, else the importance-sampled subgraph. */
-static int metis_input(const struct pt_graph *a, int64_t budget, uint64_t seed, struct metis_graph *mg)
+/* The k of sample_k for the symmetric graph a and budget edges.
+ * GNN_ENOMEM. */
+static int sampling_k(const struct pt_graph *a, int64_t budget, double *k)
 {
-	int64_t n = a->num_nodes, maxdeg = 0, *cnt = NULL, w = 0;
-	double k;
+	int64_t n = a->num_nodes, maxdeg = 0, *cnt;
 
-	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
-	if (mg->xadj == NULL)
-		return GNN_ENOMEM;
-	if (a->num_edges <= budget) {  /* a has one relation: its rows are nodes */
-		for (int64_t v = 0; v <= n; v++)
-			mg->xadj[v] = (idx_t)a->indptr[v];
-		mg->adjncy = a->indices;
-		mg->edges = a->num_edges;
-		return GNN_OK;
-	}
 	for (int64_t v = 0; v < n; v++)
 		if (degree(a, v) > maxdeg)
 			maxdeg = degree(a, v);
@@ -136,29 +125,63 @@ static int metis_input(const struct pt_graph *a, int64_t budget, uint64_t seed, 
 			cnt[du < dv ? du : dv]++;
 		}
 	}
-	k = sample_k(cnt, maxdeg, budget);
+	*k = sample_k(cnt, maxdeg, budget);
 	free(cnt);
+	return GNN_OK;
+}
+
+/* One pass over a's edges, keeping each with probability p = min(1, k /
+ * its smaller end-degree), weighted 1/p, into mg's offsets (and with fill
+ * its edges and weights). Every pass makes the same deterministic
+ * decisions. Returns the edges kept. */
+static int64_t sample_pass(const struct pt_graph *a, double k, uint64_t seed, struct metis_graph *mg, bool fill)
+{
+	int64_t w = 0;
+
+	for (int64_t v = 0; v < a->num_nodes; v++) {
+		int64_t dv = degree(a, v);
+
+		mg->xadj[v] = (idx_t)w;
+		for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
+			int32_t u = a->indices[e];
+			int64_t du = degree(a, u), d = du < dv ? du : dv;
+			double p = k >= (double)d ? 1.0 : k / (double)d;
+
+			if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
+				continue;
+			if (fill) {
+				mg->adjncy[w] = u;
+				mg->adjwgt[w] = (idx_t)(1.0 / p + 0.5);
+			}
+			w++;
+		}
+	}
+	return w;
+}
+
+/* Builds METIS's adjacency from the symmetric graph a: the graph itself when
+ * it has at most budget edges, else the importance-sampled subgraph. */
+static int metis_input(const struct pt_graph *a, int64_t budget, uint64_t seed, struct metis_graph *mg)
+{
+	int64_t n = a->num_nodes, w = 0;
+	double k;
+	int rc;
+
+	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
+	if (mg->xadj == NULL)
+		return GNN_ENOMEM;
+	if (a->num_edges <= budget) {  /* a has one relation: its rows are nodes */
+		for (int64_t v = 0; v <= n; v++)
+			mg->xadj[v] = (idx_t)a->indptr[v];
+		mg->adjncy = a->indices;
+		mg->edges = a->num_edges;
+		return GNN_OK;
+	}
+	if ((rc = sampling_k(a, budget, &k)) != GNN_OK)
+		return rc;
 	/* Two passes: the same deterministic decisions size, then fill. */
 	for (int pass = 0; pass < 2; pass++) {
-		w = 0;
-		for (int64_t v = 0; v < n; v++) {
-			int64_t dv = degree(a, v);
-
-			mg->xadj[v] = (idx_t)w;
-			for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
-				int32_t u = a->indices[e];
-				int64_t du = degree(a, u), d = du < dv ? du : dv;
-				double p = k >= (double)d ? 1.0 : k / (double)d;
-
-				if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
-					continue;
-				if (pass == 1) {
-					mg->adjncy[w] = u;
-					mg->adjwgt[w] = (idx_t)(1.0 / p + 0.5);
-				}
-				w++;
-			}
-		}
+		w = sample_pass(a, k, seed, mg, pass == 1);
 		if (w > INT32_MAX) {
 			GNN_ERROR("graph_too_large", "edges=%lld reason=\"METIS 5.1 idx_t is 32-bit; lower --metis-max-edges\"",
 				  (long long)w);

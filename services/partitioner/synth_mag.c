@@ -516,6 +516,39 @@ static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, 
 		 gnn_now() - t0);
 }
 
+/* The papers' feature rows (g->feat_ctx), *sigma the noise sd. */
+static int make_features(const struct pt_synth_params *p, struct pt_synth_feat **feat, double *sigma)
+{
+	double z = pt_synth_noise_z(mag_raw_z, sizeof(mag_raw_z) / sizeof(mag_raw_z[0]), p->classes);
+
+	return pt_synth_make_features(p->seed, p->feat_dim, p->classes, z, feat, sigma);
+}
+
+/* g's typed CSR from e (taken), checked against the edges asked for, and
+ * the rest of g but its features. */
+static int build_graph(const struct pt_synth_params *p, struct edge_list *e, struct pt_graph *g)
+{
+	int64_t expect = 0;
+	int rc;
+
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
+		expect += 2 * p->rel_edges[r];
+	rc = pt_graph_build_csr(g, g->type_start[PT_SYNTH_MAG_TYPES], e->src, e->dst, e->rel, e->n, false);
+	*e = (struct edge_list){ 0 };
+	if (rc != GNN_OK)
+		return rc;
+	if (g->num_edges != expect) {
+		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld", (long long)g->num_edges,
+			  (long long)expect);
+		return GNN_EINTERNAL;
+	}
+	/* Every edge's reverse is stored: in cites itself or in rev_<name>. */
+	g->symmetric = true;
+	g->feat_dim = p->feat_dim;
+	g->num_classes = p->classes;
+	return GNN_OK;
+}
+
 int pt_synth_mag_generate(const struct pt_synth_params *p, struct pt_graph *g)
 {
 	struct mag_model m = { 0 };
@@ -524,7 +557,6 @@ int pt_synth_mag_generate(const struct pt_synth_params *p, struct pt_graph *g)
 	struct pt_synth_feat *feat = NULL;
 	uint16_t rev[PT_SYNTH_MAG_FWD];
 	double t0 = gnn_now(), sigma;
-	int64_t num_nodes, expect = 0;
 	int rc;
 
 	GNN_INFO("synth_start",
@@ -535,34 +567,15 @@ int pt_synth_mag_generate(const struct pt_synth_params *p, struct pt_graph *g)
 	fill_schema(p, &g->schema, rev);
 	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++)
 		g->type_start[t + 1] = g->type_start[t] + p->type_nodes[t];
-	num_nodes = g->type_start[PT_SYNTH_MAG_TYPES];
-	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
-		expect += 2 * p->rel_edges[r];
 
 	if ((rc = build_model(p, &m)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK ||
 	    (rc = make_edges(p, &m, g->type_start, rev, &e, st)) != GNN_OK ||
-	    (rc = label_split(p, &m, num_nodes, g->type_start[PAPER], g)) != GNN_OK)
+	    (rc = label_split(p, &m, g->type_start[PT_SYNTH_MAG_TYPES], g->type_start[PAPER], g)) != GNN_OK)
 		goto out;
 	model_free(&m);
-	if ((rc = pt_synth_make_features(p->seed, p->feat_dim, p->classes,
-					 pt_synth_noise_z(mag_raw_z, sizeof(mag_raw_z) / sizeof(mag_raw_z[0]), p->classes),
-				      &feat, &sigma)) != GNN_OK ||
-	    (rc = pt_synth_stop_point()) != GNN_OK)
+	if ((rc = make_features(p, &feat, &sigma)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK ||
+	    (rc = build_graph(p, &e, g)) != GNN_OK)
 		goto out;
-	rc = pt_graph_build_csr(g, num_nodes, e.src, e.dst, e.rel, e.n, false);
-	e = (struct edge_list){ 0 };
-	if (rc != GNN_OK)
-		goto out;
-	if (g->num_edges != expect) {
-		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld", (long long)g->num_edges,
-			  (long long)expect);
-		rc = GNN_EINTERNAL;
-		goto out;
-	}
-	/* Every edge's reverse is stored: in cites itself or in rev_<name>. */
-	g->symmetric = true;
-	g->feat_dim = p->feat_dim;
-	g->num_classes = p->classes;
 	g->feat_row = pt_synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, st, sigma, t0);

@@ -431,38 +431,48 @@ int pt_synth_stop_point(void)
 	return gnn_stop_requested() ? GNN_ECLOSED : GNN_OK;
 }
 
-int pt_synth_unique_keys(pt_synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
-			 uint64_t **keys_out, int *rounds_out)
+/* The first batch: m candidates drawn, sorted and deduplicated into
+ * *keys_out (m entries; the first *unique hold the keys). The sort's other
+ * buffer is freed before the top-up rounds. */
+static int first_batch(pt_synth_draw_fn draw, void *ctx, size_t m, int bits, uint64_t **keys_out, size_t *unique)
 {
-	size_t m = (size_t)count, u, cap = 0;
 	uint64_t *keys = malloc((m ? m : 1) * sizeof(*keys));
 	uint64_t *tmp = malloc((m ? m : 1) * sizeof(*tmp)), *sorted = NULL;
-	uint64_t *add = NULL, *add_tmp = NULL;
-	int rounds = 0, rc = GNN_ENOMEM;
-	bool uniform = false;
+	int rc = GNN_ENOMEM;
 
 	if (keys == NULL || tmp == NULL)
 		goto out;
-	draw(ctx, uniform, keys, m);
-	if ((rc = pt_synth_stop_point()) != GNN_OK)
+	draw(ctx, false, keys, m);
+	if ((rc = pt_synth_stop_point()) != GNN_OK || (rc = radix_sort(keys, tmp, m, bits, &sorted)) != GNN_OK ||
+	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	rc = radix_sort(keys, tmp, m, bits, &sorted);
-	if (rc == GNN_OK)
-		rc = pt_synth_stop_point();
-	if (rc != GNN_OK)
-		goto out;
-	/* Keep the sorted buffer, free the other before the top-up rounds. */
 	if (sorted == tmp) {
 		tmp = keys;
 		keys = sorted;
 	}
 	free(tmp);
 	tmp = NULL;
-	u = unique_sorted(keys, m);
+	*unique = unique_sorted(keys, m);
+	*keys_out = keys;
+	keys = NULL;
+out:
+	free(keys);
+	free(tmp);
+	return rc;
+}
 
-	/* Each round draws exactly the deficit, so it can never overshoot: the
-	 * result is deterministic without tracking draw order. Duplicates are
-	 * rarer each round (a few % of candidates at products scale). */
+/* Tops the sorted unique keys[0..u) up to m (keys has room for m). Each
+ * round draws exactly the deficit, so it can never overshoot: the result
+ * is deterministic without tracking draw order. Duplicates are rarer each
+ * round (a few % of candidates at products scale). */
+static int top_up(pt_synth_draw_fn draw, void *ctx, uint64_t *keys, size_t u, size_t m, int bits, const char *what,
+		  int *rounds_out)
+{
+	uint64_t *add = NULL, *add_tmp = NULL, *sorted;
+	size_t cap = 0;
+	int rounds = 0, rc = GNN_OK;
+	bool uniform = false;
+
 	while (u < m) {
 		size_t d = m - u, k;
 
@@ -485,24 +495,35 @@ int pt_synth_unique_keys(pt_synth_draw_fn draw, void *ctx, int64_t count, int bi
 			cap = d;
 		}
 		draw(ctx, uniform, add, d);
-		rc = radix_sort(add, add_tmp, d, bits, &sorted);
-		if (rc != GNN_OK)
+		if ((rc = radix_sort(add, add_tmp, d, bits, &sorted)) != GNN_OK)
 			goto out;
 		k = unique_sorted(sorted, d);
 		k = drop_present(keys, u, sorted, k);
 		merge_back(keys, u, sorted, k);
 		u += k;
 	}
-	*keys_out = keys;
 	*rounds_out = rounds;
-	keys = NULL;
-	rc = GNN_OK;
 out:
-	free(keys);
-	free(tmp);
 	free(add);
 	free(add_tmp);
 	return rc;
+}
+
+int pt_synth_unique_keys(pt_synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
+			 uint64_t **keys_out, int *rounds_out)
+{
+	uint64_t *keys = NULL;
+	size_t u;
+	int rc;
+
+	if ((rc = first_batch(draw, ctx, (size_t)count, bits, &keys, &u)) != GNN_OK)
+		return rc;
+	if ((rc = top_up(draw, ctx, keys, u, (size_t)count, bits, what, rounds_out)) != GNN_OK) {
+		free(keys);
+		return rc;
+	}
+	*keys_out = keys;
+	return GNN_OK;
 }
 
 /* ---- features ---- */
