@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "arr.h"
+#include "csv.h"
 #include "err.h"
 #include "hash.h"
-#include "import_int.h"
 #include "log.h"
 #include "write.h"
 
@@ -24,9 +24,9 @@
 #define TRIES_PER_SAMPLE 100
 #define TRIES_FLOOR 10000
 
-static const char *const set_names[ES_SETS] = { "valid", "test" };
+static const char *const set_names[PT_ES_SETS] = { "valid", "test" };
 
-int edge_split_parse_ratios(const char *text, double ratios[3])
+int pt_edge_split_parse_ratios(const char *text, double ratios[3])
 {
 	const char *p = text;
 	char *end;
@@ -59,7 +59,7 @@ int edge_split_parse_ratios(const char *text, double ratios[3])
 }
 
 /* Where u -> v of relation r is stored (u in v's sorted row), or -1. */
-static int64_t find_edge(const struct graph *g, uint32_t r, int32_t u, int32_t v)
+static int64_t find_edge(const struct pt_graph *g, uint32_t r, int32_t u, int32_t v)
 {
 	int64_t R = g->schema.num_rels, lo = g->indptr[(int64_t)v * R + r], hi = g->indptr[(int64_t)v * R + r + 1];
 
@@ -76,14 +76,14 @@ static int64_t find_edge(const struct graph *g, uint32_t r, int32_t u, int32_t v
 	return -1;
 }
 
-static bool has_edge(const struct graph *g, uint32_t r, int32_t u, int32_t v)
+static bool has_edge(const struct pt_graph *g, uint32_t r, int32_t u, int32_t v)
 {
 	return find_edge(g, r, u, v) >= 0;
 }
 
 /* Whether u and v are a pair of relation r: u -> v, or for a relation
  * from a type to itself also v -> u. */
-static bool joined(const struct graph *g, uint32_t r, int32_t u, int32_t v)
+static bool joined(const struct pt_graph *g, uint32_t r, int32_t u, int32_t v)
 {
 	const struct gnn_rel *re = &g->schema.rels[r];
 
@@ -91,7 +91,7 @@ static bool joined(const struct graph *g, uint32_t r, int32_t u, int32_t v)
 }
 
 /* The key of pair (u, v) in a pair set: unordered within one type. */
-static uint64_t pair_key(const struct graph *g, uint32_t r, int32_t u, int32_t v)
+static uint64_t pair_key(const struct pt_graph *g, uint32_t r, int32_t u, int32_t v)
 {
 	if (g->schema.rels[r].src == g->schema.rels[r].dst && u > v) {
 		int32_t t = u;
@@ -154,7 +154,7 @@ static int pair_set_add(struct pair_set *s, uint64_t key, bool *added)
 
 /* Relation r's pairs, each once, in (v, u) order of the CSR; pairs NULL
  * only counts them. */
-static int64_t list_pairs(const struct graph *g, uint32_t r, int32_t *pairs)
+static int64_t list_pairs(const struct pt_graph *g, uint32_t r, int32_t *pairs)
 {
 	const struct gnn_rel *re = &g->schema.rels[r];
 	int64_t R = g->schema.num_rels, n = 0;
@@ -183,7 +183,7 @@ static int cmp_pair(const void *a, const void *b)
 }
 
 /* The relation o names (default "edge") and its reverse into es. */
-static int find_relation(const struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+static int find_relation(const struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	const struct gnn_schema *s = &g->schema;
 	const char *name = o->relation != NULL ? o->relation : "edge";
@@ -191,7 +191,7 @@ static int find_relation(const struct graph *g, const struct edge_split_opts *o,
 	int32_t r = gnn_schema_rel(s, name);
 
 	if (r < 0) {
-		graph_names(s, true, rels, sizeof(rels));
+		pt_graph_names(s, true, rels, sizeof(rels));
 		GNN_ERROR("bad_config", "edge_relation=%s relations=%s reason=\"%s\"", name, rels,
 			  r == -2 ? "ambiguous relation name: give it as src:rel:dst"
 			  : o->relation == NULL ? "the graph has no relation edge: name one with --edge-relation"
@@ -203,9 +203,9 @@ static int find_relation(const struct graph *g, const struct edge_split_opts *o,
 	return GNN_OK;
 }
 
-static int alloc_sets(struct edge_split *es)
+static int alloc_sets(struct pt_edge_split *es)
 {
-	for (int s = 0; s < ES_SETS; s++) {
+	for (int s = 0; s < PT_ES_SETS; s++) {
 		size_t n = (size_t)(es->num_held[s] ? es->num_held[s] : 1);
 
 		es->pos[s] = malloc(n * 2 * sizeof(int32_t));
@@ -219,7 +219,7 @@ static int alloc_sets(struct edge_split *es)
 
 /* Ratios: num_held from the pair count (floor, as GAE's), then a seeded
  * partial shuffle deals the held-out pairs; each set sorted. */
-static int choose_by_ratio(const struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+static int choose_by_ratio(const struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	char label[3 * GNN_NAME_MAX];
 	int64_t n = es->num_pairs, h;
@@ -228,19 +228,19 @@ static int choose_by_ratio(const struct graph *g, const struct edge_split_opts *
 	bool too_small;
 	int rc;
 
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		es->num_held[s] = (int64_t)floor((double)n * o->ratios[1 + s] + 1e-9);
-	h = es->num_held[ES_VALID] + es->num_held[ES_TEST];
+	h = es->num_held[PT_ES_VALID] + es->num_held[PT_ES_TEST];
 	too_small = n - h < 1;
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		too_small |= o->ratios[1 + s] > 0 && es->num_held[s] == 0;
 	if (too_small) {
 		gnn_schema_rel_label(&g->schema, es->rel, label, sizeof(label));
 		GNN_ERROR("edge_split_too_small",
 			  "relation=%s pairs=%lld train=%lld valid=%lld test=%lld reason=\"too few edges for the split: "
 			  "every set with a ratio above 0 needs at least one pair, and training one\"",
-			  label, (long long)n, (long long)(n - h), (long long)es->num_held[ES_VALID],
-			  (long long)es->num_held[ES_TEST]);
+			  label, (long long)n, (long long)(n - h), (long long)es->num_held[PT_ES_VALID],
+			  (long long)es->num_held[PT_ES_TEST]);
 		return GNN_ERANGE;
 	}
 	if ((rc = alloc_sets(es)) != GNN_OK)
@@ -257,64 +257,68 @@ static int choose_by_ratio(const struct graph *g, const struct edge_split_opts *
 		pairs[2 * i] = u;
 		pairs[2 * i + 1] = v;
 	}
-	memcpy(es->pos[ES_VALID], pairs, (size_t)es->num_held[ES_VALID] * 2 * sizeof(*pairs));
-	memcpy(es->pos[ES_TEST], pairs + 2 * es->num_held[ES_VALID], (size_t)es->num_held[ES_TEST] * 2 * sizeof(*pairs));
+	memcpy(es->pos[PT_ES_VALID], pairs, (size_t)es->num_held[PT_ES_VALID] * 2 * sizeof(*pairs));
+	memcpy(es->pos[PT_ES_TEST], pairs + 2 * es->num_held[PT_ES_VALID],
+	       (size_t)es->num_held[PT_ES_TEST] * 2 * sizeof(*pairs));
 	free(pairs);
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		qsort(es->pos[s], (size_t)es->num_held[s], 2 * sizeof(int32_t), cmp_pair);
 	return GNN_OK;
 }
 
-/* One of the user's files, DIR/<set>.csv: "u,v" per line, per-type IDs of
- * the relation's source and destination types, each a pair of the
- * relation listed once across both files (seen). Positives kept as
- * given. */
-static int read_csv_set(const struct graph *g, const struct edge_split_opts *o, int set, struct pair_set *seen,
-			struct edge_split *es)
+/* One line of the user's files: "u,v", per-type IDs of the relation's
+ * source and destination types, into pair as node IDs of g; the pair an
+ * edge of the relation, not listed before (seen). Errors name the line. */
+static int read_csv_pair(struct pt_csv *c, char *line, const struct pt_graph *g, uint32_t rel,
+			 struct pair_set *seen, int32_t pair[2])
 {
-	const struct gnn_rel *re = &g->schema.rels[es->rel];
+	const struct gnn_rel *re = &g->schema.rels[rel];
 	int64_t os = g->type_start[re->src], ns = g->type_start[re->src + 1] - os;
-	int64_t od = g->type_start[re->dst], nd = g->type_start[re->dst + 1] - od, cap = 1024, n = 0;
-	struct import_csv c;
-	char name[32], *line, why[160];
+	int64_t od = g->type_start[re->dst], nd = g->type_start[re->dst + 1] - od, u, v;
+	char *p = line, why[160];
+	bool added;
+	int rc;
+
+	if (!pt_csv_field_i64(&p, &u) || !pt_csv_field_i64(&p, &v) || *p != '\0')
+		return pt_csv_fail(c, "expected two integer columns: src,dst");
+	if (u < 0 || u >= ns || v < 0 || v >= nd) {
+		snprintf(why, sizeof(why), "node ID out of range: src in [0, %lld) (type %s), dst in [0, %lld) (type %s)",
+			 (long long)ns, g->schema.types[re->src].name, (long long)nd, g->schema.types[re->dst].name);
+		return pt_csv_fail(c, why);
+	}
+	pair[0] = (int32_t)(u + os);
+	pair[1] = (int32_t)(v + od);
+	if (!joined(g, rel, pair[0], pair[1])) {
+		snprintf(why, sizeof(why), "not an edge of relation %s", re->name);
+		return pt_csv_fail(c, why);
+	}
+	if ((rc = pair_set_add(seen, pair_key(g, rel, pair[0], pair[1]), &added)) != GNN_OK)
+		return rc;
+	if (!added)
+		return pt_csv_fail(c, "pair listed twice (in this file or the other; either direction)");
+	return GNN_OK;
+}
+
+/* One of the user's files, DIR/<set>.csv (read_csv_pair: each a pair of
+ * the relation listed once across both files, seen). Positives kept as
+ * given. */
+static int read_csv_set(const struct pt_graph *g, const struct pt_edge_split_opts *o, int set, struct pair_set *seen,
+			struct pt_edge_split *es)
+{
+	int64_t cap = 1024, n = 0;
+	struct pt_csv c;
+	char name[32], *line;
 	int32_t *pos = malloc((size_t)cap * 2 * sizeof(*pos));
 	int rc;
 
 	if (pos == NULL)
 		return GNN_ENOMEM;
 	snprintf(name, sizeof(name), "%s.csv", set_names[set]);
-	if ((rc = import_csv_open(&c, o->csv_dir, name)) != GNN_OK) {
+	if ((rc = pt_csv_open(&c, o->csv_dir, name)) != GNN_OK) {
 		free(pos);
 		return rc;
 	}
-	while ((rc = import_csv_next(&c, &line)) == 1) {
-		char *p = line;
-		int64_t u, v;
-		bool added;
-
-		if (!import_field_i64(&p, &u) || !import_field_i64(&p, &v) || *p != '\0') {
-			rc = import_csv_fail(&c, "expected two integer columns: src,dst");
-			goto out;
-		}
-		if (u < 0 || u >= ns || v < 0 || v >= nd) {
-			snprintf(why, sizeof(why), "node ID out of range: src in [0, %lld) (type %s), dst in [0, %lld) (type %s)",
-				 (long long)ns, g->schema.types[re->src].name, (long long)nd, g->schema.types[re->dst].name);
-			rc = import_csv_fail(&c, why);
-			goto out;
-		}
-		u += os;
-		v += od;
-		if (!joined(g, es->rel, (int32_t)u, (int32_t)v)) {
-			snprintf(why, sizeof(why), "not an edge of relation %s", re->name);
-			rc = import_csv_fail(&c, why);
-			goto out;
-		}
-		if ((rc = pair_set_add(seen, pair_key(g, es->rel, (int32_t)u, (int32_t)v), &added)) != GNN_OK)
-			goto out;
-		if (!added) {
-			rc = import_csv_fail(&c, "pair listed twice (in this file or the other; either direction)");
-			goto out;
-		}
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		if (n == cap) {
 			int32_t *grown = realloc(pos, (size_t)cap * 4 * sizeof(*pos));
 
@@ -325,13 +329,13 @@ static int read_csv_set(const struct graph *g, const struct edge_split_opts *o, 
 			pos = grown;
 			cap *= 2;
 		}
-		pos[2 * n] = (int32_t)u;
-		pos[2 * n + 1] = (int32_t)v;
+		if ((rc = read_csv_pair(&c, line, g, es->rel, seen, &pos[2 * n])) != GNN_OK)
+			goto out;
 		n++;
 	}
 	rc = rc < 0 ? -rc : GNN_OK;
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	if (rc == GNN_OK) {
 		es->pos[set] = pos;
 		es->num_held[set] = n;
@@ -342,22 +346,22 @@ out:
 }
 
 /* The user's splits: DIR/valid.csv and DIR/test.csv. */
-static int choose_from_csv(const struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+static int choose_from_csv(const struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	struct pair_set seen = { 0 };
 	char label[3 * GNN_NAME_MAX];
-	int32_t *pos[ES_SETS];
+	int32_t *pos[PT_ES_SETS];
 	int64_t h;
 	int rc;
 
 	if ((rc = pair_set_init(&seen, 1024)) != GNN_OK)
 		return rc;
-	for (int s = 0; s < ES_SETS && rc == GNN_OK; s++)
+	for (int s = 0; s < PT_ES_SETS && rc == GNN_OK; s++)
 		rc = read_csv_set(g, o, s, &seen, es);
 	free(seen.slot);
 	if (rc != GNN_OK)
 		return rc;
-	h = es->num_held[ES_VALID] + es->num_held[ES_TEST];
+	h = es->num_held[PT_ES_VALID] + es->num_held[PT_ES_TEST];
 	if (h == 0 || es->num_pairs - h < 1) {
 		gnn_schema_rel_label(&g->schema, es->rel, label, sizeof(label));
 		GNN_ERROR("edge_split_too_small", "relation=%s pairs=%lld held_out=%lld dir=%s reason=\"%s\"", label,
@@ -366,12 +370,12 @@ static int choose_from_csv(const struct graph *g, const struct edge_split_opts *
 		return GNN_ERANGE;
 	}
 	/* The positives are read; the negatives' arrays come with the rest. */
-	for (int s = 0; s < ES_SETS; s++) {
+	for (int s = 0; s < PT_ES_SETS; s++) {
 		pos[s] = es->pos[s];
 		es->pos[s] = NULL;
 	}
 	rc = alloc_sets(es);
-	for (int s = 0; s < ES_SETS; s++) {
+	for (int s = 0; s < PT_ES_SETS; s++) {
 		free(es->pos[s]);
 		es->pos[s] = pos[s];
 	}
@@ -379,7 +383,7 @@ static int choose_from_csv(const struct graph *g, const struct edge_split_opts *
 }
 
 /* A node drawn uniformly among type t's. */
-static int32_t draw_node(const struct graph *g, uint32_t t, uint64_t key, uint64_t i)
+static int32_t draw_node(const struct pt_graph *g, uint32_t t, uint64_t key, uint64_t i)
 {
 	uint64_t n = (uint64_t)(g->type_start[t + 1] - g->type_start[t]);
 
@@ -389,13 +393,13 @@ static int32_t draw_node(const struct graph *g, uint32_t t, uint64_t key, uint64
 /* GAE's negatives: per positive one pair (a, b), a of the source type and
  * b of the destination type, a != b, not a pair of the full graph, no two
  * alike across both sets. */
-static int sample_pair_negatives(const struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+static int sample_pair_negatives(const struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	const struct gnn_rel *re = &g->schema.rels[es->rel];
 	double ns = (double)(g->type_start[re->src + 1] - g->type_start[re->src]);
 	double nd = (double)(g->type_start[re->dst + 1] - g->type_start[re->dst]);
 	double room = re->src == re->dst ? ns * (ns - 1) / 2 : ns * nd;
-	int64_t want = es->num_held[ES_VALID] + es->num_held[ES_TEST];
+	int64_t want = es->num_held[PT_ES_VALID] + es->num_held[PT_ES_TEST];
 	uint64_t key = gnn_fold64(o->seed, KEY_NEG), i = 0, budget = (uint64_t)want * TRIES_PER_SAMPLE + TRIES_FLOOR;
 	struct pair_set taken = { 0 };
 	char label[3 * GNN_NAME_MAX];
@@ -409,7 +413,7 @@ static int sample_pair_negatives(const struct graph *g, const struct edge_split_
 	}
 	if ((rc = pair_set_init(&taken, 1024)) != GNN_OK)
 		return rc;
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		for (int64_t k = 0; k < es->num_held[s]; k++) {
 			int32_t a, b;
 			bool added = false;
@@ -440,13 +444,13 @@ static int sample_pair_negatives(const struct graph *g, const struct edge_split_
 /* For ranking (MRR, Hits@K): per positive (u, v), k destinations b of the
  * destination type with b != u and (u, b) not a pair of the full graph,
  * drawn with replacement as OGB's are. */
-static int sample_dst_negatives(const struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+static int sample_dst_negatives(const struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	const struct gnn_rel *re = &g->schema.rels[es->rel];
 	uint64_t key = gnn_fold64(o->seed, KEY_NEG_DST), i = 0;
 	char label[3 * GNN_NAME_MAX];
 
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		for (int64_t k = 0; k < es->num_held[s]; k++) {
 			int32_t u = es->pos[s][2 * k], *out = es->neg_dst[s] + k * es->k;
 			uint64_t budget = i + (uint64_t)es->k * TRIES_PER_SAMPLE + TRIES_FLOOR;
@@ -471,7 +475,7 @@ static int sample_dst_negatives(const struct graph *g, const struct edge_split_o
 
 /* Marks u -> v of relation r, if stored, in removed (a bit per stored
  * edge). */
-static void mark_edge(const struct graph *g, uint32_t r, int32_t u, int32_t v, uint64_t *removed)
+static void mark_edge(const struct pt_graph *g, uint32_t r, int32_t u, int32_t v, uint64_t *removed)
 {
 	int64_t k = find_edge(g, r, u, v);
 
@@ -482,7 +486,7 @@ static void mark_edge(const struct graph *g, uint32_t r, int32_t u, int32_t v, u
 /* Removes every held-out pair's stored edges from g's CSR: u -> v, within
  * one type v -> u too, and v -> u of the reverse relation; compacts the
  * CSR in place and recounts. */
-static int remove_held(struct graph *g, struct edge_split *es)
+static int remove_held(struct pt_graph *g, struct pt_edge_split *es)
 {
 	int64_t R = g->schema.num_rels, rows = g->num_nodes * R, w = 0;
 	const struct gnn_rel *re = &g->schema.rels[es->rel];
@@ -490,7 +494,7 @@ static int remove_held(struct graph *g, struct edge_split *es)
 
 	if (removed == NULL)
 		return GNN_ENOMEM;
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		for (int64_t k = 0; k < es->num_held[s]; k++) {
 			int32_t u = es->pos[s][2 * k], v = es->pos[s][2 * k + 1];
 
@@ -519,7 +523,7 @@ static int remove_held(struct graph *g, struct edge_split *es)
 	return GNN_OK;
 }
 
-int edge_split_apply(struct graph *g, const struct edge_split_opts *o, struct edge_split *es)
+int pt_edge_split_apply(struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es)
 {
 	char label[3 * GNN_NAME_MAX];
 	int rc;
@@ -536,15 +540,15 @@ int edge_split_apply(struct graph *g, const struct edge_split_opts *o, struct ed
 	GNN_INFO("edge_split", "relation=%s reverse=%s from=%s pairs=%lld train=%lld valid=%lld test=%lld removed_edges=%lld eval_negatives=%lld",
 		 label, es->rev_rel >= 0 ? g->schema.rels[es->rev_rel].name : "none", o->from_csv ? o->csv_dir : "ratios",
 		 (long long)es->num_pairs,
-		 (long long)(es->num_pairs - es->num_held[ES_VALID] - es->num_held[ES_TEST]),
-		 (long long)es->num_held[ES_VALID], (long long)es->num_held[ES_TEST], (long long)es->removed_edges,
-		 (long long)es->k);
+		 (long long)(es->num_pairs - es->num_held[PT_ES_VALID] - es->num_held[PT_ES_TEST]),
+		 (long long)es->num_held[PT_ES_VALID], (long long)es->num_held[PT_ES_TEST],
+		 (long long)es->removed_edges, (long long)es->k);
 	return GNN_OK;
 }
 
 /* rows x cols graph IDs as new global IDs into dir/name, its entry into
  * files[key]. */
-static int write_ids(const struct partition *pt, const int32_t *ids, int64_t rows, int64_t cols, const char *dir,
+static int write_ids(const struct pt_partition *pt, const int32_t *ids, int64_t rows, int64_t cols, const char *dir,
 		     const char *name, const char *key, json_t *files)
 {
 	size_t n = (size_t)(rows * cols);
@@ -557,16 +561,16 @@ static int write_ids(const struct partition *pt, const int32_t *ids, int64_t row
 		return GNN_ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		out[i] = pt->new_id[ids[i]];
-	if ((rc = write_join(path, sizeof(path), dir, name)) == GNN_OK &&
+	if ((rc = pt_write_join(path, sizeof(path), dir, name)) == GNN_OK &&
 	    (rc = gnn_arr_write(path, GNN_DT_I64, (uint64_t)rows, (uint64_t)cols, out, &info)) == GNN_OK &&
-	    json_object_set_new(files, key, write_file_entry(name, &info)) != 0)
+	    json_object_set_new(files, key, pt_write_file_entry(name, &info)) != 0)
 		rc = GNN_ENOMEM;
 	free(out);
 	return rc;
 }
 
-int edge_split_write(const struct edge_split *es, const struct edge_split_opts *o, const struct graph *g,
-		     const struct partition *pt, const char *dir, json_t *meta)
+int pt_edge_split_write(const struct pt_edge_split *es, const struct pt_edge_split_opts *o, const struct pt_graph *g,
+			const struct pt_partition *pt, const char *dir, json_t *meta)
 {
 	char sdir[4096], name[64], key[64], label[3 * GNN_NAME_MAX], rev[3 * GNN_NAME_MAX];
 	json_t *files = json_object(), *obj;
@@ -574,14 +578,14 @@ int edge_split_write(const struct edge_split *es, const struct edge_split_opts *
 
 	if (files == NULL)
 		return GNN_ENOMEM;
-	if ((rc = write_join(sdir, sizeof(sdir), dir, "edge-split")) != GNN_OK)
+	if ((rc = pt_write_join(sdir, sizeof(sdir), dir, "edge-split")) != GNN_OK)
 		goto out;
 	if (mkdir(sdir, 0755) != 0) {
 		GNN_ERROR("mkdir_failed", "dir=%s error=\"%s\"", sdir, strerror(errno));
 		rc = GNN_EIO;
 		goto out;
 	}
-	for (int s = 0; s < ES_SETS; s++) {
+	for (int s = 0; s < PT_ES_SETS; s++) {
 		const char *set = set_names[s];
 
 		snprintf(name, sizeof(name), "%s-pos.arr", set);
@@ -606,8 +610,8 @@ int edge_split_write(const struct edge_split *es, const struct edge_split_opts *
 			o->from_csv ? json_null() : json_pack("[f, f, f]", o->ratios[0], o->ratios[1], o->ratios[2]),
 			"seed", (json_int_t)o->seed, "eval_negatives", (json_int_t)es->k, "num_pairs",
 			(json_int_t)es->num_pairs, "num_train",
-			(json_int_t)(es->num_pairs - es->num_held[ES_VALID] - es->num_held[ES_TEST]), "num_valid",
-			(json_int_t)es->num_held[ES_VALID], "num_test", (json_int_t)es->num_held[ES_TEST],
+			(json_int_t)(es->num_pairs - es->num_held[PT_ES_VALID] - es->num_held[PT_ES_TEST]), "num_valid",
+			(json_int_t)es->num_held[PT_ES_VALID], "num_test", (json_int_t)es->num_held[PT_ES_TEST],
 			"removed_edges", (json_int_t)es->removed_edges, "dir", "edge-split", "files", files);
 	if (obj == NULL || json_object_set_new(meta, "edge_split", obj) != 0)
 		rc = GNN_ENOMEM;
@@ -616,9 +620,9 @@ out:
 	return rc;
 }
 
-void edge_split_free(struct edge_split *es)
+void pt_edge_split_free(struct pt_edge_split *es)
 {
-	for (int s = 0; s < ES_SETS; s++) {
+	for (int s = 0; s < PT_ES_SETS; s++) {
 		free(es->pos[s]);
 		free(es->neg[s]);
 		free(es->neg_dst[s]);

@@ -22,10 +22,10 @@
 #include "graph.h"
 #include "partition.h"
 
-enum { ES_VALID = 0, ES_TEST = 1, ES_SETS = 2 };
+enum { PT_ES_VALID = 0, PT_ES_TEST = 1, PT_ES_SETS = 2 };
 
-struct edge_split_opts {
-	double ratios[3];         /* train, valid, test (edge_split_parse_ratios) */
+struct pt_edge_split_opts {
+	double ratios[3];         /* train, valid, test (pt_edge_split_parse_ratios) */
 	bool from_csv;            /* csv_dir given: its valid/test files instead of ratios */
 	const char *csv_dir;      /* DIR/valid.csv and DIR/test.csv (.gz or plain), borrowed */
 	const char *relation;     /* bare or "src:rel:dst"; NULL: "edge" (a homogeneous graph's) */
@@ -33,40 +33,40 @@ struct edge_split_opts {
 	uint64_t seed;
 };
 
-/* The split, in the graph's node IDs (graph.h) until edge_split_write
+/* The split, in the graph's node IDs (graph.h) until pt_edge_split_write
  * renames them. */
-struct edge_split {
+struct pt_edge_split {
 	uint32_t rel;                 /* the relation split */
 	int32_t rev_rel;              /* its reverse relation, or -1 */
 	int64_t num_pairs;            /* the relation's pairs before the split */
-	int64_t num_held[ES_SETS];    /* held-out pairs per set */
+	int64_t num_held[PT_ES_SETS]; /* held-out pairs per set */
 	int64_t removed_edges;        /* stored (directed) edges removed, every relation */
 	int64_t k;                    /* negative destinations per positive */
-	int32_t *pos[ES_SETS];        /* [num_held x 2]: (u, v) */
-	int32_t *neg[ES_SETS];        /* [num_held x 2]: non-edges, one per positive */
-	int32_t *neg_dst[ES_SETS];    /* [num_held x k]: destinations b with (u, b) no edge */
+	int32_t *pos[PT_ES_SETS];     /* [num_held x 2]: (u, v) */
+	int32_t *neg[PT_ES_SETS];     /* [num_held x 2]: non-edges, one per positive */
+	int32_t *neg_dst[PT_ES_SETS]; /* [num_held x k]: destinations b with (u, b) no edge */
 };
 
 /* Parses "TRAIN,VALID,TEST" (three finite numbers >= 0, train > 0, summing
  * to 1 within 1e-6) into ratios. GNN_EINVAL, logged (bad_config), naming
  * what is wrong. */
-int edge_split_parse_ratios(const char *text, double ratios[3]);
+int pt_edge_split_parse_ratios(const char *text, double ratios[3]);
 
 /* Splits the relation o names in g (whose CSR it rewrites: held-out edges
  * and their reverses gone, num_edges and the relations' counts updated)
  * and fills *es (zeroed by the caller; it owns the arrays afterwards:
- * edge_split_free, also after an error). Negatives are sampled against
+ * pt_edge_split_free, also after an error). Negatives are sampled against
  * the full graph, before the removal. Errors, logged with the reason and
  * nothing changed in g: an unknown or ambiguous relation (GNN_EINVAL), too
  * few pairs for the ratios or too few non-edges for the negatives
  * (GNN_ERANGE), a bad CSV line (GNN_EFORMAT, naming file and line). */
-int edge_split_apply(struct graph *g, const struct edge_split_opts *o, struct edge_split *es);
+int pt_edge_split_apply(struct pt_graph *g, const struct pt_edge_split_opts *o, struct pt_edge_split *es);
 
 /* Writes es into dir/edge-split/ as new global IDs (pt->new_id) and adds
  * meta["edge_split"] (meta borrowed; o for the ratios and the seed). */
-int edge_split_write(const struct edge_split *es, const struct edge_split_opts *o, const struct graph *g,
-		     const struct partition *pt, const char *dir, json_t *meta);
+int pt_edge_split_write(const struct pt_edge_split *es, const struct pt_edge_split_opts *o, const struct pt_graph *g,
+			const struct pt_partition *pt, const char *dir, json_t *meta);
 
-void edge_split_free(struct edge_split *es);
+void pt_edge_split_free(struct pt_edge_split *es);
 
 #endif

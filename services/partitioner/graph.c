@@ -14,7 +14,7 @@ static int cmp_i32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-uint32_t graph_node_type(const struct graph *g, int64_t v)
+uint32_t pt_graph_node_type(const struct pt_graph *g, int64_t v)
 {
 	int32_t t = gnn_owner_of(g->type_start, g->schema.num_types, v);
 
@@ -43,26 +43,12 @@ static int64_t sort_compact(int64_t *indptr, int32_t *indices, int64_t rows)
 	return w;
 }
 
-int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
-		    int64_t m, bool symmetrize)
+/* Counting sort by (destination, relation), the first pass: indptr (rows
+ * + 1 entries, zeroed) gets each row's offset into the in-neighbour
+ * lists; self-loops are dropped. */
+static void count_rows(int64_t *indptr, int64_t rows, int64_t R, const int32_t *src, const int32_t *dst,
+		       const uint16_t *rel, int64_t m, bool symmetrize)
 {
-	int64_t R = g->schema.num_rels > 0 ? g->schema.num_rels : 1, rows = num_nodes * R;
-	int64_t *indptr = NULL, *fill = NULL;
-	int32_t *indices = NULL;
-	int64_t total = 0, w;
-	int rc = GNN_ENOMEM;
-
-	if (num_nodes > INT32_MAX) {
-		GNN_ERROR("graph_too_large", "nodes=%lld max=%d reason=\"METIS idx_t is 32-bit\"",
-			  (long long)num_nodes, INT32_MAX);
-		rc = GNN_ERANGE;
-		goto out_free_edges;
-	}
-	indptr = calloc((size_t)rows + 1, sizeof(*indptr));
-	if (indptr == NULL)
-		goto out_free_edges;
-
-	/* Counting sort by (destination, relation): in-neighbour lists. */
 	for (int64_t i = 0; i < m; i++) {
 		int64_t r = rel != NULL ? rel[i] : 0;
 
@@ -74,11 +60,17 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 	}
 	for (int64_t k = 0; k < rows; k++)
 		indptr[k + 1] += indptr[k];
-	total = indptr[rows];
-	indices = malloc((size_t)(total ? total : 1) * sizeof(*indices));
-	fill = malloc((size_t)rows * sizeof(*fill) + 1);
-	if (indices == NULL || fill == NULL)
-		goto out_free_all;
+}
+
+/* The second pass: every edge's source into its row of indices, at the
+ * offsets count_rows gave. GNN_ENOMEM. */
+static int fill_rows(const int64_t *indptr, int64_t rows, int64_t R, const int32_t *src, const int32_t *dst,
+		     const uint16_t *rel, int64_t m, bool symmetrize, int32_t *indices)
+{
+	int64_t *fill = malloc((size_t)rows * sizeof(*fill) + 1);
+
+	if (fill == NULL)
+		return GNN_ENOMEM;
 	memcpy(fill, indptr, (size_t)rows * sizeof(*fill));
 	for (int64_t i = 0; i < m; i++) {
 		int64_t r = rel != NULL ? rel[i] : 0;
@@ -90,12 +82,35 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 			indices[fill[src[i] * R + r]++] = dst[i];
 	}
 	free(fill);
-	fill = NULL;
+	return GNN_OK;
+}
+
+int pt_graph_build_csr(struct pt_graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
+		       int64_t m, bool symmetrize)
+{
+	int64_t R = g->schema.num_rels > 0 ? g->schema.num_rels : 1, rows = num_nodes * R;
+	int64_t *indptr = NULL;
+	int32_t *indices = NULL;
+	int64_t total, w;
+	int rc = GNN_ENOMEM;
+
+	if (num_nodes > INT32_MAX) {
+		GNN_ERROR("graph_too_large", "nodes=%lld max=%d reason=\"METIS idx_t is 32-bit\"",
+			  (long long)num_nodes, INT32_MAX);
+		rc = GNN_ERANGE;
+		goto out_free_edges;
+	}
+	indptr = calloc((size_t)rows + 1, sizeof(*indptr));
+	if (indptr == NULL)
+		goto out_free_edges;
+	count_rows(indptr, rows, R, src, dst, rel, m, symmetrize);
+	total = indptr[rows];
+	indices = malloc((size_t)(total ? total : 1) * sizeof(*indices));
+	if (indices == NULL || fill_rows(indptr, rows, R, src, dst, rel, m, symmetrize, indices) != GNN_OK)
+		goto out_free_csr;
 	free(src);
 	free(dst);
 	free(rel);
-	src = dst = NULL;
-	rel = NULL;
 
 	if ((w = sort_compact(indptr, indices, rows)) < total) {
 		int32_t *shrunk = realloc(indices, (size_t)(w ? w : 1) * sizeof(*indices));
@@ -114,8 +129,7 @@ int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *d
 	g->symmetric = symmetrize;
 	return GNN_OK;
 
-out_free_all:
-	free(fill);
+out_free_csr:
 	free(indices);
 	free(indptr);
 out_free_edges:
@@ -125,7 +139,7 @@ out_free_edges:
 	return rc;
 }
 
-void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
+void pt_graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
 {
 	size_t len = 0;
 
@@ -135,14 +149,14 @@ void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap)
 					rels ? s->rels[k].name : s->types[k].name);
 }
 
-int graph_feature_row(const struct graph *g, int64_t node, float *out)
+int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out)
 {
 	uint32_t t;
 	size_t dim;
 
 	if (node < 0 || node >= g->num_nodes)
 		return GNN_ERANGE;
-	t = graph_node_type(g, node);
+	t = pt_graph_node_type(g, node);
 	dim = g->schema.types[t].feat_dim;
 	if (dim == 0)
 		return GNN_OK;
@@ -155,7 +169,7 @@ int graph_feature_row(const struct graph *g, int64_t node, float *out)
 	return g->feat_row(g, node, out);
 }
 
-void graph_free(struct graph *g)
+void pt_graph_free(struct pt_graph *g)
 {
 	free(g->indptr);
 	free(g->indices);

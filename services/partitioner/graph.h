@@ -19,12 +19,12 @@
 
 #include "part.h"  /* GNN_SPLIT_* codes, struct gnn_schema */
 
-struct graph;
+struct pt_graph;
 
 /* Writes the feature row of node (its type's feat_dim floats) to out. */
-typedef int (*graph_feat_fn)(const struct graph *g, int64_t node, float *out);
+typedef int (*pt_graph_feat_fn)(const struct pt_graph *g, int64_t node, float *out);
 
-struct graph {
+struct pt_graph {
 	int64_t num_nodes;
 	int64_t num_edges;   /* directed edges stored in the CSR, every relation */
 	int32_t feat_dim;    /* the widest type's feature width (gnn_schema_max_feat_dim) */
@@ -32,7 +32,7 @@ struct graph {
 	bool symmetric;      /* every stored edge u->v has v->u (in its relation or its reverse) */
 
 	struct gnn_schema schema;                /* types, relations (num_edges filled by
-						  * graph_build_csr), the label type */
+						  * pt_graph_build_csr), the label type */
 	int64_t type_start[GNN_MAX_TYPES + 1];   /* [num_types + 1] */
 
 	int64_t *indptr;     /* [num_nodes * R + 1]: row v R + r lists v's in-neighbours
@@ -43,24 +43,24 @@ struct graph {
 	uint8_t *split;      /* [num_nodes], GNN_SPLIT_* (only on the label type) */
 
 	float *feat[GNN_MAX_TYPES]; /* type t's rows [nodes of t x its feat_dim], or NULL ... */
-	graph_feat_fn feat_row;     /* ... then rows come from this function */
-	void *feat_ctx;             /* owned by the graph, freed by graph_free() */
+	pt_graph_feat_fn feat_row;  /* ... then rows come from this function */
+	void *feat_ctx;             /* owned by the graph, freed by pt_graph_free() */
 };
 
 /* The first and one-past-last entry of node v's in-neighbours, every
  * relation (relation by relation). */
-static inline int64_t graph_row_begin(const struct graph *g, int64_t v)
+static inline int64_t graph_row_begin(const struct pt_graph *g, int64_t v)
 {
 	return g->indptr[v * (int64_t)g->schema.num_rels];
 }
 
-static inline int64_t graph_row_end(const struct graph *g, int64_t v)
+static inline int64_t graph_row_end(const struct pt_graph *g, int64_t v)
 {
 	return g->indptr[(v + 1) * (int64_t)g->schema.num_rels];
 }
 
 /* The type of node v, in [0, num_nodes). */
-uint32_t graph_node_type(const struct graph *g, int64_t v);
+uint32_t pt_graph_node_type(const struct pt_graph *g, int64_t v);
 
 /* Builds g->indptr / g->indices (and num_edges, symmetric, and each
  * relation's num_edges in g->schema) for num_nodes nodes and
@@ -73,18 +73,18 @@ uint32_t graph_node_type(const struct graph *g, int64_t v);
  * error) so the peak stays near one copy of the edges. IDs must already
  * be validated to lie in [0, num_nodes) and relations below num_rels.
  * Returns GNN_ENOMEM or GNN_ERANGE (more than INT32_MAX nodes). */
-int graph_build_csr(struct graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
-		    int64_t m, bool symmetrize);
+int pt_graph_build_csr(struct pt_graph *g, int64_t num_nodes, int32_t *src, int32_t *dst, uint16_t *rel,
+		       int64_t m, bool symmetrize);
 
 /* The comma-separated names of s's node types (rels false) or relations
  * into buf (cap bytes; cut short when they do not fit), for logs. */
-void graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap);
+void pt_graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap);
 
 /* Copies node's feature row into out (its type's feat_dim floats; nothing
  * for a type without features). */
-int graph_feature_row(const struct graph *g, int64_t node, float *out);
+int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out);
 
 /* Frees everything the graph owns and zeroes it. Safe on a zeroed graph. */
-void graph_free(struct graph *g);
+void pt_graph_free(struct pt_graph *g);
 
 #endif

@@ -36,16 +36,16 @@
 
 #include "graph.h"
 
-struct import_opts {
+struct pt_import_opts {
 	const char *dir;
 	const char *split;     /* NULL: the only folder under DIR/split */
 	bool keep_directed;    /* false: symmetrise (and add rev_ relations), as DGL/PyG do */
 	int64_t num_classes;   /* 0: max label + 1; else labels must be below it */
 };
 
-/* Fills *g (zeroed by the caller; graph_free releases it, also after an
+/* Fills *g (zeroed by the caller; pt_graph_free releases it, also after an
  * error) from the dataset in o->dir, and split_name (len bytes) with the
  * name of the split folder read. */
-int import_ogb(const struct import_opts *o, struct graph *g, char *split_name, size_t len);
+int pt_import_ogb(const struct pt_import_opts *o, struct pt_graph *g, char *split_name, size_t len);
 
 #endif

@@ -1,7 +1,9 @@
 /* import_hetero.c - OGB's heterogeneous raw layout (ogbn-mag's), import.h
- * lists its files. The per-file readers are import.c's; this file reads
+ * lists its files. The per-file readers are ogb.c's; this file reads
  * the schema (node types, relations, which type is labelled and split) and
  * checks that the folders agree with it. */
+#include "import_hetero.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,15 +11,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "csv.h"
 #include "err.h"
-#include "import_int.h"
 #include "log.h"
+#include "ogb.h"
 
 /* A two-line file (num-node-dict, nodetype-has-label, nodetype-has-split):
  * a header of node type names, then one value per type. It stays open
  * after reading so that the caller's errors can name its value line. */
 struct type_row {
-	struct import_csv c;
+	struct pt_csv c;
 	int n;                                   /* columns */
 	char names[GNN_MAX_TYPES][GNN_NAME_MAX];
 	char *line;                              /* the value line (owned), cut at its commas */
@@ -51,29 +54,29 @@ static bool is_dir(const char *path)
 
 /* The header line: valid, distinct type names, each one of g's types
  * unless g is NULL (num-node-dict, which defines them). */
-static int type_row_header(struct type_row *tr, char *line, const struct graph *g)
+static int type_row_header(struct type_row *tr, char *line, const struct pt_graph *g)
 {
 	char *f[GNN_MAX_TYPES], why[256];
 
 	tr->n = split_fields(line, f, GNN_MAX_TYPES);
 	if (tr->n > GNN_MAX_TYPES) {
 		snprintf(why, sizeof(why), "more than %d node types", GNN_MAX_TYPES);
-		return import_csv_fail(&tr->c, why);
+		return pt_csv_fail(&tr->c, why);
 	}
 	for (int k = 0; k < tr->n; k++) {
 		if (!gnn_name_ok(f[k])) {
 			snprintf(why, sizeof(why), "column %d is not a node type name (1..%d letters, digits, '_', '-', '.')",
 				 k + 1, GNN_NAME_MAX - 1);
-			return import_csv_fail(&tr->c, why);
+			return pt_csv_fail(&tr->c, why);
 		}
 		if (g != NULL && gnn_schema_type(&g->schema, f[k]) < 0) {
 			snprintf(why, sizeof(why), "node type %s is not in num-node-dict.csv", f[k]);
-			return import_csv_fail(&tr->c, why);
+			return pt_csv_fail(&tr->c, why);
 		}
 		for (int q = 0; q < k; q++)
 			if (strcmp(tr->names[q], f[k]) == 0) {
 				snprintf(why, sizeof(why), "node type %s appears twice", f[k]);
-				return import_csv_fail(&tr->c, why);
+				return pt_csv_fail(&tr->c, why);
 			}
 		snprintf(tr->names[k], GNN_NAME_MAX, "%s", f[k]);
 	}
@@ -82,41 +85,41 @@ static int type_row_header(struct type_row *tr, char *line, const struct graph *
 
 /* Reads DIR/NAME into tr (zeroed here; type_row_close releases it, also
  * after an error). */
-static int type_row_read(struct type_row *tr, const char *dir, const char *name, const struct graph *g)
+static int type_row_read(struct type_row *tr, const char *dir, const char *name, const struct pt_graph *g)
 {
 	char *line, why[128];
 	int rc;
 
 	memset(tr, 0, sizeof(*tr));
-	if ((rc = import_csv_open(&tr->c, dir, name)) != GNN_OK)
+	if ((rc = pt_csv_open(&tr->c, dir, name)) != GNN_OK)
 		return rc;
-	if ((rc = import_csv_next(&tr->c, &line)) <= 0)
-		return rc < 0 ? -rc : import_csv_fail(&tr->c, "empty file: expected a header of node types");
+	if ((rc = pt_csv_next(&tr->c, &line)) <= 0)
+		return rc < 0 ? -rc : pt_csv_fail(&tr->c, "empty file: expected a header of node types");
 	if ((rc = type_row_header(tr, line, g)) != GNN_OK)
 		return rc;
-	if ((rc = import_csv_next(&tr->c, &line)) <= 0)
-		return rc < 0 ? -rc : import_csv_fail(&tr->c, "expected a second line: one value per node type");
+	if ((rc = pt_csv_next(&tr->c, &line)) <= 0)
+		return rc < 0 ? -rc : pt_csv_fail(&tr->c, "expected a second line: one value per node type");
 	if ((tr->line = strdup(line)) == NULL)
 		return GNN_ENOMEM;
 	if (split_fields(tr->line, tr->values, GNN_MAX_TYPES) != tr->n) {
 		snprintf(why, sizeof(why), "expected %d values, one per node type of line 1", tr->n);
-		return import_csv_fail(&tr->c, why);
+		return pt_csv_fail(&tr->c, why);
 	}
-	if ((rc = import_csv_next(&tr->c, &line)) != 0)
-		return rc < 0 ? -rc : import_csv_fail(&tr->c, "expected two lines: node types, then one value each");
+	if ((rc = pt_csv_next(&tr->c, &line)) != 0)
+		return rc < 0 ? -rc : pt_csv_fail(&tr->c, "expected two lines: node types, then one value each");
 	tr->c.line = 2;  /* the caller's errors are about the values */
 	return GNN_OK;
 }
 
 static void type_row_close(struct type_row *tr)
 {
-	import_csv_close(&tr->c);
+	pt_csv_close(&tr->c);
 	free(tr->line);
 	tr->line = NULL;
 }
 
 /* num-node-dict.csv: the node types, numbered in name order. */
-static int read_types(const char *raw, struct graph *g)
+static int read_types(const char *raw, struct pt_graph *g)
 {
 	struct gnn_schema *s = &g->schema;
 	struct type_row tr;
@@ -129,15 +132,15 @@ static int read_types(const char *raw, struct graph *g)
 	for (int k = 0; k < tr.n; k++) {
 		char *p = tr.values[k];
 
-		if (!import_field_i64(&p, &count[k]) || *p != '\0' || count[k] < 1 || count[k] > INT32_MAX) {
+		if (!pt_csv_field_i64(&p, &count[k]) || *p != '\0' || count[k] < 1 || count[k] > INT32_MAX) {
 			snprintf(why, sizeof(why), "node type %s: expected a node count in [1, %d]", tr.names[k], INT32_MAX);
-			rc = import_csv_fail(&tr.c, why);
+			rc = pt_csv_fail(&tr.c, why);
 			goto out;
 		}
 		total += count[k];
 	}
 	if (total > INT32_MAX) {
-		rc = import_csv_fail(&tr.c, "more than 2^31-1 nodes in all: METIS 5.1's idx_t is 32-bit");
+		rc = pt_csv_fail(&tr.c, "more than 2^31-1 nodes in all: METIS 5.1's idx_t is 32-bit");
 		goto out;
 	}
 	memset(s, 0, sizeof(*s));
@@ -160,7 +163,7 @@ out:
 }
 
 /* "SRC___REL___DST": relation r's folder under raw/relations. */
-static void rel_folder(const struct graph *g, uint32_t r, char *buf, size_t cap)
+static void rel_folder(const struct pt_graph *g, uint32_t r, char *buf, size_t cap)
 {
 	const struct gnn_schema *s = &g->schema;
 
@@ -169,8 +172,8 @@ static void rel_folder(const struct graph *g, uint32_t r, char *buf, size_t cap)
 
 /* One line of triplet-type-list.csv, "src,rel,dst", into g->schema.rels[R]
  * (reverses: how many rev_ relations the lines so far need). */
-static int parse_triplet(const struct import_csv *c, char *line, const char *raw, bool keep_directed,
-			 uint32_t reverses, struct graph *g)
+static int parse_triplet(const struct pt_csv *c, char *line, const char *raw, bool keep_directed,
+			 uint32_t reverses, struct pt_graph *g)
 {
 	struct gnn_schema *s = &g->schema;
 	struct gnn_rel *re = &s->rels[s->num_rels];
@@ -178,25 +181,25 @@ static int parse_triplet(const struct import_csv *c, char *line, const char *raw
 	int32_t src, dst;
 
 	if (split_fields(line, f, 3) != 3)
-		return import_csv_fail(c, "expected three columns \"src_type,relation,dst_type\"");
+		return pt_csv_fail(c, "expected three columns \"src_type,relation,dst_type\"");
 	if (!gnn_name_ok(f[0]) || !gnn_name_ok(f[1]) || !gnn_name_ok(f[2]))
-		return import_csv_fail(c, "not a valid type or relation name (1..63 letters, digits, '_', '-', '.')");
+		return pt_csv_fail(c, "not a valid type or relation name (1..63 letters, digits, '_', '-', '.')");
 	src = gnn_schema_type(s, f[0]);
 	dst = gnn_schema_type(s, f[2]);
 	if (src < 0 || dst < 0) {
 		snprintf(why, sizeof(why), "relation names an unknown node type %s (not in num-node-dict.csv)",
 			 src < 0 ? f[0] : f[2]);
-		return import_csv_fail(c, why);
+		return pt_csv_fail(c, why);
 	}
 	if (s->num_rels + 1 + reverses + (!keep_directed && src != dst) > GNN_MAX_RELS) {
 		snprintf(why, sizeof(why), "more than %d relations, reverse relations included", GNN_MAX_RELS);
-		return import_csv_fail(c, why);
+		return pt_csv_fail(c, why);
 	}
 	if (!keep_directed && src != dst && strlen(f[1]) + 4 >= GNN_NAME_MAX)
-		return import_csv_fail(c, "relation name too long for its reverse rev_NAME (63 bytes at most)");
+		return pt_csv_fail(c, "relation name too long for its reverse rev_NAME (63 bytes at most)");
 	for (uint32_t q = 0; q < s->num_rels; q++)
 		if (strcmp(s->rels[q].name, f[1]) == 0 && s->rels[q].src == (uint32_t)src && s->rels[q].dst == (uint32_t)dst)
-			return import_csv_fail(c, "relation listed twice");
+			return pt_csv_fail(c, "relation listed twice");
 	snprintf(re->name, GNN_NAME_MAX, "%s", f[1]);
 	re->src = (uint32_t)src;
 	re->dst = (uint32_t)dst;
@@ -204,14 +207,14 @@ static int parse_triplet(const struct import_csv *c, char *line, const char *raw
 	snprintf(dir, sizeof(dir), "%s/relations/%s", raw, folder);
 	if (!is_dir(dir)) {
 		snprintf(why, sizeof(why), "no folder relations/%s for this relation", folder);
-		return import_csv_fail(c, why);
+		return pt_csv_fail(c, why);
 	}
 	s->num_rels++;
 	return GNN_OK;
 }
 
 /* Why folder name, which is none of the relations', is wrong. */
-static const char *stray_folder_reason(const struct graph *g, const char *name)
+static const char *stray_folder_reason(const struct pt_graph *g, const char *name)
 {
 	const char *a = strstr(name, "___"), *b = a;
 	char src[GNN_NAME_MAX];
@@ -227,7 +230,7 @@ static const char *stray_folder_reason(const struct graph *g, const char *name)
 }
 
 /* Every folder under raw/relations must be one of the relations read. */
-static int check_relation_folders(const char *raw, const struct graph *g)
+static int check_relation_folders(const char *raw, const struct pt_graph *g)
 {
 	char dir[4200], folder[3 * GNN_NAME_MAX + 8];
 	struct dirent *ent;
@@ -256,16 +259,16 @@ static int check_relation_folders(const char *raw, const struct graph *g)
 }
 
 /* triplet-type-list.csv: the forward relations, in its order. */
-static int read_triplets(const char *raw, bool keep_directed, struct graph *g)
+static int read_triplets(const char *raw, bool keep_directed, struct pt_graph *g)
 {
-	struct import_csv c;
+	struct pt_csv c;
 	uint32_t reverses = 0;
 	char *line;
 	int rc;
 
-	if ((rc = import_csv_open(&c, raw, "triplet-type-list.csv")) != GNN_OK)
+	if ((rc = pt_csv_open(&c, raw, "triplet-type-list.csv")) != GNN_OK)
 		return rc;
-	while ((rc = import_csv_next(&c, &line)) == 1) {
+	while ((rc = pt_csv_next(&c, &line)) == 1) {
 		if ((rc = parse_triplet(&c, line, raw, keep_directed, reverses, g)) != GNN_OK)
 			goto out;
 		reverses += !keep_directed && g->schema.rels[g->schema.num_rels - 1].src !=
@@ -276,17 +279,17 @@ static int read_triplets(const char *raw, bool keep_directed, struct graph *g)
 		goto out;
 	}
 	if (g->schema.num_rels == 0) {
-		rc = import_csv_fail(&c, "no relation");
+		rc = pt_csv_fail(&c, "no relation");
 		goto out;
 	}
 	rc = check_relation_folders(raw, g);
 out:
-	import_csv_close(&c);
+	pt_csv_close(&c);
 	return rc;
 }
 
 /* Every forward relation's edge list into e. */
-static int read_relations(const char *raw, const struct graph *g, struct import_edges *e)
+static int read_relations(const char *raw, const struct pt_graph *g, struct pt_ogb_edges *e)
 {
 	char dir[4400], folder[3 * GNN_NAME_MAX + 8];
 	int rc;
@@ -296,10 +299,10 @@ static int read_relations(const char *raw, const struct graph *g, struct import_
 
 		rel_folder(g, r, folder, sizeof(folder));
 		snprintf(dir, sizeof(dir), "%s/relations/%s", raw, folder);
-		if (import_csv_exists(dir, "num-edge-list.csv") &&
-		    (rc = import_read_count(dir, "num-edge-list.csv", INT32_MAX, &hint)) != GNN_OK)
+		if (pt_csv_exists(dir, "num-edge-list.csv") &&
+		    (rc = pt_ogb_read_count(dir, "num-edge-list.csv", INT32_MAX, &hint)) != GNN_OK)
 			return rc;
-		if ((rc = import_read_edges(dir, g, r, hint, e)) != GNN_OK)
+		if ((rc = pt_ogb_read_edges(dir, g, r, hint, e)) != GNN_OK)
 			return rc;
 	}
 	if (e->m == 0) {
@@ -312,7 +315,7 @@ static int read_relations(const char *raw, const struct graph *g, struct import_
 /* Stores every edge's reverse: a relation from a type to itself gets it
  * in place; any other gets a relation rev_NAME (dst -> src), appended after
  * the forward ones in their order. */
-static int add_reverses(struct graph *g, struct import_edges *e)
+static int add_reverses(struct pt_graph *g, struct pt_ogb_edges *e)
 {
 	struct gnn_schema *s = &g->schema;
 	uint32_t forward = s->num_rels;
@@ -334,7 +337,7 @@ static int add_reverses(struct graph *g, struct import_edges *e)
 		bw->dst = fw->src;
 		rev[r] = (uint16_t)s->num_rels++;
 	}
-	if ((rc = import_edges_reserve(e, m)) != GNN_OK)
+	if ((rc = pt_ogb_edges_reserve(e, m)) != GNN_OK)
 		return rc;
 	for (int64_t i = 0; i < m; i++) {
 		e->src[m + i] = e->dst[i];
@@ -347,7 +350,7 @@ static int add_reverses(struct graph *g, struct import_edges *e)
 
 /* Every subfolder of dir must be named after a node type (dir may be
  * absent: no type has such data). */
-static int check_type_folders(const char *dir, const struct graph *g)
+static int check_type_folders(const char *dir, const struct pt_graph *g)
 {
 	char path[4400];
 	struct dirent *ent;
@@ -373,7 +376,7 @@ static int check_type_folders(const char *dir, const struct graph *g)
  * True type's missing files fail when read), and every folder there must
  * be a type's. tr stays open for the caller's errors (type_row_close). */
 static int read_flags(struct type_row *tr, const char *dir, const char *name, const char *datadir,
-		      const struct graph *g, bool *has)
+		      const struct pt_graph *g, bool *has)
 {
 	char why[4700], path[4400];
 	int rc;
@@ -386,7 +389,7 @@ static int read_flags(struct type_row *tr, const char *dir, const char *name, co
 
 		if (!yes && strcmp(tr->values[k], "False") != 0) {
 			snprintf(why, sizeof(why), "node type %s: expected True or False", tr->names[k]);
-			return import_csv_fail(&tr->c, why);
+			return pt_csv_fail(&tr->c, why);
 		}
 		has[gnn_schema_type(&g->schema, tr->names[k])] = yes;
 	}
@@ -395,14 +398,14 @@ static int read_flags(struct type_row *tr, const char *dir, const char *name, co
 		if (!has[t] && is_dir(path)) {
 			snprintf(why, sizeof(why), "node type %s is marked False (or not listed), but %s holds its data",
 				 g->schema.types[t].name, path);
-			return import_csv_fail(&tr->c, why);
+			return pt_csv_fail(&tr->c, why);
 		}
 	}
 	return check_type_folders(datadir, g);
 }
 
 /* nodetype-has-label.csv and the one labelled type's labels. */
-static int read_labels(const char *raw, struct graph *g, int64_t num_classes)
+static int read_labels(const char *raw, struct pt_graph *g, int64_t num_classes)
 {
 	char dir[4200], why[256];
 	bool has[GNN_MAX_TYPES];
@@ -420,7 +423,7 @@ static int read_labels(const char *raw, struct graph *g, int64_t num_classes)
 	if (labelled != 1) {
 		snprintf(why, sizeof(why), "%s node types are marked True: exactly one labelled type is supported",
 			 labelled ? "several" : "no");
-		rc = import_csv_fail(&tr.c, why);
+		rc = pt_csv_fail(&tr.c, why);
 		goto out;
 	}
 	if ((g->labels = malloc((size_t)g->num_nodes * sizeof(*g->labels))) == NULL) {
@@ -430,14 +433,14 @@ static int read_labels(const char *raw, struct graph *g, int64_t num_classes)
 	for (int64_t v = 0; v < g->num_nodes; v++)
 		g->labels[v] = -1;
 	snprintf(dir, sizeof(dir), "%s/node-label/%s", raw, g->schema.types[g->schema.label_type].name);
-	rc = import_read_labels(dir, g, num_classes);
+	rc = pt_ogb_read_labels(dir, g, num_classes);
 out:
 	type_row_close(&tr);
 	return rc;
 }
 
 /* node-feat/TYPE/node-feat.csv of every type that has the folder. */
-static int read_features(const char *raw, struct graph *g)
+static int read_features(const char *raw, struct pt_graph *g)
 {
 	char dir[4200];
 	int rc;
@@ -447,7 +450,7 @@ static int read_features(const char *raw, struct graph *g)
 		return rc;
 	for (uint32_t t = 0; t < g->schema.num_types; t++) {
 		snprintf(dir, sizeof(dir), "%s/node-feat/%s", raw, g->schema.types[t].name);
-		if (is_dir(dir) && (rc = import_read_features(dir, g, t)) != GNN_OK)
+		if (is_dir(dir) && (rc = pt_ogb_read_features(dir, g, t)) != GNN_OK)
 			return rc;
 	}
 	g->feat_dim = (int32_t)gnn_schema_max_feat_dim(&g->schema);
@@ -455,7 +458,7 @@ static int read_features(const char *raw, struct graph *g)
 }
 
 /* nodetype-has-split.csv and the labelled type's split lists. */
-static int read_split(const char *split, struct graph *g)
+static int read_split(const char *split, struct pt_graph *g)
 {
 	const char *label = g->schema.types[g->schema.label_type].name;
 	char dir[4200], why[512];
@@ -469,24 +472,24 @@ static int read_split(const char *split, struct graph *g)
 		if (has[t] && t != g->schema.label_type) {
 			snprintf(why, sizeof(why), "node type %s has a split but no labels (nodetype-has-label.csv marks %s True)",
 				 g->schema.types[t].name, label);
-			rc = import_csv_fail(&tr.c, why);
+			rc = pt_csv_fail(&tr.c, why);
 			goto out;
 		}
 	if (!has[g->schema.label_type]) {
 		snprintf(why, sizeof(why), "the labelled node type %s is marked False: training needs its split", label);
-		rc = import_csv_fail(&tr.c, why);
+		rc = pt_csv_fail(&tr.c, why);
 		goto out;
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", split, label);
-	rc = import_read_splits(dir, g);
+	rc = pt_ogb_read_splits(dir, g);
 out:
 	type_row_close(&tr);
 	return rc;
 }
 
-int import_hetero(const struct import_opts *o, const char *raw, const char *split, struct graph *g)
+int pt_import_hetero(const struct pt_import_opts *o, const char *raw, const char *split, struct pt_graph *g)
 {
-	struct import_edges e = { .typed = true };
+	struct pt_ogb_edges e = { .typed = true };
 	char why[256], types[1024], rels[2048];
 	int64_t input;
 	int rc;
@@ -505,22 +508,22 @@ int import_hetero(const struct import_opts *o, const char *raw, const char *spli
 		rc = GNN_EFORMAT;
 		goto out_edges;
 	}
-	rc = graph_build_csr(g, g->num_nodes, e.src, e.dst, e.rel, e.m, false);
-	memset(&e, 0, sizeof(e));  /* graph_build_csr freed the arrays */
+	rc = pt_graph_build_csr(g, g->num_nodes, e.src, e.dst, e.rel, e.m, false);
+	memset(&e, 0, sizeof(e));  /* pt_graph_build_csr freed the arrays */
 	if (rc != GNN_OK)
 		return rc;
 	g->symmetric = !o->keep_directed;  /* each edge's reverse is in its relation or rev_ */
 	if ((rc = read_labels(raw, g, o->num_classes)) != GNN_OK || (rc = read_features(raw, g)) != GNN_OK ||
 	    (rc = read_split(split, g)) != GNN_OK)
 		return rc;
-	graph_names(&g->schema, false, types, sizeof(types));
-	graph_names(&g->schema, true, rels, sizeof(rels));
+	pt_graph_names(&g->schema, false, types, sizeof(types));
+	pt_graph_names(&g->schema, true, rels, sizeof(rels));
 	GNN_INFO("import_done", "nodes=%lld types=%s relations=%s label_type=%s input_edges=%lld edges=%lld symmetric=%s feat_dim=%d classes=%d",
 		 (long long)g->num_nodes, types, rels, g->schema.types[g->schema.label_type].name, (long long)input,
 		 (long long)g->num_edges, g->symmetric ? "true" : "false", g->feat_dim, g->num_classes);
 	return GNN_OK;
 
 out_edges:
-	import_edges_free(&e);
+	pt_ogb_edges_free(&e);
 	return rc;
 }

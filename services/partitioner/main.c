@@ -38,7 +38,7 @@ struct config {
 };
 
 static struct config cfg;
-static struct edge_split_opts es_opts;  /* from the edge-split options, when one is given */
+static struct pt_edge_split_opts es_opts;  /* from the edge-split options, when one is given */
 
 static const struct gnn_opt options[] = {
 	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
@@ -119,16 +119,14 @@ static int check_config(void)
 		GNN_ERROR("bad_config", "reason=\"--edge-relation only applies with --edge-split or --edge-split-from\"");
 		return GNN_EINVAL;
 	}
-	es_opts = (struct edge_split_opts){ .from_csv = cfg.edge_split_from != NULL, .csv_dir = cfg.edge_split_from,
+	es_opts = (struct pt_edge_split_opts){ .from_csv = cfg.edge_split_from != NULL, .csv_dir = cfg.edge_split_from,
 					    .relation = cfg.edge_relation, .eval_negatives = cfg.eval_negatives,
 					    .seed = (uint64_t)cfg.seed };
 	if (cfg.edge_split != NULL)
-		return edge_split_parse_ratios(cfg.edge_split, es_opts.ratios);
+		return pt_edge_split_parse_ratios(cfg.edge_split, es_opts.ratios);
 	return GNN_OK;
 }
 
-/* Refuses an existing output (unless --force) and creates the temporary
- * folder next to it, so an unwritable destination fails before any work. */
 /* Removes OUT.tmp-* beside OUT: temporary outputs of runs that were
  * killed (or ended by the stop watchdog, which cannot clean up). */
 static void remove_stale_tmp(void)
@@ -144,6 +142,8 @@ static void remove_stale_tmp(void)
 	gnn_remove_stale(dir, prefix, "", "the temporary output of a run that did not finish");
 }
 
+/* Refuses an existing output (unless --force) and creates the temporary
+ * folder next to it, so an unwritable destination fails before any work. */
 static int prepare_output(char *tmp, size_t len)
 {
 	struct stat st;
@@ -181,15 +181,15 @@ static int prepare_output(char *tmp, size_t len)
  * --nodes scales every type's nodes, every relation's edges and the split
  * by --nodes over the preset's total (rounding down), --feat-dim sets the
  * papers' width, and --edges is refused. */
-static int synth_config(struct synth_params *p)
+static int synth_config(struct pt_synth_params *p)
 {
-	int rc = synth_preset(cfg.synthetic, (uint64_t)cfg.seed, p);
+	int rc = pt_synth_preset(cfg.synthetic, (uint64_t)cfg.seed, p);
 	int64_t total;
 	double scale;
 
 	if (rc != GNN_OK)
 		return rc;
-	if (p->kind == SYNTH_MAG && cfg.edges) {
+	if (p->kind == PT_SYNTH_MAG && cfg.edges) {
 		GNN_ERROR("bad_config",
 			  "preset=%s reason=\"--edges does not apply to a heterogeneous preset: --nodes scales every type's nodes and every relation's edges together\"",
 			  cfg.synthetic);
@@ -198,7 +198,7 @@ static int synth_config(struct synth_params *p)
 	if (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.classes) {
 		/* Custom sizes keep the preset's split fractions and density. */
 		total = p->nodes;
-		for (int t = 0; p->kind == SYNTH_MAG && t < SYNTH_MAG_TYPES; t++)
+		for (int t = 0; p->kind == PT_SYNTH_MAG && t < PT_SYNTH_MAG_TYPES; t++)
 			total += p->type_nodes[t];
 		scale = cfg.nodes ? (double)cfg.nodes / (double)total : 1.0;
 		p->preset = "custom";
@@ -207,10 +207,10 @@ static int synth_config(struct synth_params *p)
 			p->num_valid = (int64_t)((double)p->num_valid * scale);
 			p->num_test = (int64_t)((double)p->num_test * scale);
 		}
-		if (cfg.nodes && p->kind == SYNTH_MAG) {
-			for (int t = 0; t < SYNTH_MAG_TYPES; t++)
+		if (cfg.nodes && p->kind == PT_SYNTH_MAG) {
+			for (int t = 0; t < PT_SYNTH_MAG_TYPES; t++)
 				p->type_nodes[t] = (int64_t)((double)p->type_nodes[t] * scale);
-			for (int r = 0; r < SYNTH_MAG_FWD; r++)
+			for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
 				p->rel_edges[r] = (int64_t)((double)p->rel_edges[r] * scale);
 		} else if (cfg.nodes) {
 			p->edges = (int64_t)((double)p->edges * scale);
@@ -225,34 +225,34 @@ static int synth_config(struct synth_params *p)
 	}
 	if (cfg.no_features)
 		p->feat_dim = 0;
-	return synth_validate(p);
+	return pt_synth_validate(p);
 }
 
 /* Loads the graph (sp: the checked synthetic parameters, when --synthetic)
  * and records where it came from in meta["source"]. */
-static int load_graph(const struct synth_params *sp, struct graph *g, json_t *meta)
+static int load_graph(const struct pt_synth_params *sp, struct pt_graph *g, json_t *meta)
 {
 	int rc;
 
 	if (cfg.input != NULL) {
-		struct import_opts io = { .dir = cfg.input, .split = cfg.split,
+		struct pt_import_opts io = { .dir = cfg.input, .split = cfg.split,
 					  .keep_directed = cfg.keep_directed, .num_classes = cfg.classes };
 
 		char split[256] = "";
 
-		rc = import_ogb(&io, g, split, sizeof(split));
+		rc = pt_import_ogb(&io, g, split, sizeof(split));
 		json_object_set_new(meta, "source", json_pack("{s:s, s:s, s:s}", "kind", "ogb", "path",
 							      cfg.input, "split", split));
 		return rc;
 	}
-	rc = synth_generate(sp, g);
-	if (sp->kind == SYNTH_MAG) {
+	rc = pt_synth_generate(sp, g);
+	if (sp->kind == PT_SYNTH_MAG) {
 		json_t *nodes = json_object(), *edges = json_object();
 
 		/* The generated schema names the types and relations. */
-		for (uint32_t t = 0; rc == GNN_OK && t < SYNTH_MAG_TYPES; t++)
+		for (uint32_t t = 0; rc == GNN_OK && t < PT_SYNTH_MAG_TYPES; t++)
 			json_object_set_new(nodes, g->schema.types[t].name, json_integer(sp->type_nodes[t]));
-		for (uint32_t r = 0; rc == GNN_OK && r < SYNTH_MAG_FWD; r++)
+		for (uint32_t r = 0; rc == GNN_OK && r < PT_SYNTH_MAG_FWD; r++)
 			json_object_set_new(edges, g->schema.rels[r].name, json_integer(sp->rel_edges[r]));
 		json_object_set_new(meta, "source",
 				    json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i, s:I}", "kind", "synthetic", "model",
@@ -268,7 +268,7 @@ static int load_graph(const struct synth_params *sp, struct graph *g, json_t *me
 	return rc;
 }
 
-static void count_split(const struct graph *g, int64_t counts[4])
+static void count_split(const struct pt_graph *g, int64_t counts[4])
 {
 	memset(counts, 0, 4 * sizeof(counts[0]));
 	for (int64_t v = 0; v < g->num_nodes; v++)
@@ -281,7 +281,7 @@ static json_t *meta_new(void)
 			 "created_by", "gnn-partition " VERSION);
 }
 
-static void meta_graph(json_t *meta, const struct graph *g, const struct partition *pt)
+static void meta_graph(json_t *meta, const struct pt_graph *g, const struct pt_partition *pt)
 {
 	json_t *offsets = json_array();
 	int64_t counts[4];
@@ -337,7 +337,7 @@ static int commit_output(const char *tmp)
 
 /* The schema, then one line per partition (with a column per node type
  * when there are several), then the edge split's counts if any. */
-static void print_summary(const json_t *meta, const struct graph *g)
+static void print_summary(const json_t *meta, const struct pt_graph *g)
 {
 	const struct gnn_schema *s = &g->schema;
 	json_t *parts = json_object_get(meta, "parts"), *p, *es;
@@ -383,7 +383,7 @@ static void print_summary(const json_t *meta, const struct graph *g)
 
 /* Bytes of what a reader maps: the CSR with int64 offsets (one per node
  * and relation) and IDs, plus every type's float features. */
-static uint64_t csr_plus_features_bytes(const struct graph *g)
+static uint64_t csr_plus_features_bytes(const struct pt_graph *g)
 {
 	uint64_t bytes = 8u * ((uint64_t)g->num_nodes * g->schema.num_rels + 1) + 8u * (uint64_t)g->num_edges;
 
@@ -392,100 +392,160 @@ static uint64_t csr_plus_features_bytes(const struct graph *g)
 	return bytes;
 }
 
-int main(int argc, char **argv)
+/* One run: what its steps hand each other, all of which fail() and
+ * run_free() release. */
+struct run {
+	struct pt_synth_params sp;  /* --synthetic: the checked parameters */
+	struct pt_graph g;
+	struct pt_edge_split es;
+	struct pt_partition pt;
+	json_t *meta;
+	char tmp[4096];             /* the temporary output folder (prepare_output) */
+	double t0, t_load, t_part, t_write;
+	uint64_t ref_bytes;         /* csr_plus_features_bytes, for memory_ratio */
+};
+
+/* Imports or generates the graph, then takes the edge split out of it. */
+static int load(struct run *r)
 {
-	struct graph g = { 0 };
-	struct partition pt = { 0 };
-	struct partition_opts popts;
-	struct edge_split es = { 0 };
-	struct synth_params sp;
-	json_t *meta = NULL, *mem;
-	char tmp[4096], path[4200], types[1024], rels[2048];
-	double t0 = gnn_now(), t_load, t_part, t_write;
-	uint64_t ref_bytes;
 	int rc;
 
-	gnn_log_init("gnn-partition");
-	rc = gnn_opt_parse("gnn-partition", "Partition a graph for gnn-dist's graph stores.", options, argc, argv);
-	if (rc == GNN_EHELP)
-		return 0;
-	if (rc != GNN_OK || check_config() != GNN_OK ||
-	    (cfg.synthetic != NULL && synth_config(&sp) != GNN_OK))
-		return EXIT_USAGE;
-	gnn_opt_log(options);
-	gnn_signals_install();
-	gnn_stop_watchdog(GNN_STOP_GRACE_S);
-	if ((rc = prepare_output(tmp, sizeof(tmp))) != GNN_OK)
-		return 1;
-	meta = meta_new();
-	if (meta == NULL) {
-		rc = GNN_ENOMEM;
-		goto out_fail;
-	}
-
-	if ((rc = load_graph(&sp, &g, meta)) != GNN_OK)
-		goto out_fail;
+	if ((r->meta = meta_new()) == NULL)
+		return GNN_ENOMEM;
+	if ((rc = load_graph(&r->sp, &r->g, r->meta)) != GNN_OK)
+		return rc;
 	/* Held-out edges leave the graph before METIS sees it: the partitions
 	 * (and their edge cut) are those of the graph the model reads. */
-	if (edge_split_on() && (rc = edge_split_apply(&g, &es_opts, &es)) != GNN_OK)
-		goto out_fail;
-	t_load = gnn_now() - t0;
-	if (cfg.parts > g.num_nodes) {
+	if (edge_split_on() && (rc = pt_edge_split_apply(&r->g, &es_opts, &r->es)) != GNN_OK)
+		return rc;
+	r->t_load = gnn_now() - r->t0;
+	return GNN_OK;
+}
+
+/* Assigns the nodes to --parts partitions and records them in meta. */
+static int partition(struct run *r)
+{
+	struct pt_partition_opts o = { .parts = (int32_t)cfg.parts, .method = cfg.method,
+				       .seed = (uint64_t)cfg.seed, .metis_max_edges = cfg.metis_max_edges };
+	int rc;
+
+	if (cfg.parts > r->g.num_nodes) {
 		GNN_ERROR("bad_config", "parts=%lld nodes=%lld reason=\"more partitions than nodes\"",
-			  (long long)cfg.parts, (long long)g.num_nodes);
-		rc = GNN_EINVAL;
-		goto out_fail;
+			  (long long)cfg.parts, (long long)r->g.num_nodes);
+		return GNN_EINVAL;
 	}
-	popts = (struct partition_opts){ .parts = (int32_t)cfg.parts, .method = cfg.method,
-					 .seed = (uint64_t)cfg.seed, .metis_max_edges = cfg.metis_max_edges };
-	if (gnn_stop_requested() || (rc = partition_compute(&g, &popts, &pt)) != GNN_OK)
-		goto out_fail;
-	t_part = gnn_now() - t0 - t_load;
-	meta_graph(meta, &g, &pt);
-	if (gnn_stop_requested() ||
-	    (rc = write_partitions(&g, &pt, gnn_dtype_parse(cfg.feature_dtype), tmp, meta)) != GNN_OK)
-		goto out_fail;
-	if (edge_split_on() &&
-	    (rc = edge_split_write(&es, &es_opts, &g, &pt, tmp, meta)) != GNN_OK)
-		goto out_fail;
-	t_write = gnn_now() - t0 - t_load - t_part;
+	if (gnn_stop_requested())
+		return GNN_ECLOSED;
+	if ((rc = pt_partition_compute(&r->g, &o, &r->pt)) != GNN_OK)
+		return rc;
+	r->t_part = gnn_now() - r->t0 - r->t_load;
+	meta_graph(r->meta, &r->g, &r->pt);
+	return GNN_OK;
+}
 
-	ref_bytes = csr_plus_features_bytes(&g);
-	mem = json_pack("{s:I, s:I, s:f}", "peak_rss_bytes", (json_int_t)gnn_peak_rss_bytes(),
-			"csr_plus_features_bytes", (json_int_t)ref_bytes, "peak_ratio",
-			(double)gnn_peak_rss_bytes() / (double)ref_bytes);
-	json_object_set_new(meta, "memory", mem);
-	json_object_set_new(meta, "timing_seconds",
-			    json_pack("{s:f, s:f, s:f, s:f}", "load", t_load, "partition", t_part, "write",
-				      t_write, "total", gnn_now() - t0));
-	snprintf(path, sizeof(path), "%s/meta.json", tmp);
-	if (gnn_stop_requested() || (rc = gnn_json_save_atomic(path, meta)) != GNN_OK ||
-	    (rc = commit_output(tmp)) != GNN_OK)
-		goto out_fail;
+/* meta["memory"] and meta["timing_seconds"]: the run's cost, measured last. */
+static void meta_cost(struct run *r)
+{
+	r->ref_bytes = csr_plus_features_bytes(&r->g);
+	json_object_set_new(r->meta, "memory",
+			    json_pack("{s:I, s:I, s:f}", "peak_rss_bytes", (json_int_t)gnn_peak_rss_bytes(),
+				      "csr_plus_features_bytes", (json_int_t)r->ref_bytes, "peak_ratio",
+				      (double)gnn_peak_rss_bytes() / (double)r->ref_bytes));
+	json_object_set_new(r->meta, "timing_seconds",
+			    json_pack("{s:f, s:f, s:f, s:f}", "load", r->t_load, "partition", r->t_part, "write",
+				      r->t_write, "total", gnn_now() - r->t0));
+}
 
-	graph_names(&g.schema, false, types, sizeof(types));
-	graph_names(&g.schema, true, rels, sizeof(rels));
+/* The partitions and the edge split into the temporary folder, meta.json
+ * last, then the folder becomes OUT. */
+static int write_output(struct run *r)
+{
+	char path[4200];
+	int rc;
+
+	if (gnn_stop_requested())
+		return GNN_ECLOSED;
+	if ((rc = pt_write_partitions(&r->g, &r->pt, gnn_dtype_parse(cfg.feature_dtype), r->tmp, r->meta)) != GNN_OK)
+		return rc;
+	if (edge_split_on() && (rc = pt_edge_split_write(&r->es, &es_opts, &r->g, &r->pt, r->tmp, r->meta)) != GNN_OK)
+		return rc;
+	r->t_write = gnn_now() - r->t0 - r->t_load - r->t_part;
+	meta_cost(r);
+	snprintf(path, sizeof(path), "%s/meta.json", r->tmp);
+	if (gnn_stop_requested())
+		return GNN_ECLOSED;
+	if ((rc = gnn_json_save_atomic(path, r->meta)) != GNN_OK)
+		return rc;
+	return commit_output(r->tmp);
+}
+
+/* The done line and the summary on stdout. */
+static void report(const struct run *r)
+{
+	const struct pt_graph *g = &r->g;
+	char types[1024], rels[2048];
+
+	pt_graph_names(&g->schema, false, types, sizeof(types));
+	pt_graph_names(&g->schema, true, rels, sizeof(rels));
 	GNN_INFO("done", "out=%s nodes=%lld edges=%lld types=%s relations=%s parts=%lld method=%s feature_dtype=%s edge_cut_ratio=%.4f balance_train=%.3f peak_rss_mb=%.1f memory_ratio=%.2f seconds=%.2f",
-		 cfg.out, (long long)g.num_nodes, (long long)g.num_edges, types, rels, (long long)cfg.parts, cfg.method, cfg.feature_dtype,
-		 json_real_value(json_object_get(meta, "edge_cut_ratio")),
-		 json_real_value(json_object_get(json_object_get(meta, "balance"), "train")),
-		 (double)gnn_peak_rss_bytes() / 1048576.0,
-		 (double)gnn_peak_rss_bytes() / (double)ref_bytes, gnn_now() - t0);
-	print_summary(meta, &g);
-	json_decref(meta);
-	edge_split_free(&es);
-	partition_free(&pt);
-	graph_free(&g);
-	return 0;
+		 cfg.out, (long long)g->num_nodes, (long long)g->num_edges, types, rels, (long long)cfg.parts,
+		 cfg.method, cfg.feature_dtype, json_real_value(json_object_get(r->meta, "edge_cut_ratio")),
+		 json_real_value(json_object_get(json_object_get(r->meta, "balance"), "train")),
+		 (double)gnn_peak_rss_bytes() / 1048576.0, (double)gnn_peak_rss_bytes() / (double)r->ref_bytes,
+		 gnn_now() - r->t0);
+	print_summary(r->meta, g);
+}
 
-out_fail:
+static void run_free(struct run *r)
+{
+	json_decref(r->meta);
+	pt_edge_split_free(&r->es);
+	pt_partition_free(&r->pt);
+	pt_graph_free(&r->g);
+}
+
+/* A failed run leaves nothing behind: the temporary folder goes. Exit 1. */
+static int fail(struct run *r, int rc)
+{
 	if (gnn_stop_requested())
 		rc = GNN_ECLOSED;
 	GNN_ERROR("failed", "reason=\"%s\" out=%s note=\"nothing was written\"", gnn_strerror(rc), cfg.out);
-	gnn_rm_rf(tmp);
-	json_decref(meta);
-	edge_split_free(&es);
-	partition_free(&pt);
-	graph_free(&g);
+	gnn_rm_rf(r->tmp);
+	run_free(r);
 	return 1;
+}
+
+/* The options over the table's defaults, checked (sp: the synthetic
+ * parameters, with --synthetic), then the config line. GNN_EHELP after
+ * --help; any other error is a usage error, logged. */
+static int configure(int argc, char **argv, struct pt_synth_params *sp)
+{
+	int rc = gnn_opt_parse("gnn-partition", "Partition a graph for gnn-dist's graph stores.", options, argc, argv);
+
+	if (rc != GNN_OK)
+		return rc;
+	if ((rc = check_config()) != GNN_OK || (cfg.synthetic != NULL && (rc = synth_config(sp)) != GNN_OK))
+		return rc;
+	gnn_opt_log(options);
+	return GNN_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct run run = { .t0 = gnn_now() };
+	int rc;
+
+	gnn_log_init("gnn-partition");
+	if ((rc = configure(argc, argv, &run.sp)) != GNN_OK)
+		return rc == GNN_EHELP ? 0 : EXIT_USAGE;
+	gnn_signals_install();
+	gnn_stop_watchdog(GNN_STOP_GRACE_S);
+	if (prepare_output(run.tmp, sizeof(run.tmp)) != GNN_OK)
+		return 1;
+
+	if ((rc = load(&run)) != GNN_OK || (rc = partition(&run)) != GNN_OK || (rc = write_output(&run)) != GNN_OK)
+		return fail(&run, rc);
+	report(&run);
+	run_free(&run);
+	return 0;
 }

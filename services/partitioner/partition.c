@@ -12,7 +12,7 @@
 _Static_assert(sizeof(idx_t) == sizeof(int32_t), "graph.h stores node IDs as METIS idx_t");
 
 
-static int partition_random(const struct graph *g, int32_t parts, uint64_t seed, int32_t *part)
+static int partition_random(const struct pt_graph *g, int32_t parts, uint64_t seed, int32_t *part)
 {
 	int64_t n = g->num_nodes, *order = malloc((size_t)n * sizeof(*order));
 	int64_t k = 0, dealt[2] = { 0, 0 };
@@ -43,7 +43,7 @@ static int partition_random(const struct graph *g, int32_t parts, uint64_t seed,
 /* Builds the adjacency METIS needs when the stored graph is directed or
  * has several relations: one row per node, every edge in both directions,
  * a pair joined by several relations (or both ways) once. */
-static int symmetric_copy(const struct graph *g, struct graph *sym)
+static int symmetric_copy(const struct pt_graph *g, struct pt_graph *sym)
 {
 	int64_t m = g->num_edges;
 	int32_t *src = malloc((size_t)(m ? m : 1) * sizeof(*src));
@@ -61,7 +61,7 @@ static int symmetric_copy(const struct graph *g, struct graph *sym)
 		}
 	}
 	sym->schema.num_rels = 1;
-	return graph_build_csr(sym, g->num_nodes, src, dst, NULL, m, true);
+	return pt_graph_build_csr(sym, g->num_nodes, src, dst, NULL, m, true);
 }
 
 /* Position of the undirected edge {u, v} in [0, 1), the same from both ends. */
@@ -92,7 +92,7 @@ static double sample_k(const int64_t *cnt, int64_t maxdeg, int64_t budget)
 }
 
 /* Node v's neighbours over every relation. */
-static int64_t degree(const struct graph *a, int64_t v)
+static int64_t degree(const struct pt_graph *a, int64_t v)
 {
 	return graph_row_end(a, v) - graph_row_begin(a, v);
 }
@@ -103,23 +103,12 @@ struct metis_graph {
 	int64_t edges;
 };
 
-/* Builds METIS's adjacency from the symmetric graph a: the graph itself when
- * it has at most budget edges, else the importance-sampled subgraph. */
-static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, struct metis_graph *mg)
+/* The k of sample_k for the symmetric graph a and budget edges.
+ * GNN_ENOMEM. */
+static int sampling_k(const struct pt_graph *a, int64_t budget, double *k)
 {
-	int64_t n = a->num_nodes, maxdeg = 0, *cnt = NULL, w = 0;
-	double k;
+	int64_t n = a->num_nodes, maxdeg = 0, *cnt;
 
-	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
-	if (mg->xadj == NULL)
-		return GNN_ENOMEM;
-	if (a->num_edges <= budget) {  /* a has one relation: its rows are nodes */
-		for (int64_t v = 0; v <= n; v++)
-			mg->xadj[v] = (idx_t)a->indptr[v];
-		mg->adjncy = a->indices;
-		mg->edges = a->num_edges;
-		return GNN_OK;
-	}
 	for (int64_t v = 0; v < n; v++)
 		if (degree(a, v) > maxdeg)
 			maxdeg = degree(a, v);
@@ -136,29 +125,63 @@ static int metis_input(const struct graph *a, int64_t budget, uint64_t seed, str
 			cnt[du < dv ? du : dv]++;
 		}
 	}
-	k = sample_k(cnt, maxdeg, budget);
+	*k = sample_k(cnt, maxdeg, budget);
 	free(cnt);
+	return GNN_OK;
+}
+
+/* One pass over a's edges, keeping each with probability p = min(1, k /
+ * its smaller end-degree), weighted 1/p, into mg's offsets (and with fill
+ * its edges and weights). Every pass makes the same deterministic
+ * decisions. Returns the edges kept. */
+static int64_t sample_pass(const struct pt_graph *a, double k, uint64_t seed, struct metis_graph *mg, bool fill)
+{
+	int64_t w = 0;
+
+	for (int64_t v = 0; v < a->num_nodes; v++) {
+		int64_t dv = degree(a, v);
+
+		mg->xadj[v] = (idx_t)w;
+		for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
+			int32_t u = a->indices[e];
+			int64_t du = degree(a, u), d = du < dv ? du : dv;
+			double p = k >= (double)d ? 1.0 : k / (double)d;
+
+			if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
+				continue;
+			if (fill) {
+				mg->adjncy[w] = u;
+				mg->adjwgt[w] = (idx_t)(1.0 / p + 0.5);
+			}
+			w++;
+		}
+	}
+	return w;
+}
+
+/* Builds METIS's adjacency from the symmetric graph a: the graph itself when
+ * it has at most budget edges, else the importance-sampled subgraph. */
+static int metis_input(const struct pt_graph *a, int64_t budget, uint64_t seed, struct metis_graph *mg)
+{
+	int64_t n = a->num_nodes, w = 0;
+	double k;
+	int rc;
+
+	mg->xadj = malloc(((size_t)n + 1) * sizeof(*mg->xadj));
+	if (mg->xadj == NULL)
+		return GNN_ENOMEM;
+	if (a->num_edges <= budget) {  /* a has one relation: its rows are nodes */
+		for (int64_t v = 0; v <= n; v++)
+			mg->xadj[v] = (idx_t)a->indptr[v];
+		mg->adjncy = a->indices;
+		mg->edges = a->num_edges;
+		return GNN_OK;
+	}
+	if ((rc = sampling_k(a, budget, &k)) != GNN_OK)
+		return rc;
 	/* Two passes: the same deterministic decisions size, then fill. */
 	for (int pass = 0; pass < 2; pass++) {
-		w = 0;
-		for (int64_t v = 0; v < n; v++) {
-			int64_t dv = degree(a, v);
-
-			mg->xadj[v] = (idx_t)w;
-			for (int64_t e = graph_row_begin(a, v); e < graph_row_end(a, v); e++) {
-				int32_t u = a->indices[e];
-				int64_t du = degree(a, u), d = du < dv ? du : dv;
-				double p = k >= (double)d ? 1.0 : k / (double)d;
-
-				if (p < 1.0 && edge_hash(seed, u, (int32_t)v) >= p)
-					continue;
-				if (pass == 1) {
-					mg->adjncy[w] = u;
-					mg->adjwgt[w] = (idx_t)(1.0 / p + 0.5);
-				}
-				w++;
-			}
-		}
+		w = sample_pass(a, k, seed, mg, pass == 1);
 		if (w > INT32_MAX) {
 			GNN_ERROR("graph_too_large", "edges=%lld reason=\"METIS 5.1 idx_t is 32-bit; lower --metis-max-edges\"",
 				  (long long)w);
@@ -192,7 +215,7 @@ static void metis_graph_free(struct metis_graph *mg)
  * training node. With one type that is (1, degree, train), as before
  * types. A constraint whose weights are all zero confuses METIS: types
  * without nodes and, without training nodes, the last are left out. */
-static int vertex_weights(const struct graph *g, const struct graph *a, idx_t **vwgt_out, idx_t *ncon_out)
+static int vertex_weights(const struct pt_graph *g, const struct pt_graph *a, idx_t **vwgt_out, idx_t *ncon_out)
 {
 	int64_t num_train = 0;
 	idx_t types = 0, ncon, col[GNN_MAX_TYPES], *vwgt;
@@ -218,12 +241,12 @@ static int vertex_weights(const struct graph *g, const struct graph *a, idx_t **
 	return GNN_OK;
 }
 
-static int partition_metis(const struct graph *g, const struct partition_opts *o, int32_t *part,
+static int partition_metis(const struct pt_graph *g, const struct pt_partition_opts *o, int32_t *part,
 			   int64_t *metis_edges)
 {
-	struct graph sym = { 0 };
+	struct pt_graph sym = { 0 };
 	struct metis_graph mg = { 0 };
-	const struct graph *a = g;
+	const struct pt_graph *a = g;
 	idx_t nvtxs = (idx_t)g->num_nodes, ncon, nparts = o->parts, objval = 0;
 	idx_t options[METIS_NOPTIONS];
 	idx_t *vwgt = NULL;
@@ -261,7 +284,7 @@ static int partition_metis(const struct graph *g, const struct partition_opts *o
 out:
 	metis_graph_free(&mg);
 	free(vwgt);
-	graph_free(&sym);
+	pt_graph_free(&sym);
 	return rc;
 }
 
@@ -291,7 +314,7 @@ static void fill_empty(int64_t n, int32_t parts, int32_t *part, int64_t *count)
 /* Moves training nodes from the fullest to the emptiest partition (by
  * training count) until all lie within 5% of the mean (at least +-1 node),
  * each time choosing the node whose move raises the edge cut least. */
-static int64_t balance_train(const struct graph *g, int32_t parts, int32_t *part)
+static int64_t balance_train(const struct pt_graph *g, int32_t parts, int32_t *part)
 {
 	int64_t *train = calloc((size_t)parts, sizeof(*train)), total = 0, moves = 0;
 	int64_t hi, lo;
@@ -350,7 +373,7 @@ static int64_t balance_train(const struct graph *g, int32_t parts, int32_t *part
  * type t's nodes [type_offsets[p T + t], type_offsets[p T + t + 1]). Nodes
  * are numbered type after type, so handing out IDs in old-ID order gives
  * both, and keeps the input order within a type. */
-static int relabel(const struct graph *g, struct partition *pt)
+static int relabel(const struct pt_graph *g, struct pt_partition *pt)
 {
 	int64_t n = g->num_nodes, *next, *to;
 	int32_t parts = pt->num_parts;
@@ -384,10 +407,10 @@ static int relabel(const struct graph *g, struct partition *pt)
 	return GNN_OK;
 }
 
-int partition_compute(const struct graph *g, const struct partition_opts *o, struct partition *out)
+int pt_partition_compute(const struct pt_graph *g, const struct pt_partition_opts *o, struct pt_partition *out)
 {
 	int32_t parts = o->parts;
-	struct partition pt = { .num_parts = parts };
+	struct pt_partition pt = { .num_parts = parts };
 	int64_t *count = NULL;
 	double t0 = gnn_now();
 	int rc = GNN_ENOMEM;
@@ -428,11 +451,11 @@ int partition_compute(const struct graph *g, const struct partition_opts *o, str
 
 out_fail:
 	free(count);
-	partition_free(&pt);
+	pt_partition_free(&pt);
 	return rc;
 }
 
-void partition_free(struct partition *pt)
+void pt_partition_free(struct pt_partition *pt)
 {
 	free(pt->part);
 	free(pt->offsets);

@@ -31,14 +31,14 @@
 
 #include "graph.h"
 
-struct partition_opts {
+struct pt_partition_opts {
 	int32_t parts;          /* 1 <= parts <= num_nodes */
 	const char *method;     /* "metis" or "random" */
 	uint64_t seed;
 	int64_t metis_max_edges; /* sparsify METIS's input above this many edges */
 };
 
-struct partition {
+struct pt_partition {
 	int32_t num_parts;
 	int32_t *part;      /* [num_nodes] partition of each original node */
 	int64_t *offsets;   /* [num_parts + 1] new-ID boundaries */
@@ -52,8 +52,8 @@ struct partition {
 };
 
 /* Partitions g as o says. *out (zeroed by the caller) owns its arrays:
- * partition_free. GNN_EINVAL for a bad method or part count. */
-int partition_compute(const struct graph *g, const struct partition_opts *o, struct partition *out);
-void partition_free(struct partition *pt);
+ * pt_partition_free. GNN_EINVAL for a bad method or part count. */
+int pt_partition_compute(const struct pt_graph *g, const struct pt_partition_opts *o, struct pt_partition *out);
+void pt_partition_free(struct pt_partition *pt);
 
 #endif

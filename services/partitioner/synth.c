@@ -1,6 +1,7 @@
 /* synth.c - deterministic synthetic graph generator (see synth.h and
- * docs/synthetic.md): the homogeneous presets, and the steps the
- * heterogeneous ones (synth_mag.c) share with them (synth_int.h).
+ * docs/synthetic.md): the presets, validation and generation of either
+ * kind, and the homogeneous model itself; the heterogeneous one is
+ * synth_mag.c, and the steps both use are synth_steps.c.
  *
  * Pipeline, with what each step holds at ogbn-products scale:
  *   1. communities: a seeded permutation of the nodes is cut into Zipf-sized
@@ -15,7 +16,7 @@
  *      deficit until exactly `edges` unique edges exist (2 x 495 MB while
  *      sorting the first batch: the peak);
  *   4. the keys are unpacked in place into src/dst and handed to
- *      graph_build_csr, which sorts them into the symmetric CSR.
+ *      pt_graph_build_csr, which sorts them into the symmetric CSR.
  * Features are never stored: feat_row recomputes a row from the seed.
  *
  * Determinism: all randomness comes from xoshiro256** / splitmix64 streams
@@ -31,10 +32,9 @@
 #include <time.h>
 
 #include "err.h"
-#include "hash.h"
 #include "log.h"
-#include "synth_int.h"
-#include "sys.h"
+#include "synth_mag.h"
+#include "synth_steps.h"
 
 /* ---- model constants (documented in docs/synthetic.md) ---- */
 
@@ -48,9 +48,6 @@
  * duplicates. */
 #define SUB_SIZE_PER_CAP 4
 #define SUB_SIZE_MIN 256
-/* Top-up rounds drawn from the model before the remaining deficit is filled
- * with uniform pairs (only reachable for very dense custom graphs). */
-#define MODEL_ROUNDS 64
 
 /* Stream tags: each purpose gets its own independent stream of the seed, so
  * changing how many numbers one step draws never shifts another step. */
@@ -60,63 +57,9 @@ enum {
 	TAG_WEIGHTS,
 	TAG_EDGES,
 	TAG_SPLIT,
-	TAG_CENTROIDS,
-	TAG_FEATURES,
-	TAG_MISFIT,
+	/* 6 and 7: the features' streams (synth_steps.c) */
+	TAG_MISFIT = 8,
 };
-
-/* ---- random numbers (the stream itself is in synth_int.h) ---- */
-
-/* Uniform in (0, 1], 53 bits. */
-static double rng_unit_open0(struct rng *r)
-{
-	return (double)((rng_next(r) >> 11) + 1) * (1.0 / 9007199254740992.0);
-}
-
-/* Standard deviation of the sum of four uniform 16-bit integers. */
-#define IH_MEAN 131070
-static double ih_sd(void)
-{
-	return sqrt((65536.0 * 65536.0 - 1.0) / 3.0);
-}
-
-/* An approximately standard normal number from 64 random bits: the sum of
- * four 16-bit uniforms (Irwin-Hall, n = 4), centred; times 1 / ih_sd().
- * Integer arithmetic, so identical everywhere; the tails stop at 3.46 sd. */
-static int32_t ih_sum(uint64_t r)
-{
-	return (int32_t)((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48)) -
-	       IH_MEAN;
-}
-
-/* Cube root of x >= 1 by Newton's method from a power-of-two guess: libm's
- * cbrt may differ in the last bit between libraries, this may not. The
- * step is written so that no a * b + c can be fused into an FMA with a
- * different rounding (2 * y is exact either way). */
-static double det_cbrt(double x)
-{
-	int e;
-	double y;
-
-	frexp(x, &e);
-	y = ldexp(1.0, e / 3);
-	for (int i = 0; i < 10; i++)
-		y = (2.0 * y + x / (y * y)) / 3.0;
-	return y;
-}
-
-/* x rounded to `bits` significant bits. The product of a value of b1 bits
- * and one of b2 bits is exact when b1 + b2 fits the significand, and then
- * a compiler that fuses a * b + c into an FMA (clang by default, GCC in
- * gnu modes with -march=native) gets the same result as one that does not:
- * this keeps the output bit-identical whatever the build flags. */
-static double round_bits(double x, int bits)
-{
-	int e;
-	double f = frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
-
-	return ldexp((double)(int64_t)(ldexp(f, bits) + (f < 0 ? -0.5 : 0.5)), e - bits);
-}
 
 static double now_s(void)
 {
@@ -131,7 +74,7 @@ static double now_s(void)
 /* tiny: unit tests. small: the demo. medium: products' density at a fifth of
  * its size. products: ogbn-products' exact sizes and split. small and medium
  * use products' split proportions (8% / 1.6% / rest). */
-static const struct synth_params presets[] = {
+static const struct pt_synth_params presets[] = {
 	{ .preset = "tiny", .nodes = 2000, .edges = 10000, .feat_dim = 32, .classes = 5,
 	  .num_train = 400, .num_valid = 200, .num_test = 1400 },
 	{ .preset = "small", .nodes = 100000, .edges = 1000000, .feat_dim = 100, .classes = 47,
@@ -142,14 +85,14 @@ static const struct synth_params presets[] = {
 	  .num_train = 196615, .num_valid = 39323, .num_test = 2213091 },
 };
 
-const char *synth_preset_names(void)
+const char *pt_synth_preset_names(void)
 {
 	return "tiny|small|medium|products|mag-tiny|mag-small|mag";
 }
 
 /* Copies the preset called name among t[0..n) into *p with the seed. */
-static bool find_preset(const struct synth_params *t, size_t n, const char *name, uint64_t seed,
-			struct synth_params *p)
+static bool find_preset(const struct pt_synth_params *t, size_t n, const char *name, uint64_t seed,
+			struct pt_synth_params *p)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(name, t[i].preset) != 0)
@@ -161,60 +104,17 @@ static bool find_preset(const struct synth_params *t, size_t n, const char *name
 	return false;
 }
 
-int synth_preset(const char *name, uint64_t seed, struct synth_params *p)
+int pt_synth_preset(const char *name, uint64_t seed, struct pt_synth_params *p)
 {
 	if (name != NULL && (find_preset(presets, sizeof(presets) / sizeof(presets[0]), name, seed, p) ||
-			     find_preset(synth_mag_presets, synth_mag_num_presets, name, seed, p)))
+			     find_preset(pt_synth_mag_presets, pt_synth_mag_num_presets, name, seed, p)))
 		return GNN_OK;
 	GNN_ERROR("synth_unknown_preset", "preset=\"%s\" known=%s", name ? name : "(null)",
-		  synth_preset_names());
+		  pt_synth_preset_names());
 	return GNN_ENOENT;
 }
 
-static const char *preset_name(const struct synth_params *p)
-{
-	return p->preset != NULL ? p->preset : "custom";
-}
-
-int synth_invalid(const struct synth_params *p, const char *field, long long value, const char *reason)
-{
-	GNN_ERROR("synth_invalid", "preset=%s field=%s value=%lld reason=\"%s\"", preset_name(p),
-		  field, value, reason);
-	return GNN_EINVAL;
-}
-
-int synth_check_classes(const struct synth_params *p, int64_t nodes, const char *what)
-{
-	char reason[128];
-
-	if (p->feat_dim < 0 || p->feat_dim > 65536)
-		return synth_invalid(p, "feat_dim", p->feat_dim, "must be in [0, 65536] (0: no features)");
-	if (p->classes < 2 || p->classes > 65536)
-		return synth_invalid(p, "classes", p->classes, "must be in [2, 65536]");
-	snprintf(reason, sizeof(reason), "must not exceed %s (every class gets a node)", what);
-	if (p->classes > nodes)
-		return synth_invalid(p, "classes", p->classes, reason);
-	return GNN_OK;
-}
-
-int synth_check_split(const struct synth_params *p, int64_t nodes, const char *what)
-{
-	char reason[128];
-
-	snprintf(reason, sizeof(reason), "must be in [0, %s]", what);
-	if (p->num_train < 0 || p->num_train > nodes)
-		return synth_invalid(p, "num_train", p->num_train, reason);
-	if (p->num_valid < 0 || p->num_valid > nodes)
-		return synth_invalid(p, "num_valid", p->num_valid, reason);
-	if (p->num_test < 0 || p->num_test > nodes)
-		return synth_invalid(p, "num_test", p->num_test, reason);
-	snprintf(reason, sizeof(reason), "num_train + num_valid + num_test exceeds %s", what);
-	if (p->num_train + p->num_valid + p->num_test > nodes)
-		return synth_invalid(p, "num_test", p->num_train + p->num_valid + p->num_test, reason);
-	return GNN_OK;
-}
-
-int synth_validate(const struct synth_params *p)
+int pt_synth_validate(const struct pt_synth_params *p)
 {
 	int64_t pairs;
 	int rc;
@@ -223,24 +123,24 @@ int synth_validate(const struct synth_params *p)
 		GNN_ERROR("synth_invalid", "reason=\"no parameters\"");
 		return GNN_EINVAL;
 	}
-	if (p->kind == SYNTH_MAG)
-		return synth_mag_validate(p);
-	if (p->kind != SYNTH_PLAIN)
-		return synth_invalid(p, "kind", p->kind, "must be SYNTH_PLAIN or SYNTH_MAG");
+	if (p->kind == PT_SYNTH_MAG)
+		return pt_synth_mag_validate(p);
+	if (p->kind != PT_SYNTH_PLAIN)
+		return pt_synth_invalid(p, "kind", p->kind, "must be SYNTH_PLAIN or SYNTH_MAG");
 	if (p->nodes < 1 || p->nodes > INT32_MAX)
-		return synth_invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
-	if ((rc = synth_check_classes(p, p->nodes, "nodes")) != GNN_OK)
+		return pt_synth_invalid(p, "nodes", p->nodes, "must be in [1, 2147483647]");
+	if ((rc = pt_synth_check_classes(p, p->nodes, "nodes")) != GNN_OK)
 		return rc;
 	pairs = p->nodes * (p->nodes - 1) / 2; /* < 2^61: no overflow */
 	if (p->edges < 0)
-		return synth_invalid(p, "edges", p->edges, "must be >= 0");
+		return pt_synth_invalid(p, "edges", p->edges, "must be >= 0");
 	if (p->edges > pairs)
-		return synth_invalid(p, "edges", p->edges,
+		return pt_synth_invalid(p, "edges", p->edges,
 			       "more than nodes*(nodes-1)/2, the number of distinct node pairs");
 	if (p->edges > pairs / 2)
-		return synth_invalid(p, "edges", p->edges,
+		return pt_synth_invalid(p, "edges", p->edges,
 			       "more than half of all node pairs: too dense to generate by rejecting duplicates");
-	return synth_check_split(p, p->nodes, "nodes");
+	return pt_synth_check_split(p, p->nodes, "nodes");
 }
 
 /* ---- communities ---- */
@@ -262,7 +162,7 @@ struct model {
 	double h_in;         /* P(second endpoint drawn inside the community) */
 	/* Alias tables (Vose). Global: slot = node. Class and sub: slot = perm
 	 * index, each community's table over its own perm range. */
-	struct alias_slot *g_tab, *c_tab, *s_tab;
+	struct pt_synth_alias_slot *g_tab, *c_tab, *s_tab;
 };
 
 static void model_free(struct model *m)
@@ -280,61 +180,6 @@ static void model_free(struct model *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void synth_shuffle_i32(int32_t *a, int64_t n, struct rng *r)
-{
-	for (int64_t i = n - 1; i > 0; i--) {
-		int64_t j = (int64_t)rng_below(r, (uint64_t)i + 1);
-		int32_t t = a[i];
-
-		a[i] = a[j];
-		a[j] = t;
-	}
-}
-
-void synth_class_ranks(int32_t k, uint64_t seed, uint64_t tag, int32_t *rank)
-{
-	struct rng r;
-
-	for (int32_t i = 0; i < k; i++)
-		rank[i] = i;
-	rng_seed(&r, seed, tag);
-	synth_shuffle_i32(rank, k, &r);
-}
-
-int synth_class_sizes(int64_t n, int32_t k, const int32_t *rank, int64_t *size)
-{
-	int32_t *by_rank = malloc((size_t)k * sizeof(*by_rank));
-	double harmonic = 0.0;
-	int64_t sum = 0;
-
-	if (by_rank == NULL)
-		return GNN_ENOMEM;
-	for (int32_t i = 0; i < k; i++)
-		harmonic += 1.0 / (double)(i + 1);
-	for (int32_t c = 0; c < k; c++) {
-		by_rank[rank[c]] = c;
-		size[c] = (int64_t)((double)n / ((double)(rank[c] + 1) * harmonic));
-		if (size[c] < 1)
-			size[c] = 1;
-		sum += size[c];
-	}
-	/* Rounding leftovers go to (or come from) the classes in rank order;
-	 * k <= n, so taking can always stop at sizes of 1. */
-	for (int32_t i = 0; sum != n; i = (i + 1) % k) {
-		int32_t c = by_rank[i];
-
-		if (sum < n) {
-			size[c]++;
-			sum++;
-		} else if (size[c] > 1) {
-			size[c]--;
-			sum--;
-		}
-	}
-	free(by_rank);
-	return GNN_OK;
-}
-
 /* The homogeneous model's class sizes: Zipf, ranks from TAG_CLASS_RANK. */
 static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 {
@@ -343,8 +188,8 @@ static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 
 	if (rank == NULL)
 		return GNN_ENOMEM;
-	synth_class_ranks(k, seed, TAG_CLASS_RANK, rank);
-	rc = synth_class_sizes(n, k, rank, size);
+	pt_synth_class_ranks(k, seed, TAG_CLASS_RANK, rank);
+	rc = pt_synth_class_sizes(n, k, rank, size);
 	free(rank);
 	return rc;
 }
@@ -352,7 +197,7 @@ static int class_sizes(int64_t n, int32_t k, uint64_t seed, int64_t *size)
 static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
 {
 	int64_t *size = NULL, nsub = 0, s = 0;
-	struct rng r;
+	struct pt_synth_rng r;
 	int rc = GNN_ENOMEM;
 
 	size = malloc((size_t)m->classes * sizeof(*size));
@@ -380,7 +225,7 @@ static int build_communities(struct model *m, uint64_t seed, int64_t sub_size)
 	for (int64_t i = 0; i < m->n; i++)
 		m->perm[i] = (int32_t)i;
 	rng_seed(&r, seed, TAG_CLASS_PERM);
-	synth_shuffle_i32(m->perm, m->n, &r);
+	pt_synth_shuffle_i32(m->perm, m->n, &r);
 	m->class_off[0] = 0;
 	for (int32_t c = 0; c < m->classes; c++) {
 		int64_t b = m->class_off[c], k = size[c] / sub_size > 1 ? size[c] / sub_size : 1;
@@ -403,103 +248,6 @@ out:
 }
 
 /* ---- weights and alias tables ---- */
-
-/* w = u^(-2/3) for u uniform in (0, 1]. The homogeneous model caps it at
- * weight_cap, which makes the expected maximum degree about sqrt(2 *
- * edges), the Chung-Lu limit below which a pair's expected number of edges
- * stays under one (ogbn-products: sqrt(2 * 61.9M) = 11k, max 17k). */
-/* Degree is proportional to weight, and a weight-1 node gets mean_deg /
- * SYNTH_PARETO_MEAN: the cap that makes deg_cap the top degree. */
-double synth_weight_cap(double deg_cap, double mean_deg)
-{
-	double cap = mean_deg > 0.0 ? deg_cap * SYNTH_PARETO_MEAN / mean_deg : 1.0;
-
-	return cap < 1.0 ? 1.0 : cap;
-}
-
-int synth_pareto_weights(int64_t n, double cap, uint64_t seed, uint64_t tag, double **out)
-{
-	double cap3 = cap * cap * cap, *w = malloc((size_t)(n ? n : 1) * sizeof(*w));
-	struct rng r;
-
-	if (w == NULL)
-		return GNN_ENOMEM;
-	rng_seed(&r, seed, tag);
-	for (int64_t v = 0; v < n; v++) {
-		double s = 1.0 / rng_unit_open0(&r), s2 = s * s;
-
-		w[v] = s2 >= cap3 ? cap : det_cbrt(s2);
-	}
-	*out = w;
-	return GNN_OK;
-}
-
-/* Vose's alias method over slots [b, e): slot i holds item(i) = items ?
- * items[i] : i, of weight w[item(i)]. scaled/small/large: scratch of at
- * least e - b entries. */
-static void alias_build(const double *w, const int32_t *items, int64_t b, int64_t e,
-			struct alias_slot *tab, double *scaled, int32_t *small, int32_t *large)
-{
-	int64_t k = e - b, ns = 0, nl = 0;
-	double total = 0.0;
-
-	for (int64_t i = b; i < e; i++) {
-		tab[i].item = items ? items[i] : (int32_t)i;
-		total += w[tab[i].item];
-	}
-	for (int64_t i = 0; i < k; i++) {
-		scaled[i] = w[tab[b + i].item] * (double)k / total;
-		if (scaled[i] < 1.0)
-			small[ns++] = (int32_t)i;
-		else
-			large[nl++] = (int32_t)i;
-	}
-	while (ns > 0 && nl > 0) {
-		int32_t sm = small[--ns], l = large[--nl];
-
-		tab[b + sm].thr = (uint32_t)(scaled[sm] * 4294967296.0);
-		tab[b + sm].alt = tab[b + l].item;
-		scaled[l] = (scaled[l] + scaled[sm]) - 1.0;
-		if (scaled[l] < 1.0)
-			small[ns++] = l;
-		else
-			large[nl++] = l;
-	}
-	/* What is left has scaled weight 1 up to rounding: always itself. */
-	while (nl > 0) {
-		int32_t l = large[--nl];
-
-		tab[b + l].thr = UINT32_MAX;
-		tab[b + l].alt = tab[b + l].item;
-	}
-	while (ns > 0) {
-		int32_t sm = small[--ns];
-
-		tab[b + sm].thr = UINT32_MAX;
-		tab[b + sm].alt = tab[b + sm].item;
-	}
-}
-
-int synth_alias_groups(const double *w, const int32_t *items, const int64_t *off, int64_t groups,
-		       struct alias_slot *tab)
-{
-	size_t n = (size_t)(off[groups] - off[0]);
-	double *scaled = malloc((n ? n : 1) * sizeof(*scaled));
-	int32_t *small = malloc((n ? n : 1) * sizeof(*small)), *large = malloc((n ? n : 1) * sizeof(*large));
-	int rc = GNN_ENOMEM;
-
-	if (scaled == NULL || small == NULL || large == NULL)
-		goto out;
-	for (int64_t i = 0; i < groups; i++)
-		alias_build(w, items, off[i], off[i + 1], tab, scaled, small, large);
-	rc = GNN_OK;
-out:
-	free(scaled);
-	free(small);
-	free(large);
-	return rc;
-}
-
 /* Global table (slot = node), one per community and one per
  * sub-community (slot = perm index). */
 static int build_alias_tables(struct model *m)
@@ -513,62 +261,22 @@ static int build_alias_tables(struct model *m)
 	m->s_tab = malloc(n * sizeof(*m->s_tab));
 	if (m->g_tab == NULL || m->c_tab == NULL || m->s_tab == NULL)
 		return GNN_ENOMEM;
-	if ((rc = synth_alias_groups(m->w, NULL, all, 1, m->g_tab)) != GNN_OK ||
-	    (rc = synth_alias_groups(m->w, m->perm, m->class_off, m->classes, m->c_tab)) != GNN_OK)
+	if ((rc = pt_synth_alias_groups(m->w, NULL, all, 1, m->g_tab)) != GNN_OK ||
+	    (rc = pt_synth_alias_groups(m->w, m->perm, m->class_off, m->classes, m->c_tab)) != GNN_OK)
 		return rc;
-	return synth_alias_groups(m->w, m->perm, m->sub_off, m->nsub, m->s_tab);
+	return pt_synth_alias_groups(m->w, m->perm, m->sub_off, m->nsub, m->s_tab);
 }
 
 /* x * y with both rounded to 26 significant bits, so that the product is
  * exact and an FMA-fused sum over such products rounds like an unfused one
- * (see round_bits). */
+ * (see pt_synth_round_bits). */
 static double exact_mul(double x, double y)
 {
-	return round_bits(x, 26) * round_bits(y, 26);
-}
-
-/* The community whose range of class_off[0..k] holds slot i. */
-static int32_t class_of_slot(const int64_t *class_off, int32_t k, int64_t i)
-{
-	int32_t lo = 0, hi = k - 1;
-
-	while (lo < hi) {
-		int32_t mid = lo + (hi - lo + 1) / 2;
-
-		if (class_off[mid] <= i)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return lo;
-}
-
-/* Misfits keep their community's edges (so their neighbours vote for the
- * community's class) while their own features follow the new label, only
- * weakly. That caps what aggregating neighbours can reach below 1, as
- * ambiguous labels do in real data; without it the mean over ~50
- * neighbours classifies products-scale graphs perfectly. */
-void synth_assign_misfits(const int32_t *perm, const int64_t *class_off, int32_t k, int64_t n,
-			  double share, struct rng *r, int32_t *labels)
-{
-	uint32_t thr = prob_threshold(share);
-
-	for (int32_t c = 0; c < k; c++) {
-		for (int64_t i = class_off[c] + 1; i < class_off[c + 1]; i++) {
-			int32_t other;
-
-			if ((uint32_t)rng_next(r) >= thr)
-				continue;
-			do
-				other = class_of_slot(class_off, k, (int64_t)rng_below(r, (uint64_t)n));
-			while (other == c);
-			labels[perm[i]] = other;
-		}
-	}
+	return pt_synth_round_bits(x, 26) * pt_synth_round_bits(y, 26);
 }
 
 /* In-community probability h_in such that the expected share of candidate
- * edges whose endpoints carry the same label is SYNTH_HOMOPHILY. With
+ * edges whose endpoints carry the same label is PT_SYNTH_HOMOPHILY. With
  * endpoints drawn in proportion to weight, a partner from u's community
  * shares u's label with probability A = sum_c (W_c / W) sum_l (W_cl / W_c)^2
  * (W_cl: weight of community c's nodes labelled l), a partner from
@@ -611,7 +319,7 @@ static int solve_homophily(struct model *m)
 	}
 	for (int32_t l = 0; l < m->classes; l++)
 		q += exact_mul(by_label[l] / total, by_label[l] / total);
-	m->h_in = a > q ? (SYNTH_HOMOPHILY - q) / (a - q) : 0.0;
+	m->h_in = a > q ? (PT_SYNTH_HOMOPHILY - q) / (a - q) : 0.0;
 	if (m->h_in < 0.0)
 		m->h_in = 0.0;
 	if (m->h_in > 1.0)
@@ -629,7 +337,7 @@ struct gen {
 	int key_bits;        /* B: a key is min << B | max */
 	uint32_t in_class;   /* thresholds on 32 random bits */
 	uint32_t in_sub;
-	struct rng r;
+	struct pt_synth_rng r;
 	int64_t drawn;       /* candidates drawn, self-loops included */
 };
 
@@ -646,7 +354,7 @@ struct gen {
  * SUB_SHARE from its sub-community), else again from everywhere. Both
  * endpoints are then marginally proportional to weight (Chung-Lu).
  * Self-loops are dropped; surplus keys of the last batch are discarded.
- * uniform: plain uniform pairs instead (synth_unique_keys' fallback). */
+ * uniform: plain uniform pairs instead (pt_synth_unique_keys' fallback). */
 static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 {
 	struct gen *g = ctx;
@@ -654,7 +362,7 @@ static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 	uint64_t r[3 * GEN_BATCH];
 	int64_t slot[GEN_BATCH];
 	int32_t u[GEN_BATCH];
-	const struct alias_slot *tab[GEN_BATCH];
+	const struct pt_synth_alias_slot *tab[GEN_BATCH];
 	size_t done = 0;
 
 	while (done < count) {
@@ -707,271 +415,25 @@ static void gen_keys(void *ctx, bool uniform, uint64_t *out, size_t count)
 	}
 }
 
-/* ---- sorting and merging keys ---- */
-
-#define RADIX_BITS 11
-#define RADIX_SIZE (1 << RADIX_BITS)
-
-/* LSD radix sort of n keys below 2^bits, RADIX_BITS per pass, ping-ponging
- * between keys and tmp (n entries each); passes in which every key has the
- * same digit are skipped. *sorted gets whichever buffer holds the result. */
-static int radix_sort(uint64_t *keys, uint64_t *tmp, size_t n, int bits, uint64_t **sorted)
-{
-	int passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
-	size_t (*hist)[RADIX_SIZE] = calloc((size_t)passes, sizeof(*hist));
-	uint64_t *from = keys, *to = tmp;
-
-	if (hist == NULL)
-		return GNN_ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		for (int p = 0; p < passes; p++)
-			hist[p][(keys[i] >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
-	for (int p = 0; p < passes; p++) {
-		size_t sum = 0;
-		bool trivial = false;
-
-		for (int d = 0; d < RADIX_SIZE; d++) {
-			size_t c = hist[p][d];
-
-			if (c == n)
-				trivial = true;
-			hist[p][d] = sum;
-			sum += c;
-		}
-		if (trivial)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			uint64_t k = from[i];
-
-			to[hist[p][(k >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++] = k;
-		}
-		uint64_t *t = from;
-		from = to;
-		to = t;
-	}
-	free(hist);
-	*sorted = from;
-	return GNN_OK;
-}
-
-/* Removes adjacent duplicates of sorted keys in place; returns the count. */
-static size_t unique_sorted(uint64_t *keys, size_t n)
-{
-	size_t w = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (w == 0 || keys[i] != keys[w - 1])
-			keys[w++] = keys[i];
-	return w;
-}
-
-/* Keeps the sorted unique add[0..k) that are not in sorted have[0..u);
- * returns how many. */
-static size_t drop_present(const uint64_t *have, size_t u, uint64_t *add, size_t k)
-{
-	size_t lo = 0, w = 0;
-
-	for (size_t i = 0; i < k; i++) {
-		size_t hi = u;
-
-		while (lo < hi) { /* first have[j] >= add[i], from the last one */
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (have[mid] < add[i])
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < u && have[lo] == add[i])
-			continue;
-		add[w++] = add[i];
-	}
-	return w;
-}
-
-/* Merges sorted add[0..k) into sorted have[0..u), which has room for u + k,
- * from the back so that no second buffer is needed. */
-static void merge_back(uint64_t *have, size_t u, const uint64_t *add, size_t k)
-{
-	size_t i = u, j = k, w = u + k;
-
-	while (j > 0) {
-		if (i > 0 && have[i - 1] > add[j - 1])
-			have[--w] = have[--i];
-		else
-			have[--w] = add[--j];
-	}
-}
-
-/* Between the generator's phases (each at most a few seconds at products
- * scale): a stop signal ends the run, the watchdog is only the backstop. */
-int synth_stop_point(void)
-{
-	return gnn_stop_requested() ? GNN_ECLOSED : GNN_OK;
-}
-
-int synth_unique_keys(synth_draw_fn draw, void *ctx, int64_t count, int bits, const char *what,
-		      uint64_t **keys_out, int *rounds_out)
-{
-	size_t m = (size_t)count, u, cap = 0;
-	uint64_t *keys = malloc((m ? m : 1) * sizeof(*keys));
-	uint64_t *tmp = malloc((m ? m : 1) * sizeof(*tmp)), *sorted = NULL;
-	uint64_t *add = NULL, *add_tmp = NULL;
-	int rounds = 0, rc = GNN_ENOMEM;
-	bool uniform = false;
-
-	if (keys == NULL || tmp == NULL)
-		goto out;
-	draw(ctx, uniform, keys, m);
-	if ((rc = synth_stop_point()) != GNN_OK)
-		goto out;
-	rc = radix_sort(keys, tmp, m, bits, &sorted);
-	if (rc == GNN_OK)
-		rc = synth_stop_point();
-	if (rc != GNN_OK)
-		goto out;
-	/* Keep the sorted buffer, free the other before the top-up rounds. */
-	if (sorted == tmp) {
-		tmp = keys;
-		keys = sorted;
-	}
-	free(tmp);
-	tmp = NULL;
-	u = unique_sorted(keys, m);
-
-	/* Each round draws exactly the deficit, so it can never overshoot: the
-	 * result is deterministic without tracking draw order. Duplicates are
-	 * rarer each round (a few % of candidates at products scale). */
-	while (u < m) {
-		size_t d = m - u, k;
-
-		rounds++;
-		if (rounds > MODEL_ROUNDS && !uniform) {
-			uniform = true;
-			GNN_WARN("synth_uniform_fill",
-				 "edges=%s missing=%zu rounds=%d reason=\"model keeps redrawing existing edges; filling with uniform pairs\"",
-				 what, d, rounds - 1);
-		}
-		if (d > cap) {
-			free(add);
-			free(add_tmp);
-			add = malloc(d * sizeof(*add));
-			add_tmp = malloc(d * sizeof(*add_tmp));
-			if (add == NULL || add_tmp == NULL) {
-				rc = GNN_ENOMEM;
-				goto out;
-			}
-			cap = d;
-		}
-		draw(ctx, uniform, add, d);
-		rc = radix_sort(add, add_tmp, d, bits, &sorted);
-		if (rc != GNN_OK)
-			goto out;
-		k = unique_sorted(sorted, d);
-		k = drop_present(keys, u, sorted, k);
-		merge_back(keys, u, sorted, k);
-		u += k;
-	}
-	*keys_out = keys;
-	*rounds_out = rounds;
-	keys = NULL;
-	rc = GNN_OK;
-out:
-	free(keys);
-	free(tmp);
-	free(add);
-	free(add_tmp);
-	return rc;
-}
-
-/* ---- features ---- */
-
-struct synth_feat {
-	uint64_t seed;       /* TAG_FEATURES stream of the graph's seed */
-	int32_t dim;
-	int32_t classes;
-	float scale;         /* noise sd / ih_sd() */
-	float centroid[];    /* [classes * dim] */
-};
-
 /* The z at which an ideal nearest-centroid classifier on one node's
- * features is right with probability SYNTH_RAW_ACCURACY, for equidistant
+ * features is right with probability PT_SYNTH_RAW_ACCURACY, for equidistant
  * centroids: P(correct) = E_g[Phi(sqrt(2) z - g)^(K-1)]. Computed offline
  * (numerical integration); interpolated in code to stay libm-free. */
-static const struct synth_zpoint raw_accuracy_z[] = {
+static const struct pt_synth_zpoint raw_accuracy_z[] = {
 	{ 2, 0.253 },   { 3, 0.626 },   { 4, 0.815 },   { 5, 0.940 },   { 7, 1.102 },
 	{ 10, 1.252 },  { 15, 1.402 },  { 20, 1.500 },  { 30, 1.628 },  { 47, 1.759 },
 	{ 70, 1.868 },  { 100, 1.961 }, { 200, 2.129 }, { 500, 2.334 }, { 1000, 2.478 },
 };
 
-double synth_noise_z(const struct synth_zpoint *t, size_t n, int32_t k)
+/* The feature rows' centroids and noise (g->feat_ctx), *sigma the noise sd. */
+static int make_features(const struct pt_synth_params *p, struct pt_synth_feat **feat, double *sigma)
 {
-	if (k <= t[0].k)
-		return t[0].z;
-	for (size_t i = 1; i < n; i++)
-		if (k <= t[i].k)
-			return t[i - 1].z + (t[i].z - t[i - 1].z) * (double)(k - t[i - 1].k) /
-						    (double)(t[i].k - t[i - 1].k);
-	return t[n - 1].z;
-}
+	double z = pt_synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]), p->classes);
 
-/* Row of node v: centroid of its class plus noise from a stream seeded by
- * (seed, v) alone, so any row can be computed in any order, on any pod. */
-int synth_feat_row(const struct graph *g, int64_t node, float *out)
-{
-	const struct synth_feat *f = g->feat_ctx;
-	const float *mu;
-	uint64_t x;
-	int32_t c;
-
-	if (f == NULL || g->labels == NULL || node < 0 || node >= g->num_nodes)
-		return GNN_EINTERNAL;
-	c = g->labels[node];
-	if (c < 0 || c >= f->classes)
-		return GNN_EINTERNAL;
-	mu = f->centroid + (size_t)c * (size_t)f->dim;
-	x = gnn_mix64(f->seed ^ gnn_mix64((uint64_t)node));
-	for (int32_t j = 0; j < f->dim; j++)
-		out[j] = mu[j] + (float)ih_sum(gnn_splitmix64(&x)) * f->scale;
-	return GNN_OK;
-}
-
-/* Centroid distance is about sqrt(2 * dim). */
-int synth_make_features(uint64_t seed, int32_t dim, int32_t classes, double z, struct synth_feat **out,
-			double *sigma)
-{
-	size_t n = (size_t)classes * (size_t)dim;
-	struct synth_feat *f = malloc(sizeof(*f) + n * sizeof(float));
-	float unit = (float)(1.0 / ih_sd());
-	struct rng r;
-
-	if (f == NULL)
-		return GNN_ENOMEM;
-	rng_seed(&r, seed, TAG_FEATURES);
-	f->seed = rng_next(&r);
-	f->dim = dim;
-	f->classes = classes;
-	*sigma = sqrt((double)dim / 2.0) / z;
-	/* ih_sum() has at most 17 significant bits, the scale 6: their float
-	 * product is exact, so mu + noise * scale rounds once, fused or not. */
-	f->scale = (float)round_bits(*sigma / ih_sd(), 6);
-	rng_seed(&r, seed, TAG_CENTROIDS);
-	for (size_t i = 0; i < n; i++)
-		f->centroid[i] = (float)ih_sum(rng_next(&r)) * unit;
-	*out = f;
-	return GNN_OK;
+	return pt_synth_make_features(p->seed, p->feat_dim, p->classes, z, feat, sigma);
 }
 
 /* ---- generation ---- */
-
-int synth_key_bits(int64_t n)
-{
-	int b = 1;
-
-	while (b < 31 && ((int64_t)1 << b) < n)
-		b++;
-	return b;
-}
 
 /* Unpacks sorted keys into src (min) and dst (max), reusing the key buffer
  * for src, so the peak is keys + dst rather than keys + src + dst. Counts
@@ -1006,58 +468,6 @@ static int unpack_edges(uint64_t *keys, int64_t m, int bits, const int32_t *labe
 	return GNN_OK;
 }
 
-/* The generative model: communities, weights, their alias tables, the
- * misfits and the in-class probability that gives the homophily asked
- * for. On failure m holds what was built (model_free). */
-static int build_model(const struct synth_params *p, struct model *m, double *mean_deg)
-{
-	double deg_cap = sqrt(2.0 * (double)p->edges);
-	int64_t sub_size;
-	struct rng r;
-	int rc;
-
-	m->n = p->nodes;
-	m->classes = p->classes;
-	*mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
-	m->weight_cap = synth_weight_cap(deg_cap, *mean_deg);
-	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
-	if (sub_size < SUB_SIZE_MIN)
-		sub_size = SUB_SIZE_MIN;
-
-	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK ||
-	    (rc = synth_pareto_weights(m->n, m->weight_cap, p->seed, TAG_WEIGHTS, &m->w)) != GNN_OK ||
-	    (rc = build_alias_tables(m)) != GNN_OK)
-		return rc;
-	rng_seed(&r, p->seed, TAG_MISFIT);
-	synth_assign_misfits(m->perm, m->class_off, m->classes, m->n, SYNTH_MISFIT, &r, m->labels);
-	if ((rc = solve_homophily(m)) != GNN_OK || (rc = synth_stop_point()) != GNN_OK)
-		return rc;
-	free(m->w);
-	m->w = NULL;
-	return GNN_OK;
-}
-
-/* Split: a fresh permutation (m->perm reused), independent of the class
- * layout; the first num_train nodes train, the next num_valid validate,
- * the next num_test test. */
-static int assign_split(const struct synth_params *p, struct model *m, struct graph *g)
-{
-	struct rng r;
-
-	g->split = calloc((size_t)m->n, sizeof(*g->split));
-	if (g->split == NULL)
-		return GNN_ENOMEM;
-	for (int64_t i = 0; i < m->n; i++)
-		m->perm[i] = (int32_t)i;
-	rng_seed(&r, p->seed, TAG_SPLIT);
-	synth_shuffle_i32(m->perm, m->n, &r);
-	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
-		g->split[m->perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
-				       : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
-									  : GNN_SPLIT_TEST;
-	return GNN_OK;
-}
-
 /* What synth_done reports, gathered while the model still exists. */
 struct synth_stats {
 	double t0, mean_deg, weight_cap, h_in, sigma;
@@ -1065,7 +475,121 @@ struct synth_stats {
 	int rounds;
 };
 
-static void log_done(const struct synth_params *p, const struct graph *g, const struct synth_stats *st)
+/* The generative model: communities, weights, their alias tables, the
+ * misfits and the in-class probability that gives the homophily asked
+ * for, and its numbers in st. On failure m holds what was built
+ * (model_free). */
+static int build_model(const struct pt_synth_params *p, struct model *m, struct synth_stats *st)
+{
+	double deg_cap = sqrt(2.0 * (double)p->edges);
+	int64_t sub_size;
+	struct pt_synth_rng r;
+	int rc;
+
+	m->n = p->nodes;
+	m->classes = p->classes;
+	st->mean_deg = 2.0 * (double)p->edges / (double)p->nodes;
+	m->weight_cap = pt_synth_weight_cap(deg_cap, st->mean_deg);
+	sub_size = (int64_t)(SUB_SIZE_PER_CAP * deg_cap);
+	if (sub_size < SUB_SIZE_MIN)
+		sub_size = SUB_SIZE_MIN;
+
+	if ((rc = build_communities(m, p->seed, sub_size)) != GNN_OK ||
+	    (rc = pt_synth_pareto_weights(m->n, m->weight_cap, p->seed, TAG_WEIGHTS, &m->w)) != GNN_OK ||
+	    (rc = build_alias_tables(m)) != GNN_OK)
+		return rc;
+	rng_seed(&r, p->seed, TAG_MISFIT);
+	pt_synth_assign_misfits(m->perm, m->class_off, m->classes, m->n, PT_SYNTH_MISFIT, &r, m->labels);
+	if ((rc = solve_homophily(m)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK)
+		return rc;
+	free(m->w);
+	m->w = NULL;
+	st->weight_cap = m->weight_cap;
+	st->h_in = m->h_in;
+	st->nsub = m->nsub;
+	return GNN_OK;
+}
+
+/* Exactly p->edges unique edge keys drawn from the model (gen_keys) into
+ * *keys; *bits: the bits of one endpoint in a key. */
+static int draw_edges(const struct pt_synth_params *p, const struct model *m, uint64_t **keys, int *bits,
+		      struct synth_stats *st)
+{
+	struct gen gen = { .m = m, .key_bits = pt_synth_key_bits(m->n), .in_class = prob_threshold(m->h_in),
+			   .in_sub = prob_threshold(SUB_SHARE) };
+	int rc;
+
+	rng_seed(&gen.r, p->seed, TAG_EDGES);
+	rc = pt_synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", keys, &st->rounds);
+	st->drawn = gen.drawn;
+	*bits = gen.key_bits;
+	return rc;
+}
+
+/* Split: a fresh permutation (m->perm reused), independent of the class
+ * layout; the first num_train nodes train, the next num_valid validate,
+ * the next num_test test. */
+static int assign_split(const struct pt_synth_params *p, struct model *m, struct pt_graph *g)
+{
+	struct pt_synth_rng r;
+
+	g->split = calloc((size_t)m->n, sizeof(*g->split));
+	if (g->split == NULL)
+		return GNN_ENOMEM;
+	for (int64_t i = 0; i < m->n; i++)
+		m->perm[i] = (int32_t)i;
+	rng_seed(&r, p->seed, TAG_SPLIT);
+	pt_synth_shuffle_i32(m->perm, m->n, &r);
+	for (int64_t i = 0; i < p->num_train + p->num_valid + p->num_test; i++)
+		g->split[m->perm[i]] = i < p->num_train ? GNN_SPLIT_TRAIN
+				       : i < p->num_train + p->num_valid ? GNN_SPLIT_VALID
+									  : GNN_SPLIT_TEST;
+	return GNN_OK;
+}
+
+/* The model's last use: its labels go to g, keys (taken) become the
+ * edges *src and *dst, the split is drawn, and the model is freed (first
+ * the alias tables: their 90 MB go back before the peaks). */
+static int take_model(const struct pt_synth_params *p, struct model *m, uint64_t *keys, int bits, int32_t **src,
+		      int32_t **dst, struct pt_graph *g, struct synth_stats *st)
+{
+	int rc;
+
+	free(m->g_tab);
+	free(m->c_tab);
+	free(m->s_tab);
+	m->g_tab = m->c_tab = m->s_tab = NULL;
+	g->labels = m->labels;
+	m->labels = NULL;
+	rc = unpack_edges(keys, p->edges, bits, g->labels, src, dst, &st->same);
+	if (rc == GNN_OK)
+		rc = assign_split(p, m, g);
+	model_free(m);
+	return rc;
+}
+
+/* g's CSR from src and dst (taken) and the rest of g but its features.
+ * The edges are in (min, max) order, so pt_graph_build_csr fills each row
+ * already sorted and its per-row sort has no work to do. */
+static int build_graph(const struct pt_synth_params *p, int32_t *src, int32_t *dst, struct pt_graph *g)
+{
+	int rc;
+
+	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
+	g->type_start[1] = p->nodes;
+	if ((rc = pt_graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true)) != GNN_OK)
+		return rc;
+	if (g->num_edges != 2 * p->edges) {
+		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld",
+			  (long long)g->num_edges, (long long)(2 * p->edges));
+		return GNN_EINTERNAL;
+	}
+	g->feat_dim = p->feat_dim;
+	g->num_classes = p->classes;
+	return GNN_OK;
+}
+
+static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, const struct synth_stats *st)
 {
 	int64_t max_deg = 0;
 
@@ -1077,7 +601,7 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 		 "homophily=%.4f mean_degree=%.2f max_degree=%lld weight_cap=%.1f "
 		 "in_community_prob=%.4f sub_communities=%lld noise_sd=%.3f candidates=%lld "
 		 "topup_rounds=%d seconds=%.2f",
-		 preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
+		 pt_synth_preset_name(p), (long long)p->nodes, (long long)p->edges, (long long)g->num_edges,
 		 p->classes, p->feat_dim, p->edges ? (double)st->same / (double)p->edges : 0.0,
 		 st->mean_deg, (long long)max_deg, st->weight_cap, st->h_in, (long long)st->nsub, st->sigma,
 		 (long long)st->drawn, st->rounds, now_s() - st->t0);
@@ -1085,76 +609,35 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 
 /* Edges from the model, then the labels, the split, the features and the
  * CSR; the model is freed as soon as its last use is done. */
-int synth_generate(const struct synth_params *p, struct graph *g)
+int pt_synth_generate(const struct pt_synth_params *p, struct pt_graph *g)
 {
 	struct model m = { 0 };
-	struct gen gen = { 0 };
-	struct synth_feat *feat = NULL;
+	struct pt_synth_feat *feat = NULL;
 	struct synth_stats st = { .t0 = now_s() };
 	uint64_t *keys = NULL;
 	int32_t *src = NULL, *dst = NULL;
-	int rc;
+	int bits, rc;
 
-	if ((rc = synth_validate(p)) != GNN_OK)
+	if ((rc = pt_synth_validate(p)) != GNN_OK)
 		return rc;
-	if (p->kind == SYNTH_MAG)
-		return synth_mag_generate(p, g);
+	if (p->kind == PT_SYNTH_MAG)
+		return pt_synth_mag_generate(p, g);
 	GNN_INFO("synth_start", "preset=%s nodes=%lld edges=%lld feat_dim=%d classes=%d seed=%llu",
-		 preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
+		 pt_synth_preset_name(p), (long long)p->nodes, (long long)p->edges, p->feat_dim, p->classes,
 		 (unsigned long long)p->seed);
-	if ((rc = build_model(p, &m, &st.mean_deg)) != GNN_OK)
+	if ((rc = build_model(p, &m, &st)) != GNN_OK || (rc = draw_edges(p, &m, &keys, &bits, &st)) != GNN_OK ||
+	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	st.weight_cap = m.weight_cap;
-	st.h_in = m.h_in;
-	st.nsub = m.nsub;
-
-	gen.m = &m;
-	gen.key_bits = synth_key_bits(m.n);
-	gen.in_class = prob_threshold(m.h_in);
-	gen.in_sub = prob_threshold(SUB_SHARE);
-	rng_seed(&gen.r, p->seed, TAG_EDGES);
-	if ((rc = synth_unique_keys(gen_keys, &gen, p->edges, 2 * gen.key_bits, "edge", &keys, &st.rounds)) !=
-		    GNN_OK ||
-	    (rc = synth_stop_point()) != GNN_OK)
-		goto out;
-	st.drawn = gen.drawn;
-
-	/* The alias tables are done: give their 90 MB back before the peaks. */
-	free(m.g_tab);
-	free(m.c_tab);
-	free(m.s_tab);
-	m.g_tab = m.c_tab = m.s_tab = NULL;
-	g->labels = m.labels;
-	m.labels = NULL;
-	rc = unpack_edges(keys, p->edges, gen.key_bits, g->labels, &src, &dst, &st.same);
+	rc = take_model(p, &m, keys, bits, &src, &dst, g, &st);
 	keys = NULL;
-	if (rc != GNN_OK || (rc = assign_split(p, &m, g)) != GNN_OK)
+	if (rc != GNN_OK || (rc = make_features(p, &feat, &st.sigma)) != GNN_OK ||
+	    (rc = pt_synth_stop_point()) != GNN_OK)
 		goto out;
-	model_free(&m);
-
-	if ((rc = synth_make_features(p->seed, p->feat_dim, p->classes,
-				      synth_noise_z(raw_accuracy_z, sizeof(raw_accuracy_z) / sizeof(raw_accuracy_z[0]),
-						    p->classes),
-				      &feat, &st.sigma)) != GNN_OK ||
-	    (rc = synth_stop_point()) != GNN_OK)
-		goto out;
-	/* src/dst are in (min, max) order, so graph_build_csr fills each row
-	 * already sorted and its per-row sort has no work to do. */
-	gnn_schema_plain(&g->schema, p->nodes, 0, (uint32_t)p->feat_dim);
-	g->type_start[1] = p->nodes;
-	rc = graph_build_csr(g, p->nodes, src, dst, NULL, p->edges, true);
+	rc = build_graph(p, src, dst, g);
 	src = dst = NULL;
 	if (rc != GNN_OK)
 		goto out;
-	if (g->num_edges != 2 * p->edges) {
-		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld",
-			  (long long)g->num_edges, (long long)(2 * p->edges));
-		rc = GNN_EINTERNAL;
-		goto out;
-	}
-	g->feat_dim = p->feat_dim;
-	g->num_classes = p->classes;
-	g->feat_row = synth_feat_row;
+	g->feat_row = pt_synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, &st);
 	return GNN_OK;
@@ -1165,6 +648,6 @@ out:
 	free(src);
 	free(dst);
 	free(feat);
-	graph_free(g);
+	pt_graph_free(g);
 	return rc;
 }

@@ -7,7 +7,7 @@
  * Homogeneous model (docs/synthetic.md has the numbers): classes are communities of
  * Zipf-skewed sizes, each split into sub-communities; node degrees follow a
  * Chung-Lu model with Pareto(2.5) weights capped at sqrt(2 * edges); a
- * fraction SYNTH_HOMOPHILY of the edges join two nodes of the same class.
+ * fraction PT_SYNTH_HOMOPHILY of the edges join two nodes of the same class.
  * Features are a per-class centroid plus per-node noise, strong enough that
  * features alone classify poorly while the mean over a node's neighbourhood
  * classifies well; a few "misfit" nodes carry another label than their
@@ -27,22 +27,22 @@
 /* Target fraction of undirected edges whose endpoints share a class
  * (ogbn-products measures 0.81). The generated graph lands within about 0.02
  * of it; dedup removes slightly more within-class edges than others. */
-#define SYNTH_HOMOPHILY 0.81
+#define PT_SYNTH_HOMOPHILY 0.81
 
 /* Share of nodes labelled with another class than the community their
  * edges follow (their features follow the label). Real labels are
  * ambiguous too: without it, averaging over a products-scale neighbourhood
  * (mean degree 50) would classify almost every node correctly. */
-#define SYNTH_MISFIT 0.06
+#define PT_SYNTH_MISFIT 0.06
 
 /* Target accuracy of an ideal nearest-class-centroid classifier on a single
  * node's raw features; the noise level is derived from it and the number of
  * classes. The neighbourhood mean does much better (see docs). */
-#define SYNTH_RAW_ACCURACY 0.60
+#define PT_SYNTH_RAW_ACCURACY 0.60
 
-enum synth_kind {
-	SYNTH_PLAIN = 0,  /* one node type, one relation (a zeroed struct's kind) */
-	SYNTH_MAG,        /* ogbn-mag's node types and relations */
+enum pt_synth_kind {
+	PT_SYNTH_PLAIN = 0,  /* one node type, one relation (a zeroed struct's kind) */
+	PT_SYNTH_MAG,        /* ogbn-mag's node types and relations */
 };
 
 /* The mag schema: node types sorted by name, forward relations sorted by
@@ -50,22 +50,22 @@ enum synth_kind {
  * the 4 forward ones (cites symmetrised in place), then rev_affiliated_with,
  * rev_writes and rev_has_topic (every edge of the forward one reversed),
  * as importing ogbn-mag with default options gives. */
-enum { SYNTH_MAG_AUTHOR, SYNTH_MAG_FIELD, SYNTH_MAG_INSTITUTION, SYNTH_MAG_PAPER, SYNTH_MAG_TYPES };
-enum { SYNTH_MAG_AFFILIATED, SYNTH_MAG_WRITES, SYNTH_MAG_CITES, SYNTH_MAG_TOPIC, SYNTH_MAG_FWD };
-#define SYNTH_MAG_RELS 7
+enum { PT_SYNTH_MAG_AUTHOR, PT_SYNTH_MAG_FIELD, PT_SYNTH_MAG_INSTITUTION, PT_SYNTH_MAG_PAPER, PT_SYNTH_MAG_TYPES };
+enum { PT_SYNTH_MAG_AFFILIATED, PT_SYNTH_MAG_WRITES, PT_SYNTH_MAG_CITES, PT_SYNTH_MAG_TOPIC, PT_SYNTH_MAG_FWD };
+#define PT_SYNTH_MAG_RELS 7
 
-struct synth_params {
+struct pt_synth_params {
 	const char *preset;     /* name it came from, for logs/metadata, or "custom" */
-	enum synth_kind kind;
-	/* SYNTH_PLAIN: */
+	enum pt_synth_kind kind;
+	/* PT_SYNTH_PLAIN: */
 	int64_t nodes;          /* 1 .. INT32_MAX (METIS idx_t is 32-bit) */
 	int64_t edges;          /* undirected, unique, no self-loops; the CSR
 				 * holds exactly 2 * edges directed edges */
-	/* SYNTH_MAG (nodes and edges unused): nodes of each type (each at least
+	/* PT_SYNTH_MAG (nodes and edges unused): nodes of each type (each at least
 	 * classes, INT32_MAX in all) and unique edges of each forward relation. */
-	int64_t type_nodes[SYNTH_MAG_TYPES];
-	int64_t rel_edges[SYNTH_MAG_FWD];
-	/* Both; for SYNTH_MAG, of the papers (the label type). */
+	int64_t type_nodes[PT_SYNTH_MAG_TYPES];
+	int64_t rel_edges[PT_SYNTH_MAG_FWD];
+	/* Both; for PT_SYNTH_MAG, of the papers (the label type). */
 	int32_t feat_dim;       /* 1 .. 65536 */
 	int32_t classes;        /* 2 .. min(nodes, 65536); every class gets a node */
 	int64_t num_train, num_valid, num_test; /* split sizes, sum <= nodes */
@@ -75,14 +75,14 @@ struct synth_params {
 /* Fills *p with preset name's parameters and the given seed. Returns
  * GNN_ENOENT (and logs the known names) for an unknown name; *p is then
  * untouched. p->preset points at a static string. */
-int synth_preset(const char *name, uint64_t seed, struct synth_params *p);
+int pt_synth_preset(const char *name, uint64_t seed, struct pt_synth_params *p);
 
 /* Checks every field of p: ranges, edges <= nodes*(nodes-1)/2 and at most
  * half of that (denser graphs would make rejection of duplicates crawl;
  * mag: each relation at most half of its node pairs), split sizes. Logs an
  * error naming the first bad field and returns GNN_EINVAL; 0 when p can
  * be generated. */
-int synth_validate(const struct synth_params *p);
+int pt_synth_validate(const struct pt_synth_params *p);
 
 /* Generates the graph described by p into *g, which the caller zeroed:
  * CSR (symmetric, exactly 2 * p->edges entries; mag: exactly twice the
@@ -92,11 +92,11 @@ int synth_validate(const struct synth_params *p);
  * malloc block holding the class centroids) owned by the graph. Returns
  * GNN_EINVAL for bad parameters, GNN_ENOMEM, or GNN_ECLOSED when a stop
  * signal arrived (checked between phases); on error *g is left zeroed.
- * Peak memory at ogbn-products scale is about 1.1 GB; graph_free releases
+ * Peak memory at ogbn-products scale is about 1.1 GB; pt_graph_free releases
  * the result. */
-int synth_generate(const struct synth_params *p, struct graph *g);
+int pt_synth_generate(const struct pt_synth_params *p, struct pt_graph *g);
 
 /* "tiny|small|...|mag", for --help and error messages. */
-const char *synth_preset_names(void);
+const char *pt_synth_preset_names(void);
 
 #endif

@@ -15,7 +15,9 @@
  * while its typed neighbourhood (co-authors' papers, cited papers, topics,
  * institutions) mostly shares its class. Papers are numbered in
  * publication order and split by it: oldest train, then valid, newest
- * test. Determinism rules as in synth.c (synth_int.h). */
+ * test. Determinism rules as in synth.c (synth_steps.h). */
+#include "synth_mag.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 
 #include "err.h"
 #include "log.h"
-#include "synth_int.h"
+#include "synth_steps.h"
 #include "sys.h"
 
 /* ---- model constants (documented in docs/synthetic.md) ---- */
@@ -56,25 +58,26 @@ enum {
 	TAG_EDGES = 130,   /* + forward relation */
 };
 
-/* The z (synth_noise_z) at which an ideal nearest-centroid classifier on a
+/* The z (pt_synth_noise_z) at which an ideal nearest-centroid classifier on a
  * paper's own features is right with probability 1/K + 0.3 (1 - 1/K): 0.3
  * of the way from chance to certain. Estimated centroids do a little
  * worse: 0.27 measured with 349 classes (ogbn-mag's MLP: 0.27). Same
  * offline integral as synth.c's table. */
-static const struct synth_zpoint mag_raw_z[] = {
+static const struct pt_synth_zpoint mag_raw_z[] = {
 	{ 2, 0.385 },   { 3, 0.470 },   { 4, 0.536 },   { 5, 0.591 },   { 6, 0.637 },
 	{ 8, 0.711 },   { 10, 0.771 },  { 15, 0.881 },  { 20, 0.959 },  { 30, 1.068 },
 	{ 50, 1.203 },  { 70, 1.290 },  { 100, 1.379 }, { 200, 1.546 }, { 349, 1.673 },
 	{ 500, 1.752 }, { 1000, 1.898 },
 };
 
-#define AUTHOR SYNTH_MAG_AUTHOR
-#define FIELD SYNTH_MAG_FIELD
-#define INSTITUTION SYNTH_MAG_INSTITUTION
-#define PAPER SYNTH_MAG_PAPER
+#define AUTHOR PT_SYNTH_MAG_AUTHOR
+#define FIELD PT_SYNTH_MAG_FIELD
+#define INSTITUTION PT_SYNTH_MAG_INSTITUTION
+#define PAPER PT_SYNTH_MAG_PAPER
+#define CITES PT_SYNTH_MAG_CITES
 
-static const char *const type_names[SYNTH_MAG_TYPES] = { "author", "field_of_study", "institution",
-							"paper" };
+static const char *const type_names[PT_SYNTH_MAG_TYPES] = { "author", "field_of_study", "institution",
+							   "paper" };
 
 /* A forward relation src:name:dst. The hub side carries the Pareto weights
  * (papers per author, authors per institution, topic popularity,
@@ -86,7 +89,7 @@ static const struct rel_spec {
 	uint32_t src, dst;
 	bool hub_is_src;
 	double h;
-} rel_spec[SYNTH_MAG_FWD] = {
+} rel_spec[PT_SYNTH_MAG_FWD] = {
 	{ "affiliated_with", AUTHOR, INSTITUTION, false, MAG_H_AFFILIATED },
 	{ "writes", AUTHOR, PAPER, true, MAG_H_WRITES },
 	{ "cites", PAPER, PAPER, false, MAG_H_CITES },
@@ -95,63 +98,63 @@ static const struct rel_spec {
 
 /* ---- presets ---- */
 
-const struct synth_params synth_mag_presets[] = {
+const struct pt_synth_params pt_synth_mag_presets[] = {
 	/* ogbn-mag's sizes and split. */
-	{ .preset = "mag", .kind = SYNTH_MAG, .type_nodes = { 1134649, 59965, 8740, 736389 },
+	{ .preset = "mag", .kind = PT_SYNTH_MAG, .type_nodes = { 1134649, 59965, 8740, 736389 },
 	  .rel_edges = { 1043998, 7145660, 5416271, 7505078 }, .feat_dim = 128, .classes = 349,
 	  .num_train = 629571, .num_valid = 64879, .num_test = 41939 },
 	/* 1/20 of it (fields: 1/10, so that a class's papers still have fields
 	 * enough to pick ~10 from), 50 classes. */
-	{ .preset = "mag-small", .kind = SYNTH_MAG, .type_nodes = { 56000, 6000, 450, 37000 },
+	{ .preset = "mag-small", .kind = PT_SYNTH_MAG, .type_nodes = { 56000, 6000, 450, 37000 },
 	  .rel_edges = { 52000, 357000, 271000, 375000 }, .feat_dim = 128, .classes = 50,
 	  .num_train = 31630, .num_valid = 3260, .num_test = 2110 },
 	/* Unit and end-to-end tests: milliseconds. */
-	{ .preset = "mag-tiny", .kind = SYNTH_MAG, .type_nodes = { 2400, 400, 40, 1500 },
+	{ .preset = "mag-tiny", .kind = PT_SYNTH_MAG, .type_nodes = { 2400, 400, 40, 1500 },
 	  .rel_edges = { 2200, 14500, 11000, 15000 }, .feat_dim = 128, .classes = 8,
 	  .num_train = 1282, .num_valid = 132, .num_test = 86 },
 };
-const size_t synth_mag_num_presets = sizeof(synth_mag_presets) / sizeof(synth_mag_presets[0]);
+const size_t pt_synth_mag_num_presets = sizeof(pt_synth_mag_presets) / sizeof(pt_synth_mag_presets[0]);
 
 /* ---- validation ---- */
 
 /* Distinct node pairs of forward relation r. */
-static int64_t rel_pairs(const struct synth_params *p, int r)
+static int64_t rel_pairs(const struct pt_synth_params *p, int r)
 {
 	int64_t ns = p->type_nodes[rel_spec[r].src], nd = p->type_nodes[rel_spec[r].dst];
 
 	return rel_spec[r].src == rel_spec[r].dst ? ns * (ns - 1) / 2 : ns * nd;
 }
 
-int synth_mag_validate(const struct synth_params *p)
+int pt_synth_mag_validate(const struct pt_synth_params *p)
 {
 	int64_t total = 0;
 	uint32_t fewest = 0;
 	char field[GNN_NAME_MAX + 8];
 	int rc;
 
-	for (uint32_t t = 0; t < SYNTH_MAG_TYPES; t++) {
+	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++) {
 		snprintf(field, sizeof(field), "nodes.%s", type_names[t]);
 		if (p->type_nodes[t] < 1 || p->type_nodes[t] > INT32_MAX)
-			return synth_invalid(p, field, p->type_nodes[t], "must be in [1, 2147483647]");
+			return pt_synth_invalid(p, field, p->type_nodes[t], "must be in [1, 2147483647]");
 		total += p->type_nodes[t];
 		if (p->type_nodes[t] < p->type_nodes[fewest])
 			fewest = t;
 	}
 	if (total > INT32_MAX)
-		return synth_invalid(p, "nodes", total,
-				     "all types together must be at most 2147483647 (METIS idx_t is 32-bit)");
+		return pt_synth_invalid(p, "nodes", total,
+					"all types together must be at most 2147483647 (METIS idx_t is 32-bit)");
 	snprintf(field, sizeof(field), "nodes.%s", type_names[fewest]);
-	if ((rc = synth_check_classes(p, p->type_nodes[fewest], field)) != GNN_OK)
+	if ((rc = pt_synth_check_classes(p, p->type_nodes[fewest], field)) != GNN_OK)
 		return rc;
-	for (int r = 0; r < SYNTH_MAG_FWD; r++) {
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++) {
 		snprintf(field, sizeof(field), "edges.%s", rel_spec[r].name);
 		if (p->rel_edges[r] < 0)
-			return synth_invalid(p, field, p->rel_edges[r], "must be >= 0");
+			return pt_synth_invalid(p, field, p->rel_edges[r], "must be >= 0");
 		if (p->rel_edges[r] > rel_pairs(p, r) / 2)
-			return synth_invalid(p, field, p->rel_edges[r],
-					     "more than half of the relation's node pairs: too dense to generate by rejecting duplicates");
+			return pt_synth_invalid(p, field, p->rel_edges[r],
+						"more than half of the relation's node pairs: too dense to generate by rejecting duplicates");
 	}
-	return synth_check_split(p, p->type_nodes[PAPER], "nodes.paper");
+	return pt_synth_check_split(p, p->type_nodes[PAPER], "nodes.paper");
 }
 
 /* ---- communities ---- */
@@ -166,13 +169,13 @@ struct mag_type {
 
 struct mag_model {
 	int32_t classes;
-	struct mag_type type[SYNTH_MAG_TYPES];
+	struct mag_type type[PT_SYNTH_MAG_TYPES];
 	int32_t *labels;     /* [papers] the community, or another class for misfits */
 };
 
 static void model_free(struct mag_model *m)
 {
-	for (int t = 0; t < SYNTH_MAG_TYPES; t++) {
+	for (int t = 0; t < PT_SYNTH_MAG_TYPES; t++) {
 		free(m->type[t].perm);
 		free(m->type[t].class_off);
 		free(m->type[t].comm);
@@ -187,7 +190,7 @@ static int build_type(struct mag_type *t, int64_t n, int32_t k, const int32_t *r
 		      uint64_t tag)
 {
 	int64_t *size = malloc((size_t)k * sizeof(*size));
-	struct rng r;
+	struct pt_synth_rng r;
 	int rc = GNN_ENOMEM;
 
 	t->n = n;
@@ -196,12 +199,12 @@ static int build_type(struct mag_type *t, int64_t n, int32_t k, const int32_t *r
 	t->comm = malloc((size_t)n * sizeof(*t->comm));
 	if (size == NULL || t->perm == NULL || t->class_off == NULL || t->comm == NULL)
 		goto out;
-	if ((rc = synth_class_sizes(n, k, rank, size)) != GNN_OK)
+	if ((rc = pt_synth_class_sizes(n, k, rank, size)) != GNN_OK)
 		goto out;
 	for (int64_t i = 0; i < n; i++)
 		t->perm[i] = (int32_t)i;
 	rng_seed(&r, seed, tag);
-	synth_shuffle_i32(t->perm, n, &r);
+	pt_synth_shuffle_i32(t->perm, n, &r);
 	t->class_off[0] = 0;
 	for (int32_t c = 0; c < k; c++) {
 		t->class_off[c + 1] = t->class_off[c] + size[c];
@@ -216,18 +219,18 @@ out:
 /* Every type's communities (the same class ranks for all, so a big class
  * has many papers, authors, fields and institutions), and the papers'
  * labels with the misfits. */
-static int build_model(const struct synth_params *p, struct mag_model *m)
+static int build_model(const struct pt_synth_params *p, struct mag_model *m)
 {
 	const struct mag_type *papers = &m->type[PAPER];
 	int32_t *rank = malloc((size_t)p->classes * sizeof(*rank));
-	struct rng r;
+	struct pt_synth_rng r;
 	int rc = GNN_ENOMEM;
 
 	m->classes = p->classes;
 	if (rank == NULL)
 		goto out;
-	synth_class_ranks(p->classes, p->seed, TAG_RANK, rank);
-	for (uint32_t t = 0; t < SYNTH_MAG_TYPES; t++)
+	pt_synth_class_ranks(p->classes, p->seed, TAG_RANK, rank);
+	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++)
 		if ((rc = build_type(&m->type[t], p->type_nodes[t], p->classes, rank, p->seed, TAG_PLACE + t)) !=
 		    GNN_OK)
 			goto out;
@@ -237,8 +240,8 @@ static int build_model(const struct synth_params *p, struct mag_model *m)
 		goto out;
 	memcpy(m->labels, papers->comm, (size_t)papers->n * sizeof(*m->labels));
 	rng_seed(&r, p->seed, TAG_MISFIT);
-	synth_assign_misfits(papers->perm, papers->class_off, p->classes, papers->n, MAG_MISFIT, &r,
-			     m->labels);
+	pt_synth_assign_misfits(papers->perm, papers->class_off, p->classes, papers->n, MAG_MISFIT, &r,
+				m->labels);
 	rc = GNN_OK;
 out:
 	free(rank);
@@ -248,11 +251,11 @@ out:
 /* ---- edge candidates ---- */
 
 /* Key bits of forward relation r: a local ID of either end fits. */
-static int rel_bits(const struct synth_params *p, int r)
+static int rel_bits(const struct pt_synth_params *p, int r)
 {
 	int64_t ns = p->type_nodes[rel_spec[r].src], nd = p->type_nodes[rel_spec[r].dst];
 
-	return synth_key_bits(ns > nd ? ns : nd);
+	return pt_synth_key_bits(ns > nd ? ns : nd);
 }
 
 /* Draws one forward relation's candidates. Keys are src << bits | dst in
@@ -260,13 +263,13 @@ static int rel_bits(const struct synth_params *p, int r)
  * the older: IDs are in publication order). */
 struct rel_gen {
 	const struct mag_type *first, *hub;
-	const struct alias_slot *first_tab;  /* NULL: first endpoint uniform */
-	const struct alias_slot *g_tab;      /* hub by weight, slot = local ID */
-	const struct alias_slot *c_tab;      /* hub by weight within a community, slot = perm index */
+	const struct pt_synth_alias_slot *first_tab;  /* NULL: first endpoint uniform */
+	const struct pt_synth_alias_slot *g_tab;      /* hub by weight, slot = local ID */
+	const struct pt_synth_alias_slot *c_tab;      /* hub by weight within a community, slot = perm index */
 	uint32_t in_class;
 	bool hub_is_src, same_type;
 	int bits;
-	struct rng r;
+	struct pt_synth_rng r;
 	int64_t drawn;
 };
 
@@ -311,32 +314,32 @@ struct rel_stats {
 /* Hub weights capped so that the top expected degree is sqrt(2 * edges), the
  * homogeneous model's Chung-Lu limit, but at least MAG_MIN_TAIL times the
  * mean degree, and their alias tables (everywhere, per community). */
-static int hub_tables(const struct synth_params *p, const struct mag_type *hub, int r, double mean_deg,
-		      struct alias_slot **g_tab, struct alias_slot **c_tab)
+static int hub_tables(const struct pt_synth_params *p, const struct mag_type *hub, int r, double mean_deg,
+		      struct pt_synth_alias_slot **g_tab, struct pt_synth_alias_slot **c_tab)
 {
 	double deg_cap = sqrt(2.0 * (double)p->rel_edges[r]), *w = NULL, cap;
 	int64_t all[2] = { 0, hub->n };
 	int rc;
 
-	cap = synth_weight_cap(deg_cap > MAG_MIN_TAIL * mean_deg ? deg_cap : MAG_MIN_TAIL * mean_deg, mean_deg);
+	cap = pt_synth_weight_cap(deg_cap > MAG_MIN_TAIL * mean_deg ? deg_cap : MAG_MIN_TAIL * mean_deg, mean_deg);
 	*g_tab = malloc((size_t)hub->n * sizeof(**g_tab));
 	*c_tab = malloc((size_t)hub->n * sizeof(**c_tab));
 	if (*g_tab == NULL || *c_tab == NULL)
 		return GNN_ENOMEM;
-	if ((rc = synth_pareto_weights(hub->n, cap, p->seed, TAG_WEIGHTS + (uint64_t)r, &w)) == GNN_OK &&
-	    (rc = synth_alias_groups(w, NULL, all, 1, *g_tab)) == GNN_OK)
-		rc = synth_alias_groups(w, hub->perm, hub->class_off, p->classes, *c_tab);
+	if ((rc = pt_synth_pareto_weights(hub->n, cap, p->seed, TAG_WEIGHTS + (uint64_t)r, &w)) == GNN_OK &&
+	    (rc = pt_synth_alias_groups(w, NULL, all, 1, *g_tab)) == GNN_OK)
+		rc = pt_synth_alias_groups(w, hub->perm, hub->class_off, p->classes, *c_tab);
 	free(w);
 	return rc;
 }
 
 /* Exactly p->rel_edges[r] sorted unique keys of forward relation r. */
-static int rel_keys(const struct synth_params *p, const struct mag_model *m, int r, uint64_t **keys,
+static int rel_keys(const struct pt_synth_params *p, const struct mag_model *m, int r, uint64_t **keys,
 		    struct rel_stats *st)
 {
 	const struct rel_spec *sp = &rel_spec[r];
 	uint32_t hub = sp->hub_is_src ? sp->src : sp->dst, first = sp->hub_is_src ? sp->dst : sp->src;
-	struct alias_slot *g_tab = NULL, *c_tab = NULL;
+	struct pt_synth_alias_slot *g_tab = NULL, *c_tab = NULL;
 	struct rel_gen gen = {
 		.first = &m->type[first],
 		.hub = &m->type[hub],
@@ -355,7 +358,7 @@ static int rel_keys(const struct synth_params *p, const struct mag_model *m, int
 	gen.c_tab = c_tab;
 	gen.first_tab = gen.same_type ? g_tab : NULL;
 	rng_seed(&gen.r, p->seed, TAG_EDGES + (uint64_t)r);
-	rc = synth_unique_keys(draw_rel, &gen, p->rel_edges[r], 2 * gen.bits, sp->name, keys, &st->rounds);
+	rc = pt_synth_unique_keys(draw_rel, &gen, p->rel_edges[r], 2 * gen.bits, sp->name, keys, &st->rounds);
 	st->drawn = gen.drawn;
 out:
 	free(g_tab);
@@ -365,7 +368,7 @@ out:
 
 /* ---- the typed edge list ---- */
 
-/* The directed edges handed to graph_build_csr: every forward edge and its
+/* The directed edges handed to pt_graph_build_csr: every forward edge and its
  * reverse (in rev_<name>, or in cites itself). */
 struct edge_list {
 	int32_t *src, *dst;
@@ -376,18 +379,18 @@ struct edge_list {
 /* The schema: types, the forward relations, then rev_<name> of each
  * forward relation between two types, in order; rev[r]: the relation that
  * holds r's reversed edges (r itself for cites). */
-static void fill_schema(const struct synth_params *p, struct gnn_schema *s, uint16_t rev[SYNTH_MAG_FWD])
+static void fill_schema(const struct pt_synth_params *p, struct gnn_schema *s, uint16_t rev[PT_SYNTH_MAG_FWD])
 {
 	memset(s, 0, sizeof(*s));
-	s->num_types = SYNTH_MAG_TYPES;
+	s->num_types = PT_SYNTH_MAG_TYPES;
 	s->label_type = PAPER;
-	for (uint32_t t = 0; t < SYNTH_MAG_TYPES; t++) {
+	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++) {
 		snprintf(s->types[t].name, sizeof(s->types[t].name), "%s", type_names[t]);
 		s->types[t].num_nodes = p->type_nodes[t];
 		s->types[t].feat_dim = t == PAPER ? (uint32_t)p->feat_dim : 0;
 	}
-	s->num_rels = SYNTH_MAG_FWD;
-	for (uint16_t r = 0; r < SYNTH_MAG_FWD; r++) {
+	s->num_rels = PT_SYNTH_MAG_FWD;
+	for (uint16_t r = 0; r < PT_SYNTH_MAG_FWD; r++) {
 		const struct rel_spec *sp = &rel_spec[r];
 		struct gnn_rel *f = &s->rels[r], *b;
 
@@ -432,23 +435,23 @@ static void append_rel(struct edge_list *e, const struct mag_model *m, const int
 	*same_comm = same;
 }
 
-static int make_edges(const struct synth_params *p, const struct mag_model *m, const int64_t *type_start,
+static int make_edges(const struct pt_synth_params *p, const struct mag_model *m, const int64_t *type_start,
 		      const uint16_t *rev, struct edge_list *e, struct rel_stats *st)
 {
 	int64_t total = 0;
 	int rc;
 
-	for (int r = 0; r < SYNTH_MAG_FWD; r++)
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
 		total += 2 * p->rel_edges[r];
 	e->src = malloc((size_t)(total ? total : 1) * sizeof(*e->src));
 	e->dst = malloc((size_t)(total ? total : 1) * sizeof(*e->dst));
 	e->rel = malloc((size_t)(total ? total : 1) * sizeof(*e->rel));
 	if (e->src == NULL || e->dst == NULL || e->rel == NULL)
 		return GNN_ENOMEM;
-	for (int r = 0; r < SYNTH_MAG_FWD; r++) {
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++) {
 		uint64_t *keys = NULL;
 
-		if ((rc = rel_keys(p, m, r, &keys, &st[r])) != GNN_OK || (rc = synth_stop_point()) != GNN_OK) {
+		if ((rc = rel_keys(p, m, r, &keys, &st[r])) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK) {
 			free(keys);
 			return rc;
 		}
@@ -462,8 +465,8 @@ static int make_edges(const struct synth_params *p, const struct mag_model *m, c
 /* Labels on papers (-1 elsewhere); the split by publication order, which
  * is paper ID order: the oldest num_train papers train, the next num_valid
  * (the following year) validate, the next num_test (the newest) test. */
-static int label_split(const struct synth_params *p, const struct mag_model *m, int64_t num_nodes,
-		       int64_t paper0, struct graph *g)
+static int label_split(const struct pt_synth_params *p, const struct mag_model *m, int64_t num_nodes,
+		       int64_t paper0, struct pt_graph *g)
 {
 	g->labels = malloc((size_t)num_nodes * sizeof(*g->labels));
 	g->split = calloc((size_t)num_nodes, sizeof(*g->split));
@@ -479,25 +482,27 @@ static int label_split(const struct synth_params *p, const struct mag_model *m, 
 }
 
 /* Share of cites edges between two papers of the same label. */
-static double cites_label_homophily(const struct graph *g)
+static double cites_label_homophily(const struct pt_graph *g)
 {
 	int64_t same = 0, all = 0, R = g->schema.num_rels;
 
 	for (int64_t v = g->type_start[PAPER]; v < g->type_start[PAPER + 1]; v++) {
-		for (int64_t i = g->indptr[v * R + SYNTH_MAG_CITES]; i < g->indptr[v * R + SYNTH_MAG_CITES + 1]; i++)
+		int64_t b = g->indptr[v * R + CITES], e = g->indptr[v * R + CITES + 1];
+
+		for (int64_t i = b; i < e; i++)
 			same += g->labels[g->indices[i]] == g->labels[v];
-		all += g->indptr[v * R + SYNTH_MAG_CITES + 1] - g->indptr[v * R + SYNTH_MAG_CITES];
+		all += e - b;
 	}
 	return all ? (double)same / (double)all : 0.0;
 }
 
-static void log_done(const struct synth_params *p, const struct graph *g, const struct rel_stats *st,
+static void log_done(const struct pt_synth_params *p, const struct pt_graph *g, const struct rel_stats *st,
 		     double sigma, double t0)
 {
 	char rels[512];
 	size_t len = 0;
 
-	for (int r = 0; r < SYNTH_MAG_FWD; r++)
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
 		len += (size_t)snprintf(rels + len, sizeof(rels) - len,
 					" %s_edges=%lld %s_same_community=%.3f %s_candidates=%lld %s_topup_rounds=%d",
 					rel_spec[r].name, (long long)p->rel_edges[r], rel_spec[r].name,
@@ -506,59 +511,72 @@ static void log_done(const struct synth_params *p, const struct graph *g, const 
 	GNN_INFO("synth_done",
 		 "preset=%s kind=mag nodes=%lld directed_edges=%lld relations=%u classes=%d feat_dim=%d "
 		 "cites_label_homophily=%.4f noise_sd=%.3f%s seconds=%.2f",
-		 p->preset != NULL ? p->preset : "custom", (long long)g->num_nodes, (long long)g->num_edges,
+		 pt_synth_preset_name(p), (long long)g->num_nodes, (long long)g->num_edges,
 		 g->schema.num_rels, p->classes, p->feat_dim, cites_label_homophily(g), sigma, rels,
 		 gnn_now() - t0);
 }
 
-int synth_mag_generate(const struct synth_params *p, struct graph *g)
+/* The papers' feature rows (g->feat_ctx), *sigma the noise sd. */
+static int make_features(const struct pt_synth_params *p, struct pt_synth_feat **feat, double *sigma)
 {
-	struct mag_model m = { 0 };
-	struct edge_list e = { 0 };
-	struct rel_stats st[SYNTH_MAG_FWD] = { 0 };
-	struct synth_feat *feat = NULL;
-	uint16_t rev[SYNTH_MAG_FWD];
-	double t0 = gnn_now(), sigma;
-	int64_t num_nodes, expect = 0;
+	double z = pt_synth_noise_z(mag_raw_z, sizeof(mag_raw_z) / sizeof(mag_raw_z[0]), p->classes);
+
+	return pt_synth_make_features(p->seed, p->feat_dim, p->classes, z, feat, sigma);
+}
+
+/* g's typed CSR from e (taken), checked against the edges asked for, and
+ * the rest of g but its features. */
+static int build_graph(const struct pt_synth_params *p, struct edge_list *e, struct pt_graph *g)
+{
+	int64_t expect = 0;
 	int rc;
 
-	GNN_INFO("synth_start",
-		 "preset=%s kind=mag authors=%lld fields=%lld institutions=%lld papers=%lld feat_dim=%d classes=%d seed=%llu",
-		 p->preset != NULL ? p->preset : "custom", (long long)p->type_nodes[AUTHOR],
-		 (long long)p->type_nodes[FIELD], (long long)p->type_nodes[INSTITUTION],
-		 (long long)p->type_nodes[PAPER], p->feat_dim, p->classes, (unsigned long long)p->seed);
-	fill_schema(p, &g->schema, rev);
-	for (uint32_t t = 0; t < SYNTH_MAG_TYPES; t++)
-		g->type_start[t + 1] = g->type_start[t] + p->type_nodes[t];
-	num_nodes = g->type_start[SYNTH_MAG_TYPES];
-	for (int r = 0; r < SYNTH_MAG_FWD; r++)
+	for (int r = 0; r < PT_SYNTH_MAG_FWD; r++)
 		expect += 2 * p->rel_edges[r];
-
-	if ((rc = build_model(p, &m)) != GNN_OK || (rc = synth_stop_point()) != GNN_OK ||
-	    (rc = make_edges(p, &m, g->type_start, rev, &e, st)) != GNN_OK ||
-	    (rc = label_split(p, &m, num_nodes, g->type_start[PAPER], g)) != GNN_OK)
-		goto out;
-	model_free(&m);
-	if ((rc = synth_make_features(p->seed, p->feat_dim, p->classes,
-				      synth_noise_z(mag_raw_z, sizeof(mag_raw_z) / sizeof(mag_raw_z[0]), p->classes),
-				      &feat, &sigma)) != GNN_OK ||
-	    (rc = synth_stop_point()) != GNN_OK)
-		goto out;
-	rc = graph_build_csr(g, num_nodes, e.src, e.dst, e.rel, e.n, false);
-	e = (struct edge_list){ 0 };
+	rc = pt_graph_build_csr(g, g->type_start[PT_SYNTH_MAG_TYPES], e->src, e->dst, e->rel, e->n, false);
+	*e = (struct edge_list){ 0 };
 	if (rc != GNN_OK)
-		goto out;
+		return rc;
 	if (g->num_edges != expect) {
 		GNN_ERROR("synth_internal", "directed_edges=%lld expected=%lld", (long long)g->num_edges,
 			  (long long)expect);
-		rc = GNN_EINTERNAL;
-		goto out;
+		return GNN_EINTERNAL;
 	}
 	/* Every edge's reverse is stored: in cites itself or in rev_<name>. */
 	g->symmetric = true;
 	g->feat_dim = p->feat_dim;
 	g->num_classes = p->classes;
-	g->feat_row = synth_feat_row;
+	return GNN_OK;
+}
+
+int pt_synth_mag_generate(const struct pt_synth_params *p, struct pt_graph *g)
+{
+	struct mag_model m = { 0 };
+	struct edge_list e = { 0 };
+	struct rel_stats st[PT_SYNTH_MAG_FWD] = { 0 };
+	struct pt_synth_feat *feat = NULL;
+	uint16_t rev[PT_SYNTH_MAG_FWD];
+	double t0 = gnn_now(), sigma;
+	int rc;
+
+	GNN_INFO("synth_start",
+		 "preset=%s kind=mag authors=%lld fields=%lld institutions=%lld papers=%lld feat_dim=%d classes=%d seed=%llu",
+		 pt_synth_preset_name(p), (long long)p->type_nodes[AUTHOR],
+		 (long long)p->type_nodes[FIELD], (long long)p->type_nodes[INSTITUTION],
+		 (long long)p->type_nodes[PAPER], p->feat_dim, p->classes, (unsigned long long)p->seed);
+	fill_schema(p, &g->schema, rev);
+	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++)
+		g->type_start[t + 1] = g->type_start[t] + p->type_nodes[t];
+
+	if ((rc = build_model(p, &m)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK ||
+	    (rc = make_edges(p, &m, g->type_start, rev, &e, st)) != GNN_OK ||
+	    (rc = label_split(p, &m, g->type_start[PT_SYNTH_MAG_TYPES], g->type_start[PAPER], g)) != GNN_OK)
+		goto out;
+	model_free(&m);
+	if ((rc = make_features(p, &feat, &sigma)) != GNN_OK || (rc = pt_synth_stop_point()) != GNN_OK ||
+	    (rc = build_graph(p, &e, g)) != GNN_OK)
+		goto out;
+	g->feat_row = pt_synth_feat_row;
 	g->feat_ctx = feat;
 	log_done(p, g, st, sigma, t0);
 	return GNN_OK;
@@ -569,6 +587,6 @@ out:
 	free(e.dst);
 	free(e.rel);
 	free(feat);
-	graph_free(g);
+	pt_graph_free(g);
 	return rc;
 }

@@ -17,7 +17,7 @@ struct part_counts {
 	int64_t nodes, edges, remote_edges, split[4];
 };
 
-int write_join(char *out, size_t len, const char *dir, const char *name)
+int pt_write_join(char *out, size_t len, const char *dir, const char *name)
 {
 	int k = snprintf(out, len, "%s/%s", dir, name);
 
@@ -28,7 +28,7 @@ int write_join(char *out, size_t len, const char *dir, const char *name)
 	return GNN_OK;
 }
 
-json_t *write_file_entry(const char *name, const struct gnn_arr_info *info)
+json_t *pt_write_file_entry(const char *name, const struct gnn_arr_info *info)
 {
 	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "file", name, "dtype",
 			 gnn_dtype_name(info->dtype), "rows", (json_int_t)info->rows, "cols",
@@ -51,7 +51,8 @@ struct csr_out {
 };
 
 /* Appends the stored entries [b, e) of one row as new IDs, sorted. */
-static int csr_append_row(struct csr_out *o, const struct graph *g, const struct partition *pt, int64_t b, int64_t e)
+static int csr_append_row(struct csr_out *o, const struct pt_graph *g, const struct pt_partition *pt, int64_t b,
+			  int64_t e)
 {
 	int64_t *row;
 	int rc;
@@ -80,7 +81,7 @@ static int csr_append_row(struct csr_out *o, const struct graph *g, const struct
 /* Streams the CSR of partition p: offsets in memory (n_p R + 1: row
  * i R + r is local node i's in-neighbours under relation r), neighbour IDs
  * through a chunk buffer. */
-static int write_csr(const struct graph *g, const struct partition *pt, int32_t p, const char *pdir,
+static int write_csr(const struct pt_graph *g, const struct pt_partition *pt, int32_t p, const char *pdir,
 		     json_t *files, struct part_counts *pc)
 {
 	int64_t start = pt->offsets[p], n = pt->offsets[p + 1] - start, R = g->schema.num_rels;
@@ -92,7 +93,7 @@ static int write_csr(const struct graph *g, const struct partition *pt, int32_t 
 
 	if (indptr == NULL || o.chunk == NULL)
 		goto out;
-	if ((rc = write_join(path, sizeof(path), pdir, "indices.arr")) != GNN_OK ||
+	if ((rc = pt_write_join(path, sizeof(path), pdir, "indices.arr")) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &o.w)) != GNN_OK)
 		goto out;
 	indptr[0] = 0;
@@ -115,12 +116,12 @@ static int write_csr(const struct graph *g, const struct partition *pt, int32_t 
 	o.w = NULL;
 	if (rc != GNN_OK)
 		goto out;
-	json_object_set_new(files, "indices", write_file_entry("indices.arr", &info));
+	json_object_set_new(files, "indices", pt_write_file_entry("indices.arr", &info));
 	pc->edges = indptr[n * R];
-	if ((rc = write_join(path, sizeof(path), pdir, "indptr.arr")) != GNN_OK ||
+	if ((rc = pt_write_join(path, sizeof(path), pdir, "indptr.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_I64, (uint64_t)(n * R) + 1, 1, indptr, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "indptr", write_file_entry("indptr.arr", &info));
+	json_object_set_new(files, "indptr", pt_write_file_entry("indptr.arr", &info));
 out:
 	gnn_arr_writer_abort(o.w);
 	free(indptr);
@@ -131,8 +132,8 @@ out:
 /* rows x dim floats of type t's nodes orig[0 .. rows) into halves; a
  * finite value beyond f16's range (65,504) would turn into infinity and
  * poison training: GNN_ERANGE, naming it. */
-static int to_half(const struct graph *g, uint32_t t, const int64_t *orig, const float *buf, int64_t rows, int64_t dim,
-		   uint16_t *half)
+static int to_half(const struct pt_graph *g, uint32_t t, const int64_t *orig, const float *buf, int64_t rows,
+		   int64_t dim, uint16_t *half)
 {
 	size_t n = (size_t)rows * (size_t)dim;
 
@@ -151,7 +152,7 @@ static int to_half(const struct graph *g, uint32_t t, const int64_t *orig, const
 /* Type t's feature rows of partition p into feat-<type>.arr as dt (f16:
  * each chunk rounded into half), its entry (JSON null for a type without
  * features) into *entry. */
-static int write_type_features(const struct graph *g, const struct partition *pt, int32_t p, uint32_t t,
+static int write_type_features(const struct pt_graph *g, const struct pt_partition *pt, int32_t p, uint32_t t,
 			       enum gnn_dtype dt, const char *pdir, json_t **entry)
 {
 	const int64_t *to = pt->type_offsets + (size_t)p * pt->num_types;
@@ -173,14 +174,14 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 	if ((buf = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*buf))) == NULL ||
 	    (dt == GNN_DT_F16 && (half = malloc((size_t)rows_per_chunk * (size_t)dim * sizeof(*half))) == NULL))
 		goto out;
-	if ((rc = write_join(path, sizeof(path), pdir, name)) != GNN_OK ||
+	if ((rc = pt_write_join(path, sizeof(path), pdir, name)) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, dt, (uint64_t)dim, &w)) != GNN_OK)
 		goto out;
 	for (int64_t i = start; i < end; i += rows_per_chunk) {
 		int64_t rows = end - i < rows_per_chunk ? end - i : rows_per_chunk;
 
 		for (int64_t r = 0; r < rows; r++) {
-			rc = graph_feature_row(g, pt->orig_id[i + r], buf + (size_t)r * (size_t)dim);
+			rc = pt_graph_feature_row(g, pt->orig_id[i + r], buf + (size_t)r * (size_t)dim);
 			if (rc != GNN_OK)
 				goto out;
 		}
@@ -196,7 +197,7 @@ static int write_type_features(const struct graph *g, const struct partition *pt
 	rc = gnn_arr_writer_finish(w, &info);
 	w = NULL;
 	if (rc == GNN_OK)
-		*entry = write_file_entry(name, &info);
+		*entry = pt_write_file_entry(name, &info);
 out:
 	gnn_arr_writer_abort(w);
 	free(buf);
@@ -205,7 +206,7 @@ out:
 }
 
 /* files.feat: one entry per node type, in type order. */
-static int write_features(const struct graph *g, const struct partition *pt, int32_t p, enum gnn_dtype dt,
+static int write_features(const struct pt_graph *g, const struct pt_partition *pt, int32_t p, enum gnn_dtype dt,
 			  const char *pdir, json_t *files)
 {
 	json_t *feat = json_array(), *entry;
@@ -223,7 +224,7 @@ static int write_features(const struct graph *g, const struct partition *pt, int
 	return rc;
 }
 
-static int write_node_data(const struct graph *g, const struct partition *pt, int32_t p,
+static int write_node_data(const struct pt_graph *g, const struct pt_partition *pt, int32_t p,
 			   const char *pdir, json_t *files, struct part_counts *pc)
 {
 	int64_t start = pt->offsets[p], n = pt->offsets[p + 1] - start;
@@ -242,14 +243,14 @@ static int write_node_data(const struct graph *g, const struct partition *pt, in
 		split[i] = g->split[v];
 		pc->split[g->split[v] & 3]++;
 	}
-	if ((rc = write_join(path, sizeof(path), pdir, "label.arr")) != GNN_OK ||
+	if ((rc = pt_write_join(path, sizeof(path), pdir, "label.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_I32, (uint64_t)n, 1, labels, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "label", write_file_entry("label.arr", &info));
-	if ((rc = write_join(path, sizeof(path), pdir, "split.arr")) != GNN_OK ||
+	json_object_set_new(files, "label", pt_write_file_entry("label.arr", &info));
+	if ((rc = pt_write_join(path, sizeof(path), pdir, "split.arr")) != GNN_OK ||
 	    (rc = gnn_arr_write(path, GNN_DT_U8, (uint64_t)n, 1, split, &info)) != GNN_OK)
 		goto out;
-	json_object_set_new(files, "split", write_file_entry("split.arr", &info));
+	json_object_set_new(files, "split", pt_write_file_entry("split.arr", &info));
 out:
 	free(labels);
 	free(split);
@@ -270,7 +271,7 @@ static double max_over_mean(const double *x, int32_t parts)
 
 /* Adds {"nodes", "edges", "train", "types": {TYPE: ...}}: max / mean over
  * partitions, 1.0 = perfect. */
-static int add_balance(json_t *meta, const struct graph *g, const struct partition *pt,
+static int add_balance(json_t *meta, const struct pt_graph *g, const struct pt_partition *pt,
 		       const struct part_counts *pc)
 {
 	int32_t parts = pt->num_parts;
@@ -301,7 +302,7 @@ static int add_balance(json_t *meta, const struct graph *g, const struct partiti
 
 /* node-map.arr: each new ID's original per-type ID (its ID among its
  * type's nodes in the input), streamed through a chunk buffer. */
-static int write_node_map(const struct graph *g, const struct partition *pt, const char *dir, json_t *meta)
+static int write_node_map(const struct pt_graph *g, const struct pt_partition *pt, const char *dir, json_t *meta)
 {
 	int64_t *chunk = malloc(CHUNK_ELEMS * sizeof(*chunk)), n = g->num_nodes;
 	struct gnn_arr_writer *w = NULL;
@@ -311,7 +312,7 @@ static int write_node_map(const struct graph *g, const struct partition *pt, con
 
 	if (chunk == NULL)
 		goto out;
-	if ((rc = write_join(path, sizeof(path), dir, "node-map.arr")) != GNN_OK ||
+	if ((rc = pt_write_join(path, sizeof(path), dir, "node-map.arr")) != GNN_OK ||
 	    (rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &w)) != GNN_OK)
 		goto out;
 	for (int64_t i = 0; i < n; i += CHUNK_ELEMS) {
@@ -320,7 +321,7 @@ static int write_node_map(const struct graph *g, const struct partition *pt, con
 		for (int64_t k = 0; k < rows; k++) {
 			int64_t v = pt->orig_id[i + k];
 
-			chunk[k] = v - g->type_start[graph_node_type(g, v)];
+			chunk[k] = v - g->type_start[pt_graph_node_type(g, v)];
 		}
 		if ((rc = gnn_arr_writer_append(w, chunk, (uint64_t)rows)) != GNN_OK)
 			goto out;
@@ -328,7 +329,7 @@ static int write_node_map(const struct graph *g, const struct partition *pt, con
 	rc = gnn_arr_writer_finish(w, &info);
 	w = NULL;
 	if (rc == GNN_OK)
-		json_object_set_new(meta, "node_map", write_file_entry("node-map.arr", &info));
+		json_object_set_new(meta, "node_map", pt_write_file_entry("node-map.arr", &info));
 out:
 	gnn_arr_writer_abort(w);
 	free(chunk);
@@ -337,7 +338,7 @@ out:
 
 /* parts[p]: its ranges (type_offsets: the T + 1 boundaries of its types),
  * counts (type_nodes: per type) and files. */
-static json_t *part_json(const struct graph *g, const struct partition *pt, int32_t p, const char *name,
+static json_t *part_json(const struct pt_graph *g, const struct pt_partition *pt, int32_t p, const char *name,
 			 const struct part_counts *pc, json_t *files)
 {
 	const int64_t *to = pt->type_offsets + (size_t)p * pt->num_types;
@@ -355,8 +356,8 @@ static json_t *part_json(const struct graph *g, const struct partition *pt, int3
 			 "num_test", (json_int_t)pc->split[GNN_SPLIT_TEST], "files", files);
 }
 
-int write_partitions(const struct graph *g, const struct partition *pt, enum gnn_dtype feat_dtype, const char *dir,
-		     json_t *meta)
+int pt_write_partitions(const struct pt_graph *g, const struct pt_partition *pt, enum gnn_dtype feat_dtype,
+			const char *dir, json_t *meta)
 {
 	struct part_counts *pc = calloc((size_t)pt->num_parts, sizeof(*pc));
 	json_t *parts = json_array();
@@ -377,7 +378,7 @@ int write_partitions(const struct graph *g, const struct partition *pt, enum gnn
 			rc = GNN_ENOMEM;
 			goto out;
 		}
-		if ((rc = write_join(pdir, sizeof(pdir), dir, name)) != GNN_OK || mkdir(pdir, 0755) != 0) {
+		if ((rc = pt_write_join(pdir, sizeof(pdir), dir, name)) != GNN_OK || mkdir(pdir, 0755) != 0) {
 			json_decref(files);
 			GNN_ERROR("mkdir_failed", "dir=%s", pdir);
 			rc = GNN_EIO;

@@ -27,14 +27,14 @@
  * "node_map", "parts" and "balance". */
 /* dir + "/" + name into out (len bytes); GNN_ERANGE, logged, when it
  * does not fit. */
-int write_join(char *out, size_t len, const char *dir, const char *name);
+int pt_write_join(char *out, size_t len, const char *dir, const char *name);
 
 /* A meta.json file entry {"file", "dtype", "rows", "cols", "bytes",
  * "crc32"} for the array written as name; a new reference (the caller's),
  * NULL when out of memory. */
-json_t *write_file_entry(const char *name, const struct gnn_arr_info *info);
+json_t *pt_write_file_entry(const char *name, const struct gnn_arr_info *info);
 
-int write_partitions(const struct graph *g, const struct partition *pt, enum gnn_dtype feat_dtype, const char *dir,
-		     json_t *meta);
+int pt_write_partitions(const struct pt_graph *g, const struct pt_partition *pt, enum gnn_dtype feat_dtype,
+			const char *dir, json_t *meta);
 
 #endif

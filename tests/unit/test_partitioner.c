@@ -32,14 +32,14 @@ static void test_csr_symmetrize_dedupe(void)
 	static const int32_t src[] = { 0, 1, 2, 1 }, dst[] = { 1, 0, 2, 3 };
 	static const int64_t want_ptr[] = { 0, 1, 3, 3, 4 };
 	static const int32_t want_idx[] = { 1, 0, 3, 1 };
-	struct graph g = { 0 };
+	struct pt_graph g = { 0 };
 
-	if (!CHECK(graph_build_csr(&g, 4, ints(4, src), ints(4, dst), NULL, 4, true) == GNN_OK))
+	if (!CHECK(pt_graph_build_csr(&g, 4, ints(4, src), ints(4, dst), NULL, 4, true) == GNN_OK))
 		return;
 	CHECK(g.num_edges == 4 && g.symmetric);
 	CHECK(memcmp(g.indptr, want_ptr, sizeof(want_ptr)) == 0);
 	CHECK(memcmp(g.indices, want_idx, sizeof(want_idx)) == 0);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 static void test_csr_directed(void)
@@ -48,14 +48,14 @@ static void test_csr_directed(void)
 	static const int32_t src[] = { 0, 0, 2, 0 }, dst[] = { 1, 2, 1, 1 };
 	static const int64_t want_ptr[] = { 0, 0, 2, 3 };
 	static const int32_t want_idx[] = { 0, 2, 0 };
-	struct graph g = { 0 };
+	struct pt_graph g = { 0 };
 
-	if (!CHECK(graph_build_csr(&g, 3, ints(4, src), ints(4, dst), NULL, 4, false) == GNN_OK))
+	if (!CHECK(pt_graph_build_csr(&g, 3, ints(4, src), ints(4, dst), NULL, 4, false) == GNN_OK))
 		return;
 	CHECK(g.num_edges == 3 && !g.symmetric);
 	CHECK(memcmp(g.indptr, want_ptr, sizeof(want_ptr)) == 0);
 	CHECK(memcmp(g.indices, want_idx, sizeof(want_idx)) == 0);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 static void test_csr_typed(void)
@@ -66,31 +66,31 @@ static void test_csr_typed(void)
 	static const uint16_t rel[] = { 0, 1, 1, 0, 1 };
 	static const int64_t want_ptr[] = { 0, 0, 0, 2, 3, 3, 3 };
 	static const int32_t want_idx[] = { 0, 2, 0 };
-	struct graph g = { 0 };
+	struct pt_graph g = { 0 };
 	uint16_t *r = malloc(sizeof(rel));
 
 	memcpy(r, rel, sizeof(rel));
 	g.schema.num_rels = 2;
-	if (!CHECK(graph_build_csr(&g, 3, ints(5, src), ints(5, dst), r, 5, false) == GNN_OK))
+	if (!CHECK(pt_graph_build_csr(&g, 3, ints(5, src), ints(5, dst), r, 5, false) == GNN_OK))
 		return;
 	CHECK(g.num_edges == 3 && !g.symmetric);
 	CHECK(memcmp(g.indptr, want_ptr, sizeof(want_ptr)) == 0);
 	CHECK(memcmp(g.indices, want_idx, sizeof(want_idx)) == 0);
 	CHECK(g.schema.rels[0].num_edges == 2 && g.schema.rels[1].num_edges == 1);
 	CHECK(graph_row_begin(&g, 1) == 0 && graph_row_end(&g, 1) == 3);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
-static int make_tiny(struct graph *g)
+static int make_tiny(struct pt_graph *g)
 {
-	struct synth_params p;
+	struct pt_synth_params p;
 
-	if (synth_preset("tiny", 3, &p) != GNN_OK)
+	if (pt_synth_preset("tiny", 3, &p) != GNN_OK)
 		return -1;
-	return synth_generate(&p, g);
+	return pt_synth_generate(&p, g);
 }
 
-static void check_partition(const struct graph *g, const struct partition *pt, int32_t parts)
+static void check_partition(const struct pt_graph *g, const struct pt_partition *pt, int32_t parts)
 {
 	int64_t *count = calloc((size_t)parts, sizeof(*count)), cut = 0;
 
@@ -113,13 +113,13 @@ static void check_partition(const struct graph *g, const struct partition *pt, i
 
 static void test_partition_methods(void)
 {
-	struct graph g = { 0 };
-	struct partition metis = { 0 }, rnd = { 0 };
+	struct pt_graph g = { 0 };
+	struct pt_partition metis = { 0 }, rnd = { 0 };
 	int64_t train[8] = { 0 }, total = 0;
 
 	if (!CHECK(make_tiny(&g) == GNN_OK))
 		return;
-	CHECK(partition_compute(&g, &(struct partition_opts){ 8, "random", 5, 1 << 30 }, &rnd) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 8, "random", 5, 1 << 30 }, &rnd) == GNN_OK);
 	check_partition(&g, &rnd, 8);
 	for (int64_t v = 0; v < g.num_nodes; v++) {
 		if (g.split[v] == GNN_SPLIT_TRAIN) {
@@ -129,28 +129,30 @@ static void test_partition_methods(void)
 	}
 	for (int p = 0; p < 8; p++)  /* random deals training nodes exactly */
 		CHECK(train[p] == total / 8 || train[p] == total / 8 + 1);
-	CHECK(partition_compute(&g, &(struct partition_opts){ 8, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 8, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
 	check_partition(&g, &metis, 8);
 	CHECK(metis.edge_cut < rnd.edge_cut);
-	partition_free(&metis);
-	partition_free(&rnd);
+	pt_partition_free(&metis);
+	pt_partition_free(&rnd);
 	/* Five communities: two parts can follow them, eight cannot. */
-	CHECK(partition_compute(&g, &(struct partition_opts){ 2, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
-	CHECK(partition_compute(&g, &(struct partition_opts){ 2, "random", 5, 1 << 30 }, &rnd) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 2, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 2, "random", 5, 1 << 30 }, &rnd) == GNN_OK);
 	printf("  tiny P=2 edge_cut metis=%lld random=%lld\n", (long long)metis.edge_cut, (long long)rnd.edge_cut);
 	CHECK(metis.edge_cut * 2 < rnd.edge_cut);
-	partition_free(&metis);
-	CHECK(partition_compute(&g, &(struct partition_opts){ 1, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
+	pt_partition_free(&metis);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 1, "metis", 5, 1 << 30 }, &metis) == GNN_OK);
 	CHECK(metis.edge_cut == 0 && metis.offsets[1] == g.num_nodes);
-	partition_free(&metis);
+	pt_partition_free(&metis);
 	/* As many partitions as nodes: every partition gets one node. */
-	CHECK(partition_compute(&g, &(struct partition_opts){ (int32_t)g.num_nodes, "random", 1, 1 << 30 }, &metis) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ (int32_t)g.num_nodes, "random", 1, 1 << 30 },
+				   &metis) == GNN_OK);
 	check_partition(&g, &metis, (int32_t)g.num_nodes);
-	partition_free(&metis);
-	CHECK(partition_compute(&g, &(struct partition_opts){ (int32_t)g.num_nodes + 1, "metis", 1, 1 << 30 }, &metis) == GNN_EINVAL);
-	CHECK(partition_compute(&g, &(struct partition_opts){ 2, "kmeans", 1, 1 << 30 }, &metis) == GNN_EINVAL);
-	partition_free(&rnd);
-	graph_free(&g);
+	pt_partition_free(&metis);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ (int32_t)g.num_nodes + 1, "metis", 1, 1 << 30 },
+				   &metis) == GNN_EINVAL);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 2, "kmeans", 1, 1 << 30 }, &metis) == GNN_EINVAL);
+	pt_partition_free(&rnd);
+	pt_graph_free(&g);
 }
 
 /* Reads a gzip file's lines through zcat, independently of import.c. */
@@ -163,7 +165,7 @@ static FILE *zcat(const char *dir, const char *name)
 }
 
 /* Feature values of type t that differ from the raw file DIR/NAME. */
-static int64_t feature_mismatches(const struct graph *g, uint32_t t, const char *dir, const char *name)
+static int64_t feature_mismatches(const struct pt_graph *g, uint32_t t, const char *dir, const char *name)
 {
 	int64_t bad = 0, d = g->schema.types[t].feat_dim;
 	FILE *f = zcat(dir, name);
@@ -184,8 +186,8 @@ static void test_import_cora(void)
 {
 	const char *root = getenv("GNN_DATASETS");
 	char dir[2048], raw[2100];
-	struct import_opts o = { 0 };
-	struct graph g = { 0 };
+	struct pt_import_opts o = { 0 };
+	struct pt_graph g = { 0 };
 	char split[64];
 	int64_t counts[4] = { 0 }, bad = 0;
 	FILE *f;
@@ -197,7 +199,7 @@ static void test_import_cora(void)
 		return;
 	}
 	o.dir = dir;
-	if (!CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
+	if (!CHECK(pt_import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
 		return;
 	CHECK(strcmp(split, "planetoid") == 0);
 	CHECK(g.num_nodes == 2708 && g.num_edges == 10556 && g.feat_dim == 1433 && g.num_classes == 7);
@@ -231,10 +233,10 @@ static void test_import_cora(void)
 		pclose(f);
 	CHECK(bad == 0);
 
-	graph_free(&g);
+	pt_graph_free(&g);
 	o.keep_directed = true;
-	CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK && g.num_edges == 5278 && !g.symmetric);
-	graph_free(&g);
+	CHECK(pt_import_ogb(&o, &g, split, sizeof(split)) == GNN_OK && g.num_edges == 5278 && !g.symmetric);
+	pt_graph_free(&g);
 }
 
 /* ---- the heterogeneous layout: tests/data/hetero-tiny ---- */
@@ -248,7 +250,7 @@ static void hetero_tiny(char *path, size_t cap)
 }
 
 /* Whether node v's row under relation r lists u. */
-static bool row_has(const struct graph *g, int64_t v, uint32_t r, int64_t u)
+static bool row_has(const struct pt_graph *g, int64_t v, uint32_t r, int64_t u)
 {
 	int64_t R = g->schema.num_rels;
 
@@ -263,7 +265,7 @@ static bool row_has(const struct graph *g, int64_t v, uint32_t r, int64_t u)
 /* Raw edges of relation folder rel (per-type IDs u of type src, v of type
  * dst) missing from relation fw's rows (u -> v) or, when rev >= 0, from
  * relation rev's (v -> u). */
-static int64_t edges_missing(const struct graph *g, const char *raw, const char *rel, uint32_t src, uint32_t dst,
+static int64_t edges_missing(const struct pt_graph *g, const char *raw, const char *rel, uint32_t src, uint32_t dst,
 			     uint32_t fw, int32_t rev)
 {
 	char dir[4200];
@@ -289,15 +291,15 @@ static void test_import_hetero(void)
 	static const char *const rels[] = { "writes", "cites", "has_subject", "rev_writes", "rev_has_subject" };
 	static const uint32_t src[] = { 0, 1, 1, 1, 2 }, dst[] = { 1, 1, 2, 0, 1 };
 	static const int64_t edges[] = { 804, 1874, 320, 804, 320 };
-	struct import_opts o = { 0 };
-	struct graph g = { 0 };
+	struct pt_import_opts o = { 0 };
+	struct pt_graph g = { 0 };
 	char dir[4096], raw[4200], split[64];
 	int64_t counts[4] = { 0 }, other = 0;
 
 	hetero_tiny(dir, sizeof(dir));
 	snprintf(raw, sizeof(raw), "%s/raw", dir);
 	o.dir = dir;
-	if (!CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
+	if (!CHECK(pt_import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
 		return;
 	/* types in name order, though num-node-dict lists paper first */
 	CHECK(strcmp(split, "random") == 0 && g.schema.num_types == 3 && g.schema.num_rels == 5);
@@ -326,39 +328,39 @@ static void test_import_hetero(void)
 	CHECK(other == 0 && counts[GNN_SPLIT_TRAIN] == 120 && counts[GNN_SPLIT_VALID] == 60 &&
 	      counts[GNN_SPLIT_TEST] == 120);
 out:
-	graph_free(&g);
+	pt_graph_free(&g);
 
 	o.keep_directed = true;
-	if (!CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
+	if (!CHECK(pt_import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
 		return;
 	CHECK(!g.symmetric && g.schema.num_rels == 3 && g.num_edges == 804 + 947 + 320);
 	CHECK(edges_missing(&g, raw, "paper___cites___paper", 1, 1, 1, -1) == 0);
 	CHECK(!row_has(&g, 120 + 12, 0, 120 + 12) && g.schema.rels[2].num_edges == 320);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 /* METIS and random on hetero-tiny: each (partition, type) range holds
  * exactly that partition's nodes of that type, in input order. */
 static void test_partition_typed(void)
 {
-	struct import_opts o = { 0 };
-	struct graph g = { 0 };
-	struct partition pt[2] = { 0 };
+	struct pt_import_opts o = { 0 };
+	struct pt_graph g = { 0 };
+	struct pt_partition pt[2] = { 0 };
 	char dir[4096], split[64];
 
 	hetero_tiny(dir, sizeof(dir));
 	o.dir = dir;
-	if (!CHECK(import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
+	if (!CHECK(pt_import_ogb(&o, &g, split, sizeof(split)) == GNN_OK))
 		return;
-	CHECK(partition_compute(&g, &(struct partition_opts){ 3, "metis", 1, 1 << 30 }, &pt[0]) == GNN_OK);
-	CHECK(partition_compute(&g, &(struct partition_opts){ 3, "random", 1, 1 << 30 }, &pt[1]) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 3, "metis", 1, 1 << 30 }, &pt[0]) == GNN_OK);
+	CHECK(pt_partition_compute(&g, &(struct pt_partition_opts){ 3, "random", 1, 1 << 30 }, &pt[1]) == GNN_OK);
 	for (int k = 0; k < 2; k++) {
 		int64_t bad = 0;
 
 		check_partition(&g, &pt[k], 3);
 		CHECK(pt[k].num_types == 3 && pt[k].type_offsets[0] == 0 && pt[k].type_offsets[9] == g.num_nodes);
 		for (int64_t v = 0; v < g.num_nodes; v++) {
-			uint32_t t = graph_node_type(&g, v);
+			uint32_t t = pt_graph_node_type(&g, v);
 			const int64_t *to = pt[k].type_offsets + pt[k].part[v] * 3;
 
 			bad += pt[k].new_id[v] < to[t] || pt[k].new_id[v] >= to[t + 1] ||
@@ -370,9 +372,9 @@ static void test_partition_typed(void)
 	printf("  hetero-tiny P=3 edge_cut metis=%lld random=%lld\n", (long long)pt[0].edge_cut,
 	       (long long)pt[1].edge_cut);
 	CHECK(pt[0].edge_cut * 3 < pt[1].edge_cut * 2);
-	partition_free(&pt[0]);
-	partition_free(&pt[1]);
-	graph_free(&g);
+	pt_partition_free(&pt[0]);
+	pt_partition_free(&pt[1]);
+	pt_graph_free(&g);
 }
 
 /* ---- bad heterogeneous input: a broken copy of hetero-tiny each ---- */
@@ -425,8 +427,8 @@ static bool apply_edit(const char *dir, const struct edit *e)
 static void bad_hetero(const struct edit *edits, int n, const char *const *want)
 {
 	char dir[] = "/tmp/gnn-test-hetero.XXXXXX", src[4096], cmd[8400], log[4200], buf[8192] = "";
-	struct import_opts o = { .dir = dir };
-	struct graph g = { 0 };
+	struct pt_import_opts o = { .dir = dir };
+	struct pt_graph g = { 0 };
 	int saved, fd, rc = GNN_OK;
 	ssize_t got;
 
@@ -444,7 +446,7 @@ static void bad_hetero(const struct edit *edits, int n, const char *const *want)
 	saved = dup(STDERR_FILENO);
 	fd = open(log, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	dup2(fd, STDERR_FILENO);
-	rc = import_ogb(&o, &g, cmd, sizeof(cmd));
+	rc = pt_import_ogb(&o, &g, cmd, sizeof(cmd));
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -456,7 +458,7 @@ static void bad_hetero(const struct edit *edits, int n, const char *const *want)
 		if (!CHECK(strstr(buf, *want) != NULL))
 			printf("  wanted \"%s\" in the log:\n%s\n", *want, buf);
 out:
-	graph_free(&g);
+	pt_graph_free(&g);
 	gnn_rm_rf(dir);
 }
 
@@ -515,23 +517,24 @@ static void test_edge_split_ratios(void)
 					   "0.8,0.1,0.1,0", "0.8,0.1,0.1x", "", "nan,0,0" };
 	double r[3];
 
-	CHECK(edge_split_parse_ratios("0.85,0.05,0.10", r) == GNN_OK && r[0] == 0.85 && r[1] == 0.05 && r[2] == 0.10);
-	CHECK(edge_split_parse_ratios("1,0,0", r) == GNN_OK);
+	CHECK(pt_edge_split_parse_ratios("0.85,0.05,0.10", r) == GNN_OK && r[0] == 0.85 && r[1] == 0.05 &&
+	      r[2] == 0.10);
+	CHECK(pt_edge_split_parse_ratios("1,0,0", r) == GNN_OK);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK(edge_split_parse_ratios(bad[i], r) == GNN_EINVAL);
+		CHECK(pt_edge_split_parse_ratios(bad[i], r) == GNN_EINVAL);
 }
 
 /* A one-type, one-relation graph of n nodes from m edges (symmetrised or
  * as given). */
-static int plain_graph(struct graph *g, int64_t n, const int32_t *src, const int32_t *dst, int m, bool sym)
+static int plain_graph(struct pt_graph *g, int64_t n, const int32_t *src, const int32_t *dst, int m, bool sym)
 {
 	memset(g, 0, sizeof(*g));
 	gnn_schema_plain(&g->schema, n, 0, 0);
 	g->type_start[1] = n;
-	return graph_build_csr(g, n, ints(m, src), ints(m, dst), NULL, m, sym);
+	return pt_graph_build_csr(g, n, ints(m, src), ints(m, dst), NULL, m, sym);
 }
 
-static bool stored(const struct graph *g, int32_t u, int32_t v)
+static bool stored(const struct pt_graph *g, int32_t u, int32_t v)
 {
 	for (int64_t k = g->indptr[v]; k < g->indptr[v + 1]; k++)
 		if (g->indices[k] == u)
@@ -544,9 +547,9 @@ static bool stored(const struct graph *g, int32_t u, int32_t v)
 static void test_edge_split_homogeneous(void)
 {
 	int32_t src[60], dst[60];
-	struct edge_split_opts o = { .ratios = { 0.5, 0.25, 0.25 }, .eval_negatives = 3, .seed = 7 };
-	struct graph g, full, again;
-	struct edge_split es = { 0 }, es2 = { 0 };
+	struct pt_edge_split_opts o = { .ratios = { 0.5, 0.25, 0.25 }, .eval_negatives = 3, .seed = 7 };
+	struct pt_graph g, full, again;
+	struct pt_edge_split es = { 0 }, es2 = { 0 };
 
 	for (int i = 0; i < 30; i++) {
 		src[i] = src[30 + i] = i;
@@ -556,12 +559,12 @@ static void test_edge_split_homogeneous(void)
 	if (!CHECK(plain_graph(&g, 30, src, dst, 60, true) == GNN_OK && plain_graph(&full, 30, src, dst, 60, true) == GNN_OK &&
 		   plain_graph(&again, 30, src, dst, 60, true) == GNN_OK))
 		return;
-	if (!CHECK(edge_split_apply(&g, &o, &es) == GNN_OK))
+	if (!CHECK(pt_edge_split_apply(&g, &o, &es) == GNN_OK))
 		goto out;
-	CHECK(es.num_pairs == 60 && es.num_held[ES_VALID] == 15 && es.num_held[ES_TEST] == 15);
+	CHECK(es.num_pairs == 60 && es.num_held[PT_ES_VALID] == 15 && es.num_held[PT_ES_TEST] == 15);
 	CHECK(es.removed_edges == 60 && g.num_edges == 60 && g.schema.rels[0].num_edges == 60 && es.rev_rel == -1);
 	CHECK(g.indptr[30] == 60);
-	for (int s = 0; s < ES_SETS; s++)
+	for (int s = 0; s < PT_ES_SETS; s++)
 		for (int64_t k = 0; k < es.num_held[s]; k++) {
 			int32_t u = es.pos[s][2 * k], v = es.pos[s][2 * k + 1], a = es.neg[s][2 * k], b = es.neg[s][2 * k + 1];
 
@@ -575,19 +578,19 @@ static void test_edge_split_homogeneous(void)
 			}
 		}
 	/* The same seed, the same split. */
-	if (CHECK(edge_split_apply(&again, &o, &es2) == GNN_OK))
-		for (int s = 0; s < ES_SETS; s++)
+	if (CHECK(pt_edge_split_apply(&again, &o, &es2) == GNN_OK))
+		for (int s = 0; s < PT_ES_SETS; s++)
 			CHECK(memcmp(es.pos[s], es2.pos[s], (size_t)es.num_held[s] * 8) == 0 &&
 			      memcmp(es.neg[s], es2.neg[s], (size_t)es.num_held[s] * 8) == 0 &&
 			      memcmp(es.neg_dst[s], es2.neg_dst[s], (size_t)es.num_held[s] * 12) == 0);
 	CHECK(memcmp(g.indptr, again.indptr, 31 * sizeof(int64_t)) == 0 &&
 	      memcmp(g.indices, again.indices, 60 * sizeof(int32_t)) == 0);
 out:
-	edge_split_free(&es);
-	edge_split_free(&es2);
-	graph_free(&g);
-	graph_free(&full);
-	graph_free(&again);
+	pt_edge_split_free(&es);
+	pt_edge_split_free(&es2);
+	pt_graph_free(&g);
+	pt_graph_free(&full);
+	pt_graph_free(&again);
 }
 
 /* Directed (--keep-directed): 0->1 and 1->0 are one pair, stored as (0, 1),
@@ -595,16 +598,16 @@ out:
 static void test_edge_split_directed(void)
 {
 	static const int32_t src[] = { 0, 1, 2, 1 }, dst[] = { 1, 0, 3, 2 };
-	struct edge_split_opts o = { .ratios = { 0.2, 0.4, 0.4 }, .eval_negatives = 1, .seed = 1 };
-	struct graph g, full;
-	struct edge_split es = { 0 };
+	struct pt_edge_split_opts o = { .ratios = { 0.2, 0.4, 0.4 }, .eval_negatives = 1, .seed = 1 };
+	struct pt_graph g, full;
+	struct pt_edge_split es = { 0 };
 	int64_t removed = 0;
 
 	if (!CHECK(plain_graph(&g, 4, src, dst, 4, false) == GNN_OK && plain_graph(&full, 4, src, dst, 4, false) == GNN_OK))
 		return;
-	if (CHECK(edge_split_apply(&g, &o, &es) == GNN_OK)) {
-		CHECK(es.num_pairs == 3 && es.num_held[ES_VALID] == 1 && es.num_held[ES_TEST] == 1);
-		for (int s = 0; s < ES_SETS; s++) {
+	if (CHECK(pt_edge_split_apply(&g, &o, &es) == GNN_OK)) {
+		CHECK(es.num_pairs == 3 && es.num_held[PT_ES_VALID] == 1 && es.num_held[PT_ES_TEST] == 1);
+		for (int s = 0; s < PT_ES_SETS; s++) {
 			int32_t u = es.pos[s][0], v = es.pos[s][1];
 
 			CHECK(stored(&full, u, v) && !stored(&g, u, v) && !stored(&g, v, u));
@@ -612,9 +615,9 @@ static void test_edge_split_directed(void)
 		}
 		CHECK(es.removed_edges == removed && g.num_edges == 4 - removed);
 	}
-	edge_split_free(&es);
-	graph_free(&g);
-	graph_free(&full);
+	pt_edge_split_free(&es);
+	pt_graph_free(&g);
+	pt_graph_free(&full);
 }
 
 /* Refusals leave the graph as it was: an unknown relation, too few pairs,
@@ -622,24 +625,24 @@ static void test_edge_split_directed(void)
 static void test_edge_split_refusals(void)
 {
 	static const int32_t src[] = { 0, 0, 0, 0, 1, 1, 1, 2, 2, 3 }, dst[] = { 1, 2, 3, 4, 2, 3, 4, 3, 4, 4 };
-	struct edge_split_opts o = { .ratios = { 0.6, 0.2, 0.2 }, .eval_negatives = 1, .seed = 1 };
-	struct graph g;
-	struct edge_split es = { 0 };
+	struct pt_edge_split_opts o = { .ratios = { 0.6, 0.2, 0.2 }, .eval_negatives = 1, .seed = 1 };
+	struct pt_graph g;
+	struct pt_edge_split es = { 0 };
 
 	if (!CHECK(plain_graph(&g, 5, src, dst, 10, true) == GNN_OK))
 		return;
-	CHECK(edge_split_apply(&g, &o, &es) == GNN_ERANGE);  /* K5: every pair an edge */
-	edge_split_free(&es);
+	CHECK(pt_edge_split_apply(&g, &o, &es) == GNN_ERANGE);  /* K5: every pair an edge */
+	pt_edge_split_free(&es);
 	o.relation = "nosuch";
-	CHECK(edge_split_apply(&g, &o, &es) == GNN_EINVAL);
-	edge_split_free(&es);
+	CHECK(pt_edge_split_apply(&g, &o, &es) == GNN_EINVAL);
+	pt_edge_split_free(&es);
 	o.relation = NULL;
 	o.ratios[0] = 0.98;
 	o.ratios[1] = o.ratios[2] = 0.01;                     /* 10 pairs: no valid pair */
-	CHECK(edge_split_apply(&g, &o, &es) == GNN_ERANGE);
-	edge_split_free(&es);
+	CHECK(pt_edge_split_apply(&g, &o, &es) == GNN_ERANGE);
+	pt_edge_split_free(&es);
 	CHECK(g.num_edges == 20 && g.indptr[5] == 20);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 int main(void)

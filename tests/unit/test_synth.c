@@ -15,23 +15,23 @@
 #include "sys.h"
 #include "testlib.h"
 
-static int gen_preset(const char *name, uint64_t seed, struct graph *g)
+static int gen_preset(const char *name, uint64_t seed, struct pt_graph *g)
 {
-	struct synth_params p;
-	int rc = synth_preset(name, seed, &p);
+	struct pt_synth_params p;
+	int rc = pt_synth_preset(name, seed, &p);
 
 	memset(g, 0, sizeof(*g));
-	return rc ? rc : synth_generate(&p, g);
+	return rc ? rc : pt_synth_generate(&p, g);
 }
 
-static int64_t degree(const struct graph *g, int64_t v)
+static int64_t degree(const struct pt_graph *g, int64_t v)
 {
 	return g->indptr[v + 1] - g->indptr[v];
 }
 
 /* Whether CSR row `row` (node v's in-neighbours under relation r is row
  * v R + r; v itself with one relation) holds u. */
-static bool has_edge(const struct graph *g, int64_t row, int32_t u)
+static bool has_edge(const struct pt_graph *g, int64_t row, int32_t u)
 {
 	int64_t lo = g->indptr[row], hi = g->indptr[row + 1];
 
@@ -48,12 +48,12 @@ static bool has_edge(const struct graph *g, int64_t row, int32_t u)
 
 static void test_tiny_structure(void)
 {
-	struct synth_params p;
-	struct graph g;
+	struct pt_synth_params p;
+	struct pt_graph g;
 	int64_t counts[4] = { 0 }, bad_rows = 0, asym = 0, *per_class;
 	float row[64];
 
-	if (!CHECK(synth_preset("tiny", 1, &p) == GNN_OK))
+	if (!CHECK(pt_synth_preset("tiny", 1, &p) == GNN_OK))
 		return;
 	if (!CHECK(gen_preset("tiny", 1, &g) == GNN_OK))
 		return;
@@ -103,15 +103,15 @@ static void test_tiny_structure(void)
 	CHECK(counts[GNN_SPLIT_TEST] == p.num_test);
 	CHECK(counts[GNN_SPLIT_NONE] == p.nodes - p.num_train - p.num_valid - p.num_test);
 
-	CHECK(graph_feature_row(&g, 0, row) == GNN_OK);
-	CHECK(graph_feature_row(&g, g.num_nodes, row) == GNN_ERANGE);
+	CHECK(pt_graph_feature_row(&g, 0, row) == GNN_OK);
+	CHECK(pt_graph_feature_row(&g, g.num_nodes, row) == GNN_ERANGE);
 out:
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 static void test_determinism(void)
 {
-	struct graph a, b, c;
+	struct pt_graph a, b, c;
 	float ra[32], rb[32];
 	int64_t feat_diff = 0;
 
@@ -130,13 +130,13 @@ static void test_determinism(void)
 	for (int64_t v = 0; v < a.num_nodes; v++) {
 		int64_t w = a.num_nodes - 1 - v;
 
-		if (graph_feature_row(&a, w, ra) != GNN_OK ||
-		    graph_feature_row(&b, w, rb) != GNN_OK || memcmp(ra, rb, sizeof(ra)) != 0)
+		if (pt_graph_feature_row(&a, w, ra) != GNN_OK ||
+		    pt_graph_feature_row(&b, w, rb) != GNN_OK || memcmp(ra, rb, sizeof(ra)) != 0)
 			feat_diff++;
 	}
 	CHECK(feat_diff == 0);
 	/* The same node twice gives the same row. */
-	CHECK(graph_feature_row(&a, 7, ra) == GNN_OK && graph_feature_row(&a, 7, rb) == GNN_OK &&
+	CHECK(pt_graph_feature_row(&a, 7, ra) == GNN_OK && pt_graph_feature_row(&a, 7, rb) == GNN_OK &&
 	      memcmp(ra, rb, sizeof(ra)) == 0);
 
 	/* Another seed: same sizes, different graph, labels and features. */
@@ -144,18 +144,18 @@ static void test_determinism(void)
 	CHECK(memcmp(a.indices, c.indices, (size_t)a.num_edges * sizeof(*a.indices)) != 0 ||
 	      memcmp(a.indptr, c.indptr, (size_t)(a.num_nodes + 1) * sizeof(*a.indptr)) != 0);
 	CHECK(memcmp(a.labels, c.labels, (size_t)a.num_nodes * sizeof(*a.labels)) != 0);
-	CHECK(graph_feature_row(&c, 0, rb) == GNN_OK &&
-	      graph_feature_row(&a, 0, ra) == GNN_OK && memcmp(ra, rb, sizeof(ra)) != 0);
-	graph_free(&c);
+	CHECK(pt_graph_feature_row(&c, 0, rb) == GNN_OK &&
+	      pt_graph_feature_row(&a, 0, ra) == GNN_OK && memcmp(ra, rb, sizeof(ra)) != 0);
+	pt_graph_free(&c);
 out_b:
-	graph_free(&b);
+	pt_graph_free(&b);
 out_a:
-	graph_free(&a);
+	pt_graph_free(&a);
 }
 
 static void test_power_law_homophily(void)
 {
-	struct graph g;
+	struct pt_graph g;
 	int64_t max_deg = 0, below_mean = 0, same = 0, isolated = 0;
 	double mean;
 
@@ -175,18 +175,18 @@ static void test_power_law_homophily(void)
 	       mean, (long long)max_deg, (double)max_deg / mean,
 	       100.0 * (double)below_mean / (double)g.num_nodes, (long long)isolated);
 	printf("  measured tiny homophily: %.4f (target %.2f)\n", (double)same / (double)g.num_edges,
-	       SYNTH_HOMOPHILY);
+	       PT_SYNTH_HOMOPHILY);
 	/* Heavy tail: hubs far above the mean, and most nodes below it. */
 	CHECK((double)max_deg > 5.0 * mean);
 	CHECK(below_mean > g.num_nodes / 2);
-	CHECK(fabs((double)same / (double)g.num_edges - SYNTH_HOMOPHILY) < 0.04);
-	graph_free(&g);
+	CHECK(fabs((double)same / (double)g.num_edges - PT_SYNTH_HOMOPHILY) < 0.04);
+	pt_graph_free(&g);
 }
 
 /* Nearest-class-centroid classifier over nodes first .. first + n - 1
  * (row i of x, d floats, is node first + i): centroids are the mean of
  * each class over the train nodes; returns test accuracy. */
-static double centroid_accuracy(const struct graph *g, const float *x, int64_t first, int64_t n, int32_t d)
+static double centroid_accuracy(const struct pt_graph *g, const float *x, int64_t first, int64_t n, int32_t d)
 {
 	int32_t k = g->num_classes;
 	double *cen = calloc((size_t)k * (size_t)d, sizeof(*cen));
@@ -239,7 +239,7 @@ static double centroid_accuracy(const struct graph *g, const float *x, int64_t f
 
 static void test_usefulness(void)
 {
-	struct graph g;
+	struct pt_graph g;
 	float *x = NULL, *avg = NULL;
 	double raw, smooth, chance;
 	int32_t d;
@@ -252,7 +252,7 @@ static void test_usefulness(void)
 	if (!CHECK(x != NULL && avg != NULL))
 		goto out;
 	for (int64_t v = 0; v < g.num_nodes; v++)
-		if (!CHECK(graph_feature_row(&g, v, x + (size_t)v * (size_t)d) == GNN_OK))
+		if (!CHECK(pt_graph_feature_row(&g, v, x + (size_t)v * (size_t)d) == GNN_OK))
 			goto out;
 	/* One round of mean aggregation over self + in-neighbours, the signal
 	 * a GraphSAGE-mean layer sees. */
@@ -279,7 +279,7 @@ static void test_usefulness(void)
 out:
 	free(x);
 	free(avg);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
@@ -303,7 +303,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 static void test_golden(void)
 {
-	struct graph g;
+	struct pt_graph g;
 	uint64_t hg = 0xcbf29ce484222325ULL, hf = 0xcbf29ce484222325ULL;
 	float row[32];
 
@@ -314,7 +314,7 @@ static void test_golden(void)
 	hg = fnv1a(hg, g.labels, (size_t)g.num_nodes * sizeof(*g.labels));
 	hg = fnv1a(hg, g.split, (size_t)g.num_nodes * sizeof(*g.split));
 	for (int64_t v = 0; v < g.num_nodes; v++) {
-		if (!CHECK(graph_feature_row(&g, v, row) == GNN_OK))
+		if (!CHECK(pt_graph_feature_row(&g, v, row) == GNN_OK))
 			break;
 		hf = fnv1a(hf, row, sizeof(row));
 	}
@@ -322,12 +322,12 @@ static void test_golden(void)
 	       (unsigned long long)hg, (unsigned long long)hf);
 	CHECK(hg == GOLDEN_TINY_GRAPH);
 	CHECK(hf == GOLDEN_TINY_FEAT);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
-static struct synth_params custom(void)
+static struct pt_synth_params custom(void)
 {
-	return (struct synth_params){
+	return (struct pt_synth_params){
 		.preset = "custom", .nodes = 100, .edges = 300, .feat_dim = 8, .classes = 3,
 		.num_train = 10, .num_valid = 10, .num_test = 80, .seed = 5,
 	};
@@ -335,87 +335,87 @@ static struct synth_params custom(void)
 
 static void test_validate(void)
 {
-	struct synth_params p;
-	struct graph g = { 0 };
+	struct pt_synth_params p;
+	struct pt_graph g = { 0 };
 
 	p = custom();
-	CHECK(synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_validate(&p) == GNN_OK);
 	p = custom();
 	p.nodes = 0;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.nodes = (int64_t)INT32_MAX + 1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.classes = 1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.classes = 101; /* more classes than nodes */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.edges = 100 * 99 / 2 + 1; /* more than all pairs */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.edges = 100 * 99 / 4 + 1; /* possible but over half of all pairs */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.edges = -1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.num_test = 81; /* 10 + 10 + 81 > 100 */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.num_train = -1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.feat_dim = -1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = custom();
 	p.feat_dim = 0;   /* --no-features */
-	CHECK(synth_validate(&p) == GNN_OK);
-	CHECK(synth_validate(NULL) == GNN_EINVAL);
-	/* synth_generate validates too and leaves g zeroed. */
+	CHECK(pt_synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_validate(NULL) == GNN_EINVAL);
+	/* pt_synth_generate validates too and leaves g zeroed. */
 	p = custom();
 	p.nodes = 0;
-	CHECK(synth_generate(&p, &g) == GNN_EINVAL);
+	CHECK(pt_synth_generate(&p, &g) == GNN_EINVAL);
 	CHECK(g.indptr == NULL && g.num_nodes == 0);
 
-	CHECK(synth_preset("no-such-preset", 1, &p) == GNN_ENOENT);
-	CHECK(synth_preset(NULL, 1, &p) == GNN_ENOENT);
-	CHECK(strstr(synth_preset_names(), "products") != NULL);
-	CHECK(strstr(synth_preset_names(), "tiny") != NULL);
-	CHECK(synth_preset("products", 9, &p) == GNN_OK);
+	CHECK(pt_synth_preset("no-such-preset", 1, &p) == GNN_ENOENT);
+	CHECK(pt_synth_preset(NULL, 1, &p) == GNN_ENOENT);
+	CHECK(strstr(pt_synth_preset_names(), "products") != NULL);
+	CHECK(strstr(pt_synth_preset_names(), "tiny") != NULL);
+	CHECK(pt_synth_preset("products", 9, &p) == GNN_OK);
 	CHECK(p.nodes == 2449029 && p.edges == 61859140 && p.feat_dim == 100 && p.classes == 47);
 	CHECK(p.num_train == 196615 && p.num_valid == 39323 && p.num_test == 2213091 && p.seed == 9);
-	CHECK(synth_validate(&p) == GNN_OK);
-	CHECK(synth_preset("small", 9, &p) == GNN_OK && synth_validate(&p) == GNN_OK);
-	CHECK(synth_preset("medium", 9, &p) == GNN_OK && synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_preset("small", 9, &p) == GNN_OK && pt_synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_preset("medium", 9, &p) == GNN_OK && pt_synth_validate(&p) == GNN_OK);
 }
 
 /* Edge cases: the densest graph allowed (half of all pairs, where the model
  * keeps redrawing existing edges), no edges at all, and a single node. */
 static void test_edge_cases(void)
 {
-	struct synth_params p = custom();
-	struct graph g = { 0 };
+	struct pt_synth_params p = custom();
+	struct pt_graph g = { 0 };
 	int64_t bad = 0;
 
 	p.nodes = 60;
 	p.edges = 60 * 59 / 4;
 	p.num_test = 40;
-	if (CHECK(synth_generate(&p, &g) == GNN_OK)) {
+	if (CHECK(pt_synth_generate(&p, &g) == GNN_OK)) {
 		CHECK(g.num_edges == 2 * p.edges);
 		for (int64_t v = 0; v < g.num_nodes; v++)
 			for (int64_t i = g.indptr[v]; i < g.indptr[v + 1]; i++)
 				bad += g.indices[i] == v || (i > g.indptr[v] && g.indices[i - 1] >= g.indices[i]);
 		CHECK(bad == 0);
-		graph_free(&g);
+		pt_graph_free(&g);
 	}
 	p = custom();
 	p.edges = 0;
-	if (CHECK(synth_generate(&p, &g) == GNN_OK)) {
+	if (CHECK(pt_synth_generate(&p, &g) == GNN_OK)) {
 		CHECK(g.num_nodes == 100 && g.num_edges == 0 && g.indptr[100] == 0);
-		graph_free(&g);
+		pt_graph_free(&g);
 	}
 	p = custom();
 	p.nodes = 2;
@@ -424,23 +424,23 @@ static void test_edge_cases(void)
 	p.num_train = 1;
 	p.num_valid = 0;
 	p.num_test = 1;
-	if (CHECK(synth_generate(&p, &g) == GNN_OK)) {
+	if (CHECK(pt_synth_generate(&p, &g) == GNN_OK)) {
 		CHECK(g.num_nodes == 2 && g.labels[0] != g.labels[1]);
-		graph_free(&g);
+		pt_graph_free(&g);
 	}
 }
 
 /* ---- the heterogeneous presets (mag) ---- */
 
-#define PAPER SYNTH_MAG_PAPER
+#define PAPER PT_SYNTH_MAG_PAPER
 
-static const char *const mag_types[SYNTH_MAG_TYPES] = { "author", "field_of_study", "institution",
+static const char *const mag_types[PT_SYNTH_MAG_TYPES] = { "author", "field_of_study", "institution",
 							"paper" };
 
 /* The relation list importing ogbn-mag with default options gives. */
 static const struct {
 	const char *name, *src, *dst;
-} mag_rels[SYNTH_MAG_RELS] = {
+} mag_rels[PT_SYNTH_MAG_RELS] = {
 	{ "affiliated_with", "author", "institution" },
 	{ "writes", "author", "paper" },
 	{ "cites", "paper", "paper" },
@@ -451,7 +451,7 @@ static const struct {
 };
 
 /* The relation holding relation r's edges reversed (cites: itself). */
-static const uint32_t mag_back[SYNTH_MAG_RELS] = { 4, 5, 2, 6, 0, 1, 3 };
+static const uint32_t mag_back[PT_SYNTH_MAG_RELS] = { 4, 5, 2, 6, 0, 1, 3 };
 
 /* What the signal proxies read, by the CSR row that lists it. */
 enum {
@@ -464,39 +464,39 @@ enum {
 	PAPER_FIELDS = 6,  /* row (paper, rev_has_topic): its fields */
 };
 
-static int64_t row_of(const struct graph *g, int64_t v, uint32_t r)
+static int64_t row_of(const struct pt_graph *g, int64_t v, uint32_t r)
 {
 	return v * (int64_t)g->schema.num_rels + r;
 }
 
-static void check_mag_schema(const struct graph *g, const struct synth_params *p)
+static void check_mag_schema(const struct pt_graph *g, const struct pt_synth_params *p)
 {
 	const struct gnn_schema *s = &g->schema;
 	char why[256];
 	int64_t fwd = 0;
 
 	CHECK(gnn_schema_check(s, why, sizeof(why)) == GNN_OK);
-	CHECK(s->num_types == SYNTH_MAG_TYPES && s->num_rels == SYNTH_MAG_RELS);
+	CHECK(s->num_types == PT_SYNTH_MAG_TYPES && s->num_rels == PT_SYNTH_MAG_RELS);
 	CHECK(s->label_type == PAPER);
-	for (uint32_t t = 0; t < SYNTH_MAG_TYPES; t++) {
+	for (uint32_t t = 0; t < PT_SYNTH_MAG_TYPES; t++) {
 		CHECK(strcmp(s->types[t].name, mag_types[t]) == 0);
 		CHECK(s->types[t].num_nodes == p->type_nodes[t]);
 		CHECK(g->type_start[t + 1] - g->type_start[t] == p->type_nodes[t]);
 		CHECK(s->types[t].feat_dim == (t == PAPER ? (uint32_t)p->feat_dim : 0));
 	}
-	for (uint32_t r = 0; r < SYNTH_MAG_RELS; r++) {
+	for (uint32_t r = 0; r < PT_SYNTH_MAG_RELS; r++) {
 		CHECK(strcmp(s->rels[r].name, mag_rels[r].name) == 0);
 		CHECK(strcmp(s->types[s->rels[r].src].name, mag_rels[r].src) == 0);
 		CHECK(strcmp(s->types[s->rels[r].dst].name, mag_rels[r].dst) == 0);
 	}
-	for (uint32_t r = 0; r < SYNTH_MAG_FWD; r++) {
-		int64_t want = p->rel_edges[r] * (r == SYNTH_MAG_CITES ? 2 : 1);
+	for (uint32_t r = 0; r < PT_SYNTH_MAG_FWD; r++) {
+		int64_t want = p->rel_edges[r] * (r == PT_SYNTH_MAG_CITES ? 2 : 1);
 
 		CHECK(s->rels[r].num_edges == want);
 		CHECK(s->rels[mag_back[r]].num_edges == want);
 		fwd += p->rel_edges[r];
 	}
-	CHECK(g->num_nodes == g->type_start[SYNTH_MAG_TYPES]);
+	CHECK(g->num_nodes == g->type_start[PT_SYNTH_MAG_TYPES]);
 	CHECK(g->num_edges == 2 * fwd && g->indptr[g->num_nodes * s->num_rels] == g->num_edges);
 	CHECK(g->symmetric);
 }
@@ -504,13 +504,13 @@ static void check_mag_schema(const struct graph *g, const struct synth_params *p
 /* Edges whose endpoints are not of their relation's types, rows not
  * strictly ascending (duplicates), self-loops, and edges whose reverse is
  * missing from rev_<name> (or, for cites, from cites). */
-static int64_t bad_mag_edges(const struct graph *g)
+static int64_t bad_mag_edges(const struct pt_graph *g)
 {
 	const struct gnn_schema *s = &g->schema;
 	int64_t bad = 0;
 
 	for (int64_t v = 0; v < g->num_nodes; v++) {
-		uint32_t tv = graph_node_type(g, v);
+		uint32_t tv = pt_graph_node_type(g, v);
 
 		for (uint32_t r = 0; r < s->num_rels; r++) {
 			int64_t row = row_of(g, v, r);
@@ -519,7 +519,7 @@ static int64_t bad_mag_edges(const struct graph *g)
 				int32_t u = g->indices[i];
 
 				if (tv != s->rels[r].dst || u < 0 || u >= g->num_nodes || u == v ||
-				    graph_node_type(g, u) != s->rels[r].src ||
+				    pt_graph_node_type(g, u) != s->rels[r].src ||
 				    (i > g->indptr[row] && g->indices[i - 1] >= u) ||
 				    !has_edge(g, row_of(g, u, mag_back[r]), (int32_t)v))
 					bad++;
@@ -532,7 +532,7 @@ static int64_t bad_mag_edges(const struct graph *g)
 /* Labels in range on papers only, every class present; the split on
  * papers only, exact, and by publication order (paper IDs): every valid
  * paper newer than every train paper, every test paper newer still. */
-static void check_mag_labels_split(const struct graph *g, const struct synth_params *p)
+static void check_mag_labels_split(const struct pt_graph *g, const struct pt_synth_params *p)
 {
 	int64_t p0 = g->type_start[PAPER], p1 = g->type_start[PAPER + 1], bad = 0;
 	int64_t counts[4] = { 0 }, first[4], last[4], *per_class = calloc((size_t)g->num_classes, sizeof(int64_t));
@@ -569,13 +569,13 @@ static void check_mag_labels_split(const struct graph *g, const struct synth_par
 
 static void test_mag_tiny_structure(void)
 {
-	struct synth_params p;
-	struct graph g;
+	struct pt_synth_params p;
+	struct pt_graph g;
 	float row[129];
 
-	if (!CHECK(synth_preset("mag-tiny", 1, &p) == GNN_OK) || !CHECK(gen_preset("mag-tiny", 1, &g) == GNN_OK))
+	if (!CHECK(pt_synth_preset("mag-tiny", 1, &p) == GNN_OK) || !CHECK(gen_preset("mag-tiny", 1, &g) == GNN_OK))
 		return;
-	CHECK(strcmp(p.preset, "mag-tiny") == 0 && p.kind == SYNTH_MAG);
+	CHECK(strcmp(p.preset, "mag-tiny") == 0 && p.kind == PT_SYNTH_MAG);
 	CHECK(g.num_nodes == 4340 && g.num_classes == 8 && g.feat_dim == 128);
 	check_mag_schema(&g, &p);
 	CHECK(bad_mag_edges(&g) == 0);
@@ -586,16 +586,16 @@ static void test_mag_tiny_structure(void)
 		CHECK(g.feat[t] == NULL);
 	CHECK(g.feat_row != NULL && g.feat_ctx != NULL);
 	row[0] = 12345.0f;
-	CHECK(graph_feature_row(&g, g.type_start[SYNTH_MAG_AUTHOR], row) == GNN_OK && row[0] == 12345.0f);
+	CHECK(pt_graph_feature_row(&g, g.type_start[PT_SYNTH_MAG_AUTHOR], row) == GNN_OK && row[0] == 12345.0f);
 	row[128] = 12345.0f;
-	CHECK(graph_feature_row(&g, g.type_start[PAPER], row) == GNN_OK && row[0] != 12345.0f &&
+	CHECK(pt_graph_feature_row(&g, g.type_start[PAPER], row) == GNN_OK && row[0] != 12345.0f &&
 	      row[128] == 12345.0f);
-	CHECK(graph_feature_row(&g, g.num_nodes, row) == GNN_ERANGE);
-	graph_free(&g);
+	CHECK(pt_graph_feature_row(&g, g.num_nodes, row) == GNN_ERANGE);
+	pt_graph_free(&g);
 }
 
 /* FNV-1a of the CSR, labels and split, and of every paper's feature row. */
-static void mag_hashes(const struct graph *g, uint64_t *hg, uint64_t *hf)
+static void mag_hashes(const struct pt_graph *g, uint64_t *hg, uint64_t *hf)
 {
 	float row[128];
 
@@ -605,7 +605,7 @@ static void mag_hashes(const struct graph *g, uint64_t *hg, uint64_t *hf)
 	*hg = fnv1a(*hg, g->labels, (size_t)g->num_nodes * sizeof(*g->labels));
 	*hg = fnv1a(*hg, g->split, (size_t)g->num_nodes * sizeof(*g->split));
 	for (int64_t v = g->type_start[PAPER]; v < g->type_start[PAPER + 1]; v++) {
-		if (!CHECK(graph_feature_row(g, v, row) == GNN_OK))
+		if (!CHECK(pt_graph_feature_row(g, v, row) == GNN_OK))
 			return;
 		*hf = fnv1a(*hf, row, sizeof(row));
 	}
@@ -617,7 +617,7 @@ static void mag_hashes(const struct graph *g, uint64_t *hg, uint64_t *hf)
 
 static void test_mag_determinism(void)
 {
-	struct graph a, b, c;
+	struct pt_graph a, b, c;
 	uint64_t ha[2], hb[2], hc[2];
 
 	if (!CHECK(gen_preset("mag-tiny", 1, &a) == GNN_OK))
@@ -635,29 +635,29 @@ static void test_mag_determinism(void)
 	CHECK(ha[0] == GOLDEN_MAG_TINY_GRAPH && ha[1] == GOLDEN_MAG_TINY_FEAT);
 	/* Another seed: the same sizes, another graph and other features. */
 	CHECK(c.num_edges == a.num_edges && hc[0] != ha[0] && hc[1] != ha[1]);
-	graph_free(&c);
+	pt_graph_free(&c);
 out_b:
-	graph_free(&b);
+	pt_graph_free(&b);
 out_a:
-	graph_free(&a);
+	pt_graph_free(&a);
 }
 
 /* Degrees per relation, as rows of one node type: the hub sides (Pareto
  * weights) must have heavy tails, the others are Poisson counts. */
-static void check_mag_degrees(const struct graph *g, const char *name)
+static void check_mag_degrees(const struct pt_graph *g, const char *name)
 {
 	static const struct {
 		const char *what;
 		uint32_t type, row;
 		bool hub;
 	} d[] = {
-		{ "papers/author", SYNTH_MAG_AUTHOR, AUTHOR_PAPERS, true },
-		{ "authors/institution", SYNTH_MAG_INSTITUTION, INST_AUTHORS, true },
-		{ "papers/field", SYNTH_MAG_FIELD, FIELD_PAPERS, true },
+		{ "papers/author", PT_SYNTH_MAG_AUTHOR, AUTHOR_PAPERS, true },
+		{ "authors/institution", PT_SYNTH_MAG_INSTITUTION, INST_AUTHORS, true },
+		{ "papers/field", PT_SYNTH_MAG_FIELD, FIELD_PAPERS, true },
 		{ "cites/paper", PAPER, PAPER_CITES, true },
 		{ "authors/paper", PAPER, PAPER_AUTHORS, false },
 		{ "fields/paper", PAPER, PAPER_FIELDS, false },
-		{ "institutions/author", SYNTH_MAG_AUTHOR, AUTHOR_INSTS, false },
+		{ "institutions/author", PT_SYNTH_MAG_AUTHOR, AUTHOR_INSTS, false },
 	};
 
 	printf("  measured %s degrees (mean/max, share of zeros):", name);
@@ -681,28 +681,28 @@ static void check_mag_degrees(const struct graph *g, const char *name)
 
 static void test_mag_small(void)
 {
-	struct synth_params p;
-	struct graph g;
+	struct pt_synth_params p;
+	struct pt_graph g;
 
-	if (!CHECK(synth_preset("mag-small", 1, &p) == GNN_OK) || !CHECK(gen_preset("mag-small", 1, &g) == GNN_OK))
+	if (!CHECK(pt_synth_preset("mag-small", 1, &p) == GNN_OK) || !CHECK(gen_preset("mag-small", 1, &g) == GNN_OK))
 		return;
-	CHECK(p.type_nodes[SYNTH_MAG_AUTHOR] == 56000 && p.type_nodes[SYNTH_MAG_FIELD] == 6000 &&
-	      p.type_nodes[SYNTH_MAG_INSTITUTION] == 450 && p.type_nodes[PAPER] == 37000);
-	CHECK(p.rel_edges[SYNTH_MAG_AFFILIATED] == 52000 && p.rel_edges[SYNTH_MAG_WRITES] == 357000 &&
-	      p.rel_edges[SYNTH_MAG_CITES] == 271000 && p.rel_edges[SYNTH_MAG_TOPIC] == 375000);
+	CHECK(p.type_nodes[PT_SYNTH_MAG_AUTHOR] == 56000 && p.type_nodes[PT_SYNTH_MAG_FIELD] == 6000 &&
+	      p.type_nodes[PT_SYNTH_MAG_INSTITUTION] == 450 && p.type_nodes[PAPER] == 37000);
+	CHECK(p.rel_edges[PT_SYNTH_MAG_AFFILIATED] == 52000 && p.rel_edges[PT_SYNTH_MAG_WRITES] == 357000 &&
+	      p.rel_edges[PT_SYNTH_MAG_CITES] == 271000 && p.rel_edges[PT_SYNTH_MAG_TOPIC] == 375000);
 	CHECK(g.num_classes == 50 && g.feat_dim == 128);
 	check_mag_schema(&g, &p);
 	CHECK(bad_mag_edges(&g) == 0);
 	check_mag_labels_split(&g, &p);
 	check_mag_degrees(&g, "mag-small");
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 /* ---- the signal: a paper's relations against its own features ---- */
 
 /* acc (d floats) += the mean of x's rows (node u is row u - base) over the
  * in-neighbours u of CSR row `row`; false when it has none. */
-static bool add_mean(const struct graph *g, int64_t row, const float *x, int64_t base, int32_t d, float *acc)
+static bool add_mean(const struct pt_graph *g, int64_t row, const float *x, int64_t base, int32_t d, float *acc)
 {
 	int64_t b = g->indptr[row], e = g->indptr[row + 1];
 
@@ -716,7 +716,7 @@ static bool add_mean(const struct graph *g, int64_t row, const float *x, int64_t
 }
 
 /* [nodes of type t x d]: each node's add_mean over its row of relation r. */
-static float *type_means(const struct graph *g, uint32_t t, uint32_t r, const float *x, int64_t base, int32_t d)
+static float *type_means(const struct pt_graph *g, uint32_t t, uint32_t r, const float *x, int64_t base, int32_t d)
 {
 	int64_t t0 = g->type_start[t], n = g->type_start[t + 1] - t0;
 	float *out = x != NULL ? calloc((size_t)n * (size_t)d, sizeof(*out)) : NULL;
@@ -730,15 +730,15 @@ static float *type_means(const struct graph *g, uint32_t t, uint32_t r, const fl
  * features plus the means over its cited and citing papers, its authors'
  * papers, its fields' papers and its authors' institutions' authors'
  * papers. [papers x d], NULL without memory. */
-static float *neighbourhood_means(const struct graph *g, const float *x, int32_t d)
+static float *neighbourhood_means(const struct pt_graph *g, const float *x, int32_t d)
 {
 	int64_t p0 = g->type_start[PAPER], np = g->type_start[PAPER + 1] - p0;
-	int64_t a0 = g->type_start[SYNTH_MAG_AUTHOR], f0 = g->type_start[SYNTH_MAG_FIELD];
-	int64_t i0 = g->type_start[SYNTH_MAG_INSTITUTION];
-	float *a = type_means(g, SYNTH_MAG_AUTHOR, AUTHOR_PAPERS, x, p0, d);
-	float *f = type_means(g, SYNTH_MAG_FIELD, FIELD_PAPERS, x, p0, d);
-	float *in = type_means(g, SYNTH_MAG_INSTITUTION, INST_AUTHORS, a, a0, d);
-	float *ai = type_means(g, SYNTH_MAG_AUTHOR, AUTHOR_INSTS, in, i0, d);
+	int64_t a0 = g->type_start[PT_SYNTH_MAG_AUTHOR], f0 = g->type_start[PT_SYNTH_MAG_FIELD];
+	int64_t i0 = g->type_start[PT_SYNTH_MAG_INSTITUTION];
+	float *a = type_means(g, PT_SYNTH_MAG_AUTHOR, AUTHOR_PAPERS, x, p0, d);
+	float *f = type_means(g, PT_SYNTH_MAG_FIELD, FIELD_PAPERS, x, p0, d);
+	float *in = type_means(g, PT_SYNTH_MAG_INSTITUTION, INST_AUTHORS, a, a0, d);
+	float *ai = type_means(g, PT_SYNTH_MAG_AUTHOR, AUTHOR_INSTS, in, i0, d);
 	float *h = a && f && ai ? malloc((size_t)np * (size_t)d * sizeof(*h)) : NULL;
 
 	for (int64_t i = 0; h != NULL && i < np; i++) {
@@ -759,7 +759,7 @@ static float *neighbourhood_means(const struct graph *g, const float *x, int32_t
 
 /* acc += w times the class distribution of the train papers among CSR row
  * `row`'s in-neighbours; false when there are none. */
-static bool add_votes(const struct graph *g, int64_t row, double w, double *acc)
+static bool add_votes(const struct pt_graph *g, int64_t row, double w, double *acc)
 {
 	int64_t n = 0;
 
@@ -772,9 +772,9 @@ static bool add_votes(const struct graph *g, int64_t row, double w, double *acc)
 }
 
 /* [institutions x classes]: the mean of its authors' distributions. */
-static double *institution_votes(const struct graph *g)
+static double *institution_votes(const struct pt_graph *g)
 {
-	int64_t i0 = g->type_start[SYNTH_MAG_INSTITUTION], n = g->type_start[SYNTH_MAG_INSTITUTION + 1] - i0;
+	int64_t i0 = g->type_start[PT_SYNTH_MAG_INSTITUTION], n = g->type_start[PT_SYNTH_MAG_INSTITUTION + 1] - i0;
 	int32_t k = g->num_classes;
 	double *out = calloc((size_t)n * (size_t)k, sizeof(*out));
 
@@ -794,11 +794,11 @@ enum { VOTE_CITES = 1, VOTE_AUTHORS = 2, VOTE_FIELDS = 4, VOTE_INSTITUTIONS = 8,
 /* Adds paper v's votes from the relations in `which`, each relation a
  * distribution over the classes of train papers two hops away (cites: one),
  * weighing its neighbours equally. */
-static void paper_votes(const struct graph *g, int64_t v, const double *inst, unsigned which, double *score)
+static void paper_votes(const struct pt_graph *g, int64_t v, const double *inst, unsigned which, double *score)
 {
 	int64_t ra = row_of(g, v, PAPER_AUTHORS), rf = row_of(g, v, PAPER_FIELDS);
 	int64_t na = g->indptr[ra + 1] - g->indptr[ra], nf = g->indptr[rf + 1] - g->indptr[rf];
-	int64_t i0 = g->type_start[SYNTH_MAG_INSTITUTION];
+	int64_t i0 = g->type_start[PT_SYNTH_MAG_INSTITUTION];
 
 	if (which & VOTE_CITES)
 		add_votes(g, row_of(g, v, PAPER_CITES), 1.0, score);
@@ -817,7 +817,7 @@ static void paper_votes(const struct graph *g, int64_t v, const double *inst, un
 }
 
 /* Test accuracy of the class with the most votes (no votes: wrong). */
-static double vote_accuracy(const struct graph *g, const double *inst, unsigned which)
+static double vote_accuracy(const struct pt_graph *g, const double *inst, unsigned which)
 {
 	double *score = malloc((size_t)g->num_classes * sizeof(*score));
 	int64_t right = 0, total = 0;
@@ -849,7 +849,7 @@ struct mag_signal {
 /* The proxies on g's test papers: nearest-centroid on own features and on
  * neighbourhood means, and label votes (all relations, then each alone);
  * majority: the share of the commonest class among them. */
-static int mag_signal(const struct graph *g, struct mag_signal *s)
+static int mag_signal(const struct pt_graph *g, struct mag_signal *s)
 {
 	int64_t p0 = g->type_start[PAPER], np = g->type_start[PAPER + 1] - p0, *per_class = NULL, tests = 0;
 	int32_t d = g->feat_dim;
@@ -862,7 +862,7 @@ static int mag_signal(const struct graph *g, struct mag_signal *s)
 	if (x == NULL || per_class == NULL)
 		goto out;
 	for (int64_t i = 0; i < np; i++)
-		if ((rc = graph_feature_row(g, p0 + i, x + (size_t)i * (size_t)d)) != GNN_OK)
+		if ((rc = pt_graph_feature_row(g, p0 + i, x + (size_t)i * (size_t)d)) != GNN_OK)
 			goto out;
 	rc = GNN_ENOMEM;
 	if ((h = neighbourhood_means(g, x, d)) == NULL || (inst = institution_votes(g)) == NULL)
@@ -908,13 +908,13 @@ static void test_mag_signal(void)
 
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
 		struct mag_signal s;
-		struct graph g;
+		struct pt_graph g;
 		int rc;
 
 		if (!CHECK(gen_preset(presets[i], 1, &g) == GNN_OK))
 			return;
 		rc = mag_signal(&g, &s);
-		graph_free(&g);
+		pt_graph_free(&g);
 		if (!CHECK(rc == GNN_OK))
 			return;
 		print_signal(presets[i], &s);
@@ -936,7 +936,7 @@ static void test_mag_measure(void)
 {
 	const char *preset = getenv("SYNTH_MEASURE");
 	struct mag_signal s;
-	struct graph g;
+	struct pt_graph g;
 	double t0 = gnn_now();
 
 	if (!CHECK(gen_preset(preset, 1, &g) == GNN_OK))
@@ -946,69 +946,69 @@ static void test_mag_measure(void)
 	check_mag_degrees(&g, preset);
 	if (CHECK(mag_signal(&g, &s) == GNN_OK))
 		print_signal(preset, &s);
-	graph_free(&g);
+	pt_graph_free(&g);
 }
 
 static void test_mag_validate(void)
 {
-	struct synth_params p, base;
-	struct graph g = { 0 };
+	struct pt_synth_params p, base;
+	struct pt_graph g = { 0 };
 
-	CHECK(synth_preset("mag", 4, &p) == GNN_OK && synth_validate(&p) == GNN_OK);
-	CHECK(p.kind == SYNTH_MAG && p.seed == 4 && p.feat_dim == 128 && p.classes == 349);
-	CHECK(p.type_nodes[SYNTH_MAG_AUTHOR] == 1134649 && p.type_nodes[SYNTH_MAG_FIELD] == 59965 &&
-	      p.type_nodes[SYNTH_MAG_INSTITUTION] == 8740 && p.type_nodes[PAPER] == 736389);
-	CHECK(p.rel_edges[SYNTH_MAG_AFFILIATED] == 1043998 && p.rel_edges[SYNTH_MAG_WRITES] == 7145660 &&
-	      p.rel_edges[SYNTH_MAG_CITES] == 5416271 && p.rel_edges[SYNTH_MAG_TOPIC] == 7505078);
+	CHECK(pt_synth_preset("mag", 4, &p) == GNN_OK && pt_synth_validate(&p) == GNN_OK);
+	CHECK(p.kind == PT_SYNTH_MAG && p.seed == 4 && p.feat_dim == 128 && p.classes == 349);
+	CHECK(p.type_nodes[PT_SYNTH_MAG_AUTHOR] == 1134649 && p.type_nodes[PT_SYNTH_MAG_FIELD] == 59965 &&
+	      p.type_nodes[PT_SYNTH_MAG_INSTITUTION] == 8740 && p.type_nodes[PAPER] == 736389);
+	CHECK(p.rel_edges[PT_SYNTH_MAG_AFFILIATED] == 1043998 && p.rel_edges[PT_SYNTH_MAG_WRITES] == 7145660 &&
+	      p.rel_edges[PT_SYNTH_MAG_CITES] == 5416271 && p.rel_edges[PT_SYNTH_MAG_TOPIC] == 7505078);
 	CHECK(p.num_train == 629571 && p.num_valid == 64879 && p.num_test == 41939);
-	CHECK(strstr(synth_preset_names(), "mag-small") != NULL);
-	if (!CHECK(synth_preset("mag-tiny", 3, &base) == GNN_OK && synth_validate(&base) == GNN_OK))
+	CHECK(strstr(pt_synth_preset_names(), "mag-small") != NULL);
+	if (!CHECK(pt_synth_preset("mag-tiny", 3, &base) == GNN_OK && pt_synth_validate(&base) == GNN_OK))
 		return;
 	p = base;
-	p.type_nodes[SYNTH_MAG_INSTITUTION] = 0;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p.type_nodes[PT_SYNTH_MAG_INSTITUTION] = 0;
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
-	p.type_nodes[SYNTH_MAG_AUTHOR] = INT32_MAX; /* all types together too many */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p.type_nodes[PT_SYNTH_MAG_AUTHOR] = INT32_MAX; /* all types together too many */
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
 	p.classes = 41; /* more classes than institutions */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
-	p.rel_edges[SYNTH_MAG_AFFILIATED] = 2400 * 40 / 2 + 1; /* over half of the pairs */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p.rel_edges[PT_SYNTH_MAG_AFFILIATED] = 2400 * 40 / 2 + 1; /* over half of the pairs */
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
-	p.rel_edges[SYNTH_MAG_CITES] = -1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	p.rel_edges[PT_SYNTH_MAG_CITES] = -1;
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
 	p.num_test = 87; /* 1282 + 132 + 87 > 1500 papers */
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
 	p.feat_dim = -1;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
 	p = base;
 	p.feat_dim = 0;   /* --no-features: every type without features */
-	CHECK(synth_validate(&p) == GNN_OK);
+	CHECK(pt_synth_validate(&p) == GNN_OK);
 	p = base;
-	p.kind = (enum synth_kind)7;
-	CHECK(synth_validate(&p) == GNN_EINVAL);
-	CHECK(synth_generate(&p, &g) == GNN_EINVAL && g.indptr == NULL);
+	p.kind = (enum pt_synth_kind)7;
+	CHECK(pt_synth_validate(&p) == GNN_EINVAL);
+	CHECK(pt_synth_generate(&p, &g) == GNN_EINVAL && g.indptr == NULL);
 
 	/* A relation without edges, and the smallest, densest graph allowed
 	 * (which the model cannot fill: the uniform fallback finishes it). */
 	p = base;
-	p.rel_edges[SYNTH_MAG_CITES] = 0;
-	if (CHECK(synth_generate(&p, &g) == GNN_OK)) {
-		CHECK(g.schema.rels[SYNTH_MAG_CITES].num_edges == 0 && bad_mag_edges(&g) == 0);
-		graph_free(&g);
+	p.rel_edges[PT_SYNTH_MAG_CITES] = 0;
+	if (CHECK(pt_synth_generate(&p, &g) == GNN_OK)) {
+		CHECK(g.schema.rels[PT_SYNTH_MAG_CITES].num_edges == 0 && bad_mag_edges(&g) == 0);
+		pt_graph_free(&g);
 	}
-	p = (struct synth_params){ .preset = "custom", .kind = SYNTH_MAG, .type_nodes = { 2, 2, 2, 4 },
+	p = (struct pt_synth_params){ .preset = "custom", .kind = PT_SYNTH_MAG, .type_nodes = { 2, 2, 2, 4 },
 				   .rel_edges = { 2, 4, 3, 4 }, .feat_dim = 4, .classes = 2,
 				   .num_train = 2, .num_valid = 1, .num_test = 1, .seed = 5 };
-	if (CHECK(synth_generate(&p, &g) == GNN_OK)) {
+	if (CHECK(pt_synth_generate(&p, &g) == GNN_OK)) {
 		check_mag_schema(&g, &p);
 		CHECK(bad_mag_edges(&g) == 0);
 		check_mag_labels_split(&g, &p);
-		graph_free(&g);
+		pt_graph_free(&g);
 	}
 }
 
