@@ -225,10 +225,24 @@ EMB=(--set trainer.embed.dim=64 --set-json 'trainer.embed.types=["author"]')
 "$H" template gnn-dist "$CHART" >"$WORK/e-def.yaml" 2>"$WORK/err" && args_of "$WORK/e-def.yaml" >"$WORK/e-def"
 "$H" template gnn-dist "$CHART" -f "$CHART/ci/scale-values.yaml" --set trainer.features.from=sampler >"$WORK/e-off.yaml" 2>"$WORK/err" &&
 	args_of "$WORK/e-off.yaml" >"$WORK/e-off"
-check embed_off_by_default "default values: no --embed-* flag; with the rows from the samplers too the trainer dials no graph store, only samplers reach the stores ($(grep -E -- ' --embed-|^StatefulSet/trainer --graphstore' "$WORK/e-def" "$WORK/e-off" | head -n 2 | tr '\n' ' '))" \
-	bash -c "grep -q '^StatefulSet/trainer --model=graphsage$' '$WORK/e-def' && grep -q -E '^Job/inference-[0-9]+-[0-9a-f]+ --model=graphsage$' '$WORK/e-def' &&
-		! grep -q -E -- ' --embed-' '$WORK/e-def' && ! grep -q -E '^StatefulSet/trainer --graphstore' '$WORK/e-off' &&
+check embed_off_by_default "default values: --embed-dim=0 and no other --embed-* flag; with the rows from the samplers too the trainer dials no graph store, only samplers reach the stores ($(grep -E -- ' --embed-|^StatefulSet/trainer --graphstore' "$WORK/e-def" "$WORK/e-off" | head -n 2 | tr '\n' ' '))" \
+	bash -c "grep -q '^StatefulSet/trainer --model=graphsage$' '$WORK/e-def' && grep -qx 'StatefulSet/trainer --embed-dim=0' '$WORK/e-def' &&
+		! grep -q -E -- ' --embed-[a-ce-z]' '$WORK/e-def' && ! grep -q -E '^StatefulSet/trainer --graphstore' '$WORK/e-off' &&
 		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/e-off'"
+
+# The model table (libcommon/modelcfg.c) and the chart agree: the trainer's
+# model flags are generated from it (templates/_model.tpl is `gnn-trainer
+# options --format helm`), every row's chart key is in the schema with its
+# type, the chart's defaults are the table's, the schema's model enum is the
+# registered models; and the inference Job gets no model flag (result.json
+# records the run's configuration).
+"$BIN/gnn-trainer" options --format helm >"$WORK/model.tpl" 2>"$WORK/err"
+"$BIN/gnn-trainer" options --format json >"$WORK/options.json" 2>>"$WORK/err"
+sed -n 's/^StatefulSet\/trainer //p' "$WORK/e-def" >"$WORK/t-args"
+python3 "$ROOT/tests/tools/chart_table.py" "$WORK/options.json" "$CHART/values.schema.json" "$WORK/t-args" >"$WORK/table.out" 2>&1
+check chart_follows_model_table "the chart and the model table disagree: $(cmp -s "$WORK/model.tpl" "$CHART/templates/_model.tpl" || echo 'templates/_model.tpl is not gnn-trainer options --format helm (regenerate it);') $(head -n 3 "$WORK/table.out" | tr '\n' ' ')" \
+	bash -c "cmp -s '$WORK/model.tpl' '$CHART/templates/_model.tpl' && [ ! -s '$WORK/table.out' ] &&
+		! grep -q -E '^Job/inference-[0-9]+-[0-9a-f]+ --(model|hidden|layers|task|embed-[a-z]+|emb-dim|decoder[a-z-]*|num-bases|degree-scale)(=|$)' '$WORK/e-def'"
 
 "$H" template gnn-dist "$CHART" "${EMB[@]}" >"$WORK/e-on.yaml" 2>"$WORK/err" && args_of "$WORK/e-on.yaml" >"$WORK/e-on"
 grep -E -- ' --(embed-[a-z]+|graphstore-pattern)=' "$WORK/e-on" | sort >"$WORK/e-on-flags"
@@ -240,15 +254,9 @@ StatefulSet/trainer --embed-lr=0.01
 StatefulSet/trainer --embed-optimizer=adam
 StatefulSet/trainer --embed-types=author
 StatefulSet/trainer --graphstore-pattern=tcp://graphstore-%d.graphstore:7000
-INFER --embed-dim=64
-INFER --embed-input=concat
-INFER --embed-optimizer=adam
-INFER --embed-types=author
 EOF
-job=$(sed -n 's/^\(Job\/inference-[0-9]*-[0-9a-f]*\) .*/\1/p' "$WORK/e-on" | head -n 1)
-sed -i "s|^INFER|${job:-no-inference-job}|" "$WORK/e-on-want"
 sort -o "$WORK/e-on-want" "$WORK/e-on-want"
-check embed_flags_rendered "embed.dim=64, types [author]: the trainer gets --embed-dim/-types/-input/-optimizer/-lr and the graph stores' pattern, the inference Job the model's --embed-* (not -lr, no stores): $(diff "$WORK/e-on-want" "$WORK/e-on-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')" \
+check embed_flags_rendered "embed.dim=64, types [author]: the trainer gets --embed-dim/-types/-input/-optimizer/-lr and the graph stores' pattern, the inference Job none (result.json has them): $(diff "$WORK/e-on-want" "$WORK/e-on-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')" \
 	cmp -s "$WORK/e-on-want" "$WORK/e-on-flags"
 
 # Each value reaches its flag; no types: the trainer's default (no --embed-types).
@@ -259,8 +267,7 @@ check embed_values_follow "dim 8, replace, adagrad, lr 0.05, prefixed: the flags
 	bash -c "grep -qx 'StatefulSet/gnn-dist-trainer --embed-dim=8' '$WORK/e-val' && grep -qx 'StatefulSet/gnn-dist-trainer --embed-input=replace' '$WORK/e-val' &&
 		grep -qx 'StatefulSet/gnn-dist-trainer --embed-optimizer=adagrad' '$WORK/e-val' && grep -qx 'StatefulSet/gnn-dist-trainer --embed-lr=0.05' '$WORK/e-val' &&
 		grep -qx 'StatefulSet/gnn-dist-trainer --graphstore-pattern=tcp://gnn-dist-graphstore-%d.gnn-dist-graphstore:7000' '$WORK/e-val' &&
-		grep -q -E '^Job/gnn-dist-inference-0-[0-9a-f]+ --embed-optimizer=adagrad$' '$WORK/e-val' &&
-		grep -q -E '^Job/gnn-dist-inference-0-[0-9a-f]+ --embed-input=replace$' '$WORK/e-val' &&
+		! grep -q -E '^Job/gnn-dist-inference-0-[0-9a-f]+ --embed-' '$WORK/e-val' &&
 		! grep -q -- '--embed-types' '$WORK/e-val'"
 
 # The render passes the checker (every flag against gnn-trainer's and
@@ -373,8 +380,8 @@ check schema_rejects_bad_embed "embed values accepted, or refused without the sc
 # ci/link-values.yaml (rendered and checked above: the trainers' --data is
 # the Job's output on the same claim, mounted read-only): the trainer gets
 # the task, the model's link flags (with the degree scale), the negatives,
-# the exclusion and --data, the inference Job the model's link flags only;
-# the defaults none of them.
+# the exclusion and --data, the inference Job --data alone (result.json
+# records the model); the defaults --task=node and none of them.
 LINK=(-f "$CHART/ci/link-values.yaml")
 part=$(sed -n '/name: GNN_OUT/{n;s/.*value: "\(.*\)"$/\1/p}' "$WORK/r-link.yaml")
 link_flags() {  # link_flags FILE: the trainer's and the inference Job's link flags, sorted
@@ -384,39 +391,36 @@ link_flags() {  # link_flags FILE: the trainer's and the inference Job's link fl
 link_flags "$WORK/r-link.yaml" >"$WORK/l-flags"
 cat >"$WORK/l-want" <<EOF
 INFER --data=$part
-INFER --decoder-hidden=0
-INFER --decoder=dot
-INFER --degree-scale
-INFER --emb-dim=64
-INFER --task=link
 StatefulSet/trainer --data=$part
 StatefulSet/trainer --decoder-hidden=0
 StatefulSet/trainer --decoder=dot
 StatefulSet/trainer --degree-scale
 StatefulSet/trainer --emb-dim=64
+StatefulSet/trainer --epoch-pairs=0
 StatefulSet/trainer --exclude=on
 StatefulSet/trainer --neg-k=5
 StatefulSet/trainer --task=link
 EOF
-check link_flags_rendered "ci/link-values.yaml: the trainer's and the inference's link flags ($(diff "$WORK/l-want" "$WORK/l-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')); the defaults: no --task, no trainer --data" \
-	bash -c "[ -n '$part' ] && cmp -s '$WORK/l-want' '$WORK/l-flags' && ! grep -q -E -- ' --task=|^StatefulSet/trainer --data=' '$WORK/e-def'"
+check link_flags_rendered "ci/link-values.yaml: the trainer's and the inference's link flags ($(diff "$WORK/l-want" "$WORK/l-flags" | grep '^[<>]' | head -n 3 | tr '\n' ' ')); the defaults: --task=node, no trainer --data" \
+	bash -c "[ -n '$part' ] && cmp -s '$WORK/l-want' '$WORK/l-flags' && grep -qx 'StatefulSet/trainer --task=node' '$WORK/e-def' &&
+		! grep -q -E -- ' --task=link|^StatefulSet/trainer --(data|emb-dim|decoder)' '$WORK/e-def'"
 "$H" template gnn-dist "$CHART" "${LINK[@]}" --set trainer.link.decoder=mlp --set trainer.link.decoderHidden=16 --set trainer.link.negK=3 \
 	--set trainer.link.epochPairs=100000 --set trainer.link.negInBatch=true --set trainer.link.exclude=false >"$WORK/l-val.yaml" 2>"$WORK/err" &&
 	link_flags "$WORK/l-val.yaml" >"$WORK/l-val"
-check link_values_follow "mlp 16, negK 3, 100000 pairs an epoch, in-batch, no exclusion: the flags follow, the inference gets the decoder only ($(grep -v -- '--data=' "$WORK/l-val" | tr '\n' ' '))" \
+check link_values_follow "mlp 16, negK 3, 100000 pairs an epoch, in-batch, no exclusion: the flags follow, the inference gets none ($(grep -v -- '--data=' "$WORK/l-val" | tr '\n' ' '))" \
 	bash -c "grep -qx 'StatefulSet/trainer --decoder=mlp' '$WORK/l-val' && grep -qx 'StatefulSet/trainer --decoder-hidden=16' '$WORK/l-val' &&
 		grep -qx 'StatefulSet/trainer --neg-k=3' '$WORK/l-val' && grep -qx 'StatefulSet/trainer --neg-in-batch' '$WORK/l-val' &&
 		grep -qx 'StatefulSet/trainer --epoch-pairs=100000' '$WORK/l-val' &&
-		grep -qx 'StatefulSet/trainer --exclude=off' '$WORK/l-val' && grep -qx 'INFER --decoder=mlp' '$WORK/l-val' &&
-		grep -qx 'INFER --decoder-hidden=16' '$WORK/l-val' && ! grep -q -E '^INFER --(neg|exclude|epoch)' '$WORK/l-val'"
+		grep -qx 'StatefulSet/trainer --exclude=off' '$WORK/l-val' && ! grep -q -E '^INFER --(decoder|neg|exclude|epoch)' '$WORK/l-val'"
 
 # Learnable embeddings with links: the trainer gets both flag sets, the
-# inference Job the model's (it reads the best rows from the checkpoint).
+# inference Job neither (it reads the configuration from result.json and
+# the best rows from the checkpoint).
 "$H" template gnn-dist "$CHART" "${LINK[@]}" --set trainer.embed.dim=8 >"$WORK/l-emb.yaml" 2>"$WORK/err" &&
 	args_of "$WORK/l-emb.yaml" | sed -E 's/^Job\/inference-[0-9]+-[0-9a-f]+/INFER/' >"$WORK/l-emb"
-check link_embed_flags_rendered "link with embed.dim=8: trainer and inference get --task=link and --embed-dim=8, the trainer the graph stores ($(head -c 200 "$WORK/err"))" \
+check link_embed_flags_rendered "link with embed.dim=8: the trainer gets --task=link, --embed-dim=8 and the graph stores, the inference none ($(head -c 200 "$WORK/err"))" \
 	bash -c "grep -qx 'StatefulSet/trainer --embed-dim=8' '$WORK/l-emb' && grep -qx 'StatefulSet/trainer --task=link' '$WORK/l-emb' &&
-		grep -qx 'INFER --embed-dim=8' '$WORK/l-emb' && grep -qx 'INFER --task=link' '$WORK/l-emb' &&
+		! grep -q -E '^INFER --(embed-dim|task)' '$WORK/l-emb' &&
 		grep -q '^StatefulSet/trainer --graphstore-pattern=' '$WORK/l-emb'"
 
 # The split is part of the partitioning (an output folder of its own), the
