@@ -64,6 +64,14 @@ int loc_config_check(struct loc_config *cfg)
 		return GNN_EINVAL;
 	}
 	cfg->layers_eff = (int)cfg->fanout.n;
+	/* the trainers need --layers beside --fanouts (gnn-trainer's default is 3) */
+	if (loc_given(cfg, "fanouts") && !loc_given(cfg, "layers")) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%d", cfg->layers_eff);
+		if (gnn_mcfg_set(&cfg->mc, "layers", n) != GNN_OK)
+			return GNN_EINVAL;
+	}
 	if (mc->eval_fanouts != NULL) {
 		if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &eval) != GNN_OK)
 			return GNN_EINVAL;

@@ -64,7 +64,10 @@ timeout 200 "$L" --synthetic tiny --parts 2 --trainers 2 --epochs 10 --hidden 32
 rc=$?
 D=$WORK/t/partition CK=$WORK/t/checkpoints
 check tiny_trained "gnn-local exit 0 (got $rc)" bash -c "[ $rc -eq 0 ] && [ -f '$CK/result.json' ]"
-M=(--hidden 32)
+# No model flag: result.json records the run's configuration. A model flag
+# that agrees with it is accepted (worker 1 below), one that does not is
+# refused (wrong_model_refused).
+M=()
 
 infer "$WORK/one" "$WORK/one.log" "${M[@]}"
 rc=$?
@@ -79,7 +82,7 @@ check tiny_one_worker "exit 0 (got $rc), predcheck ok, all 2000 nodes predicted,
 
 # Two workers (as two pods would): the same predictions, byte for byte.
 timeout 120 "$TR" infer --data "$D" --checkpoint-dir "$CK" --out "$WORK/two" --wait-s 30 --workers 2 --worker 1 \
-	"${M[@]}" --embeddings 2>"$WORK/two1.log" &
+	--hidden 32 --model graphsage --embeddings 2>"$WORK/two1.log" &
 w1=$!
 infer "$WORK/two" "$WORK/two0.log" "${M[@]}" --workers 2 --worker 0 --embeddings --wait-s 30
 rc0=$?
@@ -152,8 +155,8 @@ fi
 # ---- bad inputs: a clear error, nothing written ----------------------------
 infer "$WORK/bad1" "$WORK/bad1.log" --hidden 64
 rc=$?
-check wrong_model_refused "--hidden 64 against a run of 32: exit 2 (got $rc), wrong_checkpoint, no output" \
-	bash -c "[ $rc -eq 2 ] && grep -q wrong_checkpoint '$WORK/bad1.log' && [ -z \"\$(ls '$WORK/bad1' 2>/dev/null | grep -v '^\.')\" ]"
+check wrong_model_refused "--hidden 64 against a run of 32: exit 2 (got $rc), bad_config naming --hidden, the given and the trained value, no output" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'bad_config option=--hidden given=64 trained=32' '$WORK/bad1.log' && [ -z \"\$(ls '$WORK/bad1' 2>/dev/null | grep -v '^\.')\" ]"
 cp -r "$CK" "$WORK/ck-bad"
 for b in "$WORK"/ck-bad/epoch-*/best.arr; do printf 'x' | dd of="$b" bs=1 seek=100 conv=notrunc 2>/dev/null; done
 timeout 60 "$TR" infer --data "$D" --checkpoint-dir "$WORK/ck-bad" --out "$WORK/bad2" --wait-s 5 "${M[@]}" 2>"$WORK/bad2.log"
