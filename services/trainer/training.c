@@ -552,42 +552,34 @@ static int link_step(struct run *r, const struct tr_batch *b, uint64_t dropout_s
 	return GNN_OK;
 }
 
-/* AUC and AP of held-out set `set` (GNN_ES_*: its positives against its
- * one negative each), GAE's protocol: each rank scores its slice of the
- * pairs from embeddings sampled with --eval-fanouts (no exclusion: the
- * held-out edges are not in the graph), the ranks gather every score.
- * array: the learnable embeddings' rows read (GNN_EMB_ROWS, or
- * GNN_EMB_BEST_ROWS to test the best epoch's), as evaluate's. */
-static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed, uint32_t array, double *auc,
-			 double *ap)
+/* This rank's share [lo, hi) of the set's positive and negative pairs,
+ * scored: the positives' scores into mine[0..], the negatives' into
+ * mine[per..]. */
+static int score_pairs(struct run *r, int set, const char *what, uint64_t seed, uint32_t array, size_t lo,
+		       size_t hi, size_t per, float *mine)
 {
 	const struct tr_config *c = r->c;
-	size_t n = (size_t)r->es.num[set], W = c->world, per = (n + W - 1) / W;
-	size_t lo = (size_t)((uint64_t)n * c->rank / W), hi = (size_t)((uint64_t)n * (c->rank + 1) / W);
-	size_t chunk = c->eval_batch / 2 > 0 ? c->eval_batch / 2 : 1, d = c->emb_dim;
-	float *mine = calloc(2 * per, sizeof(float)), *all = calloc(2 * per * W, sizeof(float)), *pos = NULL, *neg;
+	size_t chunk = c->eval_batch / 2 > 0 ? c->eval_batch / 2 : 1, d = c->emb_dim, got = 0;
 	struct tr_job job = { .batch = c->eval_batch, .num_layers = c->layers, .num_rels = c->num_rels,
 			      .fanouts = c->eval_fanouts, .flags = GNN_MB_FEATURES, .seed = seed, .what = what };
-	double t0 = gnn_now(), waited;
-	size_t got = 0;
-	int rc = GNN_ENOMEM;
+	double waited;
+	int rc;
 
-	if (mine == NULL || all == NULL)
-		goto out;
 	tr_pair_steps_reset(&r->ps);
 	for (size_t i = lo; i < hi; i += chunk) {
 		size_t m = hi - i < chunk ? hi - i : chunk;
 
 		if ((rc = tr_pair_steps_add(&r->ps, r->es.pos[set] + 2 * i, m, r->es.neg[set] + 2 * i, m)) != GNN_OK)
-			goto out;
+			return rc;
 	}
 	job.seeds = r->ps.seeds;
 	job.step_off = r->ps.step_off;
 	job.steps = r->ps.steps;
 	job.n = r->ps.steps > 0 ? r->ps.step_off[r->ps.steps] : 0;
-	rc = GNN_OK;
-	if (job.steps > 0 && (rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
-		goto out;
+	if (job.steps == 0)
+		return GNN_OK;
+	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+		return rc;
 	for (size_t k = 0; k < job.steps; k++) {
 		struct tr_batch *b;
 		const float *emb;
@@ -609,9 +601,27 @@ static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed
 		memcpy(mine + per + got, r->scores.p + m, m * sizeof(float));
 		got += m;
 	}
-	if (job.steps > 0)
-		tr_loader_end(r->loader);
-	if (rc != GNN_OK)
+	tr_loader_end(r->loader);
+	return rc;
+}
+
+/* AUC and AP of held-out set `set` (GNN_ES_*: its positives against its
+ * one negative each), GAE's protocol: each rank scores its slice of the
+ * pairs from embeddings sampled with --eval-fanouts (no exclusion: the
+ * held-out edges are not in the graph), the ranks gather every score.
+ * array: the learnable embeddings' rows read (GNN_EMB_ROWS, or
+ * GNN_EMB_BEST_ROWS to test the best epoch's), as evaluate's. */
+static int link_evaluate(struct run *r, int set, const char *what, uint64_t seed, uint32_t array, double *auc,
+			 double *ap)
+{
+	const struct tr_config *c = r->c;
+	size_t n = (size_t)r->es.num[set], W = c->world, per = (n + W - 1) / W;
+	size_t lo = (size_t)((uint64_t)n * c->rank / W), hi = (size_t)((uint64_t)n * (c->rank + 1) / W);
+	float *mine = calloc(2 * per, sizeof(float)), *all = calloc(2 * per * W, sizeof(float)), *pos = NULL, *neg;
+	double t0 = gnn_now();
+	int rc = GNN_ENOMEM;
+
+	if (mine == NULL || all == NULL || (rc = score_pairs(r, set, what, seed, array, lo, hi, per, mine)) != GNN_OK)
 		goto out;
 	add_phase(r, PH_EVAL, gnn_now() - t0);
 	t0 = gnn_now();
@@ -897,107 +907,131 @@ static int push_embeddings(struct run *r)
 
 /* Epoch `epoch` (0-based) from step `first` on, adding to *sums (in: this
  * rank's share of the steps before `first`); *seconds: how long it took. */
+/* The loader's job of epoch's steps: this rank's shuffled seeds, or its
+ * steps of node pairs (link). */
+static int epoch_job(struct run *r, uint32_t epoch, uint32_t first, struct tr_job *job)
+{
+	const struct tr_config *c = r->c;
+	int rc;
+
+	*job = (struct tr_job){ .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
+				.num_layers = c->layers, .num_rels = c->num_rels, .fanouts = c->fanouts,
+				.flags = GNN_MB_FEATURES | GNN_MB_LABELS,
+				.seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
+	if (!c->link) {
+		epoch_seeds(r, epoch);
+		return GNN_OK;
+	}
+	if ((rc = link_epoch(r, epoch)) != GNN_OK)
+		return rc;
+	job->seeds = r->ps.seeds;
+	job->n = r->ps.step_off[r->ps.steps];
+	job->step_off = r->ps.step_off;
+	job->steps = r->ps.steps;
+	job->flags = GNN_MB_FEATURES;
+	if (c->exclude) {
+		job->excl = r->ps.excl;
+		job->excl_off = r->ps.excl_off;
+		job->excl_rel = r->es.rel;
+	}
+	return GNN_OK;
+}
+
+/* Step k's forward and backward on minibatch b (freed): its embedding
+ * rows, the minibatch checks, the gradient into r->grads. */
+static int compute_step(struct run *r, struct tr_batch *b, uint32_t epoch, uint32_t k, struct tr_step_stats *st)
+{
+	const struct tr_config *c = r->c;
+	uint64_t dropout_seed = gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step), c->rank);
+	double t0 = gnn_now(), c0;
+	char why[512];
+	int rc = attach(r, &b->mb, GNN_EMB_ROWS);
+
+	add_phase(r, PH_EMBED, gnn_now() - t0);
+	if (rc != GNN_OK)
+		goto out;
+	t0 = gnn_now();
+	c0 = gnn_thread_cpu_s();
+	if ((rc = tr_model_check(r->model, &b->mb, !c->link, why, sizeof(why))) != GNN_OK) {
+		GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1, k,
+			  why);
+		goto out;
+	}
+	rc = c->link ? link_step(r, b, dropout_seed, st) : tr_model_train_step(r->model, &b->mb, dropout_seed, st);
+	gnn_counter_add(r->m.samples, b->mb.num_seeds);
+	if (rc == GNN_OK) {
+		add_phase(r, PH_COMPUTE, gnn_now() - t0);
+		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
+	}
+out:
+	tr_batch_free(b);
+	return rc;
+}
+
+/* The step's update: the embeddings' rows pushed, the gradient averaged
+ * over the ranks, Adam. */
+static int apply_step(struct run *r)
+{
+	float scale = 1.0f / (float)r->c->world;
+	double t0, c0;
+	int rc;
+
+	if ((rc = push_embeddings(r)) != GNN_OK)
+		return rc;
+	t0 = gnn_now();
+	if ((rc = tr_ring_allreduce(r->e->ring, r->grads, r->np)) != GNN_OK)
+		return rc;
+	add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
+	t0 = gnn_now();
+	c0 = gnn_thread_cpu_s();
+	for (size_t i = 0; i < r->np; i++)
+		r->grads[i] *= scale;
+	tr_adam_step(&r->adam, r->params, r->grads);
+	sync_model(r);
+	add_phase(r, PH_COMPUTE, gnn_now() - t0);
+	r->compute_cpu_s += gnn_thread_cpu_s() - c0;
+	return GNN_OK;
+}
+
+/* Epoch's steps from first on, adding to *sums; *seconds its time. */
 static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch_sums *sums, double *seconds)
 {
 	const struct tr_config *c = r->c;
-	struct tr_job job = { .seeds = r->epoch_seeds, .n = r->per_rank, .batch = c->batch, .first_step = first,
-			      .num_layers = c->layers, .num_rels = c->num_rels, .fanouts = c->fanouts,
-			      .flags = GNN_MB_FEATURES | GNN_MB_LABELS,
-			      .seed = gnn_draw64(gnn_draw64(c->seed, epoch), c->rank), .what = "train" };
-	float *grads = r->grads, *params = r->params;
-	double t_epoch = gnn_now(), last_log = t_epoch, loss_sum = sums->loss, labelled = sums->labelled,
-	       correct = sums->correct;
-	float scale = 1.0f / (float)c->world;
-	char err[512];
+	double t_epoch = gnn_now(), last_log = t_epoch;
+	struct tr_job job;
 	int rc;
 
-	if (c->link) {
-		if ((rc = link_epoch(r, epoch)) != GNN_OK)
-			return rc;
-		job.seeds = r->ps.seeds;
-		job.n = r->ps.step_off[r->ps.steps];
-		job.step_off = r->ps.step_off;
-		job.steps = r->ps.steps;
-		job.flags = GNN_MB_FEATURES;
-		if (c->exclude) {
-			job.excl = r->ps.excl;
-			job.excl_off = r->ps.excl_off;
-			job.excl_rel = r->es.rel;
-		}
-	} else {
-		epoch_seeds(r, epoch);
-	}
-	if ((rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
+	if ((rc = epoch_job(r, epoch, first, &job)) != GNN_OK || (rc = tr_loader_begin(r->loader, &job)) != GNN_OK)
 		return rc;
 	for (uint32_t k = first; k < r->steps; k++) {
 		struct tr_step_stats st;
 		struct tr_batch *b;
-		double waited, t0, c0, done, eta_s;
+		double waited, done, eta_s, el;
 
 		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
 		add_phase(r, PH_WAIT, waited);
-		t0 = gnn_now();
-		rc = attach(r, &b->mb, GNN_EMB_ROWS);
-		add_phase(r, PH_EMBED, gnn_now() - t0);
-		if (rc != GNN_OK) {
-			tr_batch_free(b);
+		if ((rc = compute_step(r, b, epoch, k, &st)) != GNN_OK || (rc = apply_step(r)) != GNN_OK)
 			break;
-		}
-		t0 = gnn_now();
-		c0 = gnn_thread_cpu_s();
-		if ((rc = tr_model_check(r->model, &b->mb, !c->link, err, sizeof(err))) != GNN_OK) {
-			GNN_ERROR("bad_minibatch", "what=train epoch=%" PRIu32 " step=%" PRIu32 " reason=\"%s\"", epoch + 1,
-				  k, err);
-			tr_batch_free(b);
-			break;
-		}
-		if (c->link)
-			rc = link_step(r, b, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step), c->rank), &st);
-		else
-			rc = tr_model_train_step(r->model, &b->mb, gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull,
-										     r->global_step), c->rank), &st);
-		gnn_counter_add(r->m.samples, b->mb.num_seeds);
-		tr_batch_free(b);
-		if (rc != GNN_OK)
-			break;
-		add_phase(r, PH_COMPUTE, gnn_now() - t0);
-		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
-		if ((rc = push_embeddings(r)) != GNN_OK)
-			break;
-		t0 = gnn_now();
-		if ((rc = tr_ring_allreduce(r->e->ring, grads, r->np)) != GNN_OK)
-			break;
-		add_phase(r, PH_ALLREDUCE, gnn_now() - t0);
-		t0 = gnn_now();
-		c0 = gnn_thread_cpu_s();
-		for (size_t i = 0; i < r->np; i++)
-			grads[i] *= scale;
-		tr_adam_step(&r->adam, params, grads);
-		sync_model(r);
-		add_phase(r, PH_COMPUTE, gnn_now() - t0);
-		r->compute_cpu_s += gnn_thread_cpu_s() - c0;
-		loss_sum += st.loss * st.labelled;
-		labelled += st.labelled;
-		correct += st.correct;
+		sums->loss += st.loss * st.labelled;
+		sums->labelled += st.labelled;
+		sums->correct += st.correct;
 		r->global_step++;
 		gnn_counter_inc(r->m.steps);
 		gnn_gauge_set(r->m.step, k + 1);
 		progress(r, &done, &eta_s);
-		if ((rc = maybe_checkpoint(r, epoch, k + 1, &(struct epoch_sums){ loss_sum, labelled, correct })) !=
-		    GNN_OK)
+		if ((rc = maybe_checkpoint(r, epoch, k + 1, sums)) != GNN_OK)
 			break;
-		if (gnn_now() - last_log >= c->log_interval_s && k + 1 < r->steps) {
-			double el = gnn_now() - t_epoch;
-
-			GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f "
-				 "done=%.4f eta_s=%.1f", epoch + 1, k + 1, r->steps, labelled > 0 ? loss_sum / labelled : 0.0,
-				 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0, done, eta_s);
-			last_log = gnn_now();
-		}
+		if (gnn_now() - last_log < c->log_interval_s || k + 1 >= r->steps)
+			continue;
+		el = gnn_now() - t_epoch;
+		GNN_INFO("progress", "epoch=%" PRIu32 " step=%" PRIu32 "/%" PRIu32 " loss=%.4f samples_per_s=%.0f "
+			 "done=%.4f eta_s=%.1f", epoch + 1, k + 1, r->steps,
+			 sums->labelled > 0 ? sums->loss / sums->labelled : 0.0,
+			 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0, done, eta_s);
+		last_log = gnn_now();
 	}
 	tr_loader_end(r->loader);
-	*sums = (struct epoch_sums){ loss_sum, labelled, correct };
 	*seconds = gnn_now() - t_epoch;
 	return rc;
 }
