@@ -22,8 +22,7 @@
  * belong: nothing depends on a row's index but within one process. */
 static const struct gnn_mcfg_row rows[] = {
 	{ "model", GNN_OPT_STR, F(model), "graphsage", 0, 0, NULL,
-	  "the model: graphsage, gcn (one relation) or rgcn (any relations); `gnn-trainer --help` lists the "
-	  "registered ones (docs/model.md)", "model", M, ANY },
+	  "the model: one of those `gnn-trainer --help` lists (docs/model.md)", "model", M, ANY },
 	{ "layers", GNN_OPT_INT, F(layers), "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)",
 	  NULL, M, ANY, true },
 	{ "hidden", GNN_OPT_INT, F(hidden), "256", 1, 65536, NULL, "width of the hidden layers", "hidden", M, ANY,

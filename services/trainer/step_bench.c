@@ -415,16 +415,14 @@ static int write_dump(const char *path, const struct bench_mb *b, const int32_t 
 #define MAX_SHAPES (3 * GNN_PROTO_MAX_LAYERS + 2)
 
 /* The products a training step makes (layers.c: per layer X [W; b],
- * X^T dY and, above layer 0, dY W^T, with nmat weight matrices per layer:
- * GraphSAGE's 2, GCN's 1, R-GCN's R + 1), plus two square ones. */
-static size_t model_shapes(const struct gnn_minibatch *mb, const struct tr_model_cfg *cfg, struct shape *s)
+ * X^T dY and, above layer 0, dY W^T, with the model's nmat weight
+ * matrices per layer: GraphSAGE's 2, GCN's 1, R-GCN's R + 1), plus two
+ * square ones. */
+static size_t model_shapes(const struct gnn_minibatch *mb, const struct tr_model_cfg *cfg, size_t nmat,
+			   struct shape *s)
 {
-	size_t n = 0, nmat = 2;
+	size_t n = 0;
 
-	if (strcmp(cfg->model, "gcn") == 0)
-		nmat = 1;
-	else if (strcmp(cfg->model, "rgcn") == 0)
-		nmat = mb->num_rels + 1;
 	s[n++] = (struct shape){ 1024, 1024, 1024, CblasNoTrans, CblasNoTrans };
 	s[n++] = (struct shape){ 2048, 2048, 2048, CblasNoTrans, CblasNoTrans };
 	for (uint32_t l = 0; l < mb->num_layers; l++) {
@@ -849,7 +847,7 @@ int tr_bench_main(int argc, char **argv)
 	print_shape(&b, L, m, threads);
 	if (bc.dump != NULL && (rc = dump_reference(&cfg, &b, fanouts, m)) != GNN_OK)
 		goto out;
-	ns_shapes = model_shapes(&b.mb, &cfg, shapes);
+	ns_shapes = model_shapes(&b.mb, &cfg, tr_model_weight_mats(m), shapes);
 	sgemm_peak(gfl, ns_shapes, shapes, peak_shape, sizeof(peak_shape), false);
 	if ((rc = tr_adam_init(&adam, tr_model_num_params(m), (float)bc.lr, 0.0f)) != GNN_OK ||
 	    (rc = run_steps(m, &b, &adam, &times)) != GNN_OK)

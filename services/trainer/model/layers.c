@@ -527,6 +527,11 @@ static int input_grads(struct tr_layers *s, const struct gnn_minibatch *mb, cons
 	return GNN_OK;
 }
 
+uint32_t tr_layers_weight_mats(const void *self)
+{
+	return ((const struct tr_layers *)self)->nmat;
+}
+
 const float *tr_layers_input_grad(const void *self, size_t *ld)
 {
 	const struct tr_layers *s = self;

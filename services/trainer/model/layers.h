@@ -158,6 +158,7 @@ int tr_layers_infer_layer(void *self, uint32_t l, const struct gnn_block *b, con
 			  struct tr_kstats *ks);
 void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float *out);
 const float *tr_layers_input_grad(const void *self, size_t *ld);
+uint32_t tr_layers_weight_mats(const void *self);
 
 /* The ops table's fields above, for a model's designated initialiser:
  * { .name = ..., .summary = ..., .create = ..., TR_LAYERS_OPS }. */
@@ -165,6 +166,7 @@ const float *tr_layers_input_grad(const void *self, size_t *ld);
 	.destroy = tr_layers_destroy, .init = tr_layers_init, .num_params = tr_layers_num_params, \
 	.params = tr_layers_params, .grads = tr_layers_grads, .forward = tr_layers_forward,       \
 	.backward = tr_layers_backward, .infer_layer = tr_layers_infer_layer,                     \
-	.input_row = tr_layers_input_row, .input_grad = tr_layers_input_grad
+	.input_row = tr_layers_input_row, .input_grad = tr_layers_input_grad,                    \
+	.weight_mats = tr_layers_weight_mats
 
 #endif

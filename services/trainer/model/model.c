@@ -161,6 +161,11 @@ size_t tr_model_num_params(const struct tr_model *m)
 	return m->ops->num_params(m->self);
 }
 
+uint32_t tr_model_weight_mats(const struct tr_model *m)
+{
+	return m->ops->weight_mats != NULL ? m->ops->weight_mats(m->self) : 1;
+}
+
 float *tr_model_params(struct tr_model *m)
 {
 	return m->ops->params(m->self);

@@ -102,6 +102,9 @@ struct tr_model_ops {
 	/* After a backward with cfg input_grad: the gradient of layer 0's
 	 * input rows (num_src x *ld, the model's, valid until its next call). */
 	const float *(*input_grad)(const void *self, size_t *ld);
+	/* The weight matrices each layer multiplies its aggregate by (the
+	 * products `gnn-trainer bench` measures the peak on); NULL: 1. */
+	uint32_t (*weight_mats)(const void *self);
 };
 
 /* The registered model of this name, or NULL. */
@@ -127,6 +130,8 @@ void tr_model_init(struct tr_model *m, uint64_t seed);
 const struct tr_model_cfg *tr_model_config(const struct tr_model *m);
 
 size_t tr_model_num_params(const struct tr_model *m);
+/* Its ops->weight_mats (1 when the model has none). */
+uint32_t tr_model_weight_mats(const struct tr_model *m);
 /* The parameter and gradient blocks, [tr_model_num_params] floats each,
  * owned by the model. */
 float *tr_model_params(struct tr_model *m);
