@@ -34,12 +34,13 @@ CC ?= cc
 OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
 # Debian packages the build, the tests and the demo need (python3: the
-# cluster test's helpers; iproute2: `ip netns` in chart_run.sh, the
+# cluster test's helpers; universal-ctags: tests/e2e/layout.sh's function
+# lengths; iproute2: `ip netns` in chart_run.sh, the
 # cluster test and, with iptables, the network-fault scenarios (tests/net);
 # openssl: tls.sh's certificates).
 DEB_PKGS := build-essential pkg-config libnng-dev libmicrohttpd-dev libmetis-dev \
 	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time libclang-rt-14-dev \
-	python3 iproute2 iptables openssl libgnutls28-dev
+	python3 iproute2 iptables openssl libgnutls28-dev universal-ctags
 
 PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
 PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
