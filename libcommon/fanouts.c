@@ -18,7 +18,7 @@ static void range_words(int32_t min, int32_t max, char *buf, size_t cap)
 /* One comma-separated list from p up to ';' or the end; *n layers into v,
  * *next past it. */
 static int parse_list(const char *p, int32_t min, int32_t max, int32_t *v, uint32_t *n, const char **next,
-		      const char *range, char *why, size_t cap)
+		      const char *range, char *why, size_t why_len)
 {
 	*n = 0;
 	for (;;) {
@@ -28,12 +28,12 @@ static int parse_list(const char *p, int32_t min, int32_t max, int32_t *v, uint3
 		errno = 0;
 		x = strtol(p, &end, 10);
 		if (end == p || errno != 0 || (*end != ',' && *end != '\0' && *end != ';') || x < min || x > max) {
-			snprintf(why, cap, "expected comma-separated fanouts, each %s (lists of relations: REL=F0,F1;...)",
+			snprintf(why, why_len, "expected comma-separated fanouts, each %s (lists of relations: REL=F0,F1;...)",
 				 range);
 			return GNN_EINVAL;
 		}
 		if (*n == GNN_PROTO_MAX_LAYERS) {
-			snprintf(why, cap, "more than %d layers", GNN_PROTO_MAX_LAYERS);
+			snprintf(why, why_len, "more than %d layers", GNN_PROTO_MAX_LAYERS);
 			return GNN_EINVAL;
 		}
 		v[(*n)++] = (int32_t)x;
@@ -46,7 +46,7 @@ static int parse_list(const char *p, int32_t min, int32_t max, int32_t *v, uint3
 }
 
 int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fanouts *out, char *why,
-		      size_t cap)
+		      size_t why_len)
 {
 	const char *p = text;
 	char range[64];
@@ -54,7 +54,7 @@ int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fan
 	memset(out, 0, sizeof(*out));
 	range_words(min, max, range, sizeof(range));
 	if (text == NULL || *text == '\0') {
-		snprintf(why, cap, "no fanout given: one per layer, input layer first, each %s", range);
+		snprintf(why, why_len, "no fanout given: one per layer, input layer first, each %s", range);
 		return GNN_EINVAL;
 	}
 	for (;;) {
@@ -69,11 +69,11 @@ int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fan
 			if (len == 1 && *p == '*') {
 				dst = out->v;
 			} else if (len == 0 || len >= sizeof(out->named[0].rel)) {
-				snprintf(why, cap, "a relation's name must come before '=' (at most %zu bytes)",
+				snprintf(why, why_len, "a relation's name must come before '=' (at most %zu bytes)",
 					 sizeof(out->named[0].rel) - 1);
 				return GNN_EINVAL;
 			} else if (out->num_named == GNN_FANOUTS_MAX_NAMED) {
-				snprintf(why, cap, "more than %d relations named: give the others one list with '*='",
+				snprintf(why, why_len, "more than %d relations named: give the others one list with '*='",
 					 GNN_FANOUTS_MAX_NAMED);
 				return GNN_EINVAL;
 			} else {
@@ -87,15 +87,15 @@ int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fan
 		}
 		if (dst == out->v) {
 			if (out->has_default) {
-				snprintf(why, cap, "two lists for every other relation ('*=' or a list without a name)");
+				snprintf(why, why_len, "two lists for every other relation ('*=' or a list without a name)");
 				return GNN_EINVAL;
 			}
 			out->has_default = true;
 		}
-		if ((rc = parse_list(p, min, max, v, &n, &p, range, why, cap)) != GNN_OK)
+		if ((rc = parse_list(p, min, max, v, &n, &p, range, why, why_len)) != GNN_OK)
 			return rc;
 		if (out->n != 0 && n != out->n) {
-			snprintf(why, cap, "every list needs the same number of layers (%u and %u)", out->n, n);
+			snprintf(why, why_len, "every list needs the same number of layers (%u and %u)", out->n, n);
 			return GNN_EINVAL;
 		}
 		out->n = n;
@@ -115,20 +115,20 @@ bool gnn_fanouts_any(const int32_t *v, size_t n)
 }
 
 int gnn_fanouts_for(const char *text, const struct gnn_schema *s, int32_t *out, uint32_t *layers, char *why,
-		    size_t cap)
+		    size_t why_len)
 {
 	struct gnn_fanouts f;
 	int rc;
 
-	if ((rc = gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, cap)) != GNN_OK ||
-	    (rc = gnn_fanouts_resolve(&f, s, out, why, cap)) != GNN_OK)
+	if ((rc = gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, &f, why, why_len)) != GNN_OK ||
+	    (rc = gnn_fanouts_resolve(&f, s, out, why, why_len)) != GNN_OK)
 		return rc;
 	*layers = f.n;
 	return GNN_OK;
 }
 
 int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s, int32_t *out, char *why,
-			size_t cap)
+			size_t why_len)
 {
 	uint32_t R = s->num_rels;
 	int32_t by_rel[GNN_MAX_RELS];
@@ -139,12 +139,12 @@ int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s,
 		int32_t r = gnn_schema_rel(s, f->named[k].rel);
 
 		if (r < 0) {
-			snprintf(why, cap, "%s relation '%s' in the fanouts: give one of the graph's (src:rel:dst when "
+			snprintf(why, why_len, "%s relation '%s' in the fanouts: give one of the graph's (src:rel:dst when "
 				 "a name is shared)", r == -2 ? "ambiguous" : "unknown", f->named[k].rel);
 			return GNN_EINVAL;
 		}
 		if (by_rel[r] >= 0) {
-			snprintf(why, cap, "relation '%s' has two fanout lists", f->named[k].rel);
+			snprintf(why, why_len, "relation '%s' has two fanout lists", f->named[k].rel);
 			return GNN_EINVAL;
 		}
 		by_rel[r] = (int32_t)k;
@@ -156,7 +156,7 @@ int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s,
 			char label[3 * GNN_NAME_MAX];
 
 			gnn_schema_rel_label(s, r, label, sizeof(label));
-			snprintf(why, cap, "relation %s has no fanouts: name it, or give every other relation a list "
+			snprintf(why, why_len, "relation %s has no fanouts: name it, or give every other relation a list "
 				 "with '*='", label);
 			return GNN_EINVAL;
 		}

@@ -40,10 +40,10 @@ struct gnn_fanouts {
 
 /* Parses text (syntax above), every fanout in [min, max] (min >= -1, max <=
  * GNN_PROTO_MAX_FANOUT), 1 to GNN_PROTO_MAX_LAYERS layers, into *out.
- * Returns GNN_OK, or GNN_EINVAL with *out unspecified and why (cap bytes,
+ * Returns GNN_OK, or GNN_EINVAL with *out unspecified and why (why_len bytes,
  * caller's) saying what is wrong in words fit for a log line's reason. */
 int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fanouts *out, char *why,
-		      size_t cap);
+		      size_t why_len);
 
 
 /* Each layer's fanout for each relation of s: out[l R + r] (out holds
@@ -51,15 +51,15 @@ int gnn_fanouts_parse(const char *text, int32_t min, int32_t max, struct gnn_fan
  * unknown or ambiguous, named twice, or a relation has no list (none
  * names it and there is no default). */
 int gnn_fanouts_resolve(const struct gnn_fanouts *f, const struct gnn_schema *s, int32_t *out, char *why,
-			size_t cap);
+			size_t why_len);
 
 /* gnn_fanouts_parse over [-1, GNN_PROTO_MAX_FANOUT], then
  * gnn_fanouts_resolve on s into out (caller's, GNN_PROTO_MAX_LAYERS *
  * s->num_rels entries), the layer count into *layers: what a program that
  * asks a sampler or store for neighbours does with its --fanouts text.
- * GNN_EINVAL with why (cap bytes, caller's). */
+ * GNN_EINVAL with why (why_len bytes, caller's). */
 int gnn_fanouts_for(const char *text, const struct gnn_schema *s, int32_t *out, uint32_t *layers, char *why,
-		    size_t cap);
+		    size_t why_len);
 
 /* Whether any of the n fanouts v[0..n) samples (is not 0): one layer's
  * R fanouts, say, at v + l R. */

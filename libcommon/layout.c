@@ -42,33 +42,33 @@ static bool name_field_ok(const char *name)
 	return memchr(name, '\0', GNN_NAME_MAX) != NULL && gnn_name_ok(name);
 }
 
-int gnn_schema_check(const struct gnn_schema *s, char *why, size_t cap)
+int gnn_schema_check(const struct gnn_schema *s, char *why, size_t why_len)
 {
 	if (s->num_types < 1 || s->num_types > GNN_MAX_TYPES || s->num_rels < 1 || s->num_rels > GNN_MAX_RELS) {
-		snprintf(why, cap, "%u node types and %u relations: 1..%d and 1..%d are supported", s->num_types,
+		snprintf(why, why_len, "%u node types and %u relations: 1..%d and 1..%d are supported", s->num_types,
 			 s->num_rels, GNN_MAX_TYPES, GNN_MAX_RELS);
 		return GNN_EFORMAT;
 	}
 	if (s->label_type >= s->num_types) {
-		snprintf(why, cap, "label type %u of %u types", s->label_type, s->num_types);
+		snprintf(why, why_len, "label type %u of %u types", s->label_type, s->num_types);
 		return GNN_EFORMAT;
 	}
 	for (uint32_t t = 0; t < s->num_types; t++) {
 		const struct gnn_ntype *ty = &s->types[t];
 
 		if (!name_field_ok(ty->name)) {
-			snprintf(why, cap, "node type %u has no valid name (1..%d letters, digits, '_', '-', '.')", t,
+			snprintf(why, why_len, "node type %u has no valid name (1..%d letters, digits, '_', '-', '.')", t,
 				 GNN_NAME_MAX - 1);
 			return GNN_EFORMAT;
 		}
 		if (ty->num_nodes < 0 || ty->feat_dim > (1u << 16)) {
-			snprintf(why, cap, "node type %s: %lld nodes, feature width %u", ty->name, (long long)ty->num_nodes,
+			snprintf(why, why_len, "node type %s: %lld nodes, feature width %u", ty->name, (long long)ty->num_nodes,
 				 ty->feat_dim);
 			return GNN_EFORMAT;
 		}
 		for (uint32_t u = 0; u < t; u++)
 			if (strcmp(s->types[u].name, ty->name) == 0) {
-				snprintf(why, cap, "node type %s appears twice", ty->name);
+				snprintf(why, why_len, "node type %s appears twice", ty->name);
 				return GNN_EFORMAT;
 			}
 	}
@@ -76,13 +76,13 @@ int gnn_schema_check(const struct gnn_schema *s, char *why, size_t cap)
 		const struct gnn_rel *re = &s->rels[r];
 
 		if (!name_field_ok(re->name) || re->src >= s->num_types || re->dst >= s->num_types || re->num_edges < 0) {
-			snprintf(why, cap, "relation %u: bad name, node types (%u, %u of %u) or edge count", r, re->src,
+			snprintf(why, why_len, "relation %u: bad name, node types (%u, %u of %u) or edge count", r, re->src,
 				 re->dst, s->num_types);
 			return GNN_EFORMAT;
 		}
 		for (uint32_t q = 0; q < r; q++)
 			if (strcmp(s->rels[q].name, re->name) == 0 && s->rels[q].src == re->src && s->rels[q].dst == re->dst) {
-				snprintf(why, cap, "relation %s:%s:%s appears twice", s->types[re->src].name, re->name,
+				snprintf(why, why_len, "relation %s:%s:%s appears twice", s->types[re->src].name, re->name,
 					 s->types[re->dst].name);
 				return GNN_EFORMAT;
 			}
@@ -202,17 +202,17 @@ void gnn_layout_free(struct gnn_layout *l)
 	memset(l, 0, sizeof(*l));
 }
 
-int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
+int gnn_layout_check(const struct gnn_layout *l, char *why, size_t why_len)
 {
 	const struct gnn_schema *s = l->schema;
 	int64_t count[GNN_MAX_TYPES] = { 0 };
 	uint32_t T;
 	int rc;
 
-	if ((rc = gnn_schema_check(s, why, cap)) != GNN_OK)
+	if ((rc = gnn_schema_check(s, why, why_len)) != GNN_OK)
 		return rc;
 	if (l->num_parts == 0 || l->offsets[0] != 0 || l->offsets[l->num_parts] != l->num_nodes) {
-		snprintf(why, cap, "the partitions' ranges span [%lld, %lld), the graph has %lld nodes",
+		snprintf(why, why_len, "the partitions' ranges span [%lld, %lld), the graph has %lld nodes",
 			 (long long)l->offsets[0], (long long)l->offsets[l->num_parts], (long long)l->num_nodes);
 		return GNN_EFORMAT;
 	}
@@ -221,13 +221,13 @@ int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
 		const int64_t *to = l->type_offsets + (size_t)p * T;
 
 		if (to[0] != l->offsets[p] || to[T] != l->offsets[p + 1]) {
-			snprintf(why, cap, "type ranges of partition %u span [%lld, %lld), the partition [%lld, %lld)", p,
+			snprintf(why, why_len, "type ranges of partition %u span [%lld, %lld), the partition [%lld, %lld)", p,
 				 (long long)to[0], (long long)to[T], (long long)l->offsets[p], (long long)l->offsets[p + 1]);
 			return GNN_EFORMAT;
 		}
 		for (uint32_t t = 0; t < T; t++) {
 			if (to[t + 1] < to[t]) {
-				snprintf(why, cap, "type %s's range in partition %u ends before it starts", s->types[t].name, p);
+				snprintf(why, why_len, "type %s's range in partition %u ends before it starts", s->types[t].name, p);
 				return GNN_EFORMAT;
 			}
 			count[t] += to[t + 1] - to[t];
@@ -235,16 +235,16 @@ int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap)
 	}
 	for (uint32_t t = 0; t < T; t++)
 		if (count[t] != s->types[t].num_nodes) {
-			snprintf(why, cap, "type %s has %lld nodes in the partitions' ranges, %lld in the schema",
+			snprintf(why, why_len, "type %s has %lld nodes in the partitions' ranges, %lld in the schema",
 				 s->types[t].name, (long long)count[t], (long long)s->types[t].num_nodes);
 			return GNN_EFORMAT;
 		}
 	if (!gnn_feat_dtype_ok(l->feat_dtype)) {
-		snprintf(why, cap, "feature dtype %u, not f32 or f16", l->feat_dtype);
+		snprintf(why, why_len, "feature dtype %u, not f32 or f16", l->feat_dtype);
 		return GNN_EFORMAT;
 	}
 	if (l->feat_dim != gnn_schema_max_feat_dim(s)) {
-		snprintf(why, cap, "feature width %u, the schema's widest type has %u", l->feat_dim,
+		snprintf(why, why_len, "feature width %u, the schema's widest type has %u", l->feat_dim,
 			 gnn_schema_max_feat_dim(s));
 		return GNN_EFORMAT;
 	}

@@ -55,8 +55,8 @@ bool gnn_name_ok(const char *name);
  * distinct type names, valid relation names with src and dst below
  * num_types and no (src, name, dst) twice, the label type below num_types,
  * feature widths up to 65536, counts >= 0. Returns GNN_OK, or GNN_EFORMAT
- * with why (cap bytes, caller's) saying what is wrong. */
-int gnn_schema_check(const struct gnn_schema *s, char *why, size_t cap);
+ * with why (why_len bytes, caller's) saying what is wrong. */
+int gnn_schema_check(const struct gnn_schema *s, char *why, size_t why_len);
 
 /* The type called name, or -1. */
 int32_t gnn_schema_type(const struct gnn_schema *s, const char *name);
@@ -114,7 +114,7 @@ void gnn_layout_free(struct gnn_layout *l);
  * feat_dim is the widest type's, and feat_dtype F32 or F16. (Offsets that decrease show as a type
  * range that does.)
  * GNN_EFORMAT with why saying what is wrong. */
-int gnn_layout_check(const struct gnn_layout *l, char *why, size_t cap);
+int gnn_layout_check(const struct gnn_layout *l, char *why, size_t why_len);
 
 /* Type t's nodes in partition p: [*begin, *end) (t < the schema's types,
  * p < num_parts). */

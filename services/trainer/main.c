@@ -141,12 +141,12 @@ static atomic_int state;
  * for its peers to form the ring. Not later: a StatefulSet rolling update
  * replaces one trainer at a time and waits for each to be ready, and the
  * ring forms only once every rank runs the new settings. */
-static bool ready(void *ctx, char *reason, size_t len)
+static bool ready(void *ctx, char *why, size_t why_len)
 {
 	(void)ctx;
 	if (atomic_load(&state) >= ST_PEERS)
 		return true;
-	snprintf(reason, len, "waiting for samplers");
+	snprintf(why, why_len, "waiting for samplers");
 	return false;
 }
 

@@ -354,13 +354,13 @@ static void check_src_types(const struct gnn_minibatch *mb, struct errbuf *e)
 		}
 }
 
-int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels, char *err,
-		   size_t err_len)
+int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels, char *why,
+		   size_t why_len)
 {
-	struct errbuf e = { err, err_len, 0, 0 };
+	struct errbuf e = { why, why_len, 0, 0 };
 
-	if (err != NULL && err_len > 0)
-		err[0] = '\0';
+	if (why != NULL && why_len > 0)
+		why[0] = '\0';
 	check_shape(m, mb, need_labels, &e);
 	if (e.count > 0)
 		return GNN_EINVAL;

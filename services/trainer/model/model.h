@@ -143,10 +143,10 @@ float *tr_model_grads(struct tr_model *m);
  * features and rows, input types below num_types and counted in
  * type_rows; blocks chained, their CSR over (dst, relation) rows well
  * formed; labels present (when need_labels) and each in
- * [-1, num_classes). GNN_EINVAL with err (err_len bytes, NUL-terminated)
+ * [-1, num_classes). GNN_EINVAL with why (why_len bytes, NUL-terminated)
  * saying what does not match. */
 int tr_model_check(const struct tr_model *m, const struct gnn_minibatch *mb, bool need_labels,
-		   char *err, size_t err_len);
+		   char *why, size_t why_len);
 
 struct tr_step_stats {
 	double loss;           /* mean cross-entropy over labelled seeds */
