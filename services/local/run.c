@@ -58,12 +58,26 @@ int loc_config_check(struct loc_config *cfg)
 	if (parse_fanouts("fanouts", mc->fanouts, &cfg->fanout) != GNN_OK)
 		return GNN_EINVAL;
 	if (loc_given(cfg, "layers") && mc->layers != cfg->fanout.n) {
-		GNN_ERROR("bad_config", "option=--layers value=%lld fanouts=\"%s\" reason=\"one fanout per layer: %u "
-			  "fanouts for %lld layers%s\"", (long long)mc->layers, mc->fanouts, cfg->fanout.n,
-			  (long long)mc->layers, loc_given(cfg, "fanouts") ? "" : " (the trainer's default fanouts)");
+		if (loc_given(cfg, "fanouts"))
+			GNN_ERROR("bad_config", "option=--fanouts value=\"%s\" layers=%lld reason=\"one fanout per layer: %u "
+				  "fanouts for %lld layers\"", mc->fanouts, (long long)mc->layers, cfg->fanout.n,
+				  (long long)mc->layers);
+		else
+			GNN_ERROR("bad_config", "option=--layers value=%lld reason=\"give --fanouts with %lld values (the "
+				  "trainer's default fanouts have %u)\"", (long long)mc->layers, (long long)mc->layers,
+				  cfg->fanout.n);
 		return GNN_EINVAL;
 	}
 	cfg->layers_eff = (int)cfg->fanout.n;
+	/* --layers defaults to the number of --fanouts; the trainer's stays 3
+	 * whatever its fanouts, so it gets the count with them. */
+	if (loc_given(cfg, "fanouts") && !loc_given(cfg, "layers")) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%d", cfg->layers_eff);
+		if (gnn_mcfg_set(&cfg->mc, "layers", n) != GNN_OK)
+			return GNN_EINVAL;
+	}
 	if (mc->eval_fanouts != NULL) {
 		if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &eval) != GNN_OK)
 			return GNN_EINVAL;
