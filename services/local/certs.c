@@ -188,20 +188,20 @@ static int make_domain(const char *dir, const char *prefix, const char *ca_cn, c
 
 	snprintf(name, sizeof(name), "%sca.crt", prefix);
 	if ((rc = set_path(f->ca, dir, name)) != GNN_OK)
-		goto out;
+		goto free_keys;
 	snprintf(name, sizeof(name), "%scert.crt", prefix);
 	if ((rc = set_path(f->cert, dir, name)) != GNN_OK)
-		goto out;
+		goto free_keys;
 	snprintf(name, sizeof(name), "%scert.key", prefix);
 	if ((rc = set_path(f->key, dir, name)) != GNN_OK)
-		goto out;
+		goto free_keys;
 	if ((rc = make(ca_cn, NULL, &ca)) != GNN_OK || (rc = make(cn, &ca, &leaf)) != GNN_OK)
-		goto out;
+		goto free_keys;
 	/* the key first: a certificate is never on disk without its key */
 	if ((rc = write_key(f->key, leaf.key)) != GNN_OK || (rc = write_crt(f->cert, leaf.crt)) != GNN_OK ||
 	    (rc = write_crt(f->ca, ca.crt)) != GNN_OK)
-		goto out;
-out:
+		goto free_keys;
+free_keys:
 	keycert_free(&leaf);
 	keycert_free(&ca);
 	return rc;

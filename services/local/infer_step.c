@@ -1,14 +1,13 @@
 /* infer_step.c - gnn-local's inference step (pipeline.h, docs/inference.md):
  * one `gnn-trainer infer` worker per trainer, each taking the partitions
- * p with p mod T == its index, then the summary they leave and a few
- * example predictions for the result block. */
+ * p with p mod T == its index, then the summary.json they leave, read
+ * into r->infer for the result block (report.c). */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arr.h"
 #include "err.h"
 #include "json.h"
 #include "log.h"
@@ -81,82 +80,30 @@ int loc_infer(struct loc_run *r)
 	int rc = GNN_ENOMEM;
 
 	if (w == NULL || snprintf(r->preddir, sizeof(r->preddir), "%s/predictions", r->workdir) >= PATH_MAX)
-		goto out;
+		goto free_workers;
 	if ((rc = start_workers(r, w)) != GNN_OK)
-		goto out;
+		goto free_workers;
 	while (done < (size_t)cfg->trainers) {
 		if ((rc = loc_tick(r, &ex)) != GNN_OK)
-			goto out;
+			goto free_workers;
 		done += ex != NULL && ex->role == LOC_ROLE_TRAINER;
 		if (gnn_now() - t0 > (double)cfg->timeout_s) {
 			GNN_ERROR("timeout", "what=inference seconds=%lld finished=%zu", (long long)cfg->timeout_s, done);
 			r->failed = w[0];
 			r->failure = "inference ran past --timeout-s";
 			rc = GNN_ETIMEDOUT;
-			goto out;
+			goto free_workers;
 		}
 	}
 	r->infer.seconds = gnn_now() - t0;
 	if ((rc = read_summary(r)) != GNN_OK) {
 		r->failed = w[0];
 		r->failure = "the inference workers exited without a summary.json that loads";
-		goto out;
+		goto free_workers;
 	}
 	GNN_INFO("inferred", "test_acc=%.4f nodes=%" PRId64 " out=%s seconds=%.1f", r->infer.test_acc, r->infer.nodes,
 		 r->preddir, r->infer.seconds);
-out:
+free_workers:
 	free(w);
 	return rc;
-}
-
-/* The first n nodes of partition 0: original ID, class, probability. */
-static void print_examples(const struct loc_run *r, int n)
-{
-	struct gnn_arr pred, prob, orig;
-	char path[PATH_MAX + 32];
-
-	snprintf(path, sizeof(path), "%s/part-0/pred.arr", r->preddir);
-	if (gnn_arr_open(path, GNN_DT_I32, 0, &pred) != GNN_OK)
-		return;
-	snprintf(path, sizeof(path), "%s/part-0/topk-prob.arr", r->preddir);
-	if (gnn_arr_open(path, GNN_DT_F32, 0, &prob) == GNN_OK) {
-		snprintf(path, sizeof(path), "%s/part-0/orig-id.arr", r->preddir);
-		if (gnn_arr_open(path, GNN_DT_I64, 0, &orig) == GNN_OK) {
-			printf("example        ");
-			for (uint64_t i = 0; i < (uint64_t)n && i < pred.info.rows; i++)
-				printf("%s%s %" PRId64 " -> class %d (p=%.2f)", i ? ", " : "", r->infer.label_type,
-				       ((const int64_t *)orig.data)[i], ((const int32_t *)pred.data)[i],
-				       (double)((const float *)prob.data)[i * prob.info.cols]);
-			printf("  (original IDs)\n");
-			gnn_arr_close(&orig);
-		}
-		gnn_arr_close(&prob);
-	}
-	gnn_arr_close(&pred);
-}
-
-void loc_report_infer(const struct loc_run *r)
-{
-	if (!r->infer.done)
-		return;
-	if (r->infer.is_link) {   /* a link model: no classes to show */
-		for (int set = 0; set < 2; set++) {
-			printf("link %-9s", set == 0 ? "test" : "valid");
-			for (int k = 0; k < 6; k++)
-				printf(" %s=%.4f", loc_link_keys[k], r->infer.link[set][k]);
-			printf("%s\n", set == 0 ? "  (every node's embedding, full neighbourhood)" : "");
-		}
-		printf("predictions    %s (part-*/emb.arr, summary.json)\n", r->preddir);
-		return;
-	}
-	printf("inference      test_acc=%.4f valid_acc=%.4f train_acc=%.4f nodes=%" PRId64, r->infer.test_acc,
-	       r->infer.valid_acc, r->infer.train_acc, r->infer.nodes);
-	if (r->infer.predicted != r->infer.nodes)
-		printf(" predicted=%" PRId64 " (every %s node", r->infer.predicted, r->infer.label_type);
-	else
-		printf(" (every node");
-	printf(", full neighbourhood; the trainer's sampled test_acc=%.4f on %llu test nodes)\n", r->main.res.test_acc,
-	       (unsigned long long)r->main.res.test_nodes);
-	printf("predictions    %s\n", r->preddir);
-	print_examples(r, 3);
 }

@@ -4,8 +4,12 @@
  *   options -> [--tls: certificates in WORKDIR/tls] -> partition (or reuse
  *   a partition output) -> P graph stores and S samplers on free ports ->
  *   wait for their /readyz (HTTPS with --tls) -> T trainers ->
- *   wait for them (any child dying early ends the run) -> [--baseline: the
- *   trainers again without neighbours] -> stop everything -> result block.
+ *   wait for them (any child dying early ends the run) -> inference over
+ *   every node [not with --no-infer] -> [--baseline: the trainers again
+ *   without neighbours] -> stop everything -> result block.
+ *
+ * This file is the table of contents: the option table and main's steps;
+ * pipeline.h is the map of the files that do them.
  *
  * Exit status: 0 on success; 1 when a component failed or a wait timed out
  * (its log tail is printed); 2 for a bad configuration (ours, or a
@@ -115,34 +119,6 @@ static void unset_options(void)
 	cfg.parts = cfg.prefetch = cfg.threads = cfg.cache_presample = -1;
 }
 
-/* --task link's defaults for what was not given, tuned on Cora (GAE's
- * protocol; docs/training.md "Link prediction" has the runs): two GCN
- * layers over whole neighbourhoods with the degree scale, 64-wide
- * embeddings, small batches (more steps: batch 512 stayed at test AUC
- * 0.90, 256 gave 0.913), 5 negatives per positive (test AP 0.926 over
- * seeds 1-3, 0.914 with 1). Each is passed to the trainers as if given. */
-static int link_defaults(void)
-{
-	static const char *const defaults[][2] = {
-		{ "model", "gcn" }, { "epochs", "20" }, { "lr", "0.005" }, { "batch-size", "256" },
-		{ "hidden", "128" }, { "emb-dim", "64" }, { "neg-k", "5" },
-	};
-	int rc = GNN_OK;
-
-	if (!loc_link(&cfg))
-		return GNN_OK;
-	if (!loc_given(&cfg, "fanouts") && !loc_given(&cfg, "layers")) {   /* Cora is small: whole neighbourhoods */
-		rc = gnn_mcfg_set(&cfg.mc, "fanouts", "-1,-1");
-		/* its degrees are then the graph's (docs/training.md) */
-		if (rc == GNN_OK && !loc_given(&cfg, "degree-scale"))
-			rc = gnn_mcfg_set(&cfg.mc, "degree-scale", "true");
-	}
-	for (size_t i = 0; rc == GNN_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
-		if (!loc_given(&cfg, defaults[i][0]))
-			rc = gnn_mcfg_set(&cfg.mc, defaults[i][0], defaults[i][1]);
-	return rc;
-}
-
 static int exit_status(const struct loc_run *r, int rc)
 {
 	if (gnn_stop_signal() != 0)
@@ -159,13 +135,12 @@ static int exit_status(const struct loc_run *r, int rc)
 	return LOC_EXIT_FAILED;
 }
 
-int main(int argc, char **argv)
+/* The flags and the environment, then what they imply (options.c).
+ * GNN_EHELP when --help was printed; an error is logged. */
+static int configure(int argc, char **argv)
 {
-	static struct loc_run run;
-	const char *why;
-	int rc, status;
+	int rc;
 
-	gnn_log_init("gnn-local");
 	unset_options();
 	rc = build_options();
 	if (rc == GNN_OK)
@@ -176,49 +151,80 @@ int main(int argc, char **argv)
 			   "otherwise the trainer's defaults apply.",
 			   options, argc, argv);
 	if (rc == GNN_EHELP)
-		return 0;
+		return rc;
 	gnn_mcfg_defaults(&cfg.mc);
 	if (rc == GNN_OK)
-		rc = link_defaults();
-	if (rc != GNN_OK || loc_config_check(&cfg) != GNN_OK)
-		return LOC_EXIT_USAGE;
-	if (cfg.parts < 0 && cfg.partition_dir == NULL)
-		cfg.parts = 2;
-	GNN_INFO("start", "pid=%d", (int)getpid());
-	gnn_opt_log(options);
-	gnn_signals_install();
+		rc = loc_link_defaults(&cfg);
+	if (rc == GNN_OK)
+		rc = loc_config_check(&cfg);
+	return rc;
+}
 
-	rc = loc_run_init(&run, &cfg);
+/* The steps in order (pipeline.h); the first that fails ends the run. */
+static int run_steps(struct loc_run *r)
+{
+	int rc = loc_run_init(r, &cfg);
+
 	if (rc == GNN_OK)
-		rc = loc_tls_prepare(&run);
+		rc = loc_tls_prepare(r);
 	if (rc == GNN_OK)
-		rc = loc_partition_prepare(&run);
+		rc = loc_partition_prepare(r);
 	if (rc == GNN_OK)
-		rc = loc_services_start(&run);
+		rc = loc_services_start(r);
 	if (rc == GNN_OK)
-		rc = loc_services_wait_ready(&run);
+		rc = loc_services_wait_ready(r);
 	if (rc == GNN_OK)
-		rc = loc_train(&run, false);
+		rc = loc_train(r, false);
 	if (rc == GNN_OK && !cfg.no_infer)
-		rc = loc_infer(&run);
+		rc = loc_infer(r);
 	if (rc == GNN_OK && cfg.baseline)
-		rc = loc_train(&run, true);
+		rc = loc_train(r, true);
+	return rc;
+}
+
+/* After the steps, whatever their outcome: stops every child, prints the
+ * result block or the failure, logs the exit line; returns the exit
+ * status. */
+static int finish(struct loc_run *r, int rc)
+{
+	int status;
+	const char *why;
 
 	if (gnn_stop_signal() != 0)
 		GNN_WARN("interrupted", "signal=%d reason=\"stopping every component\"", gnn_stop_signal());
-	loc_procs_stop(&run.procs, (double)cfg.stop_timeout_s);
-	status = exit_status(&run, rc);
+	loc_procs_stop(&r->procs, (double)cfg.stop_timeout_s);
+	status = exit_status(r, rc);
 	if (status == 0)
-		loc_report_result(&run);
+		loc_report_result(r);
 	else if (gnn_stop_signal() == 0)
-		loc_report_failure(&run);
+		loc_report_failure(r);
 	if (status == 0)
 		why = "done";
 	else if (gnn_stop_signal() != 0)
 		why = "stopped by signal";
 	else
-		why = run.failure != NULL ? run.failure : gnn_strerror(rc);
+		why = r->failure != NULL ? r->failure : gnn_strerror(rc);
 	GNN_LOG(status == 0 ? GNN_LOG_INFO : GNN_LOG_ERROR, "exit", "status=%d reason=\"%s\"", status, why);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	static struct loc_run run;
+	int rc, status;
+
+	gnn_log_init("gnn-local");
+	rc = configure(argc, argv);
+	if (rc == GNN_EHELP)
+		return 0;
+	if (rc != GNN_OK)
+		return LOC_EXIT_USAGE;
+	GNN_INFO("start", "pid=%d", (int)getpid());
+	gnn_opt_log(options);
+	gnn_signals_install();
+
+	rc = run_steps(&run);
+	status = finish(&run, rc);
 	loc_run_free(&run);
 	return status;
 }

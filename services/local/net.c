@@ -1,3 +1,7 @@
+/* net.c - gnn-local's network helpers (net.h): loopback ports chosen
+ * outside the kernel's ephemeral range, the nng URL lists built from them,
+ * and the blocking-with-deadline HTTP/1.0 GET (over GnuTLS with --tls)
+ * that the readiness checks use. */
 #include "net.h"
 
 #include <arpa/inet.h>
@@ -15,8 +19,6 @@
 
 #include "err.h"
 #include "log.h"
-#include "pipeline.h"
-#include "proc.h"
 #include "sys.h"
 
 /* The kernel's ephemeral port range (the source ports of outgoing
@@ -104,6 +106,19 @@ int loc_free_ports(int *ports, size_t n)
 	return rc;
 }
 
+char *loc_url_list(const char *host, const int *ports, size_t n)
+{
+	size_t cap = n * (strlen(host) + 16) + 1, len = 0;
+	char *s = malloc(cap);
+
+	if (s == NULL)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%stcp://%s:%d", i ? "," : "", host, ports[i]);
+	return s;
+}
+
 static int wait_fd(int fd, short events, double deadline)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
@@ -173,19 +188,19 @@ static int tls_wait(const struct conn *c)
 }
 
 /* The handshake, the server verified for LOC_TLS_HOST by its CA. */
-static int tls_start(struct conn *c, const struct loc_https *h, char *why, size_t why_size)
+static int tls_start(struct conn *c, const struct loc_https *h, char *why, size_t why_len)
 {
 	int e, rc;
 
 	if ((e = gnutls_init(&c->s, GNUTLS_CLIENT | GNUTLS_NONBLOCK)) < 0) {
 		c->s = NULL;
-		snprintf(why, why_size, "tls: %s", gnutls_strerror(e));
+		snprintf(why, why_len, "tls: %s", gnutls_strerror(e));
 		return GNN_ENOMEM;
 	}
 	if ((e = gnutls_set_default_priority(c->s)) < 0 ||
 	    (e = gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, h->cred)) < 0 ||
 	    (e = gnutls_server_name_set(c->s, GNUTLS_NAME_DNS, LOC_TLS_HOST, strlen(LOC_TLS_HOST))) < 0) {
-		snprintf(why, why_size, "tls: %s", gnutls_strerror(e));
+		snprintf(why, why_len, "tls: %s", gnutls_strerror(e));
 		return GNN_EPROTO;
 	}
 	gnutls_session_set_verify_cert(c->s, LOC_TLS_HOST, 0);
@@ -196,7 +211,7 @@ static int tls_start(struct conn *c, const struct loc_https *h, char *why, size_
 			return GNN_OK;
 		if (e == GNUTLS_E_AGAIN || e == GNUTLS_E_INTERRUPTED || !gnutls_error_is_fatal(e)) {
 			if ((rc = tls_wait(c)) != GNN_OK) {
-				snprintf(why, why_size, "tls handshake: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
+				snprintf(why, why_len, "tls handshake: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
 				return rc;
 			}
 			continue;
@@ -206,12 +221,12 @@ static int tls_start(struct conn *c, const struct loc_https *h, char *why, size_
 
 			if (gnutls_certificate_verification_status_print(gnutls_session_get_verify_cert_status(c->s),
 									 GNUTLS_CRT_X509, &txt, 0) >= 0) {
-				snprintf(why, why_size, "tls: server not verified: %s", (const char *)txt.data);
+				snprintf(why, why_len, "tls: server not verified: %s", (const char *)txt.data);
 				gnutls_free(txt.data);
 				return GNN_EPROTO;
 			}
 		}
-		snprintf(why, why_size, "tls handshake: %s", gnutls_strerror(e));
+		snprintf(why, why_len, "tls handshake: %s", gnutls_strerror(e));
 		return GNN_EPROTO;
 	}
 }
@@ -282,66 +297,82 @@ static int conn_recv_all(const struct conn *c, char *buf, size_t cap, size_t *ha
 	return GNN_OK;
 }
 
-int loc_http_get(const struct loc_https *h, int port, const char *path, int timeout_ms, int *code, char *body,
-		 size_t body_size)
+/* A non-blocking socket connected to 127.0.0.1:port by c->deadline
+ * into c->fd; why says what failed. */
+static int conn_open(struct conn *c, int port, char *why, size_t why_len)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	struct conn c = { .fd = -1, .s = NULL, .deadline = gnn_now() + timeout_ms / 1000.0 };
-	char req[512], resp[4096];
-	size_t have = 0, reqlen;
-	const char *hdr_end;
 	int err = 0, rc;
 	socklen_t elen = sizeof(err);
 
-	if (body_size == 0)
-		return GNN_EINVAL;
-	body[0] = '\0';
 	a.sin_port = htons((uint16_t)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->fd < 0) {
+		snprintf(why, why_len, "socket: %s", strerror(errno));
+		return GNN_EUNAVAIL;
+	}
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+		return GNN_OK;
+	if (errno != EINPROGRESS) {
+		snprintf(why, why_len, "connect: %s", strerror(errno));
+		return GNN_EUNAVAIL;
+	}
+	if ((rc = wait_fd(c->fd, POLLOUT, c->deadline)) != GNN_OK) {
+		snprintf(why, why_len, "connect: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
+		return rc;
+	}
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+		snprintf(why, why_len, "connect: %s", strerror(err ? err : errno));
+		return GNN_EUNAVAIL;
+	}
+	return GNN_OK;
+}
+
+/* The status code and the body of a whole response (resp, NUL-terminated). */
+static int parse_response(const char *resp, int *code, char *body, size_t body_len, char *why, size_t why_len)
+{
+	const char *hdr_end;
+
+	if (sscanf(resp, "HTTP/1.%*1[01] %3d", code) != 1 || *code < 100 || *code > 599) {
+		snprintf(why, why_len, "not an HTTP response");
+		return GNN_EPROTO;
+	}
+	hdr_end = strstr(resp, "\r\n\r\n");
+	snprintf(body, body_len, "%s", hdr_end ? hdr_end + 4 : "");
+	return GNN_OK;
+}
+
+int loc_http_get(const struct loc_https *h, int port, const char *path, int timeout_ms, int *code, char *body,
+		 size_t body_len, char *why, size_t why_len)
+{
+	struct conn c = { .fd = -1, .s = NULL, .deadline = gnn_now() + timeout_ms / 1000.0 };
+	char req[512], resp[4096];
+	size_t have = 0, reqlen;
+	int rc;
+
+	if (body_len == 0 || why_len == 0)
+		return GNN_EINVAL;
+	body[0] = why[0] = '\0';
 	reqlen = (size_t)snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%d\r\n\r\n", path,
 				  h != NULL ? LOC_TLS_HOST : "127.0.0.1", port);
 	if (reqlen >= sizeof(req))
 		return GNN_EINVAL;
-	c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (c.fd < 0) {
-		snprintf(body, body_size, "socket: %s", strerror(errno));
-		return GNN_EUNAVAIL;
+	if ((rc = conn_open(&c, port, why, why_len)) != GNN_OK)
+		goto out_conn;
+	if (h != NULL && (rc = tls_start(&c, h, why, why_len)) != GNN_OK)
+		goto out_conn;
+	if ((rc = conn_send(&c, req, reqlen)) != GNN_OK ||
+	    (rc = conn_recv_all(&c, resp, sizeof(resp) - 1, &have)) != GNN_OK) {
+		snprintf(why, why_len, "%s", rc == GNN_ETIMEDOUT ? "timed out" : "connection failed");
+		goto out_conn;
 	}
-	if (connect(c.fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		if (errno != EINPROGRESS) {
-			snprintf(body, body_size, "connect: %s", strerror(errno));
-			rc = GNN_EUNAVAIL;
-			goto out;
-		}
-		if ((rc = wait_fd(c.fd, POLLOUT, c.deadline)) != GNN_OK) {
-			snprintf(body, body_size, "connect: %s", rc == GNN_ETIMEDOUT ? "timed out" : "failed");
-			goto out;
-		}
-		if (getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
-			snprintf(body, body_size, "connect: %s", strerror(err ? err : errno));
-			rc = GNN_EUNAVAIL;
-			goto out;
-		}
-	}
-	if (h != NULL && (rc = tls_start(&c, h, body, body_size)) != GNN_OK)
-		goto out;
-	if ((rc = conn_send(&c, req, reqlen)) != GNN_OK || (rc = conn_recv_all(&c, resp, sizeof(resp) - 1, &have)) != GNN_OK)
-		goto out_io;
 	resp[have] = '\0';
-	if (sscanf(resp, "HTTP/1.%*1[01] %3d", code) != 1 || *code < 100 || *code > 599) {
-		snprintf(body, body_size, "not an HTTP response");
-		rc = GNN_EPROTO;
-		goto out;
-	}
-	hdr_end = strstr(resp, "\r\n\r\n");
-	snprintf(body, body_size, "%s", hdr_end ? hdr_end + 4 : "");
-	rc = GNN_OK;
-	goto out;
-out_io:
-	snprintf(body, body_size, "%s", rc == GNN_ETIMEDOUT ? "timed out" : "connection failed");
-out:
+	rc = parse_response(resp, code, body, body_len, why, why_len);
+out_conn:
 	if (c.s != NULL)
 		gnutls_deinit(c.s);
-	close(c.fd);
+	if (c.fd >= 0)
+		close(c.fd);
 	return rc;
 }

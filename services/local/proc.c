@@ -1,3 +1,8 @@
+/* proc.c - gnn-local's children (proc.h): argument vectors, fork/exec
+ * with a log file and a process group each, an exec failure reported back
+ * through a pipe, polling reaps, the ordered stop (SIGTERM, a bounded
+ * wait, SIGKILL), exit-status texts and log tails for the report. A
+ * building block: it knows nothing of a run (pipeline.h). */
 #include "proc.h"
 
 #include <errno.h>
@@ -110,86 +115,120 @@ fail:
 	_exit(127);
 }
 
+/* Room for one more entry in ps->v. */
+static int procs_grow(struct loc_procs *ps)
+{
+	size_t cap = ps->cap ? 2 * ps->cap : 16;
+	struct loc_proc **v;
+
+	if (ps->n < ps->cap)
+		return GNN_OK;
+	v = realloc(ps->v, cap * sizeof(*v));
+	if (v == NULL)
+		return GNN_ENOMEM;
+	ps->v = v;
+	ps->cap = cap;
+	return GNN_OK;
+}
+
+/* p's name and log file, and the binary's path into path (PATH_MAX bytes).
+ * GNN_ERANGE (logged) when one does not fit. */
+static int proc_names(struct loc_proc *p, const struct loc_procs *ps, const char *name, const char *binary,
+		      char *path)
+{
+	if ((size_t)snprintf(p->name, sizeof(p->name), "%s", name) >= sizeof(p->name) ||
+	    (size_t)snprintf(p->log, sizeof(p->log), "%s/%s.log", ps->logdir, name) >= sizeof(p->log) ||
+	    (size_t)snprintf(path, PATH_MAX, "%s/%s", ps->bindir, binary) >= PATH_MAX) {
+		GNN_ERROR("path_too_long", "component=%s", name);
+		return GNN_ERANGE;
+	}
+	return GNN_OK;
+}
+
+/* Forks p (its log truncated, its pid set) and waits until path is exec'd
+ * or has failed to be: then *exec_errno is exec's errno, else 0. GNN_EIO
+ * (logged) when the log, the pipe or the fork fails: then no child. */
+static int spawn(struct loc_proc *p, const char *path, char *const argv[], char *const env[], int *exec_errno)
+{
+	int log_fd, pipefd[2], rc = GNN_EIO;
+	pid_t pid, self = getpid();
+	ssize_t got;
+
+	*exec_errno = 0;
+	log_fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (log_fd < 0) {
+		GNN_ERROR("open_failed", "file=%s error=\"%s\"", p->log, strerror(errno));
+		return GNN_EIO;
+	}
+	/* exec failures come back through a close-on-exec pipe, so a missing
+	 * binary is an error here rather than a child that "exited 127". */
+	if (pipe2(pipefd, O_CLOEXEC) != 0) {
+		GNN_ERROR("pipe_failed", "error=\"%s\"", strerror(errno));
+		goto close_log;
+	}
+	pid = fork();
+	if (pid < 0) {
+		GNN_ERROR("fork_failed", "component=%s error=\"%s\"", p->name, strerror(errno));
+		goto close_pipe;
+	}
+	if (pid == 0)
+		exec_child(path, argv, env, log_fd, pipefd[1], self);
+	setpgid(pid, pid); /* also here: no window where it shares our group */
+	close(pipefd[1]);
+	pipefd[1] = -1;
+	do
+		got = read(pipefd[0], exec_errno, sizeof(*exec_errno));
+	while (got < 0 && errno == EINTR);
+	if (got != (ssize_t)sizeof(*exec_errno))
+		*exec_errno = 0;
+	p->pid = pid;
+	rc = GNN_OK;
+close_pipe:
+	close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+close_log:
+	close(log_fd);
+	return rc;
+}
+
 int loc_proc_start(struct loc_procs *ps, const char *name, enum loc_role role, const struct loc_argv *argv,
 		   struct loc_proc **out)
 {
 	struct loc_proc *p = NULL;
 	char path[PATH_MAX];
 	char **env = NULL;
-	int log_fd = -1, pipefd[2] = { -1, -1 }, child_errno = 0, rc = GNN_EIO;
-	pid_t pid, self = getpid();
-	ssize_t got;
+	int exec_errno, rc;
 
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? 2 * ps->cap : 16;
-		struct loc_proc **v = realloc(ps->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return GNN_ENOMEM;
-		ps->v = v;
-		ps->cap = cap;
-	}
+	if ((rc = procs_grow(ps)) != GNN_OK)
+		return rc;
 	p = calloc(1, sizeof(*p));
 	env = child_environ();
 	if (p == NULL || env == NULL) {
 		rc = GNN_ENOMEM;
-		goto out_free;
+		goto free_entry;
 	}
-	if ((size_t)snprintf(p->name, sizeof(p->name), "%s", name) >= sizeof(p->name) ||
-	    (size_t)snprintf(p->log, sizeof(p->log), "%s/%s.log", ps->logdir, name) >= sizeof(p->log) ||
-	    (size_t)snprintf(path, sizeof(path), "%s/%s", ps->bindir, argv->v[0]) >= sizeof(path)) {
-		GNN_ERROR("path_too_long", "component=%s", name);
-		rc = GNN_ERANGE;
-		goto out_free;
-	}
+	if ((rc = proc_names(p, ps, name, argv->v[0], path)) != GNN_OK)
+		goto free_entry;
 	p->role = role;
-	log_fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (log_fd < 0) {
-		GNN_ERROR("open_failed", "file=%s error=\"%s\"", p->log, strerror(errno));
-		goto out_free;
-	}
-	/* exec failures come back through a close-on-exec pipe, so a missing
-	 * binary is an error here rather than a child that "exited 127". */
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		GNN_ERROR("pipe_failed", "error=\"%s\"", strerror(errno));
-		goto out_free;
-	}
-	pid = fork();
-	if (pid < 0) {
-		GNN_ERROR("fork_failed", "component=%s error=\"%s\"", name, strerror(errno));
-		goto out_free;
-	}
-	if (pid == 0)
-		exec_child(path, argv->v, env, log_fd, pipefd[1], self);
-	setpgid(pid, pid); /* also here: no window where it shares our group */
-	close(pipefd[1]);
-	pipefd[1] = -1;
-	do
-		got = read(pipefd[0], &child_errno, sizeof(child_errno));
-	while (got < 0 && errno == EINTR);
-	p->pid = pid;
+	if ((rc = spawn(p, path, argv->v, env, &exec_errno)) != GNN_OK)
+		goto free_entry;
 	p->running = true;
 	ps->v[ps->n++] = p;
-	if (got == (ssize_t)sizeof(child_errno)) {
-		GNN_ERROR("exec_failed", "component=%s path=%s error=\"%s\"", name, path, strerror(child_errno));
-		while (waitpid(pid, &p->status, 0) < 0 && errno == EINTR)
+	if (exec_errno != 0) {
+		GNN_ERROR("exec_failed", "component=%s path=%s error=\"%s\"", name, path, strerror(exec_errno));
+		while (waitpid(p->pid, &p->status, 0) < 0 && errno == EINTR)
 			;
 		p->running = false;
 		p = NULL; /* owned by ps now */
-		goto out_free;
+		rc = GNN_EIO;
+		goto free_entry;
 	}
-	GNN_INFO("started", "component=%s pid=%d log=%s", name, (int)pid, p->log);
+	GNN_INFO("started", "component=%s pid=%d log=%s", name, (int)p->pid, p->log);
 	if (out != NULL)
 		*out = p;
 	p = NULL;
-	rc = GNN_OK;
-out_free:
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
-	if (log_fd >= 0)
-		close(log_fd);
+free_entry:
 	free(env);
 	free(p);
 	return rc;
@@ -311,17 +350,17 @@ void loc_log_tail(const char *path, int lines, FILE *out)
 
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		fprintf(out, "--- %s: cannot be read (%s) ---\n", path, strerror(errno));
-		goto out;
+		goto close_file;
 	}
 	if (st.st_size == 0) {
 		fprintf(out, "--- %s is empty ---\n", path);
-		goto out;
+		goto close_file;
 	}
 	from = st.st_size > MAX_TAIL ? st.st_size - MAX_TAIL : 0;
 	buf = malloc(MAX_TAIL + 1);
 	if (buf == NULL || (got = pread(fd, buf, MAX_TAIL, from)) <= 0) {
 		fprintf(out, "--- %s: cannot be read ---\n", path);
-		goto out;
+		goto close_file;
 	}
 	buf[got] = '\0';
 	/* Walk back over `lines` newlines (a final newline ends the last line). */
@@ -337,7 +376,7 @@ void loc_log_tail(const char *path, int lines, FILE *out)
 		start++;
 	fprintf(out, "--- last %d lines of %s ---\n%s%s--- end of %s ---\n", lines, path, start,
 		buf[got - 1] == '\n' ? "" : "\n", path);
-out:
+close_file:
 	fflush(out);
 	free(buf);
 	if (fd >= 0)

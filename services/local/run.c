@@ -1,5 +1,7 @@
-/* run.c - configuration checks, the run's paths, supervision of the
- * children and the final report. */
+/* run.c - one run's frame: where its binaries, work folder, logs and
+ * checkpoints are (loc_run_init), freeing it, and loc_tick, the
+ * supervision step that every step waiting on children calls: it reaps
+ * them and decides whether an exit ends the run. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,74 +17,6 @@
 #include "sys.h"
 
 static const char *const binaries[] = { "gnn-partition", "gnn-graphstore", "gnn-sampler", "gnn-trainer" };
-
-/* Parses --NAME's fanout list. */
-static int parse_fanouts(const char *opt, const char *text, struct gnn_fanouts *out)
-{
-	char why[160];
-
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, out, why, sizeof(why)) == GNN_OK)
-		return GNN_OK;
-	GNN_ERROR("bad_config", "option=--%s value=\"%s\" reason=\"%s\"", opt, text, why);
-	return GNN_EINVAL;
-}
-
-int loc_config_check(struct loc_config *cfg)
-{
-	int sources = (cfg->dataset != NULL) + (cfg->synthetic != NULL) + (cfg->partition_dir != NULL);
-	const struct gnn_model_cfg *mc = &cfg->mc;
-	struct gnn_fanouts eval;
-
-	if (sources != 1) {
-		GNN_ERROR("bad_config", "reason=\"give exactly one of --dataset DIR, --synthetic PRESET, --partition-dir DIR (got %d)\"",
-			  sources);
-		return GNN_EINVAL;
-	}
-	if (loc_link(cfg) && cfg->baseline) {
-		GNN_ERROR("bad_config", "option=--baseline reason=\"the features-only baseline is node classification's\"");
-		return GNN_EINVAL;
-	}
-	if (cfg->split != NULL && cfg->dataset == NULL) {
-		GNN_ERROR("bad_config", "option=--split value=%s reason=\"--split picks a split folder of --dataset\"",
-			  cfg->split);
-		return GNN_EINVAL;
-	}
-	if (cfg->feature_dtype != NULL && cfg->partition_dir != NULL) {
-		GNN_ERROR("bad_config", "option=--feature-dtype value=%s reason=\"--partition-dir's output has its own "
-			  "(gnn-partition --feature-dtype made it)\"", cfg->feature_dtype);
-		return GNN_EINVAL;
-	}
-	if (cfg->feature_dtype == NULL)
-		cfg->feature_dtype = "f32";
-	/* (not given, mc holds the trainer's defaults: 3 layers, 15,10,5) */
-	if (parse_fanouts("fanouts", mc->fanouts, &cfg->fanout) != GNN_OK)
-		return GNN_EINVAL;
-	if (loc_given(cfg, "layers") && mc->layers != cfg->fanout.n) {
-		GNN_ERROR("bad_config", "option=--layers value=%lld fanouts=\"%s\" reason=\"one fanout per layer: %u "
-			  "fanouts for %lld layers%s\"", (long long)mc->layers, mc->fanouts, cfg->fanout.n,
-			  (long long)mc->layers, loc_given(cfg, "fanouts") ? "" : " (the trainer's default fanouts)");
-		return GNN_EINVAL;
-	}
-	cfg->layers_eff = (int)cfg->fanout.n;
-	/* the trainers need --layers beside --fanouts (gnn-trainer's default is 3) */
-	if (loc_given(cfg, "fanouts") && !loc_given(cfg, "layers")) {
-		char n[16];
-
-		snprintf(n, sizeof(n), "%d", cfg->layers_eff);
-		if (gnn_mcfg_set(&cfg->mc, "layers", n) != GNN_OK)
-			return GNN_EINVAL;
-	}
-	if (mc->eval_fanouts != NULL) {
-		if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &eval) != GNN_OK)
-			return GNN_EINVAL;
-		if ((int)eval.n != cfg->layers_eff) {
-			GNN_ERROR("bad_config", "option=--eval-fanouts value=\"%s\" reason=\"one fanout per layer: %u values for %d layers\"",
-				  mc->eval_fanouts, eval.n, cfg->layers_eff);
-			return GNN_EINVAL;
-		}
-	}
-	return GNN_OK;
-}
 
 /* PATH_MAX-bounded snprintf that logs instead of truncating silently. */
 static int path_fmt(char *dst, const char *what, const char *fmt, const char *a, const char *b)
@@ -200,67 +134,4 @@ int loc_tick(struct loc_run *r, struct loc_proc **exited)
 	if (exited != NULL)
 		*exited = p;
 	return GNN_OK;
-}
-
-void loc_report_failure(const struct loc_run *r)
-{
-	char text[96];
-
-	if (r->failed == NULL)
-		return;
-	if (r->failed->running || r->failed->stopping)
-		snprintf(text, sizeof(text), "still running when gnn-local gave up; stopped");
-	else
-		loc_status_text(r->failed->status, text, sizeof(text));
-	GNN_ERROR("component_failed", "component=%s status=\"%s\" reason=\"%s\" log=%s", r->failed->name, text,
-		  r->failure ? r->failure : "failed", r->failed->log);
-	fprintf(stderr, "gnn-local: %s: %s (%s); its log ends with:\n", r->failed->name,
-		r->failure ? r->failure : "failed", text);
-	loc_log_tail(r->failed->log, 20, stderr);
-}
-
-static void print_result(const struct loc_config *cfg, const char *label, const struct loc_result *res)
-{
-	char line[512];
-
-	loc_format_result(cfg, res, line, sizeof(line));
-	printf("%-14s %s\n", label, line);
-}
-
-void loc_report_result(const struct loc_run *r)
-{
-	const struct loc_config *cfg = r->cfg;
-	double now = gnn_now();
-
-	printf("\n== gnn-local result ==\n");
-	if (cfg->synthetic != NULL)
-		printf("graph          synthetic '%s', %d partitions in %s\n", cfg->synthetic, r->parts, r->partdir);
-	else
-		printf("graph          %s, %d partitions in %s\n", cfg->dataset ? r->dataset : "(given)", r->parts,
-		       r->partdir);
-	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
-	       (long long)cfg->samplers, (long long)cfg->trainers);
-	if (cfg->tls)
-		printf("tls            mutual on every link and HTTPS; throwaway certificates (valid %d days) in %s\n",
-		       LOC_CERT_DAYS, r->tlsdir);
-	print_result(cfg, cfg->mc.model, &r->main);
-	if (r->baseline.done)
-		print_result(cfg, "features_only", &r->baseline);
-	printf("params_crc     %08x on all %lld ranks\n", (unsigned)r->main.res.params_crc, (long long)cfg->trainers);
-	if (r->baseline.done)
-		printf("test_acc %s=%.4f features_only=%.4f\n", cfg->mc.model, r->main.res.test_acc,
-		       r->baseline.res.test_acc);
-	else if (r->main.res.task[0] != '\0')
-		printf("test_auc %s=%.4f\n", cfg->mc.model, r->main.res.test_acc);
-	else
-		printf("test_acc %s=%.4f\n", cfg->mc.model, r->main.res.test_acc);
-	loc_report_infer(r);
-	printf("time           %.1f s in all: partition %.1f s, start-up %.1f s, training %.1f s",
-	       now - r->t_start, r->t_partition, r->t_ready, r->main.seconds);
-	if (r->infer.done)
-		printf(", inference %.1f s", r->infer.seconds);
-	if (r->baseline.done)
-		printf(", features-only training %.1f s", r->baseline.seconds);
-	printf("\nlogs           %s\ncheckpoints    %s\n", r->logdir, r->ckptdir);
-	fflush(stdout);
 }

@@ -13,19 +13,61 @@
 #define WAIT_LOG_PERIOD_S 10.0
 #define READYZ_TIMEOUT_MS 1000
 
-/* "tcp://HOST:P0,tcp://HOST:P1,..." (owned by the caller): HOST is
- * 127.0.0.1, or localhost with --tls (the name in the certificates). */
-char *loc_url_list(const char *host, const int *ports, size_t n)
+/* graphstore-p: partition p of the output, served on ports[p] (nng) and
+ * ports[P + p] (HTTP). ports: [store nng | store http | sampler nng |
+ * sampler http]. */
+static int start_store(struct loc_run *r, size_t p, const int *ports)
 {
-	size_t cap = n * (strlen(host) + 16) + 1, len = 0;
-	char *s = malloc(cap);
+	const struct loc_config *cfg = r->cfg;
+	size_t P = (size_t)r->parts;
+	struct loc_argv a = { 0 };
+	char name[LOC_NAME_MAX];
+	int rc;
 
-	if (s == NULL)
-		return NULL;
-	s[0] = '\0';
-	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(s + len, cap - len, "%stcp://%s:%d", i ? "," : "", host, ports[i]);
-	return s;
+	snprintf(name, sizeof(name), "graphstore-%zu", p);
+	/* --wait-data 0: the partition output is complete already. */
+	if ((rc = loc_argv_add(&a, "gnn-graphstore")) || (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
+	    (rc = loc_argv_add(&a, "--part=%zu", p)) ||
+	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[p])) ||
+	    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
+	    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
+	    (rc = loc_argv_add(&a, "--wait-data=0")) ||
+	    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)))
+		goto free_argv;
+	rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL);
+free_argv:
+	loc_argv_free(&a);
+	return rc;
+}
+
+/* sampler-s over every graph store, on ports[2P + s] (nng) and
+ * ports[2P + S + s] (HTTP); ports as start_store's. */
+static int start_sampler(struct loc_run *r, size_t s, const int *ports)
+{
+	const struct loc_config *cfg = r->cfg;
+	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers;
+	struct loc_argv a = { 0 };
+	char name[LOC_NAME_MAX];
+	int rc;
+
+	snprintf(name, sizeof(name), "sampler-%zu", s);
+	if ((rc = loc_argv_add(&a, "gnn-sampler")) || (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls)) ||
+	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[2 * P + s])) ||
+	    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
+	    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * P + S + s])) ||
+	    (rc = loc_argv_add(&a, "--wait-stores=%lld", (long long)cfg->ready_timeout_s)) ||
+	    (rc = loc_argv_add_opt(&a, "workers", cfg->sampler_workers, 1)) ||
+	    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->store_timeout_ms, 1)) ||
+	    (rc = loc_argv_add_opt(&a, "retries", cfg->store_retries, 0)) ||
+	    (rc = loc_argv_add_opt(&a, "store-min-mb-per-s", cfg->store_min_mb_per_s, 1)) ||
+	    (rc = loc_argv_add_opt(&a, "build-budget-mb", cfg->build_budget_mb, 1)) ||
+	    (rc = loc_argv_add_opt(&a, "admission-wait-s", cfg->admission_wait_s, 1)) ||
+	    (rc = loc_tls_args(r, &a, false)))
+		goto free_argv;
+	rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL);
+free_argv:
+	loc_argv_free(&a);
+	return rc;
 }
 
 int loc_services_start(struct loc_run *r)
@@ -33,60 +75,31 @@ int loc_services_start(struct loc_run *r)
 	const struct loc_config *cfg = r->cfg;
 	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers;
 	int *ports = calloc(2 * (P + S), sizeof(*ports));
-	struct loc_argv a = { 0 };
-	char name[LOC_NAME_MAX];
 	int rc = GNN_ENOMEM;
 
 	r->store_http = calloc(P, sizeof(*r->store_http));
 	r->sampler_http = calloc(S, sizeof(*r->sampler_http));
 	if (ports == NULL || r->store_http == NULL || r->sampler_http == NULL)
-		goto out;
+		goto free_ports;
 	/* ports: [store nng | store http | sampler nng | sampler http] */
 	if ((rc = loc_free_ports(ports, 2 * (P + S))) != GNN_OK)
-		goto out;
+		goto free_ports;
 	memcpy(r->store_http, ports + P, P * sizeof(*ports));
 	memcpy(r->sampler_http, ports + 2 * P + S, S * sizeof(*ports));
 	r->store_urls = loc_url_list(r->dial_host, ports, P);
 	r->sampler_urls = loc_url_list(r->dial_host, ports + 2 * P, S);
 	if (r->store_urls == NULL || r->sampler_urls == NULL) {
 		rc = GNN_ENOMEM;
-		goto out;
+		goto free_ports;
 	}
-	for (size_t p = 0; p < P; p++) {
-		snprintf(name, sizeof(name), "graphstore-%zu", p);
-		/* --wait-data 0: the partition output is complete already. */
-		if ((rc = loc_argv_add(&a, "gnn-graphstore")) || (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
-		    (rc = loc_argv_add(&a, "--part=%zu", p)) ||
-		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[p])) ||
-		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
-		    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
-		    (rc = loc_argv_add(&a, "--wait-data=0")) ||
-		    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)) ||
-		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL)))
-			goto out;
-		loc_argv_free(&a);
-	}
-	for (size_t s = 0; s < S; s++) {
-		snprintf(name, sizeof(name), "sampler-%zu", s);
-		if ((rc = loc_argv_add(&a, "gnn-sampler")) || (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls)) ||
-		    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[2 * P + s])) ||
-		    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
-		    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * P + S + s])) ||
-		    (rc = loc_argv_add(&a, "--wait-stores=%lld", (long long)cfg->ready_timeout_s)) ||
-		    (rc = loc_argv_add_opt(&a, "workers", cfg->sampler_workers, 1)) ||
-		    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->store_timeout_ms, 1)) ||
-		    (rc = loc_argv_add_opt(&a, "retries", cfg->store_retries, 0)) ||
-		    (rc = loc_argv_add_opt(&a, "store-min-mb-per-s", cfg->store_min_mb_per_s, 1)) ||
-		    (rc = loc_argv_add_opt(&a, "build-budget-mb", cfg->build_budget_mb, 1)) ||
-		    (rc = loc_argv_add_opt(&a, "admission-wait-s", cfg->admission_wait_s, 1)) ||
-		    (rc = loc_tls_args(r, &a, false)) || (rc = loc_proc_start(&r->procs, name, LOC_ROLE_SAMPLER, &a, NULL)))
-			goto out;
-		loc_argv_free(&a);
-	}
-	GNN_INFO("services_started", "graphstores=%s samplers=%s tls=%s", r->store_urls, r->sampler_urls,
-		 cfg->tls ? "mutual" : "off");
-out:
-	loc_argv_free(&a);
+	for (size_t p = 0; p < P && rc == GNN_OK; p++)
+		rc = start_store(r, p, ports);
+	for (size_t s = 0; s < S && rc == GNN_OK; s++)
+		rc = start_sampler(r, s, ports);
+	if (rc == GNN_OK)
+		GNN_INFO("services_started", "graphstores=%s samplers=%s tls=%s", r->store_urls, r->sampler_urls,
+			 cfg->tls ? "mutual" : "off");
+free_ports:
 	free(ports);
 	return rc;
 }
@@ -110,17 +123,12 @@ static void clean_reason(char *s)
 		s[n - 1] = '\0';
 }
 
-int loc_services_wait_ready(struct loc_run *r)
+/* Every graph store and sampler of r into w (room for P + S), with its
+ * HTTP port; returns how many. */
+static size_t list_pending(const struct loc_run *r, struct pending *w)
 {
-	const struct loc_config *cfg = r->cfg;
-	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers, n = 0, ns = 0, nm = 0, left;
-	struct pending *w = calloc(P + S, sizeof(*w));
-	double t0 = gnn_now(), next_log = t0 + WAIT_LOG_PERIOD_S;
-	const char *scheme = r->https != NULL ? "https" : "http", *host = r->https != NULL ? LOC_TLS_HOST : "127.0.0.1";
-	int rc = GNN_OK, code;
+	size_t P = (size_t)r->parts, S = (size_t)r->cfg->samplers, n = 0, ns = 0, nm = 0;
 
-	if (w == NULL)
-		return GNN_ENOMEM;
 	for (size_t i = 0; i < r->procs.n; i++) {
 		struct loc_proc *p = r->procs.v[i];
 
@@ -129,47 +137,91 @@ int loc_services_wait_ready(struct loc_run *r)
 		else if (p->role == LOC_ROLE_SAMPLER && nm < S)
 			w[n++] = (struct pending){ .proc = p, .port = r->sampler_http[nm++] };
 	}
-	for (left = n; left > 0;) {
-		for (size_t i = 0; i < n; i++) {
-			char body[128];
+	return n;
+}
 
-			if (w[i].ready)
-				continue;
-			rc = loc_http_get(r->https, w[i].port, "/readyz", READYZ_TIMEOUT_MS, &code, body, sizeof(body));
-			if (rc == GNN_OK && code == 200) {
-				w[i].ready = true;
-				left--;
-				GNN_INFO("component_ready", "component=%s url=%s://%s:%d/readyz waited_s=%.1f",
-					 w[i].proc->name, scheme, host, w[i].port, gnn_now() - t0);
-				continue;
-			}
-			if (rc == GNN_OK)
-				snprintf(w[i].reason, sizeof(w[i].reason), "%d %s", code, body);
-			else
-				snprintf(w[i].reason, sizeof(w[i].reason), "%s", body);
-			clean_reason(w[i].reason);
+/* "https" and "localhost" with --tls, else "http" and "127.0.0.1": what
+ * the readiness lines name. */
+static void readyz_at(const struct loc_run *r, const char **scheme, const char **host)
+{
+	*scheme = r->https != NULL ? "https" : "http";
+	*host = r->https != NULL ? LOC_TLS_HOST : "127.0.0.1";
+}
+
+/* Asks every server of w not ready yet for /readyz once, logging those
+ * that now are; a refusal's reason is kept for the waiting lines. Returns
+ * how many are still not ready. */
+static size_t poll_ready(const struct loc_run *r, struct pending *w, size_t n, double t0)
+{
+	const char *scheme, *host;
+	size_t left = 0;
+
+	readyz_at(r, &scheme, &host);
+	for (size_t i = 0; i < n; i++) {
+		char body[128], why[128];
+		int code, rc;
+
+		if (w[i].ready)
+			continue;
+		rc = loc_http_get(r->https, w[i].port, "/readyz", READYZ_TIMEOUT_MS, &code, body, sizeof(body), why,
+				  sizeof(why));
+		if (rc == GNN_OK && code == 200) {
+			w[i].ready = true;
+			GNN_INFO("component_ready", "component=%s url=%s://%s:%d/readyz waited_s=%.1f", w[i].proc->name,
+				 scheme, host, w[i].port, gnn_now() - t0);
+			continue;
 		}
-		if (left == 0)
-			break;
+		if (rc == GNN_OK)
+			snprintf(w[i].reason, sizeof(w[i].reason), "%d %s", code, body);
+		else
+			snprintf(w[i].reason, sizeof(w[i].reason), "%s", why);
+		clean_reason(w[i].reason);
+		left++;
+	}
+	return left;
+}
+
+/* A waiting_for line per server not ready; timed_out: a not_ready error
+ * instead, and the first of them is the run's failure. */
+static void log_pending(struct loc_run *r, const struct pending *w, size_t n, double t0, bool timed_out)
+{
+	const char *scheme, *host;
+
+	readyz_at(r, &scheme, &host);
+	for (size_t i = 0; i < n; i++) {
+		if (w[i].ready)
+			continue;
+		GNN_LOG(timed_out ? GNN_LOG_ERROR : GNN_LOG_INFO, timed_out ? "not_ready" : "waiting_for",
+			"component=%s url=%s://%s:%d/readyz reason=\"%s\" waited_s=%.0f", w[i].proc->name, scheme, host,
+			w[i].port, w[i].reason, gnn_now() - t0);
+		if (timed_out && r->failed == NULL) {
+			r->failed = w[i].proc;
+			r->failure = "not ready within --ready-timeout-s";
+		}
+	}
+}
+
+int loc_services_wait_ready(struct loc_run *r)
+{
+	const struct loc_config *cfg = r->cfg;
+	struct pending *w = calloc((size_t)r->parts + (size_t)cfg->samplers, sizeof(*w));
+	double t0 = gnn_now(), next_log = t0 + WAIT_LOG_PERIOD_S;
+	size_t n;
+	int rc = GNN_OK;
+
+	if (w == NULL)
+		return GNN_ENOMEM;
+	n = list_pending(r, w);
+	while (poll_ready(r, w, n, t0) > 0) {
 		if ((rc = loc_tick(r, NULL)) != GNN_OK)
-			goto out;
+			goto free_pending;
 		if (gnn_now() >= next_log || gnn_now() - t0 > (double)cfg->ready_timeout_s) {
 			bool timed_out = gnn_now() - t0 > (double)cfg->ready_timeout_s;
 
-			for (size_t i = 0; i < n; i++) {
-				if (w[i].ready)
-					continue;
-				GNN_LOG(timed_out ? GNN_LOG_ERROR : GNN_LOG_INFO, timed_out ? "not_ready" : "waiting_for",
-					"component=%s url=%s://%s:%d/readyz reason=\"%s\" waited_s=%.0f",
-					w[i].proc->name, scheme, host, w[i].port, w[i].reason, gnn_now() - t0);
-				if (timed_out && r->failed == NULL) {
-					r->failed = w[i].proc;
-					r->failure = "not ready within --ready-timeout-s";
-				}
-			}
+			log_pending(r, w, n, t0, timed_out);
 			if (timed_out) {
 				rc = GNN_ETIMEDOUT;
-				goto out;
+				goto free_pending;
 			}
 			next_log += WAIT_LOG_PERIOD_S;
 		}
@@ -177,12 +229,12 @@ int loc_services_wait_ready(struct loc_run *r)
 		for (int k = 0; k < 4 && rc == GNN_OK; k++)
 			rc = loc_tick(r, NULL);
 		if (rc != GNN_OK)
-			goto out;
+			goto free_pending;
 	}
 	r->t_ready = gnn_now() - t0;
-	GNN_INFO("services_ready", "graphstores=%zu samplers=%zu seconds=%.1f", P, S, r->t_ready);
-	rc = GNN_OK;
-out:
+	GNN_INFO("services_ready", "graphstores=%d samplers=%lld seconds=%.1f", r->parts, (long long)cfg->samplers,
+		 r->t_ready);
+free_pending:
 	free(w);
 	return rc;
 }

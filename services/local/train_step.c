@@ -1,5 +1,6 @@
 /* train_step.c - the trainers: start T ranks wired into a ring over the
- * samplers, follow rank 0's progress, wait for all, read their summaries. */
+ * samplers, follow rank 0's progress, wait for all, read the run's
+ * result.json into r->main or r->baseline. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,15 +155,15 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 	int rc = GNN_ENOMEM;
 
 	if (ports == NULL)
-		goto out;
+		goto free_args;
 	/* ports: [ring | http] */
 	if ((rc = loc_free_ports(ports, 2 * T)) != GNN_OK)
-		goto out;
+		goto free_args;
 	/* Each rank dials the next by these (localhost with --tls: the name
 	 * in the ring's certificate); it listens on 127.0.0.1. */
 	if ((peers = loc_url_list(r->dial_host, ports, T)) == NULL) {
 		rc = GNN_ENOMEM;
-		goto out;
+		goto free_args;
 	}
 	for (size_t i = 0; i < T; i++) {
 		snprintf(name, sizeof(name), "%strainer-%zu", baseline ? "baseline-" : "", i);
@@ -183,12 +184,12 @@ static int start_trainers(struct loc_run *r, bool baseline, struct loc_proc **tr
 		    (rc = loc_argv_add_opt(&a, "peer-timeout-s", cfg->peer_timeout_s, 1)) ||
 		    (rc = model_args(cfg, &a, baseline)) || (rc = loc_tls_args(r, &a, T > 1)) ||
 		    (rc = loc_proc_start(&r->procs, name, LOC_ROLE_TRAINER, &a, &tr[i])))
-			goto out;
+			goto free_args;
 		loc_argv_free(&a);
 	}
 	GNN_INFO("trainers_started", "run=%s trainers=%zu peers=%s checkpoint_dir=%s",
 		 baseline ? "features_only" : cfg->mc.model, T, peers, baseline ? r->ckptdir_baseline : r->ckptdir);
-out:
+free_args:
 	loc_argv_free(&a);
 	free(peers);
 	free(ports);
@@ -213,18 +214,18 @@ static int read_result(struct loc_run *r, bool baseline, struct loc_proc *rank0,
 	return rc;
 }
 
-void loc_format_result(const struct loc_config *cfg, const struct loc_result *res, char *buf, size_t cap)
+void loc_format_result(const struct loc_config *cfg, const struct loc_result *res, char *buf, size_t buf_len)
 {
 	const struct gnn_result *g = &res->res;
 
 	if (g->task[0] != '\0') {   /* a link model: its figures are AUCs (result.h) */
-		snprintf(buf, cap, "task=%s decoder=%s test_auc=%.4f test_ap=%.4f test_pairs=%llu best_val_auc=%.4f "
+		snprintf(buf, buf_len, "task=%s decoder=%s test_auc=%.4f test_ap=%.4f test_pairs=%llu best_val_auc=%.4f "
 			 "best_epoch=%d epochs=%u world_size=%lld train_s=%.1f params_crc=%08x", g->task, g->decoder,
 			 g->test_acc, g->test_ap, (unsigned long long)g->test_nodes, g->best_val_acc, (int)g->best_epoch,
 			 (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
 		return;
 	}
-	snprintf(buf, cap, "test_acc=%.4f test_nodes=%llu best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld "
+	snprintf(buf, buf_len, "test_acc=%.4f test_nodes=%llu best_val_acc=%.4f best_epoch=%d epochs=%u world_size=%lld "
 		 "train_s=%.1f params_crc=%08x", g->test_acc, (unsigned long long)g->test_nodes, g->best_val_acc,
 		 (int)g->best_epoch, (unsigned)g->epochs, (long long)cfg->trainers, g->train_s, (unsigned)g->params_crc);
 }
@@ -241,15 +242,15 @@ int loc_train(struct loc_run *r, bool baseline)
 	int rc = GNN_ENOMEM;
 
 	if (tr == NULL)
-		goto out;
+		goto close_follow;
 	if ((rc = start_trainers(r, baseline, tr)) != GNN_OK)
-		goto out;
+		goto close_follow;
 	f.fd = open(tr[0]->log, O_RDONLY | O_CLOEXEC);
 	while (done < (size_t)cfg->trainers) {
 		rc = loc_tick(r, &ex);
 		follow_poll(&f, tr[0]->name);
 		if (rc != GNN_OK)
-			goto out;
+			goto close_follow;
 		if (ex != NULL && ex->role == LOC_ROLE_TRAINER)
 			done++;
 		if (gnn_now() > deadline) {
@@ -260,17 +261,17 @@ int loc_train(struct loc_run *r, bool baseline)
 					r->failed = tr[i];
 			r->failure = "training ran past --timeout-s";
 			rc = GNN_ETIMEDOUT;
-			goto out;
+			goto close_follow;
 		}
 	}
 	follow_poll(&f, tr[0]->name);
 	res->seconds = gnn_now() - t0;
 	if ((rc = read_result(r, baseline, tr[0], res)) != GNN_OK)
-		goto out;
+		goto close_follow;
 	res->done = true;
 	loc_format_result(cfg, res, line, sizeof(line));
 	GNN_INFO("trained", "run=%s seconds=%.1f %s", baseline ? "features_only" : r->cfg->mc.model, res->seconds, line);
-out:
+close_follow:
 	if (f.fd >= 0)
 		close(f.fd);
 	free(tr);
