@@ -37,14 +37,13 @@ as_root() {
 
 install_podman() {
 	# runc as CI uses it; a non-root user's podman also needs the rootless helpers.
-	local pkgs="podman runc"
+	local pkgs=(podman runc)
 
-	[ "$(id -u)" = 0 ] || pkgs="$pkgs uidmap slirp4netns fuse-overlayfs"
-	# shellcheck disable=SC2086  # a list of packages
-	say "engine: podman, installing it (no docker engine answers and podman is not installed): apt-get install $pkgs"
+	[ "$(id -u)" = 0 ] || pkgs+=(uidmap slirp4netns fuse-overlayfs)
+	say "engine: podman, installing it (no docker engine answers and podman is not installed): apt-get install ${pkgs[*]}"
 	{ as_root apt-get update -qq &&
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null; } ||
-		die "apt-get could not install: $pkgs (install docker or podman, or set IMAGE_ENGINE)"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null; } ||
+		die "apt-get could not install: ${pkgs[*]} (install docker or podman, or set IMAGE_ENGINE)"
 	podman info >/dev/null 2>&1 || die "podman does not work here: $(podman info 2>&1 | tail -n 1)"
 }
 
