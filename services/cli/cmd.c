@@ -41,9 +41,9 @@ struct job {
 	void *owned;                  /* what the last reply's decoder allocated (gnn_proto_release) */
 };
 
-enum target { STORE, SAMPLER, STORE_OR_SAMPLER };
-enum id_list { NO_LIST, NODES, SEEDS, PAIRS, EXCLUDE };   /* EXCLUDE: optional */
-enum info { NO_INFO, WITH_INFO, INFO_FOR_TYPES };         /* INFO_FOR_TYPES: with --type or --candidate-type */
+enum target { STORE = 0, SAMPLER, STORE_OR_SAMPLER };
+enum id_list { NO_LIST = 0, NODES, SEEDS, PAIRS, EXCLUDE };   /* EXCLUDE: optional */
+enum info { NO_INFO = 0, WITH_INFO, INFO_FOR_TYPES };         /* INFO_FOR_TYPES: with --type or --candidate-type */
 
 /* A command, in the order cli_cmd_run takes its steps. */
 struct cli_cmd {
@@ -362,13 +362,85 @@ static int sample_body(struct job *j, json_t **out)
 	return GNN_OK;
 }
 
-/* features, labels, split: one request of the ID list, then doc (the
- * command's own keys) with "nodes" and key: vals, one entry per requested
- * node (got of them), rc the reply decoder's. Takes doc and vals. */
-static int rows_doc(const struct job *j, int rc, uint32_t got, json_t *doc, const char *key, json_t *vals,
-		    json_t **out)
+/* Sends the ID list as a req_type request; the reply is req_type + 1. */
+static int ask_ids(struct job *j, uint16_t req_type, const int64_t *ids)
 {
-	rc = checked(j, rc, got == j->n, "the reply does not hold one entry per requested node");
+	gnn_encode_ids_req(request(j), req_type, next_req_id++, ids, j->n);
+	return exchange(j, (uint16_t)(req_type + 1));
+}
+
+/* A decoded FEAT, LABEL or SPLIT reply: n entries, entry(r, i) the i-th as JSON. */
+struct rows_reply {
+	uint32_t n;
+	json_t *(*entry)(const struct rows_reply *r, uint32_t i);
+	union {
+		struct gnn_feat_resp feat;
+		struct gnn_label_resp label;
+		struct gnn_split_resp split;
+	} u;
+};
+
+static json_t *feat_entry(const struct rows_reply *r, uint32_t i)
+{
+	return cli_feat_row(r->u.feat.rows, r->u.feat.dtype, i, r->u.feat.dim);
+}
+
+static json_t *label_entry(const struct rows_reply *r, uint32_t i)
+{
+	return json_integer(r->u.label.labels[i]);
+}
+
+static json_t *split_entry(const struct rows_reply *r, uint32_t i)
+{
+	return json_string(cli_split_name(r->u.split.codes[i]));
+}
+
+/* The reply to a req_type request into *r, and *doc: the document with
+ * the command's own keys (features: the rows' width and dtype). */
+static int decode_rows(struct job *j, uint16_t req_type, struct rows_reply *r, json_t **doc)
+{
+	int rc;
+
+	if (req_type == GNN_MSG_FEAT_REQ) {
+		if ((rc = gnn_decode_feat_resp(j->payload, j->len, &r->u.feat)) != GNN_OK)
+			return rc;
+		j->owned = r->u.feat.owned;
+		r->n = r->u.feat.n;
+		r->entry = feat_entry;
+		*doc = json_pack("{s:I, s:s}", "feat_dim", (json_int_t)r->u.feat.dim, "feature_dtype",
+				 gnn_dtype_name(r->u.feat.dtype));
+	} else if (req_type == GNN_MSG_LABEL_REQ) {
+		if ((rc = gnn_decode_label_resp(j->payload, j->len, &r->u.label)) != GNN_OK)
+			return rc;
+		j->owned = r->u.label.owned;
+		r->n = r->u.label.n;
+		r->entry = label_entry;
+		*doc = json_object();
+	} else {
+		if ((rc = gnn_decode_split_resp(j->payload, j->len, &r->u.split)) != GNN_OK)
+			return rc;
+		r->n = r->u.split.n;
+		r->entry = split_entry;
+		*doc = json_object();
+	}
+	return GNN_OK;
+}
+
+/* features, labels, split: one ID list in, one value or row per ID out,
+ * under key. */
+static int rows_body(struct job *j, uint16_t req_type, const char *key, json_t **out)
+{
+	struct rows_reply r = { 0 };
+	json_t *vals, *doc = NULL;
+	int rc;
+
+	if ((rc = ask_ids(j, req_type, j->ids)) != GNN_OK)
+		return rc;
+	vals = json_array();
+	rc = decode_rows(j, req_type, &r, &doc);
+	for (uint32_t i = 0; rc == GNN_OK && vals != NULL && i < r.n && i < j->n; i++)
+		json_array_append_new(vals, r.entry(&r, i));
+	rc = checked(j, rc, r.n == j->n, "the reply does not hold one entry per requested node");
 	if (rc == GNN_OK && doc != NULL && vals != NULL &&
 	    json_object_set_new(doc, "nodes", cli_id_array(j->ids, j->n)) == 0 && json_object_set(doc, key, vals) == 0) {
 		*out = doc;
@@ -379,64 +451,19 @@ static int rows_doc(const struct job *j, int rc, uint32_t got, json_t *doc, cons
 	return rc;
 }
 
-/* Sends the ID list as a req_type request; the reply is req_type + 1. */
-static int ask_ids(struct job *j, uint16_t req_type, const int64_t *ids)
-{
-	gnn_encode_ids_req(request(j), req_type, next_req_id++, ids, j->n);
-	return exchange(j, (uint16_t)(req_type + 1));
-}
-
 static int features_body(struct job *j, json_t **out)
 {
-	struct gnn_feat_resp r = { 0 };
-	json_t *vals, *doc = NULL;
-	int rc;
-
-	if ((rc = ask_ids(j, GNN_MSG_FEAT_REQ, j->ids)) != GNN_OK)
-		return rc;
-	vals = json_array();
-	if ((rc = gnn_decode_feat_resp(j->payload, j->len, &r)) == GNN_OK) {
-		j->owned = r.owned;
-		for (uint32_t i = 0; vals != NULL && i < r.n && i < j->n; i++)
-			json_array_append_new(vals, cli_feat_row(r.rows, r.dtype, i, r.dim));
-		doc = json_pack("{s:I, s:s}", "feat_dim", (json_int_t)r.dim, "feature_dtype", gnn_dtype_name(r.dtype));
-	}
-	return rows_doc(j, rc, r.n, doc, "features", vals, out);
+	return rows_body(j, GNN_MSG_FEAT_REQ, "features", out);
 }
 
 static int labels_body(struct job *j, json_t **out)
 {
-	struct gnn_label_resp r = { 0 };
-	json_t *vals, *doc = NULL;
-	int rc;
-
-	if ((rc = ask_ids(j, GNN_MSG_LABEL_REQ, j->ids)) != GNN_OK)
-		return rc;
-	vals = json_array();
-	if ((rc = gnn_decode_label_resp(j->payload, j->len, &r)) == GNN_OK) {
-		j->owned = r.owned;
-		for (uint32_t i = 0; vals != NULL && i < r.n && i < j->n; i++)
-			json_array_append_new(vals, json_integer(r.labels[i]));
-		doc = json_object();
-	}
-	return rows_doc(j, rc, r.n, doc, "labels", vals, out);
+	return rows_body(j, GNN_MSG_LABEL_REQ, "labels", out);
 }
 
 static int split_body(struct job *j, json_t **out)
 {
-	struct gnn_split_resp r = { 0 };
-	json_t *vals, *doc = NULL;
-	int rc;
-
-	if ((rc = ask_ids(j, GNN_MSG_SPLIT_REQ, j->ids)) != GNN_OK)
-		return rc;
-	vals = json_array();
-	if ((rc = gnn_decode_split_resp(j->payload, j->len, &r)) == GNN_OK) {
-		for (uint32_t i = 0; vals != NULL && i < r.n && i < j->n; i++)
-			json_array_append_new(vals, json_string(cli_split_name(r.codes[i])));
-		doc = json_object();
-	}
-	return rows_doc(j, rc, r.n, doc, "split", vals, out);
+	return rows_body(j, GNN_MSG_SPLIT_REQ, "split", out);
 }
 
 static int nodes_check(const struct cli_config *c)
@@ -695,16 +722,22 @@ static int topk_body(struct job *j, json_t **out)
 	return GNN_OK;
 }
 
-/* Each command's path: check, target, ID list, INFO, body. */
-const struct cli_cmd cli_cmd_info = { NULL, STORE_OR_SAMPLER, NO_LIST, WITH_INFO, info_body };
-const struct cli_cmd cli_cmd_sample = { NULL, STORE, NODES, WITH_INFO, sample_body };
-const struct cli_cmd cli_cmd_features = { NULL, STORE, NODES, NO_INFO, features_body };
-const struct cli_cmd cli_cmd_labels = { NULL, STORE, NODES, NO_INFO, labels_body };
-const struct cli_cmd cli_cmd_split = { NULL, STORE, NODES, NO_INFO, split_body };
-const struct cli_cmd cli_cmd_nodes = { nodes_check, STORE_OR_SAMPLER, NO_LIST, NO_INFO, nodes_body };
-const struct cli_cmd cli_cmd_minibatch = { NULL, SAMPLER, SEEDS, WITH_INFO, minibatch_body };
-const struct cli_cmd cli_cmd_predict = { NULL, STORE_OR_SAMPLER, NODES, INFO_FOR_TYPES, predict_body };
-const struct cli_cmd cli_cmd_lookup = { type_required, STORE_OR_SAMPLER, NODES, INFO_FOR_TYPES, lookup_body };
-const struct cli_cmd cli_cmd_embedding = { embedding_check, STORE, NODES, INFO_FOR_TYPES, embedding_body };
-const struct cli_cmd cli_cmd_score = { NULL, STORE_OR_SAMPLER, PAIRS, INFO_FOR_TYPES, score_body };
-const struct cli_cmd cli_cmd_topk = { topk_check, STORE_OR_SAMPLER, EXCLUDE, INFO_FOR_TYPES, topk_body };
+/* Each command's path: check, target, ID list, INFO, body (left out: none,
+ * a store, no list, no INFO). */
+const struct cli_cmd cli_cmd_info = { .target = STORE_OR_SAMPLER, .info = WITH_INFO, .body = info_body };
+const struct cli_cmd cli_cmd_sample = { .list = NODES, .info = WITH_INFO, .body = sample_body };
+const struct cli_cmd cli_cmd_features = { .list = NODES, .body = features_body };
+const struct cli_cmd cli_cmd_labels = { .list = NODES, .body = labels_body };
+const struct cli_cmd cli_cmd_split = { .list = NODES, .body = split_body };
+const struct cli_cmd cli_cmd_nodes = { .check = nodes_check, .target = STORE_OR_SAMPLER, .body = nodes_body };
+const struct cli_cmd cli_cmd_minibatch = { .target = SAMPLER, .list = SEEDS, .info = WITH_INFO, .body = minibatch_body };
+const struct cli_cmd cli_cmd_predict = { .target = STORE_OR_SAMPLER, .list = NODES, .info = INFO_FOR_TYPES,
+					 .body = predict_body };
+const struct cli_cmd cli_cmd_lookup = { .check = type_required, .target = STORE_OR_SAMPLER, .list = NODES,
+					.info = INFO_FOR_TYPES, .body = lookup_body };
+const struct cli_cmd cli_cmd_embedding = { .check = embedding_check, .list = NODES, .info = INFO_FOR_TYPES,
+					   .body = embedding_body };
+const struct cli_cmd cli_cmd_score = { .target = STORE_OR_SAMPLER, .list = PAIRS, .info = INFO_FOR_TYPES,
+				       .body = score_body };
+const struct cli_cmd cli_cmd_topk = { .check = topk_check, .target = STORE_OR_SAMPLER, .list = EXCLUDE,
+				      .info = INFO_FOR_TYPES, .body = topk_body };
