@@ -187,32 +187,31 @@ bench-net: deps
 	@GNN_BUILD=$(BUILD) timeout --kill-after=10 900 python3 tests/net/costcheck.py
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
-# make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile with
-#                   docker (when its engine answers) or podman
+# make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile
+#                   (docker/build-image.sh): with docker when its engine
+#                   answers, else podman (installed with apt-get when missing,
+#                   as root or with sudo), on $(IMAGE_BASE) when the engine has
+#                   it or pulls it within $(IMAGE_PULL_TIMEOUT) s, else on a
+#                   stand-in made by debootstrap; it logs both choices
 # make test-images  builds it the way a machine without registry access can
 #                   (tests/images.sh) and runs every binary's --help inside
 IMAGE ?= gnn-dist
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/gnn-dist/Chart.yaml)
-IMAGE_ENGINE ?= $(shell if timeout 10 docker info >/dev/null 2>&1; then echo docker; \
-	elif command -v podman >/dev/null 2>&1; then echo podman; fi)
+IMAGE_ENGINE ?=
 IMAGE_BASE ?= debian:bookworm-slim
+IMAGE_PULL_TIMEOUT ?= 60
 # podman as root on a host with lowered limits needs these; harmless elsewhere.
 PODMAN_FLAGS ?= --network host --ulimit nofile=1024:1024 --ulimit nproc=1000:1000
 IMAGE_FLAGS ?=
-# IMAGE_DEBOOTSTRAP=1: first make $(IMAGE_BASE) from Debian's archive
-# (docker/debian-base.sh), for engines that cannot pull it.
-IMAGE_DEBOOTSTRAP ?= 0
+# IMAGE_DEBOOTSTRAP=1: always make $(IMAGE_BASE) from Debian's archive
+# (docker/debian-base.sh); 0: never; auto: when it cannot be pulled.
+IMAGE_DEBOOTSTRAP ?= auto
 
 .PHONY: images test-images test-cluster
 images:
-	@[ -n "$(IMAGE_ENGINE)" ] || { echo "make images: no docker engine answers and podman is not installed" >&2; exit 1; }
-	@if [ "$(IMAGE_DEBOOTSTRAP)" = 1 ]; then docker/debian-base.sh $(IMAGE_ENGINE) $(BUILD)/image-cache $(IMAGE_BASE); fi
-	@# Only the sources the build reads: a docker daemon would otherwise be
-	@# sent every build folder.
-	@rm -rf $(BUILD)/image-context && mkdir -p $(BUILD)/image-context && \
-		tar -cf - Makefile libcommon services tests | tar -xf - -C $(BUILD)/image-context
-	$(IMAGE_ENGINE) build $(if $(filter podman,$(IMAGE_ENGINE)),$(PODMAN_FLAGS)) $(IMAGE_FLAGS) \
-		--build-arg BASE_IMAGE=$(IMAGE_BASE) -f docker/Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(BUILD)/image-context
+	@BUILD='$(BUILD)' IMAGE='$(IMAGE)' IMAGE_TAG='$(IMAGE_TAG)' IMAGE_ENGINE='$(IMAGE_ENGINE)' \
+		IMAGE_BASE='$(IMAGE_BASE)' IMAGE_PULL_TIMEOUT='$(IMAGE_PULL_TIMEOUT)' PODMAN_FLAGS='$(PODMAN_FLAGS)' \
+		IMAGE_FLAGS='$(IMAGE_FLAGS)' IMAGE_DEBOOTSTRAP='$(IMAGE_DEBOOTSTRAP)' docker/build-image.sh
 
 test-images:
 	@tests/images.sh $(BUILD)

@@ -10,8 +10,9 @@
 #     CACHE_DIR   where bookworm-minbase.tar is kept (created)
 #     IMAGE_NAME  default debian:bookworm-slim
 #
-# Needs root (debootstrap; apt-get installs it when missing). Exit status 0
-# when the image exists afterwards, 1 otherwise, with the reason on stderr.
+# Needs root, or sudo (debootstrap; apt-get installs it when missing); the
+# engine runs as the caller. Exit status 0 when the image exists
+# afterwards, 1 otherwise, with the reason on stderr.
 set -euo pipefail
 engine=${1:?usage: debian-base.sh ENGINE CACHE_DIR [IMAGE_NAME]}
 cache=${2:?usage: debian-base.sh ENGINE CACHE_DIR [IMAGE_NAME]}
@@ -27,23 +28,29 @@ if "$engine" image exists "$name" 2>/dev/null ||
 fi
 mkdir -p "$cache"
 if [ ! -s "$tarball" ]; then
-	[ "$(id -u)" = 0 ] || { say "debootstrap needs root"; exit 1; }
-	if ! command -v debootstrap >/dev/null; then
+	SUDO=
+	if [ "$(id -u)" != 0 ]; then
+		command -v sudo >/dev/null || { say "debootstrap needs root or sudo"; exit 1; }
+		SUDO=sudo
+	fi
+	if ! command -v debootstrap >/dev/null && [ ! -x /usr/sbin/debootstrap ]; then
 		say "installing debootstrap"
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		$SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends debootstrap >/dev/null || { say "cannot install debootstrap"; exit 1; }
 	fi
 	root=$(mktemp -d "$cache/rootfs.XXXXXX")
-	trap 'rm -rf "$root" "$tarball.tmp"' EXIT
+	trap '$SUDO rm -rf "$root" "$tarball.tmp"' EXIT
 	say "debootstrap --variant=minbase bookworm (about a minute)"
-	if ! debootstrap --variant=minbase bookworm "$root" >"$cache/debootstrap.log" 2>&1; then
+	if ! $SUDO env PATH="$PATH:/usr/sbin:/sbin" debootstrap --variant=minbase bookworm "$root" \
+		>"$cache/debootstrap.log" 2>&1; then
 		say "debootstrap failed; last lines of $cache/debootstrap.log:"
 		tail -n 5 "$cache/debootstrap.log" >&2
 		exit 1
 	fi
 	# Like the registry's slim image: no package lists, no apt caches.
-	rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*
-	tar -C "$root" -cf "$tarball.tmp" .
+	$SUDO rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*
+	$SUDO tar -C "$root" -cf "$tarball.tmp" .
+	$SUDO chown "$(id -u):$(id -g)" "$tarball.tmp"
 	mv "$tarball.tmp" "$tarball"
 fi
 say "importing $tarball as $name"

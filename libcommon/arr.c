@@ -181,14 +181,12 @@ static int bad(const char *path, const char *why, int rc)
 	return rc;
 }
 
-int gnn_arr_open(const char *path, enum gnn_dtype want, unsigned flags, struct gnn_arr *out)
+/* Maps path read-only into a->map, a->map_len (at least a header's
+ * bytes). Errors are logged. */
+static int map_file(const char *path, struct gnn_arr *a)
 {
-	unsigned char *h;
 	struct stat st;
-	struct gnn_arr a = { 0 };
-	uint32_t version, dt, dcrc, hcrc;
-	uint64_t bytes, esize;
-	int fd, rc;
+	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -203,57 +201,67 @@ int gnn_arr_open(const char *path, enum gnn_dtype want, unsigned flags, struct g
 		close(fd);
 		return bad(path, "shorter than the 64-byte header", GNN_EFORMAT);
 	}
-	a.map_len = (size_t)st.st_size;
-	a.map = mmap(NULL, a.map_len, PROT_READ, MAP_SHARED, fd, 0);
+	a->map_len = (size_t)st.st_size;
+	a->map = mmap(NULL, a->map_len, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	if (a.map == MAP_FAILED)
+	if (a->map == MAP_FAILED)
 		return bad(path, "mmap failed", GNN_EIO);
-	h = a.map;
-	rc = GNN_EFORMAT;
-	if (memcmp(h, GNN_ARR_MAGIC, 8) != 0) {
-		bad(path, "not a gnn-dist array (bad magic)", rc);
-		goto out_unmap;
-	}
+	return GNN_OK;
+}
+
+/* Checks the header of the mapped file (a->map, a->map_len bytes) against
+ * itself, the file's size and the dtype wanted (0: any) and fills a->info
+ * and a->data. Errors are logged. */
+static int read_header(const char *path, enum gnn_dtype want, struct gnn_arr *a)
+{
+	const unsigned char *h = a->map;
+	uint32_t version, dt, hcrc;
+	uint64_t bytes, esize;
+
+	if (memcmp(h, GNN_ARR_MAGIC, 8) != 0)
+		return bad(path, "not a gnn-dist array (bad magic)", GNN_EFORMAT);
 	memcpy(&version, h + 8, 4);
 	memcpy(&dt, h + 12, 4);
-	memcpy(&a.info.rows, h + 16, 8);
-	memcpy(&a.info.cols, h + 24, 8);
+	memcpy(&a->info.rows, h + 16, 8);
+	memcpy(&a->info.cols, h + 24, 8);
 	memcpy(&bytes, h + 32, 8);
-	memcpy(&dcrc, h + 40, 4);
+	memcpy(&a->info.data_crc32, h + 40, 4);
 	memcpy(&hcrc, h + 44, 4);
-	if (crc_update(0, h, 44) != hcrc) {
-		bad(path, "header checksum mismatch", rc = GNN_ECHECKSUM);
-		goto out_unmap;
-	}
+	if (crc_update(0, h, 44) != hcrc)
+		return bad(path, "header checksum mismatch", GNN_ECHECKSUM);
 	if (version != GNN_ARR_VERSION) {
 		GNN_ERROR("bad_array_file", "file=%s reason=\"unsupported version\" version=%u supported=%d",
 			  path, version, GNN_ARR_VERSION);
-		rc = GNN_EVERSION;
-		goto out_unmap;
+		return GNN_EVERSION;
 	}
-	esize = gnn_dtype_size((enum gnn_dtype)dt);
-	if (esize == 0) {
-		bad(path, "unknown dtype", rc);
-		goto out_unmap;
-	}
+	if ((esize = gnn_dtype_size((enum gnn_dtype)dt)) == 0)
+		return bad(path, "unknown dtype", GNN_EFORMAT);
 	if (want != 0 && dt != (uint32_t)want) {
 		GNN_ERROR("bad_array_file", "file=%s reason=\"wrong dtype\" dtype=%s expected=%s", path,
 			  gnn_dtype_name((enum gnn_dtype)dt), gnn_dtype_name(want));
-		goto out_unmap;
+		return GNN_EFORMAT;
 	}
-	if (a.info.cols == 0 || (a.info.rows != 0 && a.info.cols > UINT64_MAX / esize / a.info.rows) ||
-	    a.info.rows * a.info.cols * esize != bytes ||
-	    bytes != (uint64_t)st.st_size - GNN_ARR_HEADER_BYTES) {
-		bad(path, "sizes in the header do not match the file (truncated?)", rc);
+	if (a->info.cols == 0 || (a->info.rows != 0 && a->info.cols > UINT64_MAX / esize / a->info.rows) ||
+	    a->info.rows * a->info.cols * esize != bytes || bytes != (uint64_t)a->map_len - GNN_ARR_HEADER_BYTES)
+		return bad(path, "sizes in the header do not match the file (truncated?)", GNN_EFORMAT);
+	a->info.dtype = (enum gnn_dtype)dt;
+	a->info.file_bytes = (uint64_t)a->map_len;
+	a->data = (unsigned char *)a->map + GNN_ARR_HEADER_BYTES;
+	return GNN_OK;
+}
+
+int gnn_arr_open(const char *path, enum gnn_dtype want, unsigned flags, struct gnn_arr *out)
+{
+	struct gnn_arr a = { 0 };
+	int rc;
+
+	if ((rc = map_file(path, &a)) != GNN_OK)
+		return rc;
+	if ((rc = read_header(path, want, &a)) != GNN_OK)
 		goto out_unmap;
-	}
-	a.info.dtype = (enum gnn_dtype)dt;
-	a.info.file_bytes = (uint64_t)st.st_size;
-	a.info.data_crc32 = dcrc;
-	a.data = h + GNN_ARR_HEADER_BYTES;
 	if ((flags & GNN_ARR_VERIFY) &&
-	    crc_update((uint32_t)crc32(0, Z_NULL, 0), a.data, bytes) != dcrc) {
-		bad(path, "data checksum mismatch (file corrupted)", rc = GNN_ECHECKSUM);
+	    crc_update((uint32_t)crc32(0, Z_NULL, 0), a.data, a.map_len - GNN_ARR_HEADER_BYTES) != a.info.data_crc32) {
+		rc = bad(path, "data checksum mismatch (file corrupted)", GNN_ECHECKSUM);
 		goto out_unmap;
 	}
 	*out = a;

@@ -294,9 +294,9 @@ static int call_timeout_ms(const struct gnn_call *call)
 	return call->timeout_ms > 0 ? call->timeout_ms : call->client->timeout_ms;
 }
 
-/* One attempt for every active call: all sends start, then all receives,
- * each bounded by its client's timeout. */
-static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
+/* Starts the send of every active call, each bounded by its client's
+ * timeout; a call that cannot be sent ends here. */
+static void start_sends(struct gnn_call *calls, struct pending *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		nng_msg *m;
@@ -324,62 +324,77 @@ static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
 		nng_aio_set_msg(p[i].aio, m);
 		post_send(&p[i]);
 	}
+}
+
+/* One send's outcome: a slice that timed out while time is left is posted
+ * again (true: still sending); a request that went out starts its receive. */
+static bool send_done(struct gnn_call *call, struct pending *p)
+{
+	int rv;
+
+	nng_aio_wait(p->aio);
+	rv = nng_aio_result(p->aio);
+	if (ended_early(call, p, rv, rv == NNG_ETIMEDOUT && !gnn_client_connected(call->client), "is not connected")) {
+		nng_msg_free(nng_aio_get_msg(p->aio));   /* a failed send leaves it ours */
+		p->sending = false;
+		return false;
+	}
+	if (rv == NNG_ETIMEDOUT && gnn_now() < p->send_deadline) {
+		redial_if_stuck(call->client);
+		post_send(p);  /* the message is still the aio's */
+		return true;
+	}
+	p->sending = false;
+	if (rv != 0) {
+		nng_msg_free(nng_aio_get_msg(p->aio));
+		call->rc = GNN_ETIMEDOUT;
+		snprintf(call->err, sizeof(call->err), "%s (%s) did not accept the request: %s", call->client->name,
+			 call->client->url, nng_strerror(rv));
+		return false;
+	}
+	p->sent = true;
+	p->pipe = atomic_load(&call->client->pipe);
+	p->sent_at = gnn_now();
+	nng_aio_set_timeout(p->aio, call_timeout_ms(call));
+	nng_ctx_recv(p->ctx, p->aio);
+	return false;
+}
+
+/* One sent request's reply, or why none came. */
+static void reply_done(struct gnn_call *call, struct pending *p)
+{
+	int rv;
+
+	nng_aio_wait(p->aio);
+	rv = nng_aio_result(p->aio);
+	if (ended_early(call, p, rv, rv == NNG_ECONNRESET, "closed the connection before answering"))
+		return;
+	if (rv != 0) {
+		p->unanswered = rv == NNG_ETIMEDOUT;
+		call->rc = GNN_ETIMEDOUT;
+		snprintf(call->err, sizeof(call->err), "%s (%s) did not answer: %s", call->client->name,
+			 call->client->url, nng_strerror(rv));
+		return;
+	}
+	atomic_store(&call->client->last_reply, gnn_now());
+	take_reply(call, nng_aio_get_msg(p->aio), p->req_id);
+	p->active = false;  /* answered: an error reply is final, not retried */
+}
+
+/* One attempt for every active call: all sends start, then all receives,
+ * each bounded by its client's timeout. */
+static void attempt(struct gnn_call *calls, struct pending *p, size_t n)
+{
+	start_sends(calls, p, n);
 	for (bool waiting = true; waiting;) {
 		waiting = false;
-		for (size_t i = 0; i < n; i++) {
-			int rv;
-
-			if (!p[i].sending)
-				continue;
-			nng_aio_wait(p[i].aio);
-			rv = nng_aio_result(p[i].aio);
-			if (ended_early(&calls[i], &p[i], rv,
-					rv == NNG_ETIMEDOUT && !gnn_client_connected(calls[i].client), "is not connected")) {
-				nng_msg_free(nng_aio_get_msg(p[i].aio));   /* a failed send leaves it ours */
-				p[i].sending = false;
-				continue;
-			}
-			if (rv == NNG_ETIMEDOUT && gnn_now() < p[i].send_deadline) {
-				redial_if_stuck(calls[i].client);
-				post_send(&p[i]);  /* the message is still the aio's */
+		for (size_t i = 0; i < n; i++)
+			if (p[i].sending && send_done(&calls[i], &p[i]))
 				waiting = true;
-				continue;
-			}
-			p[i].sending = false;
-			if (rv != 0) {
-				nng_msg_free(nng_aio_get_msg(p[i].aio));
-				calls[i].rc = GNN_ETIMEDOUT;
-				snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not accept the request: %s",
-					 calls[i].client->name, calls[i].client->url, nng_strerror(rv));
-				continue;
-			}
-			p[i].sent = true;
-			p[i].pipe = atomic_load(&calls[i].client->pipe);
-			p[i].sent_at = gnn_now();
-			nng_aio_set_timeout(p[i].aio, call_timeout_ms(&calls[i]));
-			nng_ctx_recv(p[i].ctx, p[i].aio);
-		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		int rv;
-
-		if (!p[i].sent)
-			continue;
-		nng_aio_wait(p[i].aio);
-		rv = nng_aio_result(p[i].aio);
-		if (ended_early(&calls[i], &p[i], rv, rv == NNG_ECONNRESET, "closed the connection before answering"))
-			continue;
-		if (rv != 0) {
-			p[i].unanswered = rv == NNG_ETIMEDOUT;
-			calls[i].rc = GNN_ETIMEDOUT;
-			snprintf(calls[i].err, sizeof(calls[i].err), "%s (%s) did not answer: %s",
-				 calls[i].client->name, calls[i].client->url, nng_strerror(rv));
-			continue;
-		}
-		atomic_store(&calls[i].client->last_reply, gnn_now());
-		take_reply(&calls[i], nng_aio_get_msg(p[i].aio), p[i].req_id);
-		p[i].active = false;  /* answered: an error reply is final, not retried */
-	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i].sent)
+			reply_done(&calls[i], &p[i]);
 	/* After every reply of this attempt is in: one that came after a
 	 * request went out shows its connection alive. */
 	for (size_t i = 0; i < n; i++) {
@@ -439,13 +454,13 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 }
 
 int gnn_client_call(struct gnn_client *c, const struct gnn_wbuf *req, nng_msg **reply,
-		    char *err, size_t err_len)
+		    char *why, size_t why_len)
 {
 	struct gnn_call call = { .client = c, .req = req };
 	int rc = gnn_client_call_all(&call, 1);
 
-	if (err != NULL && err_len > 0)
-		snprintf(err, err_len, "%s", call.err);
+	if (why != NULL && why_len > 0)
+		snprintf(why, why_len, "%s", call.err);
 	if (rc == GNN_OK)
 		*reply = call.reply;
 	return rc;

@@ -104,9 +104,10 @@ struct gnn_call {
  * succeeded, else the first failing call's rc (each call has its own). */
 int gnn_client_call_all(struct gnn_call *calls, size_t n);
 
-/* One call, the same semantics. */
+/* One call, the same semantics; why (why_len bytes, the caller's; may be
+ * NULL) gets the call's err text, empty on success. */
 int gnn_client_call(struct gnn_client *c, const struct gnn_wbuf *req, nng_msg **reply,
-		    char *err, size_t err_len);
+		    char *why, size_t why_len);
 
 /* Decodes a successful reply's header and checks its type: *payload and
  * *len describe the payload inside reply (borrowed from it). */

@@ -123,18 +123,18 @@ static enum MHD_Result reply_static(struct gnn_http *srv, struct MHD_Connection 
  * GNN_HTTP_REASON_MAX + 16 bytes) and returns its status code. */
 static unsigned int readyz_answer(struct gnn_http *srv, char *body, size_t size)
 {
-	char reason[GNN_HTTP_REASON_MAX] = "";
+	char why[GNN_HTTP_REASON_MAX] = "";
 
-	if (srv->ready == NULL || srv->ready(srv->ready_ctx, reason, sizeof(reason))) {
+	if (srv->ready == NULL || srv->ready(srv->ready_ctx, why, sizeof(why))) {
 		snprintf(body, size, "ready\n");
 		return MHD_HTTP_OK;
 	}
 	/* Trust the callback with nothing: terminate the reason and keep it
 	 * to one line. */
-	reason[sizeof(reason) - 1] = '\0';
-	reason[strcspn(reason, "\r\n")] = '\0';
-	if (reason[0] != '\0')
-		snprintf(body, size, "not ready: %s\n", reason);
+	why[sizeof(why) - 1] = '\0';
+	why[strcspn(why, "\r\n")] = '\0';
+	if (why[0] != '\0')
+		snprintf(body, size, "not ready: %s\n", why);
 	else
 		snprintf(body, size, "not ready\n");
 	return MHD_HTTP_SERVICE_UNAVAILABLE;
@@ -514,68 +514,74 @@ static void tls_options(const struct gnn_tls *t, struct MHD_OptionItem opts[4])
 	opts[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 }
 
-int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn_ready_fn ready,
-		   void *ready_ctx, struct gnn_http **out)
-{
-	struct MHD_OptionItem tls_opts[4];
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} addr;
-	const char *host = bind_addr != NULL ? bind_addr : "0.0.0.0";
-	struct gnn_http *srv;
-	socklen_t addrlen;
-	int err;
+union sockaddr_any {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
 
-	if (reg == NULL || out == NULL || port < 0 || port > 65535)
-		return GNN_EINVAL;
-	memset(&addr, 0, sizeof(addr));
-	if (inet_pton(AF_INET, host, &addr.in.sin_addr) == 1) {
-		addr.in.sin_family = AF_INET;
-		addr.in.sin_port = htons((unsigned short)port);
-		addrlen = sizeof(addr.in);
-	} else if (inet_pton(AF_INET6, host, &addr.in6.sin6_addr) == 1) {
-		addr.in6.sin6_family = AF_INET6;
-		addr.in6.sin6_port = htons((unsigned short)port);
-		addrlen = sizeof(addr.in6);
+/* host (an IPv4 or IPv6 literal) and port as a socket address. */
+static int bind_address(const char *host, int port, union sockaddr_any *addr, socklen_t *addrlen)
+{
+	memset(addr, 0, sizeof(*addr));
+	if (inet_pton(AF_INET, host, &addr->in.sin_addr) == 1) {
+		addr->in.sin_family = AF_INET;
+		addr->in.sin_port = htons((unsigned short)port);
+		*addrlen = sizeof(addr->in);
+	} else if (inet_pton(AF_INET6, host, &addr->in6.sin6_addr) == 1) {
+		addr->in6.sin6_family = AF_INET6;
+		addr->in6.sin6_port = htons((unsigned short)port);
+		*addrlen = sizeof(addr->in6);
 	} else {
 		GNN_ERROR("http_bad_addr", "addr=%.64s need=ipv4_or_ipv6_literal", host);
 		return GNN_EINVAL;
 	}
+	return GNN_OK;
+}
 
-	if ((srv = calloc(1, sizeof(*srv))) == NULL)
-		return GNN_ENOMEM;
-	srv->listen_fd = srv->wake_fd = srv->spare_fd = -1;
-	srv->reg = reg;
-	srv->ready = ready;
-	srv->ready_ctx = ready_ctx;
-	snprintf(srv->addr, sizeof(srv->addr), "%s", host);
-	if ((err = setup_requests_metric(srv)) != GNN_OK) {
-		GNN_ERROR("http_metric_failed", "name=gnn_http_requests_total err=\"%s\"",
-			  gnn_strerror(err));
-		goto out_free;
+static void close_fds(struct gnn_http *srv)
+{
+	if (srv->wake_fd >= 0)
+		close(srv->wake_fd);
+	if (srv->spare_fd >= 0)
+		close(srv->spare_fd);
+	close(srv->listen_fd);
+}
+
+/* The acceptor's descriptors: the listening socket on addr (srv->port
+ * the one bound: port 0 picks one), the spare held back for the fd limit
+ * and the eventfd that stops it. On failure none is left open. */
+static int open_fds(struct gnn_http *srv, union sockaddr_any *addr, socklen_t addrlen, int port)
+{
+	int err;
+
+	if ((err = open_listener(srv, &addr->sa, addrlen, port, &srv->listen_fd)) != GNN_OK)
+		return err;
+	if (getsockname(srv->listen_fd, &addr->sa, &addrlen) != 0) {
+		close(srv->listen_fd);
+		return GNN_EIO;
 	}
-	if ((err = open_listener(srv, &addr.sa, addrlen, port, &srv->listen_fd)) != GNN_OK)
-		goto out_free;
-	if (getsockname(srv->listen_fd, &addr.sa, &addrlen) != 0) {
-		err = GNN_EIO;
-		goto out_listener;
-	}
-	srv->port = ntohs(addr.sa.sa_family == AF_INET ? addr.in.sin_port : addr.in6.sin6_port);
+	srv->port = ntohs(addr->sa.sa_family == AF_INET ? addr->in.sin_port : addr->in6.sin6_port);
 	srv->spare_fd = fcntl(srv->listen_fd, F_DUPFD_CLOEXEC, 0);
 	srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (srv->spare_fd < 0 || srv->wake_fd < 0) {
-		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port,
-			  strerror(errno));
-		err = GNN_EIO;
-		goto out_fds;
+		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port, strerror(errno));
+		close_fds(srv);
+		return GNN_EIO;
 	}
+	return GNN_OK;
+}
+
+/* MHD, serving the connections the acceptor hands it, then the acceptor. */
+static int start_serving(struct gnn_http *srv, int port)
+{
+	struct MHD_OptionItem tls_opts[4];
+	int err;
+
 	srv->conn_limit = connection_limit();
 	atomic_init(&srv->conns, 0);
 	srv->tls = gnn_tls_data_plane() != NULL;
 	tls_options(gnn_tls_data_plane(), tls_opts);
-
 	/* epoll: no FD_SETSIZE ceiling on descriptor numbers. ITC: the pool
 	 * threads learn at once of a connection handed over by the acceptor.
 	 * The logger goes first so that start-up errors reach it too. */
@@ -592,28 +598,51 @@ int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn
 				       MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (srv->daemon == NULL) {
 		GNN_ERROR("http_start_failed", "addr=%s port=%d", srv->addr, port);
-		err = GNN_EIO;
-		goto out_fds;
+		return GNN_EIO;
 	}
 	if ((err = pthread_create(&srv->acceptor, NULL, acceptor_main, srv)) != 0) {
-		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port,
-			  strerror(err));
+		GNN_ERROR("http_start_failed", "addr=%s port=%d err=\"%s\"", srv->addr, port, strerror(err));
 		MHD_stop_daemon(srv->daemon);
-		err = GNN_EIO;
-		goto out_fds;
+		return GNN_EIO;
 	}
+	return GNN_OK;
+}
+
+int gnn_http_start(const char *bind_addr, int port, struct gnn_metrics *reg, gnn_ready_fn ready,
+		   void *ready_ctx, struct gnn_http **out)
+{
+	const char *host = bind_addr != NULL ? bind_addr : "0.0.0.0";
+	union sockaddr_any addr;
+	struct gnn_http *srv;
+	socklen_t addrlen;
+	int err;
+
+	if (reg == NULL || out == NULL || port < 0 || port > 65535)
+		return GNN_EINVAL;
+	if ((err = bind_address(host, port, &addr, &addrlen)) != GNN_OK)
+		return err;
+	if ((srv = calloc(1, sizeof(*srv))) == NULL)
+		return GNN_ENOMEM;
+	srv->listen_fd = srv->wake_fd = srv->spare_fd = -1;
+	srv->reg = reg;
+	srv->ready = ready;
+	srv->ready_ctx = ready_ctx;
+	snprintf(srv->addr, sizeof(srv->addr), "%s", host);
+	if ((err = setup_requests_metric(srv)) != GNN_OK) {
+		GNN_ERROR("http_metric_failed", "name=gnn_http_requests_total err=\"%s\"", gnn_strerror(err));
+		goto out_free;
+	}
+	if ((err = open_fds(srv, &addr, addrlen, port)) != GNN_OK)
+		goto out_free;
+	if ((err = start_serving(srv, port)) != GNN_OK)
+		goto out_fds;
 	GNN_INFO("http_listening", "addr=%s port=%d max_connections=%u timeout_s=%d tls=%s", srv->addr,
 		 srv->port, srv->conn_limit, GNN_HTTP_TIMEOUT_S, srv->tls ? "on" : "off");
 	*out = srv;
 	return GNN_OK;
 
 out_fds:
-	if (srv->wake_fd >= 0)
-		close(srv->wake_fd);
-	if (srv->spare_fd >= 0)
-		close(srv->spare_fd);
-out_listener:
-	close(srv->listen_fd);
+	close_fds(srv);
 out_free:
 	free(srv);
 	return err;

@@ -47,8 +47,8 @@ struct gnn_http;
 /* Says whether the service can take work. Called from the server's threads,
  * possibly several at once, so it must be thread-safe and quick. When it
  * returns false it may write a short NUL-terminated reason (no newline)
- * into reason, which has reason_size bytes and starts empty. */
-typedef bool (*gnn_ready_fn)(void *ctx, char *reason, size_t reason_size);
+ * into why, which has why_len bytes and starts empty. */
+typedef bool (*gnn_ready_fn)(void *ctx, char *why, size_t why_len);
 
 /* Starts serving on bind_addr (an IPv4 or IPv6 literal; NULL means
  * "0.0.0.0") and port (0 picks a free one, see gnn_http_port()). reg is

@@ -7,28 +7,53 @@
 #include "err.h"
 #include "proto.h"
 
-double gnn_linkdec_score(const struct gnn_linkdec *d, const float *a, const float *b)
+/* One hidden unit's pre-activation z + sum_i (w[i] a[i]) b[i], with the
+ * trainer's grouping and order (see linkpred.h); a NULL: w is a row of
+ * W1 diag(q) already (gnn_linkq), the same products. */
+static float unit(const float *w, const float *a, const float *b, float z, uint32_t dim)
 {
-	const float *W1 = d->params, *b1, *w2;
-	double s = 0;
-
-	if (d->kind != GNN_LINK_MLP) {
-		for (uint32_t i = 0; i < d->dim; i++)
-			s += (double)a[i] * b[i];
-		return s;
+	if (a == NULL) {
+		for (uint32_t i = 0; i < dim; i++)
+			z += w[i] * b[i];
+		return z;
 	}
-	b1 = W1 + (size_t)d->hidden * d->dim;
-	w2 = b1 + d->hidden;
+	for (uint32_t i = 0; i < dim; i++)
+		z += w[i] * a[i] * b[i];
+	return z;
+}
+
+/* b2 + sum_j w2[j] relu(z_j) with first-layer rows w1 (W1, or W1 diag(q)
+ * with a NULL). Every term is added, a zero too, as the trainer does. */
+static float mlp_score(const struct gnn_linkdec *d, const float *w1, const float *a, const float *b)
+{
+	const float *b1 = d->params + (size_t)d->hidden * d->dim, *w2 = b1 + d->hidden;
+	float s = w2[d->hidden];
+
 	for (uint32_t j = 0; j < d->hidden; j++) {
-		const float *row = W1 + (size_t)j * d->dim;
-		double z = b1[j];
+		float z = unit(w1 + (size_t)j * d->dim, a, b, b1[j], d->dim);
 
-		for (uint32_t i = 0; i < d->dim; i++)
-			z += (double)row[i] * ((double)a[i] * b[i]);
-		if (z > 0)
-			s += (double)w2[j] * z;
+		s += w2[j] * (z > 0 ? z : 0);
 	}
-	return s + w2[d->hidden];
+	return s;
+}
+
+float gnn_linkdec_score(const struct gnn_linkdec *d, const float *a, const float *b)
+{
+	float s = 0;
+
+	if (d->kind == GNN_LINK_MLP)
+		return mlp_score(d, d->params, a, b);
+	for (uint32_t i = 0; i < d->dim; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+void gnn_linkdec_hidden(const struct gnn_linkdec *d, const float *a, const float *b, float *z)
+{
+	const float *b1 = d->params + (size_t)d->hidden * d->dim;
+
+	for (uint32_t j = 0; j < d->hidden; j++)
+		z[j] = unit(d->params + (size_t)j * d->dim, a, b, b1[j], d->dim);
 }
 
 int gnn_linkq_init(struct gnn_linkq *lq, const struct gnn_linkdec *d, const float *q)
@@ -42,28 +67,15 @@ int gnn_linkq_init(struct gnn_linkq *lq, const struct gnn_linkdec *d, const floa
 		return GNN_ENOMEM;
 	for (size_t j = 0; j < d->hidden; j++)
 		for (size_t i = 0; i < d->dim; i++)
-			lq->wq[j * d->dim + i] = (double)W1[j * d->dim + i] * q[i];
+			lq->wq[j * d->dim + i] = W1[j * d->dim + i] * q[i];
 	return GNN_OK;
 }
 
-double gnn_linkq_score(const struct gnn_linkq *lq, const float *r)
+float gnn_linkq_score(const struct gnn_linkq *lq, const float *r)
 {
-	const struct gnn_linkdec *d = &lq->d;
-	const float *b1 = d->params + (size_t)d->hidden * d->dim, *w2 = b1 + d->hidden;
-	double s = 0;
-
-	if (d->kind != GNN_LINK_MLP)
-		return gnn_linkdec_score(d, lq->q, r);
-	for (uint32_t j = 0; j < d->hidden; j++) {
-		const double *row = lq->wq + (size_t)j * d->dim;
-		double z = b1[j];
-
-		for (uint32_t i = 0; i < d->dim; i++)
-			z += row[i] * r[i];
-		if (z > 0)
-			s += (double)w2[j] * z;
-	}
-	return s + w2[d->hidden];
+	if (lq->d.kind != GNN_LINK_MLP)
+		return gnn_linkdec_score(&lq->d, lq->q, r);
+	return mlp_score(&lq->d, lq->wq, NULL, r);
 }
 
 void gnn_linkq_free(struct gnn_linkq *lq)

@@ -7,7 +7,8 @@
 #   - the image: non-root user 10001, exec-form entrypoint, binaries on PATH,
 #     every shared library resolved, no compiler and no -dev package;
 #   - a real run inside it: gnn-partition partitions the synthetic `tiny`
-#     graph onto a tmpfs under the read-only root.
+#     graph onto a tmpfs under the read-only root;
+#   - make images said which engine and base it took (the base made here).
 # Needs root (debootstrap, podman as root); installs podman, runc and
 # debootstrap with apt-get when missing, and skips when it cannot.
 # Usage: tests/images.sh [BUILD_DIR]; IMAGES_RUN_TESTS=1 also builds the
@@ -57,6 +58,10 @@ else
 	exit 1
 fi
 t_build=$((SECONDS - t0))
+# The base made above is there: make images must take it, and say so.
+check image_choices "make images names its engine and base and why (got: $(grep '^make images:' "$log" | tr '\n' ' '))" \
+	bash -c "grep -q '^make images: engine: podman (IMAGE_ENGINE)' '$log' &&
+		grep -q '^make images: base: debian:bookworm-slim (the engine has it)' '$log'"
 
 # Every binary's --help, run as a pod runs it (the chart's securityContext).
 bins=$(podman run "${RUN_FLAGS[@]}" "$IMG" sh -c 'ls /usr/local/bin')

@@ -79,25 +79,23 @@ json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r);
 json_t *cli_score_json(const int64_t *pairs, const struct gnn_link_resp *r);
 json_t *cli_topk_json(int64_t node, uint32_t k, const struct gnn_link_resp *r);
 
-/* The commands. Each checks its options, calls the service and on success
- * sets *out to the JSON document to print (a new reference). On failure
- * the reason is printed and the return value is GNN_EINVAL for bad options
- * or the call's error code. */
-int cli_cmd_info(const struct cli_config *c, json_t **out);
-int cli_cmd_sample(const struct cli_config *c, json_t **out);
-int cli_cmd_features(const struct cli_config *c, json_t **out);
-int cli_cmd_labels(const struct cli_config *c, json_t **out);
-int cli_cmd_split(const struct cli_config *c, json_t **out);
-int cli_cmd_nodes(const struct cli_config *c, json_t **out);
-int cli_cmd_minibatch(const struct cli_config *c, json_t **out);
-int cli_cmd_predict(const struct cli_config *c, json_t **out);
-int cli_cmd_lookup(const struct cli_config *c, json_t **out);
+/* The commands (cmd.c): each is one row of the path cli_cmd_run takes
+ * (its options, the connection, the INFO handshake where it needs the
+ * schema, its requests, the clean-up) and its own body. */
+struct cli_cmd;
+extern const struct cli_cmd cli_cmd_info, cli_cmd_sample, cli_cmd_features, cli_cmd_labels, cli_cmd_split,
+	cli_cmd_nodes, cli_cmd_minibatch, cli_cmd_predict, cli_cmd_lookup;
 /* A graph store's learned embedding rows (or the best epoch's, --best) of
  * nodes of --type given by their original IDs. */
-int cli_cmd_embedding(const struct cli_config *c, json_t **out);
+extern const struct cli_cmd cli_cmd_embedding;
 /* A link-prediction model's scores of --pairs, and the --k best-scoring
  * nodes for --node (docs/inference.md, "Link prediction"). */
-int cli_cmd_score(const struct cli_config *c, json_t **out);
-int cli_cmd_topk(const struct cli_config *c, json_t **out);
+extern const struct cli_cmd cli_cmd_score, cli_cmd_topk;
+
+/* Runs cmd: checks its options, calls the service and on success sets
+ * *out to the JSON document to print (a new reference, the caller's;
+ * NULL otherwise). On failure the reason is printed and the return value
+ * is GNN_EINVAL for bad options or the call's error code. */
+int cli_cmd_run(const struct cli_cmd *cmd, const struct cli_config *c, json_t **out);
 
 #endif

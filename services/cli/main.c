@@ -119,29 +119,29 @@ static const struct gnn_opt common_rows[] = {
 struct command {
 	const char *name, *summary;
 	const struct gnn_opt *rows;
-	int (*run)(const struct cli_config *c, json_t **out);
+	const struct cli_cmd *cmd;
 };
 
 static const struct command commands[] = {
-	{ "info", "Graph layout from a graph store (and its partition) or a sampler.", info_rows, cli_cmd_info },
-	{ "sample", "Sampled in-neighbours of nodes the store owns.", sample_rows, cli_cmd_sample },
-	{ "features", "Feature rows of nodes the store owns.", rows_rows, cli_cmd_features },
-	{ "labels", "Labels of nodes the store owns (-1: unlabeled).", rows_rows, cli_cmd_labels },
-	{ "split", "Split (train, valid, test, none) of nodes the store owns.", rows_rows, cli_cmd_split },
+	{ "info", "Graph layout from a graph store (and its partition) or a sampler.", info_rows, &cli_cmd_info },
+	{ "sample", "Sampled in-neighbours of nodes the store owns.", sample_rows, &cli_cmd_sample },
+	{ "features", "Feature rows of nodes the store owns.", rows_rows, &cli_cmd_features },
+	{ "labels", "Labels of nodes the store owns (-1: unlabeled).", rows_rows, &cli_cmd_labels },
+	{ "split", "Split (train, valid, test, none) of nodes the store owns.", rows_rows, &cli_cmd_split },
 	{ "nodes", "Nodes of one split in ID order: one store's, or the whole graph's through a sampler.",
-	  nodes_rows, cli_cmd_nodes },
+	  nodes_rows, &cli_cmd_nodes },
 	{ "minibatch", "A minibatch from a sampler: sampled blocks, features, labels.", minibatch_rows,
-	  cli_cmd_minibatch },
+	  &cli_cmd_minibatch },
 	{ "predict", "Predicted class and top-k of nodes (global IDs, or --type T and original IDs; the reply gives both).",
-	  predict_rows, cli_cmd_predict },
+	  predict_rows, &cli_cmd_predict },
 	{ "lookup", "Global IDs of nodes of --type given by their original IDs (a store: its partition's; a sampler: any).",
-	  lookup_rows, cli_cmd_lookup },
+	  lookup_rows, &cli_cmd_lookup },
 	{ "embedding", "Learned embedding rows of nodes of --type (original IDs) held by a graph store (docs/embeddings.md).",
-	  embedding_rows, cli_cmd_embedding },
+	  embedding_rows, &cli_cmd_embedding },
 	{ "score", "A link-prediction model's scores and probabilities of node pairs (docs/inference.md).", score_rows,
-	  cli_cmd_score },
+	  &cli_cmd_score },
 	{ "topk", "The k nodes a link-prediction model scores highest with --node (itself excluded).", topk_rows,
-	  cli_cmd_topk },
+	  &cli_cmd_topk },
 	{ NULL },
 };
 
@@ -210,7 +210,7 @@ int main(int argc, char **argv)
 		return 0;
 	if (rc != GNN_OK || gnn_tls_setup(&cfg.tls) != GNN_OK)
 		return EXIT_USAGE;
-	rc = cmd->run(&cfg, &doc);
+	rc = cli_cmd_run(cmd->cmd, &cfg, &doc);
 	gnn_tls_teardown();
 	if (rc == GNN_OK)
 		rc = print_json(doc);

@@ -57,19 +57,143 @@ static int slurp(FILE *f, char **out)
 	return GNN_OK;
 }
 
+#define BLANKS " \t\r\n"
+
 static bool is_sep(char c)
 {
 	return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* A list's text: *text itself, or for "@FILE" ("@-": stdin) the file's
+ * contents, then in *owned (malloc'd, the caller's) and *text. */
+static int list_text(const char **text, const char *what, char **owned)
+{
+	FILE *f;
+	int rc;
+
+	if ((*text)[0] != '@')
+		return GNN_OK;
+	if ((f = strcmp(*text, "@-") == 0 ? stdin : fopen(*text + 1, "r")) == NULL) {
+		cli_error("%s %s: cannot open: %s", what, *text + 1, strerror(errno));
+		return GNN_EIO;
+	}
+	rc = slurp(f, owned);
+	if (f != stdin)
+		fclose(f);
+	if (rc != GNN_OK) {
+		cli_error("%s %s: cannot read it: %s", what, *text, gnn_strerror(rc));
+		return rc;
+	}
+	*text = *owned;
+	return GNN_OK;
+}
+
+/* The IDs parsed so far. */
+struct id_list {
+	int64_t *v;
+	size_t count, cap;
+};
+
+static int push_id(struct id_list *l, int64_t x)
+{
+	int64_t *grown;
+
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+
+		if ((grown = realloc(l->v, cap * sizeof(*l->v))) == NULL)
+			return GNN_ENOMEM;
+		l->v = grown;
+		l->cap = cap;
+	}
+	l->v[l->count++] = x;
+	return GNN_OK;
+}
+
+/* The ID at start, entry count of the list, into *x and its end into
+ * *end. first: u of a pair u:v, which a colon must follow; else a
+ * separator or the end must. GNN_EINVAL (printed) when it is not one. */
+static int parse_id(const char *start, const char *what, bool pairs, bool first, size_t count, int64_t *x,
+		    const char **end)
+{
+	char *e;
+	long long v;
+
+	errno = 0;
+	v = strtoll(start, &e, 10);
+	if (e == start || *start == '+' || *start == '-' || errno != 0 ||
+	    (first ? *e != ':' : *e != '\0' && !is_sep(*e))) {
+		size_t len = strcspn(start, ", \t\r\n");
+
+		if (pairs)
+			cli_error("%s: \"%.*s\" (pair %zu) is not a pair of node IDs u:v (integers >= 0)", what,
+				  (int)(len > 40 ? 40 : len), start, count / 2 + 1);
+		else
+			cli_error("%s: \"%.*s\" (entry %zu) is not a node ID: IDs are integers >= 0", what,
+				  (int)(len > 40 ? 40 : len), start, count + 1);
+		return GNN_EINVAL;
+	}
+	*x = v;
+	*end = e;
+	return GNN_OK;
+}
+
+/* After ID x ending at *p: blanks, then at most one comma that another ID
+ * follows; *p moves past them. */
+static int skip_separator(const char **p, const char *what, int64_t x)
+{
+	*p += strspn(*p, BLANKS);
+	if (**p != ',')
+		return GNN_OK;
+	(*p)++;
+	*p += strspn(*p, BLANKS);
+	if (**p == ',' || **p == '\0') {
+		cli_error("%s: empty entry after ID %lld", what, (long long)x);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+/* The entries of text into l, at most max (IDs, or pairs). */
+static int parse_entries(const char *text, const char *what, bool pairs, size_t max, struct id_list *l)
+{
+	for (const char *p = text;;) {
+		bool first = pairs && l->count % 2 == 0;  /* u of a pair u:v: a colon follows */
+		const char *end;
+		int64_t x;
+		int rc;
+
+		p += strspn(p, BLANKS);
+		if (*p == '\0')
+			return GNN_OK;
+		if ((rc = parse_id(p, what, pairs, first, l->count, &x, &end)) != GNN_OK)
+			return rc;
+		if (l->count == max * (pairs ? 2 : 1)) {
+			cli_error("%s: more than %zu %s; the protocol takes at most that many per request", what, max,
+				  pairs ? "pairs" : "node IDs");
+			return GNN_EINVAL;
+		}
+		if ((rc = push_id(l, x)) != GNN_OK)
+			return rc;
+		p = end;
+		if (first) {  /* v must follow the colon at once */
+			if (*++p < '0' || *p > '9') {
+				cli_error("%s: pair %zu (%lld:...) has no node ID after the colon", what, l->count / 2 + 1,
+					  (long long)x);
+				return GNN_EINVAL;
+			}
+		} else if ((rc = skip_separator(&p, what, x)) != GNN_OK) {
+			return rc;
+		}
+	}
 }
 
 /* A list of node IDs (pairs: of pairs u:v, ids[2i] = u, ids[2i+1] = v) of
  * at most max entries (IDs, or pairs), as cli_parse_ids and cli_parse_pairs. */
 static int parse_list(const char *text, const char *what, bool pairs, size_t max, int64_t **ids, uint32_t *n)
 {
+	struct id_list l = { 0 };
 	char *owned = NULL;
-	const char *p;
-	int64_t *v = NULL, *grown;
-	size_t count = 0, cap = 0;
 	int rc;
 
 	if (text == NULL) {
@@ -77,90 +201,18 @@ static int parse_list(const char *text, const char *what, bool pairs, size_t max
 			  "a list of node IDs such as 1,2,3");
 		return GNN_EINVAL;
 	}
-	if (text[0] == '@') {
-		FILE *f = strcmp(text, "@-") == 0 ? stdin : fopen(text + 1, "r");
-
-		if (f == NULL) {
-			cli_error("%s %s: cannot open: %s", what, text + 1, strerror(errno));
-			return GNN_EIO;
-		}
-		rc = slurp(f, &owned);
-		if (f != stdin)
-			fclose(f);
-		if (rc != GNN_OK) {
-			cli_error("%s %s: cannot read it: %s", what, text, gnn_strerror(rc));
-			return rc;
-		}
-		text = owned;
-	}
-	rc = GNN_EINVAL;
-	for (p = text;;) {
-		const char *start;
-		char *end;
-		long long x;
-		bool first = pairs && count % 2 == 0;  /* u of a pair u:v: a colon follows */
-
-		p += strspn(p, " \t\r\n");
-		if (*p == '\0')
-			break;
-		start = p;
-		errno = 0;
-		x = strtoll(start, &end, 10);
-		if (end == start || *start == '+' || *start == '-' || errno != 0 ||
-		    (first ? *end != ':' : *end != '\0' && !is_sep(*end))) {
-			size_t len = strcspn(start, ", \t\r\n");
-
-			if (pairs)
-				cli_error("%s: \"%.*s\" (pair %zu) is not a pair of node IDs u:v (integers >= 0)", what,
-					  (int)(len > 40 ? 40 : len), start, count / 2 + 1);
-			else
-				cli_error("%s: \"%.*s\" (entry %zu) is not a node ID: IDs are integers >= 0", what,
-					  (int)(len > 40 ? 40 : len), start, count + 1);
-			goto out;
-		}
-		if (count == max * (pairs ? 2 : 1)) {
-			cli_error("%s: more than %zu %s; the protocol takes at most that many per request", what, max,
-				  pairs ? "pairs" : "node IDs");
-			goto out;
-		}
-		if (count == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((grown = realloc(v, cap * sizeof(*v))) == NULL) {
-				rc = GNN_ENOMEM;
-				goto out;
-			}
-			v = grown;
-		}
-		v[count++] = x;
-		if (first) {  /* v must follow the colon at once */
-			p = end + 1;
-			if (*p < '0' || *p > '9') {
-				cli_error("%s: pair %zu (%lld:...) has no node ID after the colon", what, count / 2 + 1, x);
-				goto out;
-			}
-			continue;
-		}
-		/* After an ID: blanks, then at most one comma that another ID follows. */
-		p = end + strspn(end, " \t\r\n");
-		if (*p == ',') {
-			p++;
-			p += strspn(p, " \t\r\n");
-			if (*p == ',' || *p == '\0') {
-				cli_error("%s: empty entry after ID %lld", what, x);
-				goto out;
-			}
-		}
-	}
-	if (count == 0) {
+	if ((rc = list_text(&text, what, &owned)) != GNN_OK)
+		return rc;
+	if ((rc = parse_entries(text, what, pairs, max, &l)) == GNN_OK && l.count == 0) {
 		cli_error("%s: no %s given", what, pairs ? "pairs" : "node IDs");
-		goto out;
+		rc = GNN_EINVAL;
 	}
-	*ids = v;
-	*n = (uint32_t)(pairs ? count / 2 : count);
-	v = NULL;
-	rc = GNN_OK;
-out:
-	free(v);
+	if (rc == GNN_OK) {
+		*ids = l.v;
+		*n = (uint32_t)(pairs ? l.count / 2 : l.count);
+		l.v = NULL;
+	}
+	free(l.v);
 	free(owned);
 	return rc;
 }

@@ -1,5 +1,6 @@
-/* test_trainer_link.c - link prediction's decoders, loss and metrics
- * (services/trainer/model/decoder.h) against hand-computed values, and the pair
+/* test_trainer_link.c - link prediction's decoders (the score's float
+ * order), loss and metrics (services/trainer/model/decoder.h) against
+ * hand-computed values, and the pair
  * steps (pairs.h). */
 #include <math.h>
 #include <stdint.h>
@@ -7,8 +8,11 @@
 
 #include "err.h"
 #include "decoder.h"
+#include "hash.h"
+#include "linkpred.h"
 #include "log.h"
 #include "pairs.h"
+#include "proto.h"
 #include "testlib.h"
 
 static bool near(double a, double b, double tol)
@@ -136,6 +140,45 @@ static void test_pair_steps(void)
 	tr_pair_steps_free(&s);
 }
 
+/* The score is libcommon's (linkpred.h), in float and in the order the
+ * trainer always had: a model's params_crc depends on every bit, so the
+ * reference here is that order written out, compared exactly. The
+ * query-folded TOPK path must give the same bits. */
+static void test_score_order(void)
+{
+	enum { D = 13, H = 7 };
+	struct tr_decoder dot = { .kind = TR_DEC_DOT, .dim = D }, mlp = { .kind = TR_DEC_MLP, .dim = D, .hidden = H };
+	float p[H * D + 2 * H + 1], hu[D], hv[D], work[2 * H];
+	bool same = true;
+
+	for (uint64_t trial = 0; trial < 50; trial++) {
+		float dref = 0, mref, z;
+		struct gnn_linkq lq = { 0 };
+
+		for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+			p[i] = (float)(2 * gnn_unit64(gnn_draw64(trial, i)) - 1);
+		for (size_t i = 0; i < D; i++) {
+			hu[i] = (float)(4 * gnn_unit64(gnn_draw64(trial + 1000, i)) - 2);
+			hv[i] = (float)(4 * gnn_unit64(gnn_draw64(trial + 2000, i)) - 2);
+			dref += hu[i] * hv[i];
+		}
+		mref = p[H * D + 2 * H];
+		for (size_t j = 0; j < H; j++) {
+			z = p[H * D + j];
+			for (size_t i = 0; i < D; i++)
+				z += p[j * D + i] * hu[i] * hv[i];
+			mref += p[H * D + H + j] * (z > 0 ? z : 0);
+		}
+		same = same && tr_decoder_score(&dot, NULL, hu, hv, NULL) == dref &&
+		       tr_decoder_score(&mlp, p, hu, hv, work) == mref;
+		if (CHECK(gnn_linkq_init(&lq, &(struct gnn_linkdec){ .kind = GNN_LINK_MLP, .dim = D, .hidden = H,
+								     .params = p }, hu) == GNN_OK))
+			same = same && gnn_linkq_score(&lq, hv) == mref;
+		gnn_linkq_free(&lq);
+	}
+	CHECK(same);
+}
+
 static void test_decoder_parse(void)
 {
 	enum tr_decoder_kind k;
@@ -152,6 +195,7 @@ int main(void)
 	RUN(test_rank);
 	RUN(test_loss_grad);
 	RUN(test_pair_steps);
+	RUN(test_score_order);
 	RUN(test_decoder_parse);
 	return t_done();
 }

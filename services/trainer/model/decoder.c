@@ -1,4 +1,5 @@
-/* link.c - see link.h. */
+/* decoder.c - see decoder.h. The score itself is libcommon's
+ * (linkpred.h), the one the graph stores and samplers serve with. */
 #include "decoder.h"
 
 #include <math.h>
@@ -8,6 +9,8 @@
 
 #include "err.h"
 #include "hash.h"
+#include "linkpred.h"
+#include "proto.h"
 
 int tr_decoder_parse(const char *name, enum tr_decoder_kind *kind)
 {
@@ -25,11 +28,18 @@ const char *tr_decoder_name(enum tr_decoder_kind kind)
 	return kind == TR_DEC_MLP ? "mlp" : "dot";
 }
 
+/* dec with parameters p as libcommon's decoder (its kinds are the wire's). */
+static struct gnn_linkdec linkdec(const struct tr_decoder *dec, const float *p)
+{
+	return (struct gnn_linkdec){ .kind = dec->kind == TR_DEC_MLP ? GNN_LINK_MLP : GNN_LINK_DOT, .dim = dec->dim,
+				     .hidden = dec->hidden, .params = p };
+}
+
 size_t tr_decoder_num_params(const struct tr_decoder *dec)
 {
-	if (dec->kind != TR_DEC_MLP)
-		return 0;
-	return (size_t)dec->hidden * dec->dim + 2 * (size_t)dec->hidden + 1;
+	struct gnn_linkdec d = linkdec(dec, NULL);
+
+	return (size_t)gnn_link_params_count(d.kind, d.dim, d.hidden);
 }
 
 void tr_decoder_init(const struct tr_decoder *dec, float *p, uint64_t seed)
@@ -47,47 +57,18 @@ void tr_decoder_init(const struct tr_decoder *dec, float *p, uint64_t seed)
 		p[h * d + h + i] = (float)((2 * gnn_unit64(gnn_draw64(key, h * d + i)) - 1) * a2);
 }
 
-static float dotf(const float *a, const float *b, size_t n)
-{
-	float s = 0;
-
-	for (size_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-/* The MLP's hidden pre-activations z = W1 (hu * hv) + b1 into z[h]. */
-static void mlp_hidden(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv, float *z)
-{
-	size_t h = dec->hidden, d = dec->dim;
-
-	for (size_t j = 0; j < h; j++) {
-		const float *w = p + j * d;
-		float s = p[h * d + j];
-
-		for (size_t i = 0; i < d; i++)
-			s += w[i] * hu[i] * hv[i];
-		z[j] = s;
-	}
-}
-
 float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv, float *work)
 {
-	size_t h = dec->hidden, d = dec->dim;
-	float s;
+	struct gnn_linkdec d = linkdec(dec, p);
 
-	if (dec->kind != TR_DEC_MLP)
-		return dotf(hu, hv, d);
-	mlp_hidden(dec, p, hu, hv, work);
-	s = p[h * d + 2 * h];
-	for (size_t j = 0; j < h; j++)
-		s += p[h * d + h + j] * (work[j] > 0 ? work[j] : 0);
-	return s;
+	(void)work;   /* libcommon's score needs none */
+	return gnn_linkdec_score(&d, hu, hv);
 }
 
 void tr_decoder_backward(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv,
 			 float dscore, float *gp, float *ghu, float *ghv, float *work)
 {
+	struct gnn_linkdec ld = linkdec(dec, p);
 	size_t h = dec->hidden, d = dec->dim;
 	float *z = work;
 
@@ -98,7 +79,7 @@ void tr_decoder_backward(const struct tr_decoder *dec, const float *p, const flo
 		}
 		return;
 	}
-	mlp_hidden(dec, p, hu, hv, z);
+	gnn_linkdec_hidden(&ld, hu, hv, z);   /* the forward's z, bit for bit */
 	gp[h * d + 2 * h] += dscore;
 	for (size_t j = 0; j < h; j++) {
 		const float *w = p + j * d;

@@ -1,6 +1,8 @@
-/* link.h - link prediction's pieces that do not depend on the loop
+/* decoder.h - link prediction's pieces that do not depend on the loop
  * (docs/training.md, "Link prediction"): the decoders that score a pair
- * of node embeddings, binary cross-entropy over a minibatch's pairs, and
+ * of node embeddings (the score is libcommon/linkpred.h's, the one the
+ * stores serve with; here what training adds: initial parameters and the
+ * gradients), binary cross-entropy over a minibatch's pairs, and
  * the evaluation metrics (AUC and AP as GAE reports them, MRR and Hits@K
  * as OGB's link evaluator computes them).
  *
@@ -9,8 +11,8 @@
  *   mlp: score = w2 . relu(W1 (h_u * h_v) + b1) + b2, parameters in one
  *        block laid out W1 [h x d] row-major, b1 [h], w2 [h], b2 [1]: the
  *        layout of `gnn-trainer infer`'s decoder.arr (docs/inference.md). */
-#ifndef TR_LINK_H
-#define TR_LINK_H
+#ifndef TR_DECODER_H
+#define TR_DECODER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,9 +36,9 @@ size_t tr_decoder_num_params(const struct tr_decoder *dec);
  * +-1/sqrt(fan_in), biases 0. p: [tr_decoder_num_params], the caller's. */
 void tr_decoder_init(const struct tr_decoder *dec, float *p, uint64_t seed);
 
-/* The score of one pair from embeddings hu, hv (d floats each). p: the
- * decoder's parameters (ignored for dot). work: h floats (the caller's,
- * mlp only; may be NULL for dot). */
+/* The score of one pair from embeddings hu, hv (d floats each):
+ * gnn_linkdec_score's. p: the decoder's parameters (ignored for dot).
+ * work: unused (it was the hidden units'; may be NULL). */
 float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv, float *work);
 
 /* Backward of one pair's score given dscore = dLoss/dscore: accumulates
