@@ -943,7 +943,6 @@ struct link_eval {
 	struct infer *in;
 	struct gnn_arr *emb;     /* [P] */
 	struct gnn_edge_split es;
-	float *work;             /* the mlp decoder's h floats */
 };
 
 static const float *emb_row(const struct link_eval *le, int64_t gid)
@@ -956,7 +955,7 @@ static const float *emb_row(const struct link_eval *le, int64_t gid)
 
 static float pair_score(const struct link_eval *le, int64_t u, int64_t v)
 {
-	return tr_decoder_score(&le->in->dec, le->in->dec_params, emb_row(le, u), emb_row(le, v), le->work);
+	return tr_decoder_score(&le->in->dec, le->in->dec_params, emb_row(le, u), emb_row(le, v));
 }
 
 /* One held-out set's metrics as JSON: AUC and AP of its positives against
@@ -1025,8 +1024,7 @@ static int link_summary(struct infer *in, json_t *sum)
 	char path[PATH_MAX + 32];
 	int rc;
 
-	if ((le.emb = calloc(in->P, sizeof(*le.emb))) == NULL ||
-	    (le.work = malloc((in->dec.hidden + 1) * sizeof(float))) == NULL) {
+	if ((le.emb = calloc(in->P, sizeof(*le.emb))) == NULL) {
 		rc = GNN_ENOMEM;
 		goto out;
 	}
@@ -1064,7 +1062,6 @@ out:
 	for (uint32_t q = 0; le.emb != NULL && q < in->P; q++)
 		gnn_arr_close(&le.emb[q]);
 	free(le.emb);
-	free(le.work);
 	gnn_edge_split_close(&le.es);
 	return rc;
 }

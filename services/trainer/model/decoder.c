@@ -57,11 +57,10 @@ void tr_decoder_init(const struct tr_decoder *dec, float *p, uint64_t seed)
 		p[h * d + h + i] = (float)((2 * gnn_unit64(gnn_draw64(key, h * d + i)) - 1) * a2);
 }
 
-float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv, float *work)
+float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv)
 {
 	struct gnn_linkdec d = linkdec(dec, p);
 
-	(void)work;   /* libcommon's score needs none */
 	return gnn_linkdec_score(&d, hu, hv);
 }
 
@@ -127,7 +126,7 @@ int tr_link_loss(const struct tr_decoder *dec, const float *p, const float *emb,
 		return GNN_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const float *hu = emb + (size_t)pairs[2 * i] * ld, *hv = emb + (size_t)pairs[2 * i + 1] * ld;
-		float s = tr_decoder_score(dec, p, hu, hv, work), y = i < npos ? 1.0f : 0.0f;
+		float s = tr_decoder_score(dec, p, hu, hv), y = i < npos ? 1.0f : 0.0f;
 		double w = i < npos ? wpos : 1.0;
 
 		/* BCE with logits: softplus(s) - y s; its derivative sigmoid(s) - y */

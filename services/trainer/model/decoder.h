@@ -37,9 +37,8 @@ size_t tr_decoder_num_params(const struct tr_decoder *dec);
 void tr_decoder_init(const struct tr_decoder *dec, float *p, uint64_t seed);
 
 /* The score of one pair from embeddings hu, hv (d floats each):
- * gnn_linkdec_score's. p: the decoder's parameters (ignored for dot).
- * work: unused (it was the hidden units'; may be NULL). */
-float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv, float *work);
+ * gnn_linkdec_score's. p: the decoder's parameters (ignored for dot). */
+float tr_decoder_score(const struct tr_decoder *dec, const float *p, const float *hu, const float *hv);
 
 /* Backward of one pair's score given dscore = dLoss/dscore: accumulates
  * (+=) into gp (the parameters' gradient, mlp), ghu and ghv (d floats
