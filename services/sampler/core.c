@@ -181,7 +181,7 @@ static int fail(struct job *j, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* Appends calls like tmpl (its op and parameters) covering every
+/* Appends calls like tmpl (its type and parameters) covering every
  * partition's share of g, each at most max IDs. */
 static int add_calls(struct job *j, const struct groups *g, const struct smp_call *tmpl, uint32_t max)
 {
@@ -236,7 +236,7 @@ static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
 	for (size_t c = 0; c < j->ncalls; c++) {
 		const struct smp_call *call = &j->calls[c];
 
-		if (call->op != SMP_OP_LABEL)
+		if (call->type != GNN_MSG_LABEL_REQ)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
 			int32_t y = call->labels[k];
@@ -266,7 +266,7 @@ static int collect_answers(struct job *j, const struct groups *g, const int32_t 
 		const struct smp_call *call = &j->calls[c];
 		uint64_t off = 0;
 
-		if (call->op != SMP_OP_SAMPLE)
+		if (call->type != GNN_MSG_SAMPLE_REQ)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
 			size_t i = g->pos[call->first + k];
@@ -462,8 +462,8 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t 
 			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
 {
 	size_t rows = (size_t)num_dst * j->R;
-	struct smp_call sample = { .op = SMP_OP_SAMPLE, .seed = seed, .fanouts = fanouts };
-	struct smp_call label = { .op = SMP_OP_LABEL };
+	struct smp_call sample = { .type = GNN_MSG_SAMPLE_REQ, .seed = seed, .fanouts = fanouts };
+	struct smp_call label = { .type = GNN_MSG_LABEL_REQ };
 	struct groups g = { 0 };
 	uint32_t *deg = calloc(rows ? rows : 1, sizeof(*deg));
 	const int64_t **nbrs = malloc((rows ? rows : 1) * sizeof(*nbrs));
@@ -509,7 +509,7 @@ static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n
 	uint32_t dim = j->l->schema->types[t].feat_dim;
 	size_t row = (size_t)dim * gnn_dtype_size(j->l->feat_dtype);
 	uint64_t per_call = GNN_FEAT_CALL_BYTES / row;
-	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim, .feat_dtype = j->l->feat_dtype };
+	struct smp_call tmpl = { .type = GNN_MSG_FEAT_REQ, .feat_dim = dim, .feat_dtype = j->l->feat_dtype };
 	struct groups g = { 0 };
 	int rc;
 
@@ -876,7 +876,7 @@ int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struc
 			 "and continue at each reply's next_cursor until it is -1", req->cursor, l->num_nodes);
 		return GNN_ERANGE;
 	}
-	c = (struct smp_call){ .op = SMP_OP_NODES, .part = (uint32_t)p, .split = req->split,
+	c = (struct smp_call){ .type = GNN_MSG_NODES_REQ, .part = (uint32_t)p, .split = req->split,
 			       .limit = req->limit, .cursor = req->cursor };
 	if ((rc = be->run(be->ctx, &c, 1, err, err_len)) != GNN_OK)
 		goto out;
@@ -973,7 +973,7 @@ out:
 	return rc;
 }
 
-/* Node IDs split by owner: one call of op per partition that owns any of
+/* Node IDs split by owner: one call of type per partition that owns any of
  * them (calls[0..nc)), ids[i] being calls[call_of[i]].ids[pos[i]]. The
  * calls' ids point into sorted. */
 struct by_owner {
@@ -994,7 +994,7 @@ static void by_owner_free(struct by_owner *b)
 
 /* Splits ids[n] by owner into b (the caller's: by_owner_free, also on
  * error). GNN_ERANGE (err naming the node outside the graph) or GNN_ENOMEM. */
-static int by_owner_split(const struct gnn_layout *l, enum smp_op op, const int64_t *ids, uint32_t n,
+static int by_owner_split(const struct gnn_layout *l, uint16_t type, const int64_t *ids, uint32_t n,
 			  struct by_owner *b, char *err, size_t err_len)
 {
 	uint32_t *of_part = malloc((size_t)l->num_parts * 4);
@@ -1020,7 +1020,7 @@ static int by_owner_split(const struct gnn_layout *l, enum smp_op op, const int6
 		}
 		if (of_part[p] == UINT32_MAX) {
 			of_part[p] = (uint32_t)b->nc;
-			b->calls[b->nc++] = (struct smp_call){ .op = op, .part = (uint32_t)p };
+			b->calls[b->nc++] = (struct smp_call){ .type = type, .part = (uint32_t)p };
 		}
 		b->call_of[i] = of_part[p];
 		b->pos[i] = b->calls[b->call_of[i]].n++;
@@ -1045,7 +1045,7 @@ int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int
 	int rc;
 
 	err[0] = '\0';
-	if ((rc = by_owner_split(be->layout, SMP_OP_PREDICT, ids, n, &b, err, err_len)) != GNN_OK)
+	if ((rc = by_owner_split(be->layout, GNN_MSG_PREDICT_REQ, ids, n, &b, err, err_len)) != GNN_OK)
 		goto out;
 	if (b.nc == 0) {
 		rc = gnn_encode_predict_resp(w, req_id, &(struct gnn_predict_resp){ .k = 1 });
@@ -1098,7 +1098,7 @@ static int fetch_rows(const struct smp_backend *be, const int64_t *ids, uint32_t
 
 	*rows = NULL;
 	*params = NULL;
-	if ((rc = by_owner_split(be->layout, SMP_OP_LINK, ids, n, &b, err, err_len)) != GNN_OK)
+	if ((rc = by_owner_split(be->layout, GNN_MSG_LINK_REQ, ids, n, &b, err, err_len)) != GNN_OK)
 		goto out;
 	for (size_t c = 0; c < b.nc; c++)
 		b.calls[c].link = (struct gnn_link_req){ .op = GNN_LINK_ROWS, .flags = GNN_LINK_WITH_DECODER,
@@ -1156,7 +1156,7 @@ static int topk_all(const struct smp_backend *be, const struct gnn_link_req *req
 		goto out;
 	}
 	for (uint32_t p = 0; p < P; p++)
-		calls[p] = (struct smp_call){ .op = SMP_OP_LINK, .part = p,
+		calls[p] = (struct smp_call){ .type = GNN_MSG_LINK_REQ, .part = p,
 					      .link = { .op = GNN_LINK_TOPK, .n = ne, .k = req->k, .dim = dim,
 							.node_type = req->node_type, .node = -1, .query = query,
 							.ids = excl } };
@@ -1302,7 +1302,7 @@ int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t n
 		goto out;
 	}
 	for (uint32_t p = 0; p < P; p++)
-		calls[p] = (struct smp_call){ .op = SMP_OP_LOOKUP, .part = p, .n = n, .ids = orig_ids,
+		calls[p] = (struct smp_call){ .type = GNN_MSG_LOOKUP_REQ, .part = p, .n = n, .ids = orig_ids,
 					      .node_type = node_type };
 	if ((rc = be->run(be->ctx, calls, P, err, err_len)) == GNN_OK &&
 	    (rc = merge_lookup(be, calls, P, node_type, orig_ids, n, ids, err, err_len)) == GNN_OK &&

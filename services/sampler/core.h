@@ -34,12 +34,13 @@
 #include "part.h"
 #include "proto.h"
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT, SMP_OP_LOOKUP, SMP_OP_LINK };
-
-/* One request to the owner of one partition and, once run, its answer. */
+/* One request to the owner of one partition and, once run, its answer.
+ * What it asks is named by the request's message type (proto.h), the one
+ * a graph store answers: a forwarded RPC has no name of its own. */
 struct smp_call {
 	/* Set by the core. ids is borrowed from the core for the call. */
-	enum smp_op op;
+	uint16_t type;            /* GNN_MSG_SAMPLE_REQ, FEAT_REQ, LABEL_REQ, NODES_REQ,
+				   * PREDICT_REQ, LOOKUP_REQ or LINK_REQ */
 	uint32_t part;
 	uint32_t n;
 	const int64_t *ids;       /* [n], every one owned by part */

@@ -739,123 +739,176 @@ static const char *client_detail(const struct store *st, const char *err)
 	return err;
 }
 
+/* ---- the forwarded RPCs ---- */
+
+static int enc_sample(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	return gnn_encode_sample_req(w, req_id, c->seed, s->layout.schema->num_rels, c->fanouts, c->ids, c->n);
+}
+
+/* FEAT, LABEL and PREDICT: an ID list. */
+static int enc_ids(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_ids_req(w, c->type, req_id, c->ids, c->n);
+}
+
+static int enc_nodes(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
+}
+
+static int enc_lookup(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
+}
+
+static int enc_link(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_link_req(w, req_id, &c->link);
+}
+
+static int dec_sample(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		      void **owned)
+{
+	struct gnn_sample_resp r;
+	int rc;
+
+	if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->counts = r.counts;
+	c->nbrs = r.nbrs;
+	c->total = r.total;
+	return r.n == c->n && r.num_rels == s->layout.schema->num_rels ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_feat(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_feat_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_feat_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->rows = r.rows;
+	return r.n == c->n && r.dim == c->feat_dim && r.dtype == c->feat_dtype ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_label(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_label_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->labels = r.labels;
+	return r.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_nodes(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_nodes_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_nodes_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->found = r.ids;
+	c->num_found = r.n;
+	c->next_cursor = r.next_cursor;
+	return r.n <= c->limit ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_predict(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		       void **owned)
+{
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
+		return rc;
+	*owned = c->predict.owned;
+	return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_lookup(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		      void **owned)
+{
+	struct gnn_ids r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->found = r.ids;
+	return r.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_link(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_link_resp *r = &c->link_resp;
+	int rc;
+
+	if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK)
+		return rc;
+	*owned = r->owned;
+	if (r->op != c->link.op || (c->link.op == GNN_LINK_TOPK ? r->n > c->link.k : r->n != c->link.n) ||
+	    (c->link.op == GNN_LINK_ROWS && r->flags != c->link.flags) ||
+	    (c->link.op == GNN_LINK_TOPK && c->link.dim != 0 && r->dim != c->link.dim))
+		return GNN_EPROTO;
+	/* a store's top-k holds its own nodes, best first */
+	for (uint32_t i = 0; c->link.op == GNN_LINK_TOPK && i < r->n; i++)
+		if (gnn_layout_owner(&s->layout, r->nodes[i]) != (int32_t)c->part ||
+		    isnan(r->scores[i]) || (i > 0 && r->scores[i] > r->scores[i - 1]))
+			return GNN_EPROTO;
+	return GNN_OK;
+}
+
+/* The RPCs a sampler forwards to the stores, by their request's type
+ * (struct smp_call's): how a call goes out (encode), which answer comes
+ * back (resp) and how it is read (decode: the call's answer fields, sizes
+ * checked against the call; *owned what they need released). Forwarding
+ * another RPC is a row here and an answer in local_backend.c. */
+static const struct fwd {
+	uint16_t resp;
+	int (*encode)(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c);
+	int (*decode)(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned);
+} fwd[GNN_MSG_TYPE_COUNT] = {
+	[GNN_MSG_SAMPLE_REQ] = { GNN_MSG_SAMPLE_RESP, enc_sample, dec_sample },
+	[GNN_MSG_FEAT_REQ] = { GNN_MSG_FEAT_RESP, enc_ids, dec_feat },
+	[GNN_MSG_LABEL_REQ] = { GNN_MSG_LABEL_RESP, enc_ids, dec_label },
+	[GNN_MSG_NODES_REQ] = { GNN_MSG_NODES_RESP, enc_nodes, dec_nodes },
+	[GNN_MSG_PREDICT_REQ] = { GNN_MSG_PREDICT_RESP, enc_ids, dec_predict },
+	[GNN_MSG_LOOKUP_REQ] = { GNN_MSG_LOOKUP_RESP, enc_lookup, dec_lookup },
+	[GNN_MSG_LINK_REQ] = { GNN_MSG_LINK_RESP, enc_link, dec_link },
+};
+
 static int encode_call(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
 {
-	switch (c->op) {
-	case SMP_OP_SAMPLE:
-		return gnn_encode_sample_req(w, req_id, c->seed, s->layout.schema->num_rels, c->fanouts, c->ids, c->n);
-	case SMP_OP_FEAT:
-		return gnn_encode_ids_req(w, GNN_MSG_FEAT_REQ, req_id, c->ids, c->n);
-	case SMP_OP_LABEL:
-		return gnn_encode_ids_req(w, GNN_MSG_LABEL_REQ, req_id, c->ids, c->n);
-	case SMP_OP_NODES:
-		return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
-	case SMP_OP_PREDICT:
-		return gnn_encode_ids_req(w, GNN_MSG_PREDICT_REQ, req_id, c->ids, c->n);
-	case SMP_OP_LOOKUP:
-		return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
-	case SMP_OP_LINK:
-		return gnn_encode_link_req(w, req_id, &c->link);
-	}
-	return GNN_EINVAL;
+	if (c->type >= GNN_MSG_TYPE_COUNT || fwd[c->type].encode == NULL)
+		return GNN_EINVAL;
+	return fwd[c->type].encode(s, w, req_id, c);
 }
 
 /* Decodes the answer to c held in h and checks its sizes against c. */
 static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct held *h)
 {
-	static const uint16_t want[] = { [SMP_OP_SAMPLE] = GNN_MSG_SAMPLE_RESP,
-					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
-					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
-					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP,
-					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP,
-					 [SMP_OP_LOOKUP] = GNN_MSG_LOOKUP_RESP,
-					 [SMP_OP_LINK] = GNN_MSG_LINK_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
 
-	if ((rc = gnn_reply_payload(h->msg, want[c->op], &payload, &len)) != GNN_OK)
+	if ((rc = gnn_reply_payload(h->msg, fwd[c->type].resp, &payload, &len)) != GNN_OK)
 		return rc;
-	if (c->op == SMP_OP_SAMPLE) {
-		struct gnn_sample_resp r;
-
-		if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->counts = r.counts;
-		c->nbrs = r.nbrs;
-		c->total = r.total;
-		return r.n == c->n && r.num_rels == s->layout.schema->num_rels ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_FEAT) {
-		struct gnn_feat_resp r;
-
-		if ((rc = gnn_decode_feat_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->rows = r.rows;
-		return r.n == c->n && r.dim == c->feat_dim && r.dtype == c->feat_dtype ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_PREDICT) {
-		if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
-			return rc;
-		h->owned = c->predict.owned;
-		return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_LINK) {
-		struct gnn_link_resp *r = &c->link_resp;
-
-		if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK)
-			return rc;
-		h->owned = r->owned;
-		if (r->op != c->link.op || (c->link.op == GNN_LINK_TOPK ? r->n > c->link.k : r->n != c->link.n) ||
-		    (c->link.op == GNN_LINK_ROWS && r->flags != c->link.flags) ||
-		    (c->link.op == GNN_LINK_TOPK && c->link.dim != 0 && r->dim != c->link.dim))
-			return GNN_EPROTO;
-		/* a store's top-k holds its own nodes, best first */
-		for (uint32_t i = 0; c->link.op == GNN_LINK_TOPK && i < r->n; i++)
-			if (gnn_layout_owner(&s->layout, r->nodes[i]) != (int32_t)c->part ||
-			    isnan(r->scores[i]) || (i > 0 && r->scores[i] > r->scores[i - 1]))
-				return GNN_EPROTO;
-		return GNN_OK;
-	}
-	if (c->op == SMP_OP_LOOKUP) {
-		struct gnn_ids r;
-
-		if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->found = r.ids;
-		return r.n == c->n ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_NODES) {
-		struct gnn_nodes_resp r;
-
-		if ((rc = gnn_decode_nodes_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->found = r.ids;
-		c->num_found = r.n;
-		c->next_cursor = r.next_cursor;
-		return r.n <= c->limit ? GNN_OK : GNN_EPROTO;
-	}
-	struct gnn_label_resp r;
-
-	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
-		return rc;
-	h->owned = r.owned;
-	c->labels = r.labels;
-	return r.n == c->n ? GNN_OK : GNN_EPROTO;
-}
-
-static const char *op_name(enum smp_op op)
-{
-	static const char *const names[] = { [SMP_OP_SAMPLE] = "sample", [SMP_OP_FEAT] = "features",
-					     [SMP_OP_LABEL] = "labels", [SMP_OP_NODES] = "nodes",
-					     [SMP_OP_PREDICT] = "predict", [SMP_OP_LOOKUP] = "lookup",
-					     [SMP_OP_LINK] = "link" };
-
-	return names[op];
+	return fwd[c->type].decode(s, c, payload, len, &h->owned);
 }
 
 /* Before answers of the stores in used[] are trusted: each one with a
@@ -925,8 +978,8 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 {
 	double mean_degree = s->layout.num_nodes > 0 ? (double)s->layout.num_edges / (double)s->layout.num_nodes : 0;
 
-	switch (c->op) {
-	case SMP_OP_SAMPLE: {
+	switch (c->type) {
+	case GNN_MSG_SAMPLE_REQ: {
 		const struct gnn_schema *sc = s->layout.schema;
 		double per_node = 0;
 
@@ -936,11 +989,11 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 					     c->fanouts[r] < 0 ? mean_degree : 0) / sc->num_types;
 		return (double)c->n * per_node;
 	}
-	case SMP_OP_FEAT:
+	case GNN_MSG_FEAT_REQ:
 		return (double)c->n * c->feat_dim * gnn_dtype_size(c->feat_dtype);
-	case SMP_OP_LABEL:
+	case GNN_MSG_LABEL_REQ:
 		return (double)c->n * sizeof(int32_t);
-	case SMP_OP_NODES:
+	case GNN_MSG_NODES_REQ:
 		return (double)c->limit * sizeof(int64_t);
 	default:
 		return 0;
@@ -995,7 +1048,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		if (calls[i].part >= s->layout.num_parts ||
 		    encode_call(s, &reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
 			snprintf(err, err_len, "cannot encode a %s request for partition %" PRIu32,
-				 op_name(calls[i].op), calls[i].part);
+				 gnn_msg_name(calls[i].type), calls[i].part);
 			rc = GNN_ENOMEM;
 			goto out;
 		}
@@ -1030,7 +1083,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 				calls[i].keep = h;
 				if (crc == GNN_OK && (crc = decode_answer(s, &calls[i], h)) != GNN_OK)
 					snprintf(gc[i].err, sizeof(gc[i].err), "malformed %s answer (%s)",
-						 op_name(calls[i].op), gnn_errname(crc));
+						 gnn_msg_name(calls[i].type), gnn_errname(crc));
 			}
 		}
 		if (crc == GNN_OK)
@@ -1044,13 +1097,13 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 		rc = crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
 		if (crc == GNN_ECLOSED)
 			snprintf(err, err_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
-				 op_name(calls[i].op), st->name);
+				 gnn_msg_name(calls[i].type), st->name);
 		else if (crc == GNN_ETIMEDOUT)
 			snprintf(err, err_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
-				 st->name, st->url, op_name(calls[i].op), gc[i].attempts, client_detail(st, gc[i].err));
+				 st->name, st->url, gnn_msg_name(calls[i].type), gc[i].attempts, client_detail(st, gc[i].err));
 		else
 			snprintf(err, err_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
-				 op_name(calls[i].op), client_detail(st, gc[i].err));
+				 gnn_msg_name(calls[i].type), client_detail(st, gc[i].err));
 	}
 	/* Answers are trusted only from a store known to serve this graph,
 	 * and none once a store changed (the minibatch would mix graphs). */

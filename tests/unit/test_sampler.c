@@ -605,14 +605,14 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 	for (size_t i = 0; i < n && break_buf == NULL; i++) {
 		struct smp_call *c = &calls[i];
 
-		if (break_mode == BREAK_NBR && c->op == SMP_OP_SAMPLE && c->total > 0) {
+		if (break_mode == BREAK_NBR && c->type == GNN_MSG_SAMPLE_REQ && c->total > 0) {
 			int64_t *nb = malloc(c->total * 8);
 
 			memcpy(nb, c->nbrs, c->total * 8);
 			nb[c->total - 1] = G_NODES + 5;
 			c->nbrs = nb;
 			break_buf = nb;
-		} else if (break_mode == BREAK_COUNT && c->op == SMP_OP_SAMPLE) {
+		} else if (break_mode == BREAK_COUNT && c->type == GNN_MSG_SAMPLE_REQ) {
 			/* One node gets fanout + 1 neighbours (node 0, repeated). */
 			uint32_t extra = (uint32_t)c->fanouts[0] + 1;
 			char *b = malloc(c->n * 4 + (c->total + extra) * 8);
@@ -626,7 +626,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			c->counts = cnt;
 			c->nbrs = nb;
 			break_buf = b;
-		} else if (break_mode == BREAK_LABEL && c->op == SMP_OP_LABEL) {
+		} else if (break_mode == BREAK_LABEL && c->type == GNN_MSG_LABEL_REQ) {
 			int32_t *y = malloc(c->n * 4);
 
 			memcpy(y, c->labels, c->n * 4);
@@ -634,7 +634,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			c->labels = y;
 			break_buf = y;
 		} else if ((break_mode == BREAK_NODES_ORDER || break_mode == BREAK_NODES_RANGE) &&
-			   c->op == SMP_OP_NODES && c->num_found >= 2) {
+			   c->type == GNN_MSG_NODES_REQ && c->num_found >= 2) {
 			int64_t *ids = malloc(c->num_found * 8);
 
 			memcpy(ids, c->found, c->num_found * 8);
@@ -646,7 +646,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			}
 			c->found = ids;
 			break_buf = ids;
-		} else if (break_mode == BREAK_NODES_NEXT && c->op == SMP_OP_NODES) {
+		} else if (break_mode == BREAK_NODES_NEXT && c->type == GNN_MSG_NODES_REQ) {
 			c->next_cursor = c->cursor;  /* no progress */
 		}
 	}
@@ -801,7 +801,7 @@ static void test_handler(void)
 
 /* Calls the in-process backend was asked for, by operation. */
 static struct {
-	size_t calls[SMP_OP_NODES + 1];
+	size_t calls[GNN_MSG_TYPE_COUNT];
 	size_t zero_fanout;      /* SAMPLE calls with fanout 0: must never happen */
 } counted;
 
@@ -811,8 +811,8 @@ static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, 
 
 	smp_local_backend(ctx, &local);
 	for (size_t i = 0; i < n; i++) {
-		counted.calls[calls[i].op]++;
-		counted.zero_fanout += calls[i].op == SMP_OP_SAMPLE && calls[i].fanouts[0] == 0;
+		counted.calls[calls[i].type]++;
+		counted.zero_fanout += calls[i].type == GNN_MSG_SAMPLE_REQ && calls[i].fanouts[0] == 0;
 	}
 	return local.run(ctx, calls, n, err, err_len);
 }
@@ -861,8 +861,8 @@ static void test_fanout_zero(void)
 		if (!CHECK(shape))
 			printf("  t=%d: a fanout-0 block has edges or new sources\n", t);
 		CHECK(counted.zero_fanout == 0);
-		CHECK((counted.calls[SMP_OP_SAMPLE] > 0) == sampled);
-		CHECK(counted.calls[SMP_OP_LABEL] > 0 && counted.calls[SMP_OP_FEAT] > 0);
+		CHECK((counted.calls[GNN_MSG_SAMPLE_REQ] > 0) == sampled);
+		CHECK(counted.calls[GNN_MSG_LABEL_REQ] > 0 && counted.calls[GNN_MSG_FEAT_REQ] > 0);
 		if (t == 0 || t == 3)  /* features only: the input nodes are the seeds */
 			CHECK(mb.sampled_edges == 0 && mb.mb.blocks[0].num_src == 40 &&
 			      memcmp(mb.mb.blocks[0].src_ids, seeds, sizeof(seeds)) == 0 &&
@@ -1172,28 +1172,28 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 
 		if ((rc = gnn_decode_nodes_req(payload, len, &nr)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = SMP_OP_NODES, .part = f->part, .split = nr.split, .limit = nr.limit,
+		c = (struct smp_call){ .type = GNN_MSG_NODES_REQ, .part = f->part, .split = nr.split, .limit = nr.limit,
 				       .cursor = nr.cursor };
 	} else if (h->type == GNN_MSG_SAMPLE_REQ) {
 		if ((rc = gnn_decode_sample_req(payload, len, &sr)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = SMP_OP_SAMPLE, .part = f->part, .n = sr.n, .ids = sr.ids,
+		c = (struct smp_call){ .type = GNN_MSG_SAMPLE_REQ, .part = f->part, .n = sr.n, .ids = sr.ids,
 				       .seed = sr.seed, .fanouts = sr.fanouts };
 	} else {
 		if ((rc = gnn_decode_ids_req(payload, len, &ir)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = h->type == GNN_MSG_FEAT_REQ ? SMP_OP_FEAT : SMP_OP_LABEL,
+		c = (struct smp_call){ .type = h->type,
 				       .part = f->part, .n = ir.n, .ids = ir.ids, .feat_dim = G_DIM,
 				       .feat_dtype = GNN_DT_F32 };
 	}
 	rc = be.run(be.ctx, &c, 1, err, sizeof(err));
 	if (rc != GNN_OK)
 		rc = gnn_encode_error(out, h->req_id, (uint32_t)rc, err);
-	else if (c.op == SMP_OP_SAMPLE)
+	else if (c.type == GNN_MSG_SAMPLE_REQ)
 		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, 1, c.nbrs, c.total);
-	else if (c.op == SMP_OP_FEAT)
+	else if (c.type == GNN_MSG_FEAT_REQ)
 		rc = gnn_encode_feat_resp(out, h->req_id, GNN_DT_F32, c.rows, c.n, G_DIM);
-	else if (c.op == SMP_OP_NODES)
+	else if (c.type == GNN_MSG_NODES_REQ)
 		rc = gnn_encode_nodes_resp(out, h->req_id, c.found, c.num_found, c.next_cursor);
 	else
 		rc = gnn_encode_label_resp(out, h->req_id, c.labels, c.n);
@@ -1541,6 +1541,42 @@ out:
 
 /* ---- a real gnn-partition output ---- */
 
+/* LOOKUP in process, as the graph stores answer it (libcommon/partq.h):
+ * every 7th node found again from its original ID, and an original ID
+ * nobody holds refused. */
+static void check_lookup_files(const struct smp_backend *be, const char *dir, const struct gnn_meta *meta,
+			       struct gnn_wbuf *w)
+{
+	struct gnn_arr map;
+	int64_t orig[64], want[64];
+	uint32_t n = 0;
+	char why[256];
+
+	if (!CHECK(gnn_node_map_open(dir, meta, GNN_PART_VERIFY, &map) == GNN_OK))
+		return;
+	for (int64_t v = 0; v < meta->layout.num_nodes && n < 64; v += 7, n++) {
+		want[n] = v;
+		orig[n] = ((const int64_t *)map.data)[v];
+	}
+	w->len = 0;
+	if (CHECK(smp_lookup_message(be, 3, 0, orig, n, w, why, sizeof(why)) == GNN_OK)) {
+		struct gnn_ids r = { 0 };
+		struct gnn_hdr h;
+		const void *payload;
+
+		if (CHECK(gnn_proto_decode_hdr(w->buf, w->len, &h, &payload) == GNN_OK) &&
+		    CHECK(h.type == GNN_MSG_LOOKUP_RESP && gnn_decode_ids_req(payload, h.len, &r) == GNN_OK))
+			CHECK(r.n == n && memcmp(r.ids, want, n * sizeof(int64_t)) == 0);
+		gnn_proto_release(r.owned);
+	} else {
+		printf("  lookup: %s\n", why);
+	}
+	orig[0] = -1;
+	w->len = 0;
+	CHECK(smp_lookup_message(be, 4, 0, orig, 1, w, why, sizeof(why)) == GNN_ENOENT && w->len == 0);
+	gnn_arr_close(&map);
+}
+
 static void test_partition_files(void)
 {
 	const char *build = getenv("GNN_BUILD");
@@ -1612,6 +1648,7 @@ static void test_partition_files(void)
 					CHECK(count == json_integer_value(json_object_get(meta.json, keys[split])));
 			}
 			CHECK(total == meta.layout.num_nodes);
+			check_lookup_files(&be, out, &meta, &w);
 			gnn_meta_free(&meta);
 		}
 		gnn_wbuf_free(&w);
