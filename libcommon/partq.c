@@ -2,7 +2,6 @@
 #include "partq.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,96 +11,86 @@
 #include "log.h"
 #include "sample.h"
 
-/* Whether node v (ids[i]) is pt's; otherwise why says so. */
-static bool owned(const struct gnn_part *pt, int64_t v, uint32_t i, char *why, size_t why_len)
+/* Node v (ids[i]) is not pt's. */
+static int not_owned(const struct gnn_part *pt, int64_t v, uint32_t i, char *why, size_t why_len)
 {
-	if (v >= pt->node_start && v < pt->node_end)
-		return true;
 	snprintf(why, why_len, "node %" PRId64 " (ids[%" PRIu32 "]) is not in partition %" PRId32 " [%" PRId64
 		 ", %" PRId64 ")", v, i, pt->id, pt->node_start, pt->node_end);
-	return false;
+	return GNN_ERANGE;
 }
 
-/* The first CSR row of node v (ids[i]) in pt (rows v R .. v R + R - 1 are
- * its relations), after checking that pt owns it and that its rows are
- * sane (the arrays may come from an unverified file). */
-static int node_rows(const struct gnn_part *pt, int64_t v, uint32_t i, int64_t *row, char *why, size_t why_len)
+/* Node v (ids[i]) has a CSR row whose offsets are out of order or past
+ * the end (the arrays may come from an unverified file). */
+static int corrupt(const struct gnn_part *pt, int64_t v, uint32_t i, char *why, size_t why_len)
 {
-	int64_t R = pt->num_rels, r = (v - pt->node_start) * R;
-
-	if (!owned(pt, v, i, why, why_len))
-		return GNN_ERANGE;
-	for (int64_t k = r; k < r + R; k++)
-		if (pt->indptr[k] < 0 || pt->indptr[k + 1] < pt->indptr[k] ||
-		    pt->indptr[k + 1] > pt->indptr[pt->num_nodes * R]) {
-			snprintf(why, why_len, "node %" PRId64 " (ids[%" PRIu32 "]): partition %" PRId32 "'s CSR rows "
-				 "of it are corrupt", v, i, pt->id);
-			return GNN_EFORMAT;
-		}
-	*row = r;
-	return GNN_OK;
+	snprintf(why, why_len, "node %" PRId64 " (ids[%" PRIu32 "]): partition %" PRId32 "'s CSR rows of it are "
+		 "corrupt", v, i, pt->id);
+	return GNN_EFORMAT;
 }
 
 int gnn_partq_sample_size(const struct gnn_part *pt, const int64_t *ids, uint32_t n, const int32_t *fanouts,
 			  struct gnn_partq_sample *s, char *why, size_t why_len)
 {
-	uint32_t R = pt->num_rels;
-	int64_t row;
-	int rc;
+	const uint32_t R = pt->num_rels;
+	const int64_t *indptr = pt->indptr, end = indptr[pt->num_nodes * R];
+	uint64_t total = 0;
+	uint32_t maxk = 0;
 
 	memset(s, 0, sizeof(*s));
 	for (uint32_t i = 0; i < n; i++) {
-		if ((rc = node_rows(pt, ids[i], i, &row, why, why_len)) != GNN_OK)
-			goto out_refused;
+		const int64_t v = ids[i], *row;
+
+		if (v < pt->node_start || v >= pt->node_end)
+			return not_owned(pt, v, i, why, why_len);
+		row = indptr + (v - pt->node_start) * R;
 		for (uint32_t r = 0; r < R; r++) {
-			int64_t deg = pt->indptr[row + r + 1] - pt->indptr[row + r];
+			int64_t lo = row[r], hi = row[r + 1];
 			uint64_t k;
 
-			if (deg > (int64_t)UINT32_MAX) {
+			if (lo < 0 || hi < lo || hi > end)
+				return corrupt(pt, v, i, why, why_len);
+			if (hi - lo > (int64_t)UINT32_MAX) {
 				snprintf(why, why_len, "node %lld has %lld in-neighbours under relation %u, more than "
-					 "sampling supports (2^32 - 1)", (long long)ids[i], (long long)deg, r);
-				rc = GNN_ERANGE;
-				goto out_refused;
+					 "sampling supports (2^32 - 1)", (long long)v, (long long)(hi - lo), r);
+				return GNN_ERANGE;
 			}
-			k = gnn_sample_count((uint64_t)deg, fanouts[r]);
-			s->total += k;
-			s->maxk = k > s->maxk ? (uint32_t)k : s->maxk;
+			k = gnn_sample_count((uint64_t)(hi - lo), fanouts[r]);
+			total += k;
+			maxk = k > maxk ? (uint32_t)k : maxk;
 		}
 	}
+	s->total = total;
+	s->maxk = maxk;
 	return GNN_OK;
-
-out_refused:
-	memset(s, 0, sizeof(*s));
-	return rc;
 }
 
 int gnn_partq_sample(const struct gnn_part *pt, uint64_t seed, const int64_t *ids, uint32_t n,
 		     const int32_t *fanouts, struct gnn_partq_sample *s)
 {
-	uint32_t R = pt->num_rels, *pos;
+	const uint32_t R = pt->num_rels;
 	/* counts, then (8-aligned) nbrs, then gnn_sample_row's scratch */
-	size_t head = ((size_t)n * R * 4 + 7) / 8 * 8;
-	uint64_t at = 0;
+	const size_t head = ((size_t)n * R * 4 + 7) / 8 * 8;
 	char *mem = malloc(head + s->total * 8 + (size_t)s->maxk * 4 + 8);
+	uint32_t *counts = (uint32_t *)(void *)mem, *pos;
+	int64_t *nbrs = (int64_t *)(void *)(mem + head), *at = nbrs;
 
 	if (mem == NULL)
 		return GNN_ENOMEM;
-	s->mem = mem;
-	s->counts = (uint32_t *)(void *)mem;
-	s->nbrs = (int64_t *)(void *)(mem + head);
-	pos = (uint32_t *)(s->nbrs + s->total);
+	pos = (uint32_t *)(nbrs + s->total);
 	for (uint32_t i = 0; i < n; i++) {
-		int64_t row = (ids[i] - pt->node_start) * R;
+		const int64_t *row = pt->indptr + (ids[i] - pt->node_start) * R;
 
 		for (uint32_t r = 0; r < R; r++) {
-			uint32_t k = gnn_sample_row(seed, r, ids[i], pt->indices + pt->indptr[row + r],
-						    (uint32_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), fanouts[r],
-						    pos, s->nbrs + at);
+			uint32_t k = gnn_sample_row(seed, r, ids[i], pt->indices + row[r], (uint32_t)(row[r + 1] - row[r]),
+						    fanouts[r], pos, at);
 
-			s->counts[(size_t)i * R + r] = k;
+			counts[(size_t)i * R + r] = k;
 			at += k;
 		}
 	}
+	s->mem = mem;
+	s->counts = counts;
+	s->nbrs = nbrs;
 	return GNN_OK;
 }
 
@@ -114,20 +103,22 @@ void gnn_partq_sample_free(struct gnn_partq_sample *s)
 int gnn_partq_feat_rows(const struct gnn_part *pt, const int64_t *ids, uint32_t n, uint32_t dim, void *dst,
 			char *why, size_t why_len)
 {
-	size_t row = (size_t)dim * gnn_dtype_size(pt->feat_dtype);
+	const size_t row = (size_t)dim * gnn_dtype_size(pt->feat_dtype);
+	const int64_t start = pt->node_start, end = pt->node_end;
+	uint8_t *out = dst;
 
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n; i++, out += row) {
 		const void *src;
 		uint32_t d;
 
-		if (!owned(pt, ids[i], i, why, why_len))
-			return GNN_ERANGE;
+		if (ids[i] < start || ids[i] >= end)
+			return not_owned(pt, ids[i], i, why, why_len);
 		if ((src = gnn_part_feat_row(pt, ids[i], &d)) == NULL || d != dim) {
 			snprintf(why, why_len, "node %" PRId64 " (ids[%" PRIu32 "]) has %" PRIu32 " features, not %"
 				 PRIu32, ids[i], i, src == NULL ? 0 : d, dim);
 			return GNN_ERANGE;
 		}
-		memcpy((uint8_t *)dst + (size_t)i * row, src, row);
+		memcpy(out, src, row);
 	}
 	return GNN_OK;
 }
@@ -136,8 +127,8 @@ int gnn_partq_labels(const struct gnn_part *pt, const int64_t *ids, uint32_t n, 
 		     size_t why_len)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (!owned(pt, ids[i], i, why, why_len))
-			return GNN_ERANGE;
+		if (ids[i] < pt->node_start || ids[i] >= pt->node_end)
+			return not_owned(pt, ids[i], i, why, why_len);
 		dst[i] = pt->labels[ids[i] - pt->node_start];
 	}
 	return GNN_OK;
