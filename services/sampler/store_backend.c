@@ -16,8 +16,10 @@
 #include "dtype.h"
 #include "client.h"
 #include "err.h"
+#include "fanout.h"
 #include "http.h"
 #include "log.h"
+#include "storeid.h"
 #include "sys.h"
 
 /* A store's state as the last INFO saw it. */
@@ -264,62 +266,67 @@ struct probe {
 	bool own;
 };
 
+/* One INFO probe's answers: res[store[k]] is call k's. */
+struct probe_run {
+	struct probe *res;
+	const size_t *store;
+};
+
+/* An INFO answer into its probe, the layout copied (gnn_fanout_answer_fn). */
+static int take_info(void *ctx, size_t k, struct gnn_call *c)
+{
+	const struct probe_run *pr = ctx;
+	struct probe *r = &pr->res[pr->store[k]];
+	struct gnn_layout copy;
+	const void *payload;
+	size_t len;
+
+	if (c->req->failed)
+		return GNN_ENOMEM;  /* never sent: r says so already */
+	r->rc = c->rc;
+	snprintf(r->err, sizeof(r->err), "%s", c->err);
+	if (r->rc != GNN_OK)
+		return r->rc;
+	if ((r->rc = gnn_reply_payload(c->reply, GNN_MSG_INFO_RESP, &payload, &len)) != GNN_OK ||
+	    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
+		snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
+		return r->rc;
+	}
+	if ((r->rc = gnn_layout_dup(&r->info.layout, &copy)) == GNN_OK) {
+		r->info.layout = copy;
+		r->own = true;
+	}
+	gnn_proto_release(r->info.owned);
+	r->info.owned = NULL;
+	return r->rc;
+}
+
 /* Sends INFO to every store with want[i] set, in parallel, through the
  * check clients (or the data clients, with data), and decodes the answers
  * into res[i]. */
 static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
 {
-	struct gnn_call *calls = calloc(s->n, sizeof(*calls));
-	struct gnn_wbuf *reqs = calloc(s->n, sizeof(*reqs));
-	size_t *idx = calloc(s->n, sizeof(*idx)), nc = 0;
+	size_t *store = calloc(s->n, sizeof(*store));
+	struct gnn_fanout f;
+	struct gnn_wbuf *req;
 
 	for (size_t i = 0; i < s->n; i++) {
 		res[i].rc = GNN_ENOMEM;
 		snprintf(res[i].err, sizeof(res[i].err), "out of memory");
 		res[i].own = false;
 	}
-	if (calls == NULL || reqs == NULL || idx == NULL)
-		goto out;
-	for (size_t i = 0; i < s->n; i++) {
+	gnn_fanout_init(&f);
+	for (size_t i = 0; store != NULL && i < s->n; i++) {
 		if (!want[i])
 			continue;
-		gnn_wbuf_init(&reqs[nc]);
-		if (gnn_encode_info_req(&reqs[nc], atomic_fetch_add(&s->next_req_id, 1)) != GNN_OK)
-			continue;
-		calls[nc] = (struct gnn_call){ .client = data ? s->st[i].data : s->st[i].check, .req = &reqs[nc] };
-		idx[nc++] = i;
+		if (gnn_fanout_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
+			break;
+		store[f.n - 1] = i;
+		gnn_encode_info_req(req, atomic_fetch_add(&s->next_req_id, 1));
 	}
-	gnn_client_call_all(calls, nc);
-	for (size_t c = 0; c < nc; c++) {
-		struct probe *r = &res[idx[c]];
-		const void *payload;
-		size_t len;
-
-		r->rc = calls[c].rc;
-		snprintf(r->err, sizeof(r->err), "%s", calls[c].err);
-		if (r->rc != GNN_OK)
-			continue;
-		if ((r->rc = gnn_reply_payload(calls[c].reply, GNN_MSG_INFO_RESP, &payload, &len)) != GNN_OK ||
-		    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
-			snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
-		} else {
-			struct gnn_layout copy;
-
-			if ((r->rc = gnn_layout_dup(&r->info.layout, &copy)) == GNN_OK) {
-				r->info.layout = copy;
-				r->own = true;
-			}
-			gnn_proto_release(r->info.owned);
-			r->info.owned = NULL;
-		}
-		nng_msg_free(calls[c].reply);
-	}
-out:
-	for (size_t c = 0; reqs != NULL && c < nc; c++)
-		gnn_wbuf_free(&reqs[c]);
-	free(calls);
-	free(reqs);
-	free(idx);
+	gnn_fanout_run(&f, take_info, &(struct probe_run){ .res = res, .store = store });
+	gnn_fanout_free(&f);
+	free(store);
 }
 
 static void probes_free(struct probe *res, size_t n)
@@ -519,13 +526,6 @@ out:
 
 /* ---- a store that changed graph ---- */
 
-/* The identity the layout rests on: which partition of which output. */
-static bool same_graph(const struct gnn_info *a, const struct gnn_info *b)
-{
-	return a->layout.graph_id == b->layout.graph_id && a->part_id == b->part_id &&
-	       a->layout.num_parts == b->layout.num_parts;
-}
-
 /* The error text of requests refused because st now answers in. */
 static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *buf,
 			 size_t size)
@@ -590,7 +590,7 @@ static void check_once(struct smp_stores *s)
 
 		if (res[i].rc != GNN_OK)
 			now = ST_DOWN;
-		else if (!same_graph(in, &st->info))
+		else if (!gnn_storeid_serves(in, st->info.part_id, &st->info.layout))
 			now = ST_CHANGED;
 		else
 			now = ST_UP;
@@ -954,7 +954,7 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 					 "serves after a sign of a restart: %s", st->name, st->url,
 					 client_detail(st, res[i].err));
 			rc = GNN_EUNAVAIL;
-		} else if (!same_graph(&res[i].info, &st->info)) {
+		} else if (!gnn_storeid_serves(&res[i].info, st->info.part_id, &st->info.layout)) {
 			mark_changed(s, st, &res[i].info);
 			if (rc == GNN_OK)
 				changed_text(s, st, &res[i].info, err, err_len);
@@ -1023,101 +1023,137 @@ static void set_deadlines(const struct smp_stores *s, const struct smp_call *cal
 	free(bytes);
 }
 
-static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+/* One run of the backend: its calls, the stores they go to, and the
+ * first failure as the backend reports it. */
+struct run {
+	struct smp_stores *s;
+	struct smp_call *calls;
+	bool *used;               /* [s->n]: the stores called */
+	int rc;
+	char *why;
+	size_t why_len;
+};
+
+/* Adds every call to f, encoded for its partition's store. */
+static int add_calls(struct run *r, struct gnn_fanout *f, size_t n)
+{
+	struct smp_stores *s = r->s;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct smp_call *c = &r->calls[i];
+		struct gnn_wbuf *req;
+
+		if (c->part >= s->layout.num_parts ||
+		    gnn_fanout_add(f, s->st[s->part_store[c->part]].data, 0, &req) != GNN_OK ||
+		    encode_call(s, req, atomic_fetch_add(&s->next_req_id, 1), c) != GNN_OK) {
+			snprintf(r->why, r->why_len, "cannot encode a %s request for partition %" PRIu32,
+				 gnn_msg_name(c->type), c->part);
+			return GNN_ENOMEM;
+		}
+		r->used[s->part_store[c->part]] = true;
+	}
+	return GNN_OK;
+}
+
+/* Keeps c's reply (c->keep, until stores_release: the answer points into
+ * it) and decodes it; crc is the call's code so far. */
+static int keep_answer(const struct smp_stores *s, struct smp_call *c, struct gnn_call *gc, int crc)
+{
+	struct held *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return GNN_ENOMEM;  /* the batch frees the reply */
+	h->msg = gc->reply;
+	gc->reply = NULL;
+	c->keep = h;
+	if (crc == GNN_OK && (crc = decode_answer(s, c, h)) != GNN_OK)
+		snprintf(gc->err, sizeof(gc->err), "malformed %s answer (%s)", gnn_msg_name(c->type),
+			 gnn_errname(crc));
+	return crc;
+}
+
+/* The backend's code and text for call c to st that failed with crc: no
+ * answer in time (after the retries), or a call abandoned because this
+ * sampler stops, means unavailable (the trainer asks another replica); an
+ * error answer keeps the store's code. */
+static int call_failed(const struct store *st, const struct smp_call *c, const struct gnn_call *gc, int crc,
+		       char *why, size_t why_len)
+{
+	if (crc == GNN_ECLOSED)
+		snprintf(why, why_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
+			 gnn_msg_name(c->type), st->name);
+	else if (crc == GNN_ETIMEDOUT)
+		snprintf(why, why_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
+			 st->name, st->url, gnn_msg_name(c->type), gc->attempts, client_detail(st, gc->err));
+	else
+		snprintf(why, why_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
+			 gnn_msg_name(c->type), client_detail(st, gc->err));
+	return crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
+}
+
+/* Call i's result (gnn_fanout_answer_fn): counted for its store, its
+ * answer kept and decoded, the run's first failure reported. */
+static int take_call(void *ctx, size_t i, struct gnn_call *gc)
+{
+	struct run *r = ctx;
+	struct smp_call *c = &r->calls[i];
+	struct store *st = &r->s->st[r->s->part_store[c->part]];
+	int crc = gc->rc;
+
+	gnn_counter_inc(st->requests);
+	if (gc->attempts > 1)
+		gnn_counter_add(st->retries, gc->attempts - 1);
+	/* A retried or failed call may have lost the store's process. */
+	if (gc->attempts > 1 || crc != GNN_OK)
+		atomic_fetch_add(&st->suspect, 1);
+	if (gc->reply != NULL)
+		crc = keep_answer(r->s, c, gc, crc);
+	if (crc == GNN_OK)
+		return GNN_OK;
+	gnn_counter_inc(st->errors);
+	if (r->rc == GNN_OK)  /* the first failure is the one reported */
+		r->rc = call_failed(st, c, gc, crc, r->why, r->why_len);
+	return crc;
+}
+
+static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
-	struct gnn_call *gc = calloc(n, sizeof(*gc));
-	struct gnn_wbuf *reqs = calloc(n, sizeof(*reqs));
-	bool *used = calloc(s->n, sizeof(*used));
-	int rc = GNN_OK;
+	struct run r = { .s = s, .calls = calls, .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
+	struct gnn_fanout f;
 
+	gnn_fanout_init(&f);
 	for (size_t i = 0; i < n; i++)
 		calls[i].keep = NULL;
 	/* Callers ask layout_known first; this only keeps a slip harmless. */
-	if (!stores_layout_known(s, err, err_len)) {
-		rc = GNN_EUNAVAIL;
+	if (!stores_layout_known(s, why, why_len)) {
+		r.rc = GNN_EUNAVAIL;
 		goto out;
 	}
-	if (gc == NULL || reqs == NULL || used == NULL) {
-		snprintf(err, err_len, "out of memory");
-		rc = GNN_ENOMEM;
+	if (r.used == NULL) {
+		snprintf(why, why_len, "out of memory");
+		r.rc = GNN_ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		gnn_wbuf_init(&reqs[i]);
-		if (calls[i].part >= s->layout.num_parts ||
-		    encode_call(s, &reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
-			snprintf(err, err_len, "cannot encode a %s request for partition %" PRIu32,
-				 gnn_msg_name(calls[i].type), calls[i].part);
-			rc = GNN_ENOMEM;
-			goto out;
-		}
-		gc[i] = (struct gnn_call){ .client = s->st[s->part_store[calls[i].part]].data, .req = &reqs[i] };
-		used[s->part_store[calls[i].part]] = true;
-	}
-	set_deadlines(s, calls, gc, n);
+	if ((r.rc = add_calls(&r, &f, n)) != GNN_OK)
+		goto out;
+	set_deadlines(s, calls, f.call, n);
 	/* No connection now: the one the answers come over may reach a new
 	 * process. */
 	for (size_t i = 0; i < s->n; i++)
-		if (used[i] && !gnn_client_connected(s->st[i].data))
+		if (r.used[i] && !gnn_client_connected(s->st[i].data))
 			atomic_fetch_add(&s->st[i].suspect, 1);
-	gnn_client_call_all(gc, n);
-	for (size_t i = 0; i < n; i++) {
-		struct store *st = &s->st[s->part_store[calls[i].part]];
-		int crc = gc[i].rc;
-
-		gnn_counter_inc(st->requests);
-		if (gc[i].attempts > 1)
-			gnn_counter_add(st->retries, gc[i].attempts - 1);
-		/* A retried or failed call may have lost the store's process. */
-		if (gc[i].attempts > 1 || crc != GNN_OK)
-			atomic_fetch_add(&st->suspect, 1);
-		if (gc[i].reply != NULL) {
-			struct held *h = calloc(1, sizeof(*h));
-
-			if (h == NULL) {
-				nng_msg_free(gc[i].reply);
-				crc = GNN_ENOMEM;
-			} else {
-				h->msg = gc[i].reply;
-				calls[i].keep = h;
-				if (crc == GNN_OK && (crc = decode_answer(s, &calls[i], h)) != GNN_OK)
-					snprintf(gc[i].err, sizeof(gc[i].err), "malformed %s answer (%s)",
-						 gnn_msg_name(calls[i].type), gnn_errname(crc));
-			}
-		}
-		if (crc == GNN_OK)
-			continue;
-		gnn_counter_inc(st->errors);
-		if (rc != GNN_OK)
-			continue;  /* the first failure is the one reported */
-		/* No answer in time (after the retries), or a call abandoned
-		 * because this sampler stops, means unavailable (the trainer
-		 * asks another replica); an error answer keeps the store's code. */
-		rc = crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
-		if (crc == GNN_ECLOSED)
-			snprintf(err, err_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
-				 gnn_msg_name(calls[i].type), st->name);
-		else if (crc == GNN_ETIMEDOUT)
-			snprintf(err, err_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
-				 st->name, st->url, gnn_msg_name(calls[i].type), gc[i].attempts, client_detail(st, gc[i].err));
-		else
-			snprintf(err, err_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
-				 gnn_msg_name(calls[i].type), client_detail(st, gc[i].err));
-	}
+	gnn_fanout_run(&f, take_call, &r);
 	/* Answers are trusted only from a store known to serve this graph,
 	 * and none once a store changed (the minibatch would mix graphs). */
-	if (rc == GNN_OK)
-		rc = verify_stores(s, used, err, err_len);
-	if (rc == GNN_OK && !stores_layout_known(s, err, err_len))
-		rc = GNN_EUNAVAIL;
+	if (r.rc == GNN_OK)
+		r.rc = verify_stores(s, r.used, why, why_len);
+	if (r.rc == GNN_OK && !stores_layout_known(s, why, why_len))
+		r.rc = GNN_EUNAVAIL;
 out:
-	for (size_t i = 0; reqs != NULL && i < n; i++)
-		gnn_wbuf_free(&reqs[i]);
-	free(reqs);
-	free(gc);
-	free(used);
-	return rc;
+	gnn_fanout_free(&f);
+	free(r.used);
+	return r.rc;
 }
 
 static void stores_release(void *ctx, struct smp_call *calls, size_t n)

@@ -14,7 +14,9 @@
 #include "client.h"
 #include "err.h"
 #include "hash.h"
+#include "fanout.h"
 #include "log.h"
+#include "storeid.h"
 #include "sys.h"
 
 /* FEAT calls in flight per fill (or per wave of the cache's fetch): 64 MB
@@ -189,8 +191,7 @@ static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
 			snprintf(err, err_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
 		goto out;
 	}
-	if (info.part_id != p || info.layout.num_parts != f->P || info.layout.num_nodes != f->g->num_nodes ||
-	    info.layout.graph_id != f->g->graph_id) {
+	if (!gnn_storeid_serves(&info, p, f->g)) {
 		GNN_ERROR("graph_changed", "store=%s graph_id=%016" PRIx64 " part=%" PRIu32 " num_parts=%" PRIu32
 			  " expected_graph_id=%016" PRIx64 " expected_part=%" PRIu32 " reason=\"the store serves "
 			  "another graph or partition than the samplers: its rows are not used\"",
@@ -271,76 +272,82 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 	return GNN_OK;
 }
 
-/* One wave of at most MAX_CALLS calls: every store it uses checked
- * before, the calls, the stores whose connection came up meanwhile checked
- * again, then the rows copied. A store answering eunavail, or silent for
- * an attempt's (short) timeout, is asked again until the deadline: each
- * attempt after a silent one dials a new connection. */
-static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *err,
-		    size_t err_len)
+/* One wave's calls and what became of them. */
+struct wave {
+	struct tr_feats *f;
+	const struct fcall *fc;
+	unsigned conn[MAX_CALLS];   /* each call's store's connections when it was sent */
+	double deadline, logged;
+	int rc;                     /* the first failure that ends the wave */
+	char *why;
+	size_t why_len;
+};
+
+/* Call i's result (gnn_fanout_answer_fn): the rows copied into place once
+ * the store is known to serve the graph (checked again when its
+ * connection came up meanwhile). A store answering eunavail, or silent for
+ * an attempt's (short) timeout, is refused until the deadline (the call
+ * runs again); any other failure ends the wave. */
+static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 {
-	struct gnn_wbuf w[MAX_CALLS];
-	struct gnn_call calls[MAX_CALLS];
-	unsigned conn[MAX_CALLS];
-	bool done[MAX_CALLS] = { false };
-	size_t left = n;
-	double logged = 0;
-	int rc = GNN_OK;
+	struct wave *w = ctx;
+	const struct fcall *k = &w->fc[i];
+	int crc = c->rc;
 
-	for (size_t i = 0; i < n; i++)
-		gnn_wbuf_init(&w[i]);
-	for (size_t i = 0; i < n && rc == GNN_OK; i++)
-		rc = gnn_encode_ids_req(&w[i], GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids, fc[i].n);
-	while (rc == GNN_OK && left > 0) {
-		size_t m = 0, idx[MAX_CALLS];
-
-		for (size_t i = 0; i < n && rc == GNN_OK; i++) {
-			if (done[i])
-				continue;
-			if ((rc = verify(f, fc[i].p, err, err_len)) != GNN_OK)
-				break;
-			conn[m] = gnn_client_connections(f->st[fc[i].p].c);
-			calls[m] = (struct gnn_call){ .client = f->st[fc[i].p].c, .req = &w[i],
-						      .timeout_ms = tr_stores_rows_timeout_ms(f->o.stores,
-							(double)fc[i].n * f->dim[fc[i].t] * f->elem) };
-			idx[m++] = i;
+	if (crc == GNN_OK && gnn_client_connections(c->client) != w->conn[i])
+		crc = verify(w->f, k->p, w->why, w->why_len);
+	if (crc == GNN_OK)
+		crc = scatter(w->f, k, c->reply, w->why, w->why_len);
+	if (crc == GNN_OK)
+		return GNN_OK;
+	if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < w->deadline && w->rc == GNN_OK) {
+		if (gnn_now() - w->logged >= 5) {
+			GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"", gnn_client_name(c->client),
+					 c->err[0] ? c->err : gnn_strerror(crc));
+			w->logged = gnn_now();
 		}
-		if (rc != GNN_OK)
-			break;
-		gnn_client_call_all(calls, m);
-		for (size_t j = 0; j < m; j++) {
-			const struct fcall *k = &fc[idx[j]];
-			int crc = calls[j].rc;
-
-			if (crc == GNN_OK && gnn_client_connections(calls[j].client) != conn[j])
-				crc = verify(f, k->p, err, err_len);
-			if (crc == GNN_OK)
-				crc = scatter(f, k, calls[j].reply, err, err_len);
-			if (calls[j].reply != NULL)
-				nng_msg_free(calls[j].reply);
-			if (crc == GNN_OK) {
-				done[idx[j]] = true;
-				left--;
-			} else if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < deadline && rc == GNN_OK) {
-				if (gnn_now() - logged >= 5) {
-					GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"",
-							 gnn_client_name(calls[j].client),
-							 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
-					logged = gnn_now();
-				}
-			} else if (rc == GNN_OK) {
-				rc = crc;
-				if (err[0] == '\0')
-					snprintf(err, err_len, "%s: %s", gnn_client_name(calls[j].client),
-						 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
-			}
-		}
-		if (rc == GNN_OK && left > 0)
-			nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+	} else if (w->rc == GNN_OK) {
+		w->rc = crc;
+		if (w->why[0] == '\0')
+			snprintf(w->why, w->why_len, "%s: %s", gnn_client_name(c->client),
+				 c->err[0] ? c->err : gnn_strerror(crc));
 	}
-	for (size_t i = 0; i < n; i++)
-		gnn_wbuf_free(&w[i]);
-	return rc;
+	return crc;
+}
+
+/* One wave of at most MAX_CALLS calls: every store it uses checked
+ * before, the calls, then take_rows; the calls refused are sent again
+ * after RETRY_MS until they are answered or the deadline ends the wave:
+ * each attempt after a silent one dials a new connection. */
+static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *why,
+		    size_t why_len)
+{
+	struct wave w = { .f = f, .fc = fc, .deadline = deadline, .why = why, .why_len = why_len };
+	struct gnn_fanout batch;
+	struct gnn_wbuf *req;
+
+	gnn_fanout_init(&batch);
+	for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
+		if ((w.rc = gnn_fanout_add(&batch, f->st[fc[i].p].c, tr_stores_rows_timeout_ms(f->o.stores,
+					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK)
+			w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
+						  fc[i].n);
+	while (w.rc == GNN_OK) {
+		int rc;
+
+		for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
+			if (!batch.done[i] && (w.rc = verify(f, fc[i].p, why, why_len)) == GNN_OK)
+				w.conn[i] = gnn_client_connections(f->st[fc[i].p].c);
+		if (w.rc != GNN_OK || (rc = gnn_fanout_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
+			break;
+		if (rc == GNN_ENOMEM) {  /* nothing was sent: take_rows keeps the others */
+			w.rc = rc;
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+	}
+	gnn_fanout_free(&batch);
+	return w.rc;
 }
 
 static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *err, size_t err_len)
