@@ -859,6 +859,37 @@ void smp_minibatch_free(struct smp_minibatch *m)
 
 /* ---- NODES ---- */
 
+/* Checks partition p's NODES answer c to req: the page lies in [cursor,
+ * end of the partition), ascending, at most limit long, and its
+ * next_cursor moves past it (progress is guaranteed). */
+static int check_page(const struct smp_backend *be, int32_t p, const struct gnn_nodes_req *req,
+		      const struct smp_call *c, char *err, size_t err_len)
+{
+	int64_t lo = req->cursor, hi = be->layout->offsets[p + 1], prev = lo - 1, next = c->next_cursor;
+	char who[256];
+
+	be->describe(be->ctx, (uint32_t)p, who, sizeof(who));
+	if (c->num_found > req->limit) {
+		snprintf(err, err_len, "%s: %" PRIu32 " nodes listed for a limit of %" PRIu32, who, c->num_found,
+			 req->limit);
+		return GNN_EPROTO;
+	}
+	for (uint32_t i = 0; i < c->num_found; i++) {
+		if (c->found[i] <= prev || c->found[i] >= hi) {
+			snprintf(err, err_len, "%s: listed node %" PRId64 " (entry %" PRIu32 ") out of order or outside "
+				 "[%" PRId64 ", %" PRId64 ")", who, c->found[i], i, lo, hi);
+			return GNN_EPROTO;
+		}
+		prev = c->found[i];
+	}
+	if (next != -1 && (next <= prev || next <= lo || next >= hi)) {
+		snprintf(err, err_len, "%s: next_cursor %" PRId64 " does not move forward inside [%" PRId64 ", %" PRId64
+			 ") after node %" PRId64, who, next, lo, hi, prev);
+		return GNN_EPROTO;
+	}
+	return GNN_OK;
+}
+
 int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
 		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len)
 {
@@ -866,8 +897,7 @@ int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struc
 	int32_t p = gnn_layout_owner(l, req->cursor);
 	size_t start = w->len;
 	struct smp_call c;
-	int64_t lo, hi, prev, next;
-	char who[256];
+	int64_t next;
 	int rc;
 
 	err[0] = '\0';
@@ -878,37 +908,11 @@ int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struc
 	}
 	c = (struct smp_call){ .type = GNN_MSG_NODES_REQ, .part = (uint32_t)p, .split = req->split,
 			       .limit = req->limit, .cursor = req->cursor };
-	if ((rc = be->run(be->ctx, &c, 1, err, err_len)) != GNN_OK)
+	if ((rc = be->run(be->ctx, &c, 1, err, err_len)) != GNN_OK ||
+	    (rc = check_page(be, p, req, &c, err, err_len)) != GNN_OK)
 		goto out;
-	/* The store's page lies in [cursor, end of its partition), ascending,
-	 * and its next_cursor moves past the page (progress is guaranteed). */
-	lo = req->cursor;
-	hi = l->offsets[p + 1];
-	prev = lo - 1;
-	be->describe(be->ctx, (uint32_t)p, who, sizeof(who));
-	if (c.num_found > req->limit) {
-		snprintf(err, err_len, "%s: %" PRIu32 " nodes listed for a limit of %" PRIu32, who, c.num_found,
-			 req->limit);
-		rc = GNN_EPROTO;
-		goto out;
-	}
-	for (uint32_t i = 0; i < c.num_found; i++) {
-		if (c.found[i] <= prev || c.found[i] >= hi) {
-			snprintf(err, err_len, "%s: listed node %" PRId64 " (entry %" PRIu32 ") out of order or outside "
-				 "[%" PRId64 ", %" PRId64 ")", who, c.found[i], i, lo, hi);
-			rc = GNN_EPROTO;
-			goto out;
-		}
-		prev = c.found[i];
-	}
-	next = c.next_cursor;
-	if (next != -1 && (next <= prev || next <= lo || next >= hi)) {
-		snprintf(err, err_len, "%s: next_cursor %" PRId64 " does not move forward inside [%" PRId64 ", %" PRId64
-			 ") after node %" PRId64, who, next, lo, hi, prev);
-		rc = GNN_EPROTO;
-		goto out;
-	}
 	/* This partition is done: continue with the next one. */
+	next = c.next_cursor;
 	if (next == -1 && (uint32_t)p + 1 < l->num_parts)
 		next = l->offsets[p + 1];
 	if ((rc = gnn_encode_nodes_resp(w, req_id, c.found, c.num_found, next)) != GNN_OK) {
@@ -1178,6 +1182,22 @@ out:
 	return rc;
 }
 
+/* SCORE: the scores of n pairs whose endpoints' rows (m's dim wide) are
+ * rows[2 i], rows[2 i + 1], with m's decoder and its params, into *scores
+ * (the caller's: free). GNN_ENOMEM. */
+static int score_pairs(const struct gnn_link_resp *m, const float *rows, const float *params, uint32_t n,
+		       float **scores)
+{
+	struct gnn_linkdec d = { .kind = m->decoder, .dim = m->dim, .hidden = m->hidden, .params = params };
+
+	if ((*scores = malloc((size_t)n * 4 + 1)) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		(*scores)[i] = (float)gnn_linkdec_score(&d, rows + (size_t)2 * i * m->dim,
+							rows + (size_t)(2 * i + 1) * m->dim);
+	return GNN_OK;
+}
+
 int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_link_req *req,
 		     struct gnn_wbuf *w, char *err, size_t err_len)
 {
@@ -1192,8 +1212,7 @@ int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct
 	    req->node_type >= be->layout->schema->num_types) {
 		snprintf(err, err_len, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
 			 be->layout->schema->num_types);
-		rc = GNN_EINVAL;
-		goto out;
+		return GNN_EINVAL;
 	}
 	if (req->op == GNN_LINK_TOPK && req->dim > 0) {
 		rc = topk_all(be, req, req->query, req->dim, -1, &t, &r, err, err_len);
@@ -1215,26 +1234,19 @@ int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct
 		goto out;
 	r.op = req->op;
 	r.rows = req->op == GNN_LINK_ROWS ? rows : NULL;
-	r.nodes = NULL;
+	r.nodes = req->op == GNN_LINK_TOPK ? t.nodes : NULL;
 	if (req->op == GNN_LINK_TOPK) {
 		r.n = t.n;
-		r.nodes = t.nodes;
 		r.scores = t.scores;
-		r.flags = 0;
-		r.params = NULL;
-	} else if (req->op == GNN_LINK_SCORE) {
-		struct gnn_linkdec d = { .kind = m.decoder, .dim = m.dim, .hidden = m.hidden, .params = params };
-
-		if ((scores = malloc((size_t)req->n * 4 + 1)) == NULL) {
-			rc = GNN_ENOMEM;
-			goto out;
-		}
-		for (uint32_t i = 0; i < req->n; i++)
-			scores[i] = (float)gnn_linkdec_score(&d, rows + (size_t)2 * i * m.dim, rows + (size_t)(2 * i + 1) * m.dim);
+	} else if (req->op == GNN_LINK_SCORE && (rc = score_pairs(&m, rows, params, req->n, &scores)) == GNN_OK) {
 		r.scores = scores;
+	}
+	if (req->op != GNN_LINK_ROWS) {  /* scores only */
 		r.flags = 0;
 		r.params = NULL;
 	}
+	if (rc != GNN_OK)
+		goto out;
 	if ((rc = gnn_encode_link_resp(w, req_id, &r)) != GNN_OK)
 		snprintf(err, err_len, "cannot encode the reply (%s)", gnn_strerror(rc));
 out:

@@ -147,6 +147,32 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 	return GNN_OK;
 }
 
+/* Store i of o's list: its clients (dialling in the background) and its
+ * watch connection. */
+static int store_open(struct store *st, size_t i, const struct smp_stores_opts *o)
+{
+	struct gnn_client_opts data = { .name = st->name, .timeout_ms = o->timeout_ms, .retries = o->retries };
+	struct gnn_client_opts check = { .name = st->name, .timeout_ms = o->check_timeout_ms, .retries = 0 };
+	int rc;
+
+	snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
+	atomic_init(&st->state, ST_WAITING);
+	/* The data connection is not the one the first INFO came over: its
+	 * first answers are verified too. */
+	atomic_init(&st->suspect, 1);
+	atomic_init(&st->verified, 0);
+	atomic_init(&st->watch_pipe, 0);
+	if ((st->url = strdup(o->urls[i])) == NULL)
+		return GNN_ENOMEM;
+	data.url = check.url = st->url;
+	if ((rc = gnn_client_open(&data, &st->data)) != GNN_OK ||
+	    (rc = gnn_client_open(&check, &st->check)) != GNN_OK) {
+		GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
+		return rc;
+	}
+	return watch_open(st);
+}
+
 int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 {
 	struct smp_stores *s;
@@ -178,31 +204,9 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 		free(s);
 		return GNN_ENOMEM;
 	}
-	for (size_t i = 0; i < o->n; i++) {
-		struct store *st = &s->st[i];
-
-		snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
-		atomic_init(&st->state, ST_WAITING);
-		/* The data connection is not the one the first INFO came over:
-		 * its first answers are verified too. */
-		atomic_init(&st->suspect, 1);
-		atomic_init(&st->verified, 0);
-		atomic_init(&st->watch_pipe, 0);
-		if ((st->url = strdup(o->urls[i])) == NULL)
+	for (size_t i = 0; i < o->n; i++)
+		if ((rc = store_open(&s->st[i], i, o)) != GNN_OK)
 			goto out_fail;
-		struct gnn_client_opts data = { .url = st->url, .name = st->name, .timeout_ms = o->timeout_ms,
-						.retries = o->retries };
-		struct gnn_client_opts check = { .url = st->url, .name = st->name,
-						 .timeout_ms = o->check_timeout_ms, .retries = 0 };
-
-		if ((rc = gnn_client_open(&data, &st->data)) != GNN_OK ||
-		    (rc = gnn_client_open(&check, &st->check)) != GNN_OK) {
-			GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
-			goto out_fail;
-		}
-		if ((rc = watch_open(st)) != GNN_OK)
-			goto out_fail;
-	}
 	if ((rc = register_metrics(s, o->metrics)) != GNN_OK)
 		goto out_fail;
 	*out = s;
@@ -356,6 +360,27 @@ static void list_stores(const struct smp_stores *s, int st, bool negate, char *b
 		memcpy(buf + size - 4, "...", 4);
 }
 
+/* Which field of a store's layout il differs from the first store's rl
+ * (NULL: none): they must describe the same graph. */
+static const char *layout_differs(const struct gnn_layout *il, const struct gnn_layout *rl)
+{
+	if (il->graph_id != rl->graph_id)
+		return "graph_id";
+	if (il->num_parts != rl->num_parts)
+		return "num_parts";
+	if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
+		return "num_nodes/num_edges";
+	if (il->feat_dim != rl->feat_dim || il->feat_dtype != rl->feat_dtype || il->num_classes != rl->num_classes)
+		return "feat_dim/feat_dtype/num_classes";
+	if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
+		return "node_offsets";
+	if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
+	    il->schema->num_types != rl->schema->num_types ||
+	    memcmp(il->type_offsets, rl->type_offsets, ((size_t)rl->num_parts * rl->schema->num_types + 1) * 8) != 0)
+		return "schema";
+	return NULL;
+}
+
 /* Every store's answer describes the same graph, and together they serve
  * each partition exactly once. */
 static int check_layout(struct smp_stores *s)
@@ -378,7 +403,7 @@ static int check_layout(struct smp_stores *s)
 		const struct store *st = &s->st[i];
 		const struct gnn_info *in = &st->info;
 		const struct gnn_layout *il = &in->layout;
-		const char *field = NULL;
+		const char *field = layout_differs(il, rl);
 
 		/* part_id == num_parts is how a sampler answers INFO. */
 		if (in->part_id >= il->num_parts) {
@@ -387,22 +412,6 @@ static int check_layout(struct smp_stores *s)
 				  "not a graph store\"", st->name, st->url, in->part_id, il->num_parts, st->name);
 			return GNN_EINVAL;
 		}
-		if (il->graph_id != rl->graph_id)
-			field = "graph_id";
-		else if (il->num_parts != rl->num_parts)
-			field = "num_parts";
-		else if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
-			field = "num_nodes/num_edges";
-		else if (il->feat_dim != rl->feat_dim || il->feat_dtype != rl->feat_dtype ||
-			 il->num_classes != rl->num_classes)
-			field = "feat_dim/feat_dtype/num_classes";
-		else if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
-			field = "node_offsets";
-		else if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
-			 il->schema->num_types != rl->schema->num_types ||
-			 memcmp(il->type_offsets, rl->type_offsets,
-				((size_t)rl->num_parts * rl->schema->num_types + 1) * 8) != 0)
-			field = "schema";
 		if (field != NULL) {
 			GNN_ERROR("graphstores_mismatch", "store=%s url=%s field=%s graph_id=%016" PRIx64
 				  " expected_graph_id=%016" PRIx64 " reason=\"%s serves another graph than %s (%s "
@@ -440,71 +449,43 @@ static size_t count_state(const struct smp_stores *s, int state)
 	return k;
 }
 
-int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
+/* One INFO round to the stores that have not answered yet (want, res:
+ * scratch of s->n): each first answer fixes its store's identity (state
+ * UP, logged). Returns how many stores are still missing. */
+static size_t connect_round(struct smp_stores *s, bool *want, struct probe *res)
 {
-	struct probe *res = calloc(s->n, sizeof(*res));
-	bool *want = calloc(s->n, sizeof(*want));
-	double t0 = gnn_now(), last_log = t0;
-	char missing[1024];
-	int rc;
+	size_t left = 0;
 
-	if (res == NULL || want == NULL) {
-		rc = GNN_ENOMEM;
-		goto out;
+	for (size_t i = 0; i < s->n; i++)
+		want[i] = !s->st[i].answered;
+	probe_stores(s, want, false, res);
+	for (size_t i = 0; i < s->n; i++) {
+		struct store *st = &s->st[i];
+
+		if (!want[i] || res[i].rc != GNN_OK) {
+			left += !st->answered;
+			continue;
+		}
+		st->info = res[i].info;
+		res[i].own = false;
+		st->answered = true;
+		atomic_store(&st->state, ST_UP);
+		GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
+			 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
+			 st->info.part_id, st->info.layout.num_parts, st->info.layout.graph_id,
+			 st->info.layout.num_nodes, st->info.layout.feat_dim);
 	}
-	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
-	for (;;) {
-		double round = gnn_now();
-		size_t left = 0;
+	probes_free(res, s->n);
+	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	return left;
+}
 
-		for (size_t i = 0; i < s->n; i++)
-			want[i] = !s->st[i].answered;
-		probe_stores(s, want, false, res);
-		for (size_t i = 0; i < s->n; i++) {
-			struct store *st = &s->st[i];
-
-			if (!want[i] || res[i].rc != GNN_OK) {
-				left += !st->answered;
-				continue;
-			}
-			st->info = res[i].info;
-			res[i].own = false;
-			st->answered = true;
-			atomic_store(&st->state, ST_UP);
-			GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
-				 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
-				 st->info.part_id, st->info.layout.num_parts, st->info.layout.graph_id,
-				 st->info.layout.num_nodes, st->info.layout.feat_dim);
-		}
-		probes_free(res, s->n);
-		gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
-		if (left == 0)
-			break;
-		list_stores(s, ST_UP, true, missing, sizeof(missing));
-		if (stop != NULL && stop()) {
-			rc = GNN_ECLOSED;
-			goto out;
-		}
-		if (gnn_now() - t0 >= wait_s) {
-			GNN_ERROR("graphstores_unreachable", "missing=%s waited_s=%.0f reason=\"these graph stores did "
-				  "not answer INFO within --wait-stores\"", missing, gnn_now() - t0);
-			rc = GNN_ETIMEDOUT;
-			goto out;
-		}
-		if (gnn_now() - last_log >= 10) {
-			GNN_INFO("waiting_for_graphstores", "missing=%s waited_s=%.0f", missing, gnn_now() - t0);
-			last_log = gnn_now();
-		}
-		/* About one round a second; stop is polled meanwhile. */
-		while (gnn_now() - round < 1.0 && !(stop != NULL && stop()))
-			sleep_ms(50);
-	}
-	if ((rc = check_layout(s)) != GNN_OK)
-		goto out;
-	/* The watch connections dial alongside the others (milliseconds):
-	 * being ready means a restart of any store from now on is seen. A
-	 * store whose watch does not connect is still served (the other
-	 * signals and the check remain). */
+/* The watch connections dial alongside the others (milliseconds): being
+ * ready means a restart of any store from now on is seen. A store whose
+ * watch does not connect within a second is still served (the other
+ * signals and the check remain). */
+static void await_watches(const struct smp_stores *s)
+{
 	for (double w0 = gnn_now(); gnn_now() - w0 < 1.0; sleep_ms(10)) {
 		size_t up = 0;
 
@@ -513,15 +494,61 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 		if (up == s->n)
 			break;
 	}
-	atomic_store(&s->connected, true);
-	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
-		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
-		 s->layout.num_classes,
-		 gnn_now() - t0);
-out:
+}
+
+/* Waits until every store answered INFO (about a round a second, stop
+ * polled meanwhile), logging which ones it waits for every ~10 s. */
+static int await_stores(struct smp_stores *s, double wait_s, bool (*stop)(void), double t0)
+{
+	struct probe *res = calloc(s->n, sizeof(*res));
+	bool *want = calloc(s->n, sizeof(*want));
+	double last_log = t0, round;
+	char missing[1024];
+	int rc = GNN_ENOMEM;
+
+	while (res != NULL && want != NULL) {
+		round = gnn_now();
+		if (connect_round(s, want, res) == 0) {
+			rc = GNN_OK;
+			break;
+		}
+		list_stores(s, ST_UP, true, missing, sizeof(missing));
+		if (stop != NULL && stop()) {
+			rc = GNN_ECLOSED;
+			break;
+		}
+		if (gnn_now() - t0 >= wait_s) {
+			GNN_ERROR("graphstores_unreachable", "missing=%s waited_s=%.0f reason=\"these graph stores did "
+				  "not answer INFO within --wait-stores\"", missing, gnn_now() - t0);
+			rc = GNN_ETIMEDOUT;
+			break;
+		}
+		if (gnn_now() - last_log >= 10) {
+			GNN_INFO("waiting_for_graphstores", "missing=%s waited_s=%.0f", missing, gnn_now() - t0);
+			last_log = gnn_now();
+		}
+		while (gnn_now() - round < 1.0 && !(stop != NULL && stop()))
+			sleep_ms(50);
+	}
 	free(res);
 	free(want);
 	return rc;
+}
+
+int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
+{
+	double t0 = gnn_now();
+	int rc;
+
+	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
+	if ((rc = await_stores(s, wait_s, stop, t0)) != GNN_OK || (rc = check_layout(s)) != GNN_OK)
+		return rc;
+	await_watches(s);
+	atomic_store(&s->connected, true);
+	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
+		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
+		 s->layout.num_classes, gnn_now() - t0);
+	return GNN_OK;
 }
 
 /* ---- a store that changed graph ---- */

@@ -538,6 +538,52 @@ static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t
 	return GNN_OK;
 }
 
+/* Type t's input rows of mb, as the model reads them: its features (when
+ * the embedding is concatenated to them), then the embedding rows pulled,
+ * rs[*i] on (one answer per partition holding some, *i advanced). *rows
+ * and *bytes count what was pulled. */
+static int assemble_type(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t t, const struct gnn_emb_resp *rs,
+			 uint32_t *i, double *rows, double *bytes)
+{
+	uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
+	const float *feat = mb->feat[t];
+	int rc;
+
+	/* the sampler's rows must be the type's features: tr_model_check
+	 * sees the assembled ones only */
+	if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
+		GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
+			  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
+			  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
+		return GNN_EPROTO;
+	}
+	if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1, sizeof(float))) != GNN_OK)
+		return rc;
+	for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
+		memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+		uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+		const float *src;
+
+		if (hi == lo)
+			continue;
+		if (rs[*i].n != hi - lo || rs[*i].dim != e->dim[t]) {
+			rc = GNN_EPROTO;
+			break;
+		}
+		src = rs[(*i)++].data;
+		for (uint32_t q = lo; q < hi; q++)
+			memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
+			       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
+	}
+	mb->feat[t] = e->m[t].rows;
+	mb->feat_dims[t] = w;
+	mb->feat_dtype = GNN_DT_F32;
+	*rows += n;
+	*bytes += (double)n * e->dim[t] * 4;
+	return rc;
+}
+
 int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 {
 	double t0 = gnn_now(), bytes = 0, rows = 0;
@@ -563,47 +609,9 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 	if (rc == GNN_OK)
 		rc = run_calls(e, "pull", rs);
 	/* Assemble each type's rows: features (concat), then the embedding. */
-	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++) {
-		uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
-		const float *feat = mb->feat[t];
-
-		if (e->dim[t] == 0)
-			continue;
-		/* the sampler's rows must be the type's features: tr_model_check
-		 * sees the assembled ones only */
-		if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
-			GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
-				  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
-				  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
-			rc = GNN_EPROTO;
-			break;
-		}
-		if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1,
-			       sizeof(float))) != GNN_OK)
-			break;
-		for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
-			memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
-			const float *src;
-
-			if (hi == lo)
-				continue;
-			if (rs[i].n != hi - lo || rs[i].dim != e->dim[t]) {
-				rc = GNN_EPROTO;
-				break;
-			}
-			src = rs[i++].data;
-			for (uint32_t q = lo; q < hi; q++)
-				memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
-				       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
-		}
-		mb->feat[t] = e->m[t].rows;
-		mb->feat_dims[t] = w;
-		mb->feat_dtype = GNN_DT_F32;
-		rows += n;
-		bytes += (double)n * e->dim[t] * 4;
-	}
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
+		if (e->dim[t] > 0)
+			rc = assemble_type(e, mb, t, rs, &i, &rows, &bytes);
 	free_replies(e, rs);
 	free(rs);
 	gnn_counter_add(e->rows[OP_PULL], rows);

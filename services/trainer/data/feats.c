@@ -541,23 +541,18 @@ struct misses {
 	uint64_t cached, missed;
 };
 
-static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m)
+/* Copies the cached rows of mb's sources into rows now; the others, in
+ * source order, go to tid (their IDs), tpos (their rows in the type's
+ * matrix) and m->key (type t P + owner p), *nm of them, counted in m->gs.
+ * GNN_EPROTO for a source outside the graph or not of the type given. */
+static int split_cached(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m,
+			int64_t *tid, uint32_t *tpos, uint32_t *nm)
 {
 	const struct gnn_block *b0 = &mb->blocks[0];
-	uint32_t k_t[GNN_MAX_TYPES] = { 0 }, n = b0->num_src, G = f->T * f->P;
-	int64_t *tid = malloc((size_t)n * sizeof(int64_t) + 1);
-	uint32_t *tpos = malloc((size_t)n * sizeof(uint32_t) + 1), *cur, nm = 0;
+	uint32_t k_t[GNN_MAX_TYPES] = { 0 };
 
-	m->mid = malloc((size_t)n * sizeof(int64_t) + 1);
-	m->mpos = malloc((size_t)n * sizeof(uint32_t) + 1);
-	m->key = malloc((size_t)n * sizeof(uint32_t) + 1);
-	m->gs = calloc((size_t)G + 1, sizeof(uint32_t));
-	if (tid == NULL || tpos == NULL || m->mid == NULL || m->mpos == NULL || m->key == NULL || m->gs == NULL) {
-		free(tid);
-		free(tpos);
-		return GNN_ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
+	*nm = 0;
+	for (uint32_t i = 0; i < b0->num_src; i++) {
 		uint32_t t = f->T > 1 ? mb->src_types[i] : 0, k, d = f->dim[t];
 		int64_t id = b0->src_ids[i];
 		int32_t p;
@@ -565,45 +560,59 @@ static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *ro
 		if (d == 0)
 			continue;
 		/* the sampler's word is checked before it indexes anything */
-		if (id < 0 || id >= f->g->num_nodes || (f->T > 1 && gnn_layout_type(f->g, id) != (int32_t)t)) {
-			free(tid);
-			free(tpos);
+		if (id < 0 || id >= f->g->num_nodes || (f->T > 1 && gnn_layout_type(f->g, id) != (int32_t)t))
 			return GNN_EPROTO;
-		}
 		k = k_t[t]++;
 		if (f->slot != NULL && f->slot[id] >= 0) {
 			gnn_feat_to_f32(f->rows[t] + (size_t)f->slot[id] * d * f->elem, f->dtype, d, rows[t] + (size_t)k * d);
 			m->cached++;
 			continue;
 		}
-		if ((p = gnn_layout_owner(f->g, id)) < 0) {
-			free(tid);
-			free(tpos);
+		if ((p = gnn_layout_owner(f->g, id)) < 0)
 			return GNN_EPROTO;
-		}
-		tid[nm] = id;
-		tpos[nm] = k;
-		m->key[nm++] = t * f->P + (uint32_t)p;
+		tid[*nm] = id;
+		tpos[*nm] = k;
+		m->key[(*nm)++] = t * f->P + (uint32_t)p;
 		m->gs[t * f->P + (uint32_t)p + 1]++;
 	}
+	return GNN_OK;
+}
+
+static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m)
+{
+	uint32_t n = mb->blocks[0].num_src, G = f->T * f->P, *cur = NULL, nm;
+	int64_t *tid = malloc((size_t)n * sizeof(int64_t) + 1);
+	uint32_t *tpos = malloc((size_t)n * sizeof(uint32_t) + 1);
+	int rc = GNN_ENOMEM;
+
+	m->mid = malloc((size_t)n * sizeof(int64_t) + 1);
+	m->mpos = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->key = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->gs = calloc((size_t)G + 1, sizeof(uint32_t));
+	if (tid == NULL || tpos == NULL || m->mid == NULL || m->mpos == NULL || m->key == NULL || m->gs == NULL)
+		goto out;
+	if ((rc = split_cached(f, mb, rows, m, tid, tpos, &nm)) != GNN_OK)
+		goto out;
+	if ((cur = calloc(G, sizeof(uint32_t))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	/* the misses grouped by (type, partition), in source order within */
 	for (uint32_t g = 0; g < G; g++)
 		m->gs[g + 1] += m->gs[g];
-	if ((cur = calloc(G, sizeof(uint32_t))) == NULL) {
-		free(tid);
-		free(tpos);
-		return GNN_ENOMEM;
-	}
 	for (uint32_t j = 0; j < nm; j++) {
 		uint32_t q = m->gs[m->key[j]] + cur[m->key[j]]++;
 
 		m->mid[q] = tid[j];
 		m->mpos[q] = tpos[j];
 	}
-	free(cur);
 	m->missed = nm;
+	rc = GNN_OK;
+out:
+	free(cur);
 	free(tid);
 	free(tpos);
-	return GNN_OK;
+	return rc;
 }
 
 int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *err,
