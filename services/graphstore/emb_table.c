@@ -68,7 +68,7 @@ struct call {
 	uint32_t part;
 	const struct gnn_emb_req *req;
 	char *why;
-	size_t why_size;
+	size_t why_len;
 	void *rows;                   /* PULL, READ: the reply's rows (malloc'd) */
 	uint32_t n, dim;
 	int64_t *push;                /* PUSH: its IDs and rows, copied before the lock (malloc'd; NULL once a slot took it) */
@@ -80,7 +80,7 @@ static int refuse(struct call *c, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->why, c->why_size, fmt, ap);
+	vsnprintf(c->why, c->why_len, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -689,9 +689,9 @@ static int dispatch(struct gs_emb *e, struct call *c)
 }
 
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
-		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_size)
+		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len)
 {
-	struct call c = { .l = l, .part = part, .req = req, .why = why, .why_size = why_size };
+	struct call c = { .l = l, .part = part, .req = req, .why = why, .why_len = why_len };
 	struct gnn_emb_resp r = { 0 };
 	int rc;
 

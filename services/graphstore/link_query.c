@@ -74,7 +74,7 @@ static int check_topk(const struct gnn_link_req *req, uint32_t d, const struct g
 }
 
 int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, const struct gnn_schema *sc,
-		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_size)
+		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_len)
 {
 	struct gnn_link_resp r = { .op = req->op, .n = req->n, .params_crc = v->params_crc, .decoder = v->dec.kind,
 				   .dim = v->dec.dim, .hidden = v->dec.hidden };
@@ -87,7 +87,7 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 
 	if (req->op == GNN_LINK_ROWS) {
 		if (16 + 4 * (uint64_t)req->n * d + 4 * gnn_link_params_count(r.decoder, d, r.hidden) > GNN_PROTO_MAX_MSG_BYTES) {
-			snprintf(why, why_size, "%" PRIu32 " rows of %" PRIu32 " floats are over the %u-byte message limit: "
+			snprintf(why, why_len, "%" PRIu32 " rows of %" PRIu32 " floats are over the %u-byte message limit: "
 				 "ask for fewer", req->n, d, GNN_PROTO_MAX_MSG_BYTES);
 			return GNN_ERANGE;
 		}
@@ -106,7 +106,7 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 							  v->rows + (size_t)(req->ids[2 * i + 1] - pt->node_start) * d);
 		r.scores = buf;
 	} else {
-		if ((rc = check_topk(req, d, sc, why, why_size)) != GNN_OK)
+		if ((rc = check_topk(req, d, sc, why, why_len)) != GNN_OK)
 			return rc;
 		if (req->node_type != GNN_LINK_ANY_TYPE) {
 			lo = pt->type_start[req->node_type];
@@ -120,7 +120,7 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 		r.scores = t.scores;
 	}
 	if ((rc = gnn_encode_link_resp(out, req_id, &r)) != GNN_OK)
-		snprintf(why, why_size, "cannot encode the reply (%s)", gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode the reply (%s)", gnn_strerror(rc));
 out:
 	free(buf);
 	gnn_topk_free(&t);

@@ -245,7 +245,7 @@ void gs_store_close(struct gs_store *s)
 	}
 }
 
-bool gs_ready(void *ctx, char *reason, size_t reason_size)
+bool gs_ready(void *ctx, char *why, size_t why_len)
 {
 	struct gs_store *s = ctx;
 
@@ -253,13 +253,13 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size)
 	case GS_READY:
 		return true;
 	case GS_WAITING:
-		snprintf(reason, reason_size, "waiting for %s/meta.json", s->dir);
+		snprintf(why, why_len, "waiting for %s/meta.json", s->dir);
 		return false;
 	case GS_LOADING:
-		snprintf(reason, reason_size, "loading partition %d", s->part_id);
+		snprintf(why, why_len, "loading partition %d", s->part_id);
 		return false;
 	default:
-		snprintf(reason, reason_size, "stopping");
+		snprintf(why, why_len, "stopping");
 		return false;
 	}
 }

@@ -554,11 +554,11 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 /* ---- a store that changed graph ---- */
 
 /* The error text of requests refused because st now answers in. */
-static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *buf,
-			 size_t size)
+static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *why,
+			 size_t why_len)
 {
 	/* Short: a client keeps about 250 bytes of an error text. */
-	snprintf(buf, size, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
+	snprintf(why, why_len, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
 		 ", not graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32 ": this sampler refuses requests "
 		 "and exits in %.0f s to restart on the new graph", st->name, st->url, in->layout.graph_id,
 		 in->part_id, in->layout.num_parts, st->info.layout.graph_id, st->info.part_id,
@@ -678,19 +678,19 @@ int smp_stores_start_check(struct smp_stores *s)
 
 /* The backend's layout_known: the layout is fixed once connect succeeded,
  * and stale for good once a store changed graph. */
-static bool stores_layout_known(void *ctx, char *reason, size_t size)
+static bool stores_layout_known(void *ctx, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 
 	if (atomic_load(&s->changed)) {
-		snprintf(reason, size, "%s", s->changed_text);
+		snprintf(why, why_len, "%s", s->changed_text);
 		return false;
 	}
 	if (atomic_load(&s->connected))
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
-	snprintf(reason, size, "waiting for graph stores: %s", list[0] ? list : "layout check");
+	snprintf(why, why_len, "waiting for graph stores: %s", list[0] ? list : "layout check");
 	return false;
 }
 
@@ -706,24 +706,24 @@ static bool store_missing(const struct smp_stores *s, const struct store *st)
 	       (state == ST_DOWN && gnn_now() - atomic_load(&st->down_since) >= s->down_grace_s);
 }
 
-bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
+bool smp_stores_ready(void *ctx, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 	bool missing = false;
 
 	if (atomic_load(&s->changed)) {
-		snprintf(reason, reason_size, "%s", s->changed_ready);
+		snprintf(why, why_len, "%s", s->changed_ready);
 		return false;
 	}
-	if (!stores_layout_known(s, reason, reason_size))
+	if (!stores_layout_known(s, why, why_len))
 		return false;
 	for (size_t i = 0; i < s->n; i++)
 		missing |= store_missing(s, &s->st[i]);
 	if (!missing)
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
-	snprintf(reason, reason_size, "graph stores unreachable or changed: %s", list);
+	snprintf(why, why_len, "graph stores unreachable or changed: %s", list);
 	return false;
 }
 
@@ -943,7 +943,7 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
  * data client (the connection its answers came over), in parallel. The
  * same graph clears the sign; another latches the change. GNN_EUNAVAIL,
  * with err naming the store, when a store changed or did not answer. */
-static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err_len)
+static int verify_stores(struct smp_stores *s, bool *used, char *why, size_t why_len)
 {
 	unsigned *gen;
 	struct probe *res;
@@ -958,7 +958,7 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 	gen = calloc(s->n, sizeof(*gen));
 	res = calloc(s->n, sizeof(*res));
 	if (gen == NULL || res == NULL) {
-		snprintf(err, err_len, "out of memory");
+		snprintf(why, why_len, "out of memory");
 		rc = GNN_ENOMEM;
 		goto out;
 	}
@@ -977,14 +977,14 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 			continue;
 		if (res[i].rc != GNN_OK) {
 			if (rc == GNN_OK)
-				snprintf(err, err_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
+				snprintf(why, why_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
 					 "serves after a sign of a restart: %s", st->name, st->url,
 					 client_detail(st, res[i].err));
 			rc = GNN_EUNAVAIL;
 		} else if (!gnn_storeid_serves(&res[i].info, st->info.part_id, &st->info.layout)) {
 			mark_changed(s, st, &res[i].info);
 			if (rc == GNN_OK)
-				changed_text(s, st, &res[i].info, err, err_len);
+				changed_text(s, st, &res[i].info, why, why_len);
 			rc = GNN_EUNAVAIL;
 		} else {
 			GNN_DEBUG("graphstore_verified", "store=%s url=%s graph_id=%016" PRIx64, st->name, st->url,

@@ -304,7 +304,7 @@ static void random_seeds(int64_t num_nodes, uint32_t n, int64_t *out)
 
 /* ---- tests ---- */
 
-static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len);
 static void broken_release(void *ctx, struct smp_call *calls, size_t n);
 enum { BREAK_NONE, BREAK_NBR, BREAK_COUNT, BREAK_LABEL, BREAK_FAIL, BREAK_NODES_ORDER, BREAK_NODES_RANGE,
        BREAK_NODES_NEXT };
@@ -590,17 +590,17 @@ static void test_exclusion(void)
 /* A backend that breaks its answers after the local backend made them. */
 static void *break_buf;
 
-static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_backend local;
 	int rc;
 
 	smp_local_backend(ctx, &local);
 	if (break_mode == BREAK_FAIL) {
-		snprintf(err, err_len, "graph store graphstore-9 (tcp://nowhere:1) unavailable");
+		snprintf(why, why_len, "graph store graphstore-9 (tcp://nowhere:1) unavailable");
 		return GNN_EUNAVAIL;
 	}
-	if ((rc = local.run(ctx, calls, n, err, err_len)) != GNN_OK)
+	if ((rc = local.run(ctx, calls, n, why, why_len)) != GNN_OK)
 		return rc;
 	for (size_t i = 0; i < n && break_buf == NULL; i++) {
 		struct smp_call *c = &calls[i];
@@ -805,7 +805,7 @@ static struct {
 	size_t zero_fanout;      /* SAMPLE calls with fanout 0: must never happen */
 } counted;
 
-static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_backend local;
 
@@ -814,7 +814,7 @@ static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, 
 		counted.calls[calls[i].type]++;
 		counted.zero_fanout += calls[i].type == GNN_MSG_SAMPLE_REQ && calls[i].fanouts[0] == 0;
 	}
-	return local.run(ctx, calls, n, err, err_len);
+	return local.run(ctx, calls, n, why, why_len);
 }
 
 /* A fanout-0 layer's block is its destinations as sources, no edges, and
@@ -959,10 +959,10 @@ static void expect_error(struct smp_service *svc, const struct gnn_wbuf *in, siz
 	gnn_wbuf_free(&out);
 }
 
-static bool never_known(void *ctx, char *reason, size_t size)
+static bool never_known(void *ctx, char *why, size_t why_len)
 {
 	(void)ctx;
-	snprintf(reason, size, "waiting for graph stores: graphstore-1(tcp://nowhere:1)");
+	snprintf(why, why_len, "waiting for graph stores: graphstore-1(tcp://nowhere:1)");
 	return false;
 }
 

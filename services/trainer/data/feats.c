@@ -165,7 +165,7 @@ void tr_feats_close(struct tr_feats *f)
 
 /* Store p serves partition p of the samplers' graph: checked by INFO
  * whenever its connection came up since the last check. */
-static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
+static int verify(struct tr_feats *f, uint32_t p, char *why, size_t why_len)
 {
 	struct store *st = &f->st[p];
 	struct gnn_wbuf w;
@@ -184,11 +184,11 @@ static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
 	}
 	gnn_wbuf_init(&w);
 	if ((rc = gnn_encode_info_req(&w, atomic_fetch_add(&f->req_id, 1))) != GNN_OK ||
-	    (rc = gnn_client_call(st->c, &w, &reply, err, err_len)) != GNN_OK ||
+	    (rc = gnn_client_call(st->c, &w, &reply, why, why_len)) != GNN_OK ||
 	    (rc = gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &pl, &len)) != GNN_OK ||
 	    (rc = gnn_decode_info_resp(pl, len, &info)) != GNN_OK) {
-		if (rc != GNN_ECLOSED && err[0] == '\0')
-			snprintf(err, err_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
+		if (rc != GNN_ECLOSED && why[0] == '\0')
+			snprintf(why, why_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
 		goto out;
 	}
 	if (!gnn_storeid_serves(&info, p, f->g)) {
@@ -197,7 +197,7 @@ static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
 			  "another graph or partition than the samplers: its rows are not used\"",
 			  gnn_client_name(st->c), info.layout.graph_id, info.part_id, info.layout.num_parts,
 			  f->g->graph_id, p);
-		snprintf(err, err_len, "%s serves graph_id %016" PRIx64 " partition %" PRIu32 ", not graph_id %016"
+		snprintf(why, why_len, "%s serves graph_id %016" PRIx64 " partition %" PRIu32 ", not graph_id %016"
 			 PRIx64 " partition %" PRIu32, gnn_client_name(st->c), info.layout.graph_id, info.part_id,
 			 f->g->graph_id, p);
 		rc = GNN_EPROTO;
@@ -248,7 +248,7 @@ static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *
 }
 
 /* Copies call k's answer into place, after checking its shape. */
-static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *err, size_t err_len)
+static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *why, size_t why_len)
 {
 	struct gnn_feat_resp r;
 	const void *pl;
@@ -257,7 +257,7 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 
 	if ((rc = gnn_reply_payload(reply, GNN_MSG_FEAT_RESP, &pl, &len)) != GNN_OK ||
 	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d || r.dtype != f->dtype) {
-		snprintf(err, err_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
+		snprintf(why, why_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
 			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape or dtype");
 		return rc != GNN_OK ? rc : GNN_EPROTO;
 	}
@@ -350,15 +350,15 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 	return w.rc;
 }
 
-static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *err, size_t err_len)
+static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *why, size_t why_len)
 {
 	double deadline = gnn_now() + (double)tr_stores_timeout_ms(f->o.stores) *
 			  (tr_stores_retries(f->o.stores) + 1) / 1000.0;
 	int rc = GNN_OK;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	for (size_t i = 0; i < n && rc == GNN_OK; i += MAX_CALLS)
-		rc = run_wave(f, fc + i, n - i < MAX_CALLS ? n - i : MAX_CALLS, deadline, err, err_len);
+		rc = run_wave(f, fc + i, n - i < MAX_CALLS ? n - i : MAX_CALLS, deadline, why, why_len);
 	return rc;
 }
 
@@ -615,28 +615,28 @@ out:
 	return rc;
 }
 
-int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *err,
-		  size_t err_len)
+int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *why,
+		  size_t why_len)
 {
 	struct misses m = { 0 };
 	struct fcall *fc = NULL;
 	size_t nfc = 0, cap = 0;
 	int rc = GNN_ENOMEM;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (mb->num_types != f->T) {
-		snprintf(err, err_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
+		snprintf(why, why_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
 		return GNN_EPROTO;
 	}
 	for (uint32_t t = 0; t < f->T; t++) {
 		if (mb->feat_dims[t] != f->dim[t]) {
-			snprintf(err, err_len, "type %" PRIu32 "'s features are %" PRIu32 " wide in the minibatch, %" PRIu32
+			snprintf(why, why_len, "type %" PRIu32 "'s features are %" PRIu32 " wide in the minibatch, %" PRIu32
 				 " in the graph", t, mb->feat_dims[t], f->dim[t]);
 			return GNN_EPROTO;
 		}
 	}
 	if ((rc = collect(f, mb, rows, &m)) != GNN_OK) {
-		snprintf(err, err_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "
+		snprintf(why, why_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "
 			 "sampler gave" : "out of memory");
 		goto out;
 	}
@@ -644,7 +644,7 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 		if (m.gs[g + 1] > m.gs[g])
 			rc = add_calls(f, g % f->P, g / f->P, m.mid + m.gs[g], m.mpos + m.gs[g], rows[g / f->P], GNN_DT_F32,
 				       m.gs[g + 1] - m.gs[g], &fc, &nfc, &cap);
-	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, err, err_len)) == GNN_OK) {
+	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, why, why_len)) == GNN_OK) {
 		for (uint32_t t = 0; t < f->T; t++)
 			mb->feat[t] = rows[t];
 		mb->flags |= GNN_MB_FEATURES;
