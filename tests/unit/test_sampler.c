@@ -15,6 +15,7 @@
 #include "client.h"
 #include "core.h"
 #include "err.h"
+#include "fanout.h"
 #include "http.h"
 #include "local_backend.h"
 #include "log.h"
@@ -1539,6 +1540,66 @@ out:
 		gnn_server_stop(f[i].srv);
 }
 
+/* ---- a batch of calls (libcommon/fanout.h) ---- */
+
+/* Counts each call's results; refuses call 1's first answer. */
+struct fan_seen {
+	int answers[3];
+	uint64_t req_id[3];
+};
+
+static int fan_answer(void *ctx, size_t i, struct gnn_call *c)
+{
+	struct fan_seen *seen = ctx;
+	struct gnn_hdr h;
+	const void *payload;
+
+	if (c->rc != GNN_OK || gnn_proto_decode_hdr(nng_msg_body(c->reply), nng_msg_len(c->reply), &h, &payload) !=
+	    GNN_OK || h.type != GNN_MSG_INFO_RESP)
+		return GNN_EPROTO;
+	seen->req_id[i] = h.req_id;
+	return seen->answers[i]++ == 0 && i == 1 ? GNN_EUNAVAIL : GNN_OK;
+}
+
+/* Three INFO calls to a fake store: a refused answer's call runs again,
+ * alone, with the same request bytes; a cleared batch reuses its request
+ * buffers. */
+static void test_fanout_retry(void)
+{
+	struct fake f = { .part = 0, .claim_part = 0, .graph_id = 7 };
+	struct gnn_client_opts co = { .name = "fake", .timeout_ms = 5000 };
+	struct gnn_client *c = NULL;
+	struct fan_seen seen = { { 0 } };
+	struct gnn_fanout fan;
+	struct gnn_wbuf *req, *first = NULL;
+	char url[64];
+
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", t_free_port());
+	co.url = url;
+	if (!CHECK(fake_start(&f, url) == GNN_OK))
+		return;
+	gnn_fanout_init(&fan);
+	if (!CHECK(gnn_client_open(&co, &c) == GNN_OK))
+		goto out;
+	for (uint64_t i = 0; i < 3; i++) {
+		CHECK(gnn_fanout_add(&fan, c, 0, &req) == GNN_OK && gnn_encode_info_req(req, 101 + i) == GNN_OK);
+		first = i == 0 ? req : first;
+	}
+	CHECK(gnn_fanout_run(&fan, fan_answer, &seen) == GNN_EUNAVAIL);
+	CHECK(fan.done[0] && !fan.done[1] && fan.done[2]);
+	CHECK(gnn_fanout_run(&fan, fan_answer, &seen) == GNN_OK && fan.done[1]);
+	CHECK(seen.answers[0] == 1 && seen.answers[1] == 2 && seen.answers[2] == 1);
+	CHECK(seen.req_id[0] == 101 && seen.req_id[1] == 102 && seen.req_id[2] == 103);
+	gnn_fanout_clear(&fan);
+	CHECK(fan.n == 0 && fan.inited == 3);
+	CHECK(gnn_fanout_add(&fan, c, 0, &req) == GNN_OK && req == first && req->len == 0);
+	CHECK(gnn_encode_info_req(req, 104) == GNN_OK && gnn_fanout_run(&fan, NULL, NULL) == GNN_OK);
+out:
+	gnn_fanout_free(&fan);
+	gnn_client_close(c);
+	gnn_server_stop(f.srv);
+}
+
 /* ---- a real gnn-partition output ---- */
 
 /* LOOKUP in process, as the graph stores answer it (libcommon/partq.h):
@@ -1677,6 +1738,7 @@ int main(void)
 	RUN(test_stores);
 	RUN(test_stores_mismatch);
 	RUN(test_stores_changed);
+	RUN(test_fanout_retry);
 	RUN(test_partition_files);
 	free_graph();
 	gnn_metrics_free(reg);
