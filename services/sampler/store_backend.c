@@ -16,7 +16,7 @@
 #include "dtype.h"
 #include "client.h"
 #include "err.h"
-#include "fanout.h"
+#include "multicall.h"
 #include "http.h"
 #include "log.h"
 #include "storeid.h"
@@ -276,7 +276,7 @@ struct probe_run {
 	const size_t *store;
 };
 
-/* An INFO answer into its probe, the layout copied (gnn_fanout_answer_fn). */
+/* An INFO answer into its probe, the layout copied (gnn_multicall_answer_fn). */
 static int take_info(void *ctx, size_t k, struct gnn_call *c)
 {
 	const struct probe_run *pr = ctx;
@@ -311,7 +311,7 @@ static int take_info(void *ctx, size_t k, struct gnn_call *c)
 static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
 {
 	size_t *store = calloc(s->n, sizeof(*store));
-	struct gnn_fanout f;
+	struct gnn_multicall f;
 	struct gnn_wbuf *req;
 
 	for (size_t i = 0; i < s->n; i++) {
@@ -319,17 +319,17 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 		snprintf(res[i].err, sizeof(res[i].err), "out of memory");
 		res[i].own = false;
 	}
-	gnn_fanout_init(&f);
+	gnn_multicall_init(&f);
 	for (size_t i = 0; store != NULL && i < s->n; i++) {
 		if (!want[i])
 			continue;
-		if (gnn_fanout_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
+		if (gnn_multicall_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
 			break;
 		store[f.n - 1] = i;
 		gnn_encode_info_req(req, atomic_fetch_add(&s->next_req_id, 1));
 	}
-	gnn_fanout_run(&f, take_info, &(struct probe_run){ .res = res, .store = store });
-	gnn_fanout_free(&f);
+	gnn_multicall_run(&f, take_info, &(struct probe_run){ .res = res, .store = store });
+	gnn_multicall_free(&f);
 	free(store);
 }
 
@@ -1062,7 +1062,7 @@ struct run {
 };
 
 /* Adds every call to f, encoded for its partition's store. */
-static int add_calls(struct run *r, struct gnn_fanout *f, size_t n)
+static int add_calls(struct run *r, struct gnn_multicall *f, size_t n)
 {
 	struct smp_stores *s = r->s;
 
@@ -1071,7 +1071,7 @@ static int add_calls(struct run *r, struct gnn_fanout *f, size_t n)
 		struct gnn_wbuf *req;
 
 		if (c->part >= s->layout.num_parts ||
-		    gnn_fanout_add(f, s->st[s->part_store[c->part]].data, 0, &req) != GNN_OK ||
+		    gnn_multicall_add(f, s->st[s->part_store[c->part]].data, 0, &req) != GNN_OK ||
 		    encode_call(s, req, atomic_fetch_add(&s->next_req_id, 1), c) != GNN_OK) {
 			snprintf(r->why, r->why_len, "cannot encode a %s request for partition %" PRIu32,
 				 gnn_msg_name(c->type), c->part);
@@ -1118,7 +1118,7 @@ static int call_failed(const struct store *st, const struct smp_call *c, const s
 	return crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
 }
 
-/* Call i's result (gnn_fanout_answer_fn): counted for its store, its
+/* Call i's result (gnn_multicall_answer_fn): counted for its store, its
  * answer kept and decoded, the run's first failure reported. */
 static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 {
@@ -1147,9 +1147,9 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 {
 	struct smp_stores *s = ctx;
 	struct run r = { .s = s, .calls = calls, .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
-	struct gnn_fanout f;
+	struct gnn_multicall f;
 
-	gnn_fanout_init(&f);
+	gnn_multicall_init(&f);
 	for (size_t i = 0; i < n; i++)
 		calls[i].keep = NULL;
 	/* Callers ask layout_known first; this only keeps a slip harmless. */
@@ -1170,7 +1170,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 	for (size_t i = 0; i < s->n; i++)
 		if (r.used[i] && !gnn_client_connected(s->st[i].data))
 			atomic_fetch_add(&s->st[i].suspect, 1);
-	gnn_fanout_run(&f, take_call, &r);
+	gnn_multicall_run(&f, take_call, &r);
 	/* Answers are trusted only from a store known to serve this graph,
 	 * and none once a store changed (the minibatch would mix graphs). */
 	if (r.rc == GNN_OK)
@@ -1178,7 +1178,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 	if (r.rc == GNN_OK && !stores_layout_known(s, why, why_len))
 		r.rc = GNN_EUNAVAIL;
 out:
-	gnn_fanout_free(&f);
+	gnn_multicall_free(&f);
 	free(r.used);
 	return r.rc;
 }

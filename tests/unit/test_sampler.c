@@ -15,7 +15,7 @@
 #include "client.h"
 #include "core.h"
 #include "err.h"
-#include "fanout.h"
+#include "multicall.h"
 #include "http.h"
 #include "local_backend.h"
 #include "log.h"
@@ -1540,17 +1540,17 @@ out:
 		gnn_server_stop(f[i].srv);
 }
 
-/* ---- a batch of calls (libcommon/fanout.h) ---- */
+/* ---- a batch of calls (libcommon/multicall.h) ---- */
 
 /* Counts each call's results; refuses call 1's first answer. */
-struct fan_seen {
+struct calls_seen {
 	int answers[3];
 	uint64_t req_id[3];
 };
 
-static int fan_answer(void *ctx, size_t i, struct gnn_call *c)
+static int calls_answer(void *ctx, size_t i, struct gnn_call *c)
 {
-	struct fan_seen *seen = ctx;
+	struct calls_seen *seen = ctx;
 	struct gnn_hdr h;
 	const void *payload;
 
@@ -1564,13 +1564,13 @@ static int fan_answer(void *ctx, size_t i, struct gnn_call *c)
 /* Three INFO calls to a fake store: a refused answer's call runs again,
  * alone, with the same request bytes; a cleared batch reuses its request
  * buffers. */
-static void test_fanout_retry(void)
+static void test_multicall_retry(void)
 {
 	struct fake f = { .part = 0, .claim_part = 0, .graph_id = 7 };
 	struct gnn_client_opts co = { .name = "fake", .timeout_ms = 5000 };
 	struct gnn_client *c = NULL;
-	struct fan_seen seen = { { 0 } };
-	struct gnn_fanout fan;
+	struct calls_seen seen = { { 0 } };
+	struct gnn_multicall mc;
 	struct gnn_wbuf *req, *first = NULL;
 	char url[64];
 
@@ -1578,24 +1578,24 @@ static void test_fanout_retry(void)
 	co.url = url;
 	if (!CHECK(fake_start(&f, url) == GNN_OK))
 		return;
-	gnn_fanout_init(&fan);
+	gnn_multicall_init(&mc);
 	if (!CHECK(gnn_client_open(&co, &c) == GNN_OK))
 		goto out;
 	for (uint64_t i = 0; i < 3; i++) {
-		CHECK(gnn_fanout_add(&fan, c, 0, &req) == GNN_OK && gnn_encode_info_req(req, 101 + i) == GNN_OK);
+		CHECK(gnn_multicall_add(&mc, c, 0, &req) == GNN_OK && gnn_encode_info_req(req, 101 + i) == GNN_OK);
 		first = i == 0 ? req : first;
 	}
-	CHECK(gnn_fanout_run(&fan, fan_answer, &seen) == GNN_EUNAVAIL);
-	CHECK(fan.done[0] && !fan.done[1] && fan.done[2]);
-	CHECK(gnn_fanout_run(&fan, fan_answer, &seen) == GNN_OK && fan.done[1]);
+	CHECK(gnn_multicall_run(&mc, calls_answer, &seen) == GNN_EUNAVAIL);
+	CHECK(mc.done[0] && !mc.done[1] && mc.done[2]);
+	CHECK(gnn_multicall_run(&mc, calls_answer, &seen) == GNN_OK && mc.done[1]);
 	CHECK(seen.answers[0] == 1 && seen.answers[1] == 2 && seen.answers[2] == 1);
 	CHECK(seen.req_id[0] == 101 && seen.req_id[1] == 102 && seen.req_id[2] == 103);
-	gnn_fanout_clear(&fan);
-	CHECK(fan.n == 0 && fan.inited == 3);
-	CHECK(gnn_fanout_add(&fan, c, 0, &req) == GNN_OK && req == first && req->len == 0);
-	CHECK(gnn_encode_info_req(req, 104) == GNN_OK && gnn_fanout_run(&fan, NULL, NULL) == GNN_OK);
+	gnn_multicall_clear(&mc);
+	CHECK(mc.n == 0 && mc.inited == 3);
+	CHECK(gnn_multicall_add(&mc, c, 0, &req) == GNN_OK && req == first && req->len == 0);
+	CHECK(gnn_encode_info_req(req, 104) == GNN_OK && gnn_multicall_run(&mc, NULL, NULL) == GNN_OK);
 out:
-	gnn_fanout_free(&fan);
+	gnn_multicall_free(&mc);
 	gnn_client_close(c);
 	gnn_server_stop(f.srv);
 }
@@ -1738,7 +1738,7 @@ int main(void)
 	RUN(test_stores);
 	RUN(test_stores_mismatch);
 	RUN(test_stores_changed);
-	RUN(test_fanout_retry);
+	RUN(test_multicall_retry);
 	RUN(test_partition_files);
 	free_graph();
 	gnn_metrics_free(reg);

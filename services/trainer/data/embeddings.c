@@ -13,7 +13,7 @@
 #include "arr.h"
 #include "client.h"
 #include "err.h"
-#include "fanout.h"
+#include "multicall.h"
 #include "hash.h"
 #include "log.h"
 #include "sys.h"
@@ -47,7 +47,7 @@ struct tr_emb {
 		float *rows;                /* n x width, what the model reads */
 		size_t cap, rows_cap;
 	} m[GNN_MAX_TYPES];
-	struct gnn_fanout batch;            /* one operation's calls to the stores (memory kept) */
+	struct gnn_multicall batch;            /* one operation's calls to the stores (memory kept) */
 	uint32_t *at;                       /* [P]: index_type's scratch */
 	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
 	int64_t *first;                     /* [P * T]: type t's rows before partition p's */
@@ -151,7 +151,7 @@ int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct 
 		goto fail;
 	}
 	rc = GNN_ENOMEM;
-	gnn_fanout_init(&e->batch);
+	gnn_multicall_init(&e->batch);
 	if ((e->at = calloc(e->P, sizeof(uint32_t))) == NULL)
 		goto fail;
 	for (uint32_t t = 0; t < e->T; t++)
@@ -171,7 +171,7 @@ void tr_emb_close(struct tr_emb *e)
 {
 	if (e == NULL)
 		return;
-	gnn_fanout_free(&e->batch);
+	gnn_multicall_free(&e->batch);
 	free(e->at);
 	for (uint32_t t = 0; t < e->T; t++) {
 		free(e->m[t].src);
@@ -225,7 +225,7 @@ struct emb_run {
 	bool logged;
 };
 
-/* Call i's answer, decoded into resp[i] (gnn_fanout_answer_fn); the first
+/* Call i's answer, decoded into resp[i] (gnn_multicall_answer_fn); the first
  * failure logged naming the store (GNN_ESTALE as a WARN: the trainers
  * then resume, nothing is lost). */
 static int take_emb(void *ctx, size_t i, struct gnn_call *c)
@@ -257,7 +257,7 @@ static int take_emb(void *ctx, size_t i, struct gnn_call *c)
  * replies stay until free_replies. */
 static int run_calls(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
 {
-	return gnn_fanout_run(&e->batch, take_emb, &(struct emb_run){ .what = what, .resp = resp });
+	return gnn_multicall_run(&e->batch, take_emb, &(struct emb_run){ .what = what, .resp = resp });
 }
 
 /* Empties e->batch, with the decoded answers in resp (may be NULL). */
@@ -265,7 +265,7 @@ static void free_replies(struct tr_emb *e, struct gnn_emb_resp *resp)
 {
 	for (size_t i = 0; resp != NULL && i < e->batch.n; i++)
 		gnn_proto_release(resp[i].owned);
-	gnn_fanout_clear(&e->batch);
+	gnn_multicall_clear(&e->batch);
 }
 
 /* The next call of e->batch: req to store p. */
@@ -274,7 +274,7 @@ static int put_call(struct tr_emb *e, uint32_t p, const struct gnn_emb_req *req,
 	struct gnn_wbuf *w;
 	int rc;
 
-	if ((rc = gnn_fanout_add(&e->batch, tr_stores_client(e->o.stores, p), timeout_ms, &w)) != GNN_OK)
+	if ((rc = gnn_multicall_add(&e->batch, tr_stores_client(e->o.stores, p), timeout_ms, &w)) != GNN_OK)
 		return rc;
 	return gnn_encode_emb_req(w, ++e->req_id, req);
 }
@@ -307,7 +307,7 @@ static int wait_stores(struct tr_emb *e)
 
 		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
 			rc = put_call(e, p, &st, 2000);
-		if (rc == GNN_OK && (rc = gnn_fanout_run(&e->batch, NULL, NULL)) == GNN_OK) {
+		if (rc == GNN_OK && (rc = gnn_multicall_run(&e->batch, NULL, NULL)) == GNN_OK) {
 			free_replies(e, NULL);
 			return GNN_OK;
 		}

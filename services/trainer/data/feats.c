@@ -14,7 +14,7 @@
 #include "client.h"
 #include "err.h"
 #include "hash.h"
-#include "fanout.h"
+#include "multicall.h"
 #include "log.h"
 #include "storeid.h"
 #include "sys.h"
@@ -283,7 +283,7 @@ struct wave {
 	size_t why_len;
 };
 
-/* Call i's result (gnn_fanout_answer_fn): the rows copied into place once
+/* Call i's result (gnn_multicall_answer_fn): the rows copied into place once
  * the store is known to serve the graph (checked again when its
  * connection came up meanwhile). A store answering eunavail, or silent for
  * an attempt's (short) timeout, is refused until the deadline (the call
@@ -323,12 +323,12 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 		    size_t why_len)
 {
 	struct wave w = { .f = f, .fc = fc, .deadline = deadline, .why = why, .why_len = why_len };
-	struct gnn_fanout batch;
+	struct gnn_multicall batch;
 	struct gnn_wbuf *req;
 
-	gnn_fanout_init(&batch);
+	gnn_multicall_init(&batch);
 	for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
-		if ((w.rc = gnn_fanout_add(&batch, f->st[fc[i].p].c, tr_stores_rows_timeout_ms(f->o.stores,
+		if ((w.rc = gnn_multicall_add(&batch, f->st[fc[i].p].c, tr_stores_rows_timeout_ms(f->o.stores,
 					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK)
 			w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
 						  fc[i].n);
@@ -338,7 +338,7 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 		for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
 			if (!batch.done[i] && (w.rc = verify(f, fc[i].p, why, why_len)) == GNN_OK)
 				w.conn[i] = gnn_client_connections(f->st[fc[i].p].c);
-		if (w.rc != GNN_OK || (rc = gnn_fanout_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
+		if (w.rc != GNN_OK || (rc = gnn_multicall_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
 			break;
 		if (rc == GNN_ENOMEM) {  /* nothing was sent: take_rows keeps the others */
 			w.rc = rc;
@@ -346,7 +346,7 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 		}
 		nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
 	}
-	gnn_fanout_free(&batch);
+	gnn_multicall_free(&batch);
 	return w.rc;
 }
 

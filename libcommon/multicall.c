@@ -1,5 +1,5 @@
-/* fanout.c - see fanout.h. */
-#include "fanout.h"
+/* multicall.c - see multicall.h. */
+#include "multicall.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,13 +8,13 @@
 
 #include "err.h"
 
-void gnn_fanout_init(struct gnn_fanout *f)
+void gnn_multicall_init(struct gnn_multicall *f)
 {
 	memset(f, 0, sizeof(*f));
 }
 
 /* Room for one more call. */
-static int grow(struct gnn_fanout *f)
+static int grow(struct gnn_multicall *f)
 {
 	size_t cap = f->cap < 16 ? 16 : f->cap * 2;
 	struct gnn_call *call = realloc(f->call, cap * sizeof(*call));
@@ -37,7 +37,7 @@ static int grow(struct gnn_fanout *f)
 	return GNN_OK;
 }
 
-int gnn_fanout_add(struct gnn_fanout *f, struct gnn_client *c, int timeout_ms, struct gnn_wbuf **req)
+int gnn_multicall_add(struct gnn_multicall *f, struct gnn_client *c, int timeout_ms, struct gnn_wbuf **req)
 {
 	size_t i = f->n;
 	int rc;
@@ -66,7 +66,7 @@ static void free_reply(struct gnn_call *c)
 
 /* The calls not done yet, in order: the whole batch (the first run), or a
  * copy of them in *batch (a retry) with their indexes in *idx. */
-static int pending(struct gnn_fanout *f, struct gnn_call **batch, size_t **idx, size_t *m)
+static int pending(struct gnn_multicall *f, struct gnn_call **batch, size_t **idx, size_t *m)
 {
 	size_t k = 0;
 
@@ -94,7 +94,7 @@ static int pending(struct gnn_fanout *f, struct gnn_call **batch, size_t **idx, 
 	return GNN_OK;
 }
 
-int gnn_fanout_run(struct gnn_fanout *f, gnn_fanout_answer_fn answer, void *ctx)
+int gnn_multicall_run(struct gnn_multicall *f, gnn_multicall_answer_fn answer, void *ctx)
 {
 	struct gnn_call *batch;
 	size_t *idx, m;
@@ -124,20 +124,20 @@ int gnn_fanout_run(struct gnn_fanout *f, gnn_fanout_answer_fn answer, void *ctx)
 	return first;
 }
 
-void gnn_fanout_clear(struct gnn_fanout *f)
+void gnn_multicall_clear(struct gnn_multicall *f)
 {
 	for (size_t i = 0; i < f->n; i++)
 		free_reply(&f->call[i]);
 	f->n = 0;
 }
 
-void gnn_fanout_free(struct gnn_fanout *f)
+void gnn_multicall_free(struct gnn_multicall *f)
 {
-	gnn_fanout_clear(f);
+	gnn_multicall_clear(f);
 	for (size_t i = 0; i < f->inited; i++)
 		gnn_wbuf_free(&f->req[i]);
 	free(f->call);
 	free(f->req);
 	free(f->done);
-	gnn_fanout_init(f);
+	gnn_multicall_init(f);
 }
