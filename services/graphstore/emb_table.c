@@ -68,7 +68,7 @@ struct call {
 	uint32_t part;
 	const struct gnn_emb_req *req;
 	char *why;
-	size_t why_size;
+	size_t why_len;
 	void *rows;                   /* PULL, READ: the reply's rows (malloc'd) */
 	uint32_t n, dim;
 	int64_t *push;                /* PUSH: its IDs and rows, copied before the lock (malloc'd; NULL once a slot took it) */
@@ -80,7 +80,7 @@ static int refuse(struct call *c, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->why, c->why_size, fmt, ap);
+	vsnprintf(c->why, c->why_len, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -193,15 +193,14 @@ static void init_rows(const struct gnn_emb_cfg *cfg, uint32_t t, struct emb_type
 	}
 }
 
-static int op_init(struct gs_emb *e, struct call *c)
+/* INIT's configuration against the graph: its types, and the rows and
+ * bytes it would hold here. */
+static int init_size(struct call *c, uint64_t *rows, uint64_t *bytes)
 {
 	const struct gnn_emb_cfg *cfg = &c->req->cfg;
 	const struct gnn_schema *sc = c->l->schema;
-	char desc[GNN_MAX_TYPES * (GNN_NAME_MAX + 12)] = "";
-	uint64_t rows = 0, bytes = 0;
-	double t0 = gnn_now();
-	size_t at = 0;
 
+	*rows = *bytes = 0;
 	if (cfg->num_types != sc->num_types)
 		return refuse(c, GNN_EINVAL, "INIT configures %u node types; the graph has %u", cfg->num_types,
 			      sc->num_types);
@@ -215,50 +214,77 @@ static int op_init(struct gs_emb *e, struct call *c)
 		if ((uint64_t)(end - b) >= UINT32_MAX)
 			return refuse(c, GNN_ERANGE, "graph store %u has %lld nodes of type %s: embeddings are held for up to 2^32 - 2 per type and partition",
 				      c->part, (long long)(end - b), sc->types[t].name);
-		rows += (uint64_t)(end - b);
-		bytes += state_bytes(cfg->optimizer, (uint64_t)(end - b), cfg->dim[t]);
+		*rows += (uint64_t)(end - b);
+		*bytes += state_bytes(cfg->optimizer, (uint64_t)(end - b), cfg->dim[t]);
 	}
+	return GNN_OK;
+}
+
+/* Type t's arrays as INIT configures them (none for a type without
+ * embeddings): allocated, the rows drawn from the seed, the best rows a
+ * copy, the optimizer's state zero. False when memory ran out. */
+static bool init_type(const struct call *c, uint32_t t, struct emb_type *ty)
+{
+	const struct gnn_emb_cfg *cfg = &c->req->cfg;
+	int64_t b = 0, end = 0;
+	void *touch;
+	bool ok;
+
+	if (t < c->l->schema->num_types && cfg->dim[t] > 0)
+		gnn_layout_type_range(c->l, c->part, t, &b, &end);
+	ty->dim = t < c->l->schema->num_types ? cfg->dim[t] : 0;
+	ty->first = b;
+	ty->n = end - b;
+	for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
+		size_t want = has_array(cfg->optimizer, a) ? (size_t)ty->n * width(ty, a) * 4 : 0;
+
+		if (!ensure(&ty->arr[a], &ty->arr_bytes[a], want))
+			return false;
+	}
+	touch = ty->touch;
+	ok = ensure(&touch, &ty->touch_bytes, (size_t)ty->n * sizeof(*ty->touch));
+	ty->touch = touch;
+	if (!ok)
+		return false;
+	if (ty->n > 0)
+		memset(ty->touch, 0, ty->touch_bytes);
+	if (ty->dim == 0 || ty->n == 0)
+		return true;
+	init_rows(cfg, t, ty);
+	memcpy(ty->arr[GNN_EMB_BEST_ROWS], ty->arr[GNN_EMB_ROWS], ty->arr_bytes[GNN_EMB_ROWS]);
+	for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS; a++)
+		if (ty->arr[a] != NULL)
+			memset(ty->arr[a], 0, ty->arr_bytes[a]);
+	return true;
+}
+
+static int op_init(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_cfg *cfg = &c->req->cfg;
+	char desc[GNN_MAX_TYPES * (GNN_NAME_MAX + 12)] = "";
+	uint64_t rows, bytes;
+	double t0 = gnn_now();
+	size_t at = 0;
+	int rc;
+
+	if ((rc = init_size(c, &rows, &bytes)) != GNN_OK)
+		return rc;
 	/* Whatever the trainers had here goes: the new state is theirs. */
 	clear_pending(e);
 	e->init = false;
 	e->nemb = 0;
 	for (uint32_t t = 0; t < GNN_MAX_TYPES; t++) {
-		struct emb_type *ty = &e->types[t];
-		int64_t b = 0, end = 0;
-		void *touch;
-		bool ok;
-
-		if (t < sc->num_types && cfg->dim[t] > 0)
-			gnn_layout_type_range(c->l, c->part, t, &b, &end);
-		ty->dim = t < sc->num_types ? cfg->dim[t] : 0;
-		ty->first = b;
-		ty->n = end - b;
-		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
-			size_t want = has_array(cfg->optimizer, a) ? (size_t)ty->n * width(ty, a) * 4 : 0;
-
-			if (!ensure(&ty->arr[a], &ty->arr_bytes[a], want))
-				goto out_nomem;
+		if (!init_type(c, t, &e->types[t])) {
+			drop(e);
+			return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate the %llu bytes of %llu embedding rows and their state; it holds none now",
+				      c->part, (unsigned long long)bytes, (unsigned long long)rows);
 		}
-		touch = ty->touch;
-		ok = ensure(&touch, &ty->touch_bytes, (size_t)ty->n * sizeof(*ty->touch));
-		ty->touch = touch;
-		if (!ok)
-			goto out_nomem;
-		if (ty->n > 0)
-			memset(ty->touch, 0, ty->touch_bytes);
-		if (ty->dim == 0)
+		if (e->types[t].dim == 0)
 			continue;
 		e->slot_of[t] = e->nemb;
 		e->emb_types[e->nemb++] = t;
-		at += (size_t)snprintf(desc + at, sizeof(desc) - at, "%s%s:%u", at ? "," : "", sc->types[t].name,
-				       ty->dim);
-		if (ty->n == 0)
-			continue;
-		init_rows(cfg, t, ty);
-		memcpy(ty->arr[GNN_EMB_BEST_ROWS], ty->arr[GNN_EMB_ROWS], ty->arr_bytes[GNN_EMB_ROWS]);
-		for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS; a++)
-			if (ty->arr[a] != NULL)
-				memset(ty->arr[a], 0, ty->arr_bytes[a]);
+		at += (size_t)snprintf(desc + at, sizeof(desc) - at, "%s%s:%u", at ? "," : "", c->l->schema->types[t].name,
+				       e->types[t].dim);
 	}
 	e->cfg = *cfg;
 	e->gen = c->req->gen;
@@ -272,11 +298,6 @@ static int op_init(struct gs_emb *e, struct call *c)
 		 cfg->optimizer == GNN_EMB_ADAM ? "adam" : "adagrad", (unsigned long long)rows,
 		 (unsigned long long)bytes, gnn_now() - t0);
 	return GNN_OK;
-
-out_nomem:
-	drop(e);
-	return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate the %llu bytes of %llu embedding rows and their state; it holds none now",
-		      c->part, (unsigned long long)bytes, (unsigned long long)rows);
 }
 
 /* Outside the lock (the layout is fixed): the type exists and every ID
@@ -668,9 +689,9 @@ static int dispatch(struct gs_emb *e, struct call *c)
 }
 
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
-		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_size)
+		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len)
 {
-	struct call c = { .l = l, .part = part, .req = req, .why = why, .why_size = why_size };
+	struct call c = { .l = l, .part = part, .req = req, .why = why, .why_len = why_len };
 	struct gnn_emb_resp r = { 0 };
 	int rc;
 

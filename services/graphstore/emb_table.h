@@ -79,7 +79,7 @@ void gs_emb_free(struct gs_emb *e);
  * to the graph store of partition part of layout l (borrowed; fixed from
  * the store's READY on). Appends the EMB_RESP (the state after the
  * request; rows for PULL and READ) to w and returns GNN_OK; or refuses
- * the request: returns its GNN_E* code with why (why_size bytes, the
+ * the request: returns its GNN_E* code with why (why_len bytes, the
  * caller's) saying what was wrong, for the caller's ERROR reply, and
  * appends nothing. A failure to append the reply returns the encoder's
  * code with why empty. Codes: GNN_ESTALE (no INIT, another gen, PULL or
@@ -89,6 +89,6 @@ void gs_emb_free(struct gs_emb *e);
  * outside its range, a reply over the message limit), GNN_ENOMEM
  * (naming the bytes). */
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
-		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_size);
+		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len);
 
 #endif

@@ -18,8 +18,8 @@
 #include "dtype.h"
 #include "err.h"
 #include "log.h"
-#include "sample.h"
 #include "link_query.h"
+#include "partq.h"
 #include "store.h"
 
 /* Payload bytes a reply may have (the protocol's message limit). */
@@ -94,47 +94,16 @@ static int on_info(struct gs_store *s, const struct gnn_hdr *h, struct gnn_wbuf 
 	return gnn_encode_info_resp(out, h->req_id, &info);
 }
 
-/* Sizes a SAMPLE reply: *total neighbours (within the message limit). */
-static bool sample_size(const struct gs_store *s, const struct gnn_hdr *h, const struct gnn_sample_req *req,
-			struct gnn_wbuf *out, uint64_t *total, int *rc)
-{
-	const struct gnn_part *pt = &s->part;
-	uint32_t R = pt->num_rels;
-
-	*total = 0;
-	for (uint32_t i = 0; i < req->n; i++) {
-		int64_t v = req->ids[i] - pt->node_start;
-
-		for (uint32_t r = 0; r < R; r++) {
-			int64_t row = v * R + r, deg = pt->indptr[row + 1] - pt->indptr[row];
-
-			if (deg > (int64_t)UINT32_MAX) {
-				*rc = reply_error(out, h->req_id, GNN_ERANGE,
-						  "node %lld has %lld in-neighbours under relation %u, more than sampling "
-						  "supports (2^32 - 1)", (long long)req->ids[i], (long long)deg, r);
-				return false;
-			}
-			*total += gnn_sample_count((uint64_t)deg, req->fanouts[r]);
-		}
-	}
-	if (16 + 4 * (uint64_t)req->n * R + 8 + 8 * *total > MAX_REPLY) {
-		*rc = reply_error(out, h->req_id, GNN_ERANGE,
-				  "reply would hold %llu neighbours of %u nodes, over the %u-byte message limit: send fewer nodes per request",
-				  (unsigned long long)*total, req->n, MAX_REPLY);
-		return false;
-	}
-	return true;
-}
-
+/* SAMPLE: the neighbours of owned nodes (partq.h), sized before anything
+ * is allocated. */
 static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *payload,
 		     struct gnn_wbuf *out)
 {
 	const struct gnn_part *pt = &s->part;
-	uint32_t R = pt->num_rels, maxk = 1;
+	uint32_t R = pt->num_rels;
 	struct gnn_sample_req req;
-	uint32_t *counts = NULL, *pos = NULL;
-	int64_t *nbrs = NULL;
-	uint64_t total = 0, at = 0;
+	struct gnn_partq_sample ans = { 0 };
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
 	int rc;
 
 	if ((rc = gnn_decode_sample_req(payload, h->len, &req)) != GNN_OK)
@@ -144,38 +113,26 @@ static int on_sample(struct gs_store *s, const struct gnn_hdr *h, const void *pa
 				 req.num_rels, R);
 		goto out_release;
 	}
-	if (!check_owned(s, h, req.ids, req.n, out, &rc) || !sample_size(s, h, &req, out, &total, &rc))
+	if (!check_owned(s, h, req.ids, req.n, out, &rc))
 		goto out_release;
-	for (uint32_t r = 0; r < R; r++)
-		maxk = req.fanouts[r] > (int32_t)maxk ? (uint32_t)req.fanouts[r] : maxk;
-	counts = malloc((size_t)req.n * R * sizeof(*counts) + 1);
-	nbrs = malloc((size_t)total * sizeof(*nbrs) + 1);
-	pos = malloc((size_t)maxk * sizeof(*pos));
-	if (counts == NULL || nbrs == NULL || pos == NULL) {
-		rc = GNN_ENOMEM;
+	if ((rc = gnn_partq_sample_size(pt, req.ids, req.n, req.fanouts, &ans, why, sizeof(why))) != GNN_OK) {
+		rc = reply_error(out, h->req_id, rc, "%s", why);
 		goto out_release;
 	}
-	for (uint32_t i = 0; i < req.n; i++) {
-		int64_t v = req.ids[i];
-
-		for (uint32_t r = 0; r < R; r++) {
-			int64_t row = (v - pt->node_start) * R + r;
-			uint32_t k = gnn_sample_row(req.seed, r, v, pt->indices + pt->indptr[row],
-						    (uint32_t)(pt->indptr[row + 1] - pt->indptr[row]), req.fanouts[r], pos,
-						    nbrs + at);
-
-			counts[(size_t)i * R + r] = k;
-			at += k;
-		}
+	if (16 + 4 * (uint64_t)req.n * R + 8 + 8 * ans.total > MAX_REPLY) {
+		rc = reply_error(out, h->req_id, GNN_ERANGE,
+				 "reply would hold %llu neighbours of %u nodes, over the %u-byte message limit: send fewer nodes per request",
+				 (unsigned long long)ans.total, req.n, MAX_REPLY);
+		goto out_release;
 	}
-	rc = gnn_encode_sample_resp(out, h->req_id, counts, req.n, R, nbrs, total);
+	if ((rc = gnn_partq_sample(pt, req.seed, req.ids, req.n, req.fanouts, &ans)) != GNN_OK)
+		goto out_release;
+	rc = gnn_encode_sample_resp(out, h->req_id, ans.counts, req.n, R, ans.nbrs, ans.total);
 	if (rc == GNN_OK)
-		gnn_counter_add(s->sampled_edges, (double)total);
+		gnn_counter_add(s->sampled_edges, (double)ans.total);
 
 out_release:
-	free(counts);
-	free(nbrs);
-	free(pos);
+	gnn_partq_sample_free(&ans);
 	gnn_proto_release(req.owned);
 	return rc;
 }
@@ -210,14 +167,56 @@ static bool check_feat_type(const struct gs_store *s, const struct gnn_hdr *h, c
 	return true;
 }
 
+/* FEAT's answer: the rows gathered straight into the reply (partq.h):
+ * they are most of what a store sends. */
+static int answer_feat(struct gs_store *s, const struct gnn_hdr *h, const struct gnn_ids *req, uint32_t dim,
+		       struct gnn_wbuf *out)
+{
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
+	size_t mark = out->len;
+	void *dst;
+	int rc;
+
+	if ((rc = gnn_encode_feat_resp_in_place(out, h->req_id, s->part.feat_dtype, req->n, dim, &dst)) != GNN_OK)
+		return rc;
+	if ((rc = gnn_partq_feat_rows(&s->part, req->ids, req->n, dim, dst, why, sizeof(why))) != GNN_OK) {
+		out->len = mark;  /* the rows' checks came first: not expected */
+		return reply_error(out, h->req_id, rc, "%s", why);
+	}
+	gnn_counter_add(s->feature_rows, req->n);
+	return GNN_OK;
+}
+
+/* LABEL's and SPLIT's answer: one value per ID. */
+static int answer_values(struct gs_store *s, const struct gnn_hdr *h, const struct gnn_ids *req,
+			 struct gnn_wbuf *out)
+{
+	const struct gnn_part *pt = &s->part;
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
+	uint8_t *buf = malloc((size_t)req->n * (h->type == GNN_MSG_LABEL_REQ ? 4 : 1) + 1);
+	int rc;
+
+	if (buf == NULL)
+		return GNN_ENOMEM;
+	if (h->type == GNN_MSG_SPLIT_REQ) {
+		for (uint32_t i = 0; i < req->n; i++)
+			buf[i] = pt->split[req->ids[i] - pt->node_start];
+		rc = gnn_encode_split_resp(out, h->req_id, buf, req->n);
+	} else if ((rc = gnn_partq_labels(pt, req->ids, req->n, (int32_t *)(void *)buf, why, sizeof(why))) == GNN_OK) {
+		rc = gnn_encode_label_resp(out, h->req_id, (const int32_t *)(void *)buf, req->n);
+	} else {
+		rc = reply_error(out, h->req_id, rc, "%s", why);
+	}
+	free(buf);
+	return rc;
+}
+
 /* FEAT, LABEL and SPLIT: one value (row) per ID, in request order. */
 static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
-	const struct gnn_part *pt = &s->part;
 	uint32_t dim = 1;
 	size_t elem;
 	struct gnn_ids req;
-	uint8_t *buf = NULL;
 	int rc;
 
 	if ((rc = gnn_decode_ids_req(payload, h->len, &req)) != GNN_OK)
@@ -225,79 +224,33 @@ static int on_rows(struct gs_store *s, const struct gnn_hdr *h, const void *payl
 	if (!check_owned(s, h, req.ids, req.n, out, &rc) ||
 	    (h->type == GNN_MSG_FEAT_REQ && !check_feat_type(s, h, req.ids, req.n, &dim, out, &rc)))
 		goto out_release;
-	elem = h->type == GNN_MSG_FEAT_REQ ? dim * gnn_dtype_size(pt->feat_dtype) : h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
-	if (16 + (uint64_t)req.n * elem + 8 > MAX_REPLY) {
+	elem = h->type == GNN_MSG_FEAT_REQ ? dim * gnn_dtype_size(s->part.feat_dtype) :
+	       h->type == GNN_MSG_LABEL_REQ ? 4 : 1;
+	if (16 + (uint64_t)req.n * elem + 8 > MAX_REPLY)
 		rc = reply_error(out, h->req_id, GNN_ERANGE,
 				 "reply would hold %u rows of %zu bytes, over the %u-byte message limit: send fewer nodes per request",
 				 req.n, elem, MAX_REPLY);
-		goto out_release;
-	}
-	if (h->type == GNN_MSG_FEAT_REQ) {
-		/* gathered straight into the reply: the rows are most of what a
-		 * store sends */
-		uint8_t *dst;
-
-		if ((rc = gnn_encode_feat_resp_in_place(out, h->req_id, pt->feat_dtype, req.n, dim, (void **)&dst)) !=
-		    GNN_OK)
-			goto out_release;
-		for (uint32_t i = 0; i < req.n; i++) {
-			uint32_t d;
-
-			memcpy(dst + (size_t)i * elem, gnn_part_feat_row(pt, req.ids[i], &d), elem);
-		}
-		gnn_counter_add(s->feature_rows, req.n);
-		goto out_release;
-	}
-	buf = malloc((size_t)req.n * elem + 1);
-	if (buf == NULL) {
-		rc = GNN_ENOMEM;
-		goto out_release;
-	}
-	for (uint32_t i = 0; i < req.n; i++) {
-		size_t r = (size_t)(req.ids[i] - pt->node_start);
-
-		if (h->type == GNN_MSG_LABEL_REQ)
-			memcpy(buf + i * elem, pt->labels + r, elem);
-		else
-			buf[i] = pt->split[r];
-	}
-	if (h->type == GNN_MSG_LABEL_REQ) {
-		rc = gnn_encode_label_resp(out, h->req_id, (const int32_t *)(void *)buf, req.n);
-	} else {
-		rc = gnn_encode_split_resp(out, h->req_id, buf, req.n);
-	}
+	else if (h->type == GNN_MSG_FEAT_REQ)
+		rc = answer_feat(s, h, &req, dim, out);
+	else
+		rc = answer_values(s, h, &req, out);
 
 out_release:
-	free(buf);
 	gnn_proto_release(req.owned);
 	return rc;
 }
 
 static int on_nodes(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
-	const struct gnn_part *pt = &s->part;
 	struct gnn_nodes_req req;
-	int64_t *ids = NULL, v, next = -1;
-	uint32_t n = 0;
-	size_t cap;
+	int64_t *ids, next;
+	uint32_t n;
 	int rc;
 
 	if ((rc = gnn_decode_nodes_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	v = req.cursor < pt->node_start ? pt->node_start : req.cursor;
-	/* Never more room than nodes left, whatever limit the client asks. */
-	cap = v < pt->node_end ? (size_t)(pt->node_end - v) : 0;
-	if (cap > req.limit)
-		cap = req.limit;
-	ids = malloc(cap * sizeof(*ids) + 1);
-	if (ids == NULL)
-		return GNN_ENOMEM;
-	for (; v < pt->node_end && n < req.limit; v++)
-		if (pt->split[v - pt->node_start] == req.split)
-			ids[n++] = v;
-	/* Stopped at the limit with nodes left to look at: continue there. */
-	if (n == req.limit && v < pt->node_end)
-		next = v;
+	if ((rc = gnn_partq_nodes(&s->part, req.split, req.cursor, req.limit, &ids, &n, &next)) != GNN_OK)
+		return rc;
 	rc = gnn_encode_nodes_resp(out, h->req_id, ids, n, next);
 	free(ids);
 	return rc;
@@ -345,29 +298,23 @@ static int on_predict(struct gs_store *s, const struct gnn_hdr *h, const void *p
 }
 
 /* LOOKUP: the global IDs of original per-type IDs, -1 for those this
- * partition does not hold. */
+ * partition does not hold (partq.h). */
 static int on_lookup(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
-	const struct gnn_layout *l = &s->meta.layout;
 	struct gnn_lookup_req req;
-	int64_t *ids = NULL;
+	char why[GNN_PROTO_MAX_ERROR_TEXT / 2];
+	int64_t *ids;
 	int rc;
 
 	if ((rc = gnn_decode_lookup_req(payload, h->len, &req)) != GNN_OK)
 		return reply_malformed(out, h, rc);
-	if (req.node_type >= l->schema->num_types) {
-		rc = reply_error(out, h->req_id, GNN_EINVAL, "no node type %u: the graph has %u", req.node_type,
-				 l->schema->num_types);
-		goto out;
-	}
-	if ((ids = malloc((size_t)req.n * sizeof(*ids) + 1)) == NULL) {
+	if ((ids = malloc((size_t)req.n * sizeof(*ids) + 1)) == NULL)
 		rc = GNN_ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < req.n; i++)
-		ids[i] = gnn_node_map_find(l, &s->node_map, (uint32_t)s->part.id, req.node_type, req.orig_ids[i]);
-	rc = gnn_encode_ids_req(out, GNN_MSG_LOOKUP_RESP, h->req_id, ids, req.n);
-out:
+	else if ((rc = gnn_partq_lookup(&s->meta.layout, &s->node_map, (uint32_t)s->part.id, req.node_type,
+					req.orig_ids, req.n, ids, why, sizeof(why))) != GNN_OK)
+		rc = reply_error(out, h->req_id, rc, "%s", why);
+	else
+		rc = gnn_encode_ids_req(out, GNN_MSG_LOOKUP_RESP, h->req_id, ids, req.n);
 	free(ids);
 	gnn_proto_release(req.owned);
 	return rc;

@@ -50,8 +50,31 @@ out:
 	return rc;
 }
 
+/* A TOPK request's query against the model (d floats wide) and the
+ * schema sc: a query vector of finite floats, a node type the graph has. */
+static int check_topk(const struct gnn_link_req *req, uint32_t d, const struct gnn_schema *sc, char *why,
+		      size_t why_len)
+{
+	if (req->dim != 0 && req->dim != d) {
+		snprintf(why, why_len, "the query has %" PRIu32 " floats; the model's embeddings have %" PRIu32,
+			 req->dim, d);
+		return GNN_EINVAL;
+	}
+	for (uint32_t i = 0; i < req->dim; i++)
+		if (!isfinite(req->query[i])) {
+			snprintf(why, why_len, "query[%" PRIu32 "] is not a finite number", i);
+			return GNN_EINVAL;
+		}
+	if (req->node_type != GNN_LINK_ANY_TYPE && req->node_type >= sc->num_types) {
+		snprintf(why, why_len, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
+			 sc->num_types);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
 int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, const struct gnn_schema *sc,
-		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_size)
+		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_len)
 {
 	struct gnn_link_resp r = { .op = req->op, .n = req->n, .params_crc = v->params_crc, .decoder = v->dec.kind,
 				   .dim = v->dec.dim, .hidden = v->dec.hidden };
@@ -64,7 +87,7 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 
 	if (req->op == GNN_LINK_ROWS) {
 		if (16 + 4 * (uint64_t)req->n * d + 4 * gnn_link_params_count(r.decoder, d, r.hidden) > GNN_PROTO_MAX_MSG_BYTES) {
-			snprintf(why, why_size, "%" PRIu32 " rows of %" PRIu32 " floats are over the %u-byte message limit: "
+			snprintf(why, why_len, "%" PRIu32 " rows of %" PRIu32 " floats are over the %u-byte message limit: "
 				 "ask for fewer", req->n, d, GNN_PROTO_MAX_MSG_BYTES);
 			return GNN_ERANGE;
 		}
@@ -83,21 +106,8 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 							  v->rows + (size_t)(req->ids[2 * i + 1] - pt->node_start) * d);
 		r.scores = buf;
 	} else {
-		if (req->dim != 0 && req->dim != d) {
-			snprintf(why, why_size, "the query has %" PRIu32 " floats; the model's embeddings have %" PRIu32,
-				 req->dim, d);
-			return GNN_EINVAL;
-		}
-		for (uint32_t i = 0; i < req->dim; i++)
-			if (!isfinite(req->query[i])) {
-				snprintf(why, why_size, "query[%" PRIu32 "] is not a finite number", i);
-				return GNN_EINVAL;
-			}
-		if (req->node_type != GNN_LINK_ANY_TYPE && req->node_type >= sc->num_types) {
-			snprintf(why, why_size, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
-				 sc->num_types);
-			return GNN_EINVAL;
-		}
+		if ((rc = check_topk(req, d, sc, why, why_len)) != GNN_OK)
+			return rc;
 		if (req->node_type != GNN_LINK_ANY_TYPE) {
 			lo = pt->type_start[req->node_type];
 			hi = pt->type_start[req->node_type + 1];
@@ -110,7 +120,7 @@ int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, cons
 		r.scores = t.scores;
 	}
 	if ((rc = gnn_encode_link_resp(out, req_id, &r)) != GNN_OK)
-		snprintf(why, why_size, "cannot encode the reply (%s)", gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode the reply (%s)", gnn_strerror(rc));
 out:
 	free(buf);
 	gnn_topk_free(&t);

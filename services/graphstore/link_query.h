@@ -20,9 +20,9 @@
  * candidate of pt (n_p x dim, or n_p x dim x hidden for mlp) and O(k +
  * excluded) memory. Returns GNN_OK, or GNN_EINVAL (a query of another
  * width than the model's, a node type the graph lacks), GNN_ERANGE (a
- * reply over the message limit) or GNN_ENOMEM, with why (why_size bytes)
+ * reply over the message limit) or GNN_ENOMEM, with why (why_len bytes)
  * saying what; nothing is appended then. v, pt, sc and req are borrowed. */
 int gs_link_answer(const struct gs_link_view *v, const struct gnn_part *pt, const struct gnn_schema *sc,
-		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_size);
+		   uint64_t req_id, const struct gnn_link_req *req, struct gnn_wbuf *out, char *why, size_t why_len);
 
 #endif

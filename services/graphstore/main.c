@@ -94,9 +94,9 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	return rc != GNN_OK ? rc : gnn_server_start(&so, &gs->server);
 }
 
-static bool ready(void *ctx, char *reason, size_t reason_size)
+static bool ready(void *ctx, char *why, size_t why_len)
 {
-	return gs_ready(&((struct graphstore *)ctx)->store, reason, reason_size);
+	return gs_ready(&((struct graphstore *)ctx)->store, why, why_len);
 }
 
 /* Until the partitioner's output is there, then maps and verifies it. */

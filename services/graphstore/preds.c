@@ -91,26 +91,26 @@ static bool same_file(const struct stat *a, const struct stat *b)
  * (unless it is a link output's: none needed) and whether its task is
  * "link" ("node" or none: node classification). *j is the caller's. */
 static int read_identity(const char *path, json_t **j, uint32_t *crc, uint32_t *k, bool *link, char *why,
-			 size_t why_size)
+			 size_t why_len)
 {
 	const char *s, *task;
 	json_int_t top;
 	int rc;
 
 	if ((rc = gnn_json_load_format(path, 1, 1, j)) != GNN_OK) {
-		snprintf(why, why_size, "%s does not load", path);
+		snprintf(why, why_len, "%s does not load", path);
 		return rc;
 	}
 	s = json_string_value(json_object_get(*j, "params_crc"));
 	task = json_string_value(json_object_get(*j, "task"));
 	*link = task != NULL && strcmp(task, "link") == 0;
 	if (task != NULL && !*link && strcmp(task, "node") != 0) {
-		snprintf(why, why_size, "%s has task \"%.32s\": neither node nor link", path, task);
+		snprintf(why, why_len, "%s has task \"%.32s\": neither node nor link", path, task);
 		return GNN_EFORMAT;
 	}
 	top = json_integer_value(json_object_get(*j, "top_k"));
 	if (s == NULL || sscanf(s, "%8" SCNx32, crc) != 1 || (!*link && (top < 1 || top > GNN_PROTO_MAX_TOP_K))) {
-		snprintf(why, why_size, "%s has no params_crc or top_k in range", path);
+		snprintf(why, why_len, "%s has no params_crc or top_k in range", path);
 		return GNN_EFORMAT;
 	}
 	*k = *link ? 0 : (uint32_t)top;
@@ -129,7 +129,7 @@ static bool all_finite(const float *x, uint64_t n)
 /* A link output's decoder (summary.json's "decoder": {"kind", "dim",
  * "hidden"}) and arrays: part-<p>/emb.arr [num_nodes x dim] and, for mlp,
  * decoder.arr, every value finite. */
-static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t why_size)
+static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t why_len)
 {
 	const json_t *d = json_object_get(sum, "decoder");
 	const char *kind = json_string_value(json_object_get(d, "kind"));
@@ -141,7 +141,7 @@ static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t wh
 	p->dec.kind = kind == NULL ? 0 : strcmp(kind, "dot") == 0 ? GNN_LINK_DOT : strcmp(kind, "mlp") == 0 ? GNN_LINK_MLP : 0;
 	if (p->dec.kind == 0 || dim < 1 || dim > GNN_PROTO_MAX_FEAT_DIM ||
 	    (p->dec.kind == GNN_LINK_MLP && (hid < 1 || hid > GNN_PROTO_MAX_FEAT_DIM))) {
-		snprintf(why, why_size, "%s/summary.json's decoder is not {\"kind\": \"dot\"|\"mlp\", \"dim\": 1..65536, "
+		snprintf(why, why_len, "%s/summary.json's decoder is not {\"kind\": \"dot\"|\"mlp\", \"dim\": 1..65536, "
 			 "\"hidden\": 1..65536 (mlp)}", p->dir);
 		return GNN_EFORMAT;
 	}
@@ -151,7 +151,7 @@ static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t wh
 	if ((rc = gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &p->link_arr[L_EMB])) != GNN_OK ||
 	    p->link_arr[L_EMB].info.rows != (uint64_t)p->part_nodes || p->link_arr[L_EMB].info.cols != p->dec.dim ||
 	    !all_finite(p->link_arr[L_EMB].data, (uint64_t)p->part_nodes * p->dec.dim)) {
-		snprintf(why, why_size, "%s does not load, is not f32 %" PRId64 " x %" PRIu32 " or holds a NaN or infinity",
+		snprintf(why, why_len, "%s does not load, is not f32 %" PRId64 " x %" PRIu32 " or holds a NaN or infinity",
 			 path, p->part_nodes, p->dec.dim);
 		return rc != GNN_OK ? rc : GNN_EFORMAT;
 	}
@@ -161,7 +161,7 @@ static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t wh
 	if ((rc = gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &p->link_arr[L_DEC])) != GNN_OK ||
 	    p->link_arr[L_DEC].info.rows * p->link_arr[L_DEC].info.cols != np ||
 	    !all_finite(p->link_arr[L_DEC].data, np)) {
-		snprintf(why, why_size, "%s does not load, is not %" PRIu64 " f32 (hidden x dim + 2 hidden + 1) or holds a "
+		snprintf(why, why_len, "%s does not load, is not %" PRIu64 " f32 (hidden x dim + 2 hidden + 1) or holds a "
 			 "NaN or infinity", path, np);
 		return rc != GNN_OK ? rc : GNN_EFORMAT;
 	}
@@ -170,7 +170,7 @@ static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t wh
 }
 
 /* Maps DIR/part-<p>/'s arrays of the run summary.json names. */
-static int load(struct gs_preds *p, const struct stat *st, char *why, size_t why_size)
+static int load(struct gs_preds *p, const struct stat *st, char *why, size_t why_len)
 {
 	char path[PATH_MAX];
 	json_t *sum = NULL, *stats = NULL;
@@ -180,19 +180,19 @@ static int load(struct gs_preds *p, const struct stat *st, char *why, size_t why
 
 	unload(p);
 	snprintf(path, sizeof(path), "%s/summary.json", p->dir);
-	if ((rc = read_identity(path, &sum, &crc, &k, &link, why, why_size)) != GNN_OK)
+	if ((rc = read_identity(path, &sum, &crc, &k, &link, why, why_len)) != GNN_OK)
 		goto out;
 	snprintf(path, sizeof(path), "%s/part-%d/stats.json", p->dir, p->part);
-	if ((rc = read_identity(path, &stats, &pcrc, &pk, &plink, why, why_size)) != GNN_OK)
+	if ((rc = read_identity(path, &stats, &pcrc, &pk, &plink, why, why_len)) != GNN_OK)
 		goto out;
 	if (pcrc != crc || pk != k) {
-		snprintf(why, why_size, "%s is of another run (params_crc %08" PRIx32 ") than summary.json (%08" PRIx32 ")",
+		snprintf(why, why_len, "%s is of another run (params_crc %08" PRIx32 ") than summary.json (%08" PRIx32 ")",
 			 path, pcrc, crc);
 		rc = GNN_EFORMAT;
 		goto out;
 	}
 	if (link) {
-		rc = load_link(p, sum, why, why_size);
+		rc = load_link(p, sum, why, why_len);
 		goto out;
 	}
 	for (int i = 0; i < A_COUNT; i++) {
@@ -201,7 +201,7 @@ static int load(struct gs_preds *p, const struct stat *st, char *why, size_t why
 		snprintf(path, sizeof(path), "%s/part-%d/%s.arr", p->dir, p->part, files[i]);
 		if ((rc = gnn_arr_open(path, dtypes[i], 0, &p->arr[i])) != GNN_OK ||
 		    p->arr[i].info.rows != (uint64_t)p->num_nodes || p->arr[i].info.cols != cols) {
-			snprintf(why, why_size, "%s does not load or is not %" PRId64 " x %" PRIu64, path, p->num_nodes,
+			snprintf(why, why_len, "%s does not load or is not %" PRId64 " x %" PRIu64, path, p->num_nodes,
 				 cols);
 			rc = rc != GNN_OK ? rc : GNN_EFORMAT;
 			goto out;
@@ -231,7 +231,7 @@ out:
 
 /* Loaded and current (summary.json unchanged), reloading under the write
  * lock when not; returns with the read lock held on GNN_OK. */
-static int current(struct gs_preds *p, char *why, size_t why_size)
+static int current(struct gs_preds *p, char *why, size_t why_len)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -239,7 +239,7 @@ static int current(struct gs_preds *p, char *why, size_t why_size)
 
 	snprintf(path, sizeof(path), "%s/summary.json", p->dir);
 	if (stat(path, &st) != 0) {
-		snprintf(why, why_size, "no predictions at %s: run gnn-trainer infer (docs/inference.md)", path);
+		snprintf(why, why_len, "no predictions at %s: run gnn-trainer infer (docs/inference.md)", path);
 		return GNN_ENOENT;
 	}
 	pthread_rwlock_rdlock(&p->lock);
@@ -248,7 +248,7 @@ static int current(struct gs_preds *p, char *why, size_t why_size)
 	pthread_rwlock_unlock(&p->lock);
 	pthread_rwlock_wrlock(&p->lock);
 	if (!p->loaded || !same_file(&p->seen, &st))
-		rc = load(p, &st, why, why_size);
+		rc = load(p, &st, why, why_len);
 	pthread_rwlock_unlock(&p->lock);
 	if (rc != GNN_OK)
 		return rc;
@@ -257,12 +257,12 @@ static int current(struct gs_preds *p, char *why, size_t why_size)
 	if (p->loaded)
 		return GNN_OK;
 	pthread_rwlock_unlock(&p->lock);
-	snprintf(why, why_size, "predictions at %s changed while loading", p->dir);
+	snprintf(why, why_len, "predictions at %s changed while loading", p->dir);
 	return GNN_EUNAVAIL;
 }
 
 int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uint32_t n, struct gnn_wbuf *w,
-		    char *why, size_t why_size)
+		    char *why, size_t why_len)
 {
 	struct gnn_predict_resp r = { .n = n };
 	int64_t *orig = NULL;
@@ -270,10 +270,10 @@ int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uin
 	float *prob = NULL;
 	int rc;
 
-	if ((rc = current(p, why, why_size)) != GNN_OK)
+	if ((rc = current(p, why, why_len)) != GNN_OK)
 		return rc;
 	if (p->link) {
-		snprintf(why, why_size, "%s holds a link-prediction model's output (task link): no class predictions; ask "
+		snprintf(why, why_len, "%s holds a link-prediction model's output (task link): no class predictions; ask "
 			 "score or topk (docs/inference.md)", p->dir);
 		rc = GNN_ENOENT;
 		goto out;
@@ -310,15 +310,15 @@ out:
 	return rc;
 }
 
-int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_size)
+int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_len)
 {
 	int rc;
 
-	if ((rc = current(p, why, why_size)) != GNN_OK)
+	if ((rc = current(p, why, why_len)) != GNN_OK)
 		return rc;
 	if (!p->link) {
 		pthread_rwlock_unlock(&p->lock);
-		snprintf(why, why_size, "not a link-prediction model's output: %s/summary.json has no \"task\": \"link\" "
+		snprintf(why, why_len, "not a link-prediction model's output: %s/summary.json has no \"task\": \"link\" "
 			 "(a node-classification run's predictions)", p->dir);
 		return GNN_ENOENT;
 	}

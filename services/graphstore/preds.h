@@ -30,10 +30,10 @@ void gs_preds_free(struct gs_preds *p);
 /* Encodes the PREDICT_RESP for ids (n of them, every one owned: the
  * caller checked) into w. When there are no predictions, or they do not
  * load (missing, truncated, of another run than summary.json's), returns
- * GNN_ENOENT or GNN_EFORMAT with why (why_size bytes) saying what is
+ * GNN_ENOENT or GNN_EFORMAT with why (why_len bytes) saying what is
  * missing, and writes nothing. */
 int gs_preds_answer(struct gs_preds *p, uint64_t req_id, const int64_t *ids, uint32_t n, struct gnn_wbuf *w,
-		    char *why, size_t why_size);
+		    char *why, size_t why_len);
 
 /* A link-prediction model's output (summary.json "task": "link",
  * docs/inference.md), as loaded: valid until gs_preds_release. */
@@ -49,7 +49,7 @@ struct gs_link_view {
  * one: "not a link-prediction model's output"), GNN_EFORMAT (it does not
  * load: a missing or short emb.arr, a bad decoder, a NaN) or
  * GNN_EUNAVAIL. PREDICT on a link output answers GNN_ENOENT. */
-int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_size);
+int gs_preds_link_acquire(struct gs_preds *p, struct gs_link_view *v, char *why, size_t why_len);
 void gs_preds_release(struct gs_preds *p);
 
 #endif

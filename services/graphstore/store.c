@@ -18,6 +18,7 @@
 #include "hash.h"
 #include "json.h"
 #include "log.h"
+#include "partq.h"
 #include "sys.h"
 
 /* How often gs_wait_data looks for meta.json and how often it says so. */
@@ -159,26 +160,13 @@ int gs_wait_data(const char *dir, int64_t timeout_s)
  * ascend (a (partition, type) range lists its nodes in original order). */
 static int open_node_map(struct gs_store *s, const struct gnn_meta *m, int32_t p)
 {
-	const struct gnn_layout *l = &m->layout;
-	const int64_t *ids;
 	int rc;
 
 	if ((rc = gnn_node_map_open(s->dir, m, GNN_PART_VERIFY, &s->node_map)) != GNN_OK)
 		return rc;
-	ids = s->node_map.data;
-	for (uint32_t t = 0; t < l->schema->num_types; t++) {
-		int64_t b, e;
-
-		gnn_layout_type_range(l, p, t, &b, &e);
-		for (int64_t v = b + 1; v < e; v++)
-			if (ids[v] <= ids[v - 1]) {
-				GNN_ERROR("bad_partition", "dir=%s node=%lld reason=\"node-map.arr: the original IDs of a (partition, type) range must ascend\"",
-					  s->dir, (long long)v);
-				gnn_arr_close(&s->node_map);
-				return GNN_EFORMAT;
-			}
-	}
-	return GNN_OK;
+	if ((rc = gnn_partq_node_map_check(&m->layout, &s->node_map, (uint32_t)p, s->dir)) != GNN_OK)
+		gnn_arr_close(&s->node_map);
+	return rc;
 }
 
 int gs_store_load(struct gs_store *s)
@@ -257,7 +245,7 @@ void gs_store_close(struct gs_store *s)
 	}
 }
 
-bool gs_ready(void *ctx, char *reason, size_t reason_size)
+bool gs_ready(void *ctx, char *why, size_t why_len)
 {
 	struct gs_store *s = ctx;
 
@@ -265,13 +253,13 @@ bool gs_ready(void *ctx, char *reason, size_t reason_size)
 	case GS_READY:
 		return true;
 	case GS_WAITING:
-		snprintf(reason, reason_size, "waiting for %s/meta.json", s->dir);
+		snprintf(why, why_len, "waiting for %s/meta.json", s->dir);
 		return false;
 	case GS_LOADING:
-		snprintf(reason, reason_size, "loading partition %d", s->part_id);
+		snprintf(why, why_len, "loading partition %d", s->part_id);
 		return false;
 	default:
-		snprintf(reason, reason_size, "stopping");
+		snprintf(why, why_len, "stopping");
 		return false;
 	}
 }

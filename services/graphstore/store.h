@@ -81,8 +81,8 @@ int gs_store_load(struct gs_store *s);
 void gs_store_close(struct gs_store *s);
 
 /* gnn_http ready callback (ctx is the store): true once READY; otherwise
- * writes what it is doing into reason ("loading partition 0", ...). */
-bool gs_ready(void *ctx, char *reason, size_t reason_size);
+ * writes what it is doing into why ("loading partition 0", ...). */
+bool gs_ready(void *ctx, char *why, size_t why_len);
 
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,

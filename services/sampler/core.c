@@ -155,8 +155,8 @@ struct job {
 	const struct gnn_layout *l;
 	uint32_t R;                   /* relations */
 	uint32_t max_ids;
-	char *err;
-	size_t err_len;
+	char *why;
+	size_t why_len;
 	struct smp_call *calls;
 	size_t ncalls, cap;
 	/* GNN_MB_EXCLUDE: the pairs' endpoints (node -> endpoint index) and
@@ -176,12 +176,12 @@ static int fail(struct job *j, int rc, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(j->err, j->err_len, fmt, ap);
+	vsnprintf(j->why, j->why_len, fmt, ap);
 	va_end(ap);
 	return rc;
 }
 
-/* Appends calls like tmpl (its op and parameters) covering every
+/* Appends calls like tmpl (its type and parameters) covering every
  * partition's share of g, each at most max IDs. */
 static int add_calls(struct job *j, const struct groups *g, const struct smp_call *tmpl, uint32_t max)
 {
@@ -212,8 +212,8 @@ static int run_calls(struct job *j)
 {
 	if (j->ncalls == 0)
 		return GNN_OK;
-	j->err[0] = '\0';
-	return j->be->run(j->be->ctx, j->calls, j->ncalls, j->err, j->err_len);
+	j->why[0] = '\0';
+	return j->be->run(j->be->ctx, j->calls, j->ncalls, j->why, j->why_len);
 }
 
 static void release_calls(struct job *j)
@@ -236,7 +236,7 @@ static int take_labels(struct job *j, const struct groups *g, int32_t *labels)
 	for (size_t c = 0; c < j->ncalls; c++) {
 		const struct smp_call *call = &j->calls[c];
 
-		if (call->op != SMP_OP_LABEL)
+		if (call->type != GNN_MSG_LABEL_REQ)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
 			int32_t y = call->labels[k];
@@ -266,7 +266,7 @@ static int collect_answers(struct job *j, const struct groups *g, const int32_t 
 		const struct smp_call *call = &j->calls[c];
 		uint64_t off = 0;
 
-		if (call->op != SMP_OP_SAMPLE)
+		if (call->type != GNN_MSG_SAMPLE_REQ)
 			continue;
 		for (uint32_t k = 0; k < call->n; k++) {
 			size_t i = g->pos[call->first + k];
@@ -462,8 +462,8 @@ static int sample_block(struct job *j, uint32_t l, uint64_t seed, const int32_t 
 			uint32_t num_dst, int32_t *labels, struct smp_minibatch *m)
 {
 	size_t rows = (size_t)num_dst * j->R;
-	struct smp_call sample = { .op = SMP_OP_SAMPLE, .seed = seed, .fanouts = fanouts };
-	struct smp_call label = { .op = SMP_OP_LABEL };
+	struct smp_call sample = { .type = GNN_MSG_SAMPLE_REQ, .seed = seed, .fanouts = fanouts };
+	struct smp_call label = { .type = GNN_MSG_LABEL_REQ };
 	struct groups g = { 0 };
 	uint32_t *deg = calloc(rows ? rows : 1, sizeof(*deg));
 	const int64_t **nbrs = malloc((rows ? rows : 1) * sizeof(*nbrs));
@@ -509,7 +509,7 @@ static int gather_type(struct job *j, uint32_t t, const int64_t *ids, uint32_t n
 	uint32_t dim = j->l->schema->types[t].feat_dim;
 	size_t row = (size_t)dim * gnn_dtype_size(j->l->feat_dtype);
 	uint64_t per_call = GNN_FEAT_CALL_BYTES / row;
-	struct smp_call tmpl = { .op = SMP_OP_FEAT, .feat_dim = dim, .feat_dtype = j->l->feat_dtype };
+	struct smp_call tmpl = { .type = GNN_MSG_FEAT_REQ, .feat_dim = dim, .feat_dtype = j->l->feat_dtype };
 	struct groups g = { 0 };
 	int rc;
 
@@ -558,13 +558,13 @@ static int gather_features(struct job *j, const struct gnn_minibatch *mb, void *
 }
 
 /* The exclusion list: a relation of the graph, pairs of its types. */
-static int check_excl(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err, size_t err_len)
+static int check_excl(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *why, size_t why_len)
 {
 	const struct gnn_schema *s = l->schema;
 	char label[3 * GNN_NAME_MAX];
 
 	if (req->excl_rel >= s->num_rels) {
-		snprintf(err, err_len, "exclusion relation %" PRIu32 " outside the graph's %" PRIu32 " relations",
+		snprintf(why, why_len, "exclusion relation %" PRIu32 " outside the graph's %" PRIu32 " relations",
 			 req->excl_rel, s->num_rels);
 		return GNN_EINVAL;
 	}
@@ -573,13 +573,13 @@ static int check_excl(const struct gnn_layout *l, const struct gnn_minibatch_req
 		int64_t u = req->excl[2 * k], v = req->excl[2 * k + 1];
 
 		if (u < 0 || u >= l->num_nodes || v < 0 || v >= l->num_nodes) {
-			snprintf(err, err_len, "excluded pair %" PRIu32 " is (%" PRId64 ", %" PRId64 "), outside [0, %"
+			snprintf(why, why_len, "excluded pair %" PRIu32 " is (%" PRId64 ", %" PRId64 "), outside [0, %"
 				 PRId64 ")", k, u, v, l->num_nodes);
 			return GNN_EINVAL;
 		}
 		if (gnn_layout_type(l, u) != (int32_t)s->rels[req->excl_rel].src ||
 		    gnn_layout_type(l, v) != (int32_t)s->rels[req->excl_rel].dst) {
-			snprintf(err, err_len, "excluded pair %" PRIu32 " (%" PRId64 ", %" PRId64 ") is not of relation "
+			snprintf(why, why_len, "excluded pair %" PRIu32 " (%" PRId64 ", %" PRId64 ") is not of relation "
 				 "%s's source and destination types", k, u, v, label);
 			return GNN_EINVAL;
 		}
@@ -587,34 +587,34 @@ static int check_excl(const struct gnn_layout *l, const struct gnn_minibatch_req
 	return GNN_OK;
 }
 
-int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
-		      size_t err_len)
+int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *why,
+		      size_t why_len)
 {
 	struct idmap map;
 
 	if (req->num_rels != l->schema->num_rels) {
-		snprintf(err, err_len, "fanouts for %" PRIu32 " relations; the graph has %" PRIu32 " (fanouts[l R + r])",
+		snprintf(why, why_len, "fanouts for %" PRIu32 " relations; the graph has %" PRIu32 " (fanouts[l R + r])",
 			 req->num_rels, l->schema->num_rels);
 		return GNN_EINVAL;
 	}
 	for (uint32_t i = 0; i < req->num_seeds; i++) {
 		if (req->seeds[i] < 0 || req->seeds[i] >= l->num_nodes) {
-			snprintf(err, err_len, "seed %" PRIu32 " is node %" PRId64 ", outside [0, %" PRId64 ")",
+			snprintf(why, why_len, "seed %" PRIu32 " is node %" PRId64 ", outside [0, %" PRId64 ")",
 				 i, req->seeds[i], l->num_nodes);
 			return GNN_EINVAL;
 		}
 	}
-	if ((req->flags & GNN_MB_EXCLUDE) && check_excl(l, req, err, err_len) != GNN_OK)
+	if ((req->flags & GNN_MB_EXCLUDE) && check_excl(l, req, why, why_len) != GNN_OK)
 		return GNN_EINVAL;
 	if (idmap_init(&map, req->num_seeds) != GNN_OK) {
-		snprintf(err, err_len, "out of memory");
+		snprintf(why, why_len, "out of memory");
 		return GNN_ENOMEM;
 	}
 	for (uint32_t i = 0; i < req->num_seeds; i++) {
 		int64_t first = idmap_get_or_put(&map, req->seeds[i], i);
 
 		if (first != i) {
-			snprintf(err, err_len, "seed node %" PRId64 " appears twice (seeds %" PRId64 " and %" PRIu32
+			snprintf(why, why_len, "seed node %" PRId64 " appears twice (seeds %" PRId64 " and %" PRIu32
 				 "): seeds must be distinct", req->seeds[i], first, i);
 			idmap_free(&map);
 			return GNN_EINVAL;
@@ -624,15 +624,15 @@ int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req
 	return GNN_OK;
 }
 
-static void job_init(struct job *j, const struct smp_backend *be, const struct smp_build_opts *o, char *err,
-		     size_t err_len)
+static void job_init(struct job *j, const struct smp_backend *be, const struct smp_build_opts *o, char *why,
+		     size_t why_len)
 {
-	*j = (struct job){ .be = be, .l = be->layout, .R = be->layout->schema->num_rels, .err = err,
-			   .err_len = err_len, .admit = o != NULL ? o->admit : NULL };
+	*j = (struct job){ .be = be, .l = be->layout, .R = be->layout->schema->num_rels, .why = why,
+			   .why_len = why_len, .admit = o != NULL ? o->admit : NULL };
 	j->max_ids = o != NULL && o->max_ids_per_call > 0 ? o->max_ids_per_call : SMP_DEFAULT_IDS_PER_CALL;
 	if (j->max_ids > GNN_PROTO_MAX_IDS)
 		j->max_ids = GNN_PROTO_MAX_IDS;
-	err[0] = '\0';
+	why[0] = '\0';
 }
 
 /* The types of the input nodes (blocks[0]'s sources) into m, and how many
@@ -770,13 +770,13 @@ static int alloc_features(struct job *j, struct smp_minibatch *m)
 }
 
 int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
-	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len)
+	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *why, size_t why_len)
 {
 	struct smp_minibatch m = { 0 };
 	struct job j;
 	int rc;
 
-	job_init(&j, be, o, err, err_len);
+	job_init(&j, be, o, why, why_len);
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK)
 		goto out_fail;
 	if (req->flags & GNN_MB_FEATURES) {
@@ -797,7 +797,7 @@ out_fail:
 
 int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
 		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,
-		      char *err, size_t err_len)
+		      char *why, size_t why_len)
 {
 	struct smp_minibatch m = { 0 };
 	struct gnn_mb_writer mw;
@@ -806,7 +806,7 @@ int smp_build_message(const struct smp_backend *be, const struct smp_build_opts 
 	struct job j;
 	int rc;
 
-	job_init(&j, be, o, err, err_len);
+	job_init(&j, be, o, why, why_len);
 	if ((rc = build_blocks(&j, req, &m)) != GNN_OK ||
 	    ((req->flags & GNN_MB_FEATURES) &&
 	     ((rc = check_feature_bytes(&j, &m)) != GNN_OK || (rc = admit_features(&j, &m)) != GNN_OK)))
@@ -859,60 +859,64 @@ void smp_minibatch_free(struct smp_minibatch *m)
 
 /* ---- NODES ---- */
 
+/* Checks partition p's NODES answer c to req: the page lies in [cursor,
+ * end of the partition), ascending, at most limit long, and its
+ * next_cursor moves past it (progress is guaranteed). */
+static int check_page(const struct smp_backend *be, int32_t p, const struct gnn_nodes_req *req,
+		      const struct smp_call *c, char *why, size_t why_len)
+{
+	int64_t lo = req->cursor, hi = be->layout->offsets[p + 1], prev = lo - 1, next = c->next_cursor;
+	char who[256];
+
+	be->describe(be->ctx, (uint32_t)p, who, sizeof(who));
+	if (c->num_found > req->limit) {
+		snprintf(why, why_len, "%s: %" PRIu32 " nodes listed for a limit of %" PRIu32, who, c->num_found,
+			 req->limit);
+		return GNN_EPROTO;
+	}
+	for (uint32_t i = 0; i < c->num_found; i++) {
+		if (c->found[i] <= prev || c->found[i] >= hi) {
+			snprintf(why, why_len, "%s: listed node %" PRId64 " (entry %" PRIu32 ") out of order or outside "
+				 "[%" PRId64 ", %" PRId64 ")", who, c->found[i], i, lo, hi);
+			return GNN_EPROTO;
+		}
+		prev = c->found[i];
+	}
+	if (next != -1 && (next <= prev || next <= lo || next >= hi)) {
+		snprintf(why, why_len, "%s: next_cursor %" PRId64 " does not move forward inside [%" PRId64 ", %" PRId64
+			 ") after node %" PRId64, who, next, lo, hi, prev);
+		return GNN_EPROTO;
+	}
+	return GNN_OK;
+}
+
 int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
-		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len)
+		      struct gnn_wbuf *w, uint32_t *n, char *why, size_t why_len)
 {
 	const struct gnn_layout *l = be->layout;
 	int32_t p = gnn_layout_owner(l, req->cursor);
 	size_t start = w->len;
 	struct smp_call c;
-	int64_t lo, hi, prev, next;
-	char who[256];
+	int64_t next;
 	int rc;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (p < 0) {
-		snprintf(err, err_len, "cursor %" PRId64 " is outside the graph's nodes [0, %" PRId64 "): start at 0 "
+		snprintf(why, why_len, "cursor %" PRId64 " is outside the graph's nodes [0, %" PRId64 "): start at 0 "
 			 "and continue at each reply's next_cursor until it is -1", req->cursor, l->num_nodes);
 		return GNN_ERANGE;
 	}
-	c = (struct smp_call){ .op = SMP_OP_NODES, .part = (uint32_t)p, .split = req->split,
+	c = (struct smp_call){ .type = GNN_MSG_NODES_REQ, .part = (uint32_t)p, .split = req->split,
 			       .limit = req->limit, .cursor = req->cursor };
-	if ((rc = be->run(be->ctx, &c, 1, err, err_len)) != GNN_OK)
+	if ((rc = be->run(be->ctx, &c, 1, why, why_len)) != GNN_OK ||
+	    (rc = check_page(be, p, req, &c, why, why_len)) != GNN_OK)
 		goto out;
-	/* The store's page lies in [cursor, end of its partition), ascending,
-	 * and its next_cursor moves past the page (progress is guaranteed). */
-	lo = req->cursor;
-	hi = l->offsets[p + 1];
-	prev = lo - 1;
-	be->describe(be->ctx, (uint32_t)p, who, sizeof(who));
-	if (c.num_found > req->limit) {
-		snprintf(err, err_len, "%s: %" PRIu32 " nodes listed for a limit of %" PRIu32, who, c.num_found,
-			 req->limit);
-		rc = GNN_EPROTO;
-		goto out;
-	}
-	for (uint32_t i = 0; i < c.num_found; i++) {
-		if (c.found[i] <= prev || c.found[i] >= hi) {
-			snprintf(err, err_len, "%s: listed node %" PRId64 " (entry %" PRIu32 ") out of order or outside "
-				 "[%" PRId64 ", %" PRId64 ")", who, c.found[i], i, lo, hi);
-			rc = GNN_EPROTO;
-			goto out;
-		}
-		prev = c.found[i];
-	}
-	next = c.next_cursor;
-	if (next != -1 && (next <= prev || next <= lo || next >= hi)) {
-		snprintf(err, err_len, "%s: next_cursor %" PRId64 " does not move forward inside [%" PRId64 ", %" PRId64
-			 ") after node %" PRId64, who, next, lo, hi, prev);
-		rc = GNN_EPROTO;
-		goto out;
-	}
 	/* This partition is done: continue with the next one. */
+	next = c.next_cursor;
 	if (next == -1 && (uint32_t)p + 1 < l->num_parts)
 		next = l->offsets[p + 1];
 	if ((rc = gnn_encode_nodes_resp(w, req_id, c.found, c.num_found, next)) != GNN_OK) {
-		snprintf(err, err_len, "cannot encode %" PRIu32 " nodes (%s)", c.num_found, gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode %" PRIu32 " nodes (%s)", c.num_found, gnn_strerror(rc));
 		w->len = start;
 		goto out;
 	}
@@ -930,7 +934,7 @@ out:
  * one run, then encoded. */
 static int merge_predictions(const struct smp_backend *be, uint64_t req_id, const struct smp_call *calls,
 			     size_t nc, const uint32_t *call_of, const uint32_t *pos, uint32_t n,
-			     struct gnn_wbuf *w, char *err, size_t err_len)
+			     struct gnn_wbuf *w, char *why, size_t why_len)
 {
 	const struct gnn_predict_resp *first = &calls[0].predict;
 	struct gnn_predict_resp r = { .n = n, .k = first->k, .params_crc = first->params_crc };
@@ -945,7 +949,7 @@ static int merge_predictions(const struct smp_backend *be, uint64_t req_id, cons
 	for (size_t c = 1; c < nc; c++)
 		if (calls[c].predict.k != r.k || calls[c].predict.params_crc != r.params_crc) {
 			be->describe(be->ctx, calls[c].part, who, sizeof(who));
-			snprintf(err, err_len, "%s holds predictions of another inference run (params_crc %08" PRIx32
+			snprintf(why, why_len, "%s holds predictions of another inference run (params_crc %08" PRIx32
 				 ", top %" PRIu32 ") than partition %" PRIu32 "'s (%08" PRIx32 ", top %" PRIu32 ")", who,
 				 calls[c].predict.params_crc, calls[c].predict.k, calls[0].part, r.params_crc, r.k);
 			rc = GNN_EPROTO;
@@ -964,7 +968,7 @@ static int merge_predictions(const struct smp_backend *be, uint64_t req_id, cons
 	r.classes = cls;
 	r.probs = prob;
 	if ((rc = gnn_encode_predict_resp(w, req_id, &r)) != GNN_OK)
-		snprintf(err, err_len, "cannot encode %" PRIu32 " predictions (%s)", n, gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode %" PRIu32 " predictions (%s)", n, gnn_strerror(rc));
 out:
 	free(orig);
 	free(pred);
@@ -973,7 +977,7 @@ out:
 	return rc;
 }
 
-/* Node IDs split by owner: one call of op per partition that owns any of
+/* Node IDs split by owner: one call of type per partition that owns any of
  * them (calls[0..nc)), ids[i] being calls[call_of[i]].ids[pos[i]]. The
  * calls' ids point into sorted. */
 struct by_owner {
@@ -993,9 +997,9 @@ static void by_owner_free(struct by_owner *b)
 }
 
 /* Splits ids[n] by owner into b (the caller's: by_owner_free, also on
- * error). GNN_ERANGE (err naming the node outside the graph) or GNN_ENOMEM. */
-static int by_owner_split(const struct gnn_layout *l, enum smp_op op, const int64_t *ids, uint32_t n,
-			  struct by_owner *b, char *err, size_t err_len)
+ * error). GNN_ERANGE (why naming the node outside the graph) or GNN_ENOMEM. */
+static int by_owner_split(const struct gnn_layout *l, uint16_t type, const int64_t *ids, uint32_t n,
+			  struct by_owner *b, char *why, size_t why_len)
 {
 	uint32_t *of_part = malloc((size_t)l->num_parts * 4);
 	int rc = GNN_ENOMEM;
@@ -1013,14 +1017,14 @@ static int by_owner_split(const struct gnn_layout *l, enum smp_op op, const int6
 		int32_t p = gnn_layout_owner(l, ids[i]);
 
 		if (p < 0) {
-			snprintf(err, err_len, "node %" PRId64 " (ids[%" PRIu32 "]) is outside the graph [0, %" PRId64 ")",
+			snprintf(why, why_len, "node %" PRId64 " (ids[%" PRIu32 "]) is outside the graph [0, %" PRId64 ")",
 				 ids[i], i, l->num_nodes);
 			rc = GNN_ERANGE;
 			goto out;
 		}
 		if (of_part[p] == UINT32_MAX) {
 			of_part[p] = (uint32_t)b->nc;
-			b->calls[b->nc++] = (struct smp_call){ .op = op, .part = (uint32_t)p };
+			b->calls[b->nc++] = (struct smp_call){ .type = type, .part = (uint32_t)p };
 		}
 		b->call_of[i] = of_part[p];
 		b->pos[i] = b->calls[b->call_of[i]].n++;
@@ -1038,21 +1042,21 @@ out:
 }
 
 int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
-			struct gnn_wbuf *w, char *err, size_t err_len)
+			struct gnn_wbuf *w, char *why, size_t why_len)
 {
 	struct by_owner b = { 0 };
 	size_t start = w->len;
 	int rc;
 
-	err[0] = '\0';
-	if ((rc = by_owner_split(be->layout, SMP_OP_PREDICT, ids, n, &b, err, err_len)) != GNN_OK)
+	why[0] = '\0';
+	if ((rc = by_owner_split(be->layout, GNN_MSG_PREDICT_REQ, ids, n, &b, why, why_len)) != GNN_OK)
 		goto out;
 	if (b.nc == 0) {
 		rc = gnn_encode_predict_resp(w, req_id, &(struct gnn_predict_resp){ .k = 1 });
 		goto out;
 	}
-	if ((rc = be->run(be->ctx, b.calls, b.nc, err, err_len)) == GNN_OK)
-		rc = merge_predictions(be, req_id, b.calls, b.nc, b.call_of, b.pos, n, w, err, err_len);
+	if ((rc = be->run(be->ctx, b.calls, b.nc, why, why_len)) == GNN_OK)
+		rc = merge_predictions(be, req_id, b.calls, b.nc, b.call_of, b.pos, n, w, why, why_len);
 	be->release(be->ctx, b.calls, b.nc);
 out:
 	if (rc != GNN_OK)
@@ -1064,9 +1068,9 @@ out:
 /* ---- LINK ---- */
 
 /* Whether every answer of calls[0..nc) is of calls[0]'s model; if not,
- * err names the store that differs. */
-static bool same_model(const struct smp_backend *be, const struct smp_call *calls, size_t nc, char *err,
-		       size_t err_len)
+ * why names the store that differs. */
+static bool same_model(const struct smp_backend *be, const struct smp_call *calls, size_t nc, char *why,
+		       size_t why_len)
 {
 	const struct gnn_link_resp *a = &calls[0].link_resp;
 	char who[256];
@@ -1078,7 +1082,7 @@ static bool same_model(const struct smp_backend *be, const struct smp_call *call
 		    b->hidden == a->hidden)
 			continue;
 		be->describe(be->ctx, calls[c].part, who, sizeof(who));
-		snprintf(err, err_len, "%s holds the output of another link-prediction model (params_crc %08" PRIx32
+		snprintf(why, why_len, "%s holds the output of another link-prediction model (params_crc %08" PRIx32
 			 ", dim %" PRIu32 ") than partition %" PRIu32 "'s (%08" PRIx32 ", dim %" PRIu32 ")", who,
 			 b->params_crc, b->dim, calls[0].part, a->params_crc, a->dim);
 		return false;
@@ -1090,7 +1094,7 @@ static bool same_model(const struct smp_backend *be, const struct smp_call *call
  * caller's to free), the model (and decoder params copied into *params,
  * the caller's, NULL for dot) into *m. */
 static int fetch_rows(const struct smp_backend *be, const int64_t *ids, uint32_t n, struct gnn_link_resp *m,
-		      float **rows, float **params, char *err, size_t err_len)
+		      float **rows, float **params, char *why, size_t why_len)
 {
 	struct by_owner b = { 0 };
 	uint64_t np;
@@ -1098,14 +1102,14 @@ static int fetch_rows(const struct smp_backend *be, const int64_t *ids, uint32_t
 
 	*rows = NULL;
 	*params = NULL;
-	if ((rc = by_owner_split(be->layout, SMP_OP_LINK, ids, n, &b, err, err_len)) != GNN_OK)
+	if ((rc = by_owner_split(be->layout, GNN_MSG_LINK_REQ, ids, n, &b, why, why_len)) != GNN_OK)
 		goto out;
 	for (size_t c = 0; c < b.nc; c++)
 		b.calls[c].link = (struct gnn_link_req){ .op = GNN_LINK_ROWS, .flags = GNN_LINK_WITH_DECODER,
 							 .n = b.calls[c].n, .ids = b.calls[c].ids, .node = -1 };
-	if ((rc = be->run(be->ctx, b.calls, b.nc, err, err_len)) != GNN_OK)
+	if ((rc = be->run(be->ctx, b.calls, b.nc, why, why_len)) != GNN_OK)
 		goto out_release;
-	if (!same_model(be, b.calls, b.nc, err, err_len)) {
+	if (!same_model(be, b.calls, b.nc, why, why_len)) {
 		rc = GNN_EPROTO;
 		goto out_release;
 	}
@@ -1137,7 +1141,7 @@ out:
 /* TOPK of query (dim floats; node: the query node, excluded, or -1) to
  * every store at once, merged into r (its nodes and scores in t). */
 static int topk_all(const struct smp_backend *be, const struct gnn_link_req *req, const float *query, uint32_t dim,
-		    int64_t node, struct gnn_topk *t, struct gnn_link_resp *r, char *err, size_t err_len)
+		    int64_t node, struct gnn_topk *t, struct gnn_link_resp *r, char *why, size_t why_len)
 {
 	uint32_t P = be->layout->num_parts, ne = req->n + (node >= 0);
 	struct smp_call *calls = calloc(P, sizeof(*calls));
@@ -1150,18 +1154,18 @@ static int topk_all(const struct smp_backend *be, const struct gnn_link_req *req
 	if (node >= 0)
 		excl[req->n] = node;
 	if (ne > GNN_PROTO_MAX_LINK_EXCL) {
-		snprintf(err, err_len, "%" PRIu32 " excluded nodes with the query node: at most %d", ne,
+		snprintf(why, why_len, "%" PRIu32 " excluded nodes with the query node: at most %d", ne,
 			 GNN_PROTO_MAX_LINK_EXCL);
 		rc = GNN_ERANGE;
 		goto out;
 	}
 	for (uint32_t p = 0; p < P; p++)
-		calls[p] = (struct smp_call){ .op = SMP_OP_LINK, .part = p,
+		calls[p] = (struct smp_call){ .type = GNN_MSG_LINK_REQ, .part = p,
 					      .link = { .op = GNN_LINK_TOPK, .n = ne, .k = req->k, .dim = dim,
 							.node_type = req->node_type, .node = -1, .query = query,
 							.ids = excl } };
-	if ((rc = be->run(be->ctx, calls, P, err, err_len)) == GNN_OK) {
-		if (!same_model(be, calls, P, err, err_len)) {
+	if ((rc = be->run(be->ctx, calls, P, why, why_len)) == GNN_OK) {
+		if (!same_model(be, calls, P, why, why_len)) {
 			rc = GNN_EPROTO;
 		} else {
 			*r = calls[0].link_resp;
@@ -1178,8 +1182,24 @@ out:
 	return rc;
 }
 
+/* SCORE: the scores of n pairs whose endpoints' rows (m's dim wide) are
+ * rows[2 i], rows[2 i + 1], with m's decoder and its params, into *scores
+ * (the caller's: free). GNN_ENOMEM. */
+static int score_pairs(const struct gnn_link_resp *m, const float *rows, const float *params, uint32_t n,
+		       float **scores)
+{
+	struct gnn_linkdec d = { .kind = m->decoder, .dim = m->dim, .hidden = m->hidden, .params = params };
+
+	if ((*scores = malloc((size_t)n * 4 + 1)) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		(*scores)[i] = (float)gnn_linkdec_score(&d, rows + (size_t)2 * i * m->dim,
+							rows + (size_t)(2 * i + 1) * m->dim);
+	return GNN_OK;
+}
+
 int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_link_req *req,
-		     struct gnn_wbuf *w, char *err, size_t err_len)
+		     struct gnn_wbuf *w, char *why, size_t why_len)
 {
 	struct gnn_link_resp m = { 0 }, r = { .op = req->op };
 	struct gnn_topk t = { 0 };
@@ -1187,22 +1207,21 @@ int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct
 	size_t start = w->len;
 	int rc;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (req->op == GNN_LINK_TOPK && req->node_type != GNN_LINK_ANY_TYPE &&
 	    req->node_type >= be->layout->schema->num_types) {
-		snprintf(err, err_len, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
+		snprintf(why, why_len, "no node type %" PRIu32 ": the graph has %" PRIu32, req->node_type,
 			 be->layout->schema->num_types);
-		rc = GNN_EINVAL;
-		goto out;
+		return GNN_EINVAL;
 	}
 	if (req->op == GNN_LINK_TOPK && req->dim > 0) {
-		rc = topk_all(be, req, req->query, req->dim, -1, &t, &r, err, err_len);
+		rc = topk_all(be, req, req->query, req->dim, -1, &t, &r, why, why_len);
 	} else if ((rc = fetch_rows(be, req->op == GNN_LINK_TOPK ? &req->node : req->ids,
 				    req->op == GNN_LINK_ROWS ? req->n : req->op == GNN_LINK_SCORE ? 2 * req->n : 1, &m, &rows,
-				    &params, err, err_len)) != GNN_OK) {
+				    &params, why, why_len)) != GNN_OK) {
 		goto out;
 	} else if (req->op == GNN_LINK_TOPK) {
-		rc = topk_all(be, req, rows, m.dim, req->node, &t, &r, err, err_len);
+		rc = topk_all(be, req, rows, m.dim, req->node, &t, &r, why, why_len);
 	} else {
 		r = m;
 		r.op = req->op;
@@ -1215,28 +1234,21 @@ int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct
 		goto out;
 	r.op = req->op;
 	r.rows = req->op == GNN_LINK_ROWS ? rows : NULL;
-	r.nodes = NULL;
+	r.nodes = req->op == GNN_LINK_TOPK ? t.nodes : NULL;
 	if (req->op == GNN_LINK_TOPK) {
 		r.n = t.n;
-		r.nodes = t.nodes;
 		r.scores = t.scores;
-		r.flags = 0;
-		r.params = NULL;
-	} else if (req->op == GNN_LINK_SCORE) {
-		struct gnn_linkdec d = { .kind = m.decoder, .dim = m.dim, .hidden = m.hidden, .params = params };
-
-		if ((scores = malloc((size_t)req->n * 4 + 1)) == NULL) {
-			rc = GNN_ENOMEM;
-			goto out;
-		}
-		for (uint32_t i = 0; i < req->n; i++)
-			scores[i] = (float)gnn_linkdec_score(&d, rows + (size_t)2 * i * m.dim, rows + (size_t)(2 * i + 1) * m.dim);
+	} else if (req->op == GNN_LINK_SCORE && (rc = score_pairs(&m, rows, params, req->n, &scores)) == GNN_OK) {
 		r.scores = scores;
+	}
+	if (req->op != GNN_LINK_ROWS) {  /* scores only */
 		r.flags = 0;
 		r.params = NULL;
 	}
+	if (rc != GNN_OK)
+		goto out;
 	if ((rc = gnn_encode_link_resp(w, req_id, &r)) != GNN_OK)
-		snprintf(err, err_len, "cannot encode the reply (%s)", gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode the reply (%s)", gnn_strerror(rc));
 out:
 	if (rc != GNN_OK)
 		w->len = start;
@@ -1252,7 +1264,7 @@ out:
 /* Merges the stores' answers (calls[p] is partition p's) into ids:
  * exactly one store must hold each original ID. */
 static int merge_lookup(const struct smp_backend *be, const struct smp_call *calls, uint32_t P, uint32_t node_type,
-			const int64_t *orig_ids, uint32_t n, int64_t *ids, char *err, size_t err_len)
+			const int64_t *orig_ids, uint32_t n, int64_t *ids, char *why, size_t why_len)
 {
 	const struct gnn_schema *sc = be->layout->schema;
 	char who[256];
@@ -1267,14 +1279,14 @@ static int merge_lookup(const struct smp_backend *be, const struct smp_call *cal
 			if (ids[i] >= 0 || gnn_layout_owner(be->layout, g) != (int32_t)p ||
 			    gnn_layout_type(be->layout, g) != (int32_t)node_type) {
 				be->describe(be->ctx, p, who, sizeof(who));
-				snprintf(err, err_len, "%s: %s %" PRId64 " answered as node %" PRId64 ", which it does not "
+				snprintf(why, why_len, "%s: %s %" PRId64 " answered as node %" PRId64 ", which it does not "
 					 "hold, or which another store holds too", who, sc->types[node_type].name, orig_ids[i], g);
 				return GNN_EPROTO;
 			}
 			ids[i] = g;
 		}
 		if (ids[i] < 0) {
-			snprintf(err, err_len, "%s %" PRId64 " (orig_ids[%" PRIu32 "]) is not in the graph: its %" PRId64
+			snprintf(why, why_len, "%s %" PRId64 " (orig_ids[%" PRIu32 "]) is not in the graph: its %" PRId64
 				 " %s nodes have original IDs as in the input files", sc->types[node_type].name, orig_ids[i], i,
 				 sc->types[node_type].num_nodes, sc->types[node_type].name);
 			return GNN_ENOENT;
@@ -1284,7 +1296,7 @@ static int merge_lookup(const struct smp_backend *be, const struct smp_call *cal
 }
 
 int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
-		       uint32_t n, struct gnn_wbuf *w, char *err, size_t err_len)
+		       uint32_t n, struct gnn_wbuf *w, char *why, size_t why_len)
 {
 	const struct gnn_layout *l = be->layout;
 	uint32_t P = l->num_parts;
@@ -1293,21 +1305,21 @@ int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t n
 	size_t start = w->len;
 	int rc = GNN_ENOMEM;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (calls == NULL || ids == NULL)
 		goto out;
 	if (node_type >= l->schema->num_types) {
-		snprintf(err, err_len, "no node type %" PRIu32 ": the graph has %" PRIu32, node_type, l->schema->num_types);
+		snprintf(why, why_len, "no node type %" PRIu32 ": the graph has %" PRIu32, node_type, l->schema->num_types);
 		rc = GNN_EINVAL;
 		goto out;
 	}
 	for (uint32_t p = 0; p < P; p++)
-		calls[p] = (struct smp_call){ .op = SMP_OP_LOOKUP, .part = p, .n = n, .ids = orig_ids,
+		calls[p] = (struct smp_call){ .type = GNN_MSG_LOOKUP_REQ, .part = p, .n = n, .ids = orig_ids,
 					      .node_type = node_type };
-	if ((rc = be->run(be->ctx, calls, P, err, err_len)) == GNN_OK &&
-	    (rc = merge_lookup(be, calls, P, node_type, orig_ids, n, ids, err, err_len)) == GNN_OK &&
+	if ((rc = be->run(be->ctx, calls, P, why, why_len)) == GNN_OK &&
+	    (rc = merge_lookup(be, calls, P, node_type, orig_ids, n, ids, why, why_len)) == GNN_OK &&
 	    (rc = gnn_encode_ids_req(w, GNN_MSG_LOOKUP_RESP, req_id, ids, n)) != GNN_OK)
-		snprintf(err, err_len, "cannot encode %" PRIu32 " node IDs (%s)", n, gnn_strerror(rc));
+		snprintf(why, why_len, "cannot encode %" PRIu32 " node IDs (%s)", n, gnn_strerror(rc));
 	be->release(be->ctx, calls, P);
 out:
 	if (rc != GNN_OK)

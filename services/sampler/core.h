@@ -34,12 +34,13 @@
 #include "part.h"
 #include "proto.h"
 
-enum smp_op { SMP_OP_SAMPLE, SMP_OP_FEAT, SMP_OP_LABEL, SMP_OP_NODES, SMP_OP_PREDICT, SMP_OP_LOOKUP, SMP_OP_LINK };
-
-/* One request to the owner of one partition and, once run, its answer. */
+/* One request to the owner of one partition and, once run, its answer.
+ * What it asks is named by the request's message type (proto.h), the one
+ * a graph store answers: a forwarded RPC has no name of its own. */
 struct smp_call {
 	/* Set by the core. ids is borrowed from the core for the call. */
-	enum smp_op op;
+	uint16_t type;            /* GNN_MSG_SAMPLE_REQ, FEAT_REQ, LABEL_REQ, NODES_REQ,
+				   * PREDICT_REQ, LOOKUP_REQ or LINK_REQ */
 	uint32_t part;
 	uint32_t n;
 	const int64_t *ids;       /* [n], every one owned by part */
@@ -76,10 +77,10 @@ struct smp_backend {
 	void *ctx;
 	/* Runs n calls (concurrently, when it can) and fills their answers.
 	 * Returns GNN_OK when every call succeeded; otherwise an error code,
-	 * with err (err_len bytes, NUL-terminated) naming the partition's
+	 * with why (why_len bytes, NUL-terminated) naming the partition's
 	 * server and what failed. Called from many threads at once. release
 	 * must follow in both cases. */
-	int (*run)(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
+	int (*run)(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len);
 	/* Frees what run kept for these calls (safe on calls never run). */
 	void (*release)(void *ctx, struct smp_call *calls, size_t n);
 	/* Writes a name for partition part's server for error texts:
@@ -88,9 +89,9 @@ struct smp_backend {
 	/* Optional (NULL: always true). Whether layout is filled in yet (and
 	 * still true: false again for good once the graph behind it changed);
 	 * the other calls may be used only while it returns true. When false,
-	 * reason (NUL-terminated) says what is awaited or wrong: "waiting for
+	 * why (NUL-terminated) says what is awaited or wrong: "waiting for
 	 * graph stores: graphstore-1(tcp://...)". Thread-safe. */
-	bool (*layout_known)(void *ctx, char *reason, size_t size);
+	bool (*layout_known)(void *ctx, char *why, size_t why_len);
 };
 
 struct smp_build_opts {
@@ -127,21 +128,21 @@ struct smp_minibatch {
  * GNN_MB_EXCLUDE the exclusion relation below R and every pair's IDs in
  * [0, num_nodes) and of that relation's source and destination types.
  * (The decoder already checked counts, fanouts and flags.)
- * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with err saying which seed
+ * Returns GNN_OK, or GNN_EINVAL / GNN_ENOMEM with why saying which seed
  * or pair. */
-int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *err,
-		      size_t err_len);
+int smp_check_request(const struct gnn_layout *l, const struct gnn_minibatch_req *req, char *why,
+		      size_t why_len);
 
 /* Builds the minibatch for req (checked with smp_check_request first).
  * On success *out holds it (the caller's: smp_minibatch_free). Errors:
- * the backend's code (its err text names the server), GNN_EPROTO for an
+ * the backend's code (its why text names the server), GNN_EPROTO for an
  * answer that breaks the contract (a neighbour ID out of range, more
  * neighbours than the fanout, a label out of range), GNN_ERANGE when the
  * minibatch would not fit one message (GNN_PROTO_MAX_MSG_BYTES) or a block
- * would exceed 2^31-1 edges, GNN_ENOMEM; err says which. *out is written
+ * would exceed 2^31-1 edges, GNN_ENOMEM; why says which. *out is written
  * only on success. */
 int smp_build(const struct smp_backend *be, const struct smp_build_opts *o,
-	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *err, size_t err_len);
+	      const struct gnn_minibatch_req *req, struct smp_minibatch *out, char *why, size_t why_len);
 
 /* What smp_build_message built. */
 struct smp_minibatch_stats {
@@ -160,10 +161,10 @@ struct smp_minibatch_stats {
  * service and the benchmark use it. On success st (may be NULL) gets the
  * sizes, and with o->admit the bytes still admitted for the message,
  * st->admitted_bytes (released here when st is NULL); on error w is as it was (its failed flag set on GNN_ENOMEM) and
- * err says what failed, as for smp_build. */
+ * why says what failed, as for smp_build. */
 int smp_build_message(const struct smp_backend *be, const struct smp_build_opts *o, uint64_t req_id,
 		      const struct gnn_minibatch_req *req, struct gnn_wbuf *w, struct smp_minibatch_stats *st,
-		      char *err, size_t err_len);
+		      char *why, size_t why_len);
 
 /* Frees the minibatch's arrays. Safe on a zeroed struct. */
 void smp_minibatch_free(struct smp_minibatch *m);
@@ -175,22 +176,22 @@ void smp_minibatch_free(struct smp_minibatch *m);
  * (request ID req_id). When the partition is exhausted and more follow,
  * next_cursor is the next partition's first node, so a client's loop from
  * cursor 0 to -1 visits every partition in ID order. On success *n (may
- * be NULL) gets the number of nodes listed. Errors, with err saying which:
+ * be NULL) gets the number of nodes listed. Errors, with why saying which:
  * GNN_ERANGE for a cursor outside [0, num_nodes), the backend's code (its
  * text names the store), GNN_EPROTO for an answer breaking the contract,
  * GNN_ENOMEM; w is then as it was (its failed flag set on GNN_ENOMEM). */
 int smp_nodes_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_nodes_req *req,
-		      struct gnn_wbuf *w, uint32_t *n, char *err, size_t err_len);
+		      struct gnn_wbuf *w, uint32_t *n, char *why, size_t why_len);
 
 /* PREDICT through the sampler: the predictions of n nodes anywhere in the
  * graph, asked of their owners (one call per partition, in parallel) and
  * appended to w as one PREDICT_RESP in the order of ids. Every owner must
  * answer with the same params_crc and k (one inference run). On error w
- * is as it was and err says what failed: a node outside the graph
+ * is as it was and why says what failed: a node outside the graph
  * (GNN_ERANGE), a store without predictions (its code and text), owners
  * of different runs (GNN_EPROTO). */
 int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int64_t *ids, uint32_t n,
-			struct gnn_wbuf *w, char *err, size_t err_len);
+			struct gnn_wbuf *w, char *why, size_t why_len);
 
 /* LINK through the sampler (docs/inference.md, "Link prediction: score
  * and top-k"), for req (decoded):
@@ -203,20 +204,20 @@ int smp_predict_message(const struct smp_backend *be, uint64_t req_id, const int
  *          vector: the TOPK to every store at once
  * Every answer must come from one model (params_crc, decoder, dim,
  * hidden). The reply, one LINK_RESP, is appended to w. On error w is as it
- * was and err says what failed: a node outside the graph (GNN_ERANGE), a
+ * was and why says what failed: a node outside the graph (GNN_ERANGE), a
  * store without a link output (its code and text), owners of different
  * models (GNN_EPROTO), GNN_ENOMEM. */
 int smp_link_message(const struct smp_backend *be, uint64_t req_id, const struct gnn_link_req *req,
-		     struct gnn_wbuf *w, char *err, size_t err_len);
+		     struct gnn_wbuf *w, char *why, size_t why_len);
 
 /* LOOKUP through the sampler: the global IDs of n nodes of type
  * node_type known by their original IDs, asked of every store at once
  * (each answers for its partition) and appended to w as one LOOKUP_RESP in
- * the order of orig_ids. Errors, with err saying which: GNN_EINVAL for a
+ * the order of orig_ids. Errors, with why saying which: GNN_EINVAL for a
  * type the graph lacks, GNN_ENOENT for an original ID no store holds,
  * GNN_EPROTO for one two stores claim, the backend's code. w is then as
  * it was. */
 int smp_lookup_message(const struct smp_backend *be, uint64_t req_id, uint32_t node_type, const int64_t *orig_ids,
-		       uint32_t n, struct gnn_wbuf *w, char *err, size_t err_len);
+		       uint32_t n, struct gnn_wbuf *w, char *why, size_t why_len);
 
 #endif

@@ -5,16 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "err.h"
 #include "log.h"
 #include "part.h"
-#include "sample.h"
+#include "partq.h"
 
 struct smp_local {
 	struct gnn_layout layout;       /* from a folder: meta.layout (pointers: meta's) */
 	struct gnn_part *parts;         /* [num_parts]: mapped (from a folder) or copied */
 	/* Only when opened from a folder: */
 	struct gnn_meta meta;
+	struct gnn_arr node_map;        /* LOOKUP's, when meta.json names one (data NULL: none) */
 	bool own;
 };
 
@@ -39,6 +41,21 @@ int smp_local_wrap(const struct gnn_layout *layout, const struct gnn_part *parts
 	return GNN_OK;
 }
 
+/* The output's node map, mapped for LOOKUP when meta.json names one, and
+ * checked as a graph store checks its own (partq.h). */
+static int open_node_map(const char *dir, bool verify, struct smp_local *l)
+{
+	int rc;
+
+	if (json_object_get(l->meta.json, "node_map") == NULL)
+		return GNN_OK;
+	if ((rc = gnn_node_map_open(dir, &l->meta, verify ? GNN_PART_VERIFY : 0, &l->node_map)) != GNN_OK)
+		return rc;
+	for (uint32_t p = 0; p < l->layout.num_parts && rc == GNN_OK; p++)
+		rc = gnn_partq_node_map_check(&l->layout, &l->node_map, p, dir);
+	return rc;
+}
+
 int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 {
 	struct smp_local *l = calloc(1, sizeof(*l));
@@ -61,6 +78,8 @@ int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out)
 		if ((rc = gnn_part_open(dir, &l->meta, (int32_t)p, verify ? GNN_PART_VERIFY : 0, &l->parts[p])) !=
 		    GNN_OK)
 			goto out_fail;
+	if ((rc = open_node_map(dir, verify, l)) != GNN_OK)
+		goto out_fail;
 	*out = l;
 	return GNN_OK;
 
@@ -76,6 +95,7 @@ void smp_local_close(struct smp_local *l)
 	if (l->own) {
 		for (uint32_t p = 0; l->parts != NULL && p < l->layout.num_parts; p++)
 			gnn_part_close(&l->parts[p]);
+		gnn_arr_close(&l->node_map);
 		gnn_meta_free(&l->meta);
 	}
 	free(l->parts);
@@ -100,195 +120,153 @@ static void local_describe(void *ctx, uint32_t part, char *buf, size_t size)
 	snprintf(buf, size, "partition %" PRIu32 " (in process)", part);
 }
 
-/* The first CSR row of id in part (rows id R .. id R + R - 1 are its
- * relations), after checking that part owns it and that its rows are sane
- * (the arrays may come from an unverified file). */
-static int local_row(const struct gnn_part *pt, int64_t id, int64_t *row)
+/* SAMPLE, FEAT, LABEL, NODES and LOOKUP: what a graph store does for one
+ * request (partq.h), answered into memory c->keep owns. */
+static int local_sample(const struct gnn_part *pt, struct smp_call *c, char *why, size_t why_len)
 {
-	int64_t R = pt->num_rels, r = (id - pt->node_start) * R;
-
-	if (id < pt->node_start || id >= pt->node_end)
-		return GNN_ERANGE;
-	for (int64_t k = r; k < r + R; k++)
-		if (pt->indptr[k] < 0 || pt->indptr[k + 1] < pt->indptr[k] ||
-		    pt->indptr[k + 1] > pt->indptr[pt->num_nodes * R])
-			return GNN_EFORMAT;
-	*row = r;
-	return GNN_OK;
-}
-
-/* SAMPLE: what a graph store does for one request. */
-static int local_sample(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
-{
-	uint32_t R = pt->num_rels;
-	uint64_t total = 0, maxk = 0;
-	uint32_t *counts, *pos;
-	int64_t *nbrs, row;
-	size_t head;
-	char *block;
+	struct gnn_partq_sample s;
 	int rc;
 
-	for (uint32_t i = 0; i < c->n; i++) {
-		if ((rc = local_row(pt, c->ids[i], &row)) != GNN_OK) {
-			*bad = c->ids[i];
-			return rc;
-		}
-		for (uint32_t r = 0; r < R; r++) {
-			uint64_t deg = (uint64_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), k;
-
-			if (deg > UINT32_MAX) {
-				*bad = c->ids[i];
-				return GNN_ERANGE;
-			}
-			k = gnn_sample_count(deg, c->fanouts[r]);
-			total += k;
-			maxk = k > maxk ? k : maxk;
-		}
+	if ((rc = gnn_partq_sample_size(pt, c->ids, c->n, c->fanouts, &s, why, why_len)) != GNN_OK ||
+	    (rc = gnn_partq_sample(pt, c->seed, c->ids, c->n, c->fanouts, &s)) != GNN_OK) {
+		gnn_partq_sample_free(&s);
+		return rc;
 	}
-	head = ((size_t)c->n * R * 4 + 7) / 8 * 8;
-	block = malloc(head + total * 8 + maxk * 4 + 8);
-	if (block == NULL)
-		return GNN_ENOMEM;
-	counts = (uint32_t *)block;
-	nbrs = (int64_t *)(block + head);
-	pos = (uint32_t *)(nbrs + total);
-	total = 0;
-	for (uint32_t i = 0; i < c->n; i++) {
-		row = (c->ids[i] - pt->node_start) * R;
-		for (uint32_t r = 0; r < R; r++) {
-			uint32_t k = gnn_sample_row(c->seed, r, c->ids[i], pt->indices + pt->indptr[row + r],
-						    (uint32_t)(pt->indptr[row + r + 1] - pt->indptr[row + r]), c->fanouts[r],
-						    pos, nbrs + total);
-
-			counts[(size_t)i * R + r] = k;
-			total += k;
-		}
-	}
-	c->counts = counts;
-	c->nbrs = nbrs;
-	c->total = total;
-	c->keep = block;
+	c->counts = s.counts;
+	c->nbrs = s.nbrs;
+	c->total = s.total;
+	c->keep = s.mem;
 	return GNN_OK;
 }
 
-static int local_feat(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
+static int local_feat(const struct gnn_part *pt, struct smp_call *c, char *why, size_t why_len)
 {
-	uint32_t dim = c->feat_dim, d;
-	size_t row = (size_t)dim * gnn_dtype_size(pt->feat_dtype);
-	uint8_t *rows = malloc((size_t)c->n * row + 1);
-	const void *src;
+	void *rows;
+	int rc;
 
-	if (rows == NULL)
+	if (pt->feat_dtype != c->feat_dtype) {
+		snprintf(why, why_len, "rows of %s asked for, the partition's are %s", gnn_dtype_name(c->feat_dtype),
+			 gnn_dtype_name(pt->feat_dtype));
+		return GNN_ERANGE;
+	}
+	if ((rows = malloc((size_t)c->n * c->feat_dim * gnn_dtype_size(pt->feat_dtype) + 1)) == NULL)
 		return GNN_ENOMEM;
-	for (uint32_t i = 0; i < c->n; i++) {
-		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end ||
-		    (src = gnn_part_feat_row(pt, c->ids[i], &d)) == NULL || d != dim || pt->feat_dtype != c->feat_dtype) {
-			*bad = c->ids[i];
-			free(rows);
-			return GNN_ERANGE;
-		}
-		memcpy(rows + (size_t)i * row, src, row);
+	if ((rc = gnn_partq_feat_rows(pt, c->ids, c->n, c->feat_dim, rows, why, why_len)) != GNN_OK) {
+		free(rows);
+		return rc;
 	}
 	c->rows = rows;
 	c->keep = rows;
 	return GNN_OK;
 }
 
-static int local_label(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
+static int local_label(const struct gnn_part *pt, struct smp_call *c, char *why, size_t why_len)
 {
 	int32_t *labels = malloc((size_t)c->n * sizeof(int32_t) + 1);
+	int rc;
 
 	if (labels == NULL)
 		return GNN_ENOMEM;
-	for (uint32_t i = 0; i < c->n; i++) {
-		if (c->ids[i] < pt->node_start || c->ids[i] >= pt->node_end) {
-			*bad = c->ids[i];
-			free(labels);
-			return GNN_ERANGE;
-		}
-		labels[i] = pt->labels[c->ids[i] - pt->node_start];
+	if ((rc = gnn_partq_labels(pt, c->ids, c->n, labels, why, why_len)) != GNN_OK) {
+		free(labels);
+		return rc;
 	}
 	c->labels = labels;
 	c->keep = labels;
 	return GNN_OK;
 }
 
-/* NODES: what a graph store does (a cursor below the partition starts at
- * its first node; next_cursor -1 once the partition is exhausted). */
-static int local_nodes(const struct gnn_part *pt, struct smp_call *c, int64_t *bad)
+static int local_nodes(const struct gnn_part *pt, struct smp_call *c)
 {
-	int64_t v = c->cursor < pt->node_start ? pt->node_start : c->cursor, *found;
-	uint64_t cap = v < pt->node_end ? (uint64_t)(pt->node_end - v) : 0;
-	uint32_t n = 0;
+	int64_t *found;
+	int rc;
 
-	if (pt->split == NULL) {
-		*bad = c->cursor;
-		return GNN_EINVAL;
-	}
-	if (cap > c->limit)
-		cap = c->limit;
-	if ((found = malloc(cap * sizeof(*found) + 1)) == NULL)
-		return GNN_ENOMEM;
-	for (; v < pt->node_end && n < c->limit; v++)
-		if (pt->split[v - pt->node_start] == c->split)
-			found[n++] = v;
+	if ((rc = gnn_partq_nodes(pt, c->split, c->cursor, c->limit, &found, &c->num_found, &c->next_cursor)) != GNN_OK)
+		return rc;
 	c->found = found;
-	c->num_found = n;
-	c->next_cursor = n == c->limit && v < pt->node_end ? v : -1;
 	c->keep = found;
 	return GNN_OK;
 }
 
-static int local_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+static int local_lookup(const struct smp_local *l, struct smp_call *c, char *why, size_t why_len)
+{
+	int64_t *found = malloc((size_t)c->n * sizeof(*found) + 1);
+	int rc;
+
+	if (found == NULL)
+		return GNN_ENOMEM;
+	if ((rc = gnn_partq_lookup(&l->layout, &l->node_map, c->part, c->node_type, c->ids, c->n, found, why,
+				   why_len)) != GNN_OK) {
+		free(found);
+		return rc;
+	}
+	c->found = found;
+	c->keep = found;
+	return GNN_OK;
+}
+
+/* A call this partition cannot answer, for want of what: rc. */
+static int lacks(char *why, size_t why_len, uint32_t part, int rc, const char *what)
+{
+	snprintf(why, why_len, "partition %" PRIu32 " (in process) has %s", part, what);
+	return rc;
+}
+
+/* One call of a partition in this process, answered; on failure why
+ * names the partition and what failed. */
+static int local_call(const struct smp_local *l, struct smp_call *c, char *why, size_t why_len)
+{
+	const struct gnn_part *pt = &l->parts[c->part];
+	char detail[256] = "";
+	int rc;
+
+	switch (c->type) {
+	case GNN_MSG_SAMPLE_REQ:
+		rc = local_sample(pt, c, detail, sizeof(detail));
+		break;
+	case GNN_MSG_FEAT_REQ:
+		rc = local_feat(pt, c, detail, sizeof(detail));
+		break;
+	case GNN_MSG_LABEL_REQ:
+		rc = local_label(pt, c, detail, sizeof(detail));
+		break;
+	case GNN_MSG_NODES_REQ:
+		if (pt->split == NULL)
+			return lacks(why, why_len, c->part, GNN_EINVAL, "no split codes");
+		rc = local_nodes(pt, c);
+		break;
+	case GNN_MSG_LOOKUP_REQ:
+		if (l->node_map.data == NULL)
+			return lacks(why, why_len, c->part, GNN_ENOENT, "no node map: only graph stores serve them");
+		rc = local_lookup(l, c, detail, sizeof(detail));
+		break;
+	case GNN_MSG_PREDICT_REQ:
+	case GNN_MSG_LINK_REQ:
+		return lacks(why, why_len, c->part, GNN_ENOENT, "no predictions: only graph stores serve them");
+	default:
+		rc = GNN_EINVAL;
+	}
+	if (rc != GNN_OK)
+		snprintf(why, why_len, "partition %" PRIu32 " (in process): %s", c->part,
+			 detail[0] != '\0' ? detail : gnn_strerror(rc));
+	return rc;
+}
+
+static int local_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_local *l = ctx;
+	int rc = GNN_OK;
 
 	for (size_t i = 0; i < n; i++)
 		calls[i].keep = NULL;
-	for (size_t i = 0; i < n; i++) {
-		struct smp_call *c = &calls[i];
-		const struct gnn_part *pt;
-		int64_t bad = -1;
-		int rc;
-
-		if (c->part >= l->layout.num_parts) {
-			snprintf(err, err_len, "no partition %" PRIu32, c->part);
+	for (size_t i = 0; i < n && rc == GNN_OK; i++) {
+		if (calls[i].part >= l->layout.num_parts) {
+			snprintf(why, why_len, "no partition %" PRIu32, calls[i].part);
 			return GNN_ERANGE;
 		}
-		pt = &l->parts[c->part];
-		switch (c->op) {
-		case SMP_OP_SAMPLE:
-			rc = local_sample(pt, c, &bad);
-			break;
-		case SMP_OP_FEAT:
-			rc = local_feat(pt, c, &bad);
-			break;
-		case SMP_OP_LABEL:
-			rc = local_label(pt, c, &bad);
-			break;
-		case SMP_OP_NODES:
-			rc = local_nodes(pt, c, &bad);
-			break;
-		case SMP_OP_PREDICT:
-		case SMP_OP_LOOKUP:
-		case SMP_OP_LINK:
-			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no %s: only graph stores serve "
-				 "them", c->part, c->op == SMP_OP_LOOKUP ? "node map" : "predictions");
-			return GNN_ENOENT;
-		default:
-			rc = GNN_EINVAL;
-		}
-		if (rc != GNN_OK && c->op == SMP_OP_NODES && rc == GNN_EINVAL) {
-			snprintf(err, err_len, "partition %" PRIu32 " (in process) has no split codes", c->part);
-			return rc;
-		}
-		if (rc != GNN_OK) {
-			snprintf(err, err_len, "partition %" PRIu32 " (in process): node %" PRId64 ": %s", c->part,
-				 bad, gnn_strerror(rc));
-			return rc;
-		}
+		rc = local_call(l, &calls[i], why, why_len);
 	}
-	return GNN_OK;
+	return rc;
 }
 
 static void local_release(void *ctx, struct smp_call *calls, size_t n)

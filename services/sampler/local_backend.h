@@ -1,8 +1,9 @@
-/* local.h - the in-process backend of the minibatch core (core.h): every
- * partition's arrays in this process, answering SAMPLE, FEAT, LABEL and
- * NODES calls exactly as a graph store does (gnn_sample_choose per node, rows
- * gathered into an answer buffer), without the network. The unit tests and
- * the benchmark's in-process reference (`gnn-sampler bench`) use it. */
+/* local_backend.h - the in-process backend of the minibatch core (core.h):
+ * every partition's arrays in this process, answering SAMPLE, FEAT, LABEL
+ * and NODES calls (and LOOKUP, from a folder with a node map) with the
+ * very queries a graph store answers with (libcommon/partq.h), without the
+ * network. The unit tests and the benchmark's in-process reference
+ * (`gnn-sampler bench`) use it. */
 #ifndef SMP_LOCAL_H
 #define SMP_LOCAL_H
 
@@ -14,8 +15,9 @@
 
 struct smp_local;
 
-/* Maps every partition of a gnn-partition output folder (part.h); with
- * verify, checks CRCs and contents first (reads everything). The layout's
+/* Maps every partition of a gnn-partition output folder (part.h), and its
+ * node map when meta.json names one (for LOOKUP); with verify, checks CRCs
+ * and contents first (reads everything). The layout's
  * graph_id is 0 (the graph stores' ID is theirs to compute). *out is the
  * caller's: smp_local_close. */
 int smp_local_open_dir(const char *dir, bool verify, struct smp_local **out);

@@ -149,9 +149,9 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	return gnn_server_start(&srv, &sm->server);
 }
 
-static bool ready(void *ctx, char *reason, size_t reason_size)
+static bool ready(void *ctx, char *why, size_t why_len)
 {
-	return smp_stores_ready(((struct sampler *)ctx)->stores, reason, reason_size);
+	return smp_stores_ready(((struct sampler *)ctx)->stores, why, why_len);
 }
 
 /* Until every store answered INFO (the layout), then the background check. */

@@ -147,20 +147,14 @@ static int run_phase(const struct smp_backend *be, const struct gnn_minibatch_re
 	return rc;
 }
 
-int smp_bench_main(int argc, char **argv)
+/* The options; -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv)
 {
-	struct gnn_minibatch_req proto = { .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
-	struct smp_local *local = NULL;
-	int32_t *fanouts = NULL;
-	struct smp_backend be;
-	struct worker sum;
-	double t0, secs;
-	int rc;
+	int rc = gnn_opt_parse("gnn-sampler bench",
+			       "Benchmark the minibatch core in process, over partitions mapped from --parts "
+			       "(the reference of tests/bench_sampling.sh).",
+			       bench_options, argc, argv);
 
-	rc = gnn_opt_parse("gnn-sampler bench",
-			   "Benchmark the minibatch core in process, over partitions mapped from --parts "
-			   "(the reference of tests/bench_sampling.sh).",
-			   bench_options, argc, argv);
 	if (rc == GNN_EHELP)
 		return 0;
 	if (rc != GNN_OK)
@@ -169,6 +163,33 @@ int smp_bench_main(int argc, char **argv)
 		GNN_ERROR("bad_config", "reason=\"--parts DIR is required\"");
 		return 2;
 	}
+	return -1;
+}
+
+/* The result line tests/bench_sampling.sh reads. */
+static void report(const struct worker *sum, double secs)
+{
+	printf("bench_local minibatches=%" PRIu64 " threads=%" PRId64 " batch=%" PRId64 " fanouts=%s seconds=%.3f "
+	       "minibatches_per_s=%.2f edges_per_s=%.0f feature_bytes_per_s=%.0f mean_edges=%.0f "
+	       "mean_input_nodes=%.0f\n",
+	       sum->done, bcfg.threads, bcfg.batch, bcfg.fanouts, secs, (double)sum->done / secs,
+	       (double)sum->edges / secs, (double)sum->feat_bytes / secs, (double)sum->edges / (double)sum->done,
+	       (double)sum->input_nodes / (double)sum->done);
+	fflush(stdout);
+}
+
+int smp_bench_main(int argc, char **argv)
+{
+	struct gnn_minibatch_req proto = { .flags = GNN_MB_FEATURES | GNN_MB_LABELS };
+	struct smp_local *local = NULL;
+	int32_t *fanouts = NULL;
+	struct smp_backend be;
+	struct worker sum;
+	double t0;
+	int rc;
+
+	if ((rc = parse_args(argc, argv)) >= 0)
+		return rc;
 	proto.num_seeds = (uint32_t)bcfg.batch;
 	gnn_opt_log(bench_options);
 	if ((rc = smp_local_open_dir(bcfg.parts, false, &local)) != GNN_OK) {
@@ -198,14 +219,7 @@ int smp_bench_main(int argc, char **argv)
 	t0 = gnn_now();
 	if ((rc = run_phase(&be, &proto, 0, (uint64_t)bcfg.minibatches, &sum)) != GNN_OK)
 		goto out;
-	secs = gnn_now() - t0;
-	printf("bench_local minibatches=%" PRIu64 " threads=%" PRId64 " batch=%" PRId64 " fanouts=%s seconds=%.3f "
-	       "minibatches_per_s=%.2f edges_per_s=%.0f feature_bytes_per_s=%.0f mean_edges=%.0f "
-	       "mean_input_nodes=%.0f\n",
-	       sum.done, bcfg.threads, bcfg.batch, bcfg.fanouts, secs, (double)sum.done / secs,
-	       (double)sum.edges / secs, (double)sum.feat_bytes / secs, (double)sum.edges / (double)sum.done,
-	       (double)sum.input_nodes / (double)sum.done);
-	fflush(stdout);
+	report(&sum, gnn_now() - t0);
 out:
 	free(fanouts);
 	smp_local_close(local);

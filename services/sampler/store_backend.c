@@ -16,8 +16,10 @@
 #include "dtype.h"
 #include "client.h"
 #include "err.h"
+#include "multicall.h"
 #include "http.h"
 #include "log.h"
+#include "storeid.h"
 #include "sys.h"
 
 /* A store's state as the last INFO saw it. */
@@ -145,6 +147,32 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 	return GNN_OK;
 }
 
+/* Store i of o's list: its clients (dialling in the background) and its
+ * watch connection. */
+static int store_open(struct store *st, size_t i, const struct smp_stores_opts *o)
+{
+	struct gnn_client_opts data = { .name = st->name, .timeout_ms = o->timeout_ms, .retries = o->retries };
+	struct gnn_client_opts check = { .name = st->name, .timeout_ms = o->check_timeout_ms, .retries = 0 };
+	int rc;
+
+	snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
+	atomic_init(&st->state, ST_WAITING);
+	/* The data connection is not the one the first INFO came over: its
+	 * first answers are verified too. */
+	atomic_init(&st->suspect, 1);
+	atomic_init(&st->verified, 0);
+	atomic_init(&st->watch_pipe, 0);
+	if ((st->url = strdup(o->urls[i])) == NULL)
+		return GNN_ENOMEM;
+	data.url = check.url = st->url;
+	if ((rc = gnn_client_open(&data, &st->data)) != GNN_OK ||
+	    (rc = gnn_client_open(&check, &st->check)) != GNN_OK) {
+		GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
+		return rc;
+	}
+	return watch_open(st);
+}
+
 int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 {
 	struct smp_stores *s;
@@ -176,31 +204,9 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 		free(s);
 		return GNN_ENOMEM;
 	}
-	for (size_t i = 0; i < o->n; i++) {
-		struct store *st = &s->st[i];
-
-		snprintf(st->name, sizeof(st->name), "graphstore-%zu", i);
-		atomic_init(&st->state, ST_WAITING);
-		/* The data connection is not the one the first INFO came over:
-		 * its first answers are verified too. */
-		atomic_init(&st->suspect, 1);
-		atomic_init(&st->verified, 0);
-		atomic_init(&st->watch_pipe, 0);
-		if ((st->url = strdup(o->urls[i])) == NULL)
+	for (size_t i = 0; i < o->n; i++)
+		if ((rc = store_open(&s->st[i], i, o)) != GNN_OK)
 			goto out_fail;
-		struct gnn_client_opts data = { .url = st->url, .name = st->name, .timeout_ms = o->timeout_ms,
-						.retries = o->retries };
-		struct gnn_client_opts check = { .url = st->url, .name = st->name,
-						 .timeout_ms = o->check_timeout_ms, .retries = 0 };
-
-		if ((rc = gnn_client_open(&data, &st->data)) != GNN_OK ||
-		    (rc = gnn_client_open(&check, &st->check)) != GNN_OK) {
-			GNN_ERROR("bad_config", "store=%s url=%s reason=\"cannot dial this URL\"", st->name, st->url);
-			goto out_fail;
-		}
-		if ((rc = watch_open(st)) != GNN_OK)
-			goto out_fail;
-	}
 	if ((rc = register_metrics(s, o->metrics)) != GNN_OK)
 		goto out_fail;
 	*out = s;
@@ -264,62 +270,67 @@ struct probe {
 	bool own;
 };
 
+/* One INFO probe's answers: res[store[k]] is call k's. */
+struct probe_run {
+	struct probe *res;
+	const size_t *store;
+};
+
+/* An INFO answer into its probe, the layout copied (gnn_multicall_answer_fn). */
+static int take_info(void *ctx, size_t k, struct gnn_call *c)
+{
+	const struct probe_run *pr = ctx;
+	struct probe *r = &pr->res[pr->store[k]];
+	struct gnn_layout copy;
+	const void *payload;
+	size_t len;
+
+	if (c->req->failed)
+		return GNN_ENOMEM;  /* never sent: r says so already */
+	r->rc = c->rc;
+	snprintf(r->err, sizeof(r->err), "%s", c->err);
+	if (r->rc != GNN_OK)
+		return r->rc;
+	if ((r->rc = gnn_reply_payload(c->reply, GNN_MSG_INFO_RESP, &payload, &len)) != GNN_OK ||
+	    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
+		snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
+		return r->rc;
+	}
+	if ((r->rc = gnn_layout_dup(&r->info.layout, &copy)) == GNN_OK) {
+		r->info.layout = copy;
+		r->own = true;
+	}
+	gnn_proto_release(r->info.owned);
+	r->info.owned = NULL;
+	return r->rc;
+}
+
 /* Sends INFO to every store with want[i] set, in parallel, through the
  * check clients (or the data clients, with data), and decodes the answers
  * into res[i]. */
 static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
 {
-	struct gnn_call *calls = calloc(s->n, sizeof(*calls));
-	struct gnn_wbuf *reqs = calloc(s->n, sizeof(*reqs));
-	size_t *idx = calloc(s->n, sizeof(*idx)), nc = 0;
+	size_t *store = calloc(s->n, sizeof(*store));
+	struct gnn_multicall f;
+	struct gnn_wbuf *req;
 
 	for (size_t i = 0; i < s->n; i++) {
 		res[i].rc = GNN_ENOMEM;
 		snprintf(res[i].err, sizeof(res[i].err), "out of memory");
 		res[i].own = false;
 	}
-	if (calls == NULL || reqs == NULL || idx == NULL)
-		goto out;
-	for (size_t i = 0; i < s->n; i++) {
+	gnn_multicall_init(&f);
+	for (size_t i = 0; store != NULL && i < s->n; i++) {
 		if (!want[i])
 			continue;
-		gnn_wbuf_init(&reqs[nc]);
-		if (gnn_encode_info_req(&reqs[nc], atomic_fetch_add(&s->next_req_id, 1)) != GNN_OK)
-			continue;
-		calls[nc] = (struct gnn_call){ .client = data ? s->st[i].data : s->st[i].check, .req = &reqs[nc] };
-		idx[nc++] = i;
+		if (gnn_multicall_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
+			break;
+		store[f.n - 1] = i;
+		gnn_encode_info_req(req, atomic_fetch_add(&s->next_req_id, 1));
 	}
-	gnn_client_call_all(calls, nc);
-	for (size_t c = 0; c < nc; c++) {
-		struct probe *r = &res[idx[c]];
-		const void *payload;
-		size_t len;
-
-		r->rc = calls[c].rc;
-		snprintf(r->err, sizeof(r->err), "%s", calls[c].err);
-		if (r->rc != GNN_OK)
-			continue;
-		if ((r->rc = gnn_reply_payload(calls[c].reply, GNN_MSG_INFO_RESP, &payload, &len)) != GNN_OK ||
-		    (r->rc = gnn_decode_info_resp(payload, len, &r->info)) != GNN_OK) {
-			snprintf(r->err, sizeof(r->err), "malformed INFO answer (%s)", gnn_errname(r->rc));
-		} else {
-			struct gnn_layout copy;
-
-			if ((r->rc = gnn_layout_dup(&r->info.layout, &copy)) == GNN_OK) {
-				r->info.layout = copy;
-				r->own = true;
-			}
-			gnn_proto_release(r->info.owned);
-			r->info.owned = NULL;
-		}
-		nng_msg_free(calls[c].reply);
-	}
-out:
-	for (size_t c = 0; reqs != NULL && c < nc; c++)
-		gnn_wbuf_free(&reqs[c]);
-	free(calls);
-	free(reqs);
-	free(idx);
+	gnn_multicall_run(&f, take_info, &(struct probe_run){ .res = res, .store = store });
+	gnn_multicall_free(&f);
+	free(store);
 }
 
 static void probes_free(struct probe *res, size_t n)
@@ -349,6 +360,27 @@ static void list_stores(const struct smp_stores *s, int st, bool negate, char *b
 		memcpy(buf + size - 4, "...", 4);
 }
 
+/* Which field of a store's layout il differs from the first store's rl
+ * (NULL: none): they must describe the same graph. */
+static const char *layout_differs(const struct gnn_layout *il, const struct gnn_layout *rl)
+{
+	if (il->graph_id != rl->graph_id)
+		return "graph_id";
+	if (il->num_parts != rl->num_parts)
+		return "num_parts";
+	if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
+		return "num_nodes/num_edges";
+	if (il->feat_dim != rl->feat_dim || il->feat_dtype != rl->feat_dtype || il->num_classes != rl->num_classes)
+		return "feat_dim/feat_dtype/num_classes";
+	if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
+		return "node_offsets";
+	if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
+	    il->schema->num_types != rl->schema->num_types ||
+	    memcmp(il->type_offsets, rl->type_offsets, ((size_t)rl->num_parts * rl->schema->num_types + 1) * 8) != 0)
+		return "schema";
+	return NULL;
+}
+
 /* Every store's answer describes the same graph, and together they serve
  * each partition exactly once. */
 static int check_layout(struct smp_stores *s)
@@ -371,7 +403,7 @@ static int check_layout(struct smp_stores *s)
 		const struct store *st = &s->st[i];
 		const struct gnn_info *in = &st->info;
 		const struct gnn_layout *il = &in->layout;
-		const char *field = NULL;
+		const char *field = layout_differs(il, rl);
 
 		/* part_id == num_parts is how a sampler answers INFO. */
 		if (in->part_id >= il->num_parts) {
@@ -380,22 +412,6 @@ static int check_layout(struct smp_stores *s)
 				  "not a graph store\"", st->name, st->url, in->part_id, il->num_parts, st->name);
 			return GNN_EINVAL;
 		}
-		if (il->graph_id != rl->graph_id)
-			field = "graph_id";
-		else if (il->num_parts != rl->num_parts)
-			field = "num_parts";
-		else if (il->num_nodes != rl->num_nodes || il->num_edges != rl->num_edges)
-			field = "num_nodes/num_edges";
-		else if (il->feat_dim != rl->feat_dim || il->feat_dtype != rl->feat_dtype ||
-			 il->num_classes != rl->num_classes)
-			field = "feat_dim/feat_dtype/num_classes";
-		else if (memcmp(il->offsets, rl->offsets, ((size_t)rl->num_parts + 1) * 8) != 0)
-			field = "node_offsets";
-		else if (gnn_schema_hash(il->schema) != gnn_schema_hash(rl->schema) ||
-			 il->schema->num_types != rl->schema->num_types ||
-			 memcmp(il->type_offsets, rl->type_offsets,
-				((size_t)rl->num_parts * rl->schema->num_types + 1) * 8) != 0)
-			field = "schema";
 		if (field != NULL) {
 			GNN_ERROR("graphstores_mismatch", "store=%s url=%s field=%s graph_id=%016" PRIx64
 				  " expected_graph_id=%016" PRIx64 " reason=\"%s serves another graph than %s (%s "
@@ -433,71 +449,43 @@ static size_t count_state(const struct smp_stores *s, int state)
 	return k;
 }
 
-int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
+/* One INFO round to the stores that have not answered yet (want, res:
+ * scratch of s->n): each first answer fixes its store's identity (state
+ * UP, logged). Returns how many stores are still missing. */
+static size_t connect_round(struct smp_stores *s, bool *want, struct probe *res)
 {
-	struct probe *res = calloc(s->n, sizeof(*res));
-	bool *want = calloc(s->n, sizeof(*want));
-	double t0 = gnn_now(), last_log = t0;
-	char missing[1024];
-	int rc;
+	size_t left = 0;
 
-	if (res == NULL || want == NULL) {
-		rc = GNN_ENOMEM;
-		goto out;
+	for (size_t i = 0; i < s->n; i++)
+		want[i] = !s->st[i].answered;
+	probe_stores(s, want, false, res);
+	for (size_t i = 0; i < s->n; i++) {
+		struct store *st = &s->st[i];
+
+		if (!want[i] || res[i].rc != GNN_OK) {
+			left += !st->answered;
+			continue;
+		}
+		st->info = res[i].info;
+		res[i].own = false;
+		st->answered = true;
+		atomic_store(&st->state, ST_UP);
+		GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
+			 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
+			 st->info.part_id, st->info.layout.num_parts, st->info.layout.graph_id,
+			 st->info.layout.num_nodes, st->info.layout.feat_dim);
 	}
-	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
-	for (;;) {
-		double round = gnn_now();
-		size_t left = 0;
+	probes_free(res, s->n);
+	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	return left;
+}
 
-		for (size_t i = 0; i < s->n; i++)
-			want[i] = !s->st[i].answered;
-		probe_stores(s, want, false, res);
-		for (size_t i = 0; i < s->n; i++) {
-			struct store *st = &s->st[i];
-
-			if (!want[i] || res[i].rc != GNN_OK) {
-				left += !st->answered;
-				continue;
-			}
-			st->info = res[i].info;
-			res[i].own = false;
-			st->answered = true;
-			atomic_store(&st->state, ST_UP);
-			GNN_INFO("graphstore_found", "store=%s url=%s part=%" PRIu32 " num_parts=%" PRIu32
-				 " graph_id=%016" PRIx64 " nodes=%" PRId64 " feat_dim=%" PRIu32, st->name, st->url,
-				 st->info.part_id, st->info.layout.num_parts, st->info.layout.graph_id,
-				 st->info.layout.num_nodes, st->info.layout.feat_dim);
-		}
-		probes_free(res, s->n);
-		gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
-		if (left == 0)
-			break;
-		list_stores(s, ST_UP, true, missing, sizeof(missing));
-		if (stop != NULL && stop()) {
-			rc = GNN_ECLOSED;
-			goto out;
-		}
-		if (gnn_now() - t0 >= wait_s) {
-			GNN_ERROR("graphstores_unreachable", "missing=%s waited_s=%.0f reason=\"these graph stores did "
-				  "not answer INFO within --wait-stores\"", missing, gnn_now() - t0);
-			rc = GNN_ETIMEDOUT;
-			goto out;
-		}
-		if (gnn_now() - last_log >= 10) {
-			GNN_INFO("waiting_for_graphstores", "missing=%s waited_s=%.0f", missing, gnn_now() - t0);
-			last_log = gnn_now();
-		}
-		/* About one round a second; stop is polled meanwhile. */
-		while (gnn_now() - round < 1.0 && !(stop != NULL && stop()))
-			sleep_ms(50);
-	}
-	if ((rc = check_layout(s)) != GNN_OK)
-		goto out;
-	/* The watch connections dial alongside the others (milliseconds):
-	 * being ready means a restart of any store from now on is seen. A
-	 * store whose watch does not connect is still served (the other
-	 * signals and the check remain). */
+/* The watch connections dial alongside the others (milliseconds): being
+ * ready means a restart of any store from now on is seen. A store whose
+ * watch does not connect within a second is still served (the other
+ * signals and the check remain). */
+static void await_watches(const struct smp_stores *s)
+{
 	for (double w0 = gnn_now(); gnn_now() - w0 < 1.0; sleep_ms(10)) {
 		size_t up = 0;
 
@@ -506,32 +494,71 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 		if (up == s->n)
 			break;
 	}
-	atomic_store(&s->connected, true);
-	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
-		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
-		 s->layout.num_classes,
-		 gnn_now() - t0);
-out:
+}
+
+/* Waits until every store answered INFO (about a round a second, stop
+ * polled meanwhile), logging which ones it waits for every ~10 s. */
+static int await_stores(struct smp_stores *s, double wait_s, bool (*stop)(void), double t0)
+{
+	struct probe *res = calloc(s->n, sizeof(*res));
+	bool *want = calloc(s->n, sizeof(*want));
+	double last_log = t0, round;
+	char missing[1024];
+	int rc = GNN_ENOMEM;
+
+	while (res != NULL && want != NULL) {
+		round = gnn_now();
+		if (connect_round(s, want, res) == 0) {
+			rc = GNN_OK;
+			break;
+		}
+		list_stores(s, ST_UP, true, missing, sizeof(missing));
+		if (stop != NULL && stop()) {
+			rc = GNN_ECLOSED;
+			break;
+		}
+		if (gnn_now() - t0 >= wait_s) {
+			GNN_ERROR("graphstores_unreachable", "missing=%s waited_s=%.0f reason=\"these graph stores did "
+				  "not answer INFO within --wait-stores\"", missing, gnn_now() - t0);
+			rc = GNN_ETIMEDOUT;
+			break;
+		}
+		if (gnn_now() - last_log >= 10) {
+			GNN_INFO("waiting_for_graphstores", "missing=%s waited_s=%.0f", missing, gnn_now() - t0);
+			last_log = gnn_now();
+		}
+		while (gnn_now() - round < 1.0 && !(stop != NULL && stop()))
+			sleep_ms(50);
+	}
 	free(res);
 	free(want);
 	return rc;
 }
 
-/* ---- a store that changed graph ---- */
-
-/* The identity the layout rests on: which partition of which output. */
-static bool same_graph(const struct gnn_info *a, const struct gnn_info *b)
+int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 {
-	return a->layout.graph_id == b->layout.graph_id && a->part_id == b->part_id &&
-	       a->layout.num_parts == b->layout.num_parts;
+	double t0 = gnn_now();
+	int rc;
+
+	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
+	if ((rc = await_stores(s, wait_s, stop, t0)) != GNN_OK || (rc = check_layout(s)) != GNN_OK)
+		return rc;
+	await_watches(s);
+	atomic_store(&s->connected, true);
+	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
+		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
+		 s->layout.num_classes, gnn_now() - t0);
+	return GNN_OK;
 }
 
+/* ---- a store that changed graph ---- */
+
 /* The error text of requests refused because st now answers in. */
-static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *buf,
-			 size_t size)
+static void changed_text(const struct smp_stores *s, const struct store *st, const struct gnn_info *in, char *why,
+			 size_t why_len)
 {
 	/* Short: a client keeps about 250 bytes of an error text. */
-	snprintf(buf, size, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
+	snprintf(why, why_len, "graph store %s (%s) now serves graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32
 		 ", not graph_id %016" PRIx64 " partition %" PRIu32 " of %" PRIu32 ": this sampler refuses requests "
 		 "and exits in %.0f s to restart on the new graph", st->name, st->url, in->layout.graph_id,
 		 in->part_id, in->layout.num_parts, st->info.layout.graph_id, st->info.part_id,
@@ -590,7 +617,7 @@ static void check_once(struct smp_stores *s)
 
 		if (res[i].rc != GNN_OK)
 			now = ST_DOWN;
-		else if (!same_graph(in, &st->info))
+		else if (!gnn_storeid_serves(in, st->info.part_id, &st->info.layout))
 			now = ST_CHANGED;
 		else
 			now = ST_UP;
@@ -651,19 +678,19 @@ int smp_stores_start_check(struct smp_stores *s)
 
 /* The backend's layout_known: the layout is fixed once connect succeeded,
  * and stale for good once a store changed graph. */
-static bool stores_layout_known(void *ctx, char *reason, size_t size)
+static bool stores_layout_known(void *ctx, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 
 	if (atomic_load(&s->changed)) {
-		snprintf(reason, size, "%s", s->changed_text);
+		snprintf(why, why_len, "%s", s->changed_text);
 		return false;
 	}
 	if (atomic_load(&s->connected))
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
-	snprintf(reason, size, "waiting for graph stores: %s", list[0] ? list : "layout check");
+	snprintf(why, why_len, "waiting for graph stores: %s", list[0] ? list : "layout check");
 	return false;
 }
 
@@ -679,24 +706,24 @@ static bool store_missing(const struct smp_stores *s, const struct store *st)
 	       (state == ST_DOWN && gnn_now() - atomic_load(&st->down_since) >= s->down_grace_s);
 }
 
-bool smp_stores_ready(void *ctx, char *reason, size_t reason_size)
+bool smp_stores_ready(void *ctx, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
 	char list[256];
 	bool missing = false;
 
 	if (atomic_load(&s->changed)) {
-		snprintf(reason, reason_size, "%s", s->changed_ready);
+		snprintf(why, why_len, "%s", s->changed_ready);
 		return false;
 	}
-	if (!stores_layout_known(s, reason, reason_size))
+	if (!stores_layout_known(s, why, why_len))
 		return false;
 	for (size_t i = 0; i < s->n; i++)
 		missing |= store_missing(s, &s->st[i]);
 	if (!missing)
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
-	snprintf(reason, reason_size, "graph stores unreachable or changed: %s", list);
+	snprintf(why, why_len, "graph stores unreachable or changed: %s", list);
 	return false;
 }
 
@@ -739,123 +766,176 @@ static const char *client_detail(const struct store *st, const char *err)
 	return err;
 }
 
+/* ---- the forwarded RPCs ---- */
+
+static int enc_sample(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	return gnn_encode_sample_req(w, req_id, c->seed, s->layout.schema->num_rels, c->fanouts, c->ids, c->n);
+}
+
+/* FEAT, LABEL and PREDICT: an ID list. */
+static int enc_ids(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_ids_req(w, c->type, req_id, c->ids, c->n);
+}
+
+static int enc_nodes(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
+}
+
+static int enc_lookup(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
+}
+
+static int enc_link(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
+{
+	(void)s;
+	return gnn_encode_link_req(w, req_id, &c->link);
+}
+
+static int dec_sample(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		      void **owned)
+{
+	struct gnn_sample_resp r;
+	int rc;
+
+	if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->counts = r.counts;
+	c->nbrs = r.nbrs;
+	c->total = r.total;
+	return r.n == c->n && r.num_rels == s->layout.schema->num_rels ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_feat(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_feat_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_feat_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->rows = r.rows;
+	return r.n == c->n && r.dim == c->feat_dim && r.dtype == c->feat_dtype ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_label(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_label_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->labels = r.labels;
+	return r.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_nodes(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_nodes_resp r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_nodes_resp(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->found = r.ids;
+	c->num_found = r.n;
+	c->next_cursor = r.next_cursor;
+	return r.n <= c->limit ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_predict(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		       void **owned)
+{
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
+		return rc;
+	*owned = c->predict.owned;
+	return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_lookup(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len,
+		      void **owned)
+{
+	struct gnn_ids r;
+	int rc;
+
+	(void)s;
+	if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK)
+		return rc;
+	*owned = r.owned;
+	c->found = r.ids;
+	return r.n == c->n ? GNN_OK : GNN_EPROTO;
+}
+
+static int dec_link(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned)
+{
+	struct gnn_link_resp *r = &c->link_resp;
+	int rc;
+
+	if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK)
+		return rc;
+	*owned = r->owned;
+	if (r->op != c->link.op || (c->link.op == GNN_LINK_TOPK ? r->n > c->link.k : r->n != c->link.n) ||
+	    (c->link.op == GNN_LINK_ROWS && r->flags != c->link.flags) ||
+	    (c->link.op == GNN_LINK_TOPK && c->link.dim != 0 && r->dim != c->link.dim))
+		return GNN_EPROTO;
+	/* a store's top-k holds its own nodes, best first */
+	for (uint32_t i = 0; c->link.op == GNN_LINK_TOPK && i < r->n; i++)
+		if (gnn_layout_owner(&s->layout, r->nodes[i]) != (int32_t)c->part ||
+		    isnan(r->scores[i]) || (i > 0 && r->scores[i] > r->scores[i - 1]))
+			return GNN_EPROTO;
+	return GNN_OK;
+}
+
+/* The RPCs a sampler forwards to the stores, by their request's type
+ * (struct smp_call's): how a call goes out (encode), which answer comes
+ * back (resp) and how it is read (decode: the call's answer fields, sizes
+ * checked against the call; *owned what they need released). Forwarding
+ * another RPC is a row here and an answer in local_backend.c. */
+static const struct fwd {
+	uint16_t resp;
+	int (*encode)(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c);
+	int (*decode)(const struct smp_stores *s, struct smp_call *c, const void *payload, size_t len, void **owned);
+} fwd[GNN_MSG_TYPE_COUNT] = {
+	[GNN_MSG_SAMPLE_REQ] = { GNN_MSG_SAMPLE_RESP, enc_sample, dec_sample },
+	[GNN_MSG_FEAT_REQ] = { GNN_MSG_FEAT_RESP, enc_ids, dec_feat },
+	[GNN_MSG_LABEL_REQ] = { GNN_MSG_LABEL_RESP, enc_ids, dec_label },
+	[GNN_MSG_NODES_REQ] = { GNN_MSG_NODES_RESP, enc_nodes, dec_nodes },
+	[GNN_MSG_PREDICT_REQ] = { GNN_MSG_PREDICT_RESP, enc_ids, dec_predict },
+	[GNN_MSG_LOOKUP_REQ] = { GNN_MSG_LOOKUP_RESP, enc_lookup, dec_lookup },
+	[GNN_MSG_LINK_REQ] = { GNN_MSG_LINK_RESP, enc_link, dec_link },
+};
+
 static int encode_call(const struct smp_stores *s, struct gnn_wbuf *w, uint64_t req_id, const struct smp_call *c)
 {
-	switch (c->op) {
-	case SMP_OP_SAMPLE:
-		return gnn_encode_sample_req(w, req_id, c->seed, s->layout.schema->num_rels, c->fanouts, c->ids, c->n);
-	case SMP_OP_FEAT:
-		return gnn_encode_ids_req(w, GNN_MSG_FEAT_REQ, req_id, c->ids, c->n);
-	case SMP_OP_LABEL:
-		return gnn_encode_ids_req(w, GNN_MSG_LABEL_REQ, req_id, c->ids, c->n);
-	case SMP_OP_NODES:
-		return gnn_encode_nodes_req(w, req_id, c->split, c->limit, c->cursor);
-	case SMP_OP_PREDICT:
-		return gnn_encode_ids_req(w, GNN_MSG_PREDICT_REQ, req_id, c->ids, c->n);
-	case SMP_OP_LOOKUP:
-		return gnn_encode_lookup_req(w, req_id, c->node_type, c->ids, c->n);
-	case SMP_OP_LINK:
-		return gnn_encode_link_req(w, req_id, &c->link);
-	}
-	return GNN_EINVAL;
+	if (c->type >= GNN_MSG_TYPE_COUNT || fwd[c->type].encode == NULL)
+		return GNN_EINVAL;
+	return fwd[c->type].encode(s, w, req_id, c);
 }
 
 /* Decodes the answer to c held in h and checks its sizes against c. */
 static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct held *h)
 {
-	static const uint16_t want[] = { [SMP_OP_SAMPLE] = GNN_MSG_SAMPLE_RESP,
-					 [SMP_OP_FEAT] = GNN_MSG_FEAT_RESP,
-					 [SMP_OP_LABEL] = GNN_MSG_LABEL_RESP,
-					 [SMP_OP_NODES] = GNN_MSG_NODES_RESP,
-					 [SMP_OP_PREDICT] = GNN_MSG_PREDICT_RESP,
-					 [SMP_OP_LOOKUP] = GNN_MSG_LOOKUP_RESP,
-					 [SMP_OP_LINK] = GNN_MSG_LINK_RESP };
 	const void *payload;
 	size_t len;
 	int rc;
 
-	if ((rc = gnn_reply_payload(h->msg, want[c->op], &payload, &len)) != GNN_OK)
+	if ((rc = gnn_reply_payload(h->msg, fwd[c->type].resp, &payload, &len)) != GNN_OK)
 		return rc;
-	if (c->op == SMP_OP_SAMPLE) {
-		struct gnn_sample_resp r;
-
-		if ((rc = gnn_decode_sample_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->counts = r.counts;
-		c->nbrs = r.nbrs;
-		c->total = r.total;
-		return r.n == c->n && r.num_rels == s->layout.schema->num_rels ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_FEAT) {
-		struct gnn_feat_resp r;
-
-		if ((rc = gnn_decode_feat_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->rows = r.rows;
-		return r.n == c->n && r.dim == c->feat_dim && r.dtype == c->feat_dtype ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_PREDICT) {
-		if ((rc = gnn_decode_predict_resp(payload, len, &c->predict)) != GNN_OK)
-			return rc;
-		h->owned = c->predict.owned;
-		return c->predict.n == c->n ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_LINK) {
-		struct gnn_link_resp *r = &c->link_resp;
-
-		if ((rc = gnn_decode_link_resp(payload, len, r)) != GNN_OK)
-			return rc;
-		h->owned = r->owned;
-		if (r->op != c->link.op || (c->link.op == GNN_LINK_TOPK ? r->n > c->link.k : r->n != c->link.n) ||
-		    (c->link.op == GNN_LINK_ROWS && r->flags != c->link.flags) ||
-		    (c->link.op == GNN_LINK_TOPK && c->link.dim != 0 && r->dim != c->link.dim))
-			return GNN_EPROTO;
-		/* a store's top-k holds its own nodes, best first */
-		for (uint32_t i = 0; c->link.op == GNN_LINK_TOPK && i < r->n; i++)
-			if (gnn_layout_owner(&s->layout, r->nodes[i]) != (int32_t)c->part ||
-			    isnan(r->scores[i]) || (i > 0 && r->scores[i] > r->scores[i - 1]))
-				return GNN_EPROTO;
-		return GNN_OK;
-	}
-	if (c->op == SMP_OP_LOOKUP) {
-		struct gnn_ids r;
-
-		if ((rc = gnn_decode_ids_req(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->found = r.ids;
-		return r.n == c->n ? GNN_OK : GNN_EPROTO;
-	}
-	if (c->op == SMP_OP_NODES) {
-		struct gnn_nodes_resp r;
-
-		if ((rc = gnn_decode_nodes_resp(payload, len, &r)) != GNN_OK)
-			return rc;
-		h->owned = r.owned;
-		c->found = r.ids;
-		c->num_found = r.n;
-		c->next_cursor = r.next_cursor;
-		return r.n <= c->limit ? GNN_OK : GNN_EPROTO;
-	}
-	struct gnn_label_resp r;
-
-	if ((rc = gnn_decode_label_resp(payload, len, &r)) != GNN_OK)
-		return rc;
-	h->owned = r.owned;
-	c->labels = r.labels;
-	return r.n == c->n ? GNN_OK : GNN_EPROTO;
-}
-
-static const char *op_name(enum smp_op op)
-{
-	static const char *const names[] = { [SMP_OP_SAMPLE] = "sample", [SMP_OP_FEAT] = "features",
-					     [SMP_OP_LABEL] = "labels", [SMP_OP_NODES] = "nodes",
-					     [SMP_OP_PREDICT] = "predict", [SMP_OP_LOOKUP] = "lookup",
-					     [SMP_OP_LINK] = "link" };
-
-	return names[op];
+	return fwd[c->type].decode(s, c, payload, len, &h->owned);
 }
 
 /* Before answers of the stores in used[] are trusted: each one with a
@@ -863,7 +943,7 @@ static const char *op_name(enum smp_op op)
  * data client (the connection its answers came over), in parallel. The
  * same graph clears the sign; another latches the change. GNN_EUNAVAIL,
  * with err naming the store, when a store changed or did not answer. */
-static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err_len)
+static int verify_stores(struct smp_stores *s, bool *used, char *why, size_t why_len)
 {
 	unsigned *gen;
 	struct probe *res;
@@ -878,7 +958,7 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 	gen = calloc(s->n, sizeof(*gen));
 	res = calloc(s->n, sizeof(*res));
 	if (gen == NULL || res == NULL) {
-		snprintf(err, err_len, "out of memory");
+		snprintf(why, why_len, "out of memory");
 		rc = GNN_ENOMEM;
 		goto out;
 	}
@@ -897,14 +977,14 @@ static int verify_stores(struct smp_stores *s, bool *used, char *err, size_t err
 			continue;
 		if (res[i].rc != GNN_OK) {
 			if (rc == GNN_OK)
-				snprintf(err, err_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
+				snprintf(why, why_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
 					 "serves after a sign of a restart: %s", st->name, st->url,
 					 client_detail(st, res[i].err));
 			rc = GNN_EUNAVAIL;
-		} else if (!same_graph(&res[i].info, &st->info)) {
+		} else if (!gnn_storeid_serves(&res[i].info, st->info.part_id, &st->info.layout)) {
 			mark_changed(s, st, &res[i].info);
 			if (rc == GNN_OK)
-				changed_text(s, st, &res[i].info, err, err_len);
+				changed_text(s, st, &res[i].info, why, why_len);
 			rc = GNN_EUNAVAIL;
 		} else {
 			GNN_DEBUG("graphstore_verified", "store=%s url=%s graph_id=%016" PRIx64, st->name, st->url,
@@ -925,8 +1005,8 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 {
 	double mean_degree = s->layout.num_nodes > 0 ? (double)s->layout.num_edges / (double)s->layout.num_nodes : 0;
 
-	switch (c->op) {
-	case SMP_OP_SAMPLE: {
+	switch (c->type) {
+	case GNN_MSG_SAMPLE_REQ: {
 		const struct gnn_schema *sc = s->layout.schema;
 		double per_node = 0;
 
@@ -936,11 +1016,11 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 					     c->fanouts[r] < 0 ? mean_degree : 0) / sc->num_types;
 		return (double)c->n * per_node;
 	}
-	case SMP_OP_FEAT:
+	case GNN_MSG_FEAT_REQ:
 		return (double)c->n * c->feat_dim * gnn_dtype_size(c->feat_dtype);
-	case SMP_OP_LABEL:
+	case GNN_MSG_LABEL_REQ:
 		return (double)c->n * sizeof(int32_t);
-	case SMP_OP_NODES:
+	case GNN_MSG_NODES_REQ:
 		return (double)c->limit * sizeof(int64_t);
 	default:
 		return 0;
@@ -970,101 +1050,137 @@ static void set_deadlines(const struct smp_stores *s, const struct smp_call *cal
 	free(bytes);
 }
 
-static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+/* One run of the backend: its calls, the stores they go to, and the
+ * first failure as the backend reports it. */
+struct run {
+	struct smp_stores *s;
+	struct smp_call *calls;
+	bool *used;               /* [s->n]: the stores called */
+	int rc;
+	char *why;
+	size_t why_len;
+};
+
+/* Adds every call to f, encoded for its partition's store. */
+static int add_calls(struct run *r, struct gnn_multicall *f, size_t n)
+{
+	struct smp_stores *s = r->s;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct smp_call *c = &r->calls[i];
+		struct gnn_wbuf *req;
+
+		if (c->part >= s->layout.num_parts ||
+		    gnn_multicall_add(f, s->st[s->part_store[c->part]].data, 0, &req) != GNN_OK ||
+		    encode_call(s, req, atomic_fetch_add(&s->next_req_id, 1), c) != GNN_OK) {
+			snprintf(r->why, r->why_len, "cannot encode a %s request for partition %" PRIu32,
+				 gnn_msg_name(c->type), c->part);
+			return GNN_ENOMEM;
+		}
+		r->used[s->part_store[c->part]] = true;
+	}
+	return GNN_OK;
+}
+
+/* Keeps c's reply (c->keep, until stores_release: the answer points into
+ * it) and decodes it; crc is the call's code so far. */
+static int keep_answer(const struct smp_stores *s, struct smp_call *c, struct gnn_call *gc, int crc)
+{
+	struct held *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return GNN_ENOMEM;  /* the batch frees the reply */
+	h->msg = gc->reply;
+	gc->reply = NULL;
+	c->keep = h;
+	if (crc == GNN_OK && (crc = decode_answer(s, c, h)) != GNN_OK)
+		snprintf(gc->err, sizeof(gc->err), "malformed %s answer (%s)", gnn_msg_name(c->type),
+			 gnn_errname(crc));
+	return crc;
+}
+
+/* The backend's code and text for call c to st that failed with crc: no
+ * answer in time (after the retries), or a call abandoned because this
+ * sampler stops, means unavailable (the trainer asks another replica); an
+ * error answer keeps the store's code. */
+static int call_failed(const struct store *st, const struct smp_call *c, const struct gnn_call *gc, int crc,
+		       char *why, size_t why_len)
+{
+	if (crc == GNN_ECLOSED)
+		snprintf(why, why_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
+			 gnn_msg_name(c->type), st->name);
+	else if (crc == GNN_ETIMEDOUT)
+		snprintf(why, why_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
+			 st->name, st->url, gnn_msg_name(c->type), gc->attempts, client_detail(st, gc->err));
+	else
+		snprintf(why, why_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
+			 gnn_msg_name(c->type), client_detail(st, gc->err));
+	return crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
+}
+
+/* Call i's result (gnn_multicall_answer_fn): counted for its store, its
+ * answer kept and decoded, the run's first failure reported. */
+static int take_call(void *ctx, size_t i, struct gnn_call *gc)
+{
+	struct run *r = ctx;
+	struct smp_call *c = &r->calls[i];
+	struct store *st = &r->s->st[r->s->part_store[c->part]];
+	int crc = gc->rc;
+
+	gnn_counter_inc(st->requests);
+	if (gc->attempts > 1)
+		gnn_counter_add(st->retries, gc->attempts - 1);
+	/* A retried or failed call may have lost the store's process. */
+	if (gc->attempts > 1 || crc != GNN_OK)
+		atomic_fetch_add(&st->suspect, 1);
+	if (gc->reply != NULL)
+		crc = keep_answer(r->s, c, gc, crc);
+	if (crc == GNN_OK)
+		return GNN_OK;
+	gnn_counter_inc(st->errors);
+	if (r->rc == GNN_OK)  /* the first failure is the one reported */
+		r->rc = call_failed(st, c, gc, crc, r->why, r->why_len);
+	return crc;
+}
+
+static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
-	struct gnn_call *gc = calloc(n, sizeof(*gc));
-	struct gnn_wbuf *reqs = calloc(n, sizeof(*reqs));
-	bool *used = calloc(s->n, sizeof(*used));
-	int rc = GNN_OK;
+	struct run r = { .s = s, .calls = calls, .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
+	struct gnn_multicall f;
 
+	gnn_multicall_init(&f);
 	for (size_t i = 0; i < n; i++)
 		calls[i].keep = NULL;
 	/* Callers ask layout_known first; this only keeps a slip harmless. */
-	if (!stores_layout_known(s, err, err_len)) {
-		rc = GNN_EUNAVAIL;
+	if (!stores_layout_known(s, why, why_len)) {
+		r.rc = GNN_EUNAVAIL;
 		goto out;
 	}
-	if (gc == NULL || reqs == NULL || used == NULL) {
-		snprintf(err, err_len, "out of memory");
-		rc = GNN_ENOMEM;
+	if (r.used == NULL) {
+		snprintf(why, why_len, "out of memory");
+		r.rc = GNN_ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		gnn_wbuf_init(&reqs[i]);
-		if (calls[i].part >= s->layout.num_parts ||
-		    encode_call(s, &reqs[i], atomic_fetch_add(&s->next_req_id, 1), &calls[i]) != GNN_OK) {
-			snprintf(err, err_len, "cannot encode a %s request for partition %" PRIu32,
-				 op_name(calls[i].op), calls[i].part);
-			rc = GNN_ENOMEM;
-			goto out;
-		}
-		gc[i] = (struct gnn_call){ .client = s->st[s->part_store[calls[i].part]].data, .req = &reqs[i] };
-		used[s->part_store[calls[i].part]] = true;
-	}
-	set_deadlines(s, calls, gc, n);
+	if ((r.rc = add_calls(&r, &f, n)) != GNN_OK)
+		goto out;
+	set_deadlines(s, calls, f.call, n);
 	/* No connection now: the one the answers come over may reach a new
 	 * process. */
 	for (size_t i = 0; i < s->n; i++)
-		if (used[i] && !gnn_client_connected(s->st[i].data))
+		if (r.used[i] && !gnn_client_connected(s->st[i].data))
 			atomic_fetch_add(&s->st[i].suspect, 1);
-	gnn_client_call_all(gc, n);
-	for (size_t i = 0; i < n; i++) {
-		struct store *st = &s->st[s->part_store[calls[i].part]];
-		int crc = gc[i].rc;
-
-		gnn_counter_inc(st->requests);
-		if (gc[i].attempts > 1)
-			gnn_counter_add(st->retries, gc[i].attempts - 1);
-		/* A retried or failed call may have lost the store's process. */
-		if (gc[i].attempts > 1 || crc != GNN_OK)
-			atomic_fetch_add(&st->suspect, 1);
-		if (gc[i].reply != NULL) {
-			struct held *h = calloc(1, sizeof(*h));
-
-			if (h == NULL) {
-				nng_msg_free(gc[i].reply);
-				crc = GNN_ENOMEM;
-			} else {
-				h->msg = gc[i].reply;
-				calls[i].keep = h;
-				if (crc == GNN_OK && (crc = decode_answer(s, &calls[i], h)) != GNN_OK)
-					snprintf(gc[i].err, sizeof(gc[i].err), "malformed %s answer (%s)",
-						 op_name(calls[i].op), gnn_errname(crc));
-			}
-		}
-		if (crc == GNN_OK)
-			continue;
-		gnn_counter_inc(st->errors);
-		if (rc != GNN_OK)
-			continue;  /* the first failure is the one reported */
-		/* No answer in time (after the retries), or a call abandoned
-		 * because this sampler stops, means unavailable (the trainer
-		 * asks another replica); an error answer keeps the store's code. */
-		rc = crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
-		if (crc == GNN_ECLOSED)
-			snprintf(err, err_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
-				 op_name(calls[i].op), st->name);
-		else if (crc == GNN_ETIMEDOUT)
-			snprintf(err, err_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
-				 st->name, st->url, op_name(calls[i].op), gc[i].attempts, client_detail(st, gc[i].err));
-		else
-			snprintf(err, err_len, "graph store %s (%s): %s call failed: %s", st->name, st->url,
-				 op_name(calls[i].op), client_detail(st, gc[i].err));
-	}
+	gnn_multicall_run(&f, take_call, &r);
 	/* Answers are trusted only from a store known to serve this graph,
 	 * and none once a store changed (the minibatch would mix graphs). */
-	if (rc == GNN_OK)
-		rc = verify_stores(s, used, err, err_len);
-	if (rc == GNN_OK && !stores_layout_known(s, err, err_len))
-		rc = GNN_EUNAVAIL;
+	if (r.rc == GNN_OK)
+		r.rc = verify_stores(s, r.used, why, why_len);
+	if (r.rc == GNN_OK && !stores_layout_known(s, why, why_len))
+		r.rc = GNN_EUNAVAIL;
 out:
-	for (size_t i = 0; reqs != NULL && i < n; i++)
-		gnn_wbuf_free(&reqs[i]);
-	free(reqs);
-	free(gc);
-	free(used);
-	return rc;
+	gnn_multicall_free(&f);
+	free(r.used);
+	return r.rc;
 }
 
 static void stores_release(void *ctx, struct smp_call *calls, size_t n)

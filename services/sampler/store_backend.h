@@ -68,7 +68,7 @@ bool smp_stores_changed(struct smp_stores *s, double *since);
 
 /* gnn_ready_fn: ready when the layout is known, no store changed graph and
  * every store answered its last check. ctx is the struct smp_stores. */
-bool smp_stores_ready(void *ctx, char *reason, size_t reason_size);
+bool smp_stores_ready(void *ctx, char *why, size_t why_len);
 
 /* Fills be with the backend sending calls to the stores (valid while s is);
  * it may be filled before smp_stores_connect: its layout_known says false,

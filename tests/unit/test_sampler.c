@@ -15,6 +15,7 @@
 #include "client.h"
 #include "core.h"
 #include "err.h"
+#include "multicall.h"
 #include "http.h"
 #include "local_backend.h"
 #include "log.h"
@@ -304,7 +305,7 @@ static void random_seeds(int64_t num_nodes, uint32_t n, int64_t *out)
 
 /* ---- tests ---- */
 
-static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len);
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len);
 static void broken_release(void *ctx, struct smp_call *calls, size_t n);
 enum { BREAK_NONE, BREAK_NBR, BREAK_COUNT, BREAK_LABEL, BREAK_FAIL, BREAK_NODES_ORDER, BREAK_NODES_RANGE,
        BREAK_NODES_NEXT };
@@ -590,29 +591,29 @@ static void test_exclusion(void)
 /* A backend that breaks its answers after the local backend made them. */
 static void *break_buf;
 
-static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_backend local;
 	int rc;
 
 	smp_local_backend(ctx, &local);
 	if (break_mode == BREAK_FAIL) {
-		snprintf(err, err_len, "graph store graphstore-9 (tcp://nowhere:1) unavailable");
+		snprintf(why, why_len, "graph store graphstore-9 (tcp://nowhere:1) unavailable");
 		return GNN_EUNAVAIL;
 	}
-	if ((rc = local.run(ctx, calls, n, err, err_len)) != GNN_OK)
+	if ((rc = local.run(ctx, calls, n, why, why_len)) != GNN_OK)
 		return rc;
 	for (size_t i = 0; i < n && break_buf == NULL; i++) {
 		struct smp_call *c = &calls[i];
 
-		if (break_mode == BREAK_NBR && c->op == SMP_OP_SAMPLE && c->total > 0) {
+		if (break_mode == BREAK_NBR && c->type == GNN_MSG_SAMPLE_REQ && c->total > 0) {
 			int64_t *nb = malloc(c->total * 8);
 
 			memcpy(nb, c->nbrs, c->total * 8);
 			nb[c->total - 1] = G_NODES + 5;
 			c->nbrs = nb;
 			break_buf = nb;
-		} else if (break_mode == BREAK_COUNT && c->op == SMP_OP_SAMPLE) {
+		} else if (break_mode == BREAK_COUNT && c->type == GNN_MSG_SAMPLE_REQ) {
 			/* One node gets fanout + 1 neighbours (node 0, repeated). */
 			uint32_t extra = (uint32_t)c->fanouts[0] + 1;
 			char *b = malloc(c->n * 4 + (c->total + extra) * 8);
@@ -626,7 +627,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			c->counts = cnt;
 			c->nbrs = nb;
 			break_buf = b;
-		} else if (break_mode == BREAK_LABEL && c->op == SMP_OP_LABEL) {
+		} else if (break_mode == BREAK_LABEL && c->type == GNN_MSG_LABEL_REQ) {
 			int32_t *y = malloc(c->n * 4);
 
 			memcpy(y, c->labels, c->n * 4);
@@ -634,7 +635,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			c->labels = y;
 			break_buf = y;
 		} else if ((break_mode == BREAK_NODES_ORDER || break_mode == BREAK_NODES_RANGE) &&
-			   c->op == SMP_OP_NODES && c->num_found >= 2) {
+			   c->type == GNN_MSG_NODES_REQ && c->num_found >= 2) {
 			int64_t *ids = malloc(c->num_found * 8);
 
 			memcpy(ids, c->found, c->num_found * 8);
@@ -646,7 +647,7 @@ static int broken_run(void *ctx, struct smp_call *calls, size_t n, char *err, si
 			}
 			c->found = ids;
 			break_buf = ids;
-		} else if (break_mode == BREAK_NODES_NEXT && c->op == SMP_OP_NODES) {
+		} else if (break_mode == BREAK_NODES_NEXT && c->type == GNN_MSG_NODES_REQ) {
 			c->next_cursor = c->cursor;  /* no progress */
 		}
 	}
@@ -801,20 +802,20 @@ static void test_handler(void)
 
 /* Calls the in-process backend was asked for, by operation. */
 static struct {
-	size_t calls[SMP_OP_NODES + 1];
+	size_t calls[GNN_MSG_TYPE_COUNT];
 	size_t zero_fanout;      /* SAMPLE calls with fanout 0: must never happen */
 } counted;
 
-static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *err, size_t err_len)
+static int counting_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_backend local;
 
 	smp_local_backend(ctx, &local);
 	for (size_t i = 0; i < n; i++) {
-		counted.calls[calls[i].op]++;
-		counted.zero_fanout += calls[i].op == SMP_OP_SAMPLE && calls[i].fanouts[0] == 0;
+		counted.calls[calls[i].type]++;
+		counted.zero_fanout += calls[i].type == GNN_MSG_SAMPLE_REQ && calls[i].fanouts[0] == 0;
 	}
-	return local.run(ctx, calls, n, err, err_len);
+	return local.run(ctx, calls, n, why, why_len);
 }
 
 /* A fanout-0 layer's block is its destinations as sources, no edges, and
@@ -861,8 +862,8 @@ static void test_fanout_zero(void)
 		if (!CHECK(shape))
 			printf("  t=%d: a fanout-0 block has edges or new sources\n", t);
 		CHECK(counted.zero_fanout == 0);
-		CHECK((counted.calls[SMP_OP_SAMPLE] > 0) == sampled);
-		CHECK(counted.calls[SMP_OP_LABEL] > 0 && counted.calls[SMP_OP_FEAT] > 0);
+		CHECK((counted.calls[GNN_MSG_SAMPLE_REQ] > 0) == sampled);
+		CHECK(counted.calls[GNN_MSG_LABEL_REQ] > 0 && counted.calls[GNN_MSG_FEAT_REQ] > 0);
 		if (t == 0 || t == 3)  /* features only: the input nodes are the seeds */
 			CHECK(mb.sampled_edges == 0 && mb.mb.blocks[0].num_src == 40 &&
 			      memcmp(mb.mb.blocks[0].src_ids, seeds, sizeof(seeds)) == 0 &&
@@ -959,10 +960,10 @@ static void expect_error(struct smp_service *svc, const struct gnn_wbuf *in, siz
 	gnn_wbuf_free(&out);
 }
 
-static bool never_known(void *ctx, char *reason, size_t size)
+static bool never_known(void *ctx, char *why, size_t why_len)
 {
 	(void)ctx;
-	snprintf(reason, size, "waiting for graph stores: graphstore-1(tcp://nowhere:1)");
+	snprintf(why, why_len, "waiting for graph stores: graphstore-1(tcp://nowhere:1)");
 	return false;
 }
 
@@ -1172,28 +1173,28 @@ static int fake_handler(void *ctx, const struct gnn_hdr *h, const void *payload,
 
 		if ((rc = gnn_decode_nodes_req(payload, len, &nr)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = SMP_OP_NODES, .part = f->part, .split = nr.split, .limit = nr.limit,
+		c = (struct smp_call){ .type = GNN_MSG_NODES_REQ, .part = f->part, .split = nr.split, .limit = nr.limit,
 				       .cursor = nr.cursor };
 	} else if (h->type == GNN_MSG_SAMPLE_REQ) {
 		if ((rc = gnn_decode_sample_req(payload, len, &sr)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = SMP_OP_SAMPLE, .part = f->part, .n = sr.n, .ids = sr.ids,
+		c = (struct smp_call){ .type = GNN_MSG_SAMPLE_REQ, .part = f->part, .n = sr.n, .ids = sr.ids,
 				       .seed = sr.seed, .fanouts = sr.fanouts };
 	} else {
 		if ((rc = gnn_decode_ids_req(payload, len, &ir)) != GNN_OK)
 			return rc;
-		c = (struct smp_call){ .op = h->type == GNN_MSG_FEAT_REQ ? SMP_OP_FEAT : SMP_OP_LABEL,
+		c = (struct smp_call){ .type = h->type,
 				       .part = f->part, .n = ir.n, .ids = ir.ids, .feat_dim = G_DIM,
 				       .feat_dtype = GNN_DT_F32 };
 	}
 	rc = be.run(be.ctx, &c, 1, err, sizeof(err));
 	if (rc != GNN_OK)
 		rc = gnn_encode_error(out, h->req_id, (uint32_t)rc, err);
-	else if (c.op == SMP_OP_SAMPLE)
+	else if (c.type == GNN_MSG_SAMPLE_REQ)
 		rc = gnn_encode_sample_resp(out, h->req_id, c.counts, c.n, 1, c.nbrs, c.total);
-	else if (c.op == SMP_OP_FEAT)
+	else if (c.type == GNN_MSG_FEAT_REQ)
 		rc = gnn_encode_feat_resp(out, h->req_id, GNN_DT_F32, c.rows, c.n, G_DIM);
-	else if (c.op == SMP_OP_NODES)
+	else if (c.type == GNN_MSG_NODES_REQ)
 		rc = gnn_encode_nodes_resp(out, h->req_id, c.found, c.num_found, c.next_cursor);
 	else
 		rc = gnn_encode_label_resp(out, h->req_id, c.labels, c.n);
@@ -1539,7 +1540,103 @@ out:
 		gnn_server_stop(f[i].srv);
 }
 
+/* ---- a batch of calls (libcommon/multicall.h) ---- */
+
+/* Counts each call's results; refuses call 1's first answer. */
+struct calls_seen {
+	int answers[3];
+	uint64_t req_id[3];
+};
+
+static int calls_answer(void *ctx, size_t i, struct gnn_call *c)
+{
+	struct calls_seen *seen = ctx;
+	struct gnn_hdr h;
+	const void *payload;
+
+	if (c->rc != GNN_OK || gnn_proto_decode_hdr(nng_msg_body(c->reply), nng_msg_len(c->reply), &h, &payload) !=
+	    GNN_OK || h.type != GNN_MSG_INFO_RESP)
+		return GNN_EPROTO;
+	seen->req_id[i] = h.req_id;
+	return seen->answers[i]++ == 0 && i == 1 ? GNN_EUNAVAIL : GNN_OK;
+}
+
+/* Three INFO calls to a fake store: a refused answer's call runs again,
+ * alone, with the same request bytes; a cleared batch reuses its request
+ * buffers. */
+static void test_multicall_retry(void)
+{
+	struct fake f = { .part = 0, .claim_part = 0, .graph_id = 7 };
+	struct gnn_client_opts co = { .name = "fake", .timeout_ms = 5000 };
+	struct gnn_client *c = NULL;
+	struct calls_seen seen = { { 0 } };
+	struct gnn_multicall mc;
+	struct gnn_wbuf *req, *first = NULL;
+	char url[64];
+
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", t_free_port());
+	co.url = url;
+	if (!CHECK(fake_start(&f, url) == GNN_OK))
+		return;
+	gnn_multicall_init(&mc);
+	if (!CHECK(gnn_client_open(&co, &c) == GNN_OK))
+		goto out;
+	for (uint64_t i = 0; i < 3; i++) {
+		CHECK(gnn_multicall_add(&mc, c, 0, &req) == GNN_OK && gnn_encode_info_req(req, 101 + i) == GNN_OK);
+		first = i == 0 ? req : first;
+	}
+	CHECK(gnn_multicall_run(&mc, calls_answer, &seen) == GNN_EUNAVAIL);
+	CHECK(mc.done[0] && !mc.done[1] && mc.done[2]);
+	CHECK(gnn_multicall_run(&mc, calls_answer, &seen) == GNN_OK && mc.done[1]);
+	CHECK(seen.answers[0] == 1 && seen.answers[1] == 2 && seen.answers[2] == 1);
+	CHECK(seen.req_id[0] == 101 && seen.req_id[1] == 102 && seen.req_id[2] == 103);
+	gnn_multicall_clear(&mc);
+	CHECK(mc.n == 0 && mc.inited == 3);
+	CHECK(gnn_multicall_add(&mc, c, 0, &req) == GNN_OK && req == first && req->len == 0);
+	CHECK(gnn_encode_info_req(req, 104) == GNN_OK && gnn_multicall_run(&mc, NULL, NULL) == GNN_OK);
+out:
+	gnn_multicall_free(&mc);
+	gnn_client_close(c);
+	gnn_server_stop(f.srv);
+}
+
 /* ---- a real gnn-partition output ---- */
+
+/* LOOKUP in process, as the graph stores answer it (libcommon/partq.h):
+ * every 7th node found again from its original ID, and an original ID
+ * nobody holds refused. */
+static void check_lookup_files(const struct smp_backend *be, const char *dir, const struct gnn_meta *meta,
+			       struct gnn_wbuf *w)
+{
+	struct gnn_arr map;
+	int64_t orig[64], want[64];
+	uint32_t n = 0;
+	char why[256];
+
+	if (!CHECK(gnn_node_map_open(dir, meta, GNN_PART_VERIFY, &map) == GNN_OK))
+		return;
+	for (int64_t v = 0; v < meta->layout.num_nodes && n < 64; v += 7, n++) {
+		want[n] = v;
+		orig[n] = ((const int64_t *)map.data)[v];
+	}
+	w->len = 0;
+	if (CHECK(smp_lookup_message(be, 3, 0, orig, n, w, why, sizeof(why)) == GNN_OK)) {
+		struct gnn_ids r = { 0 };
+		struct gnn_hdr h;
+		const void *payload;
+
+		if (CHECK(gnn_proto_decode_hdr(w->buf, w->len, &h, &payload) == GNN_OK) &&
+		    CHECK(h.type == GNN_MSG_LOOKUP_RESP && gnn_decode_ids_req(payload, h.len, &r) == GNN_OK))
+			CHECK(r.n == n && memcmp(r.ids, want, n * sizeof(int64_t)) == 0);
+		gnn_proto_release(r.owned);
+	} else {
+		printf("  lookup: %s\n", why);
+	}
+	orig[0] = -1;
+	w->len = 0;
+	CHECK(smp_lookup_message(be, 4, 0, orig, 1, w, why, sizeof(why)) == GNN_ENOENT && w->len == 0);
+	gnn_arr_close(&map);
+}
 
 static void test_partition_files(void)
 {
@@ -1612,6 +1709,7 @@ static void test_partition_files(void)
 					CHECK(count == json_integer_value(json_object_get(meta.json, keys[split])));
 			}
 			CHECK(total == meta.layout.num_nodes);
+			check_lookup_files(&be, out, &meta, &w);
 			gnn_meta_free(&meta);
 		}
 		gnn_wbuf_free(&w);
@@ -1640,6 +1738,7 @@ int main(void)
 	RUN(test_stores);
 	RUN(test_stores_mismatch);
 	RUN(test_stores_changed);
+	RUN(test_multicall_retry);
 	RUN(test_partition_files);
 	free_graph();
 	gnn_metrics_free(reg);

@@ -13,6 +13,7 @@
 #include "arr.h"
 #include "client.h"
 #include "err.h"
+#include "multicall.h"
 #include "hash.h"
 #include "log.h"
 #include "sys.h"
@@ -46,8 +47,7 @@ struct tr_emb {
 		float *rows;                /* n x width, what the model reads */
 		size_t cap, rows_cap;
 	} m[GNN_MAX_TYPES];
-	struct gnn_wbuf *req;               /* [T * P] */
-	struct gnn_call *calls;             /* [T * P] */
+	struct gnn_multicall batch;            /* one operation's calls to the stores (memory kept) */
 	uint32_t *at;                       /* [P]: index_type's scratch */
 	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
 	int64_t *first;                     /* [P * T]: type t's rows before partition p's */
@@ -151,12 +151,9 @@ int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct 
 		goto fail;
 	}
 	rc = GNN_ENOMEM;
-	if ((e->req = calloc((size_t)e->T * e->P, sizeof(*e->req))) == NULL ||
-	    (e->calls = calloc((size_t)e->T * e->P, sizeof(*e->calls))) == NULL ||
-	    (e->at = calloc(e->P, sizeof(uint32_t))) == NULL)
+	gnn_multicall_init(&e->batch);
+	if ((e->at = calloc(e->P, sizeof(uint32_t))) == NULL)
 		goto fail;
-	for (size_t i = 0; i < (size_t)e->T * e->P; i++)
-		gnn_wbuf_init(&e->req[i]);
 	for (uint32_t t = 0; t < e->T; t++)
 		if (e->dim[t] > 0 && (e->m[t].pstart = calloc(e->P + 1, sizeof(uint32_t))) == NULL)
 			goto fail;
@@ -174,10 +171,7 @@ void tr_emb_close(struct tr_emb *e)
 {
 	if (e == NULL)
 		return;
-	for (size_t i = 0; e->req != NULL && i < (size_t)e->T * e->P; i++)
-		gnn_wbuf_free(&e->req[i]);
-	free(e->req);
-	free(e->calls);
+	gnn_multicall_free(&e->batch);
 	free(e->at);
 	for (uint32_t t = 0; t < e->T; t++) {
 		free(e->m[t].src);
@@ -223,61 +217,66 @@ void tr_emb_describe(const struct tr_emb *e, char *buf, size_t cap)
 
 /* ---- calls ---- */
 
-/* Runs the first n calls of e->calls (requests already in them) and
- * decodes each reply into resp[i] (may be NULL: replies only checked).
- * Returns the first failure, logged naming the store (GNN_ESTALE as a
- * WARN: the trainers then resume, nothing is lost). The replies are
- * freed by free_replies. */
-static int run_calls(struct tr_emb *e, size_t n, const char *what, struct gnn_emb_resp *resp)
+/* Where one operation's answers go, and whether its first failure was
+ * logged. */
+struct emb_run {
+	const char *what;
+	struct gnn_emb_resp *resp;   /* [calls] or NULL: replies only checked */
+	bool logged;
+};
+
+/* Call i's answer, decoded into resp[i] (gnn_multicall_answer_fn); the first
+ * failure logged naming the store (GNN_ESTALE as a WARN: the trainers
+ * then resume, nothing is lost). */
+static int take_emb(void *ctx, size_t i, struct gnn_call *c)
 {
-	int rc = n > 0 ? gnn_client_call_all(e->calls, n) : GNN_OK;
+	struct emb_run *r = ctx;
+	const void *pl;
+	size_t len;
+	int crc = c->rc;
 
-	for (size_t i = 0; i < n; i++) {
-		struct gnn_call *c = &e->calls[i];
-		const void *pl;
-		size_t len;
-		int crc = c->rc;
-
-		if (crc == GNN_OK && (crc = gnn_reply_payload(c->reply, GNN_MSG_EMB_RESP, &pl, &len)) == GNN_OK &&
-		    resp != NULL)
-			crc = gnn_decode_emb_resp(pl, len, &resp[i]);
-		if (crc == GNN_OK)
-			continue;
-		if (crc == GNN_ECLOSED)
-			;   /* stopping: not worth a line per call */
-		else if (crc == GNN_ESTALE)
-			GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", what, gnn_client_name(c->client),
-				 c->err[0] ? c->err : "stale reply");
-		else
-			GNN_ERROR("embeddings_call_failed", "op=%s store=%s code=%s reason=\"%s\"", what,
-				  gnn_client_name(c->client), gnn_errname(crc), c->err[0] ? c->err : gnn_strerror(crc));
-		rc = crc;
-		break;
-	}
-	return rc;
+	if (crc == GNN_OK && (crc = gnn_reply_payload(c->reply, GNN_MSG_EMB_RESP, &pl, &len)) == GNN_OK &&
+	    r->resp != NULL)
+		crc = gnn_decode_emb_resp(pl, len, &r->resp[i]);
+	if (crc == GNN_OK || r->logged)
+		return crc;
+	r->logged = true;
+	if (crc == GNN_ECLOSED)
+		;   /* stopping: not worth a line per call */
+	else if (crc == GNN_ESTALE)
+		GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", r->what, gnn_client_name(c->client),
+			 c->err[0] ? c->err : "stale reply");
+	else
+		GNN_ERROR("embeddings_call_failed", "op=%s store=%s code=%s reason=\"%s\"", r->what,
+			  gnn_client_name(c->client), gnn_errname(crc), c->err[0] ? c->err : gnn_strerror(crc));
+	return crc;
 }
 
-static void free_replies(struct tr_emb *e, size_t n, struct gnn_emb_resp *resp)
+/* Runs the calls of e->batch and decodes reply i into resp[i] (may be
+ * NULL: replies only checked). Returns the first failure, logged. The
+ * replies stay until free_replies. */
+static int run_calls(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (e->calls[i].reply != NULL)
-			nng_msg_free(e->calls[i].reply);
-		e->calls[i].reply = NULL;
-		if (resp != NULL)
-			gnn_proto_release(resp[i].owned);
-	}
+	return gnn_multicall_run(&e->batch, take_emb, &(struct emb_run){ .what = what, .resp = resp });
 }
 
-/* Request i: req to store p, encoded into e->req[i]. */
-static int put_call(struct tr_emb *e, size_t i, uint32_t p, const struct gnn_emb_req *req, int timeout_ms)
+/* Empties e->batch, with the decoded answers in resp (may be NULL). */
+static void free_replies(struct tr_emb *e, struct gnn_emb_resp *resp)
 {
+	for (size_t i = 0; resp != NULL && i < e->batch.n; i++)
+		gnn_proto_release(resp[i].owned);
+	gnn_multicall_clear(&e->batch);
+}
+
+/* The next call of e->batch: req to store p. */
+static int put_call(struct tr_emb *e, uint32_t p, const struct gnn_emb_req *req, int timeout_ms)
+{
+	struct gnn_wbuf *w;
 	int rc;
 
-	e->req[i].len = 0;
-	if ((rc = gnn_encode_emb_req(&e->req[i], ++e->req_id, req)) != GNN_OK)
+	if ((rc = gnn_multicall_add(&e->batch, tr_stores_client(e->o.stores, p), timeout_ms, &w)) != GNN_OK)
 		return rc;
-	e->calls[i] = (struct gnn_call){ .client = tr_stores_client(e->o.stores, p), .req = &e->req[i], .timeout_ms = timeout_ms };
-	return GNN_OK;
+	return gnn_encode_emb_req(w, ++e->req_id, req);
 }
 
 /* The same request to every store, one call each. */
@@ -287,10 +286,10 @@ static int call_every_store(struct tr_emb *e, const struct gnn_emb_req *req, con
 	int rc = GNN_OK;
 
 	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
-		rc = put_call(e, p, p, req, timeout_ms);
+		rc = put_call(e, p, req, timeout_ms);
 	if (rc == GNN_OK)
-		rc = run_calls(e, e->P, what, resp);
-	free_replies(e, e->P, resp);
+		rc = run_calls(e, what, resp);
+	free_replies(e, resp);
 	return rc;
 }
 
@@ -307,12 +306,12 @@ static int wait_stores(struct tr_emb *e)
 		int rc = GNN_OK;
 
 		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
-			rc = put_call(e, p, p, &st, 2000);
-		if (rc == GNN_OK && (rc = gnn_client_call_all(e->calls, e->P)) == GNN_OK) {
-			free_replies(e, e->P, NULL);
+			rc = put_call(e, p, &st, 2000);
+		if (rc == GNN_OK && (rc = gnn_multicall_run(&e->batch, NULL, NULL)) == GNN_OK) {
+			free_replies(e, NULL);
 			return GNN_OK;
 		}
-		free_replies(e, e->P, NULL);
+		free_replies(e, NULL);
 		if (rc == GNN_ENOMEM || rc == GNN_ECLOSED || gnn_stop_requested())
 			return rc == GNN_ENOMEM ? rc : GNN_ECLOSED;
 		if (gnn_now() - t0 >= e->o.wait_s) {
@@ -375,11 +374,11 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 
 			if (!save && row + (uint64_t)n > arr.info.rows)
 				rc = GNN_EFORMAT;   /* tr_emb_check_ckpt checked the shape: the file changed */
-			else if ((rc = put_call(e, 0, p, &rq, 0)) == GNN_OK &&
-				 (rc = run_calls(e, 1, save ? "read" : "write", &resp)) == GNN_OK && save)
+			else if ((rc = put_call(e, p, &rq, 0)) == GNN_OK &&
+				 (rc = run_calls(e, save ? "read" : "write", &resp)) == GNN_OK && save)
 				rc = resp.n != (uint32_t)n || resp.dim != cols ? GNN_EPROTO
 									       : gnn_arr_writer_append(w, resp.data, (uint64_t)n);
-			free_replies(e, 1, &resp);
+			free_replies(e, &resp);
 		}
 	}
 	if (!save) {
@@ -539,9 +538,54 @@ static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t
 	return GNN_OK;
 }
 
+/* Type t's input rows of mb, as the model reads them: its features (when
+ * the embedding is concatenated to them), then the embedding rows pulled,
+ * rs[*i] on (one answer per partition holding some, *i advanced). *rows
+ * and *bytes count what was pulled. */
+static int assemble_type(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t t, const struct gnn_emb_resp *rs,
+			 uint32_t *i, double *rows, double *bytes)
+{
+	uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
+	const float *feat = mb->feat[t];
+	int rc;
+
+	/* the sampler's rows must be the type's features: tr_model_check
+	 * sees the assembled ones only */
+	if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
+		GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
+			  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
+			  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
+		return GNN_EPROTO;
+	}
+	if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1, sizeof(float))) != GNN_OK)
+		return rc;
+	for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
+		memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+		uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+		const float *src;
+
+		if (hi == lo)
+			continue;
+		if (rs[*i].n != hi - lo || rs[*i].dim != e->dim[t]) {
+			rc = GNN_EPROTO;
+			break;
+		}
+		src = rs[(*i)++].data;
+		for (uint32_t q = lo; q < hi; q++)
+			memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
+			       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
+	}
+	mb->feat[t] = e->m[t].rows;
+	mb->feat_dims[t] = w;
+	mb->feat_dtype = GNN_DT_F32;
+	*rows += n;
+	*bytes += (double)n * e->dim[t] * 4;
+	return rc;
+}
+
 int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 {
-	size_t nc = 0;
 	double t0 = gnn_now(), bytes = 0, rows = 0;
 	struct gnn_emb_resp *rs = NULL;
 	int rc = GNN_OK;
@@ -559,54 +603,16 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 						  .step = e->version, .n = hi - lo, .ids = e->m[t].pid + lo };
 
 			if (hi > lo)
-				rc = put_call(e, nc++, p, &rq, 0);
+				rc = put_call(e, p, &rq, 0);
 		}
 	}
 	if (rc == GNN_OK)
-		rc = run_calls(e, nc, "pull", rs);
+		rc = run_calls(e, "pull", rs);
 	/* Assemble each type's rows: features (concat), then the embedding. */
-	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++) {
-		uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
-		const float *feat = mb->feat[t];
-
-		if (e->dim[t] == 0)
-			continue;
-		/* the sampler's rows must be the type's features: tr_model_check
-		 * sees the assembled ones only */
-		if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
-			GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
-				  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
-				  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
-			rc = GNN_EPROTO;
-			break;
-		}
-		if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1,
-			       sizeof(float))) != GNN_OK)
-			break;
-		for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
-			memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
-			const float *src;
-
-			if (hi == lo)
-				continue;
-			if (rs[i].n != hi - lo || rs[i].dim != e->dim[t]) {
-				rc = GNN_EPROTO;
-				break;
-			}
-			src = rs[i++].data;
-			for (uint32_t q = lo; q < hi; q++)
-				memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
-				       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
-		}
-		mb->feat[t] = e->m[t].rows;
-		mb->feat_dims[t] = w;
-		mb->feat_dtype = GNN_DT_F32;
-		rows += n;
-		bytes += (double)n * e->dim[t] * 4;
-	}
-	free_replies(e, nc, rs);
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
+		if (e->dim[t] > 0)
+			rc = assemble_type(e, mb, t, rs, &i, &rows, &bytes);
+	free_replies(e, rs);
 	free(rs);
 	gnn_counter_add(e->rows[OP_PULL], rows);
 	gnn_counter_add(e->bytes[OP_PULL], bytes);
@@ -616,7 +622,6 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 
 int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uint32_t world)
 {
-	size_t nc = 0;
 	double t0 = gnn_now(), rows = 0;
 	float *g = NULL;
 	size_t gcap = 0;
@@ -639,15 +644,15 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uin
 						  .gen = e->gen, .step = e->version, .n = hi - lo, .dim = d,
 						  .ids = e->m[t].pid + lo, .data = g + (size_t)lo * d };
 
-			rc = put_call(e, nc++, p, &rq, 0);
+			rc = put_call(e, p, &rq, 0);
 		}
 		rows += e->m[t].n;
 		gnn_counter_add(e->bytes[OP_PUSH], (double)e->m[t].n * d * 4);
 	}
 	free(g);
 	if (rc == GNN_OK)
-		rc = run_calls(e, nc, "push", NULL);
-	free_replies(e, nc, NULL);
+		rc = run_calls(e, "push", NULL);
+	free_replies(e, NULL);
 	e->version++;
 	gnn_counter_add(e->rows[OP_PUSH], rows);
 	gnn_counter_add(e->seconds[OP_PUSH], gnn_now() - t0);

@@ -14,7 +14,9 @@
 #include "client.h"
 #include "err.h"
 #include "hash.h"
+#include "multicall.h"
 #include "log.h"
+#include "storeid.h"
 #include "sys.h"
 
 /* FEAT calls in flight per fill (or per wave of the cache's fetch): 64 MB
@@ -163,7 +165,7 @@ void tr_feats_close(struct tr_feats *f)
 
 /* Store p serves partition p of the samplers' graph: checked by INFO
  * whenever its connection came up since the last check. */
-static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
+static int verify(struct tr_feats *f, uint32_t p, char *why, size_t why_len)
 {
 	struct store *st = &f->st[p];
 	struct gnn_wbuf w;
@@ -182,21 +184,20 @@ static int verify(struct tr_feats *f, uint32_t p, char *err, size_t err_len)
 	}
 	gnn_wbuf_init(&w);
 	if ((rc = gnn_encode_info_req(&w, atomic_fetch_add(&f->req_id, 1))) != GNN_OK ||
-	    (rc = gnn_client_call(st->c, &w, &reply, err, err_len)) != GNN_OK ||
+	    (rc = gnn_client_call(st->c, &w, &reply, why, why_len)) != GNN_OK ||
 	    (rc = gnn_reply_payload(reply, GNN_MSG_INFO_RESP, &pl, &len)) != GNN_OK ||
 	    (rc = gnn_decode_info_resp(pl, len, &info)) != GNN_OK) {
-		if (rc != GNN_ECLOSED && err[0] == '\0')
-			snprintf(err, err_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
+		if (rc != GNN_ECLOSED && why[0] == '\0')
+			snprintf(why, why_len, "%s: INFO failed: %s", gnn_client_name(st->c), gnn_strerror(rc));
 		goto out;
 	}
-	if (info.part_id != p || info.layout.num_parts != f->P || info.layout.num_nodes != f->g->num_nodes ||
-	    info.layout.graph_id != f->g->graph_id) {
+	if (!gnn_storeid_serves(&info, p, f->g)) {
 		GNN_ERROR("graph_changed", "store=%s graph_id=%016" PRIx64 " part=%" PRIu32 " num_parts=%" PRIu32
 			  " expected_graph_id=%016" PRIx64 " expected_part=%" PRIu32 " reason=\"the store serves "
 			  "another graph or partition than the samplers: its rows are not used\"",
 			  gnn_client_name(st->c), info.layout.graph_id, info.part_id, info.layout.num_parts,
 			  f->g->graph_id, p);
-		snprintf(err, err_len, "%s serves graph_id %016" PRIx64 " partition %" PRIu32 ", not graph_id %016"
+		snprintf(why, why_len, "%s serves graph_id %016" PRIx64 " partition %" PRIu32 ", not graph_id %016"
 			 PRIx64 " partition %" PRIu32, gnn_client_name(st->c), info.layout.graph_id, info.part_id,
 			 f->g->graph_id, p);
 		rc = GNN_EPROTO;
@@ -247,7 +248,7 @@ static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *
 }
 
 /* Copies call k's answer into place, after checking its shape. */
-static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *err, size_t err_len)
+static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *why, size_t why_len)
 {
 	struct gnn_feat_resp r;
 	const void *pl;
@@ -256,7 +257,7 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 
 	if ((rc = gnn_reply_payload(reply, GNN_MSG_FEAT_RESP, &pl, &len)) != GNN_OK ||
 	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d || r.dtype != f->dtype) {
-		snprintf(err, err_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
+		snprintf(why, why_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
 			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape or dtype");
 		return rc != GNN_OK ? rc : GNN_EPROTO;
 	}
@@ -271,87 +272,93 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 	return GNN_OK;
 }
 
-/* One wave of at most MAX_CALLS calls: every store it uses checked
- * before, the calls, the stores whose connection came up meanwhile checked
- * again, then the rows copied. A store answering eunavail, or silent for
- * an attempt's (short) timeout, is asked again until the deadline: each
- * attempt after a silent one dials a new connection. */
-static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *err,
-		    size_t err_len)
+/* One wave's calls and what became of them. */
+struct wave {
+	struct tr_feats *f;
+	const struct fcall *fc;
+	unsigned conn[MAX_CALLS];   /* each call's store's connections when it was sent */
+	double deadline, logged;
+	int rc;                     /* the first failure that ends the wave */
+	char *why;
+	size_t why_len;
+};
+
+/* Call i's result (gnn_multicall_answer_fn): the rows copied into place once
+ * the store is known to serve the graph (checked again when its
+ * connection came up meanwhile). A store answering eunavail, or silent for
+ * an attempt's (short) timeout, is refused until the deadline (the call
+ * runs again); any other failure ends the wave. */
+static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 {
-	struct gnn_wbuf w[MAX_CALLS];
-	struct gnn_call calls[MAX_CALLS];
-	unsigned conn[MAX_CALLS];
-	bool done[MAX_CALLS] = { false };
-	size_t left = n;
-	double logged = 0;
-	int rc = GNN_OK;
+	struct wave *w = ctx;
+	const struct fcall *k = &w->fc[i];
+	int crc = c->rc;
 
-	for (size_t i = 0; i < n; i++)
-		gnn_wbuf_init(&w[i]);
-	for (size_t i = 0; i < n && rc == GNN_OK; i++)
-		rc = gnn_encode_ids_req(&w[i], GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids, fc[i].n);
-	while (rc == GNN_OK && left > 0) {
-		size_t m = 0, idx[MAX_CALLS];
-
-		for (size_t i = 0; i < n && rc == GNN_OK; i++) {
-			if (done[i])
-				continue;
-			if ((rc = verify(f, fc[i].p, err, err_len)) != GNN_OK)
-				break;
-			conn[m] = gnn_client_connections(f->st[fc[i].p].c);
-			calls[m] = (struct gnn_call){ .client = f->st[fc[i].p].c, .req = &w[i],
-						      .timeout_ms = tr_stores_rows_timeout_ms(f->o.stores,
-							(double)fc[i].n * f->dim[fc[i].t] * f->elem) };
-			idx[m++] = i;
+	if (crc == GNN_OK && gnn_client_connections(c->client) != w->conn[i])
+		crc = verify(w->f, k->p, w->why, w->why_len);
+	if (crc == GNN_OK)
+		crc = scatter(w->f, k, c->reply, w->why, w->why_len);
+	if (crc == GNN_OK)
+		return GNN_OK;
+	if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < w->deadline && w->rc == GNN_OK) {
+		if (gnn_now() - w->logged >= 5) {
+			GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"", gnn_client_name(c->client),
+					 c->err[0] ? c->err : gnn_strerror(crc));
+			w->logged = gnn_now();
 		}
-		if (rc != GNN_OK)
-			break;
-		gnn_client_call_all(calls, m);
-		for (size_t j = 0; j < m; j++) {
-			const struct fcall *k = &fc[idx[j]];
-			int crc = calls[j].rc;
-
-			if (crc == GNN_OK && gnn_client_connections(calls[j].client) != conn[j])
-				crc = verify(f, k->p, err, err_len);
-			if (crc == GNN_OK)
-				crc = scatter(f, k, calls[j].reply, err, err_len);
-			if (calls[j].reply != NULL)
-				nng_msg_free(calls[j].reply);
-			if (crc == GNN_OK) {
-				done[idx[j]] = true;
-				left--;
-			} else if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < deadline && rc == GNN_OK) {
-				if (gnn_now() - logged >= 5) {
-					GNN_WARN_LIMITED("features_waiting", "store=%s reason=\"%s\"",
-							 gnn_client_name(calls[j].client),
-							 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
-					logged = gnn_now();
-				}
-			} else if (rc == GNN_OK) {
-				rc = crc;
-				if (err[0] == '\0')
-					snprintf(err, err_len, "%s: %s", gnn_client_name(calls[j].client),
-						 calls[j].err[0] ? calls[j].err : gnn_strerror(crc));
-			}
-		}
-		if (rc == GNN_OK && left > 0)
-			nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+	} else if (w->rc == GNN_OK) {
+		w->rc = crc;
+		if (w->why[0] == '\0')
+			snprintf(w->why, w->why_len, "%s: %s", gnn_client_name(c->client),
+				 c->err[0] ? c->err : gnn_strerror(crc));
 	}
-	for (size_t i = 0; i < n; i++)
-		gnn_wbuf_free(&w[i]);
-	return rc;
+	return crc;
 }
 
-static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *err, size_t err_len)
+/* One wave of at most MAX_CALLS calls: every store it uses checked
+ * before, the calls, then take_rows; the calls refused are sent again
+ * after RETRY_MS until they are answered or the deadline ends the wave:
+ * each attempt after a silent one dials a new connection. */
+static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *why,
+		    size_t why_len)
+{
+	struct wave w = { .f = f, .fc = fc, .deadline = deadline, .why = why, .why_len = why_len };
+	struct gnn_multicall batch;
+	struct gnn_wbuf *req;
+
+	gnn_multicall_init(&batch);
+	for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
+		if ((w.rc = gnn_multicall_add(&batch, f->st[fc[i].p].c, tr_stores_rows_timeout_ms(f->o.stores,
+					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK)
+			w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
+						  fc[i].n);
+	while (w.rc == GNN_OK) {
+		int rc;
+
+		for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
+			if (!batch.done[i] && (w.rc = verify(f, fc[i].p, why, why_len)) == GNN_OK)
+				w.conn[i] = gnn_client_connections(f->st[fc[i].p].c);
+		if (w.rc != GNN_OK || (rc = gnn_multicall_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
+			break;
+		if (rc == GNN_ENOMEM) {  /* nothing was sent: take_rows keeps the others */
+			w.rc = rc;
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+	}
+	gnn_multicall_free(&batch);
+	return w.rc;
+}
+
+static int run_calls(struct tr_feats *f, const struct fcall *fc, size_t n, char *why, size_t why_len)
 {
 	double deadline = gnn_now() + (double)tr_stores_timeout_ms(f->o.stores) *
 			  (tr_stores_retries(f->o.stores) + 1) / 1000.0;
 	int rc = GNN_OK;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	for (size_t i = 0; i < n && rc == GNN_OK; i += MAX_CALLS)
-		rc = run_wave(f, fc + i, n - i < MAX_CALLS ? n - i : MAX_CALLS, deadline, err, err_len);
+		rc = run_wave(f, fc + i, n - i < MAX_CALLS ? n - i : MAX_CALLS, deadline, why, why_len);
 	return rc;
 }
 
@@ -534,23 +541,18 @@ struct misses {
 	uint64_t cached, missed;
 };
 
-static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m)
+/* Copies the cached rows of mb's sources into rows now; the others, in
+ * source order, go to tid (their IDs), tpos (their rows in the type's
+ * matrix) and m->key (type t P + owner p), *nm of them, counted in m->gs.
+ * GNN_EPROTO for a source outside the graph or not of the type given. */
+static int split_cached(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m,
+			int64_t *tid, uint32_t *tpos, uint32_t *nm)
 {
 	const struct gnn_block *b0 = &mb->blocks[0];
-	uint32_t k_t[GNN_MAX_TYPES] = { 0 }, n = b0->num_src, G = f->T * f->P;
-	int64_t *tid = malloc((size_t)n * sizeof(int64_t) + 1);
-	uint32_t *tpos = malloc((size_t)n * sizeof(uint32_t) + 1), *cur, nm = 0;
+	uint32_t k_t[GNN_MAX_TYPES] = { 0 };
 
-	m->mid = malloc((size_t)n * sizeof(int64_t) + 1);
-	m->mpos = malloc((size_t)n * sizeof(uint32_t) + 1);
-	m->key = malloc((size_t)n * sizeof(uint32_t) + 1);
-	m->gs = calloc((size_t)G + 1, sizeof(uint32_t));
-	if (tid == NULL || tpos == NULL || m->mid == NULL || m->mpos == NULL || m->key == NULL || m->gs == NULL) {
-		free(tid);
-		free(tpos);
-		return GNN_ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
+	*nm = 0;
+	for (uint32_t i = 0; i < b0->num_src; i++) {
 		uint32_t t = f->T > 1 ? mb->src_types[i] : 0, k, d = f->dim[t];
 		int64_t id = b0->src_ids[i];
 		int32_t p;
@@ -558,69 +560,83 @@ static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *ro
 		if (d == 0)
 			continue;
 		/* the sampler's word is checked before it indexes anything */
-		if (id < 0 || id >= f->g->num_nodes || (f->T > 1 && gnn_layout_type(f->g, id) != (int32_t)t)) {
-			free(tid);
-			free(tpos);
+		if (id < 0 || id >= f->g->num_nodes || (f->T > 1 && gnn_layout_type(f->g, id) != (int32_t)t))
 			return GNN_EPROTO;
-		}
 		k = k_t[t]++;
 		if (f->slot != NULL && f->slot[id] >= 0) {
 			gnn_feat_to_f32(f->rows[t] + (size_t)f->slot[id] * d * f->elem, f->dtype, d, rows[t] + (size_t)k * d);
 			m->cached++;
 			continue;
 		}
-		if ((p = gnn_layout_owner(f->g, id)) < 0) {
-			free(tid);
-			free(tpos);
+		if ((p = gnn_layout_owner(f->g, id)) < 0)
 			return GNN_EPROTO;
-		}
-		tid[nm] = id;
-		tpos[nm] = k;
-		m->key[nm++] = t * f->P + (uint32_t)p;
+		tid[*nm] = id;
+		tpos[*nm] = k;
+		m->key[(*nm)++] = t * f->P + (uint32_t)p;
 		m->gs[t * f->P + (uint32_t)p + 1]++;
 	}
+	return GNN_OK;
+}
+
+static int collect(struct tr_feats *f, const struct gnn_minibatch *mb, float *rows[], struct misses *m)
+{
+	uint32_t n = mb->blocks[0].num_src, G = f->T * f->P, *cur = NULL, nm;
+	int64_t *tid = malloc((size_t)n * sizeof(int64_t) + 1);
+	uint32_t *tpos = malloc((size_t)n * sizeof(uint32_t) + 1);
+	int rc = GNN_ENOMEM;
+
+	m->mid = malloc((size_t)n * sizeof(int64_t) + 1);
+	m->mpos = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->key = malloc((size_t)n * sizeof(uint32_t) + 1);
+	m->gs = calloc((size_t)G + 1, sizeof(uint32_t));
+	if (tid == NULL || tpos == NULL || m->mid == NULL || m->mpos == NULL || m->key == NULL || m->gs == NULL)
+		goto out;
+	if ((rc = split_cached(f, mb, rows, m, tid, tpos, &nm)) != GNN_OK)
+		goto out;
+	if ((cur = calloc(G, sizeof(uint32_t))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	/* the misses grouped by (type, partition), in source order within */
 	for (uint32_t g = 0; g < G; g++)
 		m->gs[g + 1] += m->gs[g];
-	if ((cur = calloc(G, sizeof(uint32_t))) == NULL) {
-		free(tid);
-		free(tpos);
-		return GNN_ENOMEM;
-	}
 	for (uint32_t j = 0; j < nm; j++) {
 		uint32_t q = m->gs[m->key[j]] + cur[m->key[j]]++;
 
 		m->mid[q] = tid[j];
 		m->mpos[q] = tpos[j];
 	}
-	free(cur);
 	m->missed = nm;
+	rc = GNN_OK;
+out:
+	free(cur);
 	free(tid);
 	free(tpos);
-	return GNN_OK;
+	return rc;
 }
 
-int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *err,
-		  size_t err_len)
+int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *why,
+		  size_t why_len)
 {
 	struct misses m = { 0 };
 	struct fcall *fc = NULL;
 	size_t nfc = 0, cap = 0;
 	int rc = GNN_ENOMEM;
 
-	err[0] = '\0';
+	why[0] = '\0';
 	if (mb->num_types != f->T) {
-		snprintf(err, err_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
+		snprintf(why, why_len, "the minibatch has %" PRIu32 " node types, the graph %" PRIu32, mb->num_types, f->T);
 		return GNN_EPROTO;
 	}
 	for (uint32_t t = 0; t < f->T; t++) {
 		if (mb->feat_dims[t] != f->dim[t]) {
-			snprintf(err, err_len, "type %" PRIu32 "'s features are %" PRIu32 " wide in the minibatch, %" PRIu32
+			snprintf(why, why_len, "type %" PRIu32 "'s features are %" PRIu32 " wide in the minibatch, %" PRIu32
 				 " in the graph", t, mb->feat_dims[t], f->dim[t]);
 			return GNN_EPROTO;
 		}
 	}
 	if ((rc = collect(f, mb, rows, &m)) != GNN_OK) {
-		snprintf(err, err_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "
+		snprintf(why, why_len, "%s", rc == GNN_EPROTO ? "an input node outside the graph, or not of the type the "
 			 "sampler gave" : "out of memory");
 		goto out;
 	}
@@ -628,7 +644,7 @@ int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_
 		if (m.gs[g + 1] > m.gs[g])
 			rc = add_calls(f, g % f->P, g / f->P, m.mid + m.gs[g], m.mpos + m.gs[g], rows[g / f->P], GNN_DT_F32,
 				       m.gs[g + 1] - m.gs[g], &fc, &nfc, &cap);
-	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, err, err_len)) == GNN_OK) {
+	if (rc == GNN_OK && (rc = run_calls(f, fc, nfc, why, why_len)) == GNN_OK) {
 		for (uint32_t t = 0; t < f->T; t++)
 			mb->feat[t] = rows[t];
 		mb->flags |= GNN_MB_FEATURES;

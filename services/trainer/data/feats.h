@@ -68,9 +68,9 @@ int tr_feats_build(struct tr_feats *f);
  * and mb->feat[t] points at it; mb->flags gains
  * GNN_MB_FEATURES. Thread-safe: the loader's workers call it at once. A
  * store still starting or restarting is waited for, bounded by the call
- * timeout and retries. On failure err (err_len bytes) names the store. */
-int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *err,
-		  size_t err_len);
+ * timeout and retries. On failure why (why_len bytes) names the store. */
+int tr_feats_fill(struct tr_feats *f, struct gnn_minibatch *mb, float *rows[GNN_PROTO_MAX_TYPES], char *why,
+		  size_t why_len);
 
 /* Rows served so far: from the cache, and from the stores (and their
  * bytes: the FEAT answers). */

@@ -249,6 +249,83 @@ static void deliver(struct tr_loader *l, uint64_t gen, uint64_t k, bool hedge, s
 	snprintf(s->err, sizeof(s->err), "%s", got->err);
 }
 
+/* A step may be claimed now (mu held). */
+static bool claimable(const struct tr_loader *l)
+{
+	return l->active && l->next_claim < l->steps && l->next_claim < l->consumed + l->o.depth;
+}
+
+/* Waits (mu held) until the loader closes, a step may be claimed or the
+ * head of the line is due a hedge; idle workers look every IDLE_TICK_MS. */
+static void wait_work(struct tr_loader *l)
+{
+	while (!l->closing && !claimable(l) && !hedge_due(l)) {
+		struct timespec until;
+
+		gnn_deadline(CLOCK_REALTIME, IDLE_TICK_MS, &until);
+		if (l->active)
+			pthread_cond_timedwait(&l->work, &l->mu, &until);
+		else
+			pthread_cond_wait(&l->work, &l->mu);
+	}
+}
+
+/* Claims the next step, or the head of the line again as a hedge (mu
+ * held); *hint is the replica its request starts at. */
+static uint64_t claim(struct tr_loader *l, bool hedge, uint64_t *hint)
+{
+	uint64_t k = hedge ? l->consumed : l->next_claim++;
+	struct slot *s = &l->slots[k % l->o.depth];
+
+	if (hedge) {
+		s->hedged = true;
+		*hint = k + l->o.rank + 1;   /* starts at another replica */
+		if (l->o.hedges != NULL)
+			gnn_counter_inc(l->o.hedges);
+		if (gnn_now() - l->hedge_logged >= 10) {
+			GNN_INFO("minibatch_hedged", "what=%s step=%" PRIu64 " waited_s=%.1f hedge_after_s=%.2f "
+				 "reason=\"much slower than the others: sent again to another replica\"",
+				 l->job.what, k, gnn_now() - s->started, l->lat->hedge_after);
+			l->hedge_logged = gnn_now();
+		}
+	} else {
+		*s = (struct slot){ .state = SLOT_FETCHING, .started = gnn_now() };
+		*hint = k + l->o.rank;
+	}
+	s->pending++;
+	return k;
+}
+
+/* Copies step k's seeds, then its exclusion pairs, into the worker's
+ * buffer *seeds (*cap entries, grown): the job ends without waiting for
+ * requests still out, and its seed list may then change. */
+static int copy_seeds(const struct tr_job *job, uint64_t k, int64_t **seeds, size_t *cap, size_t *n, size_t *nexcl)
+{
+	size_t first;
+
+	if (job->step_off != NULL) {
+		first = job->step_off[k];
+		*n = job->step_off[k + 1] - first;
+		*nexcl = job->excl != NULL ? job->excl_off[k + 1] - job->excl_off[k] : 0;
+	} else {
+		first = (size_t)k * job->batch;
+		*n = job->n - first < job->batch ? job->n - first : job->batch;
+		*nexcl = 0;
+	}
+	if (*n + 2 * *nexcl > *cap) {
+		int64_t *g = realloc(*seeds, (*n + 2 * *nexcl) * sizeof(*g));
+
+		if (g == NULL)
+			return GNN_ENOMEM;
+		*seeds = g;
+		*cap = *n + 2 * *nexcl;
+	}
+	memcpy(*seeds, job->seeds + first, *n * sizeof(**seeds));
+	if (job->excl != NULL)
+		memcpy(*seeds + *n, job->excl + 2 * job->excl_off[k], 2 * *nexcl * sizeof(**seeds));
+	return GNN_OK;
+}
+
 static void *worker(void *arg)
 {
 	struct tr_loader *l = arg;
@@ -259,71 +336,23 @@ static void *worker(void *arg)
 	for (;;) {
 		struct tr_job job;
 		struct fetched got;
-		struct slot *s;
 		uint64_t k, gen, req_id, hint;
-		size_t first, n, nexcl;
+		size_t n, nexcl;
 		bool hedge;
 
-		while (!l->closing && !(l->active && l->next_claim < l->steps &&
-					l->next_claim < l->consumed + l->o.depth) && !hedge_due(l)) {
-			struct timespec until;
-
-			gnn_deadline(CLOCK_REALTIME, IDLE_TICK_MS, &until);
-			if (l->active)
-				pthread_cond_timedwait(&l->work, &l->mu, &until);
-			else
-				pthread_cond_wait(&l->work, &l->mu);
-		}
+		wait_work(l);
 		if (l->closing)
 			break;
-		hedge = !(l->active && l->next_claim < l->steps && l->next_claim < l->consumed + l->o.depth);
-		k = hedge ? l->consumed : l->next_claim++;
-		s = &l->slots[k % l->o.depth];
-		if (hedge) {
-			s->hedged = true;
-			hint = k + l->o.rank + 1;   /* starts at another replica */
-			if (l->o.hedges != NULL)
-				gnn_counter_inc(l->o.hedges);
-			if (gnn_now() - l->hedge_logged >= 10) {
-				GNN_INFO("minibatch_hedged", "what=%s step=%" PRIu64 " waited_s=%.1f hedge_after_s=%.2f "
-					 "reason=\"much slower than the others: sent again to another replica\"",
-					 l->job.what, k, gnn_now() - s->started, l->lat->hedge_after);
-				l->hedge_logged = gnn_now();
-			}
-		} else {
-			*s = (struct slot){ .state = SLOT_FETCHING, .started = gnn_now() };
-			hint = k + l->o.rank;
-		}
-		s->pending++;
+		hedge = !claimable(l);
+		k = claim(l, hedge, &hint);
 		gen = l->generation;
 		job = l->job;
 		req_id = l->next_req++;
-		/* the step's seeds are copied: the job ends without waiting for
-		 * requests still out, and its seed list may then change */
-		if (job.step_off != NULL) {
-			first = job.step_off[k];
-			n = job.step_off[k + 1] - first;
-			nexcl = job.excl != NULL ? job.excl_off[k + 1] - job.excl_off[k] : 0;
-		} else {
-			first = (size_t)k * job.batch;
-			n = job.n - first < job.batch ? job.n - first : job.batch;
-			nexcl = 0;
+		if (copy_seeds(&job, k, &seeds, &cap, &n, &nexcl) != GNN_OK) {
+			deliver(l, gen, k, hedge, &(struct fetched){ .rc = GNN_ENOMEM, .err = "out of memory" });
+			pthread_cond_broadcast(&l->done);
+			continue;
 		}
-		/* one buffer: the seeds, then the exclusion pairs */
-		if (n + 2 * nexcl > cap) {
-			int64_t *g = realloc(seeds, (n + 2 * nexcl) * sizeof(*g));
-
-			if (g == NULL) {
-				deliver(l, gen, k, hedge, &(struct fetched){ .rc = GNN_ENOMEM, .err = "out of memory" });
-				pthread_cond_broadcast(&l->done);
-				continue;
-			}
-			seeds = g;
-			cap = n + 2 * nexcl;
-		}
-		memcpy(seeds, job.seeds + first, n * sizeof(*seeds));
-		if (job.excl != NULL)
-			memcpy(seeds + n, job.excl + 2 * job.excl_off[k], 2 * nexcl * sizeof(*seeds));
 		l->in_flight++;
 		pthread_mutex_unlock(&l->mu);
 
