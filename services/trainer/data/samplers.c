@@ -512,13 +512,13 @@ int tr_samplers_connect(struct tr_samplers *s, double wait_s, struct gnn_layout 
  * another code is the answer (another replica would say the same).
  * GNN_EUNAVAIL when no live replica answered. */
 static int try_live(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf *req, uint16_t want_type,
-		    nng_msg **reply, const void **payload, size_t *len, char *err, size_t err_len)
+		    nng_msg **reply, const void **payload, size_t *len, char *why, size_t why_len)
 {
 	struct replica *order[MAX_ORDER];
 	size_t n = 0, used = 0, i;
 	int rc = GNN_EUNAVAIL;
 
-	snprintf(err, err_len, "no sampler replica is up");
+	snprintf(why, why_len, "no sampler replica is up");
 	pthread_mutex_lock(&s->mu);
 	for (i = 0; i < s->nreps && n < MAX_ORDER; i++) {
 		struct replica *r = s->reps[(hint + i) % s->nreps];
@@ -540,10 +540,10 @@ static int try_live(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf 
 			nng_msg_free(*reply);
 			*reply = NULL;
 		}
-		used += (size_t)snprintf(err + used, used < err_len ? err_len - used : 0, "%s%s: %s",
+		used += (size_t)snprintf(why + used, used < why_len ? why_len - used : 0, "%s%s: %s",
 					 i ? "; " : "", order[i]->url, e[0] ? e : gnn_strerror(rc));
-		if (used >= err_len)
-			used = err_len - 1;
+		if (used >= why_len)
+			used = why_len - 1;
 		if (rc != GNN_ETIMEDOUT && rc != GNN_EUNAVAIL && rc != GNN_EIO)
 			break;
 		set_down(s, order[i], rc, e);
@@ -557,12 +557,12 @@ static int try_live(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf 
  * them, or none is known yet), waits for one to come up or be discovered:
  * at most one call's whole budget, timeout x (retries + 1). */
 static int call_any(struct tr_samplers *s, uint64_t hint, const struct gnn_wbuf *req, uint16_t want_type,
-		    nng_msg **reply, const void **payload, size_t *len, char *err, size_t err_len)
+		    nng_msg **reply, const void **payload, size_t *len, char *why, size_t why_len)
 {
 	double t0 = gnn_now(), budget = s->o.timeout_ms / 1000.0 * (s->o.retries + 1), last_log = t0;
 	int rc;
 
-	while ((rc = try_live(s, hint, req, want_type, reply, payload, len, err, err_len)) == GNN_EUNAVAIL) {
+	while ((rc = try_live(s, hint, req, want_type, reply, payload, len, why, why_len)) == GNN_EUNAVAIL) {
 		struct timespec until;
 
 		if (gnn_now() - t0 >= budget || atomic_load(&s->closing) || (s->o.stop != NULL && s->o.stop()))
@@ -640,7 +640,7 @@ int tr_samplers_nodes(struct tr_samplers *s, uint8_t split, int64_t **ids, size_
 
 int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 			  const struct gnn_minibatch_req *req, nng_msg **reply, struct gnn_minibatch *mb,
-			  char *err, size_t err_len)
+			  char *why, size_t why_len)
 {
 	struct gnn_wbuf w;
 	const void *payload;
@@ -650,10 +650,10 @@ int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 	gnn_wbuf_init(&w);
 	*reply = NULL;
 	if ((rc = gnn_encode_minibatch_req(&w, req_id, req)) == GNN_OK)
-		rc = call_any(s, hint, &w, GNN_MSG_MINIBATCH_RESP, reply, &payload, &len, err, err_len);
+		rc = call_any(s, hint, &w, GNN_MSG_MINIBATCH_RESP, reply, &payload, &len, why, why_len);
 	gnn_wbuf_free(&w);
 	if (rc == GNN_OK && (rc = gnn_decode_minibatch_resp(payload, len, mb)) != GNN_OK)
-		snprintf(err, err_len, "malformed minibatch reply (%s)", gnn_errname(rc));
+		snprintf(why, why_len, "malformed minibatch reply (%s)", gnn_errname(rc));
 	if (rc != GNN_OK && *reply != NULL) {
 		nng_msg_free(*reply);
 		*reply = NULL;

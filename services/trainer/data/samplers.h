@@ -60,11 +60,11 @@ int tr_samplers_nodes(struct tr_samplers *s, uint8_t split, int64_t **ids, size_
  * it points to (seeds, fanouts, with GNN_MB_EXCLUDE the pairs: proto.h)
  * are borrowed for the call only. On GNN_OK
  * *reply is the caller's (nng_msg_free after use) and mb points into it;
- * release mb with gnn_proto_release(mb->owned). On failure err says which
+ * release mb with gnn_proto_release(mb->owned). On failure why says which
  * replicas failed and why. Thread-safe. */
 int tr_samplers_minibatch(struct tr_samplers *s, uint64_t hint, uint64_t req_id,
 			  const struct gnn_minibatch_req *req, nng_msg **reply, struct gnn_minibatch *mb,
-			  char *err, size_t err_len);
+			  char *why, size_t why_len);
 
 /* Replicas that answered their last call or check. */
 size_t tr_samplers_live(struct tr_samplers *s);
