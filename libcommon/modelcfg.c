@@ -164,24 +164,29 @@ void gnn_mcfg_defaults(struct gnn_model_cfg *mc)
 			set_default(mc, i);
 }
 
-int gnn_mcfg_options(struct gnn_model_cfg *mc, unsigned cls, bool with_defaults, const char *help_prefix,
-		     struct gnn_opt *out, size_t cap, size_t *n)
+int gnn_mcfg_option_table(const struct gnn_opt *own, struct gnn_model_cfg *mc, unsigned cls, bool with_defaults,
+			  const char *help_prefix, struct gnn_opt *out, size_t cap)
 {
 	static char helps[NROWS][640];
+	size_t n = 0;
+	int rc;
 
+	if (cap == 0 || (rc = gnn_opt_append(out, cap - 1, &n, own)) != GNN_OK)
+		return GNN_ERANGE;
 	for (size_t i = 0; i < NROWS; i++) {
 		const char *help = rows[i].help;
 
 		if (!(rows[i].cls & cls))
 			continue;
-		if (*n >= cap)
+		if (n >= cap - 1)
 			return GNN_ERANGE;
 		if (help_prefix != NULL) {
 			snprintf(helps[i], sizeof(helps[i]), "%s%s", help_prefix, rows[i].help);
 			help = helps[i];
 		}
-		out[(*n)++] = opt_row(mc, i, with_defaults, help);
+		out[n++] = opt_row(mc, i, with_defaults, help);
 	}
+	out[n] = (struct gnn_opt){ 0 };
 	return GNN_OK;
 }
 

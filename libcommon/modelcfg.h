@@ -84,16 +84,16 @@ int gnn_mcfg_find(const char *name);
 /* Every row not given gets its default (a zeroed struct: every row). */
 void gnn_mcfg_defaults(struct gnn_model_cfg *mc);
 
-/* Appends the rows of the classes in cls to an option table (out, n rows
- * used of cap; the terminating zero row is the caller's), each pointing
- * into *mc and recording into mc->given. with_defaults false: the rows
- * have no default, so a value comes only from a flag or the environment
- * (gnn-local, `gnn-trainer infer`); call gnn_mcfg_defaults after the
- * parse, which leaves the rows without a default unset. prefix
- * (may be NULL) goes before every help text. GNN_ERANGE when cap is too
+/* A program's option table into out (cap rows): its own rows (own, up to
+ * its zero row), then the model table's rows of the classes in cls, each
+ * pointing into *mc and recording into mc->given, then the zero row.
+ * with_defaults false: those rows have no default, so a value comes only
+ * from a flag or the environment (gnn-local, `gnn-trainer infer`); call
+ * gnn_mcfg_defaults after the parse, which leaves them unset. help_prefix
+ * (may be NULL) goes before their help texts. GNN_ERANGE when cap is too
  * small. */
-int gnn_mcfg_options(struct gnn_model_cfg *mc, unsigned cls, bool with_defaults, const char *help_prefix,
-		     struct gnn_opt *out, size_t cap, size_t *n);
+int gnn_mcfg_option_table(const struct gnn_opt *own, struct gnn_model_cfg *mc, unsigned cls, bool with_defaults,
+			  const char *help_prefix, struct gnn_opt *out, size_t cap);
 
 /* Whether row i counts in mc (its group is active). */
 bool gnn_mcfg_active(const struct gnn_model_cfg *mc, size_t i);

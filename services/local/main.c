@@ -28,7 +28,7 @@
 
 static struct loc_config cfg;
 
-/* gnn-local's own options; the model table's join them (build_options). */
+/* gnn-local's own options; the model table's join them (options below). */
 static const struct gnn_opt own_options[] = {
 	{ "dataset", GNN_OPT_STR, &cfg.dataset, NULL, 0, 0, NULL,
 	  "graph in OGB's node-property layout (raw/, split/), homogeneous or heterogeneous (ogbn-mag's), "
@@ -98,20 +98,8 @@ static const struct gnn_opt own_options[] = {
 };
 
 /* own_options, then the model table's rows (no defaults: only what is
- * given goes to the trainers), then the end row. */
+ * given goes to the trainers), then the end row (gnn_mcfg_option_table). */
 static struct gnn_opt options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
-
-static int build_options(void)
-{
-	size_t n = 0, cap = sizeof(options) / sizeof(options[0]) - 1;
-	int rc = gnn_opt_append(options, cap, &n, own_options);
-
-	if (rc == GNN_OK)
-		rc = gnn_mcfg_options(&cfg.mc, GNN_MCFG_ALL, false, "gnn-trainer's, passed on when given: ", options,
-				      cap, &n);
-	options[n] = (struct gnn_opt){ 0 };
-	return rc;
-}
 
 /* Options not given that gnn-local reads stay at -1. */
 static void unset_options(void)
@@ -142,7 +130,8 @@ static int configure(int argc, char **argv)
 	int rc;
 
 	unset_options();
-	rc = build_options();
+	rc = gnn_mcfg_option_table(own_options, &cfg.mc, GNN_MCFG_ALL, false, "gnn-trainer's, passed on when given: ",
+				   options, sizeof(options) / sizeof(options[0]));
 	if (rc == GNN_OK)
 		rc = gnn_opt_parse("gnn-local",
 			   "Run gnn-dist on this machine: partitioner, graph stores, samplers and trainers as "

@@ -77,19 +77,6 @@ static const struct gnn_opt own_options[] = {
 /* own_options, then the model table's model rows (no defaults), then the end row. */
 static struct gnn_opt infer_options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
 
-static int build_options(void)
-{
-	size_t n = 0, cap = sizeof(infer_options) / sizeof(infer_options[0]) - 1;
-	int rc = gnn_opt_append(infer_options, cap, &n, own_options);
-
-	if (rc == GNN_OK)
-		rc = gnn_mcfg_options(&ic.given, GNN_MCFG_MODEL, false,
-				      "not needed (result.json records the run's configuration): when given, it must "
-				      "be the run's: ", infer_options, cap, &n);
-	infer_options[n] = (struct gnn_opt){ 0 };
-	return rc;
-}
-
 /* The split codes of part.h, for the counts. */
 static const char *const split_names[4] = { "none", "train", "valid", "test" };
 
@@ -1188,7 +1175,9 @@ int tr_infer_main(int argc, char **argv)
 {
 	static struct infer in;
 	static char out[PATH_MAX];
-	int rc = build_options();
+	int rc = gnn_mcfg_option_table(own_options, &ic.given, GNN_MCFG_MODEL, false,
+				       "not needed (result.json records the run's configuration): when given, it must "
+				       "be the run's: ", infer_options, sizeof(infer_options) / sizeof(infer_options[0]));
 
 	if (rc == GNN_OK)
 		rc = gnn_opt_parse("gnn-trainer infer",

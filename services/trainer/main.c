@@ -50,7 +50,7 @@ struct options {
 static struct options opt;
 static struct gnn_model_cfg mc;   /* the model table's options (modelcfg.h) */
 
-/* The trainer's own options; the model table's join them (build_options). */
+/* The trainer's own options; the model table's join them (options below). */
 static const struct gnn_opt own_options[] = {
 	{ "rank", GNN_OPT_INT, &opt.rank, "-1", -1, 65535, NULL,
 	  "this trainer's rank (-1: the host name's ordinal, trainer-2 is rank 2; 0 when --world-size is 1)" },
@@ -121,18 +121,6 @@ static const struct gnn_opt own_options[] = {
 
 /* own_options, then the model table's rows, then the end row. */
 static struct gnn_opt options[sizeof(own_options) / sizeof(own_options[0]) + GNN_MCFG_MAX_ROWS];
-
-static int build_options(void)
-{
-	size_t n = 0;
-	int rc = gnn_opt_append(options, sizeof(options) / sizeof(options[0]) - 1, &n, own_options);
-
-	if (rc == GNN_OK)
-		rc = gnn_mcfg_options(&mc, GNN_MCFG_ALL, true, NULL, options, sizeof(options) / sizeof(options[0]) - 1,
-				      &n);
-	options[n] = (struct gnn_opt){ 0 };
-	return rc;
-}
 
 enum state { ST_SAMPLERS, ST_PEERS, ST_TRAINING, ST_FINISHED };
 static atomic_int state;
@@ -568,7 +556,8 @@ int main(int argc, char **argv)
 		 "Also: `gnn-trainer infer` (predictions for every node), `gnn-trainer bench` (the step benchmark), "
 		 "`gnn-trainer options` (the model options, as JSON or the chart's flags); each takes --help.",
 		 tr_model_names());
-	if (build_options() != GNN_OK)
+	if (gnn_mcfg_option_table(own_options, &mc, GNN_MCFG_ALL, true, NULL, options,
+				  sizeof(options) / sizeof(options[0])) != GNN_OK)
 		return 1;
 	return gnn_lifecycle_run(&lc, argc, argv);
 }

@@ -15,14 +15,14 @@
 /* Parses argv over the table (with or without defaults) into *mc. */
 static int parse(struct gnn_model_cfg *mc, bool with_defaults, int argc, char **argv)
 {
+	static const struct gnn_opt none[] = { { NULL } };
 	struct gnn_opt opts[GNN_MCFG_MAX_ROWS + 1];
-	size_t n = 0;
 	int rc;
 
 	memset(mc, 0, sizeof(*mc));
-	if ((rc = gnn_mcfg_options(mc, GNN_MCFG_ALL, with_defaults, NULL, opts, GNN_MCFG_MAX_ROWS, &n)) != GNN_OK)
+	if ((rc = gnn_mcfg_option_table(none, mc, GNN_MCFG_ALL, with_defaults, NULL, opts, GNN_MCFG_MAX_ROWS + 1)) !=
+	    GNN_OK)
 		return rc;
-	opts[n] = (struct gnn_opt){ 0 };
 	rc = gnn_opt_parse("test", NULL, opts, argc, argv);
 	gnn_mcfg_defaults(mc);
 	return rc;
