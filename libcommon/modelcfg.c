@@ -8,6 +8,7 @@
 
 #include "err.h"
 #include "hash.h"
+#include "linkpred.h"
 #include "log.h"
 #include "proto.h"
 
@@ -390,6 +391,20 @@ int gnn_mcfg_from_json(const json_t *obj, const char *what, struct gnn_model_cfg
 			return GNN_EFORMAT;
 		}
 	}
+	return GNN_OK;
+}
+
+int gnn_mcfg_linkdec(const struct gnn_model_cfg *mc, struct gnn_linkdec *d)
+{
+	bool mlp;
+
+	if (mc->task == NULL || strcmp(mc->task, "link") != 0)
+		return GNN_EINVAL;
+	mlp = mc->decoder != NULL && strcmp(mc->decoder, "mlp") == 0;
+	*d = (struct gnn_linkdec){ .kind = mlp ? GNN_LINK_MLP : GNN_LINK_DOT,
+				   .dim = (uint32_t)(mc->emb_dim > 0 ? mc->emb_dim : mc->hidden) };
+	if (mlp)
+		d->hidden = mc->decoder_hidden > 0 ? (uint32_t)mc->decoder_hidden : d->dim;
 	return GNN_OK;
 }
 

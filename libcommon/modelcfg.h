@@ -126,6 +126,14 @@ json_t *gnn_mcfg_to_json(const struct gnn_model_cfg *mc, unsigned cls);
  * unknown key, a value of the wrong type or out of range. */
 int gnn_mcfg_from_json(const json_t *obj, const char *what, struct gnn_model_cfg *mc);
 
+/* The link-prediction decoder mc describes, params NULL (--task link:
+ * kind --decoder, dim --emb-dim or else --hidden, an mlp's hidden
+ * --decoder-hidden or else dim; a dot's 0). GNN_EINVAL for another task.
+ * What the trainers, `gnn-trainer infer` and the graph stores serving its
+ * output all derive the decoder's shape from. */
+struct gnn_linkdec;
+int gnn_mcfg_linkdec(const struct gnn_model_cfg *mc, struct gnn_linkdec *d);
+
 /* The first active row of the classes in cls where a and b differ (its
  * index into *row), or false when none does. */
 bool gnn_mcfg_differs(const struct gnn_model_cfg *a, const struct gnn_model_cfg *b, unsigned cls, size_t *row);

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "json.h"
 #include "linkpred.h"
+#include "modelcfg.h"
 #include "log.h"
 #include "proto.h"
 
@@ -126,27 +127,52 @@ static bool all_finite(const float *x, uint64_t n)
 	return true;
 }
 
-/* A link output's decoder (summary.json's "decoder": {"kind", "dim",
- * "hidden"}) and arrays: part-<p>/emb.arr [num_nodes x dim] and, for mlp,
- * decoder.arr, every value finite. */
-static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t why_len)
+/* The decoder of a link output: from summary.json's "config" (the model
+ * as result.json records it: gnn_mcfg_linkdec, as the trainer derives it),
+ * or, in a summary written before it was recorded, its "decoder":
+ * {"kind", "dim", "hidden"}. */
+static int read_decoder(struct gs_preds *p, const json_t *sum, char *why, size_t why_len)
 {
 	const json_t *d = json_object_get(sum, "decoder");
 	const char *kind = json_string_value(json_object_get(d, "kind"));
 	json_int_t dim = json_integer_value(json_object_get(d, "dim")), hid = json_integer_value(json_object_get(d, "hidden"));
-	char path[PATH_MAX];
-	uint64_t np;
-	int rc;
+	struct gnn_model_cfg mc;
+	char file[PATH_MAX + 16];
 
+	snprintf(file, sizeof(file), "%s/summary.json", p->dir);
+	if (json_object_get(sum, "config") != NULL) {
+		if (gnn_mcfg_from_json(json_object_get(sum, "config"), file, &mc) != GNN_OK ||
+		    gnn_mcfg_linkdec(&mc, &p->dec) != GNN_OK) {
+			snprintf(why, why_len, "%s's config is not a link-prediction model's (see the log)", file);
+			return GNN_EFORMAT;
+		}
+		kind = p->dec.kind == GNN_LINK_MLP ? "mlp" : "dot";
+		dim = p->dec.dim;
+		hid = p->dec.hidden;
+	}
 	p->dec.kind = kind == NULL ? 0 : strcmp(kind, "dot") == 0 ? GNN_LINK_DOT : strcmp(kind, "mlp") == 0 ? GNN_LINK_MLP : 0;
 	if (p->dec.kind == 0 || dim < 1 || dim > GNN_PROTO_MAX_FEAT_DIM ||
 	    (p->dec.kind == GNN_LINK_MLP && (hid < 1 || hid > GNN_PROTO_MAX_FEAT_DIM))) {
-		snprintf(why, why_len, "%s/summary.json's decoder is not {\"kind\": \"dot\"|\"mlp\", \"dim\": 1..65536, "
-			 "\"hidden\": 1..65536 (mlp)}", p->dir);
+		snprintf(why, why_len, "%s's decoder is not {\"kind\": \"dot\"|\"mlp\", \"dim\": 1..65536, "
+			 "\"hidden\": 1..65536 (mlp)}", file);
 		return GNN_EFORMAT;
 	}
 	p->dec.dim = (uint32_t)dim;
 	p->dec.hidden = p->dec.kind == GNN_LINK_MLP ? (uint32_t)hid : 0;
+	p->dec.params = NULL;
+	return GNN_OK;
+}
+
+/* A link output's decoder (read_decoder) and arrays: part-<p>/emb.arr
+ * [num_nodes x dim] and, for mlp, decoder.arr, every value finite. */
+static int load_link(struct gs_preds *p, const json_t *sum, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	uint64_t np;
+	int rc;
+
+	if ((rc = read_decoder(p, sum, why, why_len)) != GNN_OK)
+		return rc;
 	snprintf(path, sizeof(path), "%s/part-%d/emb.arr", p->dir, p->part);
 	if ((rc = gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &p->link_arr[L_EMB])) != GNN_OK ||
 	    p->link_arr[L_EMB].info.rows != (uint64_t)p->part_nodes || p->link_arr[L_EMB].info.cols != p->dec.dim ||

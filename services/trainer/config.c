@@ -6,6 +6,7 @@
 
 #include "err.h"
 #include "hash.h"
+#include "linkpred.h"
 #include "log.h"
 
 /* --NAME's fanouts (fanouts.h) into *f, one per layer (for each relation:
@@ -29,12 +30,14 @@ static int parse_fanouts(const char *name, const char *text, uint32_t n, struct 
 /* --task link's fields. */
 static void link_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 {
-	c->link = strcmp(mc->task, "link") == 0;
+	struct gnn_linkdec d;
+
+	c->link = gnn_mcfg_linkdec(mc, &d) == GNN_OK;
 	if (!c->link)
 		return;
-	c->emb_dim = mc->emb_dim > 0 ? (uint32_t)mc->emb_dim : c->hidden;
-	c->decoder = strcmp(mc->decoder, "mlp") == 0 ? TR_DEC_MLP : TR_DEC_DOT;
-	c->decoder_hidden = mc->decoder_hidden > 0 ? (uint32_t)mc->decoder_hidden : c->emb_dim;
+	c->emb_dim = d.dim;
+	c->decoder = d.kind == GNN_LINK_MLP ? TR_DEC_MLP : TR_DEC_DOT;
+	c->decoder_hidden = d.hidden;
 	c->neg_k = (uint32_t)mc->neg_k;
 	c->epoch_pairs = (uint64_t)mc->epoch_pairs;
 	c->neg_in_batch = mc->neg_in_batch;
