@@ -1,4 +1,4 @@
-/* links.c - see links.h. */
+/* nnglinks.c - see nnglinks.h. */
 #include "nnglinks.h"
 
 #include <nng/nng.h>

@@ -1,4 +1,4 @@
-/* links.h - what nng refused on this process's links, counted and logged.
+/* nnglinks.h - what nng refused on this process's links, counted and logged.
  *
  * nng 1.5.2 keeps error counters per listener and per dialer
  * (nng_stats_get) but tells no one. A watcher thread reads them every
@@ -18,8 +18,8 @@
  * (nng 1.5.2 counts NNG_EMSGSIZE there and does not tell them apart). A
  * refused peer's address is not known: nng 1.5.2 makes no pipe for a
  * failed handshake. */
-#ifndef GNN_LINKS_H
-#define GNN_LINKS_H
+#ifndef GNN_NNGLINKS_H
+#define GNN_NNGLINKS_H
 
 #include "metrics.h"
 

@@ -1,4 +1,4 @@
-/* emb.c - see emb.h. */
+/* emb_table.c - see emb_table.h. */
 #include "emb_table.h"
 
 #include <math.h>
@@ -95,7 +95,7 @@ static uint32_t width(const struct emb_type *ty, uint32_t a)
 	return a == GNN_EMB_STEPS ? 1 : ty->dim;
 }
 
-/* Bytes of one type's state, scratch included (emb.h's formula). */
+/* Bytes of one type's state, scratch included (emb_table.h's formula). */
 static uint64_t state_bytes(uint32_t optimizer, uint64_t n, uint32_t dim)
 {
 	uint64_t b = n * 4;
@@ -483,7 +483,7 @@ static void adagrad_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int6
 	}
 }
 
-/* Applies the pending update (emb.h's rule), all of it or, on
+/* Applies the pending update (emb_table.h's rule), all of it or, on
  * GNN_ENOMEM, none of it. */
 static int apply(struct gs_emb *e)
 {

@@ -1,4 +1,4 @@
-/* emb.h - learnable node embeddings held by a graph store (EMB requests,
+/* emb_table.h - learnable node embeddings held by a graph store (EMB requests,
  * libcommon/proto.h; the trainer's side is services/trainer/data/embeddings.h).
  *
  * For each embedded type t (dim[t] > 0 in the trainers' INIT) the store

@@ -1,6 +1,6 @@
 /* handlers.c - the graph store's requests: INFO, SAMPLE, FEAT, LABEL, SPLIT,
  * NODES and LOOKUP over the mapped partition (store.h), PREDICT over the
- * inference's predictions (preds.h), LINK over a link model's (link.h), EMB over the embeddings (emb.h).
+ * inference's predictions (preds.h), LINK over a link model's (link_query.h), EMB over the embeddings (emb_table.h).
  *
  * Every handler decodes and checks the whole request before any work and
  * answers with exactly one message: the reply, or an ERROR whose text says
@@ -320,7 +320,7 @@ static int on_lookup(struct gs_store *s, const struct gnn_hdr *h, const void *pa
 	return rc;
 }
 
-/* LINK: rows, scores and top-k of the link-prediction output (link.h). */
+/* LINK: rows, scores and top-k of the link-prediction output (link_query.h). */
 static int on_link(struct gs_store *s, const struct gnn_hdr *h, const void *payload, struct gnn_wbuf *out)
 {
 	struct gnn_link_req req;

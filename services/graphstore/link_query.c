@@ -1,4 +1,4 @@
-/* link.c - see link.h. */
+/* link_query.c - see link_query.h. */
 #include "link_query.h"
 
 #include <inttypes.h>

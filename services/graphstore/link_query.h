@@ -1,4 +1,4 @@
-/* link.h - a graph store's LINK requests (proto.h): ROWS, SCORE and TOPK
+/* link_query.h - a graph store's LINK requests (proto.h): ROWS, SCORE and TOPK
  * over the link-prediction output of its partition (preds.h's
  * gs_link_view). Pure computation over the mapped rows; the handler
  * (handlers.c) decodes the request, checks that the IDs it must own are

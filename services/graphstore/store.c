@@ -25,7 +25,7 @@
 #define WAIT_POLL_MS 250
 #define WAIT_LOG_EVERY_S 10.0
 
-/* The embeddings' metrics (emb.h): rows and bytes through PULL, PUSH,
+/* The embeddings' metrics (emb_table.h): rows and bytes through PULL, PUSH,
  * READ and WRITE, the updates, and what the state holds. */
 static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *m)
 {

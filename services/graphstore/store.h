@@ -39,7 +39,7 @@ struct gs_store {
 	struct gnn_part part;       /* mapped arrays, valid from READY on */
 	struct gnn_arr node_map;    /* node-map.arr (every node's original ID), for LOOKUP */
 	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
-	struct gs_emb *emb;         /* the trainers' learnable embeddings (emb.h), from init to close */
+	struct gs_emb *emb;         /* the trainers' learnable embeddings (emb_table.h), from init to close */
 	uint64_t mapped_bytes;      /* the partition's files, headers included */
 	double load_seconds;
 
@@ -52,7 +52,7 @@ struct gs_store {
 };
 
 /* Prepares s (state WAITING) to serve partition part of the output in dir,
- * the predictions in preds_dir (preds.h) and embeddings (emb.h, none until
+ * the predictions in preds_dir (preds.h) and embeddings (emb_table.h, none until
  * the trainers' INIT), and registers the graph store's metrics in reg
  * (borrowed: it must outlive s). dir and preds_dir are borrowed too. A
  * render of reg reads s (the predictions' time): s must not move, and reg
@@ -87,7 +87,7 @@ bool gs_ready(void *ctx, char *why, size_t why_len);
 
 /* The RPC handler (gnn_handler_fn of server.h; ctx is the store): INFO,
  * SAMPLE, FEAT, LABEL, SPLIT, NODES, PREDICT (GNN_ENOENT naming what is
- * missing while there are no predictions), LOOKUP and EMB (emb.h's
+ * missing while there are no predictions), LOOKUP and EMB (emb_table.h's
  * refusals as ERROR replies) requests. Every request is checked
  * completely before any work: a malformed payload gets an ERROR reply with
  * the decoder's code, a node outside this partition GNN_ERANGE naming the

@@ -7,8 +7,8 @@
  * it groups each layer's frontier by owning partition, asks the backend for
  * every partition's share at once, checks every answer and merges the
  * answers into a block. The backend answers per-partition SAMPLE, FEAT,
- * LABEL and NODES calls: the graph stores over nng in the service (stores.h), or
- * partitions mapped into this process (local.h) in tests and in the
+ * LABEL and NODES calls: the graph stores over nng in the service (store_backend.h), or
+ * partitions mapped into this process (local_backend.h) in tests and in the
  * benchmark, so both run exactly this code.
  *
  * Sampling starts at the seeds with layer L-1's fanouts (proto.h's

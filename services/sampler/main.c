@@ -12,7 +12,7 @@
  *   refuse every request, /readyz 503, and after --graph-changed-exit-s
  *   exit 3 (SMP_EXIT_GRAPH_CHANGED) so that a restart loads the new graph.
  *
- * `gnn-sampler bench ...` runs the in-process benchmark instead (bench.h). */
+ * `gnn-sampler bench ...` runs the in-process benchmark instead (sampling_bench.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

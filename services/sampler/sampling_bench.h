@@ -1,6 +1,6 @@
-/* bench.h - `gnn-sampler bench`: the sampling benchmark's in-process
+/* sampling_bench.h - `gnn-sampler bench`: the sampling benchmark's in-process
  * reference. It builds minibatches with the same core (core.h) the service
- * runs, over the partitions mapped into this process (local.h) instead of
+ * runs, over the partitions mapped into this process (local_backend.h) instead of
  * graph stores over the network, and prints their rate. tests/bench_sampling.sh
  * runs it next to the distributed run and prints the ratio. */
 #ifndef SMP_BENCH_H

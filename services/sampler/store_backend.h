@@ -1,4 +1,4 @@
-/* stores.h - the graph stores as seen from a sampler: one client per store,
+/* store_backend.h - the graph stores as seen from a sampler: one client per store,
  * the partition layout learnt from their INFO answers, a background check
  * that keeps /readyz truthful, and the core's backend (core.h) that sends
  * each partition's calls to its store over nng.

@@ -1,4 +1,4 @@
-/* ckpt.c - see ckpt.h. */
+/* checkpoint.c - see checkpoint.h. */
 #include "checkpoint.h"
 
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* ckpt.h - training checkpoints and the final result (docs/training.md).
+/* checkpoint.h - training checkpoints and the final result (docs/training.md).
  *
  * Rank 0 writes DIR/epoch-NNNNNN/ after every epoch, and
  * DIR/epoch-NNNNNN-step-SSSSSS/ within one (--checkpoint-interval-s: SSSSSS
@@ -23,7 +23,7 @@
 #include "result.h"
 
 /* More files of a checkpoint, owned by another module (the embedding
- * shards, emb.h): save writes them into the folder being written (before
+ * shards, embeddings.h): save writes them into the folder being written (before
  * it is renamed, so that a checkpoint has them all or is absent), check
  * verifies them in a folder being loaded (an error: the folder is damaged
  * and the one before it is used). */

@@ -1,4 +1,4 @@
-/* infer.c - `gnn-trainer infer` (infer.h, docs/inference.md).
+/* inference.c - `gnn-trainer infer` (inference.h, docs/inference.md).
  *
  * Why files on the volume and not the graph stores for the intermediate
  * layers: each layer is written once and read by every worker, a
@@ -295,7 +295,7 @@ static int load_model(struct infer *in)
 		return GNN_EFORMAT;
 	}
 	memcpy(tr_model_params(in->model), ck.best, nm * sizeof(float));
-	/* a link model's decoder parameters follow the model's (train.c) */
+	/* a link model's decoder parameters follow the model's (training.c) */
 	if (nd > 0 && (in->dec_params = malloc(nd * sizeof(float))) == NULL) {
 		tr_ckpt_free(&ck);
 		return GNN_ENOMEM;
@@ -984,7 +984,7 @@ out:
 }
 
 /* OUT/decoder.arr: the mlp decoder's parameters, f32 [num_params x 1] in
- * link.h's layout (W1 [h x d] row-major, b1 [h], w2 [h], b2). */
+ * decoder.h's layout (W1 [h x d] row-major, b1 [h], w2 [h], b2). */
 static int write_decoder(const struct infer *in)
 {
 	struct gnn_arr_writer *w;

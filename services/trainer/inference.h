@@ -1,4 +1,4 @@
-/* infer.h - `gnn-trainer infer`: predictions for every node of the graph
+/* inference.h - `gnn-trainer infer`: predictions for every node of the graph
  * (of its label type, on a typed graph; embeddings for every node) from a
  * finished run's best parameters, by layer-wise full-neighbourhood
  * inference (docs/inference.md).

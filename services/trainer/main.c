@@ -7,8 +7,8 @@
  *   backward, all-reduce, Adam), validation, checkpoint -> test accuracy of
  *   the best-validation model -> summary -> exit, or keep serving metrics.
  *
- * `gnn-trainer bench ...` runs the step benchmark instead (bench.h),
- * `gnn-trainer infer ...` the inference over every node (infer.h). */
+ * `gnn-trainer bench ...` runs the step benchmark instead (step_bench.h),
+ * `gnn-trainer infer ...` the inference over every node (inference.h). */
 #include <cblas.h>
 #include <inttypes.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* bench.c - `gnn-trainer bench`: the training step (forward, backward,
+/* step_bench.c - `gnn-trainer bench`: the training step (forward, backward,
  * Adam) on synthetic blocks of a sampler's shapes, the GFLOP/s of its
  * matrix products, and OpenBLAS's sgemm peak measured in the same run
  * (docs/model.md). --dump writes the blocks, features, labels and initial

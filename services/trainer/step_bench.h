@@ -1,4 +1,4 @@
-/* bench.h - `gnn-trainer bench`: the training step's speed on synthetic
+/* step_bench.h - `gnn-trainer bench`: the training step's speed on synthetic
  * blocks against OpenBLAS's sgemm peak measured in the same run (and, from
  * tests/bench_trainer.sh, against PyTorch on the same blocks). */
 #ifndef TR_BENCH_H

@@ -1,4 +1,4 @@
-/* train.c - see train.h. */
+/* training.c - see training.h. */
 #include "training.h"
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* train.h - the training loop (docs/training.md): the work split, epochs of
+/* training.h - the training loop (docs/training.md): the work split, epochs of
  * synchronous data-parallel steps, evaluation, checkpoints and resume. */
 #ifndef TR_TRAIN_H
 #define TR_TRAIN_H
@@ -22,7 +22,7 @@
 struct tr_env {
 	struct tr_samplers *samplers;
 	struct tr_ring *ring;
-	struct tr_emb *emb;             /* learnable embeddings (emb.h), NULL: none */
+	struct tr_emb *emb;             /* learnable embeddings (embeddings.h), NULL: none */
 	struct tr_feats *feats;         /* feature rows from the stores (feats.h), NULL: from the samplers */
 	const struct gnn_layout *graph;
 	struct gnn_metrics *metrics;

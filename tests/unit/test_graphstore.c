@@ -862,7 +862,7 @@ static void test_typed_refused(void)
 
 /* ---- learnable embeddings (services/graphstore/emb_table.h) ----
  * On the typed store: authors 0..2 embedded 3 wide, papers 3..6 2 wide.
- * The reference below recomputes emb.h's rule row by row from the
+ * The reference below recomputes emb_table.h's rule row by row from the
  * pushes, in rank order, with the same float and double operations. */
 #define EMB_NODES 7
 #define EMB_GEN 7
@@ -879,7 +879,7 @@ static struct gnn_emb_cfg emb_cfg(uint32_t optimizer, uint64_t seed)
 				     .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-6f, .seed = seed, .hash = 0xabcdef12 };
 }
 
-/* Column j of node v's initial row (proto.h's INIT, emb.h). */
+/* Column j of node v's initial row (proto.h's INIT, emb_table.h). */
 static float emb_init_value(uint64_t seed, uint32_t t, int64_t v, uint32_t j)
 {
 	return (float)(2 * gnn_unit64(gnn_draw64(gnn_draw64(gnn_draw64(seed ^ 0x656d6265646400ull, t), (uint64_t)v), j)) - 1);

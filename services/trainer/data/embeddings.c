@@ -1,4 +1,4 @@
-/* emb.c - see emb.h. */
+/* embeddings.c - see embeddings.h. */
 #include "embeddings.h"
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* emb.h - learnable node embeddings, the trainer's side (docs/embeddings.md).
+/* embeddings.h - learnable node embeddings, the trainer's side (docs/embeddings.md).
  *
  * The graph stores hold the rows, their sparse optimizer's state and the
  * best epoch's rows (proto.h, EMB); a trainer pulls the rows a minibatch

@@ -34,7 +34,7 @@ struct tr_job {
 	uint32_t flags;             /* GNN_MB_* */
 	uint64_t seed;
 	const char *what;           /* "train", "valid", "test": for logs */
-	/* Link prediction (train.c): steps of their own sizes. When step_off
+	/* Link prediction (training.c): steps of their own sizes. When step_off
 	 * is set, the job has `steps` steps (n and batch are then only the
 	 * total and a bound) and step k asks for seeds[step_off[k] ..
 	 * step_off[k+1]); with excl set too, its request carries the pairs

@@ -1,4 +1,4 @@
-/* stores.c - see stores.h. */
+/* store_clients.c - see store_clients.h. */
 #include "store_clients.h"
 
 #include <inttypes.h>

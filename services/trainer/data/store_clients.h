@@ -1,5 +1,5 @@
-/* stores.h - the graph stores one trainer calls itself, for learnable
- * embeddings (emb.h) and for feature rows (feats.h): one client per
+/* store_clients.h - the graph stores one trainer calls itself, for learnable
+ * embeddings (embeddings.h) and for feature rows (feats.h): one client per
  * partition, named graphstore-P, with the trainer's call timeout and
  * retries (feature-row calls: a shorter attempt, tried again until that
  * whole budget is spent). When the process is asked to stop (SIGTERM), calls in flight

@@ -48,7 +48,7 @@ struct tr_model_cfg {
 	uint32_t num_bases;    /* rgcn: basis matrices per layer, 1..relations; 0: a full weight
 				* matrix per relation (other models: 0) */
 	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
-				* rows (learnable embeddings, emb.h: tr_model_input_grad) */
+				* rows (learnable embeddings, embeddings.h: tr_model_input_grad) */
 	/* The last layer's aggregate of each destination v (its X row but
 	 * the bias column) times sqrt(deg(v) + 1), deg(v) its in-degree in
 	 * the block: outputs whose size grows with the node's degree. A dot
@@ -89,7 +89,7 @@ struct tr_model_ops {
 	 * with respect to the logits is dlogits, written over the gradient
 	 * block. */
 	int (*backward)(void *self, const struct gnn_minibatch *mb, const float *dlogits, struct tr_kstats *ks);
-	/* Layer l alone, without dropout (layer-wise inference, infer.c):
+	/* Layer l alone, without dropout (layer-wise inference, inference.c):
 	 * block b's destination rows of the layer's output, from its source
 	 * rows h (num_src x in_l), into out (num_dst x out_l, the caller's);
 	 * ReLU after every layer but the last, as forward does. */
