@@ -1,5 +1,5 @@
-/* gnn-trainer: one rank of synchronous data-parallel GraphSAGE training
- * (docs/training.md).
+/* gnn-trainer: one rank of synchronous data-parallel training of a GNN
+ * (the models of model/model.c; docs/training.md).
  *
  *   options -> /healthz,/readyz,/metrics -> samplers (INFO: the graph) ->
  *   ring of trainers (handshake: same configuration everywhere) ->
@@ -8,7 +8,8 @@
  *   the best-validation model -> summary -> exit, or keep serving metrics.
  *
  * `gnn-trainer bench ...` runs the step benchmark instead (step_bench.h),
- * `gnn-trainer infer ...` the inference over every node (inference.h). */
+ * `gnn-trainer infer ...` the inference over every node (inference.h),
+ * `gnn-trainer options ...` prints the model table (model_options.h). */
 #include <cblas.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -20,7 +21,6 @@
 
 #include "step_bench.h"
 #include "err.h"
-#include "fanouts.h"
 #include "inference.h"
 #include "lifecycle.h"
 #include "embeddings.h"
