@@ -78,8 +78,8 @@ static int check_source(struct loc_config *cfg)
 	return GNN_OK;
 }
 
-/* The fanouts against the layers, the evaluation's too; fills fanout and
- * layers_eff, and --layers from the number of --fanouts. */
+/* The fanouts against the layers, the evaluation's too, before any
+ * process starts; fills fanout and layers_eff. */
 static int check_layers(struct loc_config *cfg)
 {
 	const struct gnn_model_cfg *mc = &cfg->mc;
@@ -99,16 +99,8 @@ static int check_layers(struct loc_config *cfg)
 				  cfg->fanout.n);
 		return GNN_EINVAL;
 	}
+	/* (the trainers take --layers from --fanouts as well) */
 	cfg->layers_eff = (int)cfg->fanout.n;
-	/* --layers defaults to the number of --fanouts; the trainer's stays 3
-	 * whatever its fanouts, so it gets the count with them. */
-	if (loc_given(cfg, "fanouts") && !loc_given(cfg, "layers")) {
-		char n[16];
-
-		snprintf(n, sizeof(n), "%d", cfg->layers_eff);
-		if (gnn_mcfg_set(&cfg->mc, "layers", n) != GNN_OK)
-			return GNN_EINVAL;
-	}
 	if (mc->eval_fanouts == NULL)
 		return GNN_OK;
 	if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &eval) != GNN_OK)

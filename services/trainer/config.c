@@ -9,22 +9,27 @@
 #include "linkpred.h"
 #include "log.h"
 
-/* --NAME's fanouts (fanouts.h) into *f, one per layer (for each relation:
- * they are resolved on the graph's relations by tr_config_resolve). */
-static int parse_fanouts(const char *name, const char *text, uint32_t n, struct gnn_fanouts *f)
+/* --NAME's fanouts (fanouts.h) into *f (for each relation: they are
+ * resolved on the graph's relations by tr_config_resolve): GNN_EINVAL,
+ * logged, when the text is not a fanout list. check_layers: n of them,
+ * one per layer. */
+static int parse_fanouts(const char *name, const char *text, struct gnn_fanouts *f)
 {
 	char why[256];
 
-	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, f, why, sizeof(why)) != GNN_OK) {
-		GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", name, text, why);
-		return GNN_EINVAL;
-	}
-	if (f->n != n) {
-		GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
-			  text, n, f->n);
-		return GNN_EINVAL;
-	}
-	return GNN_OK;
+	if (gnn_fanouts_parse(text, -1, GNN_PROTO_MAX_FANOUT, f, why, sizeof(why)) == GNN_OK)
+		return GNN_OK;
+	GNN_ERROR("bad_config", "%s=\"%s\" reason=\"%s\"", name, text, why);
+	return GNN_EINVAL;
+}
+
+static int check_layers(const char *name, const char *text, uint32_t n, const struct gnn_fanouts *f)
+{
+	if (f->n == n)
+		return GNN_OK;
+	GNN_ERROR("bad_config", "%s=\"%s\" layers=%" PRIu32 " reason=\"give one fanout per layer: %u given\"", name,
+		  text, n, f->n);
+	return GNN_EINVAL;
 }
 
 /* --task link's fields. */
@@ -46,9 +51,19 @@ static void link_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 
 int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 {
+	int layers = gnn_mcfg_find("layers"), fanouts = gnn_mcfg_find("fanouts");
+
 	if (gnn_mcfg_copy(&c->mcfg, mc) != GNN_OK)
 		return GNN_ERANGE;
 	mc = &c->mcfg;   /* its strings are c's own now */
+	if (parse_fanouts("fanouts", mc->fanouts, &c->fanouts_text) != GNN_OK)
+		return GNN_EINVAL;
+	/* --fanouts without --layers: one layer per fanout (the default 3 is
+	 * the default fanouts'), recorded as if given */
+	if (mc->given[fanouts] && !mc->given[layers]) {
+		c->mcfg.layers = c->fanouts_text.n;
+		c->mcfg.given[layers] = true;
+	}
 	c->model = mc->model;
 	c->layers = (uint32_t)mc->layers;
 	c->hidden = (uint32_t)mc->hidden;
@@ -65,11 +80,34 @@ int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 	c->seed = (uint64_t)mc->seed;
 	c->embed_lr = (float)mc->embed_lr;
 	link_from_model(c, mc);
-	if (parse_fanouts("fanouts", mc->fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
-	    parse_fanouts("eval-fanouts", mc->eval_fanouts ? mc->eval_fanouts : mc->fanouts, c->layers,
-			  &c->eval_fanouts_text) != GNN_OK)
+	if (mc->eval_fanouts == NULL)
+		c->eval_fanouts_text = c->fanouts_text;
+	else if (parse_fanouts("eval-fanouts", mc->eval_fanouts, &c->eval_fanouts_text) != GNN_OK)
+		return GNN_EINVAL;
+	if (check_layers("fanouts", mc->fanouts, c->layers, &c->fanouts_text) != GNN_OK ||
+	    check_layers("eval-fanouts", mc->eval_fanouts ? mc->eval_fanouts : mc->fanouts, c->layers,
+			 &c->eval_fanouts_text) != GNN_OK)
 		return GNN_EINVAL;
 	return GNN_OK;
+}
+
+void tr_config_model(const struct tr_config *c, const struct gnn_layout *g, const struct tr_emb *emb,
+		     struct gnn_schema *mschema, struct tr_model_cfg *mc)
+{
+	*mc = (struct tr_model_cfg){ .num_layers = c->layers, .in_dim = g->feat_dim, .hidden = c->hidden,
+				     .num_classes = c->link ? c->emb_dim : g->num_classes, .dropout = c->dropout,
+				     .model = c->model, .schema = g->schema, .num_bases = c->num_bases,
+				     .degree_scale = c->degree_scale };
+	if (emb == NULL)
+		return;
+	tr_emb_model_schema(emb, mschema);
+	mc->schema = mschema;
+	mc->in_dim = gnn_schema_max_feat_dim(mschema);
+}
+
+struct tr_decoder tr_config_decoder(const struct tr_config *c)
+{
+	return (struct tr_decoder){ .kind = c->decoder, .dim = c->emb_dim, .hidden = c->decoder_hidden };
 }
 
 void tr_emb_opts_from_model(struct tr_emb_opts *eo, const struct gnn_model_cfg *mc)

@@ -13,6 +13,7 @@
 #include "embeddings.h"
 #include "fanouts.h"
 #include "layout.h"
+#include "model.h"
 #include "modelcfg.h"
 #include "proto.h"
 
@@ -59,10 +60,22 @@ struct tr_config {
  * with a copy of mc kept in c->mcfg (whose strings point into c->mcfg:
  * copy a tr_config by assignment only while the original lives): the model, its
  * widths, the training recipe, the link task's fields (emb_dim 0: hidden,
- * decoder_hidden 0: emb_dim), and the fanout texts, parsed: GNN_EINVAL,
+ * decoder_hidden 0: emb_dim), and the fanout texts, parsed (--layers not
+ * given beside --fanouts: their number, recorded in c->mcfg): GNN_EINVAL,
  * logged, for a fanout list that is not one per layer. The process's own
  * fields (rank, checkpoints, timing) are the caller's. */
 int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc);
+
+/* The model c describes on graph g, for tr_model_new: its widths, the
+ * classes (a link model's last layer gives the embeddings instead), and
+ * the schema it reads: g's, or with learnable embeddings emb (NULL:
+ * none) g's widened by them into *mschema (the caller's, which must
+ * outlive *mc's use). */
+void tr_config_model(const struct tr_config *c, const struct gnn_layout *g, const struct tr_emb *emb,
+		     struct gnn_schema *mschema, struct tr_model_cfg *mc);
+
+/* A link model's decoder (c->link), parameters not included. */
+struct tr_decoder tr_config_decoder(const struct tr_config *c);
 
 /* The learnable embeddings' options of mc (dim, types, input, optimizer,
  * lr, seed) into *eo; the rest of *eo is left as it is. */

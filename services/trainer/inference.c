@@ -93,9 +93,7 @@ struct infer {
 	struct tr_model *model;
 	struct tr_emb *emb;        /* the learned embeddings (--embed-dim), or NULL */
 	struct gnn_schema mschema; /* the schema the model reads */
-	struct gnn_model_cfg mc;   /* the run's configuration (result.json's, checked against ic.given) */
-	struct tr_config c;        /* made from it */
-	bool link;                 /* --task link */
+	struct tr_config c;        /* the run's (result.json's configuration, checked against ic.given) */
 	struct tr_decoder dec;
 	float *dec_params;         /* [tr_decoder_num_params] (mlp), from the checkpoint */
 	uint32_t L, P, top_k;
@@ -177,23 +175,21 @@ static int check_options(void)
  * from it, as gnn-trainer made it (the model hash must come out the same). */
 static int resolve_model(struct infer *in)
 {
+	const struct gnn_model_cfg *run = &in->res.config;
 	char given[256], trained[256], line[2048];
 	size_t used = 0;
-	int rc;
 
 	if (!in->res.has_config) {
 		GNN_WARN("no_recorded_config", "file=%s/%s reason=\"written before result.json recorded the run's "
 			 "configuration: the model flags given and their defaults are used\"", ic.ckpt, GNN_RESULT_FILE);
 		gnn_mcfg_defaults(&ic.given);
-		rc = gnn_mcfg_copy(&in->mc, &ic.given);
-	} else {
-		rc = gnn_mcfg_copy(&in->mc, &in->res.config);
+		run = &ic.given;
 	}
-	for (size_t i = 0; rc == GNN_OK && i < gnn_mcfg_count(); i++) {
+	for (size_t i = 0; i < gnn_mcfg_count(); i++) {
 		if (!ic.given.given[i])
 			continue;
 		gnn_mcfg_format(&ic.given, i, given, sizeof(given));
-		gnn_mcfg_format(&in->mc, i, trained, sizeof(trained));
+		gnn_mcfg_format(run, i, trained, sizeof(trained));
 		if (strcmp(given, trained) != 0) {
 			GNN_ERROR("bad_config", "option=--%s given=%s trained=%s reason=\"the run in %s was trained with "
 				  "another value: leave the flag out (result.json has the run's configuration)\"",
@@ -201,18 +197,15 @@ static int resolve_model(struct infer *in)
 			return GNN_EINVAL;
 		}
 	}
-	for (size_t i = 0; rc == GNN_OK && i < gnn_mcfg_count() && used < sizeof(line); i++)
-		if (gnn_mcfg_row(i)->cls == GNN_MCFG_MODEL && gnn_mcfg_active(&in->mc, i)) {
-			gnn_mcfg_format(&in->mc, i, trained, sizeof(trained));
+	if (tr_config_from_model(&in->c, run) != GNN_OK)
+		return GNN_EINVAL;
+	for (size_t i = 0; i < gnn_mcfg_count() && used < sizeof(line); i++)
+		if (gnn_mcfg_row(i)->cls == GNN_MCFG_MODEL && gnn_mcfg_active(&in->c.mcfg, i)) {
+			gnn_mcfg_format(&in->c.mcfg, i, trained, sizeof(trained));
 			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%s", gnn_mcfg_row(i)->name,
 						 trained[0] != '\0' ? trained : "-");
 		}
-	if (rc != GNN_OK)
-		return rc;
 	GNN_INFO("model_config", "source=%s%s", in->res.has_config ? "result.json" : "flags", line);
-	if (tr_config_from_model(&in->c, &in->mc) != GNN_OK)
-		return GNN_EINVAL;
-	in->link = in->c.link;
 	return GNN_OK;
 }
 
@@ -254,27 +247,22 @@ static int load_model(struct infer *in)
 	const struct gnn_layout *g = &in->meta.layout;
 	struct tr_config c = in->c;
 	size_t nm, nd = 0;
-	struct tr_model_cfg mc = { .num_layers = c.layers, .in_dim = g->feat_dim, .hidden = c.hidden,
-				   .num_classes = g->num_classes, .model = c.model, .schema = g->schema,
-				   .num_bases = c.num_bases, .degree_scale = c.degree_scale };
+	struct tr_model_cfg mc;
 	struct tr_emb_opts eo = { 0 };
 	uint64_t mh;
 	struct tr_ckpt ck;
 	int rc;
 
-	tr_emb_opts_from_model(&eo, &in->mc);
-	if (in->mc.embed_dim > 0) {
+	tr_emb_opts_from_model(&eo, &in->c.mcfg);
+	if (in->c.mcfg.embed_dim > 0) {
 		if ((rc = tr_emb_open(&eo, g, &in->emb)) != GNN_OK)
 			return rc;
 		c.embed_hash = tr_emb_hash(in->emb);
-		tr_emb_model_schema(in->emb, &in->mschema);
-		mc.schema = &in->mschema;
-		mc.in_dim = gnn_schema_max_feat_dim(&in->mschema);
 	}
-	if (in->link) {
-		mc.num_classes = c.emb_dim;
-		in->dec = (struct tr_decoder){ .kind = c.decoder, .dim = c.emb_dim,
-					       .hidden = c.decoder == TR_DEC_MLP ? c.decoder_hidden : 0 };
+	tr_config_model(&c, g, in->emb, &in->mschema, &mc);
+	mc.dropout = 0;   /* as before: inference runs infer_layer, without dropout */
+	if (in->c.link) {
+		in->dec = tr_config_decoder(&c);
 		nd = tr_decoder_num_params(&in->dec);
 	}
 	mh = tr_model_hash(&c, g);
@@ -724,16 +712,16 @@ static json_t *identity_json(const struct infer *in)
 	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
 	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
 	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
-			      "model_hash", mh, "graph_id", gid, "model", in->mc.model, "top_k", (int)in->top_k, "embeddings",
+			      "model_hash", mh, "graph_id", gid, "model", in->c.model, "top_k", (int)in->top_k, "embeddings",
 			      ic.embeddings, "label_type",
 			      in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
 
 	/* the model, as result.json records it: what serving reads */
-	if (j != NULL && json_object_set_new(j, "config", gnn_mcfg_to_json(&in->mc, GNN_MCFG_MODEL)) != 0) {
+	if (j != NULL && json_object_set_new(j, "config", gnn_mcfg_to_json(&in->c.mcfg, GNN_MCFG_MODEL)) != 0) {
 		json_decref(j);
 		return NULL;
 	}
-	if (j != NULL && in->link) {   /* what serving reads (docs/inference.md, "Link prediction") */
+	if (j != NULL && in->c.link) {   /* what serving reads (docs/inference.md, "Link prediction") */
 		json_object_set_new(j, "task", json_string("link"));
 		json_object_set_new(j, "decoder", json_pack("{s:s, s:i, s:i}", "kind", tr_decoder_name(in->dec.kind),
 							     "dim", (int)in->dec.dim, "hidden", (int)in->dec.hidden));
@@ -1076,7 +1064,7 @@ static int write_summary(struct infer *in)
 						       "best_val_acc", in->res.best_val_acc, "best_epoch",
 						       (int)in->res.best_epoch, "epochs", (int)in->res.epochs));
 	json_object_set_new(sum, "workers", json_integer(ic.workers));
-	if (in->link && (rc = link_summary(in, sum)) != GNN_OK) {
+	if (in->c.link && (rc = link_summary(in, sum)) != GNN_OK) {
 		json_decref(sum);
 		return rc;
 	}
@@ -1087,7 +1075,7 @@ static int write_summary(struct infer *in)
 	if (rc != GNN_OK)
 		return rc;
 	gnn_rm_rf(in->work);
-	if (in->link) {   /* no classes: its measures are link_metrics' line */
+	if (in->c.link) {   /* no classes: its measures are link_metrics' line */
 		GNN_INFO("infer_summary", "task=link nodes=%" PRId64 " parts=%" PRIu32 " params_crc=%08" PRIx32
 			 " out=%s seconds=%.1f", in->meta.layout.num_nodes, in->P, in->res.params_crc, ic.out,
 			 gnn_now() - in->t0);
@@ -1147,7 +1135,7 @@ static int infer_run(struct infer *in)
 			return rc;
 	}
 	for (uint32_t p = 0; p < in->P; p++)
-		if (own(p) && (rc = in->link ? link_part(in, p) : last_layer_part(in, p)) != GNN_OK)
+		if (own(p) && (rc = in->c.link ? link_part(in, p) : last_layer_part(in, p)) != GNN_OK)
 			return rc;
 	return ic.worker == 0 ? write_summary(in) : GNN_OK;
 }

@@ -198,6 +198,7 @@ static int resolve_config(struct tr_config *c)
 				 .data = opt.data };
 	if (tr_config_from_model(c, &mc) != GNN_OK)
 		return GNN_EINVAL;
+	mc.layers = c->layers;   /* the config line shows --layers as taken from --fanouts */
 	if ((mc.embed_dim > 0 || strcmp(opt.features_from, "stores") == 0) && opt.graphstores == NULL &&
 	    opt.graphstore_pattern == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--embed-dim and --features-from stores need the graph stores: "

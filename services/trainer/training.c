@@ -1065,23 +1065,13 @@ static void run_free(struct run *r)
 static int setup(struct run *r)
 {
 	const struct tr_config *c = r->c;
-	struct tr_model_cfg mc = { .num_layers = c->layers, .in_dim = r->e->graph->feat_dim, .hidden = c->hidden,
-				   .num_classes = r->e->graph->num_classes, .dropout = c->dropout, .model = c->model,
-				   .schema = r->e->graph->schema, .num_bases = c->num_bases,
-				   .degree_scale = c->degree_scale };
+	struct tr_model_cfg mc;
 	struct tr_loader_opts lo = { .samplers = r->e->samplers, .depth = c->prefetch, .rank = c->rank,
 				     .stop = r->e->stop };
 	int rc;
 
-	if (r->e->emb != NULL) {
-		tr_emb_model_schema(r->e->emb, &r->mschema);
-		mc.schema = &r->mschema;
-		mc.in_dim = gnn_schema_max_feat_dim(&r->mschema);
-		mc.input_grad = true;
-	}
-
-	if (c->link)   /* the last layer gives embeddings, not class logits */
-		mc.num_classes = c->emb_dim;
+	tr_config_model(c, r->e->graph, r->e->emb, &r->mschema, &mc);
+	mc.input_grad = r->e->emb != NULL;   /* the embeddings' rows learn */
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
 	if ((rc = model_metrics(&r->m, r->e->metrics, r->model)) != GNN_OK)
@@ -1094,8 +1084,7 @@ static int setup(struct run *r)
 	r->params = tr_model_params(r->model);
 	r->grads = tr_model_grads(r->model);
 	if (c->link) {
-		r->dec = (struct tr_decoder){ .kind = c->decoder, .dim = c->emb_dim,
-					      .hidden = c->decoder == TR_DEC_MLP ? c->decoder_hidden : 0 };
+		r->dec = tr_config_decoder(c);
 		r->np += tr_decoder_num_params(&r->dec);
 	}
 	if (r->np > r->nm) {

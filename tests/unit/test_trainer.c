@@ -50,6 +50,23 @@ static void model_config(struct tr_config *c, const char *model, const char *num
 	CHECK(tr_config_from_model(c, &mc) == GNN_OK);
 }
 
+/* --fanouts alone sets the layers, recorded as if given; both given must
+ * agree. */
+static void test_layers_from_fanouts(void)
+{
+	static struct tr_config c;
+	struct gnn_model_cfg mc = { 0 };
+
+	gnn_mcfg_defaults(&mc);
+	CHECK(gnn_mcfg_set(&mc, "fanouts", "10,5") == GNN_OK);
+	CHECK(tr_config_from_model(&c, &mc) == GNN_OK && c.layers == 2 && c.mcfg.layers == 2 &&
+	      c.mcfg.given[gnn_mcfg_find("layers")] && c.eval_fanouts_text.n == 2);
+	CHECK(gnn_mcfg_set(&mc, "layers", "3") == GNN_OK && tr_config_from_model(&c, &mc) == GNN_EINVAL);
+	mc = (struct gnn_model_cfg){ 0 };
+	gnn_mcfg_defaults(&mc);
+	CHECK(tr_config_from_model(&c, &mc) == GNN_OK && c.layers == 3);   /* the defaults: 15,10,5 */
+}
+
 static void test_model_hash(void)
 {
 	static struct gnn_schema plain, typed, renamed;
@@ -344,6 +361,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(test_layers_from_fanouts);
 	RUN(test_model_hash);
 	RUN(test_ckpt_roundtrip_and_prune);
 	RUN(test_ckpt_damaged_falls_back);
