@@ -134,7 +134,7 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_retries_total",
 				      "Extra attempts of calls to a graph store after a timeout", label, 1, &retry)) ||
 	    (rc = gnn_metrics_gauge(reg, "gnn_sampler_graphstores_ready",
-				    "Graph stores that answered their last INFO check", NULL, 0, &s->ready_gauge)))
+				    "Graph stores up: they answered their last INFO check, or a verified data answer since", NULL, 0, &s->ready_gauge)))
 		return rc;
 	for (size_t i = 0; i < s->n; i++) {
 		const char *name = s->st[i].name;
@@ -598,6 +598,18 @@ bool smp_stores_changed(struct smp_stores *s, double *since)
 
 /* ---- the background check ---- */
 
+/* Store st answers again, as the check found or a data answer verified
+ * (verify_stores): from state from to up, logged once by whoever moves it
+ * first (the check thread and the request threads race for it). */
+static void back_up(struct smp_stores *s, struct store *st, int from)
+{
+	if (!atomic_compare_exchange_strong(&st->state, &from, ST_UP))
+		return;
+	GNN_INFO("graphstore_reachable_again", "store=%s url=%s down_s=%.1f", st->name, st->url,
+		 from == ST_DOWN ? gnn_now() - st->down_since : 0.0);
+	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+}
+
 static void check_once(struct smp_stores *s)
 {
 	struct probe *res = calloc(s->n, sizeof(*res));
@@ -630,15 +642,15 @@ static void check_once(struct smp_stores *s)
 			mark_changed(s, st, in);
 			continue;
 		}
-		atomic_store(&st->state, now);
-		if (now == ST_DOWN) {
-			st->down_since = gnn_now();
+		if (now == ST_UP) {
+			back_up(s, st, old);
+			continue;
+		}
+		st->down_since = gnn_now();
+		/* (a verified data answer may have moved it meanwhile: then it stays) */
+		if (atomic_compare_exchange_strong(&st->state, &old, ST_DOWN))
 			GNN_WARN("graphstore_unreachable", "store=%s url=%s reason=\"%s\"", st->name, st->url,
 				 res[i].err);
-		} else {
-			GNN_INFO("graphstore_reachable_again", "store=%s url=%s down_s=%.1f", st->name, st->url,
-				 old == ST_DOWN ? gnn_now() - st->down_since : 0.0);
-		}
 	}
 	probes_free(res, s->n);
 	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
@@ -990,6 +1002,8 @@ static int verify_stores(struct smp_stores *s, bool *used, char *why, size_t why
 			GNN_DEBUG("graphstore_verified", "store=%s url=%s graph_id=%016" PRIx64, st->name, st->url,
 				  st->info.layout.graph_id);
 			atomic_store(&st->verified, gen[i]);
+			/* the same INFO the check would wait for: up now */
+			back_up(s, st, ST_DOWN);
 		}
 	}
 	probes_free(res, s->n);
