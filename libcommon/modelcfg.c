@@ -31,6 +31,13 @@ static const struct gnn_mcfg_row rows[] = {
 	{ "num-bases", GNN_OPT_INT, F(num_bases), "0", 0, 1024, NULL,
 	  "rgcn: basis matrices per layer shared by the relations' weights (0: a full weight per relation)",
 	  "numBases", M, ANY },
+	{ "encoder", GNN_OPT_STR, F(encoder), "auto", 0, 0, "auto|on|off",
+	  "layer 0's input rows: on: a Linear per node type to --hidden; off: the features zero-padded to the "
+	  "widest type's; auto: on for a graph of several node types (docs/model.md, \"Input encoder\")", "encoder",
+	  M, ANY },
+	{ "heads", GNN_OPT_INT, F(heads), "4", 1, 64, NULL,
+	  "rgat, gat: attention heads of every hidden layer (--hidden a multiple of it; the last layer has one)",
+	  "heads", M, ANY },
 	{ "degree-scale", GNN_OPT_BOOL, F(degree_scale), NULL, 0, 0, NULL,
 	  "the last layer's aggregate times sqrt(in-degree + 1), so embeddings carry the node's degree as GAE's "
 	  "GCN does: for link prediction over whole neighbourhoods (docs/training.md)", "degreeScale", M, ANY },

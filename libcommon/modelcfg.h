@@ -37,8 +37,9 @@ enum gnn_mcfg_group { GNN_MCFG_ANY, GNN_MCFG_LINK, GNN_MCFG_EMBED };
 struct gnn_model_cfg {
 	/* GNN_MCFG_MODEL */
 	const char *model;
-	int64_t layers, hidden, num_bases;
+	int64_t layers, hidden, num_bases, heads;
 	bool degree_scale;
+	const char *encoder;
 	const char *task;
 	int64_t emb_dim, decoder_hidden;
 	const char *decoder;

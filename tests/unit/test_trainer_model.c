@@ -1078,7 +1078,7 @@ static void free_typed(struct ttmb *t)
 }
 
 static const struct tr_model_cfg RGCN = { .num_layers = 3, .in_dim = 6, .hidden = 5, .num_classes = 4,
-					  .dropout = 0.3f, .model = "rgcn", .schema = &typed_schema };
+					  .dropout = 0.3f, .model = "rgcn", .schema = &typed_schema, .encoder = TR_ENC_OFF };
 
 /* R-GCN's parameter layout as docs/model.md gives it: off[l] is layer l's
  * first parameter, off[L] the first type vector's; layer l holds

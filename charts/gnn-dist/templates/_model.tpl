@@ -9,6 +9,8 @@ without a chart key, --layers, is the template's own). */}}
 - --model={{ .model }}
 - --hidden={{ int64 .hidden }}
 - --num-bases={{ int64 .numBases }}
+- --encoder={{ .encoder }}
+- --heads={{ int64 .heads }}
 {{- if .degreeScale }}
 - --degree-scale
 {{- end }}
@@ -61,6 +63,8 @@ without a chart key, --layers, is the template's own). */}}
 {{- with .Values.trainer }}
 {{- if ne .model "graphsage" }} model={{ .model }}{{ end }}
 {{- if ne (int64 .numBases) 0 }} num-bases={{ int64 .numBases }}{{ end }}
+{{- if ne .encoder "auto" }} encoder={{ .encoder }}{{ end }}
+{{- if ne (int64 .heads) 4 }} heads={{ int64 .heads }}{{ end }}
 {{- if .degreeScale }} degree-scale=true{{ end }}
 {{- if ne .task "node" }} task={{ .task }}{{ end }}
 {{- if and (eq .task "link") (ne (int64 .link.embDim) 0) }} emb-dim={{ int64 .link.embDim }}{{ end }}

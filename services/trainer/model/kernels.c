@@ -261,6 +261,35 @@ void tr_relu_dropout(float *y, size_t rows, size_t cols, bool dropout, uint64_t 
 	tr_par_for(rows, 1 + 16384 / cols, act_rows, &c);
 }
 
+/* Rows [lo, hi) of plain inverted dropout: the hash of dropout_row_sse2
+ * without ReLU's condition. */
+static void drop_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct act_ctx *c = arg;
+	const v4u lane = { 0, 1, 2, 3 };
+
+	for (size_t r = lo; r < hi; r++) {
+		float *y = c->y + r * c->cols;
+		uint32_t base = (uint32_t)gnn_draw64(c->key, r);
+		size_t j = 0;
+
+		for (; j + 4 <= c->cols; j += 4) {
+			v4u h = vlowbias32(base + ((uint32_t)j + lane) * 0x9e3779b9u);
+
+			tr_vst(y + j, (v4f)((v4i)(tr_vld(y + j) * c->scale) & (v4i)(h < c->keep_below)));
+		}
+		for (; j < c->cols; j++)
+			y[j] = lowbias32(base + (uint32_t)j * 0x9e3779b9u) < c->keep_below ? y[j] * c->scale : 0.0f;
+	}
+}
+
+void tr_dropout(float *y, size_t rows, size_t cols, uint64_t key, uint32_t keep_below, float scale)
+{
+	struct act_ctx c = { y, cols, key, keep_below, scale, true };
+
+	tr_par_for(rows, 1 + 16384 / cols, drop_rows, &c);
+}
+
 /* ---- loss ---- */
 
 void tr_softmax_xent(const float *logits, const int32_t *labels, size_t n, size_t C, float *dlogits,

@@ -29,8 +29,7 @@ void tr_layers_destroy(void *self)
 	free(s->d[1].p);
 	free(s->dx.p);
 	free(s->gw.p);
-	free(s->h0.p);
-	free(s->rank.p);
+	tr_input_free(&s->inp);
 	free(s->tptr.p);
 	free(s->tidx.p);
 	free(s->params);
@@ -74,17 +73,6 @@ static size_t layer_size(const struct tr_layers *s, uint32_t l)
 	return (1 + (size_t)s->B) * io + (size_t)s->R * s->B + s->out[l];
 }
 
-/* The schema's types and relations as the stack reads them. */
-static void copy_schema(struct tr_layers *s, const struct gnn_schema *sc)
-{
-	s->T = sc->num_types;
-	s->R = sc->num_rels;
-	for (uint32_t t = 0; t < s->T; t++) {
-		s->feat_dim[t] = sc->types[t].feat_dim;
-		s->vec[t] = s->feat_dim[t] == 0 ? (int32_t)s->nvec++ : -1;
-	}
-}
-
 int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec *spec, void **out)
 {
 	struct tr_layers *s;
@@ -97,25 +85,29 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 	s->cfg = *cfg;
 	s->cfg.schema = NULL;
 	s->spec = spec;
-	copy_schema(s, cfg->schema);
+	s->R = cfg->schema->num_rels;
 	s->nmat = spec->nmat > 0 ? spec->nmat : s->R + 1;
 	s->B = cfg->num_bases;
-	s->D = cfg->in_dim > 0 ? cfg->in_dim : cfg->hidden;
+	if (tr_input_setup(&s->inp, cfg) != GNN_OK) {
+		free(s);
+		return GNN_EINVAL;
+	}
 	for (uint32_t l = 0; l < cfg->num_layers; l++) {
-		s->in[l] = l == 0 ? s->D : cfg->hidden;
+		s->in[l] = l == 0 ? s->inp.D : cfg->hidden;
 		s->out[l] = l + 1 == cfg->num_layers ? cfg->num_classes : cfg->hidden;
 		s->ldx[l] = ((size_t)s->nmat * s->in[l] + 1 + LD_FLOATS - 1) / LD_FLOATS * LD_FLOATS;
 		s->off[l] = n;
 		n += layer_size(s, l);
 	}
-	s->vec_off = n;
-	s->nparams = n + (size_t)s->nvec * s->D;
+	s->inp_off = n;
+	s->nparams = n + s->inp.nparams;
 	s->params = calloc(s->nparams, sizeof(float));
 	s->grads = calloc(s->nparams, sizeof(float));
 	if (s->params == NULL || s->grads == NULL) {
 		tr_layers_destroy(s);
 		return GNN_ENOMEM;
 	}
+	tr_input_bind(&s->inp, s->params + n, s->grads + n);
 	/* p = 0 skips the mask altogether */
 	s->keep_below = tr_dropout_keep_below(cfg->dropout);
 	s->keep_scale = (float)(1.0 / (1.0 - (double)cfg->dropout));
@@ -124,14 +116,11 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 }
 
 /* The half-width of parameter i's initial draw (layers.h): i is the
- * index within layer l's parameters, or within the type vectors when
- * l is the number of layers. */
+ * index within layer l's parameters. */
 static double init_bound(const struct tr_layers *s, uint32_t l, size_t i)
 {
 	size_t coef;
 
-	if (l == s->cfg.num_layers)
-		return 1.0;
 	coef = (1 + (size_t)s->B) * s->in[l] * s->out[l];
 	if (s->B > 0 && i >= coef && i < coef + (size_t)s->R * s->B)
 		return sqrt(3.0 / s->B);
@@ -143,17 +132,14 @@ void tr_layers_init(void *self, uint64_t seed)
 	struct tr_layers *s = self;
 	uint64_t key = gnn_mix64(seed ^ s->spec->init_tag);
 
-	for (uint32_t l = 0; l <= s->cfg.num_layers; l++) {
-		size_t first = l < s->cfg.num_layers ? s->off[l] : s->vec_off;
-		size_t n = (l < s->cfg.num_layers ? layer_size(s, l) : s->nparams - s->vec_off);
-
-		for (size_t i = 0; i < n; i++) {
-			size_t j = first + i;
+	for (uint32_t l = 0; l < s->cfg.num_layers; l++)
+		for (size_t i = 0; i < layer_size(s, l); i++) {
+			size_t j = s->off[l] + i;
 			double u = gnn_unit64(gnn_draw64(key, j));
 
 			s->params[j] = (float)((2.0 * u - 1.0) * init_bound(s, l, i));
 		}
-	}
+	tr_input_init(&s->inp, key, s->inp_off);
 }
 
 size_t tr_layers_num_params(const void *self)
@@ -259,70 +245,7 @@ void tr_layers_rel_grad_rows(void *arg, size_t lo, size_t hi)
 
 void tr_layers_input_row(const void *self, uint32_t t, const float *feat, float *out)
 {
-	const struct tr_layers *s = self;
-
-	if (s->vec[t] >= 0) {
-		memcpy(out, s->params + s->vec_off + (size_t)s->vec[t] * s->D, s->D * sizeof(float));
-		return;
-	}
-	memmove(out, feat, s->feat_dim[t] * sizeof(float));   /* feat may be out (infer's widened row) */
-	memset(out + s->feat_dim[t], 0, (s->D - s->feat_dim[t]) * sizeof(float));
-}
-
-/* What the passes over layer 0's input nodes read and write: the input
- * rows' assembly (rank: each node's row among its type's features; out:
- * the rows) and the type vectors' gradient (dh: the rows' gradient; out:
- * the vectors'). */
-struct input_ctx {
-	const struct tr_layers *s;
-	const struct gnn_minibatch *mb;
-	const int32_t *rank;
-	const float *dh;
-	float *out;
-};
-
-static void input_rows_part(void *arg, size_t lo, size_t hi)
-{
-	const struct input_ctx *c = arg;
-	const struct tr_layers *s = c->s;
-
-	for (size_t i = lo; i < hi; i++) {
-		uint32_t t = s->T > 1 ? c->mb->src_types[i] : 0;
-		const float *f = s->vec[t] < 0 ? (const float *)c->mb->feat[t] + (size_t)c->rank[i] * s->feat_dim[t] : NULL;
-
-		tr_layers_input_row(s, t, f, c->out + i * s->D);
-	}
-}
-
-/* Layer 0's input rows into *h0: the features in place for one type as
- * wide as D (no copy: ~600k rows at products scale), else assembled.
- * GNN_EINVAL when the input types disagree with type_rows (tr_model_check
- * says so in words). */
-static int input_rows(struct tr_layers *s, const struct gnn_minibatch *mb, const float **h0)
-{
-	size_t ns = mb->blocks[0].num_src;
-	uint32_t seen[GNN_MAX_TYPES] = { 0 };
-	struct input_ctx c;
-	int rc;
-
-	if (s->T == 1 && s->feat_dim[0] == s->D) {
-		*h0 = mb->feat[0];
-		return GNN_OK;
-	}
-	if ((rc = tr_ibuf_reserve(&s->rank, ns ? ns : 1)) != GNN_OK ||
-	    (rc = tr_fbuf_reserve(&s->h0, ns * s->D)) != GNN_OK)
-		return rc;
-	for (size_t i = 0; i < ns; i++) {
-		uint32_t t = s->T > 1 ? mb->src_types[i] : 0;
-
-		if (t >= s->T || seen[t] >= mb->type_rows[t])
-			return GNN_EINVAL;
-		s->rank.p[i] = (int32_t)seen[t]++;
-	}
-	c = (struct input_ctx){ .s = s, .mb = mb, .rank = s->rank.p, .out = s->h0.p };
-	tr_par_for(ns, 1 + 16384 / s->D, input_rows_part, &c);
-	*h0 = s->h0.p;
-	return GNN_OK;
+	tr_input_row(&((const struct tr_layers *)self)->inp, t, feat, out);
 }
 
 /* ---- forward ---- */
@@ -402,7 +325,8 @@ int tr_layers_forward(void *self, const struct gnn_minibatch *mb, bool train, ui
 	const float *h;
 	int rc;
 
-	if ((rc = input_rows(s, mb, &h)) != GNN_OK)
+	if ((rc = tr_input_forward(&s->inp, mb, train && s->cfg.dropout > 0.0f, tr_dropout_key(dropout_seed, L), ks,
+				   &h)) != GNN_OK)
 		return rc;
 	for (uint32_t l = 0; l < L; l++) {
 		const struct gnn_block *b = &mb->blocks[l];
@@ -485,46 +409,19 @@ static int source_grads(struct tr_layers *s, uint32_t l, const struct gnn_block 
 	return GNN_OK;
 }
 
-/* The type vectors' gradient: each type vector's row of dH_0 summed over
- * the input nodes of its type, columns [lo, hi) (in 16-float lines, so
- * threads share no cache line and each sum has one fixed order). */
-static void vec_grad_cols(void *arg, size_t lo, size_t hi)
-{
-	const struct input_ctx *c = arg;
-	const struct tr_layers *s = c->s;
-	size_t j0 = lo * LD_FLOATS, j1 = hi * LD_FLOATS < s->D ? hi * LD_FLOATS : s->D;
-
-	for (size_t i = 0; i < c->mb->blocks[0].num_src; i++) {
-		int32_t k = s->vec[s->T > 1 ? c->mb->src_types[i] : 0];
-
-		if (k >= 0)
-			tr_vadd(c->out + (size_t)k * s->D + j0, c->dh + i * s->D + j0, j1 - j0);
-	}
-}
-
 /* After layer 0's weights: the gradient of its input rows (without a
- * mask: they are not a ReLU's output), when the model learns its inputs
- * (cfg input_grad) or the minibatch has nodes of a type without features,
- * whose type vectors sum it; those are zero otherwise. */
+ * mask: they are not a ReLU's output) when the input rows learn or the
+ * model learns its inputs (tr_input_wants_grad), then theirs. */
 static int input_grads(struct tr_layers *s, const struct gnn_minibatch *mb, const float *dy, struct tr_fbuf *dh,
 		       struct tr_kstats *ks)
 {
-	struct input_ctx c = { .s = s, .mb = mb, .out = s->grads + s->vec_off };
-	bool any = false;
 	int rc;
 
-	s->dh0 = NULL;
-	memset(c.out, 0, (size_t)s->nvec * s->D * sizeof(float));
-	for (uint32_t t = 0; t < s->T; t++)
-		any |= s->vec[t] >= 0 && mb->type_rows[t] > 0;
-	if (!any && !s->cfg.input_grad)
-		return GNN_OK;
+	if (!tr_input_wants_grad(&s->inp, mb))
+		return tr_input_backward(&s->inp, mb, NULL, ks);
 	if ((rc = source_grads(s, 0, &mb->blocks[0], dy, NULL, 1.0f, dh, ks)) != GNN_OK)
 		return rc;
-	s->dh0 = c.dh = dh->p;
-	if (any)
-		tr_par_for((s->D + LD_FLOATS - 1) / LD_FLOATS, 1, vec_grad_cols, &c);
-	return GNN_OK;
+	return tr_input_backward(&s->inp, mb, dh->p, ks);
 }
 
 uint32_t tr_layers_weight_mats(const void *self)
@@ -534,10 +431,7 @@ uint32_t tr_layers_weight_mats(const void *self)
 
 const float *tr_layers_input_grad(const void *self, size_t *ld)
 {
-	const struct tr_layers *s = self;
-
-	*ld = s->D;
-	return s->dh0;
+	return tr_input_grad(&((const struct tr_layers *)self)->inp, ld);
 }
 
 /* Layer by layer from the logits' gradient down: dY ping-pongs between

@@ -22,13 +22,14 @@
  *   layer l, no bases:  [W_1; ...; W_nmat; b]        (nmat in + 1) x out
  *   layer l, B bases:   W_self [in x out], V_1..V_B [in x out each],
  *                       a [R x B] (W_r = sum_b a[r][b] V_b), b [out]
- *   then:               one D-float row per type without features, in
- *                       type order
+ *   then:               the input rows' parameters (input.h): the per-type
+ *                       encoders, if any, and one D-float row per type
+ *                       without features, in type order
  *
- * Layer 0 reads D-wide input rows (model.h): the minibatch's feature rows
+ * Layer 0 reads D-wide input rows (input.h): the minibatch's feature rows
  * in place when it has one type as wide as D, else rows assembled from
- * the features (zero-padded) and the type vectors. Not thread-safe: one
- * per model. */
+ * the features (zero-padded, or projected per type) and the type vectors.
+ * Not thread-safe: one per model. */
 #ifndef TR_LAYERS_H
 #define TR_LAYERS_H
 
@@ -36,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "input.h"
 #include "kernels.h"
 #include "model.h"
 
@@ -46,14 +48,11 @@ struct tr_layers {
 	const struct tr_layer_spec *spec;
 	uint32_t nmat;                     /* weight matrices per layer: the spec's, or R + 1 */
 	uint32_t R, B;                     /* relations; bases per layer (0: full matrices) */
-	uint32_t T, D;                     /* node types; width of layer 0's input rows */
-	uint32_t feat_dim[GNN_MAX_TYPES];  /* the schema's */
-	int32_t vec[GNN_MAX_TYPES];        /* a type's learned vector among them, -1: it has features */
-	uint32_t nvec;                     /* types without features */
+	struct tr_input inp;               /* layer 0's input rows (input.h), D = inp.D wide */
 	uint32_t in[GNN_PROTO_MAX_LAYERS], out[GNN_PROTO_MAX_LAYERS];
 	size_t ldx[GNN_PROTO_MAX_LAYERS];  /* row stride of X_l: nmat in + 1 rounded up to a 64-byte line */
 	size_t off[GNN_PROTO_MAX_LAYERS];  /* layer l's first parameter */
-	size_t vec_off;                    /* the first type vector's */
+	size_t inp_off;                    /* the input rows' parameters' first */
 	size_t nparams;
 	float *params, *grads;
 	uint32_t keep_below;               /* dropout: keep when the 32-bit draw < this */
@@ -63,9 +62,6 @@ struct tr_layers {
 	struct tr_fbuf w[GNN_PROTO_MAX_LAYERS];  /* with bases: [W; b] materialised by the forward pass */
 	struct tr_fbuf d[2], dx;                 /* backward: dY ping-pong, dX = dY [W_1; ...]^T */
 	struct tr_fbuf gw;                       /* with bases: a layer's [dW; db] before the reduction */
-	struct tr_fbuf h0;                       /* layer 0's input rows, when assembled */
-	const float *dh0;                        /* backward: their gradient (num_src x D), or NULL */
-	struct tr_ibuf rank;                     /* each input node's row among its type's features */
 	struct tr_ibuf tptr, tidx;               /* backward: the block grouped by source */
 };
 

@@ -33,6 +33,8 @@
  * its feature row, zero-padded to D when the type is narrower; a node of a
  * type without features takes its type's learned vector (D parameters of
  * the model, trained). docs/model.md, "R-GCN", has the layouts. */
+enum tr_encoder { TR_ENC_AUTO, TR_ENC_ON, TR_ENC_OFF };
+
 struct tr_model_cfg {
 	uint32_t num_layers;   /* 1 .. GNN_PROTO_MAX_LAYERS */
 	uint32_t in_dim;       /* the widest type's feature width (gnn_schema_max_feat_dim); >= 1
@@ -47,6 +49,9 @@ struct tr_model_cfg {
 	const struct gnn_schema *schema;
 	uint32_t num_bases;    /* rgcn: basis matrices per layer, 1..relations; 0: a full weight
 				* matrix per relation (other models: 0) */
+	enum tr_encoder encoder;   /* layer 0's input rows (input.h): TR_ENC_AUTO projects on a schema of
+				    * more than one type */
+	uint32_t heads;        /* rgat, gat: attention heads of the hidden layers (0: 1) */
 	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
 				* rows (learnable embeddings, embeddings.h: tr_model_input_grad) */
 	/* The last layer's aggregate of each destination v (its X row but
