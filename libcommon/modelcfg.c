@@ -63,7 +63,15 @@ static const struct gnn_mcfg_row rows[] = {
 	{ "embed-optimizer", GNN_OPT_STR, F(embed_optimizer), "adam", 0, 0, "adam|adagrad",
 	  "the embeddings' sparse optimizer: Adam with per-row step counts, or Adagrad", "embed.optimizer", M,
 	  EMBED },
-	{ "epochs", GNN_OPT_INT, F(epochs), "10", 1, 100000, NULL, "epochs to train", "epochs", T, ANY },
+	{ "epochs", GNN_OPT_INT, F(epochs), "0", 0, 100000, NULL,
+	  "epochs to train (0: 10, or as many as --min-steps optimizer steps take when that is more)", "epochs", T,
+	  ANY },
+	{ "min-steps", GNN_OPT_INT, F(min_steps), "300", 0, 100000000, NULL,
+	  "--epochs 0: the optimizer steps a trainer makes at least, in whole epochs (a small training set's "
+	  "epoch is one step)", "minSteps", T, ANY },
+	{ "eval-every", GNN_OPT_INT, F(eval_every), "0", 0, 100000, NULL,
+	  "validate every this many epochs and after the last (0: as seldom as keeps validation no costlier than "
+	  "the training it selects from)", "evalEvery", T, ANY },
 	{ "batch-size", GNN_OPT_INT, F(batch_size), "1024", 1, GNN_PROTO_MAX_IDS, NULL,
 	  "training seeds per step per trainer", "batchSize", T, ANY },
 	{ "fanouts", GNN_OPT_LIST, F(fanouts), "15,10,5", 0, 0, NULL,

@@ -46,7 +46,7 @@ struct gnn_model_cfg {
 	int64_t embed_dim;
 	const char *embed_types, *embed_input, *embed_optimizer;
 	/* GNN_MCFG_TRAIN */
-	int64_t epochs, batch_size, eval_batch_size, val_nodes, test_nodes, seed;
+	int64_t epochs, min_steps, eval_every, batch_size, eval_batch_size, val_nodes, test_nodes, seed;
 	const char *fanouts, *eval_fanouts;
 	double lr, weight_decay, dropout, embed_lr;
 	int64_t neg_k, epoch_pairs;

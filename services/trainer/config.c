@@ -70,6 +70,8 @@ int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 	c->num_bases = (uint32_t)mc->num_bases;
 	c->degree_scale = mc->degree_scale;
 	c->epochs = (uint32_t)mc->epochs;
+	c->min_steps = (uint32_t)mc->min_steps;
+	c->eval_every = (uint32_t)mc->eval_every;
 	c->batch = (uint32_t)mc->batch_size;
 	c->eval_batch = (uint32_t)mc->eval_batch_size;
 	c->val_nodes = (uint32_t)mc->val_nodes;

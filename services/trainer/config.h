@@ -23,7 +23,8 @@ struct tr_config {
 	 * record in checkpoints and result.json. */
 	struct gnn_model_cfg mcfg;
 	uint32_t rank, world;
-	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;
+	uint32_t epochs, batch, eval_batch, layers, hidden, prefetch;   /* epochs 0: the run decides (training.c) */
+	uint32_t min_steps, eval_every;
 	uint32_t val_nodes, test_nodes;  /* evaluation samples (0: the whole split) */
 	uint32_t num_bases;              /* rgcn: basis matrices per layer (0: none) */
 	struct gnn_fanouts fanouts_text, eval_fanouts_text;  /* as given (--fanouts, --eval-fanouts) */

@@ -97,6 +97,7 @@ struct infer {
 	struct tr_decoder dec;
 	float *dec_params;         /* [tr_decoder_num_params] (mlp), from the checkpoint */
 	uint32_t L, P, top_k;
+	bool encoded;              /* layer 0's input rows come from the input pass (tr_model_input_projects) */
 	char work[PATH_MAX];       /* OUT/.work-<params_crc> */
 	double t0;
 	/* one batch */
@@ -297,40 +298,52 @@ static int load_model(struct infer *in)
 
 /* ---- one layer over one partition, batch by batch ---- */
 
-/* Layer l's input row of global node gid (width floats) into dst: for
- * layer 0 what the model makes of the node's features (its type's learned
- * vector for a type without features), later the previous layer's output. */
-static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t width, float *dst)
+/* Node gid's row of the schema the model reads (its features, its
+ * embedding, or both; NULL for a type without) and its type *t: the
+ * partition's own f32 row, or one made in dst (width floats, at least the
+ * model schema's widest type's). */
+static const float *raw_input(const struct infer *in, int64_t gid, size_t width, float *dst, uint32_t *t)
 {
 	const struct gnn_layout *g = &in->meta.layout;
 	uint32_t q, dim;
+	const void *row;
+	const float *feat;
 
-	if (l == 0) {
-		int32_t t = gnn_layout_locate(g, gid, &q, NULL);
-		const void *row = gnn_part_feat_row(&in->parts[q], gid, &dim);
-		const float *feat = row;
-
-		/* f16 rows widened in place (what follows reads feat first and
-		 * zeroes the row's tail); a row wider than dst is one the model
-		 * does not read (embeddings that replace the features) */
-		if (row != NULL && g->feat_dtype == GNN_DT_F16) {
-			feat = NULL;
-			if (dim <= width) {
-				gnn_f16_to_f32(row, dim, dst);
-				feat = dst;
-			}
+	*t = (uint32_t)gnn_layout_locate(g, gid, &q, NULL);
+	row = gnn_part_feat_row(&in->parts[q], gid, &dim);
+	feat = row;
+	/* f16 rows widened in dst (what follows reads feat first); a row
+	 * wider than dst is one the model does not read (embeddings that
+	 * replace the features) */
+	if (row != NULL && g->feat_dtype == GNN_DT_F16) {
+		feat = NULL;
+		if (dim <= width) {
+			gnn_f16_to_f32(row, dim, dst);
+			feat = dst;
 		}
+	}
+	if (in->emb != NULL && tr_emb_dim(in->emb, *t) > 0) {
+		tr_emb_input_row(in->emb, *t, gid, feat, dst);
+		return dst;
+	}
+	return feat;
+}
 
-		if (in->emb != NULL && tr_emb_dim(in->emb, (uint32_t)t) > 0) {
-			uint32_t w = in->mschema.types[t].feat_dim;
+/* Layer l's input row of global node gid (width floats) into dst: for
+ * layer 0 what the model makes of the node's features (its type's learned
+ * vector for a type without features) unless the input pass made it (a
+ * projecting model: in->encoded), else the previous pass's output. */
+static void put_row(const struct infer *in, uint32_t l, int64_t gid, size_t width, float *dst)
+{
+	const struct gnn_layout *g = &in->meta.layout;
+	uint32_t q, t;
 
-			tr_emb_input_row(in->emb, (uint32_t)t, gid, feat, dst);
-			memset(dst + w, 0, (width - w) * sizeof(float));
-			return;
-		}
+	if (l == 0 && !in->encoded) {
+		const float *feat = raw_input(in, gid, width, dst, &t);
+
 		/* cannot fail: the type and its row come from the partition
 		 * output the model was built on (load_model) */
-		(void)tr_model_input_row(in->model, (uint32_t)t, feat, dst);
+		(void)tr_model_input_row(in->model, t, feat, dst);
 		return;
 	}
 	q = (uint32_t)gnn_layout_owner(g, gid);
@@ -414,6 +427,47 @@ static int run_batch(struct infer *in, const struct gnn_part *part, uint32_t l, 
 	b = (struct gnn_block){ .num_dst = (uint32_t)nb, .num_src = (uint32_t)rows, .num_rels = (uint32_t)R,
 				.num_edges = ne, .indptr = in->indptr.p, .indices = in->indices.p };
 	return tr_model_infer_layer(in->model, l, &b, in->h.p, in->y.p);
+}
+
+/* The input pass of a projecting model (in->encoded): layer 0's input
+ * rows of nodes [v0, v0 + nb) of part into in->y, one product per node
+ * (per edge, as the gather would make them, they would cost a degree's
+ * times more), the raw rows made in in->h. */
+struct encode {
+	const struct infer *in;
+	const struct gnn_part *part;
+	int64_t v0;
+	size_t raw_w, width;
+	float *raw, *out;
+};
+
+static void encode_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct encode *c = arg;
+
+	for (size_t i = lo; i < hi; i++) {
+		uint32_t t;
+		const float *f = raw_input(c->in, c->part->node_start + c->v0 + (int64_t)i, c->raw_w, c->raw + i * c->raw_w,
+					   &t);
+
+		(void)tr_model_input_row(c->in->model, t, f, c->out + i * c->width);
+	}
+}
+
+static int encode_batch(struct infer *in, const struct gnn_part *part, int64_t v0, size_t nb)
+{
+	uint32_t win, wout;
+	size_t raw_w = gnn_schema_max_feat_dim(&in->mschema);
+	struct encode c;
+	int rc;
+
+	tr_model_layer_dims(in->model, 0, &win, &wout);
+	raw_w = raw_w ? raw_w : 1;
+	if ((rc = tr_fbuf_reserve(&in->h, nb * raw_w)) != GNN_OK || (rc = tr_fbuf_reserve(&in->y, nb * win)) != GNN_OK)
+		return rc;
+	c = (struct encode){ in, part, v0, raw_w, win, in->h.p, in->y.p };
+	tr_par_for(nb, 64, encode_rows, &c);
+	return GNN_OK;
 }
 
 /* ---- outputs of the last layer ---- */
@@ -582,9 +636,40 @@ static bool own(uint32_t p)
 	return p % (uint32_t)ic.workers == (uint32_t)ic.worker;
 }
 
+/* The input pass's outputs stand as a layer's: layer_path's and the logs'
+ * "input". */
+#define INPUT_PASS UINT32_MAX
+
 static void layer_path(const struct infer *in, uint32_t l, uint32_t p, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/layer-%" PRIu32 "-part-%" PRIu32 ".arr", in->work, l, p);
+	if (l == INPUT_PASS)
+		snprintf(buf, len, "%s/input-part-%" PRIu32 ".arr", in->work, p);
+	else
+		snprintf(buf, len, "%s/layer-%" PRIu32 "-part-%" PRIu32 ".arr", in->work, l, p);
+}
+
+/* Pass l's name in logs. */
+static const char *pass_name(uint32_t l, char *buf, size_t len)
+{
+	if (l == INPUT_PASS)
+		return "input";
+	snprintf(buf, len, "%" PRIu32, l);
+	return buf;
+}
+
+/* Pass l's input and output widths: the input pass reads the model
+ * schema's rows and writes layer 0's. */
+static void pass_dims(const struct infer *in, uint32_t l, uint32_t *win, uint32_t *wout)
+{
+	uint32_t d;
+
+	if (l != INPUT_PASS) {
+		tr_model_layer_dims(in->model, l, win, wout);
+		return;
+	}
+	tr_model_layer_dims(in->model, 0, wout, &d);
+	d = gnn_schema_max_feat_dim(&in->mschema);
+	*win = d > *wout ? d : *wout;
 }
 
 /* Rows of width floats that fit --buffer-mb. */
@@ -609,31 +694,35 @@ static bool have_array(const char *path, uint64_t rows, uint64_t cols)
 	return ok;
 }
 
-/* Hidden layer l (not the last) of own partition p into its work file. */
+/* Pass l (a hidden layer, or the input pass) of own partition p into its
+ * work file. */
 static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
 {
 	const struct gnn_part *part = &in->parts[p];
 	struct gnn_arr_writer *w = NULL;
-	char path[PATH_MAX + 64];
+	char path[PATH_MAX + 64], name[16];
 	uint32_t win, wout;
 	double t0 = gnn_now();
 	size_t budget, nb;
 	int rc;
 
-	tr_model_layer_dims(in->model, l, &win, &wout);
+	pass_dims(in, l, &win, &wout);
 	layer_path(in, l, p, path, sizeof(path));
 	if (have_array(path, (uint64_t)part->num_nodes, wout)) {
-		GNN_INFO("layer_reused", "layer=%" PRIu32 " part=%" PRIu32 " path=%s", l, p, path);
+		GNN_INFO("layer_reused", "layer=%s part=%" PRIu32 " path=%s", pass_name(l, name, sizeof(name)), p, path);
 		return GNN_OK;
 	}
 	budget = budget_rows(win);
 	if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &w)) != GNN_OK)
 		return rc;
 	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
-		nb = batch_end(part, v, part->num_nodes, budget);
+		nb = l == INPUT_PASS ? (size_t)(part->num_nodes - v < (int64_t)budget ? part->num_nodes - v : (int64_t)budget)
+				     : batch_end(part, v, part->num_nodes, budget);
 		if (gnn_stop_requested())
 			rc = GNN_ECLOSED;
-		if (rc != GNN_OK || (rc = run_batch(in, part, l, v, nb)) != GNN_OK ||
+		if (rc == GNN_OK)
+			rc = l == INPUT_PASS ? encode_batch(in, part, v, nb) : run_batch(in, part, l, v, nb);
+		if (rc != GNN_OK ||
 		    (rc = gnn_arr_writer_append(w, in->y.p, nb)) != GNN_OK) {
 			gnn_arr_writer_abort(w);
 			return rc;
@@ -641,8 +730,9 @@ static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
 	}
 	if ((rc = gnn_arr_writer_finish(w, NULL)) != GNN_OK)
 		return rc;
-	GNN_INFO("layer_done", "layer=%" PRIu32 " part=%" PRIu32 " nodes=%" PRId64 " edges=%" PRId64 " width=%" PRIu32
-		 " seconds=%.2f", l, p, part->num_nodes, part->num_edges, wout, gnn_now() - t0);
+	GNN_INFO("layer_done", "layer=%s part=%" PRIu32 " nodes=%" PRId64 " edges=%" PRId64 " width=%" PRIu32
+		 " seconds=%.2f", pass_name(l, name, sizeof(name)), p, part->num_nodes, part->num_edges, wout,
+		 gnn_now() - t0);
 	return GNN_OK;
 }
 
@@ -1127,7 +1217,9 @@ static int infer_run(struct infer *in)
 	snprintf(in->work, sizeof(in->work), "%s/.work-%08" PRIx32, ic.out, in->res.params_crc);
 	if ((rc = gnn_mkdir_p(in->work)) != GNN_OK)
 		return rc;
-	for (uint32_t l = 0; l + 1 < in->L; l++) {
+	in->encoded = tr_model_input_projects(in->model);
+	/* the input pass first when there is one (INPUT_PASS + 1 wraps to layer 0) */
+	for (uint32_t l = in->encoded ? INPUT_PASS : 0; l == INPUT_PASS || l + 1 < in->L; l++) {
 		for (uint32_t p = 0; p < in->P; p++)
 			if (own(p) && (rc = hidden_layer_part(in, l, p)) != GNN_OK)
 				return rc;

@@ -68,6 +68,8 @@ struct run {
 	size_t share_lo, share_hi, per_rank;    /* this rank's training nodes, and every rank's count */
 	size_t per_epoch;                       /* seeds (node) or positives (link) an epoch visits, <= per_rank */
 	uint32_t steps;
+	uint32_t epochs, eval_every;            /* plan_epochs's */
+	double last_val;                        /* the last validation's measure */
 	int64_t *epoch_seeds;                   /* [per_rank] */
 	int32_t *pred;                          /* [eval_batch] */
 	struct tr_loader *loader;
@@ -218,7 +220,7 @@ static void add_phase(struct run *r, enum phase p, double s)
  * the first step here. Sets the gauges too. */
 static void progress(struct run *r, double *done, double *eta_s)
 {
-	uint64_t total = (uint64_t)r->c->epochs * r->steps, here = r->global_step - r->pace_step;
+	uint64_t total = (uint64_t)r->epochs * r->steps, here = r->global_step - r->pace_step;
 
 	*done = total > 0 && r->global_step < total ? (double)r->global_step / (double)total : 1.0;
 	*eta_s = r->global_step >= total ? 0.0 : here > 0 ?
@@ -655,11 +657,19 @@ out:
 enum { RS_STATUS, RS_FINISHED, RS_EPOCHS, RS_TEST, RS_BESTVAL, RS_BESTEPOCH, RS_CRC, RS_TRAIN_S, RS_CKPT,
        RS_CKPT_EPOCH, RS_CKPT_STEP, RS_LOSS, RS_LABELLED, RS_CORRECT, RS_ADAM_T, RS_TEST_NODES, RS_COUNT };
 
+/* The epochs a run of c trains at most, as far as is known before it
+ * plans them (plan_epochs): --epochs 0 is decided then, and its run is
+ * finished once it wrote its result. */
+static uint32_t epochs_cap(const struct tr_config *c)
+{
+	return c->epochs > 0 ? c->epochs : UINT32_MAX;
+}
+
 /* A mid-epoch position means the same steps only with the same world size
  * and batch size; otherwise the epoch starts again from these parameters. */
 static uint32_t usable_step(const struct tr_config *c, const struct tr_ckpt *ck)
 {
-	if (ck->step == 0 || ck->epoch >= c->epochs)
+	if (ck->step == 0 || ck->epoch >= epochs_cap(c))
 		return 0;
 	if (ck->world == c->world && ck->batch == c->batch)
 		return ck->step;
@@ -723,7 +733,7 @@ static void inspect_checkpoints(struct run *r, uint64_t mh, double *st, struct t
 		st[RS_STATUS] = GNN_EINVAL;
 		return;
 	}
-	if (found && prev.epochs >= c->epochs) {
+	if (found && (c->epochs == 0 || prev.epochs >= c->epochs)) {
 		st[RS_FINISHED] = 1;
 		st[RS_EPOCHS] = prev.epochs;
 		st[RS_TEST] = prev.test_acc;
@@ -741,7 +751,7 @@ static void inspect_checkpoints(struct run *r, uint64_t mh, double *st, struct t
 		st[RS_STATUS] = GNN_EINVAL;
 	} else if (have_ck) {
 		st[RS_CKPT] = 1;
-		st[RS_CKPT_EPOCH] = ck->epoch > c->epochs ? c->epochs : ck->epoch;
+		st[RS_CKPT_EPOCH] = ck->epoch > epochs_cap(c) ? epochs_cap(c) : ck->epoch;
 		st[RS_CKPT_STEP] = usable_step(c, ck);
 		if (st[RS_CKPT_STEP] > 0)
 			memcpy(&st[RS_LOSS], ck->partial, sizeof(ck->partial));
@@ -1206,6 +1216,46 @@ static int ranks_agree(struct run *r, uint32_t crc)
 	return rc;
 }
 
+/* --epochs 0 trains AUTO_EPOCHS epochs, or more when they would make
+ * fewer than --min-steps optimizer steps: a graph of a thousand labels
+ * has one step an epoch at the default batch size, and ten steps do not
+ * train a model. */
+#define AUTO_EPOCHS 10u
+
+/* The run's epochs and validation period (every rank the same: they
+ * follow from the configuration and the split's sizes). An epoch's
+ * validation passes forward only (about a third of a training step's
+ * work per seed) over this rank's validation nodes: with --eval-every 0
+ * it comes every k epochs, k the least for which that is no more than
+ * the training of those k epochs (link prediction: every epoch). */
+static void plan_epochs(struct run *r)
+{
+	const struct tr_config *c = r->c;
+	size_t val_rank = (r->nvalid + c->world - 1) / c->world, train = r->per_epoch;
+	uint32_t want;
+
+	r->epochs = c->epochs;
+	if (c->epochs == 0) {
+		want = r->steps > 0 ? (c->min_steps + r->steps - 1) / r->steps : AUTO_EPOCHS;
+		r->epochs = want > AUTO_EPOCHS ? want : AUTO_EPOCHS;
+	}
+	r->eval_every = c->eval_every;
+	if (c->eval_every == 0)
+		r->eval_every = c->link || train == 0 ? 1 : (uint32_t)((val_rank + 3 * train - 1) / (3 * train));
+	if (r->eval_every < 1)
+		r->eval_every = 1;
+	GNN_INFO("epochs_planned", "epochs=%" PRIu32 " given=%" PRIu32 " steps_per_epoch=%" PRIu32 " min_steps=%" PRIu32
+		 " eval_every=%" PRIu32 " valid_nodes=%zu", r->epochs, c->epochs, r->steps, c->min_steps, r->eval_every,
+		 r->nvalid);
+}
+
+/* Whether epoch (0-based) ends with a validation: every eval_every-th and
+ * the last. */
+static bool validates(const struct run *r, uint32_t epoch)
+{
+	return (epoch + 1) % r->eval_every == 0 || epoch + 1 == r->epochs;
+}
+
 /* After epoch's steps: its sums over the ranks, validation, the best
  * parameters so far, the metrics, the epoch line and the checkpoint. */
 static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch_sums *sums, double epoch_s,
@@ -1217,11 +1267,17 @@ static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch
 	char embed[32];
 	int rc;
 
-	if ((rc = sums_allreduce(env->ring, sums)) != GNN_OK ||
-	    (rc = c->link ? link_evaluate(r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc, &r->val_ap) :
-	     evaluate(r, r->valid, r->nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK)
+	if ((rc = sums_allreduce(env->ring, sums)) != GNN_OK)
 		return rc;
-	if (val_acc > r->best_val) {
+	if (!validates(r, epoch)) {
+		val_acc = r->last_val;
+	} else if ((rc = c->link ? link_evaluate(r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc,
+						 &r->val_ap) :
+		    evaluate(r, r->valid, r->nvalid, "valid", eval_seed, GNN_EMB_ROWS, &val_acc)) != GNN_OK) {
+		return rc;
+	}
+	r->last_val = val_acc;
+	if (validates(r, epoch) && val_acc > r->best_val) {
 		r->best_val = val_acc;
 		r->best_epoch = (int32_t)epoch + 1;
 		memcpy(r->best, r->params, r->np * sizeof(float));
@@ -1244,7 +1300,7 @@ static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch
 			 epoch + 1, loss, train_acc, val_acc, r->val_ap);
 	GNN_INFO("epoch", "epoch=%" PRIu32 " epochs=%" PRIu32 " loss=%.4f train_acc=%.4f val_acc=%.4f "
 		 "epoch_s=%.2f wait_s=%.2f compute_s=%.2f compute_cpu_s=%.2f allreduce_s=%.2f eval_s=%.2f%s "
-		 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, c->epochs,
+		 "steps=%" PRIu32 " samples_per_s=%.0f done=%.4f eta_s=%.1f params_crc=%08" PRIx32, epoch + 1, r->epochs,
 		 loss, train_acc, val_acc, epoch_s + r->phase_s[PH_EVAL], r->phase_s[PH_WAIT], r->phase_s[PH_COMPUTE],
 		 r->compute_cpu_s, r->phase_s[PH_ALLREDUCE], r->phase_s[PH_EVAL], embed, r->steps - first, rate, *done,
 		 *eta_s, tr_params_crc(r->params, r->np));
@@ -1256,7 +1312,6 @@ static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch
 /* The epochs from where this process begins (a checkpoint's position). */
 static int train_epochs(struct run *r, uint64_t eval_seed)
 {
-	const struct tr_config *c = r->c;
 	double done, eta_s;
 	int rc;
 
@@ -1270,7 +1325,7 @@ static int train_epochs(struct run *r, uint64_t eval_seed)
 	r->pace_step = r->global_step;
 	r->pace_t0 = r->ckpt_at = gnn_now();
 	progress(r, &done, &eta_s);
-	for (uint32_t epoch = r->start_epoch; epoch < c->epochs; epoch++) {
+	for (uint32_t epoch = r->start_epoch; epoch < r->epochs; epoch++) {
 		uint32_t first = epoch == r->start_epoch ? r->start_step : 0;
 		struct epoch_sums sums = first > 0 ? r->start_sums : (struct epoch_sums){ 0 };
 		double epoch_s = 0;
@@ -1312,7 +1367,7 @@ static int test_and_result(struct run *r, uint64_t eval_seed, double t_train, st
 			 "accuracy: gnn-trainer infer\"" : "");
 	if ((rc = ranks_agree(r, tr_params_crc(r->best, r->np))) != GNN_OK)
 		return rc;
-	*out = (struct gnn_result){ .epochs = c->epochs, .model_hash = tr_model_hash(c, r->e->graph),
+	*out = (struct gnn_result){ .epochs = r->epochs, .model_hash = tr_model_hash(c, r->e->graph),
 				   .test_acc = test_acc, .best_val_acc = r->best_val, .best_epoch = r->best_epoch,
 				   .params_crc = tr_params_crc(r->best, r->np), .train_s = gnn_now() - t_train,
 				   .test_nodes = r->ntest, .test_ap = test_ap, .has_config = true };
@@ -1353,6 +1408,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	if ((rc = c->link ? load_link(&r) : load_nodes(&r)) != GNN_OK ||
 	    (!c->link && env->feats != NULL && tr_feats_wants_cache(env->feats) && (rc = warm_cache(&r)) != GNN_OK))
 		goto out;
+	plan_epochs(&r);
 	if ((rc = train_epochs(&r, eval_seed)) == GNN_OK)
 		rc = test_and_result(&r, eval_seed, t_train, out);
 out:

@@ -265,6 +265,12 @@ static const char *param_name(const struct tr_model_cfg *c, size_t i, char *buf,
 	return buf;
 }
 
+/* Layer 0's width: hidden with the encoder (input.h), else in_dim. */
+static size_t in0(const struct tr_model_cfg *c)
+{
+	return c->encoder == TR_ENC_ON || !c->in_dim ? c->hidden : c->in_dim;
+}
+
 /* Finite differences cannot cross ReLU's kink: a unit whose
  * pre-activation lies within a step of 0 gives a difference quotient that
  * mixes both one-sided slopes. With the default initialisation's small
@@ -281,7 +287,7 @@ static void spread_params(struct tr_model *m, const struct tr_model_cfg *c)
 	size_t nmat = c->model != NULL && strcmp(c->model, "gcn") == 0 ? 1 : 2;
 
 	for (uint32_t l = 0; l < c->num_layers; l++) {
-		size_t in = l == 0 ? c->in_dim : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
+		size_t in = l == 0 ? in0(c) : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
 		float stretch = (float)(sqrt(2.0) * sqrt(6.0 / (double)(in + out)) * sqrt((double)in));
 
 		for (size_t k = 0; k < nmat * in * out; k++)
@@ -1090,7 +1096,7 @@ static void rgcn_offsets(const struct tr_model_cfg *c, size_t R, size_t *off)
 
 	off[0] = 0;
 	for (uint32_t l = 0; l < c->num_layers; l++) {
-		size_t in = l == 0 ? (c->in_dim ? c->in_dim : c->hidden) : c->hidden;
+		size_t in = l == 0 ? in0(c) : c->hidden;
 		size_t out = l + 1 == c->num_layers ? c->num_classes : c->hidden, io = in * out;
 
 		off[l + 1] = off[l] + (B ? (1 + B) * io + R * B + out : ((R + 1) * in + 1) * out);
@@ -1166,14 +1172,47 @@ static double *ref_layer(const struct gnn_block *b, size_t R, const double *h, c
 	return o;
 }
 
+/* Layer 0's input rows in double with the encoder (ns x D, D = hidden):
+ * x W_t + b_t for a type with features (its slice at enc: per type with
+ * features W_t [fd x D] then b_t [D], then the type vectors), the type's
+ * vector for one without. */
+static double *ref_encoded_rows(const struct gnn_minibatch *mb, const float *enc, size_t D)
+{
+	size_t ns = mb->blocks[0].num_src, rank[GNN_PROTO_MAX_TYPES] = { 0 }, woff[GNN_PROTO_MAX_TYPES], o = 0, k;
+	double *h = calloc(ns * D, sizeof(double));
+
+	for (uint32_t t = 0; t < mb->num_types; t++) {
+		woff[t] = o;
+		o += mb->feat_dims[t] ? (mb->feat_dims[t] + 1) * D : 0;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t t = mb->num_types > 1 ? mb->src_types[i] : 0, fd = mb->feat_dims[t];
+		const float *x = (const float *)mb->feat[t] + rank[t]++ * fd, *w = enc + woff[t];
+
+		for (uint32_t u = k = 0; u < t; u++)
+			k += mb->feat_dims[u] == 0;
+		for (size_t j = 0; j < D; j++) {
+			double sum = fd ? w[fd * D + j] : enc[o + k * D + j];
+
+			for (size_t q = 0; q < fd; q++)
+				sum += (double)x[q] * w[q * D + j];
+			h[i * D + j] = sum;
+		}
+	}
+	return h;
+}
+
 /* R-GCN's logits in double, no dropout (caller frees). */
 static double *ref_forward_rgcn(const struct tr_model_cfg *c, const float *p, const struct gnn_minibatch *mb)
 {
-	size_t R = mb->num_rels, off[TL + 2], D = c->in_dim ? c->in_dim : c->hidden;
+	size_t R = mb->num_rels, off[TL + 2], D = in0(c);
 	double *h;
 
 	rgcn_offsets(c, R, off);
-	h = ref_input_rows(mb, p + off[c->num_layers], D);
+	if (c->encoder == TR_ENC_ON)
+		h = ref_encoded_rows(mb, p + off[c->num_layers], D);
+	else
+		h = ref_input_rows(mb, p + off[c->num_layers], D);
 	for (uint32_t l = 0; l < c->num_layers; l++) {
 		size_t in = l == 0 ? D : c->hidden, out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
 		double *w = malloc((R + 1) * in * out * sizeof(double)), *bias = malloc(out * sizeof(double)), *o;
@@ -1198,7 +1237,7 @@ static void spread_rgcn(struct tr_model *m, const struct tr_model_cfg *c, size_t
 
 	rgcn_offsets(c, R, off);
 	for (uint32_t l = 0; l < c->num_layers; l++) {
-		size_t in = l == 0 && c->in_dim ? c->in_dim : c->hidden;
+		size_t in = l == 0 ? in0(c) : c->hidden;
 		size_t out = l + 1 == c->num_layers ? c->num_classes : c->hidden;
 		float stretch = (float)(sqrt(2.0) * sqrt(6.0 / (double)(in + out)) * sqrt((double)in));
 
@@ -1222,7 +1261,7 @@ static double typed_gradcheck(const struct tr_model_cfg *c, uint32_t nrels, uint
 	struct tr_model *m;
 	struct tr_step_stats st;
 	struct gc_result r, rv;
-	size_t n, D = c->in_dim;
+	size_t n, D = in0(c);
 	double gmax = 0;
 	float *g;
 
@@ -1713,6 +1752,187 @@ static void test_rgcn_learns_through_relations(void)
 	tr_model_free(m);
 }
 
+
+/* ---- the per-type input encoder (input.h) ---- */
+
+/* R-GCN on the typed schema with the encoder: types of 6, 0 and 3
+ * features projected to hidden 5. The encoder's slice after the layers:
+ * W_0 [6 x 5], b_0, W_2 [3 x 5], b_2, the featureless type's vector. */
+static const struct tr_model_cfg ENC = { .num_layers = 3, .in_dim = 6, .hidden = 5, .num_classes = 4,
+					 .dropout = 0.3f, .model = "rgcn", .schema = &typed_schema,
+					 .encoder = TR_ENC_ON };
+#define ENC_PARAMS ((6 + 1) * 5 + (3 + 1) * 5 + 5)
+
+/* The forward pass against the double reference (projected rows, then
+ * R-GCN's layers), with and without bases. */
+static void test_encoder_forward_matches_reference(void)
+{
+	make_schema(&typed_schema, TR);
+	for (uint32_t B = 0; B <= 3; B += 3) {
+		struct tr_model_cfg c = ENC;
+		struct ttmb t;
+		struct tr_model *m;
+		double loss, ref, *z;
+		size_t off[TL + 2];
+
+		c.num_bases = B;
+		rgcn_offsets(&c, TR, off);
+		make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 410 + B);
+		if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+			return;
+		CHECK(tr_model_num_params(m) == off[3] + ENC_PARAMS);
+		tr_model_init(m, 7 + B);
+		z = ref_forward_rgcn(&c, tr_model_params(m), &t.mb);
+		ref = ref_loss(z, t.labels, t.mb.num_seeds, c.num_classes);
+		CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+		printf("  encoder rgcn bases=%" PRIu32 " loss=%.9f reference=%.9f difference=%.1e\n", B, loss, ref,
+		       fabs(loss - ref));
+		CHECK(fabs(loss - ref) < 1e-5 * fmax(1.0, loss));
+		free(z);
+		tr_model_free(m);
+		free_typed(&t);
+	}
+}
+
+/* Every parameter against finite differences, the encoder's included
+ * (the type vector checked alone by typed_gradcheck), with and without
+ * the input dropout; GraphSAGE on a one-relation schema with it too. */
+static void test_encoder_gradcheck(void)
+{
+	static struct gnn_schema one;
+	struct tr_model_cfg c = ENC;
+	size_t off[TL + 2];
+	double worst = 0;
+
+	make_schema(&typed_schema, TR);
+	for (int d = 0; d < 2; d++)
+		for (uint64_t s = 1; s <= 2; s++) {
+			c.dropout = d ? 0.3f : 0.0f;
+			rgcn_offsets(&c, TR, off);
+			worst = fmax(worst, typed_gradcheck(&c, TR, s, off[3] + ENC_PARAMS));
+		}
+	make_schema(&one, 1);
+	c.schema = &one;
+	c.model = "graphsage";
+	worst = fmax(worst, typed_gradcheck(&c, 1, 3, (5 * 5 * 2 + 5) * 2 + (5 * 4 * 2 + 4) + ENC_PARAMS));
+	printf("  encoder gradcheck overall: largest relative error %.2e (tolerance %.0e)\n", worst, FD_TOL);
+}
+
+/* tr_model_input_row gives the projected rows; layer-wise inference from
+ * them gives the forward pass's logits (its loss, to rounding). */
+static void test_encoder_input_rows(void)
+{
+	struct ttmb t;
+	struct tr_model *m;
+	size_t D = ENC.hidden, ns = TSIZES[0], rank[TT] = { 0 }, off[TL + 2];
+	float *h = malloc(ns * D * sizeof(float));
+	double loss, *ref, *z, err = 0;
+
+	make_schema(&typed_schema, TR);
+	make_typed(&t, 3, TSIZES, TR, ENC.num_classes, 3, 510);
+	if (!CHECK(tr_model_new(&ENC, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 8);
+	rgcn_offsets(&ENC, TR, off);
+	ref = ref_encoded_rows(&t.mb, tr_model_params(m) + off[3], D);
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t ty = t.types[i];
+		const float *f = TFEAT[ty] ? t.feat[ty] + rank[ty]++ * TFEAT[ty] : NULL;
+
+		CHECK(tr_model_input_row(m, ty, f, h + i * D) == GNN_OK);
+		for (size_t j = 0; j < D; j++)
+			err = fmax(err, fabs(h[i * D + j] - ref[i * D + j]));
+	}
+	CHECK(err < 1e-5);
+	for (uint32_t l = 0; l < 3; l++) {
+		uint32_t win, wout;
+		float *o;
+
+		tr_model_layer_dims(m, l, &win, &wout);
+		CHECK(win == (l == 0 ? D : ENC.hidden));
+		o = malloc((size_t)t.mb.blocks[l].num_dst * wout * sizeof(float));
+		CHECK(tr_model_infer_layer(m, l, &t.mb.blocks[l], h, o) == GNN_OK);
+		free(h);
+		h = o;
+	}
+	z = malloc(t.mb.num_seeds * ENC.num_classes * sizeof(double));
+	for (size_t i = 0; i < t.mb.num_seeds * ENC.num_classes; i++)
+		z[i] = h[i];
+	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+	printf("  encoder rows: max |row - reference| %.1e; layer-wise loss %.9f, forward %.9f\n", err,
+	       ref_loss(z, t.labels, t.mb.num_seeds, ENC.num_classes), loss);
+	CHECK(fabs(ref_loss(z, t.labels, t.mb.num_seeds, ENC.num_classes) - loss) < 1e-5);
+	free(z);
+	free(ref);
+	free(h);
+	tr_model_free(m);
+	free_typed(&t);
+}
+
+/* The central difference of the loss (dropout seed 11) in the feature
+ * value at x, step h. */
+static double feat_central(struct tr_model *m, const struct gnn_minibatch *mb, float *x, float h)
+{
+	float x0 = *x;
+	double lp, lm;
+
+	*x = x0 + h;
+	tr_model_loss(m, mb, true, 11, &lp);
+	*x = x0 - h;
+	tr_model_loss(m, mb, true, 11, &lm);
+	*x = x0;
+	return (lp - lm) / (2.0 * h);
+}
+
+/* With input_grad (learnable embeddings) the gradient of the raw input
+ * rows, through the projection and the input dropout, against finite
+ * differences of the loss in the feature values. */
+static void test_encoder_input_grad(void)
+{
+	struct tr_model_cfg c = ENC;
+	struct ttmb t;
+	struct tr_model *m;
+	struct tr_step_stats st;
+	size_t ld = 0, checked = 0, ns = TSIZES[0], rank[TT] = { 0 };
+	const float *dh;
+	float *g;
+	double worst = 0;
+
+	c.input_grad = true;
+	make_schema(&typed_schema, TR);
+	make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 520);
+	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 9);
+	spread_rgcn(m, &c, TR);
+	CHECK(tr_model_train_step(m, &t.mb, 11, &st) == GNN_OK);
+	dh = tr_model_input_grad(m, &ld);
+	if (!CHECK(dh != NULL && ld == 6))
+		goto out;
+	g = malloc(ns * ld * sizeof(float));
+	memcpy(g, dh, ns * ld * sizeof(float));
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t ty = t.types[i];
+		float *x = TFEAT[ty] ? t.feat[ty] + rank[ty]++ * TFEAT[ty] : NULL;
+
+		for (uint32_t j = 0; x != NULL && i % 2 == 0 && j < TFEAT[ty]; j++) {
+			double fd = feat_central(m, &t.mb, x + j, FD_STEP), fd2 = feat_central(m, &t.mb, x + j, 2 * FD_STEP);
+
+			if (fabs(fd - fd2) > 0.5 * FD_TOL * fmax(FD_FLOOR, fabs(fd) + fabs(fd2)))
+				continue;   /* a ReLU kink within the step */
+			worst = fmax(worst, fabs((double)g[i * ld + j] - fd) /
+						    fmax(FD_FLOOR, fabs((double)g[i * ld + j]) + fabs(fd)));
+			checked++;
+		}
+	}
+	printf("  encoder input_grad checked=%zu max_rel_err=%.2e tolerance=%.0e\n", checked, worst, FD_TOL);
+	CHECK(checked > 10 && worst < FD_TOL);
+	free(g);
+out:
+	tr_model_free(m);
+	free_typed(&t);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_model");
@@ -1740,5 +1960,9 @@ int main(void)
 	RUN(test_rgcn_featureless);
 	RUN(test_rgcn_check_rejects);
 	RUN(test_rgcn_learns_through_relations);
+	RUN(test_encoder_forward_matches_reference);
+	RUN(test_encoder_gradcheck);
+	RUN(test_encoder_input_rows);
+	RUN(test_encoder_input_grad);
 	return t_done();
 }

@@ -29,6 +29,8 @@ without a chart key, --layers, is the template's own). */}}
 - --embed-optimizer={{ .embed.optimizer }}
 {{- end }}
 - --epochs={{ int64 .epochs }}
+- --min-steps={{ int64 .minSteps }}
+- --eval-every={{ int64 .evalEvery }}
 - --batch-size={{ int64 .batchSize }}
 {{- with .fanouts }}
 - --fanouts={{ include "gnn-dist.fanoutText" . }}

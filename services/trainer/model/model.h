@@ -35,6 +35,13 @@
  * the model, trained). docs/model.md, "R-GCN", has the layouts. */
 enum tr_encoder { TR_ENC_AUTO, TR_ENC_ON, TR_ENC_OFF };
 
+/* Whether layer 0's input rows are a per-type projection (input.h) for
+ * this setting and a schema of num_types node types. */
+static inline bool tr_encoder_projects(enum tr_encoder e, uint32_t num_types)
+{
+	return e == TR_ENC_ON || (e == TR_ENC_AUTO && num_types > 1);
+}
+
 struct tr_model_cfg {
 	uint32_t num_layers;   /* 1 .. GNN_PROTO_MAX_LAYERS */
 	uint32_t in_dim;       /* the widest type's feature width (gnn_schema_max_feat_dim); >= 1
@@ -187,6 +194,10 @@ void tr_model_layer_dims(const struct tr_model *m, uint32_t l, uint32_t *in, uin
  * GNN_EINVAL when t is not a type of the schema, or feat is NULL for a
  * type with features or not NULL for one without. feat may be out itself. */
 int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out);
+
+/* Whether its input rows are projected per type (input.h): a product per
+ * row, which layer-wise inference makes once per node rather than per edge. */
+bool tr_model_input_projects(const struct tr_model *m);
 
 /* After tr_model_train_step of a model made with input_grad: the
  * gradient of the loss with respect to layer 0's input rows, one row per
