@@ -93,14 +93,6 @@ int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 	return GNN_OK;
 }
 
-/* --encoder's value (the table checked it against its choices). */
-static enum tr_encoder encoder_of(const char *v)
-{
-	if (strcmp(v, "on") == 0)
-		return TR_ENC_ON;
-	return strcmp(v, "off") == 0 ? TR_ENC_OFF : TR_ENC_AUTO;
-}
-
 void tr_config_model(const struct tr_config *c, const struct gnn_layout *g, const struct tr_emb *emb,
 		     struct gnn_schema *mschema, struct tr_model_cfg *mc)
 {
@@ -108,7 +100,7 @@ void tr_config_model(const struct tr_config *c, const struct gnn_layout *g, cons
 				     .num_classes = c->link ? c->emb_dim : g->num_classes, .dropout = c->dropout,
 				     .model = c->model, .schema = g->schema, .num_bases = c->num_bases,
 				     .degree_scale = c->degree_scale, .heads = (uint32_t)c->mcfg.heads,
-				     .encoder = encoder_of(c->mcfg.encoder) };
+				     .encoder = tr_encoder_named(c->mcfg.encoder) };
 	if (emb == NULL)
 		return;
 	tr_emb_model_schema(emb, mschema);

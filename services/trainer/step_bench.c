@@ -27,8 +27,8 @@
 #include "sys.h"
 
 static struct {
-	const char *fanouts, *dump, *model, *sampler;
-	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases;
+	const char *fanouts, *dump, *model, *sampler, *encoder;
+	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases, heads;
 	double dropout, lr;
 } bc;
 
@@ -52,6 +52,9 @@ static const struct gnn_opt bench_options[] = {
 	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn)" },
 	{ "num-bases", GNN_OPT_INT, &bc.num_bases, "0", 0, GNN_PROTO_MAX_RELS, NULL,
 	  "rgcn: basis matrices per layer (0: a full weight per relation)" },
+	{ "encoder", GNN_OPT_STR, &bc.encoder, "auto", 0, 0, "auto|on|off",
+	  "layer 0's input rows (gnn-trainer --encoder): a Linear per node type, on by default for typed graphs" },
+	{ "heads", GNN_OPT_INT, &bc.heads, "4", 1, 64, NULL, "rgat, gat: attention heads (gnn-trainer --heads)" },
 	{ "sampler", GNN_OPT_STR, &bc.sampler, NULL, 0, 0, NULL,
 	  "instead of synthetic blocks: a real minibatch from this running sampler (its graph's first --batch "
 	  "training nodes, --fanouts per relation, --seed), so the step is timed on the blocks a trainer gets; "
@@ -836,7 +839,9 @@ int tr_bench_main(int argc, char **argv)
 	status = 1;
 	cfg = (struct tr_model_cfg){ .num_layers = L, .in_dim = (uint32_t)bc.in_dim, .hidden = (uint32_t)bc.hidden,
 				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout,
-				     .model = bc.model, .schema = sc, .num_bases = (uint32_t)bc.num_bases };
+				     .model = bc.model, .schema = sc, .num_bases = (uint32_t)bc.num_bases,
+				     .heads = (uint32_t)bc.heads,
+				     .encoder = tr_encoder_named(bc.encoder) };
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);

@@ -21,6 +21,9 @@ void tr_layers_destroy(void *self)
 	if (s == NULL)
 		return;
 	for (int l = 0; l < GNN_PROTO_MAX_LAYERS; l++) {
+		free(s->grp[l].grp.p);
+		free(s->grp[l].pos.p);
+		free(s->grp[l].wt.p);
 		free(s->x[l].p);
 		free(s->h[l].p);
 		free(s->w[l].p);
@@ -29,6 +32,9 @@ void tr_layers_destroy(void *self)
 	free(s->d[1].p);
 	free(s->dx.p);
 	free(s->gw.p);
+	free(s->gt.p);
+	free(s->yp.p);
+	free(s->dyp.p);
 	tr_input_free(&s->inp);
 	free(s->tptr.p);
 	free(s->tidx.p);
@@ -86,6 +92,11 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 	s->cfg.schema = NULL;
 	s->spec = spec;
 	s->R = cfg->schema->num_rels;
+	for (uint32_t r = 0; r < s->R; r++) {
+		s->rel_dst[r] = cfg->schema->rels[r].dst;
+		s->blk[r] = s->nrel[s->rel_dst[r]]++;
+	}
+	s->grouped = spec->agg_rows == tr_layers_rel_agg_rows && cfg->schema->num_types > 1;
 	s->nmat = spec->nmat > 0 ? spec->nmat : s->R + 1;
 	s->B = cfg->num_bases;
 	if (tr_input_setup(&s->inp, cfg) != GNN_OK) {
@@ -187,9 +198,10 @@ static inline void mean_rows(const struct tr_agg_ctx *c, int32_t e0, int32_t e1,
 	tr_vscale(acc, 1.0f / (float)(e1 - e0), in);
 }
 
-/* X = [h_dst | mean over relation 1 | ... | mean over relation R | 1] for
- * dst rows [lo, hi): a dst's relations' edges are consecutive, so the
- * prefetch runs over [lo, hi)'s edges as over one list. */
+/* X = [h_dst | the mean over each relation of the dst's type | 1] for
+ * dst rows [lo, hi), each where its group puts it: a dst's relations'
+ * edges are consecutive, so the prefetch runs over [lo, hi)'s edges as
+ * over one list. */
 void tr_layers_rel_agg_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct tr_agg_ctx *c = arg;
@@ -200,42 +212,53 @@ void tr_layers_rel_agg_rows(void *arg, size_t lo, size_t hi)
 	for (int32_t e = indptr[lo * R]; e < indptr[lo * R] + AHEAD && e < e_end; e++)
 		tr_prefetch_row(c->h + (size_t)idx[e] * in, in);
 	for (size_t v = lo; v < hi; v++) {
-		float *restrict row = c->x + v * c->ldx;
+		uint32_t k;
+		float *restrict row;
 
+		tr_groups_row(c->g, v, &k);
+		row = tr_groups_xrow(c->g, c->x, v);
 		memcpy(row, c->h + v * in, in * sizeof(float));
-		row[(R + 1) * in] = 1.0f;
+		row[c->g->k[k] - 1] = 1.0f;
 		for (size_t r = 0; r < R; r++)
-			mean_rows(c, indptr[v * R + r], indptr[v * R + r + 1], e_end, row + (1 + r) * in);
+			if (c->rel_dst[r] == c->g->type[k])
+				mean_rows(c, indptr[v * R + r], indptr[v * R + r + 1], e_end, row + (1 + c->blk[r]) * in);
 	}
 }
 
-/* dX's row v is [dX_self | dX_1 | ... | dX_R] (in floats each): edge row
- * q = v R + r reads dX_r[v] at (v (R + 1) + 1 + r) in = (q + v + 1) in,
- * scaled by 1 / deg_r(v). The first term initialises the row (most rows
- * >= num_dst have exactly one in-block edge: no zeroing pass for them). */
+/* dX's row of dst v is [dX_self | dX_r for each relation of its type]
+ * (in floats each, where its group puts it): edge row q = v R + r reads
+ * dX_r[v], scaled by 1 / deg_r(v). The first term initialises the row
+ * (most rows >= num_dst have exactly one in-block edge: no zeroing pass
+ * for them). */
+static inline const float *rel_grad_src(const struct tr_grad_ctx *c, size_t q, float *scale)
+{
+	size_t v = q / c->R, r = q % c->R;
+
+	*scale = 1.0f / (float)(c->b->indptr[q + 1] - c->b->indptr[q]);
+	return tr_groups_dxrow(c->g, c->dx, v) + (1 + c->blk[r]) * c->in;
+}
+
 void tr_layers_rel_grad_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct tr_grad_ctx *c = arg;
-	const int32_t *indptr = c->b->indptr;
-	const size_t in = c->in, nd = c->b->num_dst, R = c->R;
+	const size_t in = c->in, nd = c->b->num_dst;
 
 	for (size_t u = lo; u < hi; u++) {
-		float *restrict d = c->dh + u * in;
+		float *restrict d = c->dh + u * in, a;
 		int32_t e = c->tptr[u], e1 = c->tptr[u + 1];
+		const float *src;
 
 		if (u < nd) {
-			memcpy(d, c->dx + u * (R + 1) * in, in * sizeof(float));
+			memcpy(d, tr_groups_dxrow(c->g, c->dx, u), in * sizeof(float));
 		} else if (e < e1) {
-			size_t q = (size_t)c->tidx[e++];
-
-			tr_vscale_to(d, c->dx + (q + q / R + 1) * in, 1.0f / (float)(indptr[q + 1] - indptr[q]), in);
+			src = rel_grad_src(c, (size_t)c->tidx[e++], &a);
+			tr_vscale_to(d, src, a, in);
 		} else {
 			memset(d, 0, in * sizeof(float));
 		}
 		for (; e < e1; e++) {
-			size_t q = (size_t)c->tidx[e];
-
-			tr_vaxpy(d, c->dx + (q + q / R + 1) * in, 1.0f / (float)(indptr[q + 1] - indptr[q]), in);
+			src = rel_grad_src(c, (size_t)c->tidx[e], &a);
+			tr_vaxpy(d, src, a, in);
 		}
 		tr_grad_mask(c, u, d);
 	}
@@ -278,17 +301,6 @@ static int materialise(struct tr_layers *s, uint32_t l, struct tr_kstats *ks)
 	return GNN_OK;
 }
 
-/* cfg degree_scale (model.h): rows [0, num_dst) of m (row stride ld),
- * their first cols floats, times sqrt(deg(v) + 1), deg(v) the dst's edges
- * over all R relations. The forward pass scales X_l's aggregate; the
- * backward pass the same rows of dX, the scale being a constant of the
- * block. */
-static void degree_scale_rows(const struct gnn_block *b, size_t R, float *m, size_t ld, size_t cols)
-{
-	for (size_t v = 0; v < b->num_dst; v++)
-		tr_vscale(m + v * ld, sqrtf((float)(b->indptr[(v + 1) * R] - b->indptr[v * R]) + 1.0f), cols);
-}
-
 static bool scaled(const struct tr_layers *s, uint32_t l)
 {
 	return s->cfg.degree_scale && l + 1 == s->cfg.num_layers;
@@ -299,21 +311,23 @@ static bool scaled(const struct tr_layers *s, uint32_t l)
 static int layer(struct tr_layers *s, uint32_t l, const struct gnn_block *b,
 		 const float *h, bool dropout, uint64_t key, struct tr_kstats *ks, float *y)
 {
-	size_t nd = b->num_dst, in = s->in[l], out = s->out[l], ldx = s->ldx[l];
+	struct tr_groups *g = &s->grp[l];
+	size_t nd = b->num_dst, in = s->in[l];
 	struct tr_agg_ctx ac;
 	int rc;
 
-	if ((rc = tr_fbuf_reserve(&s->x[l], nd * ldx)) != GNN_OK || (rc = materialise(s, l, ks)) != GNN_OK)
+	if ((rc = tr_groups_build(s, l, b, g)) != GNN_OK ||
+	    (rc = tr_fbuf_reserve(&s->x[l], g->xsize ? g->xsize : 1)) != GNN_OK || (rc = materialise(s, l, ks)) != GNN_OK)
 		return rc;
-	ac = (struct tr_agg_ctx){ b, s->R, h, s->x[l].p, in, ldx };
+	ac = (struct tr_agg_ctx){ b, s->R, h, s->x[l].p, in, s->ldx[l], g, s->blk, s->rel_dst };
 	/* ~64 KiB of gathered rows per thread at least. */
 	tr_par_for(nd, 1 + 16384 / (in * (1 + b->num_edges / (nd ? nd : 1))), s->spec->agg_rows, &ac);
 	if (scaled(s, l))
-		degree_scale_rows(b, s->R, s->x[l].p, ldx, s->nmat * in);
-	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, s->nmat * in + 1, s->x[l].p, ldx, weights(s, l), out, y,
-		 out);
+		tr_groups_degree_scale(g, b, s->R, s->x[l].p, false);
+	if ((rc = tr_groups_product(s, l, nd, weights(s, l), ks, y)) != GNN_OK)
+		return rc;
 	if (l + 1 < s->cfg.num_layers)
-		tr_relu_dropout(y, nd, out, dropout, key, s->keep_below, s->keep_scale);
+		tr_relu_dropout(y, nd, s->out[l], dropout, key, s->keep_below, s->keep_scale);
 	return GNN_OK;
 }
 
@@ -378,33 +392,31 @@ static int weight_grads(struct tr_layers *s, uint32_t l, size_t nd, const float 
 			return rc;
 		g = s->gw.p;
 	}
-	if (nd == 0)
-		memset(g, 0, rows * out * sizeof(float));
-	else
-		tr_sgemm(ks, CblasTrans, CblasNoTrans, rows, out, nd, s->x[l].p, s->ldx[l], dy, out, g, out);
+	if ((rc = tr_groups_weight_grads(s, l, nd, dy, g, ks)) != GNN_OK)
+		return rc;
 	if (s->B > 0)
 		reduce_bases(s, l, ks);
 	return GNN_OK;
 }
 
 /* The gradient of layer l's source rows into dh (num_src x in_l) from its
- * dY: dX = dY [W_1; ...]^T (one product: the weights are (nmat in) x out
- * row-major), then the model's gather through the block grouped by
- * source, masked by h (NULL: no mask) and scale. */
+ * dY: dX = dY [W_1; ...]^T (tr_groups_dx), then the model's gather
+ * through the block grouped by source, masked by h (NULL: no mask) and
+ * scale. After weight_grads of the same layer. */
 static int source_grads(struct tr_layers *s, uint32_t l, const struct gnn_block *b, const float *dy,
 			const float *h, float scale, struct tr_fbuf *dh, struct tr_kstats *ks)
 {
-	size_t nd = b->num_dst, ns = b->num_src, in = s->in[l], out = s->out[l], win = s->nmat * in;
+	size_t ns = b->num_src, in = s->in[l];
 	struct tr_grad_ctx gc;
 	int rc;
 
-	if ((rc = tr_fbuf_reserve(dh, ns * in)) != GNN_OK || (rc = tr_fbuf_reserve(&s->dx, nd * win)) != GNN_OK ||
-	    (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK)
+	if ((rc = tr_fbuf_reserve(dh, ns * in)) != GNN_OK || (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK ||
+	    (rc = tr_groups_dx(s, l, b->num_dst, dy, weights(s, l), ks)) != GNN_OK)
 		return rc;
-	tr_sgemm(ks, CblasNoTrans, CblasTrans, nd, win, out, dy, out, weights(s, l), out, s->dx.p, win);
 	if (scaled(s, l))
-		degree_scale_rows(b, s->R, s->dx.p, win, win);
-	gc = (struct tr_grad_ctx){ b, s->R, s->tptr.p, s->tidx.p, s->dx.p, h, dh->p, in, scale };
+		tr_groups_degree_scale(&s->grp[l], b, s->R, s->dx.p, true);
+	gc = (struct tr_grad_ctx){ b, s->R, s->tptr.p, s->tidx.p, s->dx.p, h, dh->p, in, scale, &s->grp[l], s->blk,
+				   s->rel_dst };
 	tr_par_for(ns, 1 + 16384 / (in * (1 + b->num_edges / (ns ? ns : 1))), s->spec->grad_rows, &gc);
 	return GNN_OK;
 }

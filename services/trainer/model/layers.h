@@ -43,11 +43,66 @@
 
 struct tr_layer_spec;
 
+/* Layer l's destination rows grouped by node type, for the relational
+ * mean: a destination's relations can only be those that end at its
+ * type, so each group's X holds only theirs, [H_v | mean over each of
+ * them | 1], and multiplies the weights gathered for it, [W_self; theirs;
+ * b] (R-GCN on ogbn-mag's schema: a paper row has 3 relation blocks of 7).
+ * A group is found from the block itself (the type its first relation
+ * with edges ends at; none: the first group), so layer-wise inference
+ * needs no types. One group (n == 1) is the plain layout, rows in block
+ * order. Every size_t is in floats. */
+struct tr_groups {
+	uint32_t n;                          /* groups */
+	uint32_t type[GNN_MAX_TYPES];        /* group g's node type */
+	size_t start[GNN_MAX_TYPES + 1];     /* group g's rows [start[g], start[g + 1]) in the grouped order */
+	size_t k[GNN_MAX_TYPES];             /* its X columns (the ones column last) */
+	size_t ldx[GNN_MAX_TYPES];           /* its X row stride (k rounded up to a 64-byte line) */
+	size_t xoff[GNN_MAX_TYPES];          /* its X rows' first float */
+	size_t dxoff[GNN_MAX_TYPES];         /* its dX rows' first (k - 1 floats a row) */
+	size_t woff[GNN_MAX_TYPES];          /* its weights' [k x out] first in wt */
+	size_t xsize, dxsize, wsize;         /* the floats of X, dX and wt */
+	struct tr_ibuf grp, pos;             /* n > 1: dst v's group and row in the grouped order */
+	struct tr_fbuf wt;                   /* n > 1: the groups' weights, gathered */
+};
+
+/* dst v's group (*grp) and row within it; its X row (x: layer l's X) and
+ * dX row (dx: the layer's dX). */
+static inline size_t tr_groups_row(const struct tr_groups *g, size_t v, uint32_t *grp)
+{
+	if (g->n == 1) {
+		*grp = 0;
+		return v;
+	}
+	*grp = (uint32_t)g->grp.p[v];
+	return (size_t)g->pos.p[v] - g->start[*grp];
+}
+
+static inline float *tr_groups_xrow(const struct tr_groups *g, float *x, size_t v)
+{
+	uint32_t k;
+	size_t r = tr_groups_row(g, v, &k);
+
+	return x + g->xoff[k] + r * g->ldx[k];
+}
+
+static inline const float *tr_groups_dxrow(const struct tr_groups *g, const float *dx, size_t v)
+{
+	uint32_t k;
+	size_t r = tr_groups_row(g, v, &k);
+
+	return dx + g->dxoff[k] + r * (g->k[k] - 1);
+}
+
 struct tr_layers {
 	struct tr_model_cfg cfg;           /* its schema pointer cleared: copied out below */
 	const struct tr_layer_spec *spec;
 	uint32_t nmat;                     /* weight matrices per layer: the spec's, or R + 1 */
 	uint32_t R, B;                     /* relations; bases per layer (0: full matrices) */
+	bool grouped;                      /* the relational mean on a schema of several types (tr_groups) */
+	uint32_t rel_dst[GNN_MAX_RELS];    /* relation r's destination type */
+	uint32_t blk[GNN_MAX_RELS];        /* its block among its destination type's (X's block 1 + blk) */
+	uint32_t nrel[GNN_MAX_TYPES];      /* the relations that end at type t */
 	struct tr_input inp;               /* layer 0's input rows (input.h), D = inp.D wide */
 	uint32_t in[GNN_PROTO_MAX_LAYERS], out[GNN_PROTO_MAX_LAYERS];
 	size_t ldx[GNN_PROTO_MAX_LAYERS];  /* row stride of X_l: nmat in + 1 rounded up to a 64-byte line */
@@ -58,10 +113,13 @@ struct tr_layers {
 	uint32_t keep_below;               /* dropout: keep when the 32-bit draw < this */
 	float keep_scale;                  /* 1 / (1 - p) */
 	struct tr_fbuf x[GNN_PROTO_MAX_LAYERS];  /* X_l, kept for the backward pass */
+	struct tr_groups grp[GNN_PROTO_MAX_LAYERS];  /* X_l's rows by group (one when not grouped) */
+	struct tr_fbuf yp, dyp;                  /* grouped: a layer's Y and dY in the grouped order */
 	struct tr_fbuf h[GNN_PROTO_MAX_LAYERS];  /* outputs after ReLU + dropout; h[L-1] the logits */
 	struct tr_fbuf w[GNN_PROTO_MAX_LAYERS];  /* with bases: [W; b] materialised by the forward pass */
 	struct tr_fbuf d[2], dx;                 /* backward: dY ping-pong, dX = dY [W_1; ...]^T */
 	struct tr_fbuf gw;                       /* with bases: a layer's [dW; db] before the reduction */
+	struct tr_fbuf gt;                       /* grouped: one group's [dW; db] before it is added */
 	struct tr_ibuf tptr, tidx;               /* backward: the block grouped by source */
 };
 
@@ -72,8 +130,11 @@ struct tr_agg_ctx {
 	const struct gnn_block *b;
 	size_t R;
 	const float *h;     /* num_src x in */
-	float *x;           /* num_dst x ldx */
+	float *x;           /* num_dst x ldx (the relational mean: rows where g puts them) */
 	size_t in, ldx;
+	const struct tr_groups *g;
+	const uint32_t *blk;      /* the relational mean: relation r's block in its row, 1 + blk[r] */
+	const uint32_t *rel_dst;  /* and the type it ends at (a group has the blocks of its type's) */
 };
 
 /* What a model's gradient pass reads and writes for source rows [lo,
@@ -86,11 +147,14 @@ struct tr_grad_ctx {
 	const struct gnn_block *b;
 	size_t R;
 	const int32_t *tptr, *tidx;
-	const float *dx;
+	const float *dx;       /* the relational mean: rows where g puts them */
 	const float *h;
 	float *dh;
 	size_t in;
 	float scale;
+	const struct tr_groups *g;
+	const uint32_t *blk;
+	const uint32_t *rel_dst;
 };
 
 /* The mask of the gradient pass on source row u's gradient d (in floats):
@@ -128,6 +192,27 @@ struct tr_layer_spec {
  * dX_r[v] / deg_r(v)). GraphSAGE is R = 1. */
 void tr_layers_rel_agg_rows(void *ctx, size_t lo, size_t hi);
 void tr_layers_rel_grad_rows(void *ctx, size_t lo, size_t hi);
+
+/* ---- the grouped rows (groups.c) ---- */
+
+/* Layer l's groups for block b into g (one group unless s->grouped);
+ * GNN_EINVAL (logged) for a dst with edges of relations that end at two
+ * types. */
+int tr_groups_build(const struct tr_layers *s, uint32_t l, const struct gnn_block *b, struct tr_groups *g);
+/* Y = X_l [W; b] (y: nd x out_l, block order) group by group, the
+ * groups' weights gathered from w (the layer's whole [W_1; ...; b]). */
+int tr_groups_product(struct tr_layers *s, uint32_t l, size_t nd, const float *w, struct tr_kstats *ks, float *y);
+/* The layer's whole [dW; db] into gw from dy (nd x out_l): X_l^T dY,
+ * group by group. */
+int tr_groups_weight_grads(struct tr_layers *s, uint32_t l, size_t nd, const float *dy, float *gw,
+			   struct tr_kstats *ks);
+/* After tr_groups_weight_grads of the same layer: dX = dY [W_1; ...]^T
+ * into s->dx, group by group (w: one group's whole weights). */
+int tr_groups_dx(struct tr_layers *s, uint32_t l, size_t nd, const float *dy, const float *w, struct tr_kstats *ks);
+/* cfg degree_scale (model.h): the rows of m (X_l, or with dx its dX),
+ * but the ones column, times sqrt(deg(v) + 1), deg(v) the dst's edges
+ * over all R relations: a constant of the block. */
+void tr_groups_degree_scale(const struct tr_groups *g, const struct gnn_block *b, size_t R, float *m, bool dx);
 
 /* The model's create (model.h) for a spec: a stack for cfg (widths above
  * 2^20, more than one relation for a spec of one, bases for a spec of

@@ -187,6 +187,13 @@ const float *tr_model_input_grad(const struct tr_model *m, size_t *ld)
 	return m->ops->input_grad(m->self, ld);
 }
 
+enum tr_encoder tr_encoder_named(const char *v)
+{
+	if (strcmp(v, "on") == 0)
+		return TR_ENC_ON;
+	return strcmp(v, "off") == 0 ? TR_ENC_OFF : TR_ENC_AUTO;
+}
+
 bool tr_model_input_projects(const struct tr_model *m)
 {
 	return tr_encoder_projects(m->cfg.encoder, m->num_types);

@@ -42,6 +42,10 @@ static inline bool tr_encoder_projects(enum tr_encoder e, uint32_t num_types)
 	return e == TR_ENC_ON || (e == TR_ENC_AUTO && num_types > 1);
 }
 
+/* --encoder's value: "on", "off", anything else auto (the option table
+ * checks the choices). */
+enum tr_encoder tr_encoder_named(const char *v);
+
 struct tr_model_cfg {
 	uint32_t num_layers;   /* 1 .. GNN_PROTO_MAX_LAYERS */
 	uint32_t in_dim;       /* the widest type's feature width (gnn_schema_max_feat_dim); >= 1
