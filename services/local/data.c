@@ -12,11 +12,14 @@
 #include "sys.h"
 
 /* Whether the partition output in dir was made from what this run asks
- * for: the same number of parts, and the same dataset folder (absolute
- * path) or synthetic preset. why (why_len bytes) explains a mismatch. */
+ * for: the same number of parts, feature dtype and normalisation, and the
+ * same dataset folder (absolute path) or synthetic preset. why (why_len
+ * bytes) explains a mismatch. */
 static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why, size_t why_len)
 {
 	const json_t *src = json_object_get(m->json, "source");
+	/* outputs from before --feat-norm hold their rows as imported */
+	const char *norm = json_string_value(json_object_get(m->json, "feat_norm_requested"));
 	const char *kind = json_string_value(json_object_get(src, "kind"));
 	const char *path = json_string_value(json_object_get(src, "path"));
 	const char *preset = json_string_value(json_object_get(src, "preset"));
@@ -33,6 +36,11 @@ static bool matches(const struct loc_run *r, const struct gnn_meta *m, char *why
 	if (strcmp(gnn_dtype_name(m->layout.feat_dtype), r->cfg->feature_dtype) != 0) {
 		snprintf(why, why_len, "its features are %s, %s asked for", gnn_dtype_name(m->layout.feat_dtype),
 			 r->cfg->feature_dtype);
+		return false;
+	}
+	if (strcmp(norm != NULL ? norm : "none", r->cfg->feat_norm) != 0) {
+		snprintf(why, why_len, "its features were normalised with --feat-norm %s, %s asked for",
+			 norm != NULL ? norm : "none", r->cfg->feat_norm);
 		return false;
 	}
 	if (r->cfg->synthetic != NULL) {
@@ -79,6 +87,7 @@ static int run_partitioner(struct loc_run *r)
 	/* --force: WORKDIR/partition is gnn-local's own, and a stale one must go. */
 	if (rc != GNN_OK || (rc = loc_argv_add(&a, "--parts=%d", r->parts)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--feature-dtype=%s", cfg->feature_dtype)) != GNN_OK ||
+	    (rc = loc_argv_add(&a, "--feat-norm=%s", cfg->feat_norm)) != GNN_OK ||
 	    (rc = loc_argv_add(&a, "--out=%s", r->partdir)) != GNN_OK || (rc = loc_argv_add(&a, "--force")) != GNN_OK ||
 	    (loc_link(cfg) && (rc = loc_argv_add(&a, "--edge-split=0.85,0.05,0.10")) != GNN_OK))
 		goto free_argv;

@@ -48,8 +48,19 @@ static int parse_fanouts(const char *opt, const char *text, struct gnn_fanouts *
 	return GNN_EINVAL;
 }
 
+/* An option passed on to gnn-partition (value NULL: not given), which
+ * --partition-dir's finished output cannot take. */
+static int not_with_partition_dir(const struct loc_config *cfg, const char *opt, const char *value)
+{
+	if (value == NULL || cfg->partition_dir == NULL)
+		return GNN_OK;
+	GNN_ERROR("bad_config", "option=--%s value=%s reason=\"--partition-dir's output has its own "
+		  "(gnn-partition --%s made it)\"", opt, value, opt);
+	return GNN_EINVAL;
+}
+
 /* Exactly one data source, and the options that need a certain one
- * (--split, --feature-dtype, --baseline's node classification). */
+ * (--split, --feature-dtype, --feat-norm, --baseline's node classification). */
 static int check_source(struct loc_config *cfg)
 {
 	int sources = (cfg->dataset != NULL) + (cfg->synthetic != NULL) + (cfg->partition_dir != NULL);
@@ -68,13 +79,13 @@ static int check_source(struct loc_config *cfg)
 			  cfg->split);
 		return GNN_EINVAL;
 	}
-	if (cfg->feature_dtype != NULL && cfg->partition_dir != NULL) {
-		GNN_ERROR("bad_config", "option=--feature-dtype value=%s reason=\"--partition-dir's output has its own "
-			  "(gnn-partition --feature-dtype made it)\"", cfg->feature_dtype);
+	if (not_with_partition_dir(cfg, "feature-dtype", cfg->feature_dtype) != GNN_OK ||
+	    not_with_partition_dir(cfg, "feat-norm", cfg->feat_norm) != GNN_OK)
 		return GNN_EINVAL;
-	}
 	if (cfg->feature_dtype == NULL)
 		cfg->feature_dtype = "f32";
+	if (cfg->feat_norm == NULL)
+		cfg->feat_norm = "auto";
 	return GNN_OK;
 }
 

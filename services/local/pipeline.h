@@ -41,6 +41,7 @@
 /* Options (main.c's table). */
 struct loc_config {
 	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir, *feature_dtype;
+	const char *feat_norm;  /* gnn-partition --feat-norm */
 	int64_t parts, samplers, trainers;
 	/* The model table's options (modelcfg.h): those given, or set by the
 	 * link defaults, are passed to the trainers (mc.given); the others

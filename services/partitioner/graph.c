@@ -153,6 +153,7 @@ int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out)
 {
 	uint32_t t;
 	size_t dim;
+	int rc;
 
 	if (node < 0 || node >= g->num_nodes)
 		return GNN_ERANGE;
@@ -166,7 +167,25 @@ int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out)
 	}
 	if (g->feat_row == NULL)
 		return GNN_EINTERNAL;
-	return g->feat_row(g, node, out);
+	if ((rc = g->feat_row(g, node, out)) != GNN_OK)
+		return rc;
+	pt_graph_norm_row(&g->norm[t], out, dim);
+	return GNN_OK;
+}
+
+void pt_graph_norm_row(const struct pt_row_norm *n, float *row, size_t dim)
+{
+	double sum = 0.0;
+
+	if (n->mode == PT_FEAT_NORM_ROW) {
+		for (size_t j = 0; j < dim; j++)
+			sum += row[j];
+		for (size_t j = 0; sum != 0.0 && j < dim; j++)
+			row[j] = (float)((double)row[j] / sum);
+	} else if (n->mode == PT_FEAT_NORM_STANDARD) {
+		for (size_t j = 0; j < dim; j++)
+			row[j] = (float)(((double)row[j] - n->shift[j]) * n->scale[j]);
+	}
 }
 
 void pt_graph_free(struct pt_graph *g)
@@ -175,8 +194,11 @@ void pt_graph_free(struct pt_graph *g)
 	free(g->indices);
 	free(g->labels);
 	free(g->split);
-	for (int t = 0; t < GNN_MAX_TYPES; t++)
+	for (int t = 0; t < GNN_MAX_TYPES; t++) {
 		free(g->feat[t]);
+		free(g->norm[t].shift);
+		free(g->norm[t].scale);
+	}
 	free(g->feat_ctx);
 	memset(g, 0, sizeof(*g));
 }

@@ -24,6 +24,19 @@ struct pt_graph;
 /* Writes the feature row of node (its type's feat_dim floats) to out. */
 typedef int (*pt_graph_feat_fn)(const struct pt_graph *g, int64_t node, float *out);
 
+/* How a type's feature rows are normalised (gnn-partition --feat-norm,
+ * featnorm.h). AUTO is only ever asked for: it resolves to ROW or NONE. */
+enum pt_feat_norm { PT_FEAT_NORM_NONE, PT_FEAT_NORM_ROW, PT_FEAT_NORM_STANDARD, PT_FEAT_NORM_AUTO };
+
+/* One type's normalisation: rows in memory are normalised in place once;
+ * rows from feat_row are normalised as they are read (pt_graph_feature_row),
+ * so a generated matrix is still never held whole. */
+struct pt_row_norm {
+	enum pt_feat_norm mode;  /* applied: NONE, ROW or STANDARD */
+	double *shift, *scale;   /* STANDARD: [feat_dim] column means and 1/sd (0 for a
+				  * constant column), owned; NULL otherwise */
+};
+
 struct pt_graph {
 	int64_t num_nodes;
 	int64_t num_edges;   /* directed edges stored in the CSR, every relation */
@@ -45,6 +58,7 @@ struct pt_graph {
 	float *feat[GNN_MAX_TYPES]; /* type t's rows [nodes of t x its feat_dim], or NULL ... */
 	pt_graph_feat_fn feat_row;  /* ... then rows come from this function */
 	void *feat_ctx;             /* owned by the graph, freed by pt_graph_free() */
+	struct pt_row_norm norm[GNN_MAX_TYPES]; /* zeroed: NONE (featnorm.c sets them) */
 };
 
 /* The first and one-past-last entry of node v's in-neighbours, every
@@ -81,8 +95,13 @@ int pt_graph_build_csr(struct pt_graph *g, int64_t num_nodes, int32_t *src, int3
 void pt_graph_names(const struct gnn_schema *s, bool rels, char *buf, size_t cap);
 
 /* Copies node's feature row into out (its type's feat_dim floats; nothing
- * for a type without features). */
+ * for a type without features), normalised as g->norm says. */
 int pt_graph_feature_row(const struct pt_graph *g, int64_t node, float *out);
+
+/* Normalises one row of dim floats in place as n says: ROW divides by the
+ * row's sum (in double; a row summing to 0 stays), STANDARD maps column j
+ * to (x - shift[j]) * scale[j], NONE leaves it. */
+void pt_graph_norm_row(const struct pt_row_norm *n, float *row, size_t dim);
 
 /* Frees everything the graph owns and zeroes it. Safe on a zeroed graph. */
 void pt_graph_free(struct pt_graph *g);

@@ -17,6 +17,7 @@
 #include "dtype.h"
 #include "edgesplit.h"
 #include "err.h"
+#include "featnorm.h"
 #include "graph.h"
 #include "import.h"
 #include "json.h"
@@ -31,7 +32,7 @@
 #define EXIT_USAGE 2
 
 struct config {
-	const char *input, *split, *synthetic, *out, *method, *feature_dtype;
+	const char *input, *split, *synthetic, *out, *method, *feature_dtype, *feat_norm;
 	const char *edge_split, *edge_split_from, *edge_relation;
 	bool keep_directed, force, no_features;
 	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges, eval_negatives;
@@ -39,6 +40,7 @@ struct config {
 
 static struct config cfg;
 static struct pt_edge_split_opts es_opts;  /* from the edge-split options, when one is given */
+static enum pt_feat_norm feat_norm;        /* --feat-norm */
 
 static const struct gnn_opt options[] = {
 	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
@@ -65,6 +67,9 @@ static const struct gnn_opt options[] = {
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, "f32", 0, 0, "f32|f16",
 	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest; values beyond 65504 refused)" },
+	{ "feat-norm", GNN_OPT_STR, &cfg.feat_norm, "auto", 0, 0, PT_FEAT_NORM_CHOICES,
+	  "feature normalisation per node type, stored with the rows: row (each row divided by its sum), standard "
+	  "(columns to mean 0, sd 1), none; auto: row for a type whose values are all >= 0 (bag-of-words), else none" },
 	{ "edge-split", GNN_OPT_LIST, &cfg.edge_split, NULL, 0, 0, NULL,
 	  "link prediction: TRAIN,VALID,TEST ratios (e.g. 0.85,0.05,0.10) of --edge-relation's edges, seeded by "
 	  "--seed; valid and test pairs (and their reverses) leave the graph for OUT/edge-split/ with sampled "
@@ -113,6 +118,11 @@ static int check_config(void)
 	}
 	if (cfg.edge_split != NULL && cfg.edge_split_from != NULL) {
 		GNN_ERROR("bad_config", "reason=\"give --edge-split RATIOS or --edge-split-from DIR, not both\"");
+		return GNN_EINVAL;
+	}
+	if (pt_feat_norm_parse(cfg.feat_norm, &feat_norm) != GNN_OK) {  /* the table checked the choices */
+		GNN_ERROR("bad_config", "option=--feat-norm value=%s reason=\"one of %s\"", cfg.feat_norm,
+			  PT_FEAT_NORM_CHOICES);
 		return GNN_EINVAL;
 	}
 	if (cfg.edge_relation != NULL && !edge_split_on()) {
@@ -307,6 +317,7 @@ static void meta_graph(json_t *meta, const struct pt_graph *g, const struct pt_p
 	fields = gnn_schema_json(&g->schema);  /* node_types, relations, label_type (format 2) */
 	json_object_update(meta, fields);
 	json_decref(fields);
+	pt_feat_norm_meta(g, feat_norm, meta);
 }
 
 /* Replaces cfg.out by tmp: a plain rename, or with --force an atomic
@@ -405,14 +416,15 @@ struct run {
 	uint64_t ref_bytes;         /* csr_plus_features_bytes, for memory_ratio */
 };
 
-/* Imports or generates the graph, then takes the edge split out of it. */
+/* Imports or generates the graph, normalises its features, then takes
+ * the edge split out of it. */
 static int load(struct run *r)
 {
 	int rc;
 
 	if ((r->meta = meta_new()) == NULL)
 		return GNN_ENOMEM;
-	if ((rc = load_graph(&r->sp, &r->g, r->meta)) != GNN_OK)
+	if ((rc = load_graph(&r->sp, &r->g, r->meta)) != GNN_OK || (rc = pt_feat_norm_apply(&r->g, feat_norm)) != GNN_OK)
 		return rc;
 	/* Held-out edges leave the graph before METIS sees it: the partitions
 	 * (and their edge cut) are those of the graph the model reads. */

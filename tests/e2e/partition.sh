@@ -89,7 +89,7 @@ check homogeneous_random_unchanged "tiny --seed 1 random: the format-1 crc32s" \
 	[ "$(crcs "$WORK/crc-random")" = "[802500054,1103174462,1886445998,3442573926,2267482974,1454059371,2604568750,3158530802,459714804,959486593,3365011824]" ]
 check homogeneous_format_2 "a homogeneous output is format 2: one type node, one relation edge" \
 	[ "$(jq -c '[.format_version, .node_types, .relations, .label_type, .parts[0].files.feat[0].file]' "$WORK/crc-metis/meta.json")" = \
-	  '[2,[{"name":"node","num_nodes":2000,"feat_dim":32}],[{"name":"edge","src":"node","dst":"node","num_edges":20000}],"node","feat-node.arr"]' ]
+	  '[2,[{"name":"node","num_nodes":2000,"feat_dim":32,"feat_norm":"none"}],[{"name":"edge","src":"node","dst":"node","num_edges":20000}],"node","feat-node.arr"]' ]
 
 # ---- bad input: clear message, non-zero exit, nothing left behind ----------
 # bad NAME EXPECTED-MESSAGE [extra flags]: partitions $WORK/bad (prepared by
@@ -146,6 +146,41 @@ check hetero_tiny_keep_directed "--keep-directed: the 3 relations as given (804,
 	bash -c "[ \"\$(jq -c '[.symmetric, [.relations[].num_edges]]' '$WORK/ht-dir/meta.json')\" = '[false,[804,947,320]]' ] &&
 		 '$CHECK' '$WORK/ht-dir' --raw '$HT' --split random --directed | grep -q 'partcheck: ok'"
 
+# ---- feature normalisation (--feat-norm) ----------------------------------
+# hetero-tiny's rows are Gaussian (signed): auto leaves both types as they
+# are, byte for byte; standard is checked by partcheck, which standardises
+# the raw columns with its own code.
+for m in auto none standard; do
+	"$P" --input "$HT" --parts 2 --feat-norm $m --out "$WORK/ht-norm-$m" 2>"$WORK/ht-norm-$m.err" >/dev/null
+done
+check feat_norm_auto_signed_none "hetero-tiny (signed rows), auto: none for author and paper, one feat_norm line each, meta.json records it; feature files byte-identical to --feat-norm none's" \
+	bash -c "grep -q 'feat_norm type=author mode=none requested=auto' '$WORK/ht-norm-auto.err' &&
+		 grep -q 'feat_norm type=paper mode=none requested=auto' '$WORK/ht-norm-auto.err' &&
+		 [ \"\$(grep -c ' feat_norm ' '$WORK/ht-norm-auto.err')\" = 2 ] &&
+		 [ \"\$(jq -c '[.feat_norm_requested, [.node_types[] | .feat_norm]]' '$WORK/ht-norm-auto/meta.json')\" = '[\"auto\",[\"none\",\"none\",null]]' ] &&
+		 for f in part-0/feat-author.arr part-0/feat-paper.arr part-1/feat-author.arr part-1/feat-paper.arr; do
+			 cmp -s '$WORK/ht-norm-auto/'\$f '$WORK/ht-norm-none/'\$f || exit 1; done"
+check feat_norm_standard "hetero-tiny, standard: recorded per type; partcheck ok (columns of mean 0, sd 1 against the raw files)" \
+	bash -c "[ \"\$(jq -c '[.feat_norm_requested, [.node_types[] | .feat_norm]]' '$WORK/ht-norm-standard/meta.json')\" = '[\"standard\",[\"standard\",\"standard\",null]]' ] &&
+		 '$CHECK' '$WORK/ht-norm-standard' --raw '$HT' --split random | grep -q 'partcheck: ok'"
+"$P" --input "$HT" --feat-norm l2 --out "$WORK/norm-bad" 2>"$WORK/err" >/dev/null; rc=$?
+check feat_norm_bad_value "--feat-norm l2: exit 2 naming the choices, nothing written" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'option=feat-norm value=\"l2\".*auto|row|standard|none' '$WORK/err' && [ ! -e '$WORK/norm-bad' ]"
+# gnn-local reuses its workdir's output only when made with the same
+# --feat-norm; an output from before the option (no feat_norm_requested)
+# reads as none. With --partition-dir the output has its own: refused.
+"$P" --synthetic tiny --parts 2 --feat-norm none --out "$WORK/loc/partition" >/dev/null 2>&1
+jq 'del(.feat_norm_requested)' "$WORK/loc/partition/meta.json" >"$WORK/old-meta" && mv "$WORK/old-meta" "$WORK/loc/partition/meta.json"
+LOC=("$BIN/gnn-local" --synthetic tiny --epochs 1 --no-infer --workdir "$WORK/loc")
+timeout 120 "${LOC[@]}" --feat-norm none >"$WORK/loc-none.out" 2>&1
+timeout 120 "${LOC[@]}" >"$WORK/loc-auto.out" 2>&1
+"$BIN/gnn-local" --partition-dir "$WORK/loc/partition" --feat-norm row --workdir "$WORK/loc-given" >/dev/null 2>"$WORK/loc-given.err"; rc=$?
+check local_feat_norm_reuse "gnn-local: an older output (read as none) reused with --feat-norm none, repartitioned for auto; --feat-norm with --partition-dir: exit 2" \
+	bash -c "grep -q 'partition_reused' '$WORK/loc-none.out' &&
+		 grep -q 'partition_stale .*reason=\"its features were normalised with --feat-norm none, auto asked for\"' '$WORK/loc-auto.out' &&
+		 [ \"\$(jq -r .feat_norm_requested '$WORK/loc/partition/meta.json')\" = auto ] &&
+		 [ $rc -eq 2 ] && grep -q 'bad_config option=--feat-norm value=row' '$WORK/loc-given.err'"
+
 # Each bad heterogeneous input: non-zero exit, the error names the file
 # and line, no output left.
 fresh "$HT"; edit raw/triplet-type-list.csv.gz '2s/.*/paper,cites,journal/'
@@ -187,7 +222,7 @@ fi
 
 # ---- Cora -----------------------------------------------------------------
 if ! have_cora; then
-	for t in cora_partitions cora_metis_beats_random cora_keep_directed cora_bad_inputs; do
+	for t in cora_partitions cora_feat_norm_row cora_metis_beats_random cora_keep_directed cora_bad_inputs; do
 		skip $t "reads ../shared/datasets/cora, which is absent"
 	done
 	exit 0
@@ -202,6 +237,12 @@ for parts in 1 2 4 8; do
 			 [ \"\$(jq -r '[.num_nodes,.num_edges,.feat_dim,.num_classes,.num_train,.num_valid,.num_test,.source.split]|join(\" \")' '$WORK/cora-$parts/meta.json')\" = '2708 10556 1433 7 140 500 1000 planetoid' ] &&
 			 awk -F'train_max_over_mean=' '/train_max_over_mean/ { exit !(\$2 <= 1.10) }' '$WORK/check-$parts'"
 done
+
+# Cora's 0/1 bag-of-words rows: auto divides each by its sum (the runs
+# above partchecked that against the raw rows)
+check cora_feat_norm_row "Cora, auto: row, logged once and recorded in meta.json" \
+	bash -c "grep -q 'feat_norm type=node mode=row requested=auto' '$WORK/err-2' &&
+		 [ \"\$(jq -c '[.feat_norm_requested, .node_types[0].feat_norm]' '$WORK/cora-2/meta.json')\" = '[\"auto\",\"row\"]' ]"
 
 for parts in 2 4 8; do
 	"$P" --input "$CORA" --parts $parts --method random --out "$WORK/cora-r$parts" 2>/dev/null >/dev/null
@@ -237,7 +278,7 @@ bad nan_feature "line=7 reason=\"feature is NaN or infinite"
 fresh; edit raw/node-feat.csv.gz '8s/,[^,]*,/,inf,/'
 bad infinite_feature "line=8 reason=\"feature is NaN or infinite"
 fresh; edit raw/node-feat.csv.gz '7s/^[^,]*,/70000,/'
-bad f16_feature_out_of_range "feature_out_of_range type=node node=6 column=0 value=70000 reason=\"beyond f16's range" --feature-dtype f16
+bad f16_feature_out_of_range "feature_out_of_range type=node node=6 column=0 value=70000 reason=\"beyond f16's range" --feature-dtype f16 --feat-norm none
 fresh; edit raw/node-label.csv.gz '11s/.*/-2/'
 bad negative_label "line=11 reason=\"label out of range"
 fresh; edit raw/node-label.csv.gz '12s/.*/9/'

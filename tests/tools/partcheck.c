@@ -12,8 +12,9 @@
  *   - meta.json's per-partition counts, per-relation edge counts and
  *     edge_cut equal the recomputed ones,
  *   - with --raw: every relation's edge set (through the ID map, reverse
- *     relations and symmetrised ones included), each type's features, the
- *     labels and the split membership equal the raw files'.
+ *     relations and symmetrised ones included), each type's features (as
+ *     meta.json's feat_norm normalises them), the labels and the split
+ *     membership equal the raw files'.
  * Prints key=value statistics and "partcheck: ok", or "partcheck: FAIL ..."
  * and exits 1. Usage: partcheck DIR [--raw OGBDIR [--split NAME] [--directed]] */
 #include <inttypes.h>
@@ -356,30 +357,110 @@ static void check_raw_labels(const struct out *o, const struct raw *w)
 		printf("raw_labels_equal=%" PRId64 "\n", n);
 }
 
-/* Each type's features: every parsed float exactly. */
+/* The normalisation meta.json records for type t: 'n'one (also when
+ * absent: outputs from before --feat-norm), 'r'ow or 's'tandard. */
+static char norm_of(const struct out *o, uint32_t t)
+{
+	const char *m = json_string_value(json_object_get(json_array_get(json_object_get(o->m.json, "node_types"), t),
+							  "feat_norm"));
+
+	return m == NULL || strcmp(m, "none") == 0 ? 'n' : m[0];
+}
+
+/* One raw row of dim floats from f (a comma-separated line). */
+static bool read_row(FILE *f, uint32_t dim, double *x)
+{
+	float v;
+
+	for (uint32_t j = 0; j < dim; j++) {
+		if (fscanf(f, j ? ",%f" : "%f", &v) != 1)
+			return false;
+		x[j] = v;
+	}
+	return true;
+}
+
+/* standard's column statistics from a first pass over the raw file: the
+ * mean and the population sd, sd 0 for a column of one value. */
+static void raw_column_stats(const char *file, uint32_t dim, int64_t n, double *mean, double *sd)
+{
+	double *x = malloc(dim * sizeof(*x)), *lo = malloc(dim * sizeof(*lo)), *hi = malloc(dim * sizeof(*hi));
+	double *sq = calloc(dim, sizeof(*sq));
+	FILE *f = zopen(file);
+
+	memset(mean, 0, dim * sizeof(*mean));
+	for (int64_t v = 0; f != NULL && v < n && read_row(f, dim, x); v++)
+		for (uint32_t j = 0; j < dim; j++) {
+			mean[j] += x[j];
+			sq[j] += x[j] * x[j];
+			lo[j] = v == 0 || x[j] < lo[j] ? x[j] : lo[j];
+			hi[j] = v == 0 || x[j] > hi[j] ? x[j] : hi[j];
+		}
+	if (f != NULL)
+		pclose(f);
+	for (uint32_t j = 0; j < dim; j++) {
+		mean[j] /= (double)(n > 0 ? n : 1);
+		sd[j] = n > 0 && lo[j] != hi[j] ? sqrt(fmax(sq[j] / (double)n - mean[j] * mean[j], 0.0)) : 0.0;
+	}
+	free(x);
+	free(lo);
+	free(hi);
+	free(sq);
+}
+
+/* Row x normalised as mode says, in place (what the output should hold). */
+static void normalise(char mode, uint32_t dim, double *x, const double *mean, const double *sd)
+{
+	double sum = 0.0;
+
+	for (uint32_t j = 0; mode == 'r' && j < dim; j++)
+		sum += x[j];
+	for (uint32_t j = 0; j < dim; j++)
+		if (mode == 'r' && sum != 0.0)
+			x[j] /= sum;
+		else if (mode == 's')
+			x[j] = sd[j] > 0.0 ? (x[j] - mean[j]) / sd[j] : 0.0;
+}
+
+/* Each type's features: every parsed float exactly, or, where meta.json
+ * records a normalisation, the raw row normalised here (independently of
+ * the partitioner's code) within float rounding. */
 static void check_raw_features(const struct out *o, const struct raw *w)
 {
 	int64_t mismatched = 0, rows = 0;
 
 	for (uint32_t t = 0; t < o->s->num_types; t++) {
-		FILE *f = w->feat[t][0] ? zopen(w->feat[t]) : NULL;
+		uint32_t dim = o->s->types[t].feat_dim;
+		int64_t n = o->s->types[t].num_nodes;
+		char mode = norm_of(o, t);
+		double *x = malloc((dim + 1) * sizeof(*x)), *mean = malloc((dim + 1) * sizeof(*mean));
+		double *sd = malloc((dim + 1) * sizeof(*sd));
+		FILE *f;
 
-		for (int64_t v = 0; f != NULL && v < o->s->types[t].num_nodes; v++, rows++) {
+		if (w->feat[t][0] && mode == 's')
+			raw_column_stats(w->feat[t], dim, n, mean, sd);
+		f = w->feat[t][0] ? zopen(w->feat[t]) : NULL;
+		for (int64_t v = 0; f != NULL && v < n; v++, rows++) {
 			int64_t g = node_of(o, t, v);
-			uint32_t dim;
-			const float *row = gnn_part_feat_row(part_of(o, g), g, &dim);
+			uint32_t got_dim;
+			const float *row = gnn_part_feat_row(part_of(o, g), g, &got_dim);
 
-			for (uint32_t j = 0; j < dim || j == 0; j++) {
-				float x;
-
-				if (row == NULL || fscanf(f, j ? ",%f" : "%f", &x) != 1 || x != row[j]) {
+			if (row == NULL || got_dim != dim || !read_row(f, dim, x)) {
+				mismatched++;
+				continue;
+			}
+			normalise(mode, dim, x, mean, sd);
+			for (uint32_t j = 0; j < dim; j++)
+				if (mode == 'n' ? (float)x[j] != row[j] : fabs(x[j] - row[j]) > 1e-6 + 1e-5 * fabs(x[j])) {
 					mismatched++;
 					break;
 				}
-			}
 		}
 		if (f != NULL)
 			pclose(f);
+		free(x);
+		free(mean);
+		free(sd);
 	}
 	if (mismatched)
 		FAIL("%" PRId64 " feature rows differ from the raw files", mismatched);

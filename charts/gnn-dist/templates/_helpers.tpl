@@ -75,6 +75,14 @@ one of gnn-partition's options). */}}
 - name: GNN_FEATURE_DTYPE
   value: {{ .Values.partition.featureDtype | quote }}
 {{- end }}
+{{- /* a synthetic graph's rows are signed, so auto stores them as before
+--feat-norm: its output keeps its folder (hash). An imported dataset's
+output under auto may differ from one made before (Cora's, ACM's rows are
+normalised now): it gets a folder of its own. */}}
+{{- if or (ne .Values.partition.featNorm "auto") (ne .Values.dataset.source "synthetic") }}
+- name: GNN_FEAT_NORM
+  value: {{ .Values.partition.featNorm | quote }}
+{{- end }}
 {{- /* link prediction's edge split, only when set: an output without one
 keeps its folder (hash); with one, every output of another split, relation
 or negatives is a folder of its own */}}
