@@ -2053,11 +2053,13 @@ static void gat_check_reference(const struct tr_model_cfg *c, const struct gnn_m
 	tr_model_free(m);
 }
 
-/* gat on the plain graph (2 and 3 heads, the degree scale), rgat on the
- * typed one with the encoder off and on. */
+/* gat on the plain graph (2 and 3 heads, the degree scale; blocks
+ * without edges), rgat on the typed one with the encoder off and on. */
 static void test_rgat_forward_matches_reference(void)
 {
 	struct tr_model_cfg c = GAT;
+	struct tr_step_stats st;
+	struct tr_model *m;
 	struct tmb t;
 	struct ttmb tt;
 
@@ -2066,6 +2068,14 @@ static void test_rgat_forward_matches_reference(void)
 	c.heads = 3;
 	c.degree_scale = true;
 	gat_check_reference(&c, &t.mb, 2);
+	free_mb(&t);
+	make_mb(&t, 3, SIZES, GAT.in_dim, GAT.num_classes, 0, 732);
+	gat_check_reference(&GAT, &t.mb, 5);
+	if (CHECK(tr_model_new(&GAT, &m) == GNN_OK)) {
+		tr_model_init(m, 5);
+		CHECK(tr_model_train_step(m, &t.mb, 1, &st) == GNN_OK && isfinite(st.loss));
+		tr_model_free(m);
+	}
 	free_mb(&t);
 	make_schema(&typed_schema, TR);
 	make_typed(&tt, 3, TSIZES, TR, RGAT.num_classes, 3, 731);

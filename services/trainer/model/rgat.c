@@ -60,15 +60,21 @@ struct rgat {
 	uint32_t keep_below;
 	float keep_scale;
 	const float *h0;                   /* layer 0's rows of the last forward */
-	/* Kept by the forward for the backward, per layer: Z (num_src x R
-	 * out: Z_r in columns r out ..), the scores of every source row (ss,
-	 * num_src x R K) and destination row (sd, num_dst x R K), alpha (num_edges
-	 * x K, the block's edge order), the outputs (h, after ReLU + dropout). */
-	struct tr_fbuf z[MAXL], ss[MAXL], sd[MAXL], al[MAXL], h[MAXL];
+	/* Kept by the forward for the backward, per layer. Relation r's rows
+	 * (the sources of its edges, and the destinations that have some) are
+	 * its compact rows zoff[r] .. zoff[r + 1] - 1: source row u is compact
+	 * row zoff[r] + pos[r ns + u] (pos -1: none), whose source row is
+	 * rows[]. Z (zc: a compact row's Z_r row, out wide), its scores (sc:
+	 * K source scores then K destination scores), alpha (al: num_edges x
+	 * K, the block's edge order), the outputs (h, after ReLU + dropout). */
+	size_t *zoff[MAXL];                /* R + 1 each */
+	struct tr_ibuf pos[MAXL], rows[MAXL];
+	struct tr_fbuf zc[MAXL], sc[MAXL], al[MAXL], h[MAXL];
+	struct tr_fbuf hc;                 /* a relation's source rows gathered; backward: dZ_r W_r^T */
 	/* backward: dY scaled (degree_scale), the edges' score gradient, the
-	 * sources' and destinations' summed, dZ, [W_1^T; ...; W_R^T], dY
-	 * W_self^T, dH ping-pong */
-	struct tr_fbuf g, dse, dss, dsd, dz, wt, dself, d[2];
+	 * compact rows' score gradient (as sc) and dZ, dY W_self^T, dH
+	 * ping-pong */
+	struct tr_fbuf g, dse, dsc, dzc, dself, d[2];
 	struct tr_ibuf eq, iota, tptr, tidx;   /* each edge's (dst, relation) row; the block by source */
 };
 
@@ -85,18 +91,19 @@ static void rgat_destroy(void *self)
 	if (s == NULL)
 		return;
 	for (int l = 0; l < MAXL; l++) {
-		free(s->z[l].p);
-		free(s->ss[l].p);
-		free(s->sd[l].p);
+		free(s->zoff[l]);
+		free(s->pos[l].p);
+		free(s->rows[l].p);
+		free(s->zc[l].p);
+		free(s->sc[l].p);
 		free(s->al[l].p);
 		free(s->h[l].p);
 	}
+	free(s->hc.p);
 	free(s->g.p);
 	free(s->dse.p);
-	free(s->dss.p);
-	free(s->dsd.p);
-	free(s->dz.p);
-	free(s->wt.p);
+	free(s->dsc.p);
+	free(s->dzc.p);
 	free(s->dself.p);
 	free(s->d[0].p);
 	free(s->d[1].p);
@@ -159,6 +166,10 @@ static int rgat_create(const struct tr_model_cfg *cfg, void **self)
 		s->F[l] = s->out[l] / s->K[l];
 		s->off[l] = n;
 		n += layer_size(s, l);
+		if ((s->zoff[l] = calloc((size_t)s->R + 1, sizeof(size_t))) == NULL) {
+			rgat_destroy(s);
+			return GNN_ENOMEM;
+		}
 	}
 	s->inp_off = n;
 	s->nparams = n + s->inp.nparams;
@@ -243,20 +254,27 @@ static const float *rgat_input_grad(const void *self, size_t *ld)
 	return tr_input_grad(&((const struct rgat *)self)->inp, ld);
 }
 
+
 /* ---- the passes over rows (tr_par_for's) ---- */
 
 /* What a pass over one layer's rows reads and writes. Slice j = r K + k
- * (relation r, head k) of a Z row, of a_src and of a_dst starts at j F
- * (out = K F); score j of row u is at u R K + j. */
+ * (relation r, head k) of a_src and a_dst starts at j F; head k of a Z
+ * row at k F (out = K F). A compact row i has scores sc[i 2K + k] (its
+ * source score of head k) and sc[i 2K + K + k] (its destination score). */
 struct pass {
 	const struct gnn_block *b;
-	size_t R, K, F, out, in;
-	const float *z, *asrc, *adst, *bias;
-	float *ss, *sd, *al;
+	size_t R, K, F, out, in, ns;
+	const size_t *zoff;
+	const int32_t *pos, *rows;
+	size_t r;                   /* a pass over one relation's compact rows: which */
+	const float *h;             /* the layer's source rows */
+	float *hc;                  /* gathered rows; backward: dZ_r W_r^T */
+	const float *asrc, *adst, *bias;
+	float *zc, *sc, *al;
 	float *y;                   /* forward: the layer's outputs, H_dst W_self on entry */
 	bool scaled;                /* degree_scale's layer */
 	const float *dy, *g;        /* backward: dY; dY scaled (degree_scale), else dY */
-	float *dse, *dss, *dsd, *dz, *da_src, *da_dst;
+	float *dse, *dsc, *dzc, *da_src, *da_dst;
 	int32_t *eq;
 	const int32_t *tptr, *tidx;
 	const float *dself;         /* dY W_self^T */
@@ -282,6 +300,20 @@ static inline float lrelu(float x)
 	return x > 0.0f ? x : LRELU_SLOPE * x;
 }
 
+/* Source row u's compact row in relation r (it has one: u is a source of
+ * an edge of r, or a destination with some). */
+static inline size_t crow(const struct pass *c, size_t r, size_t u)
+{
+	return c->zoff[r] + (size_t)c->pos[r * c->ns + u];
+}
+
+/* Relation r's compact rows' source rows: H itself when they are all of
+ * H's (in order), else their gathered copy. */
+static const float *rel_rows(const struct pass *c, size_t r)
+{
+	return c->zoff[r + 1] - c->zoff[r] == c->ns ? c->h : c->hc + c->zoff[r] * c->in;
+}
+
 /* sqrt(deg(v) + 1), deg(v) v's edges over all relations. */
 static float degree_factor(const struct pass *c, size_t v)
 {
@@ -290,21 +322,41 @@ static float degree_factor(const struct pass *c, size_t v)
 	return sqrtf((float)(ip[(v + 1) * c->R] - ip[v * c->R]) + 1.0f);
 }
 
-/* Each source row's scores <a_src, Z_r[u,k]>, and a destination's
- * <a_dst, Z_r[v,k]>, for rows [lo, hi). */
+/* Relation c->r's compact rows [lo, hi) gathered from H into hc (none
+ * when they are all of H's). */
+static void gather_rows(void *arg, size_t lo, size_t hi)
+{
+	const struct pass *c = arg;
+	const size_t z0 = c->zoff[c->r];
+
+	if (c->zoff[c->r + 1] - z0 == c->ns)
+		return;
+	for (size_t i = lo; i < hi; i++)
+		memcpy(c->hc + (z0 + i) * c->in, c->h + (size_t)c->rows[z0 + i] * c->in, c->in * sizeof(float));
+}
+
+/* Relation c->r's compact rows [lo, hi): their scores <a_src[r,k], Z_r[u,k]>
+ * and <a_dst[r,k], Z_r[u,k]>. */
 static void score_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct pass *c = arg;
-	const size_t RK = c->R * c->K, F = c->F;
+	const size_t K = c->K, F = c->F, r = c->r;
 
-	for (size_t u = lo; u < hi; u++) {
-		const float *zu = c->z + u * c->R * c->out;
-
-		for (size_t j = 0; j < RK; j++) {
-			c->ss[u * RK + j] = dotf(c->asrc + j * F, zu + j * F, F);
-			if (u < c->b->num_dst)
-				c->sd[u * RK + j] = dotf(c->adst + j * F, zu + j * F, F);
+	for (size_t i = c->zoff[r] + lo; i < c->zoff[r] + hi; i++)
+		for (size_t k = 0; k < K; k++) {
+			c->sc[i * 2 * K + k] = dotf(c->asrc + (r * K + k) * F, c->zc + i * c->out + k * F, F);
+			c->sc[i * 2 * K + K + k] = dotf(c->adst + (r * K + k) * F, c->zc + i * c->out + k * F, F);
 		}
+}
+
+/* A pass over each relation's compact rows in turn; work: the floats a row costs. */
+static void per_relation(const struct pass *c, tr_range_fn fn, size_t work)
+{
+	for (size_t r = 0; r < c->R; r++) {
+		struct pass cr = *c;
+
+		cr.r = r;
+		tr_par_for(c->zoff[r + 1] - c->zoff[r], 1 + 16384 / (work ? work : 1), fn, &cr);
 	}
 }
 
@@ -314,14 +366,15 @@ static void attend(const struct pass *c, size_t v, size_t r, float *restrict yv)
 {
 	const int32_t *idx = c->b->indices;
 	const int32_t e0 = c->b->indptr[v * c->R + r], e1 = c->b->indptr[v * c->R + r + 1];
-	const size_t K = c->K, F = c->F, RK = c->R * K, ldz = c->R * c->out;
+	const size_t K = c->K, F = c->F;
 
-	for (size_t k = 0; k < K && e1 > e0; k++) {
-		size_t j = r * K + k;
-		float sdv = c->sd[v * RK + j], mx = -INFINITY, sum = 0.0f;
+	if (e1 == e0)
+		return;
+	for (size_t k = 0; k < K; k++) {
+		float sdv = c->sc[crow(c, r, v) * 2 * K + K + k], mx = -INFINITY, sum = 0.0f;
 
 		for (int32_t e = e0; e < e1; e++) {
-			float x = lrelu(c->ss[(size_t)idx[e] * RK + j] + sdv);
+			float x = lrelu(c->sc[crow(c, r, (size_t)idx[e]) * 2 * K + k] + sdv);
 
 			c->al[(size_t)e * K + k] = x;
 			mx = x > mx ? x : mx;
@@ -335,9 +388,12 @@ static void attend(const struct pass *c, size_t v, size_t r, float *restrict yv)
 		for (int32_t e = e0; e < e1; e++)
 			c->al[(size_t)e * K + k] /= sum;
 	}
-	for (int32_t e = e0; e < e1; e++)
+	for (int32_t e = e0; e < e1; e++) {
+		const float *zu = c->zc + crow(c, r, (size_t)idx[e]) * c->out;
+
 		for (size_t k = 0; k < K; k++)
-			tr_vaxpy(yv + k * F, c->z + (size_t)idx[e] * ldz + (r * K + k) * F, c->al[(size_t)e * K + k], F);
+			tr_vaxpy(yv + k * F, zu + k * F, c->al[(size_t)e * K + k], F);
+	}
 }
 
 /* Y rows [lo, hi): the attention sums added to H_v W_self, the degree
@@ -357,16 +413,86 @@ static void attend_rows(void *arg, size_t lo, size_t hi)
 	}
 }
 
-/* The geometry and layer l's parameters and kept rows, for a pass over block b. */
-static struct pass pass_of(struct rgat *s, uint32_t l, const struct gnn_block *b)
+/* The geometry and layer l's parameters and kept rows, for a pass over
+ * block b whose source rows are h. */
+static struct pass pass_of(struct rgat *s, uint32_t l, const struct gnn_block *b, const float *h)
 {
 	size_t R = s->R, in = s->in[l], out = s->out[l];
 	const float *p = s->params + s->off[l] + (R + 1) * in * out;
 
-	return (struct pass){ .b = b, .R = R, .K = s->K[l], .F = s->F[l], .out = out, .in = in, .z = s->z[l].p,
-			      .asrc = p, .adst = p + R * out, .bias = p + 2 * R * out, .ss = s->ss[l].p,
-			      .sd = s->sd[l].p, .al = s->al[l].p,
+	return (struct pass){ .b = b, .R = R, .K = s->K[l], .F = s->F[l], .out = out, .in = in, .ns = b->num_src,
+			      .zoff = s->zoff[l], .pos = s->pos[l].p, .rows = s->rows[l].p, .h = h, .hc = s->hc.p,
+			      .zc = s->zc[l].p, .asrc = p, .adst = p + R * out, .bias = p + 2 * R * out,
+			      .sc = s->sc[l].p, .al = s->al[l].p,
 			      .scaled = s->cfg.degree_scale && l + 1 == s->cfg.num_layers };
+}
+
+/* ---- which rows each relation computes ---- */
+
+struct rank_ctx {
+	int32_t *pos;
+	int32_t *rows;
+	const size_t *zoff;
+	size_t ns, *count;
+};
+
+/* Relations [lo, hi): each marked row's rank among its relation's (pos),
+ * counted. */
+static void rank_rels(void *arg, size_t lo, size_t hi)
+{
+	const struct rank_ctx *c = arg;
+
+	for (size_t r = lo; r < hi; r++) {
+		int32_t n = 0, *pos = c->pos + r * c->ns;
+
+		for (size_t u = 0; u < c->ns; u++)
+			if (pos[u] >= 0)
+				pos[u] = n++;
+		c->count[r] = (size_t)n;
+	}
+}
+
+/* Relations [lo, hi): each compact row's source row. */
+static void fill_rels(void *arg, size_t lo, size_t hi)
+{
+	const struct rank_ctx *c = arg;
+
+	for (size_t r = lo; r < hi; r++)
+		for (size_t u = 0; u < c->ns; u++)
+			if (c->pos[r * c->ns + u] >= 0)
+				c->rows[c->zoff[r] + (size_t)c->pos[r * c->ns + u]] = (int32_t)u;
+}
+
+/* Layer l's compact rows of block b (struct rgat): a row of relation r
+ * for each source of an edge of r and each destination with edges of r,
+ * in source order; R ns ints of pos. */
+static int plan_rows(struct rgat *s, uint32_t l, const struct gnn_block *b)
+{
+	const size_t ns = b->num_src, R = s->R;
+	const int32_t *ip = b->indptr, *idx = b->indices;
+	struct rank_ctx c = { .ns = ns, .zoff = s->zoff[l], .count = s->zoff[l] + 1 };
+	int rc;
+
+	if ((rc = tr_ibuf_reserve(&s->pos[l], R * ns > 0 ? R * ns : 1)) != GNN_OK)
+		return rc;
+	c.pos = s->pos[l].p;
+	memset(c.pos, 0xff, R * ns * sizeof(int32_t));   /* -1: none */
+	for (size_t q = 0; q < (size_t)b->num_dst * R; q++) {
+		if (ip[q + 1] == ip[q])
+			continue;
+		c.pos[(q % R) * ns + q / R] = 0;
+		for (int32_t e = ip[q]; e < ip[q + 1]; e++)
+			c.pos[(q % R) * ns + (size_t)idx[e]] = 0;
+	}
+	tr_par_for(R, 1 + 65536 / (ns + 1), rank_rels, &c);
+	s->zoff[l][0] = 0;
+	for (size_t r = 0; r < R; r++)
+		s->zoff[l][r + 1] += s->zoff[l][r];
+	if ((rc = tr_ibuf_reserve(&s->rows[l], s->zoff[l][R] ? s->zoff[l][R] : 1)) != GNN_OK)
+		return rc;
+	c.rows = s->rows[l].p;
+	tr_par_for(R, 1 + 65536 / (ns + 1), fill_rels, &c);
+	return GNN_OK;
 }
 
 /* ---- forward ---- */
@@ -377,27 +503,38 @@ static int reserve(struct tr_fbuf *b, size_t n)
 	return tr_fbuf_reserve(b, n ? n : 1);
 }
 
+/* Z_r = H_r W_r for each relation r's compact rows (H_r gathered, or H). */
+static void relation_products(const struct pass *c, const float *p, struct tr_kstats *ks)
+{
+	size_t in = c->in, out = c->out;
+
+	per_relation(c, gather_rows, in);
+	for (size_t r = 0; r < c->R; r++)
+		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, c->zoff[r + 1] - c->zoff[r], out, in, rel_rows(c, r), in,
+			 p + (1 + r) * in * out, out, c->zc + c->zoff[r] * out, out);
+}
+
 /* Layer l of block b from the source rows h into y (num_dst x out),
- * keeping Z, the scores and alpha; ReLU and dropout with key (when asked)
- * but after the last layer. */
+ * keeping the compact rows, Z, the scores and alpha; ReLU and dropout
+ * with key (when asked) but after the last layer. */
 static int layer(struct rgat *s, uint32_t l, const struct gnn_block *b, const float *h, bool dropout,
 		 uint64_t key, struct tr_kstats *ks, float *y)
 {
-	size_t ns = b->num_src, nd = b->num_dst, R = s->R, in = s->in[l], out = s->out[l], K = s->K[l];
-	const float *p = s->params + s->off[l];
+	size_t nd = b->num_dst, in = s->in[l], out = s->out[l], K = s->K[l], nz;
 	struct pass c;
 	int rc;
 
-	if ((rc = reserve(&s->z[l], ns * R * out)) != GNN_OK || (rc = reserve(&s->ss[l], ns * R * K)) != GNN_OK ||
-	    (rc = reserve(&s->sd[l], nd * R * K)) != GNN_OK || (rc = reserve(&s->al[l], b->num_edges * K)) != GNN_OK)
+	if ((rc = plan_rows(s, l, b)) != GNN_OK)
 		return rc;
-	for (size_t r = 0; r < R; r++)
-		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, ns, out, in, h, in, p + (1 + r) * in * out, out,
-			 s->z[l].p + r * out, R * out);
-	c = pass_of(s, l, b);
+	nz = s->zoff[l][s->R];
+	if ((rc = reserve(&s->hc, nz * in)) != GNN_OK || (rc = reserve(&s->zc[l], nz * out)) != GNN_OK ||
+	    (rc = reserve(&s->sc[l], nz * 2 * K)) != GNN_OK || (rc = reserve(&s->al[l], b->num_edges * K)) != GNN_OK)
+		return rc;
+	c = pass_of(s, l, b, h);
 	c.y = y;
-	tr_par_for(ns, 1 + 16384 / (R * out), score_rows, &c);
-	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, in, h, in, p, out, y, out);
+	relation_products(&c, s->params + s->off[l], ks);
+	per_relation(&c, score_rows, 2 * out);
+	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, nd, out, in, h, in, s->params + s->off[l], out, y, out);
 	tr_par_for(nd, 1 + 16384 / (out * (1 + b->num_edges / (nd ? nd : 1))), attend_rows, &c);
 	if (l + 1 < s->cfg.num_layers)
 		tr_relu_dropout(y, nd, out, dropout, key, s->keep_below, s->keep_scale);
@@ -439,32 +576,34 @@ static int rgat_infer_layer(void *self, uint32_t l, const struct gnn_block *b, c
 /* Destination v's edges of relation r: dalpha = <dY_v[k], Z_r[u,k]>,
  * through the softmax (de = alpha (dalpha - sum alpha dalpha)) and the
  * LeakyReLU into each edge's score gradient (dse), summed into v's
- * destination score's (dsd); each edge's row q into eq. */
+ * destination score's (dsc); each edge's row q into eq. */
 static void edge_grads(const struct pass *c, size_t v, size_t r)
 {
 	const int32_t *idx = c->b->indices;
-	const size_t q = v * c->R + r, K = c->K, F = c->F, RK = c->R * K, ldz = c->R * c->out;
+	const size_t q = v * c->R + r, K = c->K, F = c->F;
 	const int32_t e0 = c->b->indptr[q], e1 = c->b->indptr[q + 1];
 
+	if (e1 == e0)
+		return;
 	for (int32_t e = e0; e < e1; e++) {
 		c->eq[e] = (int32_t)q;
 		for (size_t k = 0; k < K; k++)
 			c->dse[(size_t)e * K + k] = dotf(c->g + v * c->out + k * F,
-							 c->z + (size_t)idx[e] * ldz + (r * K + k) * F, F);
+							 c->zc + crow(c, r, (size_t)idx[e]) * c->out + k * F, F);
 	}
 	for (size_t k = 0; k < K; k++) {
-		size_t j = r * K + k;
-		float dot = 0.0f, acc = 0.0f, sdv = c->sd[v * RK + j];
+		size_t iv = crow(c, r, v);
+		float dot = 0.0f, acc = 0.0f, sdv = c->sc[iv * 2 * K + K + k];
 
 		for (int32_t e = e0; e < e1; e++)
 			dot += c->al[(size_t)e * K + k] * c->dse[(size_t)e * K + k];
 		for (int32_t e = e0; e < e1; e++) {
-			float *d = c->dse + (size_t)e * K + k, x = c->ss[(size_t)idx[e] * RK + j] + sdv;
+			float *d = c->dse + (size_t)e * K + k, x = c->sc[crow(c, r, (size_t)idx[e]) * 2 * K + k] + sdv;
 
 			*d = c->al[(size_t)e * K + k] * (*d - dot) * (x > 0.0f ? 1.0f : LRELU_SLOPE);
 			acc += *d;
 		}
-		c->dsd[v * RK + j] = acc;
+		c->dsc[iv * 2 * K + K + k] = acc;
 	}
 }
 
@@ -477,50 +616,58 @@ static void edge_grad_rows(void *arg, size_t lo, size_t hi)
 			edge_grads(c, v, r);
 }
 
-/* dZ's rows [lo, hi), gathered through the block grouped by source: for
- * each edge u -> v of relation r, alpha dY_v[k] into dZ_r[u,k] and the
- * edge's score gradient into u's source score's (dss); then the scores'
- * own terms, dss a_src (and dsd a_dst for a destination row). */
+/* dZ of source rows [lo, hi)'s compact rows, gathered through the block
+ * grouped by source: for each edge u -> v of relation r, alpha dY_v[k]
+ * into dZ_r[u,k] and the edge's score gradient into u's source score's;
+ * then the scores' own terms, dsc_src a_src + dsc_dst a_dst (the
+ * destination part 0 but for destinations with edges of r). */
 static void source_grad_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct pass *c = arg;
-	const size_t K = c->K, F = c->F, RK = c->R * K, ldz = c->R * c->out;
+	const size_t K = c->K, F = c->F, out = c->out;
 
 	for (size_t u = lo; u < hi; u++) {
-		float *dzu = c->dz + u * ldz, *dsu = c->dss + u * RK;
-
-		memset(dzu, 0, ldz * sizeof(float));
-		memset(dsu, 0, RK * sizeof(float));
+		for (size_t r = 0; r < c->R; r++)
+			if (c->pos[r * c->ns + u] >= 0)
+				memset(c->dzc + crow(c, r, u) * out, 0, out * sizeof(float));
 		for (int32_t t = c->tptr[u]; t < c->tptr[u + 1]; t++) {
-			size_t e = (size_t)c->tidx[t], q = (size_t)c->eq[e], v = q / c->R, r = q % c->R;
+			size_t e = (size_t)c->tidx[t], q = (size_t)c->eq[e], v = q / c->R, r = q % c->R, i = crow(c, r, u);
 
 			for (size_t k = 0; k < K; k++) {
-				tr_vaxpy(dzu + (r * K + k) * F, c->g + v * c->out + k * F, c->al[e * K + k], F);
-				dsu[r * K + k] += c->dse[e * K + k];
+				tr_vaxpy(c->dzc + i * out + k * F, c->g + v * out + k * F, c->al[e * K + k], F);
+				c->dsc[i * 2 * K + k] += c->dse[e * K + k];
 			}
 		}
-		for (size_t j = 0; j < RK; j++) {
-			tr_vaxpy(dzu + j * F, c->asrc + j * F, dsu[j], F);
-			if (u < c->b->num_dst)
-				tr_vaxpy(dzu + j * F, c->adst + j * F, c->dsd[u * RK + j], F);
+		for (size_t r = 0; r < c->R; r++) {
+			size_t i;
+
+			if (c->pos[r * c->ns + u] < 0)
+				continue;
+			i = crow(c, r, u);
+			for (size_t k = 0; k < K; k++) {
+				tr_vaxpy(c->dzc + i * out + k * F, c->asrc + (r * K + k) * F, c->dsc[i * 2 * K + k], F);
+				tr_vaxpy(c->dzc + i * out + k * F, c->adst + (r * K + k) * F, c->dsc[i * 2 * K + K + k], F);
+			}
 		}
 	}
 }
 
 /* The attention vectors' gradient, slices [lo, hi) (j = r K + k):
- * da_src[j] = sum_u dss[u][j] Z[u][j], da_dst[j] over the destinations. */
+ * da_src[j] = sum over relation r's compact rows i of dsc_src[i][k]
+ * Z[i][k], da_dst[j] the same with dsc_dst. */
 static void att_grad_slices(void *arg, size_t lo, size_t hi)
 {
 	const struct pass *c = arg;
-	const size_t F = c->F, RK = c->R * c->K, ldz = c->R * c->out;
+	const size_t F = c->F, K = c->K;
 
 	for (size_t j = lo; j < hi; j++) {
+		size_t r = j / K, k = j % K;
+
 		memset(c->da_src + j * F, 0, F * sizeof(float));
 		memset(c->da_dst + j * F, 0, F * sizeof(float));
-		for (size_t u = 0; u < c->b->num_src; u++) {
-			tr_vaxpy(c->da_src + j * F, c->z + u * ldz + j * F, c->dss[u * RK + j], F);
-			if (u < c->b->num_dst)
-				tr_vaxpy(c->da_dst + j * F, c->z + u * ldz + j * F, c->dsd[u * RK + j], F);
+		for (size_t i = c->zoff[r]; i < c->zoff[r + 1]; i++) {
+			tr_vaxpy(c->da_src + j * F, c->zc + i * c->out + k * F, c->dsc[i * 2 * K + k], F);
+			tr_vaxpy(c->da_dst + j * F, c->zc + i * c->out + k * F, c->dsc[i * 2 * K + K + k], F);
 		}
 	}
 }
@@ -537,18 +684,23 @@ static void bias_grad_lines(void *arg, size_t lo, size_t hi)
 		tr_vadd(db + j0, c->dy + v * c->out + j0, j1 - j0);
 }
 
-/* dH rows [lo, hi): the relations' part (already there) plus dY_v
- * W_self^T for a destination row, masked. */
+/* dH rows [lo, hi): dY_v W_self^T for a destination row, plus dZ_r W_r^T
+ * of each of the row's compact rows (relation order), masked. */
 static void source_rows_done(void *arg, size_t lo, size_t hi)
 {
 	const struct pass *c = arg;
-	const size_t in = c->mask.in;
+	const size_t in = c->in;
 
 	for (size_t u = lo; u < hi; u++) {
 		float *d = c->mask.dh + u * in;
 
 		if (u < c->b->num_dst)
-			tr_vadd(d, c->dself + u * in, in);
+			memcpy(d, c->dself + u * in, in * sizeof(float));
+		else
+			memset(d, 0, in * sizeof(float));
+		for (size_t r = 0; r < c->R; r++)
+			if (c->pos[r * c->ns + u] >= 0)
+				tr_vadd(d, c->hc + crow(c, r, u) * in, in);
 		tr_grad_mask(&c->mask, u, d);
 	}
 }
@@ -571,21 +723,23 @@ static int by_source(struct rgat *s, const struct gnn_block *b)
 	return tr_block_transpose(&eb, 1, &s->tptr, &s->tidx);
 }
 
-/* The backward's workspaces for layer l of block b, and dY scaled by the
- * degree factor into g when the layer has it (else g is dy). */
+/* The backward's workspaces for layer l of block b (the compact rows'
+ * score gradient zeroed), and dY scaled by the degree factor into g when
+ * the layer has it (else g is dy). */
 static int grad_buffers(struct rgat *s, uint32_t l, const struct gnn_block *b, const float *dy, struct pass *c)
 {
-	size_t ns = b->num_src, nd = b->num_dst, E = b->num_edges, RK = s->R * s->K[l], out = s->out[l];
+	size_t nd = b->num_dst, E = b->num_edges, nz = s->zoff[l][s->R], K = s->K[l], out = s->out[l];
 	int rc;
 
-	if ((rc = reserve(&s->dse, E * s->K[l])) != GNN_OK || (rc = reserve(&s->dss, ns * RK)) != GNN_OK ||
-	    (rc = reserve(&s->dsd, nd * RK)) != GNN_OK || (rc = reserve(&s->dz, ns * s->R * out)) != GNN_OK ||
+	if ((rc = reserve(&s->dse, E * K)) != GNN_OK || (rc = reserve(&s->dsc, nz * 2 * K)) != GNN_OK ||
+	    (rc = reserve(&s->dzc, nz * out)) != GNN_OK || (rc = reserve(&s->hc, nz * c->in)) != GNN_OK ||
 	    (rc = tr_ibuf_reserve(&s->eq, E ? E : 1)) != GNN_OK || (rc = by_source(s, b)) != GNN_OK)
 		return rc;
+	memset(s->dsc.p, 0, nz * 2 * K * sizeof(float));
 	c->dse = s->dse.p;
-	c->dss = s->dss.p;
-	c->dsd = s->dsd.p;
-	c->dz = s->dz.p;
+	c->dsc = s->dsc.p;
+	c->dzc = s->dzc.p;
+	c->hc = s->hc.p;
 	c->eq = s->eq.p;
 	c->tptr = s->tptr.p;
 	c->tidx = s->tidx.p;
@@ -600,27 +754,25 @@ static int grad_buffers(struct rgat *s, uint32_t l, const struct gnn_block *b, c
 	return GNN_OK;
 }
 
-/* dH = sum_r dZ_r W_r^T (one product, with [W_1^T; ...; W_R^T]) + dY
- * W_self^T on the destination rows, masked by hmask and scale: into dh. */
+/* dH = dY W_self^T on the destination rows + for each relation r, dZ_r
+ * W_r^T of its compact rows (into hc), summed per source row and masked
+ * by hmask and scale: into dh. */
 static int source_grads(struct rgat *s, uint32_t l, struct pass *c, const float *hmask, float scale,
 			struct tr_fbuf *dh, struct tr_kstats *ks)
 {
-	size_t ns = c->b->num_src, nd = c->b->num_dst, R = s->R, in = c->in, out = c->out;
+	size_t ns = c->ns, nd = c->b->num_dst, in = c->in, out = c->out;
 	const float *p = s->params + s->off[l];
 	int rc;
 
-	if ((rc = reserve(dh, ns * in)) != GNN_OK || (rc = reserve(&s->wt, R * out * in)) != GNN_OK ||
-	    (rc = reserve(&s->dself, nd * in)) != GNN_OK)
+	if ((rc = reserve(dh, ns * in)) != GNN_OK || (rc = reserve(&s->dself, nd * in)) != GNN_OK)
 		return rc;
-	for (size_t r = 0; r < R; r++)
-		for (size_t j = 0; j < in; j++)
-			for (size_t k = 0; k < out; k++)
-				s->wt.p[(r * out + k) * in + j] = p[(1 + r) * in * out + j * out + k];
-	tr_sgemm(ks, CblasNoTrans, CblasNoTrans, ns, in, R * out, c->dz, R * out, s->wt.p, in, dh->p, in);
+	for (size_t r = 0; r < c->R; r++)
+		tr_sgemm(ks, CblasNoTrans, CblasTrans, c->zoff[r + 1] - c->zoff[r], in, out, c->dzc + c->zoff[r] * out,
+			 out, p + (1 + r) * in * out, out, c->hc + c->zoff[r] * in, in);
 	tr_sgemm(ks, CblasNoTrans, CblasTrans, nd, in, out, c->g, out, p, out, s->dself.p, in);
 	c->dself = s->dself.p;
 	c->mask = (struct tr_grad_ctx){ .h = hmask, .dh = dh->p, .in = in, .scale = scale };
-	tr_par_for(ns, 1 + 16384 / in, source_rows_done, c);
+	tr_par_for(ns, 1 + 16384 / (in * (1 + c->zoff[c->R] / (ns ? ns : 1))), source_rows_done, c);
 	return GNN_OK;
 }
 
@@ -631,9 +783,8 @@ static int layer_grads(struct rgat *s, uint32_t l, const struct gnn_block *b, co
 		       float scale, struct tr_fbuf *dh, struct tr_kstats *ks)
 {
 	size_t ns = b->num_src, nd = b->num_dst, R = s->R, in = s->in[l], out = s->out[l], io = in * out;
-	const float *h = l == 0 ? s->h0 : s->h[l - 1].p;
 	float *gp = s->grads + s->off[l];
-	struct pass c = pass_of(s, l, b);
+	struct pass c = pass_of(s, l, b, l == 0 ? s->h0 : s->h[l - 1].p);
 	int rc;
 
 	if ((rc = grad_buffers(s, l, b, dy, &c)) != GNN_OK)
@@ -641,13 +792,14 @@ static int layer_grads(struct rgat *s, uint32_t l, const struct gnn_block *b, co
 	c.da_src = gp + (R + 1) * io;
 	c.da_dst = c.da_src + R * out;
 	tr_par_for((out + LINE_FLOATS - 1) / LINE_FLOATS, 1 + 1024 / (nd + 1), bias_grad_lines, &c);
-	tr_sgemm(ks, CblasTrans, CblasNoTrans, in, out, nd, h, in, c.g, out, gp, out);
+	tr_sgemm(ks, CblasTrans, CblasNoTrans, in, out, nd, c.h, in, c.g, out, gp, out);
 	tr_par_for(nd, 1 + 16384 / (out * (1 + b->num_edges / (nd ? nd : 1))), edge_grad_rows, &c);
-	tr_par_for(ns, 1 + 16384 / (R * out * (1 + b->num_edges / (ns ? ns : 1))), source_grad_rows, &c);
-	tr_par_for(R * s->K[l], 1 + 16384 / (ns * c.F + 1), att_grad_slices, &c);
+	tr_par_for(ns, 1 + 16384 / (out * (1 + b->num_edges / (ns ? ns : 1))), source_grad_rows, &c);
+	tr_par_for(R * s->K[l], 1 + 16384 / (c.zoff[R] * c.F / (R ? R : 1) + 1), att_grad_slices, &c);
+	per_relation(&c, gather_rows, in);
 	for (size_t r = 0; r < R; r++)
-		tr_sgemm(ks, CblasTrans, CblasNoTrans, in, out, ns, h, in, c.dz + r * out, R * out, gp + (1 + r) * io,
-			 out);
+		tr_sgemm(ks, CblasTrans, CblasNoTrans, in, out, c.zoff[r + 1] - c.zoff[r], rel_rows(&c, r), in,
+			 c.dzc + c.zoff[r] * out, out, gp + (1 + r) * io, out);
 	return dh == NULL ? GNN_OK : source_grads(s, l, &c, hmask, scale, dh, ks);
 }
 
