@@ -26,11 +26,16 @@
  * columns k F .. k F + F - 1 of relation r's row), b [out]; then the input
  * rows' slice (input.h).
  *
- * Threads: the scores and the softmax split destination (or source) rows;
- * the gradient into the source rows is a gather through the block grouped
- * by source (tr_block_transpose), the attention vectors' gradient splits
- * (relation, head) slices: every sum has one order whatever the thread
- * count. Not thread-safe: one model per thread. */
+ * Attention multiplies first (a score needs Z_r of every neighbour), so
+ * each relation computes only the rows it reads: the sources of its edges
+ * and the destinations that have some, gathered into compact rows
+ * (plan_rows), not every source row through every relation's W_r.
+ *
+ * Threads: the scores and the softmax split destination (or compact)
+ * rows; the gradient into the source rows is a gather through the block
+ * grouped by source (tr_block_transpose over edges), the attention
+ * vectors' gradient splits (relation, head) slices: every sum has one
+ * order whatever the thread count. Not thread-safe: one model per thread. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
