@@ -49,7 +49,7 @@ static const struct gnn_opt bench_options[] = {
 	{ "seed", GNN_OPT_INT, &bc.seed, "1", 0, INT64_MAX, NULL, "blocks, features, labels, initial parameters" },
 	{ "model", GNN_OPT_STR, &bc.model, "graphsage", 0, 0, NULL, "the model (gnn-trainer --model)" },
 	{ "relations", GNN_OPT_INT, &bc.relations, "1", 1, GNN_PROTO_MAX_RELS, NULL,
-	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn)" },
+	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn or rgat)" },
 	{ "num-bases", GNN_OPT_INT, &bc.num_bases, "0", 0, GNN_PROTO_MAX_RELS, NULL,
 	  "rgcn: basis matrices per layer (0: a full weight per relation)" },
 	{ "encoder", GNN_OPT_STR, &bc.encoder, "auto", 0, 0, "auto|on|off",

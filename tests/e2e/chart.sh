@@ -88,7 +88,7 @@ rej_bad=""
 for s in trainer.replicas=0 partition.parts=0 trainer.onFinish=stay dataset.source=csv trainer.bogus=1 \
 	trainer.lr=-1 trainer.dropout=0.99 sampler.port=70000 'trainer.fanouts={}' storage.data.accessModes[0]=Everything \
 	graphstore.waitDataSeconds=100000 dataset.synthetic.preset=huge 'trainer.extraArgs[0]=rm -rf' \
-	trainer.model=gat trainer.numBases=-1 'trainer.fanouts=writes=5 5'; do
+	trainer.model=hgt trainer.numBases=-1 'trainer.fanouts=writes=5 5'; do
 	if "$H" template "$CHART" --set "$s" >/dev/null 2>"$WORK/rej"; then
 		rej_bad="$rej_bad $s(accepted)"
 	elif ! grep -q "don't meet the specifications" "$WORK/rej"; then

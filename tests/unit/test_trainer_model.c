@@ -371,12 +371,12 @@ static void test_model_registry(void)
 	struct tr_model_cfg cfg = { .num_layers = 2, .in_dim = 4, .hidden = 8, .num_classes = 3 };
 	struct tr_model *m = NULL;
 
-	CHECK(tr_model_find("graphsage") != NULL && tr_model_find("gat") == NULL);
+	CHECK(tr_model_find("graphsage") != NULL && tr_model_find("hgt") == NULL);
 	CHECK(strstr(tr_model_names(), "graphsage") != NULL);
 	if (CHECK(tr_model_new(&cfg, &m) == GNN_OK))
 		CHECK(strcmp(tr_model_config(m)->model, "graphsage") == 0 && tr_model_num_params(m) > 0);
 	tr_model_free(m);
-	cfg.model = "gat";
+	cfg.model = "hgt";
 	CHECK(tr_model_new(&cfg, &m) == GNN_EINVAL);
 }
 
@@ -762,39 +762,46 @@ static void test_deterministic(void)
 
 /* Large enough that aggregation, scatter and masks run on two threads:
  * the gradient equals the single-thread one (the threads split rows or
- * columns, never the sum over one element). */
+ * columns, never the sum over one element). For GraphSAGE, and for GAT
+ * (4 heads: its softmax, gathers and attention vectors' sums). */
 static void test_threads_agree(void)
 {
-	struct tr_model_cfg c = { 3, 64, 96, 10, 0.5f };
+	static const struct tr_model_cfg cfgs[2] = { { 3, 64, 96, 10, 0.5f },
+						     { 3, 32, 64, 10, 0.5f, .model = "gat", .heads = 4 } };
 	static struct tmb t;
-	struct tr_model *m;
-	struct tr_step_stats s1, s2;
-	uint32_t sizes[4] = { MAXN, 600, 200, 64 };
-	int saved = openblas_get_num_threads();
-	float *g1;
-	double maxd = 0;
-	size_t n;
 
-	make_mb(&t, 3, sizes, c.in_dim, c.num_classes, 8, 23);
-	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
-		return;
-	tr_model_init(m, 2);
-	n = tr_model_num_params(m);
-	g1 = malloc(n * sizeof(float));
-	openblas_set_num_threads(1);
-	CHECK(tr_model_train_step(m, &t.mb, 5, &s1) == GNN_OK);
-	memcpy(g1, tr_model_grads(m), n * sizeof(float));
-	openblas_set_num_threads(2);
-	CHECK(tr_model_train_step(m, &t.mb, 5, &s2) == GNN_OK);
-	for (size_t i = 0; i < n; i++)
-		maxd = fmax(maxd, fabs(g1[i] - tr_model_grads(m)[i]) / fmax(1e-3, fabs(g1[i])));
-	printf("  1 vs 2 threads: loss %.7f %.7f, largest gradient difference %.2e\n", s1.loss, s2.loss, maxd);
-	CHECK(fabs(s1.loss - s2.loss) < 1e-6);
-	CHECK(maxd < 1e-4);
-	openblas_set_num_threads(saved);
-	free(g1);
-	tr_model_free(m);
-	free_mb(&t);
+	for (int k = 0; k < 2; k++) {
+		const struct tr_model_cfg *c = &cfgs[k];
+		struct tr_model *m;
+		struct tr_step_stats s1, s2;
+		uint32_t sizes[4] = { MAXN, 600, 200, 64 };
+		int saved = openblas_get_num_threads();
+		float *g1;
+		double maxd = 0;
+		size_t n;
+
+		make_mb(&t, 3, sizes, c->in_dim, c->num_classes, 8, 23);
+		if (!CHECK(tr_model_new(c, &m) == GNN_OK))
+			return;
+		tr_model_init(m, 2);
+		n = tr_model_num_params(m);
+		g1 = malloc(n * sizeof(float));
+		openblas_set_num_threads(1);
+		CHECK(tr_model_train_step(m, &t.mb, 5, &s1) == GNN_OK);
+		memcpy(g1, tr_model_grads(m), n * sizeof(float));
+		openblas_set_num_threads(2);
+		CHECK(tr_model_train_step(m, &t.mb, 5, &s2) == GNN_OK);
+		for (size_t i = 0; i < n; i++)
+			maxd = fmax(maxd, fabs(g1[i] - tr_model_grads(m)[i]) / fmax(1e-3, fabs(g1[i])));
+		printf("  %s 1 vs 2 threads: loss %.7f %.7f, largest gradient difference %.2e\n",
+		       c->model ? c->model : "graphsage", s1.loss, s2.loss, maxd);
+		CHECK(fabs(s1.loss - s2.loss) < 1e-6);
+		CHECK(maxd < 1e-4);
+		openblas_set_num_threads(saved);
+		free(g1);
+		tr_model_free(m);
+		free_mb(&t);
+	}
 }
 
 /* PyTorch's nn.Linear default: every weight and bias of a layer in
@@ -1716,19 +1723,17 @@ static void learn_eval(struct tr_model *m, double *loss, double *acc)
 	}
 }
 
-/* 300 Adam steps, each on a fresh minibatch: the held-out loss falls
- * from chance (ln 4 = 1.39) and the accuracy rises far above 1/4, which
- * no model blind to the relations can do here. */
-static void test_rgcn_learns_through_relations(void)
+/* 300 Adam steps of the model c, each on a fresh minibatch: the held-out
+ * loss falls from chance (ln 4 = 1.39) and the accuracy rises far above
+ * 1/4, which no model blind to the relations can do here. */
+static void learns_through_relations(const struct tr_model_cfg *c)
 {
-	struct tr_model_cfg c = { .num_layers = 2, .in_dim = 6, .hidden = 16, .num_classes = 4, .model = "rgcn",
-				  .schema = &typed_schema };
 	struct tr_model *m;
 	struct tr_adam a;
 	double l0, a0, l1, a1;
 
 	make_schema(&typed_schema, TR);
-	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
+	if (!CHECK(tr_model_new(c, &m) == GNN_OK))
 		return;
 	tr_model_init(m, 1);
 	if (!CHECK(tr_adam_init(&a, tr_model_num_params(m), 0.01f, 0.0f) == GNN_OK))
@@ -1745,13 +1750,12 @@ static void test_rgcn_learns_through_relations(void)
 		free_typed(&t);
 	}
 	learn_eval(m, &l1, &a1);
-	printf("  held-out loss %.4f -> %.4f, accuracy %.3f -> %.3f\n", l0, l1, a0, a1);
+	printf("  %s held-out loss %.4f -> %.4f, accuracy %.3f -> %.3f\n", c->model, l0, l1, a0, a1);
 	CHECK(l1 < 0.35 * l0);
 	CHECK(a1 > 0.9);
 	tr_adam_free(&a);
 	tr_model_free(m);
 }
-
 
 /* ---- the per-type input encoder (input.h) ---- */
 
@@ -1933,6 +1937,437 @@ out:
 	free_typed(&t);
 }
 
+static void test_rgcn_learns_through_relations(void)
+{
+	struct tr_model_cfg c = { .num_layers = 2, .in_dim = 6, .hidden = 16, .num_classes = 4, .model = "rgcn",
+				  .schema = &typed_schema };
+
+	learns_through_relations(&c);
+}
+
+/* ---- RGAT and GAT (rgat.c) ---- */
+
+/* rgat's layout, as docs/model.md gives it: layer l at off[l] holds
+ * W_self, W_1..W_R [in x out each], a_src [R x out], a_dst [R x out], b
+ * [out]; off[L] starts the input rows' slice. Hidden layers have K = heads
+ * heads of F = out / K, the last one head. D: layer 0's width. */
+struct gat_dims {
+	size_t D, in[TL], out[TL], K[TL], F[TL], off[TL + 1];
+};
+
+static bool projects(const struct tr_model_cfg *c)
+{
+	return c->encoder == TR_ENC_ON || (c->encoder == TR_ENC_AUTO && c->schema != NULL && c->schema->num_types > 1);
+}
+
+static void gat_dims_of(const struct tr_model_cfg *c, size_t R, struct gat_dims *d)
+{
+	d->D = projects(c) || c->in_dim == 0 ? c->hidden : c->in_dim;
+	d->off[0] = 0;
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		bool last = l + 1 == c->num_layers;
+
+		d->in[l] = l == 0 ? d->D : c->hidden;
+		d->out[l] = last ? c->num_classes : c->hidden;
+		d->K[l] = last || c->heads == 0 ? 1 : c->heads;
+		d->F[l] = d->out[l] / d->K[l];
+		d->off[l + 1] = d->off[l] + (R + 1) * d->in[l] * d->out[l] + (2 * R + 1) * d->out[l];
+	}
+}
+
+/* Layer 0's rows in double through the per-type encoder: E = x W_t + b_t
+ * for a type with features (W_t [feat_dim x D] then b_t [D], in type
+ * order), then the featureless types' vectors. */
+static double *ref_input_project(const struct gnn_minibatch *mb, const float *p, size_t D)
+{
+	size_t ns = mb->blocks[0].num_src, rank[GNN_PROTO_MAX_TYPES] = { 0 }, woff[GNN_PROTO_MAX_TYPES], w = 0;
+	double *h = calloc(ns * D, sizeof(double));
+
+	for (uint32_t t = 0; t < mb->num_types; t++) {
+		woff[t] = w;
+		w += mb->feat_dims[t] ? ((size_t)mb->feat_dims[t] + 1) * D : 0;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t t = mb->num_types > 1 ? mb->src_types[i] : 0, fd = mb->feat_dims[t], k = 0;
+		const float *x = fd ? (const float *)mb->feat[t] + rank[t] * fd : NULL, *wt = p + woff[t];
+
+		for (uint32_t u = 0; u < t; u++)
+			k += mb->feat_dims[u] == 0;
+		for (size_t j = 0; j < D; j++) {
+			double s = fd ? wt[(size_t)fd * D + j] : p[w + k * D + j];
+
+			for (uint32_t f = 0; f < fd; f++)
+				s += (double)x[f] * wt[(size_t)f * D + j];
+			h[i * D + j] = s;
+		}
+		rank[t]++;
+	}
+	return h;
+}
+
+/* One attention layer in double (rgat.c's formulas, read from the
+ * layout): Z_r = H W_r for every source row, per edge and head the
+ * LeakyReLU(0.2) of the two scores, softmax per (destination, relation,
+ * head), Y_v = H_v W_self + sum_r concat_k sum_u alpha Z_r[u,k], times
+ * sqrt(deg + 1) when scaled, + b, ReLU when relu. *margin: the least
+ * distance of a score or a pre-ReLU value from its kink, so far. */
+static double *ref_gat_layer(const struct gnn_block *b, size_t R, const double *h, const float *p, size_t in,
+			     size_t out, size_t K, bool scaled, bool relu, double *margin)
+{
+	size_t ns = b->num_src, F = out / K, io = in * out;
+	const float *as = p + (R + 1) * io, *ad = as + R * out, *bias = ad + R * out;
+	double *z = calloc(R * ns * out, sizeof(double)), *y = calloc((size_t)b->num_dst * out, sizeof(double));
+
+	for (size_t r = 0; r < R; r++)
+		for (size_t u = 0; u < ns; u++)
+			for (size_t k = 0; k < out; k++)
+				for (size_t j = 0; j < in; j++)
+					z[(r * ns + u) * out + k] += h[u * in + j] * p[(1 + r) * io + j * out + k];
+	for (size_t v = 0; v < b->num_dst; v++) {
+		double *yv = y + v * out;
+		int32_t deg = b->indptr[(v + 1) * R] - b->indptr[v * R];
+
+		for (size_t k = 0; k < out; k++)
+			for (size_t j = 0; j < in; j++)
+				yv[k] += h[v * in + j] * p[j * out + k];
+		for (size_t r = 0; r < R; r++)
+			for (size_t hd = 0; hd < K; hd++) {
+				int32_t e0 = b->indptr[v * R + r], e1 = b->indptr[v * R + r + 1];
+				double sc[64], mx = -INFINITY, sum = 0, sdv = 0;
+
+				for (size_t f = 0; f < F; f++)
+					sdv += ad[r * out + hd * F + f] * z[(r * ns + v) * out + hd * F + f];
+				for (int32_t e = e0; e < e1; e++) {
+					double x = sdv;
+
+					for (size_t f = 0; f < F; f++)
+						x += as[r * out + hd * F + f] * z[(r * ns + (size_t)b->indices[e]) * out + hd * F + f];
+					*margin = fmin(*margin, fabs(x));
+					sc[e - e0] = x > 0 ? x : 0.2 * x;
+					mx = fmax(mx, sc[e - e0]);
+				}
+				for (int32_t e = e0; e < e1; e++)
+					sum += exp(sc[e - e0] - mx);
+				for (int32_t e = e0; e < e1; e++)
+					for (size_t f = 0; f < F; f++)
+						yv[hd * F + f] += exp(sc[e - e0] - mx) / sum *
+								  z[(r * ns + (size_t)b->indices[e]) * out + hd * F + f];
+			}
+		for (size_t k = 0; k < out; k++) {
+			yv[k] = yv[k] * (scaled ? sqrt(deg + 1.0) : 1.0) + bias[k];
+			*margin = relu ? fmin(*margin, fabs(yv[k])) : *margin;
+			yv[k] = relu && yv[k] < 0 ? 0.0 : yv[k];
+		}
+	}
+	free(z);
+	return y;
+}
+
+/* rgat's (and gat's) logits in double, no dropout (caller frees); the
+ * kinks' least margin into *margin (ref_gat_layer's). */
+static double *ref_forward_rgat(const struct tr_model_cfg *c, const float *p, const struct gnn_minibatch *mb,
+				double *margin)
+{
+	size_t R = mb->num_rels;
+	struct gat_dims d;
+	double *h;
+
+	*margin = INFINITY;
+	gat_dims_of(c, R, &d);
+	h = projects(c) ? ref_input_project(mb, p + d.off[c->num_layers], d.D)
+			: ref_input_rows(mb, p + d.off[c->num_layers], d.D);
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		bool last = l + 1 == c->num_layers;
+		double *o = ref_gat_layer(&mb->blocks[l], R, h, p + d.off[l], d.in[l], d.out[l], d.K[l],
+					  last && c->degree_scale, !last, margin);
+
+		free(h);
+		h = o;
+	}
+	return h;
+}
+
+/* spread_params for rgat's layout: W_self and the W_r stretched to
+ * Glorot's ReLU bounds, the biases in +-0.2, the attention vectors
+ * doubled (sharper attention: its gradient is then far from zero). */
+static void spread_rgat(struct tr_model *m, const struct tr_model_cfg *c, size_t R)
+{
+	struct gat_dims d;
+	float *p = tr_model_params(m);
+
+	gat_dims_of(c, R, &d);
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		size_t io = d.in[l] * d.out[l], k = d.off[l];
+		float stretch = (float)(sqrt(2.0) * sqrt(6.0 / (double)(d.in[l] + d.out[l])) * sqrt((double)d.in[l]));
+
+		for (; k < d.off[l] + (R + 1) * io; k++)
+			p[k] *= stretch;
+		for (; k < d.off[l] + (R + 1) * io + 2 * R * d.out[l]; k++)
+			p[k] *= 2.0f;
+		for (; k < d.off[l + 1]; k++)
+			p[k] = (float)(0.4 * unif() - 0.2);
+	}
+}
+
+/* The gradient check of an attention model on mb (R relations): every
+ * parameter, then (vec_d > 0) the last vec_d, a featureless type's
+ * vector, alone (all checked, some clearly nonzero). Returns the largest
+ * error; g_out (when not NULL) keeps the model for a probe. */
+static double gat_gradcheck(const struct tr_model_cfg *c, const struct gnn_minibatch *mb, size_t R, uint64_t s,
+			    size_t vec_d)
+{
+	struct tr_model *m;
+	struct tr_step_stats st;
+	struct gc_result r, rv = { 0 };
+	struct gat_dims d;
+	size_t n;
+	double gmax = 0, margin;
+	float *g;
+
+	if (!CHECK(tr_model_new(c, &m) == GNN_OK))
+		return INFINITY;
+	gat_dims_of(c, R, &d);
+	tr_model_init(m, s);
+	spread_rgat(m, c, R);
+	free(ref_forward_rgat(c, tr_model_params(m), mb, &margin));
+	n = tr_model_num_params(m);
+	CHECK(n >= d.off[c->num_layers] + vec_d);
+	CHECK(tr_model_train_step(m, mb, 60 + s, &st) == GNN_OK);
+	g = malloc(n * sizeof(float));
+	memcpy(g, tr_model_grads(m), n * sizeof(float));
+	grad_check(m, mb, 60 + s, g, &r);
+	if (vec_d > 0)
+		grad_check_range(m, mb, 60 + s, g, n - vec_d, n, &rv);
+	for (size_t i = n - vec_d; i < n; i++)
+		gmax = fmax(gmax, fabs(g[i]));
+	printf("  %s gradcheck relations=%zu heads=%" PRIu32 " encoder=%s dropout=%.1f degree_scale=%d seed=%" PRIu64
+	       " loss=%.6f kink_margin=%.1e params=%zu checked=%zu skipped_kinks=%zu max_rel_err=%.2e at %zu (analytic "
+	       "%.6g, numeric %.6g)", c->model, R, c->heads, projects(c) ? "on" : "off", (double)c->dropout,
+	       (int)c->degree_scale, s, st.loss, margin, n, r.checked, r.skipped, r.max_err, r.worst, r.g_at_worst,
+	       r.fd_at_worst);
+	if (vec_d > 0)
+		printf("; type vector: checked %zu, max_rel_err=%.2e, max |g|=%.3g", rv.checked, rv.max_err, gmax);
+	printf("\n");
+	CHECK(r.max_err < FD_TOL && r.skipped <= n / 10);
+	CHECK(vec_d == 0 || (rv.checked == vec_d && rv.max_err < FD_TOL && gmax > 1e-3));
+	free(g);
+	tr_model_free(m);
+	return r.max_err;
+}
+
+static const struct tr_model_cfg GAT = { .num_layers = 3, .in_dim = 7, .hidden = 6, .num_classes = 4,
+					 .dropout = 0.3f, .model = "gat", .heads = 2 };
+static const struct tr_model_cfg RGAT = { .num_layers = 3, .in_dim = 6, .hidden = 6, .num_classes = 4,
+					  .dropout = 0.3f, .model = "rgat", .schema = &typed_schema, .heads = 2,
+					  .encoder = TR_ENC_OFF };
+
+/* GAT on the plain graph: without dropout, with it, with the degree
+ * scale; on a typed graph of one relation with its type vector; and the
+ * check flags a wrong a_src, a_dst or W_1 entry. */
+static void test_gat_gradcheck(void)
+{
+	static struct gnn_schema one;
+	struct tr_model_cfg c = GAT;
+	struct tr_model *m;
+	struct tr_step_stats st;
+	struct gat_dims d;
+	struct tmb t;
+	struct ttmb tt;
+	double worst = 0;
+	size_t probes[3];
+
+	make_mb(&t, 3, SIZES, GAT.in_dim, GAT.num_classes, 4, 700);
+	for (int k = 0; k < 3; k++) {
+		c.dropout = k ? 0.3f : 0.0f;
+		c.degree_scale = k == 2;
+		worst = fmax(worst, gat_gradcheck(&c, &t.mb, 1, 1 + (uint64_t)k, 0));
+	}
+	c = GAT;
+	make_schema(&one, 1);
+	c.schema = &one;
+	c.in_dim = 6;
+	make_typed(&tt, 3, TSIZES, 1, c.num_classes, 3, 710);
+	worst = fmax(worst, gat_gradcheck(&c, &tt.mb, 1, 4, 6));
+	free_typed(&tt);
+	printf("  gat gradcheck overall: largest relative error %.2e (tolerance %.0e)\n", worst, FD_TOL);
+	/* a_src_0[0][1], a_dst_1[0][4], W_1 of layer 2 [3][2] */
+	gat_dims_of(&GAT, 1, &d);
+	probes[0] = d.off[0] + 2 * 7 * 6 + 1;
+	probes[1] = d.off[1] + 2 * 6 * 6 + 6 + 4;
+	probes[2] = d.off[2] + 6 * 4 + 3 * 4 + 2;
+	if (!CHECK(tr_model_new(&GAT, &m) == GNN_OK))
+		return;
+	tr_model_init(m, 1);
+	spread_rgat(m, &GAT, 1);
+	CHECK(tr_model_train_step(m, &t.mb, 61, &st) == GNN_OK);
+	check_probes_flagged(m, &t.mb, 61, probes);
+	tr_model_free(m);
+	free_mb(&t);
+}
+
+/* RGAT on the typed graph (four relations, a featureless type): encoder
+ * off and on, dropout 0 and 0.3. A unit within a step of its kink (a
+ * ReLU, or the LeakyReLU of a score) makes both differences the mean of
+ * the two slopes, which the h-against-2h rule cannot see, and a loss of 4
+ * or more makes the float loss's rounding 1e-4 of the difference: of six
+ * seeds tried, two pass in all four configurations (each failure was one
+ * of those, checked by hand); this one keeps every kink 5.7e-3 away or
+ * more (kink_margin, from the reference) and the loss below 2. */
+static void test_rgat_gradcheck(void)
+{
+	double worst = 0;
+
+	make_schema(&typed_schema, TR);
+	for (int enc = 0; enc < 2; enc++)
+		for (int drop = 0; drop < 2; drop++) {
+			struct tr_model_cfg c = RGAT;
+			struct ttmb t;
+
+			c.encoder = enc ? TR_ENC_ON : TR_ENC_OFF;
+			c.dropout = drop ? 0.3f : 0.0f;
+			make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 722);
+			worst = fmax(worst, gat_gradcheck(&c, &t.mb, TR, 2, enc ? c.hidden : c.in_dim));
+			free_typed(&t);
+		}
+	printf("  rgat gradcheck overall: largest relative error %.2e (tolerance %.0e)\n", worst, FD_TOL);
+}
+
+/* The loss without dropout against the double reference, predict its
+ * argmax; then tr_model_input_row and tr_model_infer_layer layer after
+ * layer give the same loss. */
+static void gat_check_reference(const struct tr_model_cfg *c, const struct gnn_minibatch *mb, uint64_t seed)
+{
+	size_t ns = mb->blocks[0].num_src, C = c->num_classes, rank[GNN_PROTO_MAX_TYPES] = { 0 };
+	struct tr_model *m;
+	struct gat_dims d;
+	int32_t pred[MAXN];
+	double loss, ref, margin, *z;
+	float *h;
+
+	if (!CHECK(tr_model_new(c, &m) == GNN_OK))
+		return;
+	tr_model_init(m, seed);
+	z = ref_forward_rgat(c, tr_model_params(m), mb, &margin);
+	ref = ref_loss(z, mb->labels, mb->num_seeds, C);
+	CHECK(tr_model_loss(m, mb, false, 0, &loss) == GNN_OK);
+	printf("  %s relations=%" PRIu32 " heads=%" PRIu32 " encoder=%s degree_scale=%d loss=%.9f reference=%.9f "
+	       "difference=%.1e\n", c->model, mb->num_rels, c->heads, projects(c) ? "on" : "off", (int)c->degree_scale,
+	       loss, ref, fabs(loss - ref));
+	CHECK(fabs(loss - ref) < 1e-5 * fmax(1.0, loss));
+	CHECK(tr_model_predict(m, mb, pred) == GNN_OK);
+	for (size_t i = 0; i < mb->num_seeds; i++) {
+		size_t arg = 0;
+
+		for (size_t j = 1; j < C; j++)
+			arg = z[i * C + j] > z[i * C + arg] ? j : arg;
+		CHECK(pred[i] == (int32_t)arg);
+	}
+	gat_dims_of(c, mb->num_rels, &d);
+	h = malloc(ns * d.D * sizeof(float));
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t t = mb->num_types > 1 ? mb->src_types[i] : 0, fd = mb->feat_dims[t];
+
+		CHECK(tr_model_input_row(m, t, fd ? (const float *)mb->feat[t] + rank[t]++ * fd : NULL, h + i * d.D) ==
+		      GNN_OK);
+	}
+	for (uint32_t l = 0; l < c->num_layers; l++) {
+		float *o = malloc((size_t)mb->blocks[l].num_dst * d.out[l] * sizeof(float));
+
+		CHECK(tr_model_infer_layer(m, l, &mb->blocks[l], h, o) == GNN_OK);
+		free(h);
+		h = o;
+	}
+	for (size_t i = 0; i < mb->num_seeds * C; i++)
+		z[i] = h[i];
+	CHECK(fabs(ref_loss(z, mb->labels, mb->num_seeds, C) - loss) < 1e-9);
+	free(h);
+	free(z);
+	tr_model_free(m);
+}
+
+/* gat on the plain graph (2 and 3 heads, the degree scale; blocks
+ * without edges), rgat on the typed one with the encoder off and on. */
+static void test_rgat_forward_matches_reference(void)
+{
+	struct tr_model_cfg c = GAT;
+	struct tr_step_stats st;
+	struct tr_model *m;
+	struct tmb t;
+	struct ttmb tt;
+
+	make_mb(&t, 3, SIZES, GAT.in_dim, GAT.num_classes, 4, 730);
+	gat_check_reference(&c, &t.mb, 1);
+	c.heads = 3;
+	c.degree_scale = true;
+	gat_check_reference(&c, &t.mb, 2);
+	free_mb(&t);
+	make_mb(&t, 3, SIZES, GAT.in_dim, GAT.num_classes, 0, 732);
+	gat_check_reference(&GAT, &t.mb, 5);
+	if (CHECK(tr_model_new(&GAT, &m) == GNN_OK)) {
+		tr_model_init(m, 5);
+		CHECK(tr_model_train_step(m, &t.mb, 1, &st) == GNN_OK && isfinite(st.loss));
+		tr_model_free(m);
+	}
+	free_mb(&t);
+	make_schema(&typed_schema, TR);
+	make_typed(&tt, 3, TSIZES, TR, RGAT.num_classes, 3, 731);
+	c = RGAT;
+	gat_check_reference(&c, &tt.mb, 3);
+	c.encoder = TR_ENC_AUTO;   /* three types: projected */
+	gat_check_reference(&c, &tt.mb, 4);
+	free_typed(&tt);
+}
+
+/* gat refuses several relations, saying what to use; both refuse bases
+ * and a hidden width that is not a multiple of the heads; gat reads a
+ * typed graph of one relation; weight_mats is R + 1. */
+static void test_rgat_refusals(void)
+{
+	static struct gnn_schema one;
+	struct tr_model_cfg c = RGAT;
+	struct tr_model *m = NULL;
+
+	make_schema(&typed_schema, TR);
+	CHECK(tr_model_find("rgat") != NULL && tr_model_find("gat") != NULL);
+	CHECK(strstr(tr_model_names(), "rgat") != NULL && strstr(tr_model_names(), "|gat") != NULL);
+	c.model = "gat";
+	CHECK(new_refused_saying(&c, "gat reads one relation: use --model rgat"));
+	c = RGAT;
+	c.heads = 4;
+	CHECK(new_refused_saying(&c, "--hidden must be a multiple of --heads"));
+	c = GAT;
+	c.hidden = 7;
+	CHECK(new_refused_saying(&c, "hidden=7 heads=2"));
+	c.num_layers = 1;   /* no hidden layer: the heads do not matter */
+	if (CHECK(tr_model_new(&c, &m) == GNN_OK))
+		tr_model_free(m);
+	c = RGAT;
+	c.num_bases = 2;
+	CHECK(new_refused_saying(&c, "bases decompose R-GCN's relation weights"));
+	make_schema(&one, 1);
+	c = GAT;
+	c.schema = &one;
+	c.in_dim = 6;
+	c.heads = 0;   /* one head */
+	if (CHECK(tr_model_new(&c, &m) == GNN_OK))
+		CHECK(tr_model_weight_mats(m) == 2);
+	tr_model_free(m);
+	if (CHECK(tr_model_new(&RGAT, &m) == GNN_OK))
+		CHECK(tr_model_weight_mats(m) == TR + 1);
+	tr_model_free(m);
+}
+
+/* RGAT learns through the relations: test_rgcn_learns_through_relations'
+ * task (only the relational neighbourhoods tell the class), the encoder at
+ * its typed default (on). */
+static void test_rgat_learns_through_relations(void)
+{
+	struct tr_model_cfg c = { .num_layers = 2, .in_dim = 6, .hidden = 16, .num_classes = 4, .model = "rgat",
+				  .schema = &typed_schema, .heads = 2 };
+
+	learns_through_relations(&c);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer_model");
@@ -1964,5 +2399,10 @@ int main(void)
 	RUN(test_encoder_gradcheck);
 	RUN(test_encoder_input_rows);
 	RUN(test_encoder_input_grad);
+	RUN(test_gat_gradcheck);
+	RUN(test_rgat_gradcheck);
+	RUN(test_rgat_forward_matches_reference);
+	RUN(test_rgat_refusals);
+	RUN(test_rgat_learns_through_relations);
 	return t_done();
 }

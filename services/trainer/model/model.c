@@ -19,11 +19,15 @@
 extern const struct tr_model_ops tr_model_graphsage;   /* sage.c */
 extern const struct tr_model_ops tr_model_gcn;         /* gcn.c */
 extern const struct tr_model_ops tr_model_rgcn;        /* rgcn.c */
+extern const struct tr_model_ops tr_model_rgat;        /* rgat.c */
+extern const struct tr_model_ops tr_model_gat;         /* rgat.c: rgat on one relation */
 
 static const struct tr_model_ops *const models[] = {
 	&tr_model_graphsage,
 	&tr_model_gcn,
 	&tr_model_rgcn,
+	&tr_model_rgat,
+	&tr_model_gat,
 };
 
 #define NMODELS (sizeof(models) / sizeof(models[0]))
