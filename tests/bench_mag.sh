@@ -22,8 +22,8 @@
 #     pushing gradients, the stores' sparse update included), every
 #     process's memory, and its test accuracy against the run without.
 # Exits non-zero only when a run fails.
-# Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_EPOCHS (1), GNN_BENCH_FANOUTS
-# (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
+# Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_MODEL (rgcn; rgat), GNN_BENCH_EPOCHS
+# (1), GNN_BENCH_FANOUTS (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
 # GNN_BENCH_EMBED_DIM (128; 0: no embedding run).
 # Usage: tests/bench_mag.sh [BUILD_DIR]
 set -euo pipefail
@@ -37,7 +37,8 @@ EMBED_DIM=${GNN_BENCH_EMBED_DIM:-128}
 WORK=$BUILD/bench/$PRESET-e2e
 CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
-MODEL=(--model rgcn --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
+NAME=${GNN_BENCH_MODEL:-rgcn}
+MODEL=(--model "$NAME" --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
 mkdir -p "$WORK"
 # (old logs too: a service started in the background truncates its log
 # only once it runs, and wait_log must not read the last run's port)
@@ -47,7 +48,7 @@ rm -rf "$WORK/run" "$WORK/run-emb" "$WORK/partition" "$WORK"/bench-*.log "$WORK"
 trap bench_cleanup EXIT
 port_of() { sed -n 's/.* ready .* port=\([0-9]*\) http_port=.*/\1/p' "$1" | head -n 1; }
 
-echo "mag benchmark: preset=$PRESET parts=2 samplers=2 trainers=2 epochs=$EPOCHS fanouts=$FANOUTS hidden=$HIDDEN cpus=$CPUS trainer_threads=$THREADS"
+echo "mag benchmark: preset=$PRESET model=$NAME parts=2 samplers=2 trainers=2 epochs=$EPOCHS fanouts=$FANOUTS hidden=$HIDDEN cpus=$CPUS trainer_threads=$THREADS"
 t_start=$(date +%s.%N)
 /usr/bin/time -f '%M' -o "$WORK/partition.rss" "$BUILD/bin/gnn-partition" --synthetic "$PRESET" --parts 2 \
 	--out "$WORK/partition" --force >"$WORK/partition.out" 2>"$WORK/partition.log" ||
@@ -67,7 +68,7 @@ for p in 0 1; do wait_log "$WORK/bench-gs$p.log" ' ready part=' || exit 1; done
 	--listen tcp://127.0.0.1:0 --http-addr 127.0.0.1 --http-port 0 2>"$WORK/bench-smp.log" &
 BENCH_PIDS+=($!)
 wait_log "$WORK/bench-smp.log" ' ready listen=' || exit 1
-"$BUILD/bin/gnn-trainer" bench --sampler "tcp://127.0.0.1:$(port_of "$WORK/bench-smp.log")" --model rgcn \
+"$BUILD/bin/gnn-trainer" bench --sampler "tcp://127.0.0.1:$(port_of "$WORK/bench-smp.log")" --model "$NAME" \
 	--fanouts "$FANOUTS" --hidden "$HIDDEN" --threads "$THREADS" --steps 10 >"$WORK/step-bench.out" 2>"$WORK/step-bench.log" ||
 	{ tail -n 5 "$WORK/step-bench.log" >&2; exit 1; }
 bench_stop
@@ -96,7 +97,7 @@ awk -v c="$(kv compute_s <<<"$epoch")" -v cpu="$(kv compute_cpu_s <<<"$epoch")" 
 grep -h ' served ' "$WORK"/run/logs/sampler-*.log | head -n 2 |
 	awk -v s="$train_s" '{ for (i = 1; i <= NF; i++) if ($i ~ /^sampled_edges=/) { split($i, a, "="); e += a[2] } }
 	     END { printf "sampling sampled_edges=%.0f training_s=%s sampled_edges_per_s=%.0f\n", e, s, e / s }'
-grep -E '^(rgcn|features_only|test_acc|inference|time) ' "$WORK/local.out"
+grep -E "^($NAME|features_only|test_acc|inference|time) " "$WORK/local.out"
 infer_report "$PRESET" "$WORK/run" "$WORK/local.out"
 mem_local_pids "$WORK/local.out" >"$WORK/pids"
 mem_table "$WORK/pids" "$WORK/rss.samples"
@@ -117,8 +118,8 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, a, "="); s += a[2]; n++ } }
 		END { if (n) printf "embed_checkpoints count=%d seconds_each=%.1f\n", n, s / n }'
 	du -sm "$(ls -d "$WORK/run-emb/checkpoints"/epoch-* | tail -n 1)" | awk '{ print "embed_checkpoint_mb=" $1 }'
-	a=$(sed -n 's/^test_acc rgcn=\([0-9.]*\).*/\1/p' "$WORK/local.out")
-	b=$(sed -n 's/^test_acc rgcn=\([0-9.]*\).*/\1/p' "$WORK/local-emb.out")
+	a=$(sed -n "s/^test_acc $NAME=\([0-9.]*\).*/\1/p" "$WORK/local.out")
+	b=$(sed -n "s/^test_acc $NAME=\([0-9.]*\).*/\1/p" "$WORK/local-emb.out")
 	ia=$(jq -r '.accuracy.test * 10000 | round / 10000' "$WORK/run/predictions/summary.json" 2>/dev/null || echo "?")
 	ib=$(jq -r '.accuracy.test * 10000 | round / 10000' "$WORK/run-emb/predictions/summary.json" 2>/dev/null || echo "?")
 	echo "embed_accuracy sampled_with=$b sampled_without=$a inference_with=$ib inference_without=$ia"
