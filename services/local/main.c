@@ -42,7 +42,7 @@ static const struct gnn_opt own_options[] = {
 	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, NULL, 0, 0, "f32|f16",
 	  "feature rows stored and sent as (gnn-partition --feature-dtype; default f32; not with --partition-dir)" },
 	{ "feat-norm", GNN_OPT_STR, &cfg.feat_norm, NULL, 0, 0, "auto|row|standard|none",
-	  "feature normalisation stored with the rows (gnn-partition --feat-norm; default auto: row for "
+	  "feature normalisation stored with the rows (gnn-partition --feat-norm; default none; auto: row for "
 	  "nonnegative features, else none; not with --partition-dir)" },
 	{ "partition-dir", GNN_OPT_STR, &cfg.partition_dir, NULL, 0, 0, NULL,
 	  "instead: an existing gnn-partition output to serve (not partitioned again)" },

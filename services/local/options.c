@@ -85,7 +85,7 @@ static int check_source(struct loc_config *cfg)
 	if (cfg->feature_dtype == NULL)
 		cfg->feature_dtype = "f32";
 	if (cfg->feat_norm == NULL)
-		cfg->feat_norm = "auto";
+		cfg->feat_norm = "none";
 	return GNN_OK;
 }
 

@@ -67,7 +67,7 @@ static const struct gnn_opt options[] = {
 	  "synthetic: class count; import: labels must lie below it (0: preset's / max label + 1)" },
 	{ "feature-dtype", GNN_OPT_STR, &cfg.feature_dtype, "f32", 0, 0, "f32|f16",
 	  "how feature rows are stored and sent: f16 halves their bytes (rounded to nearest; values beyond 65504 refused)" },
-	{ "feat-norm", GNN_OPT_STR, &cfg.feat_norm, "auto", 0, 0, PT_FEAT_NORM_CHOICES,
+	{ "feat-norm", GNN_OPT_STR, &cfg.feat_norm, "none", 0, 0, PT_FEAT_NORM_CHOICES,
 	  "feature normalisation per node type, stored with the rows: row (each row divided by its sum), standard "
 	  "(columns to mean 0, sd 1), none; auto: row for a type whose values are all >= 0 (bag-of-words), else none" },
 	{ "edge-split", GNN_OPT_LIST, &cfg.edge_split, NULL, 0, 0, NULL,

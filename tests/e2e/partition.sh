@@ -173,7 +173,7 @@ check feat_norm_bad_value "--feat-norm l2: exit 2 naming the choices, nothing wr
 jq 'del(.feat_norm_requested)' "$WORK/loc/partition/meta.json" >"$WORK/old-meta" && mv "$WORK/old-meta" "$WORK/loc/partition/meta.json"
 LOC=("$BIN/gnn-local" --synthetic tiny --epochs 1 --no-infer --workdir "$WORK/loc")
 timeout 120 "${LOC[@]}" --feat-norm none >"$WORK/loc-none.out" 2>&1
-timeout 120 "${LOC[@]}" >"$WORK/loc-auto.out" 2>&1
+timeout 120 "${LOC[@]}" --feat-norm auto >"$WORK/loc-auto.out" 2>&1
 "$BIN/gnn-local" --partition-dir "$WORK/loc/partition" --feat-norm row --workdir "$WORK/loc-given" >/dev/null 2>"$WORK/loc-given.err"; rc=$?
 check local_feat_norm_reuse "gnn-local: an older output (read as none) reused with --feat-norm none, repartitioned for auto; --feat-norm with --partition-dir: exit 2" \
 	bash -c "grep -q 'partition_reused' '$WORK/loc-none.out' &&

@@ -75,11 +75,10 @@ one of gnn-partition's options). */}}
 - name: GNN_FEATURE_DTYPE
   value: {{ .Values.partition.featureDtype | quote }}
 {{- end }}
-{{- /* a synthetic graph's rows are signed, so auto stores them as before
---feat-norm: its output keeps its folder (hash). An imported dataset's
-output under auto may differ from one made before (Cora's, ACM's rows are
-normalised now): it gets a folder of its own. */}}
-{{- if or (ne .Values.partition.featNorm "auto") (ne .Values.dataset.source "synthetic") }}
+{{- /* only when not none, the default: an output made before --feat-norm
+(none) keeps its folder (hash); any other setting may store other rows
+and gets a folder of its own */}}
+{{- if ne .Values.partition.featNorm "none" }}
 - name: GNN_FEAT_NORM
   value: {{ .Values.partition.featNorm | quote }}
 {{- end }}
