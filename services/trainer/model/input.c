@@ -41,7 +41,6 @@ int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 	in->input_grad = cfg->input_grad;
 	in->keep_below = tr_dropout_keep_below(cfg->dropout);
 	in->keep_scale = (float)(1.0 / (1.0 - (double)cfg->dropout));
-	in->raw_drop = getenv("GNN_EXP_RAWDROP") != NULL;
 	return GNN_OK;
 }
 
@@ -71,7 +70,6 @@ void tr_input_free(struct tr_input *in)
 	free(in->de.p);
 	free(in->dm.p);
 	free(in->dx.p);
-	free(in->fd.p);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -154,33 +152,6 @@ static int rank_rows(struct tr_input *in, const struct gnn_minibatch *mb)
 	return GNN_OK;
 }
 
-static const float *raw_rows(const struct tr_input *in, const struct gnn_minibatch *mb, uint32_t t)
-{
-	return in->dropped && in->raw_drop ? in->fd.p + in->foff[t] : (const float *)mb->feat[t];
-}
-
-static int drop_raw(struct tr_input *in, const struct gnn_minibatch *mb, uint64_t key)
-{
-	size_t n = 0;
-	int rc;
-
-	for (uint32_t t = 0; t < in->T; t++) {
-		in->foff[t] = n;
-		n += in->vec[t] < 0 ? (in->toff[t + 1] - in->toff[t]) * in->feat_dim[t] : 0;
-	}
-	if ((rc = tr_fbuf_reserve(&in->fd, n ? n : 1)) != GNN_OK)
-		return rc;
-	for (uint32_t t = 0; t < in->T; t++) {
-		size_t r = in->toff[t + 1] - in->toff[t];
-
-		if (in->vec[t] >= 0 || r == 0)
-			continue;
-		memcpy(in->fd.p + in->foff[t], mb->feat[t], r * in->feat_dim[t] * sizeof(float));
-		tr_dropout(in->fd.p + in->foff[t], r, in->feat_dim[t], gnn_draw64(key, t), in->keep_below, in->keep_scale);
-	}
-	return GNN_OK;
-}
-
 /* project: e's rows of type t = F_t W_t + b_t, one product per type. */
 static int project_types(struct tr_input *in, const struct gnn_minibatch *mb, struct tr_kstats *ks)
 {
@@ -196,7 +167,7 @@ static int project_types(struct tr_input *in, const struct gnn_minibatch *mb, st
 
 		if (n == 0)
 			continue;
-		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, n, D, f, raw_rows(in, mb, t), f, w, D, e, D);
+		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, n, D, f, mb->feat[t], f, w, D, e, D);
 		for (size_t r = 0; r < n; r++)
 			tr_vadd(e + r * D, w + f * D, D);
 	}
@@ -217,18 +188,12 @@ int tr_input_forward(struct tr_input *in, const struct gnn_minibatch *mb, bool t
 	}
 	if ((rc = rank_rows(in, mb)) != GNN_OK || (rc = tr_fbuf_reserve(&in->h0, (ns ? ns : 1) * in->D)) != GNN_OK)
 		return rc;
-	if (in->project && in->raw_drop && train && in->keep_below < UINT32_MAX) {
-		in->dropped = true;
-		in->key = key;
-		if ((rc = drop_raw(in, mb, key)) != GNN_OK)
-			return rc;
-	}
 	if (in->project && (rc = project_types(in, mb, ks)) != GNN_OK)
 		return rc;
 	c.src = in->e.p;
 	c.out = in->h0.p;
 	tr_par_for(ns, 1 + 16384 / in->D, rows_part, &c);
-	if (in->project && !in->raw_drop && train && in->keep_below < UINT32_MAX) {
+	if (in->project && train && in->keep_below < UINT32_MAX) {
 		tr_dropout(in->h0.p, ns, in->D, key, in->keep_below, in->keep_scale);
 		in->dropped = true;
 		in->key = key;
@@ -296,7 +261,7 @@ static void project_grads(struct tr_input *in, const struct gnn_minibatch *mb, s
 			memset(g, 0, (f + 1) * D * sizeof(float));
 			continue;
 		}
-		tr_sgemm(ks, CblasTrans, CblasNoTrans, f, D, n, raw_rows(in, mb, t), f, de, D, g, D);
+		tr_sgemm(ks, CblasTrans, CblasNoTrans, f, D, n, mb->feat[t], f, de, D, g, D);
 		memset(g + f * D, 0, D * sizeof(float));
 		for (size_t r = 0; r < n; r++)
 			tr_vadd(g + f * D, de + r * D, D);
@@ -323,8 +288,6 @@ static int raw_grads(struct tr_input *in, const struct gnn_minibatch *mb, struct
 			continue;
 		tr_sgemm(ks, CblasNoTrans, CblasTrans, n, f, D, in->de.p + in->toff[t] * D, D, in->params + in->woff[t],
 			 D, tmp.p, f);
-		if (in->dropped && in->raw_drop)
-			tr_dropout(tmp.p, n, f, gnn_draw64(in->key, t), in->keep_below, in->keep_scale);
 		for (size_t i = 0; i < ns; i++)
 			if (type_of(in, mb, i) == t)
 				memcpy(in->dx.p + i * ld, tmp.p + (size_t)in->rank.p[i] * f, f * sizeof(float));
@@ -341,7 +304,7 @@ static int unmask(struct tr_input *in, size_t ns, const float *dh0, const float 
 	int rc;
 
 	*dm = dh0;
-	if (!in->dropped || in->raw_drop)
+	if (!in->dropped)
 		return GNN_OK;
 	if ((rc = tr_fbuf_reserve(&in->dm, (ns ? ns : 1) * in->D)) != GNN_OK)
 		return rc;

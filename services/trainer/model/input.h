@@ -47,9 +47,6 @@ struct tr_input {
 	struct tr_fbuf h0;                 /* the rows, when assembled */
 	struct tr_fbuf e, de, dm, dx;      /* project: per-type rows and their gradient; masked dH0; raw gradient */
 	size_t toff[GNN_MAX_TYPES + 1];    /* project: each type's first row in e and de */
-	struct tr_fbuf fd;                 /* raw dropout: the rows dropped out, by type */
-	size_t foff[GNN_MAX_TYPES];        /* and each type's first float there */
-	bool raw_drop;
 	bool dropped;                      /* the last forward applied dropout with key */
 	uint64_t key;
 	const float *dh0;                  /* after a backward with input_grad: the rows' gradient, or NULL */
