@@ -33,7 +33,8 @@ static const struct gnn_mcfg_row rows[] = {
 	  "numBases", M, ANY },
 	{ "encoder", GNN_OPT_STR, F(encoder), "auto", 0, 0, "auto|on|off",
 	  "layer 0's input rows: on: a Linear per node type to --hidden; off: the features zero-padded to the "
-	  "widest type's; auto: on for a graph of several node types (docs/model.md, \"Input encoder\")", "encoder",
+	  "widest type's; auto: on for a graph of several node types with features wider than --hidden "
+	  "(docs/model.md, \"Input rows\")", "encoder",
 	  M, ANY },
 	{ "heads", GNN_OPT_INT, F(heads), "4", 1, 64, NULL,
 	  "rgat, gat: attention heads of every hidden layer (--hidden a multiple of it; the last layer has one)",

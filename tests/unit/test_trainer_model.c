@@ -1957,7 +1957,8 @@ struct gat_dims {
 
 static bool projects(const struct tr_model_cfg *c)
 {
-	return c->encoder == TR_ENC_ON || (c->encoder == TR_ENC_AUTO && c->schema != NULL && c->schema->num_types > 1);
+	return c->encoder == TR_ENC_ON ||
+	       (c->encoder == TR_ENC_AUTO && c->schema != NULL && c->schema->num_types > 1 && c->in_dim > c->hidden);
 }
 
 static void gat_dims_of(const struct tr_model_cfg *c, size_t R, struct gat_dims *d)
@@ -2313,7 +2314,8 @@ static void test_rgat_forward_matches_reference(void)
 	make_typed(&tt, 3, TSIZES, TR, RGAT.num_classes, 3, 731);
 	c = RGAT;
 	gat_check_reference(&c, &tt.mb, 3);
-	c.encoder = TR_ENC_AUTO;   /* three types: projected */
+	c.encoder = TR_ENC_AUTO;   /* three types, 6 features wider than hidden: projected */
+	c.hidden = 4;
 	gat_check_reference(&c, &tt.mb, 4);
 	free_typed(&tt);
 }

@@ -21,7 +21,7 @@ int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 
 	memset(in, 0, sizeof(*in));
 	in->T = sc->num_types;
-	in->project = tr_encoder_projects(cfg->encoder, in->T);
+	in->project = tr_encoder_projects(cfg->encoder, in->T, cfg->in_dim, cfg->hidden);
 	in->D = in->project || cfg->in_dim == 0 ? cfg->hidden : cfg->in_dim;
 	if (in->D > (1u << 20)) {
 		GNN_ERROR("bad_config", "input_width=%" PRIu32 " reason=\"widths above 1048576 are not supported\"",

@@ -5,7 +5,7 @@
  *
  *   pad      (off; a one-type graph's default): the feature row
  *            zero-padded to D = in_dim, the widest type's width;
- *   project  (on; a typed graph's default): a Linear per type with
+ *   project  (on; auto on a typed graph wider than hidden): a Linear per type with
  *            features, E_v = x_v W_t + b_t, D = hidden wide, as PyG's
  *            to_hetero examples, HGB's R-GCN and GraphStorm's input layer
  *            have it: every type lands in one space of one width, and a
@@ -54,7 +54,7 @@ struct tr_input {
 };
 
 /* Sets in up for cfg (cfg->schema valid during the call; cfg->encoder
- * resolved: TR_ENC_AUTO projects on a schema of more than one type)
+ * resolved by tr_encoder_projects, model.h)
  * and counts its parameters into in->nparams; nothing is allocated yet.
  * GNN_EINVAL (logged) for a width above 2^20. */
 int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg);

@@ -125,7 +125,7 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 	m->cfg.schema = NULL;  /* borrowed for tr_model_new only (model.h) */
 	m->num_types = sc->num_types;
 	m->num_rels = sc->num_rels;
-	m->D = cfg->in_dim > 0 && !tr_encoder_projects(cfg->encoder, sc->num_types) ? cfg->in_dim : cfg->hidden;
+	m->D = cfg->in_dim > 0 && !tr_encoder_projects(cfg->encoder, sc->num_types, cfg->in_dim, cfg->hidden) ? cfg->in_dim : cfg->hidden;
 	for (uint32_t t = 0; t < sc->num_types; t++)
 		m->feat_dims[t] = sc->types[t].feat_dim;
 	c.model = ops->name;
@@ -200,7 +200,7 @@ enum tr_encoder tr_encoder_named(const char *v)
 
 bool tr_model_input_projects(const struct tr_model *m)
 {
-	return tr_encoder_projects(m->cfg.encoder, m->num_types);
+	return tr_encoder_projects(m->cfg.encoder, m->num_types, m->cfg.in_dim, m->cfg.hidden);
 }
 
 int tr_model_input_row(const struct tr_model *m, uint32_t t, const float *feat, float *out)

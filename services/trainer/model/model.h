@@ -36,10 +36,14 @@
 enum tr_encoder { TR_ENC_AUTO, TR_ENC_ON, TR_ENC_OFF };
 
 /* Whether layer 0's input rows are a per-type projection (input.h) for
- * this setting and a schema of num_types node types. */
-static inline bool tr_encoder_projects(enum tr_encoder e, uint32_t num_types)
+ * this setting, a schema of num_types node types whose widest features
+ * are in_dim wide, and hidden: auto projects a typed graph's rows when
+ * some are wider than hidden (bag-of-words: the encoder's point is to
+ * bring them down; rows already narrower are cheaper padded, and the
+ * relations' weights are no wider than the hidden layers' then). */
+static inline bool tr_encoder_projects(enum tr_encoder e, uint32_t num_types, uint32_t in_dim, uint32_t hidden)
 {
-	return e == TR_ENC_ON || (e == TR_ENC_AUTO && num_types > 1);
+	return e == TR_ENC_ON || (e == TR_ENC_AUTO && num_types > 1 && in_dim > hidden);
 }
 
 /* --encoder's value: "on", "off", anything else auto (the option table
@@ -60,8 +64,7 @@ struct tr_model_cfg {
 	const struct gnn_schema *schema;
 	uint32_t num_bases;    /* rgcn: basis matrices per layer, 1..relations; 0: a full weight
 				* matrix per relation (other models: 0) */
-	enum tr_encoder encoder;   /* layer 0's input rows (input.h): TR_ENC_AUTO projects on a schema of
-				    * more than one type */
+	enum tr_encoder encoder;   /* layer 0's input rows (input.h; tr_encoder_projects) */
 	uint32_t heads;        /* rgat, gat: attention heads of the hidden layers (0: 1) */
 	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
 				* rows (learnable embeddings, embeddings.h: tr_model_input_grad) */
