@@ -1403,6 +1403,33 @@ static void test_rgcn_forward_matches_reference(void)
 	}
 }
 
+/* Layer after layer from layer 0's rows h (num_src x D; freed),
+ * tr_model_infer_layer's logits of mb's seeds: their loss. */
+static double layerwise_loss(struct tr_model *m, const struct gnn_minibatch *mb, const int32_t *labels, float *h,
+			     size_t D, uint32_t hidden, uint32_t C)
+{
+	double *z, loss;
+
+	for (uint32_t l = 0; l < mb->num_layers; l++) {
+		uint32_t win, wout;
+		float *o;
+
+		tr_model_layer_dims(m, l, &win, &wout);
+		CHECK(win == (l == 0 ? D : hidden));
+		o = malloc((size_t)mb->blocks[l].num_dst * wout * sizeof(float));
+		CHECK(tr_model_infer_layer(m, l, &mb->blocks[l], h, o) == GNN_OK);
+		free(h);
+		h = o;
+	}
+	z = malloc(mb->num_seeds * C * sizeof(double));
+	for (size_t i = 0; i < mb->num_seeds * C; i++)
+		z[i] = h[i];
+	loss = ref_loss(z, labels, mb->num_seeds, C);
+	free(z);
+	free(h);
+	return loss;
+}
+
 /* tr_model_input_row: a feature row zero-padded to D, the type's vector
  * for a type without features, errors for a wrong type or feature row;
  * layer after layer, tr_model_infer_layer from those rows gives the
@@ -1414,7 +1441,7 @@ static void test_rgcn_input_rows(void)
 	struct tr_step_stats st;
 	size_t D = RGCN.in_dim, ns = TSIZES[0], rank[TT] = { 0 }, off[TL + 2];
 	float *h = malloc(ns * D * sizeof(float)), row[8];
-	double loss, *z;
+	double loss, lw;
 
 	make_schema(&typed_schema, TR);
 	make_typed(&t, 3, TSIZES, TR, RGCN.num_classes, 3, 500);
@@ -1433,30 +1460,14 @@ static void test_rgcn_input_rows(void)
 	CHECK(tr_model_input_row(m, TT, NULL, row) == GNN_EINVAL);
 	CHECK(tr_model_input_row(m, 1, t.feat[0], row) == GNN_EINVAL);
 	CHECK(tr_model_input_row(m, 2, NULL, row) == GNN_EINVAL);
-	for (uint32_t l = 0; l < 3; l++) {
-		uint32_t win, wout;
-		float *o;
-
-		tr_model_layer_dims(m, l, &win, &wout);
-		CHECK(win == (l == 0 ? D : RGCN.hidden));
-		o = malloc((size_t)t.mb.blocks[l].num_dst * wout * sizeof(float));
-		CHECK(tr_model_infer_layer(m, l, &t.mb.blocks[l], h, o) == GNN_OK);
-		free(h);
-		h = o;
-	}
-	z = malloc(t.mb.num_seeds * RGCN.num_classes * sizeof(double));
-	for (size_t i = 0; i < t.mb.num_seeds * RGCN.num_classes; i++)
-		z[i] = h[i];
+	lw = layerwise_loss(m, &t.mb, t.labels, h, D, RGCN.hidden, RGCN.num_classes);
 	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
-	printf("  layer-wise from tr_model_input_row: loss %.12f, forward %.12f\n",
-	       ref_loss(z, t.labels, t.mb.num_seeds, RGCN.num_classes), loss);
-	CHECK(fabs(ref_loss(z, t.labels, t.mb.num_seeds, RGCN.num_classes) - loss) < 1e-9);
+	printf("  layer-wise from tr_model_input_row: loss %.12f, forward %.12f\n", lw, loss);
+	CHECK(fabs(lw - loss) < 1e-9);
 	/* A step moves the type vector, and the rows follow it. */
 	CHECK(tr_model_train_step(m, &t.mb, 1, &st) == GNN_OK);
 	tr_model_params(m)[off[3]] -= 0.5f;
 	CHECK(tr_model_input_row(m, 1, NULL, row) == GNN_OK && row[0] == tr_model_params(m)[off[3]]);
-	free(z);
-	free(h);
 	tr_model_free(m);
 	free_typed(&t);
 }
@@ -1830,7 +1841,7 @@ static void test_encoder_input_rows(void)
 	struct tr_model *m;
 	size_t D = ENC.hidden, ns = TSIZES[0], rank[TT] = { 0 }, off[TL + 2];
 	float *h = malloc(ns * D * sizeof(float));
-	double loss, *ref, *z, err = 0;
+	double loss, lw, *ref, err = 0;
 
 	make_schema(&typed_schema, TR);
 	make_typed(&t, 3, TSIZES, TR, ENC.num_classes, 3, 510);
@@ -1848,27 +1859,11 @@ static void test_encoder_input_rows(void)
 			err = fmax(err, fabs(h[i * D + j] - ref[i * D + j]));
 	}
 	CHECK(err < 1e-5);
-	for (uint32_t l = 0; l < 3; l++) {
-		uint32_t win, wout;
-		float *o;
-
-		tr_model_layer_dims(m, l, &win, &wout);
-		CHECK(win == (l == 0 ? D : ENC.hidden));
-		o = malloc((size_t)t.mb.blocks[l].num_dst * wout * sizeof(float));
-		CHECK(tr_model_infer_layer(m, l, &t.mb.blocks[l], h, o) == GNN_OK);
-		free(h);
-		h = o;
-	}
-	z = malloc(t.mb.num_seeds * ENC.num_classes * sizeof(double));
-	for (size_t i = 0; i < t.mb.num_seeds * ENC.num_classes; i++)
-		z[i] = h[i];
+	lw = layerwise_loss(m, &t.mb, t.labels, h, D, ENC.hidden, ENC.num_classes);
 	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
-	printf("  encoder rows: max |row - reference| %.1e; layer-wise loss %.9f, forward %.9f\n", err,
-	       ref_loss(z, t.labels, t.mb.num_seeds, ENC.num_classes), loss);
-	CHECK(fabs(ref_loss(z, t.labels, t.mb.num_seeds, ENC.num_classes) - loss) < 1e-5);
-	free(z);
+	printf("  encoder rows: max |row - reference| %.1e; layer-wise loss %.9f, forward %.9f\n", err, lw, loss);
+	CHECK(fabs(lw - loss) < 1e-5);
 	free(ref);
-	free(h);
 	tr_model_free(m);
 	free_typed(&t);
 }

@@ -50,6 +50,21 @@ void tr_input_bind(struct tr_input *in, float *params, float *grads)
 	in->grads = grads;
 }
 
+int tr_input_alloc(struct tr_input *in, size_t n, float **params, float **grads, size_t *nparams)
+{
+	*nparams = n + in->nparams;
+	*params = calloc(*nparams, sizeof(float));
+	*grads = calloc(*nparams, sizeof(float));
+	if (*params == NULL || *grads == NULL) {
+		free(*params);
+		free(*grads);
+		*params = *grads = NULL;
+		return GNN_ENOMEM;
+	}
+	tr_input_bind(in, *params + n, *grads + n);
+	return GNN_OK;
+}
+
 void tr_input_init(struct tr_input *in, uint64_t key, size_t first)
 {
 	for (size_t i = 0; i < in->nparams; i++) {

@@ -60,6 +60,10 @@ struct tr_input {
 int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg);
 /* Its parameter and gradient slices: in->nparams floats each, the model's. */
 void tr_input_bind(struct tr_input *in, float *params, float *grads);
+/* A model's two blocks, zeroed, with room for n parameters of its own
+ * and then in's slice, bound (tr_input_bind): *params and *grads are the
+ * model's (free), *nparams their floats. GNN_ENOMEM (nothing held). */
+int tr_input_alloc(struct tr_input *in, size_t n, float **params, float **grads, size_t *nparams);
 /* Initial values, parameter i of the slice drawn from (key, first + i):
  * W_t and b_t ~ U(-1/sqrt(feat_dim_t), +), nn.Linear's default; type
  * vectors ~ U(-1, 1). */

@@ -111,14 +111,10 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 		n += layer_size(s, l);
 	}
 	s->inp_off = n;
-	s->nparams = n + s->inp.nparams;
-	s->params = calloc(s->nparams, sizeof(float));
-	s->grads = calloc(s->nparams, sizeof(float));
-	if (s->params == NULL || s->grads == NULL) {
+	if (tr_input_alloc(&s->inp, n, &s->params, &s->grads, &s->nparams) != GNN_OK) {
 		tr_layers_destroy(s);
 		return GNN_ENOMEM;
 	}
-	tr_input_bind(&s->inp, s->params + n, s->grads + n);
 	/* p = 0 skips the mask altogether */
 	s->keep_below = tr_dropout_keep_below(cfg->dropout);
 	s->keep_scale = (float)(1.0 / (1.0 - (double)cfg->dropout));
