@@ -275,7 +275,8 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
 	uint32_t from;
 
 	if (tr_ring_peer_result(env->ring, v, sizeof(v), &len, &from) != GNN_OK || len != sizeof(v) ||
-	    !(v[RES_EPOCHS] >= 1 && v[RES_EPOCHS] <= (c->epochs > 0 ? c->epochs : UINT32_MAX)) || !(v[RES_CRC] >= 0 && v[RES_CRC] <= UINT32_MAX) ||
+	    !(v[RES_EPOCHS] >= 1 && v[RES_EPOCHS] <= (c->epochs > 0 ? c->epochs : UINT32_MAX)) ||
+	    !(v[RES_CRC] >= 0 && v[RES_CRC] <= UINT32_MAX) ||
 	    !(v[RES_BESTEPOCH] >= 0 && v[RES_BESTEPOCH] <= v[RES_EPOCHS])) {
 		GNN_ERROR("ring_protocol_error", "error=\"a finished peer's result is not one this trainer reads "
 			  "(another version?)\"");

@@ -1239,6 +1239,7 @@ static void plan_epochs(struct run *r)
 		want = r->steps > 0 ? (c->min_steps + r->steps - 1) / r->steps : AUTO_EPOCHS;
 		r->epochs = want > AUTO_EPOCHS ? want : AUTO_EPOCHS;
 	}
+	r->last_val = r->best_val > 0 ? r->best_val : 0;   /* a resumed run's, until it validates */
 	r->eval_every = c->eval_every;
 	if (c->eval_every == 0)
 		r->eval_every = c->link || train == 0 ? 1 : (uint32_t)((val_rank + 3 * train - 1) / (3 * train));

@@ -406,7 +406,8 @@ static int source_grads(struct tr_layers *s, uint32_t l, const struct gnn_block 
 	struct tr_grad_ctx gc;
 	int rc;
 
-	if ((rc = tr_fbuf_reserve(dh, ns * in)) != GNN_OK || (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK ||
+	if ((rc = tr_fbuf_reserve(dh, ns * in)) != GNN_OK ||
+	    (rc = tr_block_transpose(b, s->R, &s->tptr, &s->tidx)) != GNN_OK ||
 	    (rc = tr_groups_dx(s, l, b->num_dst, dy, weights(s, l), ks)) != GNN_OK)
 		return rc;
 	if (scaled(s, l))

@@ -125,7 +125,9 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 	m->cfg.schema = NULL;  /* borrowed for tr_model_new only (model.h) */
 	m->num_types = sc->num_types;
 	m->num_rels = sc->num_rels;
-	m->D = cfg->in_dim > 0 && !tr_encoder_projects(cfg->encoder, sc->num_types, cfg->in_dim, cfg->hidden) ? cfg->in_dim : cfg->hidden;
+	m->D = cfg->in_dim == 0 || tr_encoder_projects(cfg->encoder, sc->num_types, cfg->in_dim, cfg->hidden) ?
+		       cfg->hidden :
+		       cfg->in_dim;
 	for (uint32_t t = 0; t < sc->num_types; t++)
 		m->feat_dims[t] = sc->types[t].feat_dim;
 	c.model = ops->name;
