@@ -207,6 +207,16 @@ int gnn_mcfg_option_table(const struct gnn_opt *own, struct gnn_model_cfg *mc, u
 	return GNN_OK;
 }
 
+int gnn_mcfg_option(struct gnn_model_cfg *mc, const char *name, struct gnn_opt *out)
+{
+	int i = gnn_mcfg_find(name);
+
+	if (i < 0)
+		return GNN_EINVAL;
+	*out = opt_row(mc, (size_t)i, true, rows[i].help);
+	return GNN_OK;
+}
+
 bool gnn_mcfg_active(const struct gnn_model_cfg *mc, size_t i)
 {
 	switch (rows[i].group) {

@@ -96,6 +96,11 @@ void gnn_mcfg_defaults(struct gnn_model_cfg *mc);
 int gnn_mcfg_option_table(const struct gnn_opt *own, struct gnn_model_cfg *mc, unsigned cls, bool with_defaults,
 			  const char *help_prefix, struct gnn_opt *out, size_t cap);
 
+/* The row called name as one option into *out, its default included,
+ * pointing into *mc (a tool that takes a few model options beside its
+ * own: gnn-trainer bench). GNN_EINVAL for an unknown name. */
+int gnn_mcfg_option(struct gnn_model_cfg *mc, const char *name, struct gnn_opt *out);
+
 /* Whether row i counts in mc (its group is active). */
 bool gnn_mcfg_active(const struct gnn_model_cfg *mc, size_t i);
 

@@ -429,6 +429,25 @@ static int run_batch(struct infer *in, const struct gnn_part *part, uint32_t l, 
 	return tr_model_infer_layer(in->model, l, &b, in->h.p, in->y.p);
 }
 
+/* The input pass's outputs stand as a layer's (layer_path: input-part-P,
+ * the logs' layer=input). */
+#define INPUT_PASS UINT32_MAX
+
+/* Pass l's input and output widths: the input pass reads rows of the
+ * model schema's (the widest type's) and writes layer 0's; its input
+ * width is the larger, so one --buffer-mb budget bounds both. */
+static void pass_dims(const struct infer *in, uint32_t l, uint32_t *win, uint32_t *wout)
+{
+	uint32_t unused, raw = gnn_schema_max_feat_dim(&in->mschema);
+
+	if (l != INPUT_PASS) {
+		tr_model_layer_dims(in->model, l, win, wout);
+		return;
+	}
+	tr_model_layer_dims(in->model, 0, wout, &unused);
+	*win = raw > *wout ? raw : *wout;
+}
+
 /* The input pass of a projecting model (in->encoded): layer 0's input
  * rows of nodes [v0, v0 + nb) of part into in->y, one product per node
  * (per edge, as the gather would make them, they would cost a degree's
@@ -456,16 +475,14 @@ static void encode_rows(void *arg, size_t lo, size_t hi)
 
 static int encode_batch(struct infer *in, const struct gnn_part *part, int64_t v0, size_t nb)
 {
-	uint32_t win, wout;
-	size_t raw_w = gnn_schema_max_feat_dim(&in->mschema);
+	uint32_t raw_w, width;
 	struct encode c;
 	int rc;
 
-	tr_model_layer_dims(in->model, 0, &win, &wout);
-	raw_w = raw_w ? raw_w : 1;
-	if ((rc = tr_fbuf_reserve(&in->h, nb * raw_w)) != GNN_OK || (rc = tr_fbuf_reserve(&in->y, nb * win)) != GNN_OK)
+	pass_dims(in, INPUT_PASS, &raw_w, &width);
+	if ((rc = tr_fbuf_reserve(&in->h, nb * raw_w)) != GNN_OK || (rc = tr_fbuf_reserve(&in->y, nb * width)) != GNN_OK)
 		return rc;
-	c = (struct encode){ in, part, v0, raw_w, win, in->h.p, in->y.p };
+	c = (struct encode){ in, part, v0, raw_w, width, in->h.p, in->y.p };
 	tr_par_for(nb, 64, encode_rows, &c);
 	return GNN_OK;
 }
@@ -636,10 +653,6 @@ static bool own(uint32_t p)
 	return p % (uint32_t)ic.workers == (uint32_t)ic.worker;
 }
 
-/* The input pass's outputs stand as a layer's: layer_path's and the logs'
- * "input". */
-#define INPUT_PASS UINT32_MAX
-
 static void layer_path(const struct infer *in, uint32_t l, uint32_t p, char *buf, size_t len)
 {
 	if (l == INPUT_PASS)
@@ -657,19 +670,13 @@ static const char *pass_name(uint32_t l, char *buf, size_t len)
 	return buf;
 }
 
-/* Pass l's input and output widths: the input pass reads the model
- * schema's rows and writes layer 0's. */
-static void pass_dims(const struct infer *in, uint32_t l, uint32_t *win, uint32_t *wout)
+/* The nodes from v of pass l's next batch: as many as budget rows hold,
+ * a hidden layer's neighbours counted (batch_end). */
+static size_t pass_batch(const struct gnn_part *part, uint32_t l, int64_t v, size_t budget)
 {
-	uint32_t d;
-
-	if (l != INPUT_PASS) {
-		tr_model_layer_dims(in->model, l, win, wout);
-		return;
-	}
-	tr_model_layer_dims(in->model, 0, wout, &d);
-	d = gnn_schema_max_feat_dim(&in->mschema);
-	*win = d > *wout ? d : *wout;
+	if (l != INPUT_PASS)
+		return batch_end(part, v, part->num_nodes, budget);
+	return part->num_nodes - v < (int64_t)budget ? (size_t)(part->num_nodes - v) : budget;
 }
 
 /* Rows of width floats that fit --buffer-mb. */
@@ -716,8 +723,7 @@ static int hidden_layer_part(struct infer *in, uint32_t l, uint32_t p)
 	if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &w)) != GNN_OK)
 		return rc;
 	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
-		nb = l == INPUT_PASS ? (size_t)(part->num_nodes - v < (int64_t)budget ? part->num_nodes - v : (int64_t)budget)
-				     : batch_end(part, v, part->num_nodes, budget);
+		nb = pass_batch(part, l, v, budget);
 		if (gnn_stop_requested())
 			rc = GNN_ECLOSED;
 		if (rc == GNN_OK)
@@ -779,6 +785,20 @@ static int open_layer(struct infer *in, uint32_t l)
 		}
 	}
 	return GNN_OK;
+}
+
+/* Pass l (a hidden layer, or the input pass) over own partitions, then
+ * every partition's outputs, mapped as the next layer's input. */
+static int hidden_pass(struct infer *in, uint32_t l)
+{
+	int rc;
+
+	for (uint32_t p = 0; p < in->P; p++)
+		if (own(p) && (rc = hidden_layer_part(in, l, p)) != GNN_OK)
+			return rc;
+	if ((rc = wait_for(in, "layer", probe_layer, &l)) != GNN_OK)
+		return rc;
+	return open_layer(in, l);
 }
 
 /* ---- the last layer: one partition's predictions ---- */
@@ -1218,14 +1238,11 @@ static int infer_run(struct infer *in)
 	if ((rc = gnn_mkdir_p(in->work)) != GNN_OK)
 		return rc;
 	in->encoded = tr_model_input_projects(in->model);
-	/* the input pass first when there is one (INPUT_PASS + 1 wraps to layer 0) */
-	for (uint32_t l = in->encoded ? INPUT_PASS : 0; l == INPUT_PASS || l + 1 < in->L; l++) {
-		for (uint32_t p = 0; p < in->P; p++)
-			if (own(p) && (rc = hidden_layer_part(in, l, p)) != GNN_OK)
-				return rc;
-		if ((rc = wait_for(in, "layer", probe_layer, &l)) != GNN_OK || (rc = open_layer(in, l)) != GNN_OK)
+	if (in->encoded && (rc = hidden_pass(in, INPUT_PASS)) != GNN_OK)
+		return rc;
+	for (uint32_t l = 0; l + 1 < in->L; l++)
+		if ((rc = hidden_pass(in, l)) != GNN_OK)
 			return rc;
-	}
 	for (uint32_t p = 0; p < in->P; p++)
 		if (own(p) && (rc = in->c.link ? link_part(in, p) : last_layer_part(in, p)) != GNN_OK)
 			return rc;

@@ -20,6 +20,7 @@
 #include "fanouts.h"
 #include "hash.h"
 #include "log.h"
+#include "modelcfg.h"
 #include "adam.h"
 #include "model.h"
 #include "opt.h"
@@ -27,8 +28,8 @@
 #include "sys.h"
 
 static struct {
-	const char *fanouts, *dump, *model, *sampler, *encoder;
-	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases, heads;
+	const char *fanouts, *dump, *model, *sampler;
+	int64_t threads, steps, warmup, batch, in_dim, hidden, classes, graph_nodes, seed, relations, num_bases;
 	double dropout, lr;
 } bc;
 
@@ -52,9 +53,6 @@ static const struct gnn_opt bench_options[] = {
 	  "relations the sampled edges are split among (by a hash of the edge; more than 1: --model rgcn or rgat)" },
 	{ "num-bases", GNN_OPT_INT, &bc.num_bases, "0", 0, GNN_PROTO_MAX_RELS, NULL,
 	  "rgcn: basis matrices per layer (0: a full weight per relation)" },
-	{ "encoder", GNN_OPT_STR, &bc.encoder, "auto", 0, 0, "auto|on|off",
-	  "layer 0's input rows (gnn-trainer --encoder): a Linear per node type, on by default for typed graphs" },
-	{ "heads", GNN_OPT_INT, &bc.heads, "4", 1, 64, NULL, "rgat, gat: attention heads (gnn-trainer --heads)" },
 	{ "sampler", GNN_OPT_STR, &bc.sampler, NULL, 0, 0, NULL,
 	  "instead of synthetic blocks: a real minibatch from this running sampler (its graph's first --batch "
 	  "training nodes, --fanouts per relation, --seed), so the step is timed on the blocks a trainer gets; "
@@ -633,13 +631,25 @@ static void bench_schema(struct gnn_schema *s)
 
 /* Parses and checks the options, sets the thread count: 0, or the exit
  * status. */
+/* The model table's rows the bench takes as they are, beside its own
+ * options (whose defaults are the benchmark's shapes). */
+static const char *const table_rows[] = { "encoder", "heads" };
+static struct gnn_model_cfg bmc;
+static struct gnn_opt options[sizeof(bench_options) / sizeof(bench_options[0]) + 2];
+
 static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L, int *threads)
 {
-	int rc = gnn_opt_parse("gnn-trainer bench",
-			       "Time the training step (forward, backward, Adam) on synthetic blocks of a sampler's "
-			       "shapes, against OpenBLAS's sgemm peak measured in the same run (docs/model.md).",
-			       bench_options, argc, argv);
+	size_t n = 0;
+	int rc = gnn_opt_append(options, sizeof(options) / sizeof(options[0]) - 1, &n, bench_options);
 
+	for (size_t i = 0; rc == GNN_OK && i < sizeof(table_rows) / sizeof(table_rows[0]); i++)
+		rc = gnn_mcfg_option(&bmc, table_rows[i], &options[n++]);
+	if (rc != GNN_OK)
+		return 2;
+	rc = gnn_opt_parse("gnn-trainer bench",
+			   "Time the training step (forward, backward, Adam) on synthetic blocks of a sampler's "
+			   "shapes, against OpenBLAS's sgemm peak measured in the same run (docs/model.md).",
+			   options, argc, argv);
 	if (rc == GNN_EHELP)
 		return -1;
 	if (rc != GNN_OK || (bc.sampler == NULL && parse_fanouts(bc.fanouts, fanouts, L) != GNN_OK))
@@ -658,7 +668,7 @@ static int bench_configure(int argc, char **argv, int32_t *fanouts, uint32_t *L,
 			  bc.model);
 		return 2;
 	}
-	gnn_opt_log(bench_options);
+	gnn_opt_log(options);
 	*threads = bc.threads > 0 ? (int)bc.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (*threads < 1)
 		*threads = 1;
@@ -840,8 +850,7 @@ int tr_bench_main(int argc, char **argv)
 	cfg = (struct tr_model_cfg){ .num_layers = L, .in_dim = (uint32_t)bc.in_dim, .hidden = (uint32_t)bc.hidden,
 				     .num_classes = (uint32_t)bc.classes, .dropout = (float)bc.dropout,
 				     .model = bc.model, .schema = sc, .num_bases = (uint32_t)bc.num_bases,
-				     .heads = (uint32_t)bc.heads,
-				     .encoder = tr_encoder_named(bc.encoder) };
+				     .heads = (uint32_t)bmc.heads, .encoder = tr_encoder_named(bmc.encoder) };
 	if ((rc = tr_model_new(&cfg, &m)) != GNN_OK)
 		goto out;
 	tr_model_init(m, (uint64_t)bc.seed);

@@ -1265,12 +1265,13 @@ static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch
 	const struct tr_config *c = r->c;
 	const struct tr_env *env = r->e;
 	double val_acc, rate, loss, train_acc;
+	bool validated = validates(r, epoch);
 	char embed[32];
 	int rc;
 
 	if ((rc = sums_allreduce(env->ring, sums)) != GNN_OK)
 		return rc;
-	if (!validates(r, epoch)) {
+	if (!validated) {
 		val_acc = r->last_val;
 	} else if ((rc = c->link ? link_evaluate(r, GNN_ES_VALID, "valid", eval_seed, GNN_EMB_ROWS, &val_acc,
 						 &r->val_ap) :
@@ -1278,7 +1279,7 @@ static int end_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epoch
 		return rc;
 	}
 	r->last_val = val_acc;
-	if (validates(r, epoch) && val_acc > r->best_val) {
+	if (validated && val_acc > r->best_val) {
 		r->best_val = val_acc;
 		r->best_epoch = (int32_t)epoch + 1;
 		memcpy(r->best, r->params, r->np * sizeof(float));

@@ -129,6 +129,22 @@ static void test_hash_and_differs(void)
 	CHECK(gnn_mcfg_hash(&b, GNN_MCFG_MODEL, 7) != gnn_mcfg_hash(&b, GNN_MCFG_MODEL, 8));
 }
 
+/* One row as an option (gnn-trainer bench's --encoder, --heads): the
+ * table's name, default and choices, writing into the model config; an
+ * unknown name refused. */
+static void test_one_option(void)
+{
+	struct gnn_model_cfg mc = { 0 };
+	struct gnn_opt o;
+
+	CHECK(gnn_mcfg_option(&mc, "encoder", &o) == GNN_OK && strcmp(o.name, "encoder") == 0 &&
+	      strcmp(o.def, "auto") == 0 && strcmp(o.choices, "auto|on|off") == 0);
+	CHECK(gnn_opt_set(&o, "off", "test") == GNN_OK && strcmp(mc.encoder, "off") == 0);
+	CHECK(gnn_opt_set(&o, "sideways", "test") != GNN_OK);
+	CHECK(gnn_mcfg_option(&mc, "heads", &o) == GNN_OK && strcmp(o.def, "4") == 0);
+	CHECK(gnn_mcfg_option(&mc, "no-such-row", &o) == GNN_EINVAL);
+}
+
 int main(void)
 {
 	gnn_log_init("test_modelcfg");
@@ -138,5 +154,6 @@ int main(void)
 	RUN(test_json_round_trip);
 	RUN(test_json_refusals);
 	RUN(test_hash_and_differs);
+	RUN(test_one_option);
 	return t_done();
 }

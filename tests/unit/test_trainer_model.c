@@ -1365,28 +1365,41 @@ static void test_rgcn_gradcheck_catches_wrong_gradient(void)
 	free_typed(&t);
 }
 
+/* R-GCN on the typed schema with the encoder: types of 6, 0 and 3
+ * features projected to hidden 5. The encoder's slice after the layers:
+ * W_0 [6 x 5], b_0, W_2 [3 x 5], b_2, the featureless type's vector. */
+static const struct tr_model_cfg ENC = { .num_layers = 3, .in_dim = 6, .hidden = 5, .num_classes = 4,
+					 .dropout = 0.3f, .model = "rgcn", .schema = &typed_schema,
+					 .encoder = TR_ENC_ON };
+#define ENC_PARAMS ((6 + 1) * 5 + (3 + 1) * 5 + 5)
+
 /* The loss without dropout equals the double reference's, without bases
- * and with them; predict is the reference's argmax. */
+ * and with them, with the padded rows and with the encoder (projected
+ * rows, then R-GCN's layers); predict is the reference's argmax. */
 static void test_rgcn_forward_matches_reference(void)
 {
 	make_schema(&typed_schema, TR);
-	for (uint32_t B = 0; B <= 3; B += 3) {
-		struct tr_model_cfg c = RGCN;
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t B = k % 2 ? 3 : 0, enc = k / 2;
+		struct tr_model_cfg c = enc ? ENC : RGCN;
 		struct ttmb t;
 		struct tr_model *m;
 		int32_t pred[MAXN];
 		double loss, ref, *z;
+		size_t off[TL + 2];
 
 		c.num_bases = B;
-		make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 400 + B);
+		rgcn_offsets(&c, TR, off);
+		make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, (enc ? 410 : 400) + B);
 		if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
 			return;
-		tr_model_init(m, 4 + B);
+		CHECK(tr_model_num_params(m) == off[3] + (enc ? ENC_PARAMS : c.in_dim));
+		tr_model_init(m, (enc ? 7 : 4) + B);
 		z = ref_forward_rgcn(&c, tr_model_params(m), &t.mb);
 		ref = ref_loss(z, t.labels, t.mb.num_seeds, c.num_classes);
 		CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
-		printf("  rgcn bases=%" PRIu32 " loss=%.9f reference=%.9f difference=%.1e\n", B, loss, ref,
-		       fabs(loss - ref));
+		printf("  rgcn encoder=%s bases=%" PRIu32 " loss=%.9f reference=%.9f difference=%.1e\n",
+		       enc ? "on" : "off", B, loss, ref, fabs(loss - ref));
 		CHECK(fabs(loss - ref) < 1e-5 * fmax(1.0, loss));
 		CHECK(tr_model_predict(m, &t.mb, pred) == GNN_OK);
 		for (size_t i = 0; i < t.mb.num_seeds; i++) {
@@ -1768,46 +1781,38 @@ static void learns_through_relations(const struct tr_model_cfg *c)
 	tr_model_free(m);
 }
 
+/* R-GCN groups a block's destinations by the type their relations end
+ * at (groups.c): a destination with edges of two relations that end at
+ * different types (which no sampler makes) is refused, not aggregated
+ * into one type's blocks. Relation 2 ends at type 0, relation 3 at type
+ * 1: a type-0 destination's second edge of relation 2 moved to 3. */
+static void test_rgcn_refuses_mixed_types(void)
+{
+	struct ttmb t;
+	struct tr_model *m;
+	double loss;
+	bool found = false;
+
+	make_schema(&typed_schema, TR);
+	make_typed(&t, 3, TSIZES, TR, RGCN.num_classes, 3, 610);
+	if (!CHECK(tr_model_new(&RGCN, &m) == GNN_OK))
+		return;
+	CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
+	for (size_t v = 0; v < t.mb.blocks[0].num_dst && !found; v++) {
+		int32_t *ip = t.indptr[0] + v * TR;
+
+		if (ip[3] - ip[2] >= 2 && ip[4] == ip[3]) {
+			ip[3] = ip[2] + 1;
+			found = true;
+		}
+	}
+	CHECK(found && tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_EINVAL);
+	tr_model_free(m);
+	free_typed(&t);
+}
+
 /* ---- the per-type input encoder (input.h) ---- */
 
-/* R-GCN on the typed schema with the encoder: types of 6, 0 and 3
- * features projected to hidden 5. The encoder's slice after the layers:
- * W_0 [6 x 5], b_0, W_2 [3 x 5], b_2, the featureless type's vector. */
-static const struct tr_model_cfg ENC = { .num_layers = 3, .in_dim = 6, .hidden = 5, .num_classes = 4,
-					 .dropout = 0.3f, .model = "rgcn", .schema = &typed_schema,
-					 .encoder = TR_ENC_ON };
-#define ENC_PARAMS ((6 + 1) * 5 + (3 + 1) * 5 + 5)
-
-/* The forward pass against the double reference (projected rows, then
- * R-GCN's layers), with and without bases. */
-static void test_encoder_forward_matches_reference(void)
-{
-	make_schema(&typed_schema, TR);
-	for (uint32_t B = 0; B <= 3; B += 3) {
-		struct tr_model_cfg c = ENC;
-		struct ttmb t;
-		struct tr_model *m;
-		double loss, ref, *z;
-		size_t off[TL + 2];
-
-		c.num_bases = B;
-		rgcn_offsets(&c, TR, off);
-		make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 410 + B);
-		if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
-			return;
-		CHECK(tr_model_num_params(m) == off[3] + ENC_PARAMS);
-		tr_model_init(m, 7 + B);
-		z = ref_forward_rgcn(&c, tr_model_params(m), &t.mb);
-		ref = ref_loss(z, t.labels, t.mb.num_seeds, c.num_classes);
-		CHECK(tr_model_loss(m, &t.mb, false, 0, &loss) == GNN_OK);
-		printf("  encoder rgcn bases=%" PRIu32 " loss=%.9f reference=%.9f difference=%.1e\n", B, loss, ref,
-		       fabs(loss - ref));
-		CHECK(fabs(loss - ref) < 1e-5 * fmax(1.0, loss));
-		free(z);
-		tr_model_free(m);
-		free_typed(&t);
-	}
-}
 
 /* Every parameter against finite differences, the encoder's included
  * (the type vector checked alone by typed_gradcheck), with and without
@@ -2392,7 +2397,7 @@ int main(void)
 	RUN(test_rgcn_featureless);
 	RUN(test_rgcn_check_rejects);
 	RUN(test_rgcn_learns_through_relations);
-	RUN(test_encoder_forward_matches_reference);
+	RUN(test_rgcn_refuses_mixed_types);
 	RUN(test_encoder_gradcheck);
 	RUN(test_encoder_input_rows);
 	RUN(test_encoder_input_grad);

@@ -14,7 +14,6 @@
 static void one_group(const struct tr_layers *s, uint32_t l, size_t nd, struct tr_groups *g)
 {
 	g->n = 1;
-	g->type[0] = 0;
 	g->start[0] = 0;
 	g->start[1] = nd;
 	g->k[0] = (size_t)s->nmat * s->in[l] + 1;
@@ -56,7 +55,6 @@ static void place(const struct tr_layers *s, uint32_t l, const size_t *cnt, stru
 	g->n = s->inp.T;
 	g->start[0] = 0;
 	for (uint32_t t = 0; t < g->n; t++) {
-		g->type[t] = t;
 		g->start[t + 1] = g->start[t] + cnt[t];
 		g->k[t] = (1 + (size_t)s->nrel[t]) * in + 1;
 		g->ldx[t] = (g->k[t] + LD_FLOATS - 1) / LD_FLOATS * LD_FLOATS;

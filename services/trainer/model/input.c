@@ -14,7 +14,7 @@
  * cache line and each sum has one fixed order. */
 #define LINE_FLOATS 16
 
-int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
+void tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 {
 	const struct gnn_schema *sc = cfg->schema;
 	size_t n = 0;
@@ -22,12 +22,7 @@ int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 	memset(in, 0, sizeof(*in));
 	in->T = sc->num_types;
 	in->project = tr_encoder_projects(cfg->encoder, in->T, cfg->in_dim, cfg->hidden);
-	in->D = in->project || cfg->in_dim == 0 ? cfg->hidden : cfg->in_dim;
-	if (in->D > (1u << 20)) {
-		GNN_ERROR("bad_config", "input_width=%" PRIu32 " reason=\"widths above 1048576 are not supported\"",
-			  in->D);
-		return GNN_EINVAL;
-	}
+	in->D = tr_input_width(cfg, in->T);
 	for (uint32_t t = 0; t < in->T; t++) {
 		in->feat_dim[t] = sc->types[t].feat_dim;
 		in->vec[t] = in->feat_dim[t] == 0 ? (int32_t)in->nvec++ : -1;
@@ -41,7 +36,6 @@ int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 	in->input_grad = cfg->input_grad;
 	in->keep_below = tr_dropout_keep_below(cfg->dropout);
 	in->keep_scale = (float)(1.0 / (1.0 - (double)cfg->dropout));
-	return GNN_OK;
 }
 
 void tr_input_bind(struct tr_input *in, float *params, float *grads)
@@ -65,16 +59,20 @@ int tr_input_alloc(struct tr_input *in, size_t n, float **params, float **grads,
 	return GNN_OK;
 }
 
+/* Parameters [i0, i0 + n) of the slice from U(-bound, bound). */
+static void draw(struct tr_input *in, uint64_t key, size_t first, size_t i0, size_t n, double bound)
+{
+	for (size_t i = i0; i < i0 + n; i++)
+		in->params[i] = (float)((2.0 * gnn_unit64(gnn_draw64(key, first + i)) - 1.0) * bound);
+}
+
 void tr_input_init(struct tr_input *in, uint64_t key, size_t first)
 {
-	for (size_t i = 0; i < in->nparams; i++) {
-		double bound = 1.0, u = gnn_unit64(gnn_draw64(key, first + i));
-
-		for (uint32_t t = 0; i < in->vec_off && t < in->T; t++)
-			if (in->vec[t] < 0 && i >= in->woff[t] && i < in->woff[t] + ((size_t)in->feat_dim[t] + 1) * in->D)
-				bound = 1.0 / sqrt((double)in->feat_dim[t]);
-		in->params[i] = (float)((2.0 * u - 1.0) * bound);
-	}
+	for (uint32_t t = 0; in->project && t < in->T; t++)
+		if (in->vec[t] < 0)
+			draw(in, key, first, in->woff[t], ((size_t)in->feat_dim[t] + 1) * in->D,
+			     1.0 / sqrt((double)in->feat_dim[t]));
+	draw(in, key, first, in->vec_off, in->nparams - in->vec_off, 1.0);
 }
 
 void tr_input_free(struct tr_input *in)

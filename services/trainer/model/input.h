@@ -53,11 +53,10 @@ struct tr_input {
 	size_t dh0_ld;
 };
 
-/* Sets in up for cfg (cfg->schema valid during the call; cfg->encoder
- * resolved by tr_encoder_projects, model.h)
- * and counts its parameters into in->nparams; nothing is allocated yet.
- * GNN_EINVAL (logged) for a width above 2^20. */
-int tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg);
+/* Sets in up for cfg (checked by tr_model_new; cfg->schema valid during
+ * the call; the encoder resolved by tr_encoder_projects, model.h) and
+ * counts its parameters into in->nparams; nothing is allocated yet. */
+void tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg);
 /* Its parameter and gradient slices: in->nparams floats each, the model's. */
 void tr_input_bind(struct tr_input *in, float *params, float *grads);
 /* A model's two blocks, zeroed, with room for n parameters of its own

@@ -48,13 +48,6 @@ static int check_cfg(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 {
 	uint32_t R = cfg->schema->num_rels;
 
-	/* Widths up to 2^20 keep every count below in size_t and int. */
-	if (cfg->in_dim > (1u << 20) || cfg->hidden > (1u << 20) || cfg->num_classes > (1u << 20)) {
-		GNN_ERROR("bad_config", "in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32
-			  " reason=\"widths above 1048576 are not supported\"", cfg->in_dim, cfg->hidden,
-			  cfg->num_classes);
-		return GNN_EINVAL;
-	}
 	if (spec->nmat > 0 && R > 1) {
 		GNN_ERROR("bad_config", "model=%s relations=%" PRIu32 " reason=\"%s reads one relation: use --model "
 			  "rgcn\"", cfg->model, R, cfg->model);
@@ -99,10 +92,7 @@ int tr_layers_create(const struct tr_model_cfg *cfg, const struct tr_layer_spec 
 	s->grouped = spec->agg_rows == tr_layers_rel_agg_rows && cfg->schema->num_types > 1;
 	s->nmat = spec->nmat > 0 ? spec->nmat : s->R + 1;
 	s->B = cfg->num_bases;
-	if (tr_input_setup(&s->inp, cfg) != GNN_OK) {
-		free(s);
-		return GNN_EINVAL;
-	}
+	tr_input_setup(&s->inp, cfg);
 	for (uint32_t l = 0; l < cfg->num_layers; l++) {
 		s->in[l] = l == 0 ? s->inp.D : cfg->hidden;
 		s->out[l] = l + 1 == cfg->num_layers ? cfg->num_classes : cfg->hidden;
@@ -208,15 +198,14 @@ void tr_layers_rel_agg_rows(void *arg, size_t lo, size_t hi)
 	for (int32_t e = indptr[lo * R]; e < indptr[lo * R] + AHEAD && e < e_end; e++)
 		tr_prefetch_row(c->h + (size_t)idx[e] * in, in);
 	for (size_t v = lo; v < hi; v++) {
-		uint32_t k;
-		float *restrict row;
+		uint32_t t;
+		size_t i = tr_groups_row(c->g, v, &t);
+		float *restrict row = c->x + c->g->xoff[t] + i * c->g->ldx[t];
 
-		tr_groups_row(c->g, v, &k);
-		row = tr_groups_xrow(c->g, c->x, v);
 		memcpy(row, c->h + v * in, in * sizeof(float));
-		row[c->g->k[k] - 1] = 1.0f;
+		row[c->g->k[t] - 1] = 1.0f;
 		for (size_t r = 0; r < R; r++)
-			if (c->rel_dst[r] == c->g->type[k])
+			if (c->rel_dst[r] == t)
 				mean_rows(c, indptr[v * R + r], indptr[v * R + r + 1], e_end, row + (1 + c->blk[r]) * in);
 	}
 }

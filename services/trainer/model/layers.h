@@ -53,8 +53,7 @@ struct tr_layer_spec;
  * needs no types. One group (n == 1) is the plain layout, rows in block
  * order. Every size_t is in floats. */
 struct tr_groups {
-	uint32_t n;                          /* groups */
-	uint32_t type[GNN_MAX_TYPES];        /* group g's node type */
+	uint32_t n;                          /* groups: group t holds type t's destinations */
 	size_t start[GNN_MAX_TYPES + 1];     /* group g's rows [start[g], start[g + 1]) in the grouped order */
 	size_t k[GNN_MAX_TYPES];             /* its X columns (the ones column last) */
 	size_t ldx[GNN_MAX_TYPES];           /* its X row stride (k rounded up to a 64-byte line) */
@@ -66,8 +65,8 @@ struct tr_groups {
 	struct tr_fbuf wt;                   /* n > 1: the groups' weights, gathered */
 };
 
-/* dst v's group (*grp) and row within it; its X row (x: layer l's X) and
- * dX row (dx: the layer's dX). */
+/* dst v's group (*grp: its type) and row within it; its X row (x: layer
+ * l's X) and dX row (dx: the layer's dX). */
 static inline size_t tr_groups_row(const struct tr_groups *g, size_t v, uint32_t *grp)
 {
 	if (g->n == 1) {
@@ -134,7 +133,7 @@ struct tr_agg_ctx {
 	size_t in, ldx;
 	const struct tr_groups *g;
 	const uint32_t *blk;      /* the relational mean: relation r's block in its row, 1 + blk[r] */
-	const uint32_t *rel_dst;  /* and the type it ends at (a group has the blocks of its type's) */
+	const uint32_t *rel_dst;  /* and the type it ends at (group t has the blocks of type t's) */
 };
 
 /* What a model's gradient pass reads and writes for source rows [lo,

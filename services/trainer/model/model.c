@@ -87,6 +87,13 @@ static int check_cfg(const struct tr_model_cfg *cfg, const struct gnn_schema *sc
 			  GNN_PROTO_MAX_RELS);
 		return GNN_EINVAL;
 	}
+	/* Widths up to 2^20 keep every count of the models in size_t and int. */
+	if (cfg->in_dim > (1u << 20) || cfg->hidden > (1u << 20) || cfg->num_classes > (1u << 20)) {
+		GNN_ERROR("bad_config", "in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32
+			  " reason=\"widths above 1048576 are not supported\"", cfg->in_dim, cfg->hidden,
+			  cfg->num_classes);
+		return GNN_EINVAL;
+	}
 	if (gnn_schema_max_feat_dim(sc) != cfg->in_dim) {
 		GNN_ERROR("bad_config", "in_dim=%" PRIu32 " widest=%" PRIu32 " reason=\"in_dim must be the schema's "
 			  "widest feature width\"", cfg->in_dim, gnn_schema_max_feat_dim(sc));
@@ -125,9 +132,7 @@ int tr_model_new(const struct tr_model_cfg *cfg, struct tr_model **out)
 	m->cfg.schema = NULL;  /* borrowed for tr_model_new only (model.h) */
 	m->num_types = sc->num_types;
 	m->num_rels = sc->num_rels;
-	m->D = cfg->in_dim == 0 || tr_encoder_projects(cfg->encoder, sc->num_types, cfg->in_dim, cfg->hidden) ?
-		       cfg->hidden :
-		       cfg->in_dim;
+	m->D = tr_input_width(cfg, sc->num_types);
 	for (uint32_t t = 0; t < sc->num_types; t++)
 		m->feat_dims[t] = sc->types[t].feat_dim;
 	c.model = ops->name;

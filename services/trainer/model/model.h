@@ -77,6 +77,15 @@ struct tr_model_cfg {
 	bool degree_scale;
 };
 
+/* Layer 0's width for cfg on a schema of num_types types: hidden when the
+ * encoder projects (or no type has features), else in_dim (input.h). */
+static inline uint32_t tr_input_width(const struct tr_model_cfg *cfg, uint32_t num_types)
+{
+	return cfg->in_dim == 0 || tr_encoder_projects(cfg->encoder, num_types, cfg->in_dim, cfg->hidden) ?
+		       cfg->hidden :
+		       cfg->in_dim;
+}
+
 /* Time and work in the matrix products of one call: flops / matmul_s is
  * the GFLOP/s `gnn-trainer bench` reports. */
 struct tr_kstats {

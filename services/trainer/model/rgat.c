@@ -127,12 +127,6 @@ static int check_cfg(const struct tr_model_cfg *cfg)
 {
 	uint32_t K = cfg->heads ? cfg->heads : 1;
 
-	if (cfg->in_dim > (1u << 20) || cfg->hidden > (1u << 20) || cfg->num_classes > (1u << 20)) {
-		GNN_ERROR("bad_config", "in_dim=%" PRIu32 " hidden=%" PRIu32 " classes=%" PRIu32
-			  " reason=\"widths above 1048576 are not supported\"", cfg->in_dim, cfg->hidden,
-			  cfg->num_classes);
-		return GNN_EINVAL;
-	}
 	if (cfg->num_bases > 0) {
 		GNN_ERROR("bad_config", "model=%s num_bases=%" PRIu32 " reason=\"bases decompose R-GCN's relation "
 			  "weights: 1..relations with --model rgcn, else 0\"", cfg->model, cfg->num_bases);
@@ -158,10 +152,7 @@ static int rgat_create(const struct tr_model_cfg *cfg, void **self)
 	s->cfg = *cfg;
 	s->cfg.schema = NULL;
 	s->R = cfg->schema->num_rels;
-	if (tr_input_setup(&s->inp, cfg) != GNN_OK) {
-		free(s);
-		return GNN_EINVAL;
-	}
+	tr_input_setup(&s->inp, cfg);
 	for (uint32_t l = 0; l < cfg->num_layers; l++) {
 		bool last = l + 1 == cfg->num_layers;
 
