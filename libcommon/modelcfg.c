@@ -26,8 +26,9 @@ static const struct gnn_mcfg_row rows[] = {
 	  "the model: one of those `gnn-trainer --help` lists (docs/model.md)", "model", M, ANY },
 	{ "layers", GNN_OPT_INT, F(layers), "3", 1, GNN_PROTO_MAX_LAYERS, NULL, "model layers (= number of fanouts)",
 	  NULL, M, ANY, true },
-	{ "hidden", GNN_OPT_INT, F(hidden), "256", 1, 65536, NULL, "width of the hidden layers", "hidden", M, ANY,
-	  true },
+	{ "hidden", GNN_OPT_INT, F(hidden), "0", 0, 65536, NULL,
+	  "width of the hidden layers (0: the model's, 64 for rgcn and rgat, 256 for the others)", "hidden", M,
+	  ANY, true },
 	{ "num-bases", GNN_OPT_INT, F(num_bases), "0", 0, 1024, NULL,
 	  "rgcn: basis matrices per layer shared by the relations' weights (0: a full weight per relation)",
 	  "numBases", M, ANY },
@@ -420,6 +421,29 @@ int gnn_mcfg_from_json(const json_t *obj, const char *what, struct gnn_model_cfg
 	return GNN_OK;
 }
 
+/* --hidden 0's width per model, the last row every other model's. The
+ * typed models' is their published setups' (R-GCN and RGAT on ogbn-mag:
+ * 64), and measured better on ACM's few labels than 256 (docs/training.md,
+ * "Small typed graphs"); GraphSAGE's, GCN's and GAT's is ogbn-products'. */
+static const struct gnn_mcfg_width widths[] = { { "rgcn", 64 }, { "rgat", 64 }, { NULL, 256 } };
+
+const struct gnn_mcfg_width *gnn_mcfg_widths(size_t *n)
+{
+	*n = sizeof(widths) / sizeof(widths[0]);
+	return widths;
+}
+
+int64_t gnn_mcfg_hidden(const struct gnn_model_cfg *mc)
+{
+	size_t i = 0;
+
+	if (mc->hidden > 0)
+		return mc->hidden;
+	while (widths[i].model != NULL && (mc->model == NULL || strcmp(widths[i].model, mc->model) != 0))
+		i++;
+	return widths[i].hidden;
+}
+
 int gnn_mcfg_linkdec(const struct gnn_model_cfg *mc, struct gnn_linkdec *d)
 {
 	bool mlp;
@@ -428,7 +452,7 @@ int gnn_mcfg_linkdec(const struct gnn_model_cfg *mc, struct gnn_linkdec *d)
 		return GNN_EINVAL;
 	mlp = mc->decoder != NULL && strcmp(mc->decoder, "mlp") == 0;
 	*d = (struct gnn_linkdec){ .kind = mlp ? GNN_LINK_MLP : GNN_LINK_DOT,
-				   .dim = (uint32_t)(mc->emb_dim > 0 ? mc->emb_dim : mc->hidden) };
+				   .dim = (uint32_t)(mc->emb_dim > 0 ? mc->emb_dim : gnn_mcfg_hidden(mc)) };
 	if (mlp)
 		d->hidden = mc->decoder_hidden > 0 ? (uint32_t)mc->decoder_hidden : d->dim;
 	return GNN_OK;

@@ -132,6 +132,18 @@ json_t *gnn_mcfg_to_json(const struct gnn_model_cfg *mc, unsigned cls);
  * unknown key, a value of the wrong type or out of range. */
 int gnn_mcfg_from_json(const json_t *obj, const char *what, struct gnn_model_cfg *mc);
 
+/* The hidden width mc describes: --hidden, or for 0 the model's
+ * (gnn_mcfg_widths). Every reader of a configuration resolves it here. */
+int64_t gnn_mcfg_hidden(const struct gnn_model_cfg *mc);
+/* --hidden 0's widths: rows [0, *n), each a model's; the last row's model
+ * is NULL, its width every other model's (the chart's template is made
+ * from it: gnn-trainer options --format helm). */
+struct gnn_mcfg_width {
+	const char *model;
+	int64_t hidden;
+};
+const struct gnn_mcfg_width *gnn_mcfg_widths(size_t *n);
+
 /* The link-prediction decoder mc describes, params NULL (--task link:
  * kind --decoder, dim --emb-dim or else --hidden, an mlp's hidden
  * --decoder-hidden or else dim; a dot's 0). GNN_EINVAL for another task.

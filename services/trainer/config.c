@@ -66,6 +66,8 @@ int tr_config_from_model(struct tr_config *c, const struct gnn_model_cfg *mc)
 	}
 	c->model = mc->model;
 	c->layers = (uint32_t)mc->layers;
+	/* --hidden 0: the model's width, recorded as such */
+	c->mcfg.hidden = gnn_mcfg_hidden(mc);
 	c->hidden = (uint32_t)mc->hidden;
 	c->num_bases = (uint32_t)mc->num_bases;
 	c->degree_scale = mc->degree_scale;

@@ -1,6 +1,7 @@
 /* model_options.c - see model_options.h. */
 #include "model_options.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,23 @@ static void print_helm_key(void)
 	printf("{{- end }}\n{{- end -}}\n");
 }
 
+/* trainer.hidden as gnn-trainer resolves it (gnn_mcfg_hidden): the run
+ * key names the width trained, so --hidden 0 and the model's width given
+ * are one run, and the defaults' key is what it was before --hidden 0. */
+static void print_helm_hidden(void)
+{
+	size_t n;
+	const struct gnn_mcfg_width *w = gnn_mcfg_widths(&n);
+
+	printf("\n{{/* trainer.hidden, or for 0 the model's width, as gnn-trainer resolves\n"
+	       "--hidden=0 (gnn-dist.runKey names the width trained). */}}\n"
+	       "{{- define \"gnn-dist.hidden\" -}}\n"
+	       "{{- if ne (int64 .hidden) 0 }}{{ int64 .hidden }}\n");
+	for (size_t i = 0; i + 1 < n; i++)
+		printf("{{- else if eq .model \"%s\" }}%" PRId64 "\n", w[i].model, w[i].hidden);
+	printf("{{- else }}%" PRId64 "\n{{- end }}\n{{- end -}}\n", w[n - 1].hidden);
+}
+
 static void print_helm(void)
 {
 	const char *open = NULL;   /* the condition of the block open, if any */
@@ -224,6 +242,7 @@ int tr_options_main(int argc, char **argv)
 	if (strcmp(format, "helm") == 0) {
 		print_helm();
 		print_helm_key();
+		print_helm_hidden();
 		return 0;
 	}
 	return print_json() == GNN_OK ? 0 : 1;

@@ -12,9 +12,10 @@
 #   - bad configurations: graphsage on a graph of several relations, and a
 #     fanout list naming a relation the graph lacks, exit 2 saying so;
 #   - the synthetic mag-tiny preset: R-GCN beats features-only;
-#   - ../shared/datasets/acm (HeCo's ACM, skipped when absent): R-GCN beats
-#     features-only on split heco20 (under make asan: 2 epochs run to the
-#     end, a prediction for every paper).
+#   - ../shared/datasets/acm (HeCo's ACM, skipped when absent): R-GCN with
+#     the defaults (no model flag but --model) trains at hidden 64 and beats
+#     features-only on split heco20 (under make asan: 2 epochs of the
+#     recipe run to the end, a prediction for every paper).
 . "$(dirname "$0")/lib.bash"
 L=$BIN/gnn-local
 CLI=$BIN/gnn-cli
@@ -122,14 +123,18 @@ if [ -f "$DATASETS/acm/raw/num-node-dict.csv.gz" ] && [ "${GNN_SAN:-0}" = 1 ]; t
 	check acm_rgcn_runs "ACM heco20 (reads ../shared/datasets/acm), 2 epochs under the sanitizers: exit 0 and a prediction for every paper (got $rc: $(grep -o 'predicted=[0-9]*' "$WORK/acm.out"))" \
 		bash -c "[ $rc -eq 0 ] && grep -q 'predicted=4019 ' '$WORK/acm.out'"
 elif [ -f "$DATASETS/acm/raw/num-node-dict.csv.gz" ]; then
-	# 100 epochs of one step (60 training papers): 0.8740 against 0.7410.
-	timeout 300 "$L" --dataset "$DATASETS/acm" --split heco20 --parts 2 --samplers 1 --trainers 1 --epochs 100 \
-		--model rgcn --lr 0.01 --hidden 64 --fanouts 10,10 --eval-fanouts -1,-1 --baseline --workdir "$WORK/acm" \
-		"${LIMITS[@]}" >"$WORK/acm.out" 2>"$WORK/acm.err"
+	# The defaults (issue 36: they must train a graph of a few labels):
+	# hidden 64 for rgcn (--hidden 0), 300 epochs of one step (60
+	# training papers). Seed 1: 0.9040 against FEATURES_ONLY; hidden 256,
+	# the defaults before, gave 0.8890 (docs/training.md, "Small typed
+	# graphs").
+	timeout 400 "$L" --dataset "$DATASETS/acm" --split heco20 --parts 2 --samplers 1 --trainers 1 --model rgcn \
+		--baseline --no-infer --workdir "$WORK/acm" "${LIMITS[@]}" >"$WORK/acm.out" 2>"$WORK/acm.err"
 	rc=$?
 	read -r a b <<<"$(acc rgcn "$WORK/acm.out")"
-	check acm_rgcn_beats_features "ACM heco20 (reads ../shared/datasets/acm): exit 0, rgcn test_acc >= 0.85 and >= 0.08 above features-only (got $rc, ${a:-?} ${b:-?})" \
-		bash -c "[ $rc -eq 0 ] && $(declare -f beats); beats '$a' '$b' 0.85 0.08"
+	h=$(jq -r '.config.hidden' "$WORK/acm/checkpoints/result.json" 2>/dev/null)
+	check acm_rgcn_defaults_train "ACM heco20 (reads ../shared/datasets/acm), gnn-local --model rgcn and no other model flag: exit 0, result.json records hidden 64, rgcn test_acc >= 0.895 and >= 0.10 above features-only (got $rc, hidden ${h:-?}, ${a:-?} ${b:-?})" \
+		bash -c "[ $rc -eq 0 ] && [ '$h' = 64 ] && $(declare -f beats); beats '$a' '$b' 0.895 0.10"
 else
-	skip acm_rgcn_beats_features "reads ../shared/datasets/acm, which is absent"
+	skip acm_rgcn_defaults_train "reads ../shared/datasets/acm, which is absent"
 fi

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "linkpred.h"
 #include "log.h"
 #include "modelcfg.h"
 #include "testlib.h"
@@ -34,7 +35,7 @@ static void test_table_defaults_valid(void)
 
 	gnn_mcfg_defaults(&mc);
 	CHECK(gnn_mcfg_count() > 20 && gnn_mcfg_count() <= GNN_MCFG_MAX_ROWS);
-	CHECK(strcmp(mc.model, "graphsage") == 0 && mc.layers == 3 && mc.hidden == 256 && mc.lr == 0.003);
+	CHECK(strcmp(mc.model, "graphsage") == 0 && mc.layers == 3 && mc.hidden == 0 && mc.lr == 0.003);
 	CHECK(strcmp(mc.fanouts, "15,10,5") == 0 && mc.eval_fanouts == NULL && strcmp(mc.exclude, "on") == 0);
 	for (size_t i = 0; i < gnn_mcfg_count(); i++) {
 		const struct gnn_mcfg_row *r = gnn_mcfg_row(i);
@@ -57,9 +58,26 @@ static void test_given_tracked(void)
 	CHECK(mc.given[gnn_mcfg_find("hidden")] && mc.given[gnn_mcfg_find("degree-scale")]);
 	CHECK(!mc.given[gnn_mcfg_find("model")] && strcmp(mc.model, "graphsage") == 0);   /* the default, not given */
 	CHECK(gnn_mcfg_set(&mc, "model", "gcn") == GNN_OK && mc.given[gnn_mcfg_find("model")]);
-	CHECK(gnn_mcfg_set(&mc, "hidden", "0") == GNN_ERANGE);       /* the flag's range */
+	CHECK(gnn_mcfg_set(&mc, "hidden", "-1") == GNN_ERANGE);      /* the flag's range */
 	CHECK(gnn_mcfg_set(&mc, "decoder", "bilinear") == GNN_EINVAL);
 	CHECK(gnn_mcfg_set(&mc, "nope", "1") == GNN_EINVAL);
+}
+
+/* --hidden 0 is the model's width: 64 for the typed models, 256 for the
+ * others; a width given is kept; the link decoder's dim follows. */
+static void test_hidden_per_model(void)
+{
+	struct gnn_model_cfg mc = { 0 };
+	struct gnn_linkdec d;
+
+	gnn_mcfg_defaults(&mc);
+	CHECK(gnn_mcfg_hidden(&mc) == 256);
+	CHECK(gnn_mcfg_set(&mc, "model", "rgcn") == GNN_OK && gnn_mcfg_hidden(&mc) == 64);
+	CHECK(gnn_mcfg_set(&mc, "model", "rgat") == GNN_OK && gnn_mcfg_hidden(&mc) == 64);
+	CHECK(gnn_mcfg_set(&mc, "model", "gat") == GNN_OK && gnn_mcfg_hidden(&mc) == 256);
+	CHECK(gnn_mcfg_set(&mc, "model", "rgcn") == GNN_OK && gnn_mcfg_set(&mc, "task", "link") == GNN_OK &&
+	      gnn_mcfg_linkdec(&mc, &d) == GNN_OK && d.dim == 64);
+	CHECK(gnn_mcfg_set(&mc, "hidden", "32") == GNN_OK && gnn_mcfg_hidden(&mc) == 32);
 }
 
 static void test_json_round_trip(void)
@@ -95,7 +113,7 @@ static void test_json_round_trip(void)
 static void test_json_refusals(void)
 {
 	static const char *const bad[] = {
-		"{\"hidden\": \"64\"}", "{\"hidden\": 0}", "{\"model\": 3}", "{\"unknown\": 1}", "{\"lr\": true}",
+		"{\"hidden\": \"64\"}", "{\"hidden\": -1}", "{\"model\": 3}", "{\"unknown\": 1}", "{\"lr\": true}",
 		"{\"decoder\": \"bilinear\"}", "[]",
 	};
 	struct gnn_model_cfg mc;
@@ -151,6 +169,7 @@ int main(void)
 	gnn_log_set_level(GNN_LOG_ERROR + 1);
 	RUN(test_table_defaults_valid);
 	RUN(test_given_tracked);
+	RUN(test_hidden_per_model);
 	RUN(test_json_round_trip);
 	RUN(test_json_refusals);
 	RUN(test_hash_and_differs);

@@ -154,7 +154,7 @@ allows: a larger trainer.epochs continues a finished run
 their runs continue. */}}
 {{- define "gnn-dist.runKey" -}}
 {{- with .Values.trainer -}}
-partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.layers" .fanouts }} hidden={{ int64 .hidden }} seed={{ int64 .seed }}
+partition={{ include "gnn-dist.partitionHash" $ }} layers={{ include "gnn-dist.layers" .fanouts }} hidden={{ include "gnn-dist.hidden" . }} seed={{ int64 .seed }}
 {{- end -}}
 {{- include "gnn-dist.modelKey" . -}}
 {{- end -}}

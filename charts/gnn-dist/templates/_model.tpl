@@ -78,3 +78,13 @@ without a chart key, --layers, is the template's own). */}}
 {{- if and (gt (int64 .embed.dim) 0) (ne .embed.optimizer "adam") }} embed-optimizer={{ .embed.optimizer }}{{ end }}
 {{- end }}
 {{- end -}}
+
+{{/* trainer.hidden, or for 0 the model's width, as gnn-trainer resolves
+--hidden=0 (gnn-dist.runKey names the width trained). */}}
+{{- define "gnn-dist.hidden" -}}
+{{- if ne (int64 .hidden) 0 }}{{ int64 .hidden }}
+{{- else if eq .model "rgcn" }}64
+{{- else if eq .model "rgat" }}64
+{{- else }}256
+{{- end }}
+{{- end -}}

@@ -113,8 +113,9 @@ void tr_input_row(const struct tr_input *in, uint32_t t, const float *feat, floa
 struct rows_ctx {
 	const struct tr_input *in;
 	const struct gnn_minibatch *mb;
-	const float *src;   /* forward: the projected rows (e); backward: dH0 masked (dm) */
+	const float *src;   /* forward: the projected rows (e); backward: dH0, or the vector rows' masked (dm) */
 	float *out;         /* forward: the rows; backward: the per-type gradient rows (de) or the vectors' */
+	bool drop;          /* dropout with in->key: each row as it is written, while it is in cache */
 };
 
 static uint32_t type_of(const struct tr_input *in, const struct gnn_minibatch *mb, size_t i)
@@ -138,6 +139,8 @@ static void rows_part(void *arg, size_t lo, size_t hi)
 			memcpy(c->out + i * D, c->src + (in->toff[t] + r) * D, D * sizeof(float));
 		else
 			tr_input_row(in, t, (const float *)c->mb->feat[t] + r * in->feat_dim[t], c->out + i * D);
+		if (c->drop)
+			tr_dropout_row(c->out + i * D, D, in->key, i, in->keep_below, in->keep_scale);
 	}
 }
 
@@ -205,12 +208,9 @@ int tr_input_forward(struct tr_input *in, const struct gnn_minibatch *mb, bool t
 		return rc;
 	c.src = in->e.p;
 	c.out = in->h0.p;
+	c.drop = in->dropped = in->project && train && in->keep_below < UINT32_MAX;
+	in->key = key;
 	tr_par_for(ns, 1 + 16384 / in->D, rows_part, &c);
-	if (in->project && train && in->keep_below < UINT32_MAX) {
-		tr_dropout(in->h0.p, ns, in->D, key, in->keep_below, in->keep_scale);
-		in->dropped = true;
-		in->key = key;
-	}
 	*h0 = in->h0.p;
 	return GNN_OK;
 }
@@ -227,8 +227,8 @@ bool tr_input_wants_grad(const struct tr_input *in, const struct gnn_minibatch *
 	return false;
 }
 
-/* Each type vector's gradient: its rows of dm summed, columns [lo, hi)
- * in lines. */
+/* Each type vector's gradient: its rows of src (dH0, or dm when masked)
+ * summed, columns [lo, hi) in lines. */
 static void vec_grad_cols(void *arg, size_t lo, size_t hi)
 {
 	const struct rows_ctx *c = arg;
@@ -243,7 +243,9 @@ static void vec_grad_cols(void *arg, size_t lo, size_t hi)
 	}
 }
 
-/* project: dm's rows of the types with features into de, by type. */
+/* project: dH0's rows of the types with features into de, by type, and
+ * (drop) those of the vector types into dm at their place; each through
+ * the forward's dropout mask (drop). */
 static void group_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct rows_ctx *c = arg;
@@ -252,9 +254,17 @@ static void group_rows(void *arg, size_t lo, size_t hi)
 
 	for (size_t i = lo; i < hi; i++) {
 		uint32_t t = type_of(in, c->mb, i);
+		float *row;
 
 		if (in->vec[t] < 0)
-			memcpy(c->out + (in->toff[t] + (size_t)in->rank.p[i]) * D, c->src + i * D, D * sizeof(float));
+			row = c->out + (in->toff[t] + (size_t)in->rank.p[i]) * D;
+		else if (c->drop)
+			row = in->dm.p + i * D;
+		else
+			continue;
+		memcpy(row, c->src + i * D, D * sizeof(float));
+		if (c->drop)
+			tr_dropout_row(row, D, in->key, i, in->keep_below, in->keep_scale);
 	}
 }
 
@@ -311,22 +321,6 @@ static int raw_grads(struct tr_input *in, const struct gnn_minibatch *mb, struct
 	return rc;
 }
 
-/* dH0 through the forward's dropout mask into dm (project), or as it is. */
-static int unmask(struct tr_input *in, size_t ns, const float *dh0, const float **dm)
-{
-	int rc;
-
-	*dm = dh0;
-	if (!in->dropped)
-		return GNN_OK;
-	if ((rc = tr_fbuf_reserve(&in->dm, (ns ? ns : 1) * in->D)) != GNN_OK)
-		return rc;
-	memcpy(in->dm.p, dh0, ns * in->D * sizeof(float));
-	tr_dropout(in->dm.p, ns, in->D, in->key, in->keep_below, in->keep_scale);
-	*dm = in->dm.p;
-	return GNN_OK;
-}
-
 int tr_input_backward(struct tr_input *in, const struct gnn_minibatch *mb, const float *dh0,
 		      struct tr_kstats *ks)
 {
@@ -338,19 +332,26 @@ int tr_input_backward(struct tr_input *in, const struct gnn_minibatch *mb, const
 	memset(in->grads, 0, in->nparams * sizeof(float));
 	if (dh0 == NULL)
 		return GNN_OK;
-	if ((rc = unmask(in, ns, dh0, &c.src)) != GNN_OK)
-		return rc;
-	if (in->nvec > 0)
-		tr_par_for((in->D + LINE_FLOATS - 1) / LINE_FLOATS, 1, vec_grad_cols, &c);
-	if (!in->project) {
-		in->dh0 = c.src;
+	if (!in->project) {   /* no dropout here: dH0 is the rows' gradient */
+		c.src = dh0;
+		if (in->nvec > 0)
+			tr_par_for((in->D + LINE_FLOATS - 1) / LINE_FLOATS, 1, vec_grad_cols, &c);
+		in->dh0 = dh0;
 		in->dh0_ld = in->D;
 		return GNN_OK;
 	}
-	if ((rc = tr_fbuf_reserve(&in->de, (in->toff[in->T] ? in->toff[in->T] : 1) * in->D)) != GNN_OK)
+	if ((rc = tr_fbuf_reserve(&in->de, (in->toff[in->T] ? in->toff[in->T] : 1) * in->D)) != GNN_OK ||
+	    (in->dropped && in->nvec > 0 && (rc = tr_fbuf_reserve(&in->dm, (ns ? ns : 1) * in->D)) != GNN_OK))
 		return rc;
+	c.src = dh0;
 	c.out = in->de.p;
+	c.drop = in->dropped;
 	tr_par_for(ns, 1 + 16384 / in->D, group_rows, &c);
+	if (in->nvec > 0) {
+		c.src = in->dropped ? in->dm.p : dh0;
+		c.out = in->grads + in->vec_off;
+		tr_par_for((in->D + LINE_FLOATS - 1) / LINE_FLOATS, 1, vec_grad_cols, &c);
+	}
 	project_grads(in, mb, ks);
 	return in->input_grad ? raw_grads(in, mb, ks) : GNN_OK;
 }

@@ -45,7 +45,7 @@ struct tr_input {
 	float *params, *grads;             /* the bound slices, the model's */
 	struct tr_ibuf rank;               /* each input node's row among its type's features */
 	struct tr_fbuf h0;                 /* the rows, when assembled */
-	struct tr_fbuf e, de, dm, dx;      /* project: per-type rows and their gradient; masked dH0; raw gradient */
+	struct tr_fbuf e, de, dm, dx;      /* project: per-type rows, their gradient; vector rows' masked dH0; raw grad */
 	size_t toff[GNN_MAX_TYPES + 1];    /* project: each type's first row in e and de */
 	bool dropped;                      /* the last forward applied dropout with key */
 	uint64_t key;

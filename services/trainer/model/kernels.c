@@ -162,12 +162,14 @@ struct act_ctx {
 	bool dropout;
 };
 
-/* One row of the dropout step: keep y[j] * scale where y[j] > 0 and the
- * hash of column j is below keep_below, else 0. Two builds of the same
- * arithmetic: 4 lanes for the baseline ISA (SSE2, whose missing 32-bit
- * multiply the compiler emulates), and 8 lanes for AVX2 (4x faster here:
- * the hash is this pass's whole cost). Bit-identical results. */
-static void dropout_row_sse2(float *y, size_t n, uint32_t base, uint32_t keep_below, float scale)
+/* One row of the dropout step: keep y[j] * scale where the hash of column
+ * j is below keep_below (and, with relu, y[j] > 0), else 0. Two builds of
+ * the same arithmetic: 4 lanes for the baseline ISA (SSE2, whose missing
+ * 32-bit multiply the compiler emulates), and 8 lanes for AVX2 (4x faster
+ * here: the hash is this pass's whole cost). Bit-identical results. The
+ * relu flag is a constant in each wrapper below, so it costs no branch. */
+static inline __attribute__((always_inline)) void dropout_row_sse2(float *y, size_t n, uint32_t base,
+								  uint32_t keep_below, float scale, bool relu)
 {
 	const v4u lane = { 0, 1, 2, 3 };
 	size_t j = 0;
@@ -175,15 +177,27 @@ static void dropout_row_sse2(float *y, size_t n, uint32_t base, uint32_t keep_be
 	for (; j + 4 <= n; j += 4) {
 		v4u h = vlowbias32(base + ((uint32_t)j + lane) * 0x9e3779b9u);
 		v4f v = tr_vld(y + j);
-		v4i keep = (v > 0.0f) & (v4i)(h < keep_below);
+		v4i keep = (v4i)(h < keep_below);
 
+		if (relu)
+			keep &= (v > 0.0f);
 		tr_vst(y + j, (v4f)((v4i)(v * scale) & keep));
 	}
 	for (; j < n; j++) {
 		uint32_t h = lowbias32(base + (uint32_t)j * 0x9e3779b9u);
 
-		y[j] = (y[j] > 0.0f && h < keep_below) ? y[j] * scale : 0.0f;
+		y[j] = ((!relu || y[j] > 0.0f) && h < keep_below) ? y[j] * scale : 0.0f;
 	}
+}
+
+static void relu_dropout_row_sse2(float *y, size_t n, uint32_t base, uint32_t keep_below, float scale)
+{
+	dropout_row_sse2(y, n, base, keep_below, scale, true);
+}
+
+static void drop_row_sse2(float *y, size_t n, uint32_t base, uint32_t keep_below, float scale)
+{
+	dropout_row_sse2(y, n, base, keep_below, scale, false);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -192,8 +206,9 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
 
-__attribute__((target("avx2"))) static void dropout_row_avx2(float *y, size_t n, uint32_t base,
-							     uint32_t keep_below, float scale)
+__attribute__((target("avx2"), always_inline)) static inline void dropout_row_avx2(float *y, size_t n, uint32_t base,
+										    uint32_t keep_below, float scale,
+										    bool relu)
 {
 	const v8u lane = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	size_t j = 0;
@@ -209,31 +224,45 @@ __attribute__((target("avx2"))) static void dropout_row_avx2(float *y, size_t n,
 		h *= 0x846ca68bu;
 		h ^= h >> 16;
 		memcpy(&v, y + j, sizeof(v));
-		keep = (v > 0.0f) & (v8i)(h < keep_below);
+		keep = (v8i)(h < keep_below);
+		if (relu)
+			keep &= (v > 0.0f);
 		r = (v8f)((v8i)(v * scale) & keep);
 		memcpy(y + j, &r, sizeof(r));
 	}
 	if (j < n)
-		dropout_row_sse2(y + j, n - j, base + (uint32_t)j * 0x9e3779b9u, keep_below, scale);
+		dropout_row_sse2(y + j, n - j, base + (uint32_t)j * 0x9e3779b9u, keep_below, scale, relu);
+}
+
+__attribute__((target("avx2"))) static void relu_dropout_row_avx2(float *y, size_t n, uint32_t base,
+								  uint32_t keep_below, float scale)
+{
+	dropout_row_avx2(y, n, base, keep_below, scale, true);
+}
+
+__attribute__((target("avx2"))) static void drop_row_avx2(float *y, size_t n, uint32_t base, uint32_t keep_below,
+							  float scale)
+{
+	dropout_row_avx2(y, n, base, keep_below, scale, false);
 }
 #endif
 
 typedef void (*dropout_row_fn)(float *y, size_t n, uint32_t base, uint32_t keep_below, float scale);
 
-static dropout_row_fn pick_dropout_row(void)
+static dropout_row_fn pick_dropout_row(bool relu)
 {
 #ifdef HAVE_AVX2_PATH
 	if (__builtin_cpu_supports("avx2"))
-		return dropout_row_avx2;
+		return relu ? relu_dropout_row_avx2 : drop_row_avx2;
 #endif
-	return dropout_row_sse2;
+	return relu ? relu_dropout_row_sse2 : drop_row_sse2;
 }
 
 static void act_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct act_ctx *c = arg;
 	const size_t n = c->cols;
-	dropout_row_fn row_fn = c->dropout ? pick_dropout_row() : NULL;
+	dropout_row_fn row_fn = c->dropout ? pick_dropout_row(true) : NULL;
 
 	for (size_t r = lo; r < hi; r++) {
 		float *y = c->y + r * n;
@@ -261,33 +290,9 @@ void tr_relu_dropout(float *y, size_t rows, size_t cols, bool dropout, uint64_t 
 	tr_par_for(rows, 1 + 16384 / cols, act_rows, &c);
 }
 
-/* Rows [lo, hi) of plain inverted dropout: the hash of dropout_row_sse2
- * without ReLU's condition. */
-static void drop_rows(void *arg, size_t lo, size_t hi)
+void tr_dropout_row(float *y, size_t cols, uint64_t key, size_t r, uint32_t keep_below, float scale)
 {
-	const struct act_ctx *c = arg;
-	const v4u lane = { 0, 1, 2, 3 };
-
-	for (size_t r = lo; r < hi; r++) {
-		float *y = c->y + r * c->cols;
-		uint32_t base = (uint32_t)gnn_draw64(c->key, r);
-		size_t j = 0;
-
-		for (; j + 4 <= c->cols; j += 4) {
-			v4u h = vlowbias32(base + ((uint32_t)j + lane) * 0x9e3779b9u);
-
-			tr_vst(y + j, (v4f)((v4i)(tr_vld(y + j) * c->scale) & (v4i)(h < c->keep_below)));
-		}
-		for (; j < c->cols; j++)
-			y[j] = lowbias32(base + (uint32_t)j * 0x9e3779b9u) < c->keep_below ? y[j] * c->scale : 0.0f;
-	}
-}
-
-void tr_dropout(float *y, size_t rows, size_t cols, uint64_t key, uint32_t keep_below, float scale)
-{
-	struct act_ctx c = { y, cols, key, keep_below, scale, true };
-
-	tr_par_for(rows, 1 + 16384 / cols, drop_rows, &c);
+	pick_dropout_row(false)(y, cols, (uint32_t)gnn_draw64(key, r), keep_below, scale);
 }
 
 /* ---- loss ---- */

@@ -130,10 +130,11 @@ uint32_t tr_dropout_keep_below(float p);
 void tr_relu_dropout(float *y, size_t rows, size_t cols, bool dropout, uint64_t key, uint32_t keep_below,
 		     float scale);
 
-/* Inverted dropout alone (no ReLU) with the mask of key: y[r][j] * scale
- * where the hash of (row r, column j) is below keep_below, else 0. The
- * same call on the gradient applies the same mask. In place, in parallel. */
-void tr_dropout(float *y, size_t rows, size_t cols, uint64_t key, uint32_t keep_below, float scale);
+/* Inverted dropout alone (no ReLU) on row r of a matrix, with the mask
+ * of key: y[j] * scale where the hash of (row r, column j) is below
+ * keep_below, else 0. The same call on the row's gradient applies the same
+ * mask. In place, on cols floats; the caller runs rows in parallel. */
+void tr_dropout_row(float *y, size_t cols, uint64_t key, size_t r, uint32_t keep_below, float scale);
 
 /* The block's edges grouped by source (a counting sort, stable in dst
  * order) into tptr [num_src + 1] and tidx [num_edges] (the (dst,

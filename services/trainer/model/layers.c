@@ -223,11 +223,26 @@ static inline const float *rel_grad_src(const struct tr_grad_ctx *c, size_t q, f
 	return tr_groups_dxrow(c->g, c->dx, v) + (1 + c->blk[r]) * c->in;
 }
 
+/* The dX row of transposed edge e, prefetching the one AHEAD edges ahead
+ * (up to e_end): as in the forward pass, each is a cache miss. */
+static inline const float *rel_grad_next(const struct tr_grad_ctx *c, int32_t e, int32_t e_end, float *scale)
+{
+	float ignored;
+
+	if (e + AHEAD < e_end)
+		tr_prefetch_row(rel_grad_src(c, (size_t)c->tidx[e + AHEAD], &ignored), c->in);
+	return rel_grad_src(c, (size_t)c->tidx[e], scale);
+}
+
 void tr_layers_rel_grad_rows(void *arg, size_t lo, size_t hi)
 {
 	const struct tr_grad_ctx *c = arg;
 	const size_t in = c->in, nd = c->b->num_dst;
+	const int32_t e_end = c->tptr[hi];
+	float ignored;
 
+	for (int32_t e = c->tptr[lo]; e < c->tptr[lo] + AHEAD && e < e_end; e++)
+		tr_prefetch_row(rel_grad_src(c, (size_t)c->tidx[e], &ignored), in);
 	for (size_t u = lo; u < hi; u++) {
 		float *restrict d = c->dh + u * in, a;
 		int32_t e = c->tptr[u], e1 = c->tptr[u + 1];
@@ -236,13 +251,13 @@ void tr_layers_rel_grad_rows(void *arg, size_t lo, size_t hi)
 		if (u < nd) {
 			memcpy(d, tr_groups_dxrow(c->g, c->dx, u), in * sizeof(float));
 		} else if (e < e1) {
-			src = rel_grad_src(c, (size_t)c->tidx[e++], &a);
+			src = rel_grad_next(c, e++, e_end, &a);
 			tr_vscale_to(d, src, a, in);
 		} else {
 			memset(d, 0, in * sizeof(float));
 		}
 		for (; e < e1; e++) {
-			src = rel_grad_src(c, (size_t)c->tidx[e], &a);
+			src = rel_grad_next(c, e, e_end, &a);
 			tr_vaxpy(d, src, a, in);
 		}
 		tr_grad_mask(c, u, d);
