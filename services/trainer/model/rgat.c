@@ -13,7 +13,9 @@
  *   Z_r    = H W_r                                  (every source row)
  *   e_uv   = LeakyReLU_0.2(<a_src[r,k], Z_r[u,k]> + <a_dst[r,k], Z_r[v,k]>)
  *   alpha  = softmax of e over v's in-edges of relation r (max subtracted)
- *   Y_v    = H_v W_self + sum_r concat_k sum_u alpha_uv Z_r[u,k] + b
+ *   beta   = alpha, in training dropped per (edge, head) and scaled (GAT's
+ *            attention dropout at cfg dropout; att_keep)
+ *   Y_v    = H_v W_self + sum_r concat_k sum_u beta_uv Z_r[u,k] + b
  *
  * (a relation without in-edges at v adds 0), then ReLU and dropout after
  * every layer but the last, whose outputs are the logits. With cfg
@@ -50,6 +52,7 @@
 #include "model.h"
 
 #define RGAT_INIT_TAG 0x72676174ull   /* "rgat": gat draws the same */
+#define ATT_DROP_TAG 0x61747464ull    /* "attd": the attention dropout's key from the layer's */
 #define LRELU_SLOPE 0.2f
 #define LINE_FLOATS 16
 #define MAXL GNN_PROTO_MAX_LAYERS
@@ -65,6 +68,8 @@ struct rgat {
 	uint32_t keep_below;
 	float keep_scale;
 	const float *h0;                   /* layer 0's rows of the last forward */
+	bool adrop;                        /* the last forward dropped attention, layer l's with akey[l] */
+	uint64_t akey[MAXL];
 	/* Kept by the forward for the backward, per layer. Relation r's rows
 	 * (the sources of its edges, and the destinations that have some) are
 	 * its compact rows zoff[r] .. zoff[r + 1] - 1: source row u is compact
@@ -265,6 +270,10 @@ struct pass {
 	float *zc, *sc, *al;
 	float *y;                   /* forward: the layer's outputs, H_dst W_self on entry */
 	bool scaled;                /* degree_scale's layer */
+	bool adrop;                 /* attention dropout (training): akey's mask, kept when the draw < akeep */
+	uint64_t akey;
+	uint32_t akeep;
+	float ascale;
 	const float *dy, *g;        /* backward: dY; dY scaled (degree_scale), else dY */
 	float *dse, *dsc, *dzc, *da_src, *da_dst;
 	int32_t *eq;
@@ -290,6 +299,16 @@ static inline float dotf(const float *restrict a, const float *restrict b, size_
 static inline float lrelu(float x)
 {
 	return x > 0.0f ? x : LRELU_SLOPE * x;
+}
+
+/* Edge e's head k through attention dropout (GAT's, on the normalised
+ * coefficients, at --dropout): ascale where kept, 0 where dropped; 1
+ * without. alpha keeps the softmax's value; each use multiplies by this. */
+static inline float att_keep(const struct pass *c, size_t e, size_t k)
+{
+	if (!c->adrop)
+		return 1.0f;
+	return (uint32_t)gnn_draw64(c->akey, e * c->K + k) < c->akeep ? c->ascale : 0.0f;
 }
 
 /* Source row u's compact row in relation r (it has one: u is a source of
@@ -384,7 +403,7 @@ static void attend(const struct pass *c, size_t v, size_t r, float *restrict yv)
 		const float *zu = c->zc + crow(c, r, (size_t)idx[e]) * c->out;
 
 		for (size_t k = 0; k < K; k++)
-			tr_vaxpy(yv + k * F, zu + k * F, c->al[(size_t)e * K + k], F);
+			tr_vaxpy(yv + k * F, zu + k * F, c->al[(size_t)e * K + k] * att_keep(c, (size_t)e, k), F);
 	}
 }
 
@@ -416,7 +435,8 @@ static struct pass pass_of(struct rgat *s, uint32_t l, const struct gnn_block *b
 			      .zoff = s->zoff[l], .pos = s->pos[l].p, .rows = s->rows[l].p, .h = h, .hc = s->hc.p,
 			      .zc = s->zc[l].p, .asrc = p, .adst = p + R * out, .bias = p + 2 * R * out,
 			      .sc = s->sc[l].p, .al = s->al[l].p,
-			      .scaled = s->cfg.degree_scale && l + 1 == s->cfg.num_layers };
+			      .scaled = s->cfg.degree_scale && l + 1 == s->cfg.num_layers, .adrop = s->adrop,
+			      .akey = s->akey[l], .akeep = s->keep_below, .ascale = s->keep_scale };
 }
 
 /* ---- which rows each relation computes ---- */
@@ -522,6 +542,8 @@ static int layer(struct rgat *s, uint32_t l, const struct gnn_block *b, const fl
 	if ((rc = reserve(&s->hc, nz * in)) != GNN_OK || (rc = reserve(&s->zc[l], nz * out)) != GNN_OK ||
 	    (rc = reserve(&s->sc[l], nz * 2 * K)) != GNN_OK || (rc = reserve(&s->al[l], b->num_edges * K)) != GNN_OK)
 		return rc;
+	s->adrop = dropout;
+	s->akey[l] = gnn_draw64(key, ATT_DROP_TAG);
 	c = pass_of(s, l, b, h);
 	c.y = y;
 	relation_products(&c, s->params + s->off[l], ks);
@@ -581,7 +603,8 @@ static void edge_grads(const struct pass *c, size_t v, size_t r)
 		c->eq[e] = (int32_t)q;
 		for (size_t k = 0; k < K; k++)
 			c->dse[(size_t)e * K + k] = dotf(c->g + v * c->out + k * F,
-							 c->zc + crow(c, r, (size_t)idx[e]) * c->out + k * F, F);
+							 c->zc + crow(c, r, (size_t)idx[e]) * c->out + k * F, F) *
+						    att_keep(c, (size_t)e, k);
 	}
 	for (size_t k = 0; k < K; k++) {
 		size_t iv = crow(c, r, v);
@@ -626,7 +649,8 @@ static void source_grad_rows(void *arg, size_t lo, size_t hi)
 			size_t e = (size_t)c->tidx[t], q = (size_t)c->eq[e], v = q / c->R, r = q % c->R, i = crow(c, r, u);
 
 			for (size_t k = 0; k < K; k++) {
-				tr_vaxpy(c->dzc + i * out + k * F, c->g + v * out + k * F, c->al[e * K + k], F);
+				tr_vaxpy(c->dzc + i * out + k * F, c->g + v * out + k * F, c->al[e * K + k] * att_keep(c, e, k),
+					 F);
 				c->dsc[i * 2 * K + k] += c->dse[e * K + k];
 			}
 		}
