@@ -315,7 +315,7 @@ if [ -n "${RPC[t0]:-}" ]; then
 	msg "$WORK/m-nodes-badsplit" GNNP 3 12 16 "$(le 4 9)$(le 4 10)$(le 8 0)"
 	ok=1 undecodable=0
 	while read -r f want; do
-		got=$("$NNGSEND" "$U" "$WORK/m-$f" 3000)
+		got=$(timeout 60 "$NNGSEND" "$U" "$WORK/m-$f" 3000)
 		if ! grep -q -- "$want" <<<"$got"; then
 			ok=0
 			echo "garbage $f: got '$got', want '$want'"

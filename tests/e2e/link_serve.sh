@@ -114,7 +114,7 @@ fails candidate_type "--candidate-type paper: not a node type" 2 topk --sampler 
 for k in 0 2000; do
 	python3 -c "import struct,sys; p = struct.pack('<6Iq', 3, 0, 0, $k, 0, 0xffffffff, 5); \
 sys.stdout.buffer.write(struct.pack('<IHHQIII', 0x504e4e47, 3, 22, 9, len(p), 0, 0) + p)" >"$WORK/raw$k"
-	"$NNGSEND" "$URL" "$WORK/raw$k" 5000 >"$WORK/raw$k.out" 2>&1
+	timeout 60 "$NNGSEND" "$URL" "$WORK/raw$k" 5000 >"$WORK/raw$k.out" 2>&1
 done
 check raw_k_refused "raw TOPK requests with k 0 and k 2000: ERROR erange (malformed link request): $(cat "$WORK"/raw*.out)" \
 	bash -c "grep -q 'status=erange .*malformed link request' '$WORK/raw0.out' && grep -q 'status=erange .*malformed link request' '$WORK/raw2000.out'"

@@ -301,7 +301,7 @@ expect=(random:eproto short:none version:eversion truncated:eproto oversized:era
 bad=""
 for e in "${expect[@]}"; do
 	f=${e%%:*} want=${e#*:}
-	got=$("$MB" --sampler "$URL_cora" --send "$WORK/g-$f" --timeout-ms 3000)
+	got=$(timeout 60 "$MB" --sampler "$URL_cora" --send "$WORK/g-$f" --timeout-ms 3000)
 	echo "garbage $f: $got"
 	if [ "$want" = none ]; then
 		# Too short for a header: answered with an ERROR or dropped; either is fine.

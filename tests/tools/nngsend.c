@@ -102,6 +102,11 @@ int main(int argc, char **argv)
 	nng_msg_free(msg);
 	status = 0;
 out:
+	/* The answer goes out before the close, so that a test's timeout
+	 * around this process keeps it: one sampler.sh run under make asan
+	 * hung in its garbage loop, and a REQ close with its request
+	 * unanswered is the suspect (cf. nanomsg/nng#648). */
+	fflush(stdout);
 	nng_close(sock);
 	free(data);
 	return status;
