@@ -167,6 +167,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench.sh $(BUILD)
 	@tests/bench_sampling.sh $(BUILD)
+	@tests/bench_tls.sh $(BUILD)
 
 bench-products: deps
 	@$(MAKE) --no-print-directory all

@@ -11,8 +11,10 @@
 
 #include "err.h"
 #include "log.h"
+#include "tlsengine.h"
 
 #define TLS_NOT_AFTER_METRIC "gnn_tls_certificate_not_after_seconds"
+#define TLS_HANDSHAKES_METRIC "gnn_tls_handshakes_total"
 enum { OWN, CA }; /* the certificates of a domain */
 
 #define MAX_PEM_BYTES (1 << 20)   /* a CA bundle, a certificate chain or a key */
@@ -26,6 +28,11 @@ struct gnn_tls {
 };
 
 static struct gnn_tls *data_plane;
+/* The engine under nng's TLS in this process: chosen by gnn_tls_setup's
+ * paths, applied by the first domain with files (before any nng TLS
+ * configuration exists, as nng requires), then fixed. */
+static const char *engine_choice = "gnutls";
+static enum engine_state { ENGINE_UNSET, ENGINE_GNUTLS, ENGINE_MBEDTLS } engine_state;
 
 /* The whole of file path as a string (*out, malloc'd); what ("ca",
  * "cert", "key") names it in a message. */
@@ -147,11 +154,12 @@ static int load(const char *domain, const struct gnn_tls_paths *p, struct gnn_tl
 	if ((rc = read_pem("ca", p->ca, &t->ca)) != GNN_OK || (rc = read_pem("cert", p->cert, &t->cert)) != GNN_OK ||
 	    (rc = read_pem("key", p->key, &t->key)) != GNN_OK)
 		goto fail;
-	/* Parsing happens here: a CA, certificate or key mbed TLS refuses is
-	 * reported now rather than as failed handshakes later. */
+	/* Parsing happens here: a CA, certificate or key the engine refuses
+	 * is reported now rather than as failed handshakes later. */
 	if ((rv = new_config(t, NNG_TLS_MODE_SERVER, &t->server)) != 0) {
-		GNN_ERROR("tls_bad_file", "domain=%s ca=%s cert=%s key=%s reason=\"%s\"", domain, p->ca, p->cert, p->key,
-			  nng_strerror(rv));
+		GNN_ERROR("tls_bad_file", "domain=%s ca=%s cert=%s key=%s reason=\"%s%s%s\"", domain, p->ca, p->cert,
+			  p->key, nng_strerror(rv), engine_state == ENGINE_GNUTLS ? ": " : "",
+			  engine_state == ENGINE_GNUTLS ? gnn_tlsengine_last_error() : "");
 		rc = GNN_EINVAL;
 		goto fail;
 	}
@@ -176,10 +184,45 @@ void gnn_tls_free(struct gnn_tls *t)
 	free(t);
 }
 
+/* Puts engine (a name --tls-engine allows) under nng's TLS, once: a
+ * second, different choice is a bug of the caller (GNN_EINVAL). */
+static int apply_engine(const char *engine)
+{
+	enum engine_state want = strcmp(engine, "mbedtls") == 0 ? ENGINE_MBEDTLS : ENGINE_GNUTLS;
+	int rc;
+
+	if (engine_state != ENGINE_UNSET) {
+		if (engine_state == want)
+			return GNN_OK;
+		GNN_ERROR("bad_config", "reason=\"the TLS engine is already %s; a process runs one\"",
+			  engine_state == ENGINE_GNUTLS ? "gnutls" : "mbedtls");
+		return GNN_EINVAL;
+	}
+	/* mbedtls: libnng's built-in engine, which nothing replaced */
+	if (want == ENGINE_GNUTLS && (rc = gnn_tlsengine_register()) != GNN_OK)
+		return rc;
+	engine_state = want;
+	return GNN_OK;
+}
+
+/* The suites the engine offers, for the links line (buf). */
+static const char *engine_suites(char *buf, size_t len)
+{
+	size_t n, used = 0;
+	const char *const *names = gnn_tlsengine_suites(&n);
+
+	if (engine_state != ENGINE_GNUTLS)
+		return "libnng-default";
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "", names[i]);
+	return buf;
+}
+
 int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_paths *p, struct gnn_tls **out)
 {
 	int set = (p->ca != NULL) + (p->cert != NULL) + (p->key != NULL), rc;
-	char ends[2][32];
+	char ends[2][32], suites[160];
 
 	*out = NULL;
 	if (set == 0) {
@@ -192,15 +235,19 @@ int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_
 			  prefix, prefix, prefix, p->ca == NULL ? "ca" : p->cert == NULL ? "cert" : "key");
 		return GNN_EINVAL;
 	}
-	if ((rc = load(domain, p, out)) != GNN_OK)
+	if ((rc = apply_engine(p->engine != NULL ? p->engine : engine_choice)) != GNN_OK ||
+	    (rc = load(domain, p, out)) != GNN_OK)
 		return rc;
-	GNN_INFO("links", "domain=%s tls=mutual ca=%s cert=%s cert_not_after=%s ca_not_after=%s", domain, p->ca,
-		 p->cert, iso_time((*out)->not_after[OWN], ends[OWN]), iso_time((*out)->not_after[CA], ends[CA]));
+	GNN_INFO("links", "domain=%s tls=mutual engine=%s suites=%s ca=%s cert=%s cert_not_after=%s ca_not_after=%s",
+		 domain, engine_state == ENGINE_GNUTLS ? "gnutls" : "mbedtls", engine_suites(suites, sizeof(suites)),
+		 p->ca, p->cert, iso_time((*out)->not_after[OWN], ends[OWN]), iso_time((*out)->not_after[CA], ends[CA]));
 	return GNN_OK;
 }
 
 int gnn_tls_setup(const struct gnn_tls_paths *p)
 {
+	if (p->engine != NULL)
+		engine_choice = p->engine;
 	return gnn_tls_domain("data", "tls", p, &data_plane);
 }
 
@@ -222,6 +269,54 @@ void gnn_tls_pem(const struct gnn_tls *t, const char **ca, const char **cert, co
 	*key = t->key;
 }
 
+/* The series of gnn_tls_handshakes_total, one per suite the engine offers,
+ * and what each held at the last render. */
+struct handshake_series {
+	size_t n;
+	const char *const *suites;
+	struct gnn_counter *c[8];
+	uint64_t last[8];
+};
+
+static void render_handshakes(void *ctx)
+{
+	struct handshake_series *h = ctx;
+
+	for (size_t i = 0; i < h->n; i++) {
+		uint64_t now = gnn_tlsengine_handshakes(h->suites[i]);
+
+		gnn_counter_add(h->c[i], (double)(now - h->last[i]));
+		h->last[i] = now;
+	}
+}
+
+/* gnn_tls_handshakes_total{engine,suite} in reg, once per registry, when
+ * the engine is ours (libnng's own tells nothing of its handshakes). */
+static int handshake_metrics(struct gnn_metrics *reg)
+{
+	static const char *const labels[] = { "engine", "suite" };
+	static struct handshake_series series; /* one registry per process uses it */
+	struct gnn_counter *fam;
+	int rc;
+
+	if (engine_state != ENGINE_GNUTLS || gnn_metrics_find_counter(reg, TLS_HANDSHAKES_METRIC, &fam) == GNN_OK)
+		return GNN_OK;
+	if (series.n > 0) /* another registry has it: a bug */
+		return GNN_EINTERNAL;
+	if ((rc = gnn_metrics_counter(reg, TLS_HANDSHAKES_METRIC, "TLS handshakes this process completed, by "
+				      "the engine under nng and the suite negotiated (docs/security.md).", labels, 2,
+				      &fam)) != GNN_OK)
+		return rc;
+	series.suites = gnn_tlsengine_suites(&series.n);
+	if (series.n > sizeof(series.c) / sizeof(series.c[0]))
+		return GNN_EINTERNAL;
+	for (size_t i = 0; i < series.n; i++)
+		if ((rc = gnn_counter_labels(fam, (const char *const[]){ "gnutls", series.suites[i] }, 2,
+					     &series.c[i])) != GNN_OK)
+			return rc;
+	return gnn_metrics_on_render(reg, render_handshakes, &series);
+}
+
 int gnn_tls_metrics(const struct gnn_tls *t, const char *domain, struct gnn_metrics *reg)
 {
 	static const char *const labels[] = { "domain", "certificate" };
@@ -240,7 +335,7 @@ int gnn_tls_metrics(const struct gnn_tls *t, const char *domain, struct gnn_metr
 			return rc;
 		gnn_gauge_set(g, (double)t->not_after[i]);
 	}
-	return GNN_OK;
+	return handshake_metrics(reg);
 }
 
 /* url as the TLS transport's (tls+tcp://...) into buf, and its host (no

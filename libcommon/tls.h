@@ -21,9 +21,11 @@
 #include "metrics.h"
 #include "opt.h"
 
-/* The three files of a domain: PEM, the key unencrypted. */
+/* The three files of a domain: PEM, the key unencrypted; and the engine
+ * of nng's TLS (the process's, "gnutls" or "mbedtls": the data-plane
+ * options set it, other domains' paths leave it NULL). */
 struct gnn_tls_paths {
-	const char *ca, *cert, *key;
+	const char *ca, *cert, *key, *engine;
 };
 
 /* The option rows of the data-plane domain (--tls-ca, --tls-cert,
@@ -34,16 +36,22 @@ struct gnn_tls_paths {
 	  "(docs/security.md); none of the three: plain TCP" },                                                  \
 	{ "tls-cert", GNN_OPT_STR, &(p).cert, NULL, 0, 0, NULL,                                                 \
 	  "PEM file of this process's certificate, signed by --tls-ca; a server's names the hosts it is dialled by" }, \
-	{ "tls-key", GNN_OPT_STR, &(p).key, NULL, 0, 0, NULL, "PEM file of --tls-cert's private key (unencrypted)" }
+	{ "tls-key", GNN_OPT_STR, &(p).key, NULL, 0, 0, NULL, "PEM file of --tls-cert's private key (unencrypted)" }, \
+	{ "tls-engine", GNN_OPT_STR, &(p).engine, "gnutls", 0, 0, "gnutls|mbedtls",                                \
+	  "TLS library under every nng TLS link of this process (data plane and ring): gnutls (TLS 1.3, AES-GCM "   \
+	  "with AES-NI; docs/security.md) or mbedtls, libnng's own (mbed TLS 2.28, ChaCha20 in C: for comparison)" }
 
 struct gnn_tls;
 
 /* The domain named domain from p, whose options are --PREFIX-ca, -cert,
  * -key: *out NULL when none of the three is set (plain TCP). The files are
- * read and parsed now (readable, PEM, certificates and key mbed TLS
+ * read and parsed now (readable, PEM, certificates and key the engine
  * accepts), so that a bad file stops the process at start: GNN_EINVAL,
  * logged with the file and why (also for some but not all of the three).
- * Logs `links domain=D tls=mutual` or `tls=off`. *out: gnn_tls_free. */
+ * The first domain with files fixes the process's engine (p->engine, or
+ * gnutls when NULL; GNN_EVERSION when libnng refuses it). Logs
+ * `links domain=D tls=mutual engine=E suites=...` or `tls=off`. *out:
+ * gnn_tls_free. */
 int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_paths *p, struct gnn_tls **out);
 void gnn_tls_free(struct gnn_tls *t);
 

@@ -13,7 +13,8 @@
 # hot-feature cache); a `:f16` suffix runs the path on a second partition
 # output of the same graph whose rows are f16 (gnn-partition
 # --feature-dtype f16); a `:tls` suffix (last) runs it with mutual TLS on
-# every link (gnn-local --tls) and compares it with the same path without.
+# every link (gnn-local --tls) and compares it with the same path without;
+# `:tls-mbedtls` the same on libnng's own TLS engine (--tls-engine mbedtls).
 # Prints, per path:
 #   - the time of each stage and of the whole run (target: 30 minutes);
 #   - trainer-0's epoch split (wait, compute, all-reduce, validation);
@@ -151,11 +152,13 @@ if [ -n "${GNN_BENCH_REPORT_ONLY:-}" ]; then   # the figures of runs already in 
 	for p in $GNN_BENCH_REPORT_ONLY; do report_path "$p" "$([ -f "$WORK/run-$p/predictions/summary.json" ] && echo 1 || echo 0)" 0; done
 	exit 0
 fi
+# tls_engine PATH: the engine of a :tls (gnutls) or :tls-mbedtls path
+tls_engine() { case $1 in *:tls) echo gnutls ;; *:tls-mbedtls) echo mbedtls ;; *) echo "?" ;; esac; }
 stores32=0
 for p in $PATHS; do
-	q=${p%:tls}
+	q=${p%:tls*}
 	tls=""
-	[ "$q" = "$p" ] || tls=--tls
+	[ "$q" = "$p" ] || tls="--tls --tls-engine=$(tls_engine "$p")"
 	b=$q
 	q=${q%:f16}
 	dt=f32
@@ -163,7 +166,7 @@ for p in $PATHS; do
 	case $q in
 	sampler) args="--features-from sampler $tls" ;;
 	stores:*) args="--features-from stores --cache-ratio ${q#stores:} $tls" ;;
-	*) echo "bench_products: unknown path $p (sampler or stores:RATIO, either with :f16, then :tls)" >&2; exit 2 ;;
+	*) echo "bench_products: unknown path $p (sampler or stores:RATIO, either with :f16, then :tls or :tls-mbedtls)" >&2; exit 2 ;;
 	esac
 	infer=0
 	if [ -z "${GNN_BENCH_NO_INFER:-}" ] && { [ "$q" = sampler ] || [ "$dt" = f16 ] || [ "$stores32" = 0 ]; }; then infer=1; fi
@@ -203,7 +206,7 @@ if [[ " $PATHS " == *" sampler "* ]] && [ -f "$WORK/path-sampler" ]; then
 fi
 # Each :tls path against the same path without TLS.
 for p in $PATHS; do
-	b=${p%:tls}
+	b=${p%:tls*}
 	[ "$b" != "$p" ] && [ -f "$WORK/path-$b" ] && [ -f "$WORK/path-$p" ] || continue
 	awk -v p="$p" -v b="$b" -v e1="$(field "$b" epoch epoch_s)" -v e2="$(field "$p" epoch epoch_s)" \
 		-v c1="$(grep "^$b memory training_system " "$WORK/path-$b" | kv cpu_s)" \

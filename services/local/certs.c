@@ -8,8 +8,8 @@
  * Each has a CA of its own, ECDSA P-256, valid LOC_CERT_DAYS days, whose
  * private key never leaves this process (nothing can sign another
  * certificate of the run), and one certificate for every process of the
- * domain: subjectAltName DNS:localhost (what gnn-local dials with TLS: mbed
- * TLS 2.28 in libnng matches no IP address), extendedKeyUsage serverAuth
+ * domain: subjectAltName DNS:localhost (what gnn-local dials with TLS: libnng's
+ * own engine, --tls-engine mbedtls, matches no IP address), extendedKeyUsage serverAuth
  * and clientAuth (each end of a link presents one). Keys are written 0600,
  * in a folder 0700. */
 #include <arpa/inet.h>
@@ -278,7 +278,8 @@ int loc_tls_args(const struct loc_run *r, struct loc_argv *a, bool ring)
 	if (!r->cfg->tls)
 		return GNN_OK;
 	if ((rc = loc_argv_add(a, "--tls-ca=%s", r->tls_data.ca)) || (rc = loc_argv_add(a, "--tls-cert=%s", r->tls_data.cert)) ||
-	    (rc = loc_argv_add(a, "--tls-key=%s", r->tls_data.key)))
+	    (rc = loc_argv_add(a, "--tls-key=%s", r->tls_data.key)) ||
+	    (rc = loc_argv_add(a, "--tls-engine=%s", r->cfg->tls_engine)))
 		return rc;
 	if (ring && ((rc = loc_argv_add(a, "--ring-tls-ca=%s", r->tls_ring.ca)) ||
 		     (rc = loc_argv_add(a, "--ring-tls-cert=%s", r->tls_ring.cert)) ||

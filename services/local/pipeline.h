@@ -48,7 +48,7 @@ struct loc_config {
 	 * hold the trainer's defaults, so reading any of them is safe. */
 	struct gnn_model_cfg mc;
 	int64_t prefetch, threads;   /* gnn-trainer's (-1: not given) */
-	const char *features_from, *cache_ratio;
+	const char *features_from, *cache_ratio, *tls_engine;
 	int64_t cache_presample;
 	bool baseline, fresh, no_infer, no_features, tls;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;

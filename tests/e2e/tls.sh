@@ -16,7 +16,14 @@
 #   - refused handshakes are counted in /metrics and logged (links_refused),
 #     the certificates' ends exported;
 #   - bad TLS files, an expired certificate among them, stop a service at
-#     start (exit 2, naming the file).
+#     start (exit 2, naming the file);
+#   - the engine (gnutls by default) and the suites in the links line, the
+#     negotiated suite in /metrics; misbehaving peers (tests/tools/tlspeer.py:
+#     a ClientHello cut short, garbage after the handshake, an expired client
+#     certificate) are turned away and the store serves on; a server
+#     certificate naming an IP address only is served to a dialer of that
+#     address (gnutls; libnng's mbed TLS refuses it), and libnng's engine
+#     (--tls-engine mbedtls, TLS 1.2) still reaches a gnutls store.
 # The certificates are made here with openssl (ECDSA P-256, valid 2 days).
 . "$(dirname "$0")/lib.bash"
 if ! command -v openssl >/dev/null; then
@@ -49,7 +56,7 @@ cert() {
 			-days 2 -extfile "$C/$1.ext" 2>>"$WORK/openssl.log"
 }
 if ! { ca data && ca other && ca ring && cert server data DNS:localhost && cert client data DNS:client &&
-	cert stranger other DNS:localhost && cert trainer ring DNS:localhost; }; then
+	cert stranger other DNS:localhost && cert trainer ring DNS:localhost && cert ipsrv data IP:127.0.0.1; }; then
 	fail tls_certificates "openssl could not make the test certificates: $(tail -n 2 "$WORK/openssl.log" | tr '\n' ' ')"
 	exit 0
 fi
@@ -57,6 +64,9 @@ tls() {  # NAME CA: the flags of certificate NAME trusting CA
 	echo "--tls-ca $C/$2.crt --tls-cert $C/$1.crt --tls-key $C/$1.key"
 }
 SRV=$(tls server data)
+# valid until yesterday (openssl: -days -1)
+openssl x509 -req -in "$C/client.csr" -CA "$C/data.crt" -CAkey "$C/data.key" -CAcreateserial -out "$C/expired.crt" \
+	-days -1 -extfile "$C/client.ext" 2>>"$WORK/openssl.log"
 
 "$BIN/gnn-partition" --synthetic tiny --parts 2 --out "$WORK/part" >/dev/null 2>&1
 
@@ -174,6 +184,38 @@ check tls_https "a graph store's HTTP with TLS: /healthz $h_health and /readyz $
 	bash -c "[ '$h_health' = 200 ] && [ '$h_ready' = 200 ] && [ '$h_nocert' = 403 ] && [ '$h_other' = 403 ] &&
 		[ '$h_ok' = 200 ] && grep -q '^gnn_http_requests_total' '$WORK/metrics.txt' && [ '$h_plain' != 200 ]"
 
+# ---- the engine, and peers that misbehave ------------------------------------------------------
+first_suite=$(sed -n 's/.* links domain=data tls=mutual engine=gnutls suites=\([A-Z0-9_]*\).*/\1/p' "$WORK/gs0.log" | head -n 1)
+metrics "$WORK/gs0.log" >"$WORK/gs0.metrics2"
+m_hs=$(awk -v s="$first_suite" '$1 == "gnn_tls_handshakes_total{engine=\"gnutls\",suite=\"" s "\"}" { printf "%d", $2 }' "$WORK/gs0.metrics2")
+check tls_engine_reported "the links line names the engine and its suites (first: $first_suite); the store's handshakes of that suite in /metrics ($m_hs >= 2: the valid clients above) and a tls_negotiated line" \
+	bash -c "[ -n '$first_suite' ] && [ '${m_hs:-0}' -ge 2 ] &&
+		grep -q ' tls_negotiated engine=gnutls side=listen version=TLS1.3 suite=$first_suite ' '$WORK/gs0.log'"
+PEER="$ROOT/tests/tools/tlspeer.py"
+p0port=$(port_of "$WORK/gs0.log")
+# peer MODE CERT KEY: tlspeer.py against the first store, presenting CERT with KEY
+peer() { timeout 30 python3 "$PEER" "$1" "$p0port" "$C/data.crt" "$C/$2.crt" "$C/$3.key" 2>>"$WORK/peer.err"; }
+pe_valid=$(peer handshake client client) pe_trunc=$(peer truncated client client)
+pe_garbage=$(peer garbage client client) pe_expired=$(peer handshake expired client)
+pe_other=$(peer handshake stranger stranger)
+ok3=$(info 20000 --store "$g0" $(tls client data))
+check tls_misbehaving_peers "a store turns away a ClientHello cut short ($pe_trunc), garbage after the handshake ($pe_garbage: the connection closed), an expired client certificate ($pe_expired) and another CA's, sent regardless ($pe_other), accepts a valid one ($pe_valid), and answers gnn-cli after ($ok3)" \
+	bash -c "[ '$pe_valid' = accepted ] && [ '$pe_trunc' = sent ] && [ '$pe_garbage' = closed ] &&
+		[ '$pe_expired' = refused ] && [ '$pe_other' = refused ] && [ '$ok3' = 0 ] && kill -0 ${PIDS[0]}"
+# shellcheck disable=SC2046
+store 0 "$WORK/ip.log" $(tls ipsrv data)
+wait_for 30 grep -q " ready part=" "$WORK/ip.log"
+uip="tcp://127.0.0.1:$(port_of "$WORK/ip.log")"
+# shellcheck disable=SC2046
+ip_gnutls=$(info 20000 --store "$uip" $(tls client data))
+# shellcheck disable=SC2046
+ip_mbed=$(info 1500 --store "$uip" $(tls client data) --tls-engine mbedtls)
+# shellcheck disable=SC2046
+mbed_ok=$(info 20000 --store "$g0" $(tls client data) --tls-engine mbedtls)
+check tls_ip_san_and_engines "a store whose certificate names 127.0.0.1 only (an IP SAN): served to a gnutls dialer of 127.0.0.1 ($ip_gnutls), refused by libnng's mbed TLS ($ip_mbed); libnng's engine reaches a gnutls store over TLS 1.2 ($mbed_ok)" \
+	bash -c "[ '$ip_gnutls' = 0 ] && [ '$ip_mbed' = 1 ] && [ '$mbed_ok' = 0 ] &&
+		grep -q ' tls_negotiated engine=gnutls side=listen version=TLS1.2 ' '$WORK/gs0.log'"
+
 # ---- a run over TLS ends as the same run without it ---------------------------------------------
 # train NAME [tls flags]: one trainer reading the rows from the stores
 # through the sampler above (TLS) or a plain set of services; prints the
@@ -250,9 +292,6 @@ bad() {
 	echo "$?:$(grep -E 'ERROR' "$WORK/bad.log" | head -n 1 | sed 's/.* ERROR  *//' | cut -c1-240)"
 }
 echo "not a certificate" >"$C/junk.crt"
-# valid until yesterday (openssl: -days -1)
-openssl x509 -req -in "$C/client.csr" -CA "$C/data.crt" -CAkey "$C/data.key" -CAcreateserial -out "$C/expired.crt" \
-	-days -1 -extfile "$C/client.ext" 2>>"$WORK/openssl.log"
 b_expired=$(bad --tls-ca "$C/data.crt" --tls-cert "$C/expired.crt" --tls-key "$C/client.key")
 b_missing=$(bad --tls-ca "$C/none.crt" --tls-cert "$C/server.crt" --tls-key "$C/server.key")
 b_two=$(bad --tls-cert "$C/server.crt" --tls-key "$C/server.key")
@@ -262,3 +301,10 @@ check tls_bad_files "exit 2 naming the problem: a missing file ($b_missing), two
 	bash -c "[[ '$b_missing' == 2:*tls_bad_file*none.crt* ]] && [[ '$b_two' == 2:*--tls-ca* ]] &&
 		[[ '$b_junk' == 2:*tls_bad_file*junk.crt* ]] && [[ '$b_keycert' == 2:*tls_bad_file* ]] &&
 		[[ '$b_expired' == 2:*tls_bad_file*expired.crt*expired* ]]"
+
+# ---- the store that met every peer above stops clean (under make asan: no leak, no error) -------
+kill -TERM "${PIDS[0]}" 2>/dev/null
+wait "${PIDS[0]}"
+s_exit=$?
+check tls_store_stops_clean "the first store, which met every peer and refusal above, exits 0 on SIGTERM ($s_exit)" \
+	bash -c "[ '$s_exit' = 0 ] && grep -q ' stopped exit=0' '$WORK/gs0.log'"
