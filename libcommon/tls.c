@@ -238,9 +238,10 @@ int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_
 	if ((rc = apply_engine(p->engine != NULL ? p->engine : engine_choice)) != GNN_OK ||
 	    (rc = load(domain, p, out)) != GNN_OK)
 		return rc;
-	GNN_INFO("links", "domain=%s tls=mutual engine=%s suites=%s ca=%s cert=%s cert_not_after=%s ca_not_after=%s",
-		 domain, engine_state == ENGINE_GNUTLS ? "gnutls" : "mbedtls", engine_suites(suites, sizeof(suites)),
-		 p->ca, p->cert, iso_time((*out)->not_after[OWN], ends[OWN]), iso_time((*out)->not_after[CA], ends[CA]));
+	GNN_INFO("links", "domain=%s tls=mutual ca=%s cert=%s cert_not_after=%s ca_not_after=%s engine=%s suites=%s",
+		 domain, p->ca, p->cert, iso_time((*out)->not_after[OWN], ends[OWN]),
+		 iso_time((*out)->not_after[CA], ends[CA]), engine_state == ENGINE_GNUTLS ? "gnutls" : "mbedtls",
+		 engine_suites(suites, sizeof(suites)));
 	return GNN_OK;
 }
 

@@ -50,7 +50,7 @@ struct gnn_tls;
  * logged with the file and why (also for some but not all of the three).
  * The first domain with files fixes the process's engine (p->engine, or
  * gnutls when NULL; GNN_EVERSION when libnng refuses it). Logs
- * `links domain=D tls=mutual engine=E suites=...` or `tls=off`. *out:
+ * `links domain=D tls=mutual ... engine=E suites=...` or `tls=off`. *out:
  * gnn_tls_free. */
 int gnn_tls_domain(const char *domain, const char *prefix, const struct gnn_tls_paths *p, struct gnn_tls **out);
 void gnn_tls_free(struct gnn_tls *t);

@@ -2,11 +2,13 @@
  * over TLS of either engine (tests/bench_tls.sh runs it side by side):
  *
  *   tlsbench --size BYTES --seconds S [--tls-ca F --tls-cert F --tls-key F
- *            --tls-engine gnutls|mbedtls]
+ *            --tls-engine gnutls|mbedtls] [--server-name NAME] [--timeout-ms MS]
  *
  * A REP socket on 127.0.0.1 answers every request of a REQ socket, dialled
  * as localhost (the test certificates' name), with a reply of --size
- * bytes, one request at a time, for --seconds. Prints one line:
+ * bytes, one request at a time, for --seconds (the dialer expects the
+ * server's certificate to name --server-name, localhost by default: tls.sh
+ * checks wildcard names with it). Prints one line:
  *
  *   tlsbench tls=off|gnutls|mbedtls size=B replies=N seconds=S mb_per_s=X cpu_s_per_gb=Y
  *
@@ -28,10 +30,9 @@
 #include "opt.h"
 #include "tls.h"
 
-#define TIMEOUT_MS 30000
-
 struct cfg {
-	int64_t size, seconds;
+	int64_t size, seconds, timeout_ms;
+	const char *server_name;
 	struct gnn_tls_paths tls;
 };
 
@@ -121,6 +122,9 @@ int main(int argc, char **argv)
 	const struct gnn_opt opts[] = {
 		{ "size", GNN_OPT_INT, &c.size, "4194304", 1, 1 << 30, NULL, "bytes of each reply" },
 		{ "seconds", GNN_OPT_INT, &c.seconds, "3", 1, 600, NULL, "how long to measure" },
+		{ "server-name", GNN_OPT_STR, &c.server_name, "localhost", 0, 0, NULL,
+		  "the name the server's certificate must carry (TLS)" },
+		{ "timeout-ms", GNN_OPT_INT, &c.timeout_ms, "30000", 1, 600000, NULL, "longest wait for one reply" },
 		GNN_TLS_OPTIONS(c.tls),
 		{ 0 },
 	};
@@ -141,7 +145,7 @@ int main(int argc, char **argv)
 	    (rv = nng_msg_alloc(&s.reply, (size_t)c.size)) != 0 ||
 	    (rv = nng_socket_set_size(s.sock, NNG_OPT_RECVMAXSZ, 0)) != 0 ||
 	    (rv = nng_socket_set_size(client, NNG_OPT_RECVMAXSZ, 0)) != 0 ||
-	    (rv = nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, TIMEOUT_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, (nng_duration)c.timeout_ms)) != 0 ||
 	    (rv = gnn_tls_listen(s.sock, "tcp://127.0.0.1:0", gnn_tls_data_plane(), &l)) != 0 ||
 	    (rv = bound_port(l, &port)) != 0) {
 		fprintf(stderr, "tlsbench: %s\n", nng_strerror(rv));
@@ -149,7 +153,7 @@ int main(int argc, char **argv)
 	}
 	memset(nng_msg_body(s.reply), 0x5a, (size_t)c.size);
 	snprintf(url, sizeof(url), "tcp://localhost:%d", port);
-	if ((rv = gnn_tls_dial(client, url, gnn_tls_data_plane(), NULL, NULL, 0)) != 0 ||
+	if ((rv = gnn_tls_dial(client, url, gnn_tls_data_plane(), c.server_name, NULL, 0)) != 0 ||
 	    pthread_create(&th, NULL, serve, &s) != 0) {
 		fprintf(stderr, "tlsbench: dial %s: %s\n", url, nng_strerror(rv));
 		return 1;
