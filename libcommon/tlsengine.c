@@ -25,7 +25,6 @@
 /* A receive returns once it has this much even if the caller's buffer
  * is larger (bounded holding; the SP transports read exact lengths). */
 #define RECV_HOLD (4u << 20)
-#define MAX_SUITES 8
 #define ERR_LEN 256
 
 /* A connection's life: the handshake, then records both ways; FAILED
