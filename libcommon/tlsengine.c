@@ -491,7 +491,7 @@ static int conn_handshake(nng_tls_engine_conn *c)
 	if (rv == GNUTLS_E_AGAIN || rv == GNUTLS_E_INTERRUPTED)
 		return NNG_EAGAIN;
 	if (rv < 0) {
-		if (nng_err(c, rv) == NNG_EPEERAUTH || nng_err(c, rv) == NNG_ECRYPTO)
+		if ((err = nng_err(c, rv)) == NNG_EPEERAUTH || err == NNG_ECRYPTO)
 			log_refusal(c, rv);
 		return abort_conn(c, rv);
 	}
