@@ -31,7 +31,7 @@ static struct gnn_tls *data_plane;
 /* The engine under nng's TLS in this process: chosen by gnn_tls_setup's
  * paths, applied by the first domain with files (before any nng TLS
  * configuration exists, as nng requires), then fixed. */
-static const char *engine_choice = "gnutls";
+static const char *engine_choice = GNN_TLS_ENGINE_DEFAULT;
 static enum engine_state { ENGINE_UNSET, ENGINE_GNUTLS, ENGINE_MBEDTLS } engine_state;
 
 /* The whole of file path as a string (*out, malloc'd); what ("ca",

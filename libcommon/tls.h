@@ -28,6 +28,10 @@ struct gnn_tls_paths {
 	const char *ca, *cert, *key, *engine;
 };
 
+/* The engines --tls-engine takes (gnn-local passes its own on), and the default. */
+#define GNN_TLS_ENGINES "gnutls|mbedtls"
+#define GNN_TLS_ENGINE_DEFAULT "gnutls"
+
 /* The option rows of the data-plane domain (--tls-ca, --tls-cert,
  * --tls-key; GNN_TLS_CA ...) into a struct gnn_tls_paths p. */
 #define GNN_TLS_OPTIONS(p)                                                                                       \
@@ -37,7 +41,7 @@ struct gnn_tls_paths {
 	{ "tls-cert", GNN_OPT_STR, &(p).cert, NULL, 0, 0, NULL,                                                 \
 	  "PEM file of this process's certificate, signed by --tls-ca; a server's names the hosts it is dialled by" }, \
 	{ "tls-key", GNN_OPT_STR, &(p).key, NULL, 0, 0, NULL, "PEM file of --tls-cert's private key (unencrypted)" }, \
-	{ "tls-engine", GNN_OPT_STR, &(p).engine, "gnutls", 0, 0, "gnutls|mbedtls",                                \
+	{ "tls-engine", GNN_OPT_STR, &(p).engine, GNN_TLS_ENGINE_DEFAULT, 0, 0, GNN_TLS_ENGINES,                   \
 	  "TLS library under every nng TLS link of this process (data plane and ring): gnutls (TLS 1.3, AES-GCM "   \
 	  "with AES-NI; docs/security.md) or mbedtls, libnng's own (mbed TLS 2.28, ChaCha20 in C: for comparison)" }
 

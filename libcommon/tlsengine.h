@@ -1,7 +1,7 @@
 /* tlsengine.h - nng's TLS on GnuTLS: a TLS engine for libnng 1.5.2.
  *
  * Debian's libnng 1.5.2 does TLS with mbed TLS 2.28, which negotiates
- * ChaCha20-Poly1305 in portable C: TLS cost 1.85x per products epoch
+ * ChaCha20-Poly1305 in portable C: a products epoch took 2.37x plain
  * (docs/scale.md, "The cost of TLS"). nng takes another engine at run
  * time (<nng/supplemental/tls/engine.h>, ABI V1 in nng 1.5 to 1.8); this
  * one is GnuTLS (libmicrohttpd's HTTPS already uses it): TLS 1.3,
@@ -24,9 +24,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* The engines a process can run nng's TLS links with. */
-enum gnn_tls_engine { GNN_TLS_ENGINE_GNUTLS, GNN_TLS_ENGINE_MBEDTLS };
 
 /* Makes GnuTLS nng's TLS engine for this process. Call before any
  * nng_tls_config exists (configurations made before keep their engine).

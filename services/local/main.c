@@ -25,6 +25,7 @@
 #include "log.h"
 #include "opt.h"
 #include "sys.h"
+#include "tls.h"
 
 static struct loc_config cfg;
 
@@ -95,7 +96,7 @@ static const struct gnn_opt own_options[] = {
 	{ "tls", GNN_OPT_BOOL, &cfg.tls, NULL, 0, 0, NULL,
 	  "mutual TLS on every link: throwaway CAs and certificates (valid 30 days) made in WORKDIR/tls, one for the "
 	  "data plane, one for the trainers' ring; the services dial localhost and serve HTTPS (docs/security.md)" },
-	{ "tls-engine", GNN_OPT_STR, &cfg.tls_engine, "gnutls", 0, 0, "gnutls|mbedtls",
+	{ "tls-engine", GNN_OPT_STR, &cfg.tls_engine, GNN_TLS_ENGINE_DEFAULT, 0, 0, GNN_TLS_ENGINES,
 	  "with --tls: every component's --tls-engine (gnutls, the default; mbedtls, libnng's own, for comparison)" },
 	{ "stop-timeout-s", GNN_OPT_INT, &cfg.stop_timeout_s, "10", 1, 3600, NULL,
 	  "on stopping, seconds between SIGTERM and SIGKILL per kind of component" },
