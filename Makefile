@@ -40,10 +40,10 @@ OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 # openssl: tls.sh's certificates).
 DEB_PKGS := build-essential pkg-config libnng-dev libmicrohttpd-dev libmetis-dev \
 	libopenblas-dev libjansson-dev zlib1g-dev prometheus curl jq time libclang-rt-14-dev \
-	python3 iproute2 iptables openssl libgnutls28-dev universal-ctags
+	python3 python3-numpy iproute2 iptables openssl libgnutls28-dev libzip-dev universal-ctags
 
-PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
-PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd gnutls zlib openblas 2>/dev/null)
+PKG_CFLAGS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --cflags jansson libmicrohttpd gnutls zlib libzip openblas 2>/dev/null)
+PKG_LIBS = $(shell PKG_CONFIG_PATH=$(OPENBLAS_PC) pkg-config --libs jansson libmicrohttpd gnutls zlib libzip openblas 2>/dev/null)
 
 OPT ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wpointer-arith -Wshadow -Wstrict-prototypes \

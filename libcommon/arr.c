@@ -1,6 +1,7 @@
 #include "arr.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "npy.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "gnn-dist files are little-endian");
 
@@ -19,6 +21,9 @@ struct gnn_arr_writer {
 	FILE *f;
 	char *path;
 	char *tmp;
+	FILE *npy;        /* the .npy companion (gnn_arr_writer_also_npy), or NULL */
+	char *npy_path;
+	char *npy_tmp;
 	enum gnn_dtype dtype;
 	uint64_t cols, rows;
 	uint32_t crc;
@@ -98,6 +103,46 @@ out_nomem:
 	return GNN_ENOMEM;
 }
 
+int gnn_arr_writer_also_npy(struct gnn_arr_writer *w, const char *npy_path)
+{
+	static const unsigned char zero[GNN_ARR_NPY_HEADER_BYTES];
+	int rc;
+
+	/* the header's room is reserved before the first row */
+	if (w->npy_path != NULL || w->rows != 0 || gnn_npy_from_dtype(w->dtype) == 0)
+		return GNN_EINVAL;
+	w->npy_path = strdup(npy_path);
+	if (w->npy_path == NULL || asprintf(&w->npy_tmp, "%s.tmp", npy_path) < 0) {
+		w->npy_tmp = NULL;
+		rc = GNN_ENOMEM;
+		goto out_free;
+	}
+	w->npy = fopen(w->npy_tmp, "wb");
+	if (w->npy == NULL) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->npy_tmp, strerror(errno));
+		rc = GNN_EIO;
+		goto out_free;
+	}
+	setvbuf(w->npy, NULL, _IOFBF, 1 << 20);
+	/* Placeholder header (not a valid .npy while unfinished); finish writes the real one. */
+	if (fwrite(zero, 1, sizeof(zero), w->npy) != sizeof(zero)) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->npy_tmp, strerror(errno));
+		rc = GNN_EIO;
+		goto out_close;
+	}
+	return GNN_OK;
+
+out_close:
+	fclose(w->npy);
+	w->npy = NULL;
+	unlink(w->npy_tmp);
+out_free:
+	free(w->npy_tmp);
+	free(w->npy_path);
+	w->npy_tmp = w->npy_path = NULL;
+	return rc;
+}
+
 int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t rows)
 {
 	uint64_t bytes = rows * w->cols * gnn_dtype_size(w->dtype);
@@ -108,8 +153,58 @@ int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t r
 		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->tmp, strerror(errno));
 		return GNN_EIO;
 	}
+	if (w->npy != NULL && fwrite(data, 1, bytes, w->npy) != bytes) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->npy_tmp, strerror(errno));
+		return GNN_EIO;
+	}
 	w->crc = crc_update(w->crc, data, bytes);
 	w->rows += rows;
+	return GNN_OK;
+}
+
+/* The .npy header of w's rows in exactly GNN_ARR_NPY_HEADER_BYTES: the data
+ * was written after that many bytes. A shorter header gets more spaces
+ * before its '\n' (NumPy takes any padding that ends the header on a
+ * multiple of 64); a longer one cannot happen (two 20-digit dimensions
+ * make 108 bytes). */
+static int npy_header(const struct gnn_arr_writer *w, unsigned char h[GNN_ARR_NPY_HEADER_BYTES])
+{
+	const size_t n = GNN_ARR_NPY_HEADER_BYTES;
+	size_t len;
+	int rc;
+
+	if ((rc = gnn_npy_header_write(gnn_npy_from_dtype(w->dtype), w->rows, w->cols == 1 ? 0 : w->cols, h, n,
+				       &len)) != GNN_OK)
+		return rc;
+	memset(h + len - 1, ' ', n - len);
+	h[n - 1] = '\n';
+	h[8] = (unsigned char)((n - 10) & 0xff);
+	h[9] = (unsigned char)((n - 10) >> 8);
+	return GNN_OK;
+}
+
+/* The .npy companion's header written, flushed, fsynced and closed. */
+static int npy_finish(struct gnn_arr_writer *w)
+{
+	unsigned char h[GNN_ARR_NPY_HEADER_BYTES];
+	FILE *f = w->npy;
+
+	if (npy_header(w, h) != GNN_OK) {
+		GNN_ERROR("write_failed", "file=%s reason=\"the shape's .npy header exceeds %d bytes\"", w->npy_tmp,
+			  GNN_ARR_NPY_HEADER_BYTES);
+		return GNN_EINVAL;
+	}
+	w->npy = NULL;
+	if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof(h), f) != sizeof(h) ||
+	    fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->npy_tmp, strerror(errno));
+		fclose(f);
+		return GNN_EIO;
+	}
+	if (fclose(f) != 0) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->npy_tmp, strerror(errno));
+		return GNN_EIO;
+	}
 	return GNN_OK;
 }
 
@@ -119,8 +214,15 @@ int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info)
 	struct gnn_arr_info in = {
 		.dtype = w->dtype, .rows = w->rows, .cols = w->cols, .data_crc32 = w->crc,
 	};
+	const char *failed = w->tmp;
+	bool npy_renamed = false;
 	int rc = GNN_EIO;
 
+	if (w->npy != NULL && (rc = npy_finish(w)) != GNN_OK) {
+		gnn_arr_writer_abort(w);
+		return rc;
+	}
+	rc = GNN_EIO;
 	in.file_bytes = GNN_ARR_HEADER_BYTES + w->rows * w->cols * gnn_dtype_size(w->dtype);
 	header_encode(h, &in);
 	if (fflush(w->f) != 0 || fseek(w->f, 0, SEEK_SET) != 0 ||
@@ -132,17 +234,30 @@ int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info)
 		goto out_error;
 	}
 	w->f = NULL;
+	/* Both whole: the .npy first, so a .arr (what the graph stores read) never
+	 * appears without it. */
+	if (w->npy_path != NULL) {
+		failed = w->npy_tmp;
+		if (rename(w->npy_tmp, w->npy_path) != 0)
+			goto out_error;
+		npy_renamed = true;
+		failed = w->tmp;
+	}
 	if (rename(w->tmp, w->path) != 0)
 		goto out_error;
 	if (info != NULL)
 		*info = in;
+	free(w->npy_tmp);
+	free(w->npy_path);
 	free(w->tmp);
 	free(w->path);
 	free(w);
 	return GNN_OK;
 
 out_error:
-	GNN_ERROR("write_failed", "file=%s error=\"%s\"", w->tmp, strerror(errno));
+	GNN_ERROR("write_failed", "file=%s error=\"%s\"", failed, strerror(errno));
+	if (npy_renamed)   /* and no .npy without its .arr either */
+		unlink(w->npy_path);
 	gnn_arr_writer_abort(w);
 	return rc;
 }
@@ -155,6 +270,12 @@ void gnn_arr_writer_abort(struct gnn_arr_writer *w)
 		fclose(w->f);
 	if (w->tmp != NULL)
 		unlink(w->tmp);
+	if (w->npy != NULL)
+		fclose(w->npy);
+	if (w->npy_tmp != NULL)
+		unlink(w->npy_tmp);
+	free(w->npy_tmp);
+	free(w->npy_path);
 	free(w->tmp);
 	free(w->path);
 	free(w);

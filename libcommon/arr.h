@@ -14,7 +14,9 @@
  *    64     -  data
  *
  * Writers write to "<path>.tmp" and rename on success, so a reader never
- * sees a half-written array. See docs/formats.md. */
+ * sees a half-written array. The streaming writer can also write the same
+ * rows as a NumPy .npy file beside it (gnn_arr_writer_also_npy), for
+ * np.load(..., mmap_mode='r'). See docs/formats.md. */
 #ifndef GNN_ARR_H
 #define GNN_ARR_H
 
@@ -40,10 +42,24 @@ struct gnn_arr_writer;
  * owned by the caller until gnn_arr_writer_finish or _abort frees it. */
 int gnn_arr_writer_open(const char *path, enum gnn_dtype dt, uint64_t cols,
 			struct gnn_arr_writer **out);
+/* The .npy header's bytes that gnn_arr_writer_also_npy reserves: version
+ * 1.0's header of any 1-D or 2-D shape of 64-bit dimensions fits. */
+#define GNN_ARR_NPY_HEADER_BYTES 128
+
+/* Also writes the rows to npy_path as a C-order .npy array of the same
+ * dtype and values: shape (rows,) when cols is 1, (rows, cols) otherwise.
+ * Call it right after gnn_arr_writer_open, before any append. It goes to
+ * "<npy_path>.tmp" with a placeholder header of GNN_ARR_NPY_HEADER_BYTES,
+ * rewritten by finish, which renames it only when both files are whole;
+ * abort removes both temporaries. GNN_EINVAL after an append or twice,
+ * GNN_EIO (logged) when the file cannot be created; w stays usable (for
+ * the .arr alone) on error. */
+int gnn_arr_writer_also_npy(struct gnn_arr_writer *w, const char *npy_path);
 /* Appends rows full rows from data (rows * cols elements). */
 int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t rows);
-/* Writes the header, flushes, fsyncs and renames to path. Frees w, also on
- * error (then the temporary file is removed). info may be NULL. */
+/* Writes the header, flushes, fsyncs and renames to path (the .npy first,
+ * when there is one). Frees w, also on error (then the temporary files are
+ * removed, and a .npy already renamed too). info (the .arr's) may be NULL. */
 int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info);
 /* Removes the temporary file and frees w. Safe on NULL. */
 void gnn_arr_writer_abort(struct gnn_arr_writer *w);

@@ -199,6 +199,9 @@ void pt_graph_free(struct pt_graph *g)
 		free(g->norm[t].shift);
 		free(g->norm[t].scale);
 	}
-	free(g->feat_ctx);
+	if (g->feat_free != NULL)
+		g->feat_free(g->feat_ctx);
+	else
+		free(g->feat_ctx);
 	memset(g, 0, sizeof(*g));
 }

@@ -57,7 +57,8 @@ struct pt_graph {
 
 	float *feat[GNN_MAX_TYPES]; /* type t's rows [nodes of t x its feat_dim], or NULL ... */
 	pt_graph_feat_fn feat_row;  /* ... then rows come from this function */
-	void *feat_ctx;             /* owned by the graph, freed by pt_graph_free() */
+	void *feat_ctx;             /* owned by the graph, freed by pt_graph_free() ... */
+	void (*feat_free)(void *ctx); /* ... with this (NULL: free()) */
 	struct pt_row_norm norm[GNN_MAX_TYPES]; /* zeroed: NONE (featnorm.c sets them) */
 };
 

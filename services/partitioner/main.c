@@ -240,13 +240,13 @@ static int synth_config(struct pt_synth_params *p)
 
 /* Loads the graph (sp: the checked synthetic parameters, when --synthetic)
  * and records where it came from in meta["source"]. */
-static int load_graph(const struct pt_synth_params *sp, struct pt_graph *g, json_t *meta)
+static int load_graph(const struct pt_synth_params *sp, struct pt_graph *g, json_t *meta, const char *tmp)
 {
 	int rc;
 
 	if (cfg.input != NULL) {
-		struct pt_import_opts io = { .dir = cfg.input, .split = cfg.split,
-					  .keep_directed = cfg.keep_directed, .num_classes = cfg.classes };
+		struct pt_import_opts io = { .dir = cfg.input, .split = cfg.split, .keep_directed = cfg.keep_directed,
+					     .num_classes = cfg.classes, .scratch = tmp };
 
 		char split[256] = "";
 
@@ -424,7 +424,7 @@ static int load(struct run *r)
 
 	if ((r->meta = meta_new()) == NULL)
 		return GNN_ENOMEM;
-	if ((rc = load_graph(&r->sp, &r->g, r->meta)) != GNN_OK || (rc = pt_feat_norm_apply(&r->g, feat_norm)) != GNN_OK)
+	if ((rc = load_graph(&r->sp, &r->g, r->meta, r->tmp)) != GNN_OK || (rc = pt_feat_norm_apply(&r->g, feat_norm)) != GNN_OK)
 		return rc;
 	/* Held-out edges leave the graph before METIS sees it: the partitions
 	 * (and their edge cut) are those of the graph the model reads. */

@@ -47,7 +47,7 @@
 static struct {
 	const char *data, *ckpt, *out;
 	int64_t workers, worker, top_k, buffer_mb, threads, wait_s, epochs;
-	bool embeddings;
+	bool embeddings, npy;
 	/* The model flags given (none is needed: result.json records the
 	 * run's configuration); each is checked against it. */
 	struct gnn_model_cfg given;
@@ -66,6 +66,9 @@ static const struct gnn_opt own_options[] = {
 	{ "top-k", GNN_OPT_INT, &ic.top_k, "3", 1, MAX_TOP_K, NULL, "classes and probabilities kept per node" },
 	{ "embeddings", GNN_OPT_BOOL, &ic.embeddings, NULL, 0, 0, NULL,
 	  "also write each node's last hidden layer (the last layer's input)" },
+	{ "npy", GNN_OPT_BOOL, &ic.npy, "true", 0, 0, NULL,
+	  "also write each output array as a NumPy .npy file beside its .arr: same name, same values, for "
+	  "np.load(path, mmap_mode='r') (--npy=false: the .arr files only)" },
 	{ "buffer-mb", GNN_OPT_INT, &ic.buffer_mb, "256", 1, 1 << 20, NULL,
 	  "rows gathered per batch at most (a node's whole neighbourhood is one batch at least)" },
 	{ "threads", GNN_OPT_INT, &ic.threads, "0", 0, 1024, NULL, "OpenBLAS and gather threads (0: one per CPU)" },
@@ -501,6 +504,25 @@ struct part_out {
 	int32_t *pred;
 };
 
+/* Opens DIR/NAME.arr and, with --npy, its companion DIR/NAME.npy (the same
+ * rows, for NumPy: the .arr stays, the graph stores serve it). */
+static int open_output(const char *dir, const char *name, enum gnn_dtype dt, uint64_t cols,
+		       struct gnn_arr_writer **out)
+{
+	char path[PATH_MAX + 160];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s.arr", dir, name);
+	if ((rc = gnn_arr_writer_open(path, dt, cols, out)) != GNN_OK || !ic.npy)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s.npy", dir, name);
+	if ((rc = gnn_arr_writer_also_npy(*out, path)) != GNN_OK) {
+		gnn_arr_writer_abort(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 /* Softmax of one row of logits, then its k most likely classes. */
 static void top_k(const float *z, uint32_t C, uint32_t k, int32_t *cls, float *prob)
 {
@@ -585,15 +607,15 @@ static int write_input_embeddings(struct infer *in, const struct gnn_part *part,
 	for (uint32_t t = 0; t < s->num_types && rc == GNN_OK; t++) {
 		uint32_t d = tr_emb_dim(in->emb, t);
 		struct gnn_arr_writer *w = NULL, *wo = NULL;
-		char path[PATH_MAX + 96];
+		char name[160];
 
 		if (d == 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/input-emb-%s.arr", dir, s->types[t].name);
-		if ((rc = gnn_arr_writer_open(path, GNN_DT_F32, d, &w)) != GNN_OK)
+		snprintf(name, sizeof(name), "input-emb-%s", s->types[t].name);
+		if ((rc = open_output(dir, name, GNN_DT_F32, d, &w)) != GNN_OK)
 			break;
-		snprintf(path, sizeof(path), "%s/input-emb-%s-orig-id.arr", dir, s->types[t].name);
-		if ((rc = gnn_arr_writer_open(path, GNN_DT_I64, 1, &wo)) != GNN_OK) {
+		snprintf(name, sizeof(name), "input-emb-%s-orig-id", s->types[t].name);
+		if ((rc = open_output(dir, name, GNN_DT_I64, 1, &wo)) != GNN_OK) {
 			gnn_arr_writer_abort(w);
 			break;
 		}
@@ -619,7 +641,6 @@ static int open_writers(struct infer *in, const char *dir, size_t max_batch, str
 	static const enum gnn_dtype dt[OUT_COUNT] = { GNN_DT_I32, GNN_DT_I32, GNN_DT_F32, GNN_DT_I64, GNN_DT_F32 };
 	uint32_t win, wout;
 	uint64_t cols[OUT_COUNT] = { 1, in->top_k, in->top_k, 1, 0 };
-	char path[PATH_MAX + 32];
 	int rc;
 
 	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
@@ -627,8 +648,7 @@ static int open_writers(struct infer *in, const char *dir, size_t max_batch, str
 	for (int i = 0; i < OUT_COUNT; i++) {
 		if (i == OUT_EMB && !ic.embeddings)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s.arr", dir, out_names[i]);
-		if ((rc = gnn_arr_writer_open(path, dt[i], cols[i], &o->w[i])) != GNN_OK)
+		if ((rc = open_output(dir, out_names[i], dt[i], cols[i], &o->w[i])) != GNN_OK)
 			return rc;
 	}
 	o->cls = malloc(max_batch * in->top_k * sizeof(int32_t));
@@ -821,9 +841,11 @@ static json_t *identity_json(const struct infer *in)
 	snprintf(crc, sizeof(crc), "%08" PRIx32, in->res.params_crc);
 	snprintf(mh, sizeof(mh), "%016" PRIx64, in->res.model_hash);
 	snprintf(gid, sizeof(gid), "%016" PRIx64, in->meta.layout.graph_id);
-	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc", crc,
-			      "model_hash", mh, "graph_id", gid, "model", in->c.model, "top_k", (int)in->top_k, "embeddings",
-			      ic.embeddings, "label_type",
+	/* npy: whether every .arr output has its .npy (a run with the other
+	 * --npy is not this one: already_done compares these keys) */
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:s}", "format", SUMMARY_FORMAT, "params_crc",
+			      crc, "model_hash", mh, "graph_id", gid, "model", in->c.model, "top_k", (int)in->top_k,
+			      "embeddings", ic.embeddings, "npy", ic.npy, "label_type",
 			      in->meta.layout.schema->types[in->meta.layout.schema->label_type].name);
 
 	/* the model, as result.json records it: what serving reads */
@@ -893,7 +915,7 @@ static int link_part(struct infer *in, uint32_t p)
 {
 	const struct gnn_part *part = &in->parts[p];
 	struct part_out o = { 0 };
-	char tmp[PATH_MAX], path[PATH_MAX + 32];
+	char tmp[PATH_MAX];
 	uint32_t win, wout;
 	double t0 = gnn_now();
 	size_t nb;
@@ -901,8 +923,7 @@ static int link_part(struct infer *in, uint32_t p)
 
 	tr_model_layer_dims(in->model, in->L - 1, &win, &wout);
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-part-%" PRIu32 "-%d", ic.out, p, (int)getpid());
-	snprintf(path, sizeof(path), "%s/emb.arr", tmp);
-	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK || (rc = gnn_arr_writer_open(path, GNN_DT_F32, wout, &o.w[OUT_EMB])) != GNN_OK)
+	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK || (rc = open_output(tmp, "emb", GNN_DT_F32, wout, &o.w[OUT_EMB])) != GNN_OK)
 		goto out;
 	for (int64_t v = 0; v < part->num_nodes; v += (int64_t)nb) {
 		nb = batch_end(part, v, part->num_nodes, budget_rows(win));

@@ -70,7 +70,7 @@ skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 check() {  # check NAME WHAT COMMAND...
 	local name=$1 what=$2
 	shift 2
-	if "$@"; then ok "$name"; else bad "$name" "$what"; fi
+	if "$@"; then ok "$name"; else bad "$name" "$what"; return 1; fi
 }
 row() { ROWS+=("$(printf '%-52s %s' "$1" "$2")"); }
 now() { date +%s.%N; }
@@ -699,6 +699,15 @@ pod_ready() {
 	[ "$(kc get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
+# What a stalled run's pods were saying: the last lines of each trainer's
+# and sampler's log (CI keeps only this script's output).
+pods_tail() {
+	local p
+	for p in $(kc get pods -l 'app.kubernetes.io/component in (trainer,sampler)' -o name 2>/dev/null); do
+		echo "--- last lines of ${p#pod/}:" >&2
+		kc logs "$p" --tail=25 2>&1 | cut -c1-400 >&2
+	done
+}
 # day2 NAME RECOVERED-COMMAND [finished] -- OPERATION...: runs the
 # operation, waits (bounded) until RECOVERED-COMMAND holds and trainer-0 has
 # logged 2 epochs beyond the one before the operation, then measures the
@@ -725,7 +734,7 @@ day2() {
 		${mode:+--finished} --pods "$WORK/pods.jsonl")
 	stall=$(kv ours_s "$res")
 	check "day2_$name" "training went on within ${STALL_MAX_S}s of stall, not counting the time Kubernetes took to replace a StatefulSet pod ($res)" \
-		awk -v s="$stall" -v m="$STALL_MAX_S" 'BEGIN { exit !(s != "" && s <= m) }'
+		awk -v s="$stall" -v m="$STALL_MAX_S" 'BEGIN { exit !(s != "" && s <= m) }' || pods_tail
 	row "day-2: $name" "$res"
 }
 export -f ready_replicas pod_ready kc epochs_after last_epoch has_summary

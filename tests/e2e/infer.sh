@@ -3,7 +3,9 @@
 # inference over every node of a finished run, checked by
 # tests/tools/predcheck (every node predicted, top-k well formed, original
 # IDs, per-split counts). Without ../shared, on the synthetic tiny graph:
-# 1 worker and 2 workers give the same bytes, a re-run finds its result, a
+# 1 worker and 2 workers give the same bytes, every .arr output has a .npy
+# twin that NumPy loads with the same values (--npy=false: none), a re-run
+# finds its result, a
 # stopped run resumes from the layers it wrote, and bad inputs (another
 # model's flags, a damaged checkpoint, no result.json) fail clearly with
 # nothing written. With ../shared/datasets/cora (skipped when absent): the
@@ -27,6 +29,43 @@ infer() {
 kv() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 close() {  # close A B D: |A - B| <= D
 	awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { x = a - b; if (x < 0) x = -x; exit !(a != "" && b != "" && x <= d + 1e-9) }'
+}
+
+# NumPy for the .npy checks: Debian's python3-numpy (python3 may be a pyenv
+# shim without it).
+PY=
+for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && PY=$p && break; done
+# npy_same OUT: every OUT/part-*/X.arr has an X.npy that np.load maps with
+# the .arr's dtype, shape ((rows,) for one column) and bytes, and there is
+# no other .npy; prints "ok N" (N files compared) or what differs.
+npy_same() {
+	"$PY" - "$1" <<'EOF'
+import glob, os, sys
+import numpy as np
+DT = {1: '|u1', 2: '<i4', 3: '<i8', 4: '<f4', 5: '<f2'}  # arr.h's dtype codes
+out, bad, n = sys.argv[1], [], 0
+arrs = sorted(glob.glob(os.path.join(out, 'part-*', '*.arr')))
+npys = sorted(glob.glob(os.path.join(out, 'part-*', '*.npy*')))
+if not arrs:
+    bad.append('no .arr outputs in %s' % out)
+for a in arrs:
+    h = np.fromfile(a, np.uint8, 64)
+    code, = h[12:16].view('<u4')
+    rows, cols = (int(x) for x in h[16:32].view('<u8'))
+    want = np.fromfile(a, DT[int(code)], offset=64).reshape((rows,) if cols == 1 else (rows, cols))
+    p = a[:-4] + '.npy'
+    try:
+        got = np.load(p, mmap_mode='r')
+    except Exception as e:
+        bad.append('%s: %s' % (os.path.relpath(p, out), e))
+        continue
+    n += 1
+    if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+        bad.append('%s: %s %s, the .arr %s %s%s' % (os.path.relpath(p, out), got.dtype, got.shape, want.dtype,
+                   want.shape, '' if got.shape != want.shape else ', %d values differ' % np.sum(got != want)))
+bad += ['%s: no .arr twin' % os.path.relpath(p, out) for p in npys if p[:-4] + '.arr' not in arrs]
+print('; '.join(bad[:3]) if bad else 'ok %d' % n)
+EOF
 }
 
 # serve TAG DATA PREDS: graph stores 0 and 1 of DATA with --predictions
@@ -88,16 +127,41 @@ infer "$WORK/two" "$WORK/two0.log" "${M[@]}" --workers 2 --worker 0 --embeddings
 rc0=$?
 wait $w1
 rc1=$?
-same=true
-for p in 0 1; do
-	for f in pred topk-class topk-prob orig-id; do
-		cmp -s "$WORK/one/part-$p/$f.arr" "$WORK/two/part-$p/$f.arr" || same=false
+# same_outputs A B: the two outputs' per-partition arrays are the same bytes.
+same_outputs() {
+	local p f
+	for p in 0 1; do
+		for f in pred topk-class topk-prob orig-id; do
+			cmp -s "$1/part-$p/$f.arr" "$2/part-$p/$f.arr" || return 1
+		done
 	done
-done
+}
+same=true
+same_outputs "$WORK/one" "$WORK/two" || same=false
 "$PC" "$D" "$WORK/two" >"$WORK/two.check" 2>&1
 check tiny_two_workers_same "2 workers: exit 0 0 (got $rc0 $rc1), the same bytes as 1 worker ($same), embeddings written, work folder removed" \
 	bash -c "[ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && $same && grep -q 'predcheck: ok' '$WORK/two.check' &&
 		 [ -f '$WORK/two/part-1/emb.arr' ] && [ -z \"\$(ls -d '$WORK/two'/.work-* 2>/dev/null)\" ]"
+
+# The .npy twins (--npy, on by default): what np.load(mmap_mode='r') gives
+# is the .arr's array, with 1 worker (pred, topk-class, topk-prob, orig-id:
+# 8 files) and 2 (emb too: 10); --npy=false writes the .arr files alone,
+# the same bytes, and says so in summary.json.
+if [ -z "$PY" ]; then
+	skip tiny_npy_outputs "no python3 with NumPy (Debian: apt-get install python3-numpy)"
+else
+	r1=$(npy_same "$WORK/one" 2>&1) r2=$(npy_same "$WORK/two" 2>&1)
+	infer "$WORK/nonpy" "$WORK/nonpy.log" "${M[@]}" --npy=false
+	rc=$?
+	same=true
+	same_outputs "$WORK/one" "$WORK/nonpy" || same=false
+	loads=false
+	[ "$r1" = "ok 8" ] && [ "$r2" = "ok 10" ] && loads=true
+	check tiny_npy_outputs "np.load of every .npy equals its .arr (1 worker: $r1; 2 workers with --embeddings: $r2); --npy=false: exit 0 (got $rc), the same .arr bytes ($same), no .npy, summary.json npy true/false" \
+		bash -c "$loads && [ $rc -eq 0 ] && $same &&
+			 [ -z \"\$(ls '$WORK'/nonpy/part-*/*.npy* 2>/dev/null)\" ] &&
+			 [ \"\$(jq -r .npy '$WORK/one/summary.json') \$(jq -r .npy '$WORK/nonpy/summary.json')\" = 'true false' ]"
+fi
 
 infer "$WORK/one" "$WORK/again.log" "${M[@]}"
 rc=$?

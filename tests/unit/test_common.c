@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "arr.h"
+#include "npy.h"
 #include "buf.h"
 #include "err.h"
 #include "fanouts.h"
@@ -330,6 +331,75 @@ static void test_arr_writer_abort(void)
 	gnn_log_set_level(GNN_LOG_ERROR + 1);
 	CHECK(gnn_arr_writer_open(tmp_path("nodir/w.arr"), GNN_DT_I64, 2, &w) == GNN_EIO);
 	gnn_log_set_level(GNN_LOG_INFO);
+}
+
+/* ---- npy ---- */
+/* A header NumPy 1.24 wrote (np.save of a (3, 2) float32 array), our
+ * writer's round trip, and the refusals. */
+static void test_npy(void)
+{
+	static const char numpy_hdr[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, "
+					"'shape': (3, 2), }                                            "
+					"              \n";
+	unsigned char buf[256];
+	struct gnn_npy_header h;
+	char why[160];
+	size_t len;
+	float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6];
+	struct gnn_npy a;
+	FILE *f;
+
+	CHECK(sizeof(numpy_hdr) - 1 == 128);
+	CHECK(gnn_npy_header_need(numpy_hdr, 12) == 128);
+	CHECK(gnn_npy_parse(numpy_hdr, 128, &h, why, sizeof(why)) == GNN_OK);
+	CHECK(h.type == GNN_NPY_F32 && h.ndim == 2 && h.rows == 3 && h.cols == 2 && h.data_off == 128);
+	CHECK(gnn_npy_parse(numpy_hdr, 100, &h, why, sizeof(why)) == GNN_EFORMAT && strstr(why, "truncated"));
+
+	CHECK(gnn_npy_header_write(GNN_NPY_I64, 7, 0, buf, sizeof(buf), &len) == GNN_OK && len % 64 == 0);
+	CHECK(gnn_npy_parse(buf, len, &h, why, sizeof(why)) == GNN_OK);
+	CHECK(h.type == GNN_NPY_I64 && h.ndim == 1 && h.rows == 7 && h.cols == 1 && h.count == 7);
+
+	CHECK(gnn_npy_header_write(GNN_NPY_F32, 3, 2, buf, sizeof(buf), &len) == GNN_OK);
+	if (!CHECK((f = fopen(tmp_path("a.npy"), "wb")) != NULL))
+		return;
+	fwrite(buf, 1, len, f);
+	fwrite(x, sizeof(float), 6, f);
+	fclose(f);
+	if (!CHECK(gnn_npy_open(tmp_path("a.npy"), &a) == GNN_OK))
+		return;
+	gnn_npy_to_f32(a.data, a.h.type, 6, y);
+	CHECK(memcmp(x, y, sizeof(x)) == 0 && gnn_npy_get_f64(a.data, a.h.type, 5) == 6.0);
+	gnn_npy_close(&a);
+
+	gnn_log_set_level(GNN_LOG_ERROR + 1);
+	if (CHECK((f = fopen(tmp_path("a.npy"), "wb")) != NULL)) {  /* one float short */
+		fwrite(buf, 1, len, f);
+		fwrite(x, sizeof(float), 5, f);
+		fclose(f);
+		CHECK(gnn_npy_open(tmp_path("a.npy"), &a) == GNN_EFORMAT);
+	}
+	gnn_log_set_level(GNN_LOG_INFO);
+	static const char *const bad[] = {
+		"{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }",
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2, 1), }",
+		"{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (3,), }",
+		"{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }",
+		"{'fortran_order': False, 'shape': (3,), }",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = strlen(bad[i]);
+
+		memcpy(buf, "\x93NUMPY\x01\x00", 8);
+		buf[8] = (unsigned char)n;
+		buf[9] = 0;
+		memcpy(buf + 10, bad[i], n);
+		CHECK(gnn_npy_parse(buf, 10 + n, &h, why, sizeof(why)) == GNN_EFORMAT);
+	}
+	int64_t v;
+	double d[3] = { 2.0, 2.5, NAN };
+	CHECK(gnn_npy_get_i64(d, GNN_NPY_F64, 0, &v) && v == 2);
+	CHECK(!gnn_npy_get_i64(d, GNN_NPY_F64, 1, &v) && !gnn_npy_get_i64(d, GNN_NPY_F64, 2, &v));
 }
 
 /* ---- json ---- */
@@ -732,6 +802,7 @@ int main(void)
 	RUN(test_arr_roundtrip);
 	RUN(test_arr_rejects);
 	RUN(test_arr_writer_abort);
+	RUN(test_npy);
 	RUN(test_json);
 	RUN(test_json_checked);
 	RUN(test_meta);

@@ -1,17 +1,19 @@
-/* test_trainer.c - the trainer's checkpoints, result file, derived seeds and
- * row-buffer pool. */
+/* test_trainer.c - the trainer's checkpoints, result file, derived seeds,
+ * row-buffer pool, and the .npy twins of the inference's arrays. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arr.h"
 #include "checkpoint.h"
 #include "err.h"
 #include "hash.h"
 #include "layout.h"
 #include "loader.h"
 #include "log.h"
+#include "npy.h"
 #include "rowpool.h"
 #include "sys.h"
 #include "testlib.h"
@@ -354,6 +356,74 @@ static void test_rowpool(void)
 	tr_rowpool_free(p);
 }
 
+/* gnn_arr_writer_also_npy (what `gnn-trainer infer --npy` writes): the .npy
+ * holds the .arr's rows under a 128-byte header, 1-D for one column; an
+ * empty array too; abort leaves neither file nor temporary; it is refused
+ * after an append. */
+static void test_arr_npy_companion(void)
+{
+	static const int32_t cls[6] = { 3, 1, 2, 0, 5, 4 };
+	static const int64_t ids[3] = { 7, -1, 1234567890123LL };
+	struct gnn_arr_writer *w = NULL;
+	struct gnn_npy n;
+	struct gnn_arr a;
+
+	/* two columns, appended in two batches */
+	if (!CHECK(gnn_arr_writer_open(path("k.arr"), GNN_DT_I32, 2, &w) == GNN_OK))
+		return;
+	CHECK(gnn_arr_writer_also_npy(w, path("k.npy")) == GNN_OK);
+	CHECK(gnn_arr_writer_also_npy(w, path("k2.npy")) == GNN_EINVAL);   /* one companion */
+	CHECK(access(path("k.npy.tmp"), F_OK) == 0 && access(path("k.npy"), F_OK) != 0);
+	CHECK(gnn_arr_writer_append(w, cls, 1) == GNN_OK && gnn_arr_writer_append(w, cls + 2, 2) == GNN_OK);
+	CHECK(gnn_arr_writer_finish(w, NULL) == GNN_OK);
+	CHECK(access(path("k.npy.tmp"), F_OK) != 0 && access(path("k.arr.tmp"), F_OK) != 0);
+	if (CHECK(gnn_npy_open(path("k.npy"), &n) == GNN_OK)) {
+		CHECK(n.h.type == GNN_NPY_I32 && n.h.ndim == 2 && n.h.rows == 3 && n.h.cols == 2 && n.h.data_off == 128);
+		CHECK(memcmp(n.data, cls, sizeof(cls)) == 0);
+		gnn_npy_close(&n);
+	}
+	if (CHECK(gnn_arr_open(path("k.arr"), GNN_DT_I32, GNN_ARR_VERIFY, &a) == GNN_OK)) {
+		CHECK(a.info.rows == 3 && memcmp(a.data, cls, sizeof(cls)) == 0);
+		gnn_arr_close(&a);
+	}
+
+	/* one column: one dimension */
+	if (!CHECK(gnn_arr_writer_open(path("id.arr"), GNN_DT_I64, 1, &w) == GNN_OK))
+		return;
+	CHECK(gnn_arr_writer_also_npy(w, path("id.npy")) == GNN_OK);
+	CHECK(gnn_arr_writer_append(w, ids, 3) == GNN_OK && gnn_arr_writer_finish(w, NULL) == GNN_OK);
+	if (CHECK(gnn_npy_open(path("id.npy"), &n) == GNN_OK)) {
+		CHECK(n.h.type == GNN_NPY_I64 && n.h.ndim == 1 && n.h.rows == 3 && memcmp(n.data, ids, sizeof(ids)) == 0);
+		gnn_npy_close(&n);
+	}
+
+	/* no rows: shape (0, 4), still 128 header bytes */
+	if (!CHECK(gnn_arr_writer_open(path("e.arr"), GNN_DT_F32, 4, &w) == GNN_OK))
+		return;
+	CHECK(gnn_arr_writer_also_npy(w, path("e.npy")) == GNN_OK && gnn_arr_writer_finish(w, NULL) == GNN_OK);
+	if (CHECK(gnn_npy_open(path("e.npy"), &n) == GNN_OK)) {
+		CHECK(n.h.ndim == 2 && n.h.rows == 0 && n.h.cols == 4 && n.h.data_off == 128 && n.map_len == 128);
+		gnn_npy_close(&n);
+	}
+
+	/* abort: nothing left, not even a temporary */
+	if (!CHECK(gnn_arr_writer_open(path("x.arr"), GNN_DT_F32, 2, &w) == GNN_OK))
+		return;
+	CHECK(gnn_arr_writer_also_npy(w, path("x.npy")) == GNN_OK);
+	CHECK(gnn_arr_writer_append(w, (const float[]){ 1, 2 }, 1) == GNN_OK);
+	gnn_arr_writer_abort(w);
+	CHECK(access(path("x.arr"), F_OK) != 0 && access(path("x.arr.tmp"), F_OK) != 0 &&
+	      access(path("x.npy"), F_OK) != 0 && access(path("x.npy.tmp"), F_OK) != 0);
+
+	/* after a row the header's room is gone: refused, the .arr goes on alone */
+	if (!CHECK(gnn_arr_writer_open(path("y.arr"), GNN_DT_F32, 1, &w) == GNN_OK))
+		return;
+	CHECK(gnn_arr_writer_append(w, (const float[]){ 1 }, 1) == GNN_OK);
+	CHECK(gnn_arr_writer_also_npy(w, path("y.npy")) == GNN_EINVAL);
+	CHECK(gnn_arr_writer_finish(w, NULL) == GNN_OK && access(path("y.arr"), F_OK) == 0 &&
+	      access(path("y.npy"), F_OK) != 0 && access(path("y.npy.tmp"), F_OK) != 0);
+}
+
 int main(void)
 {
 	gnn_log_init("test_trainer");
@@ -368,6 +438,7 @@ int main(void)
 	RUN(test_ckpt_mid_epoch);
 	RUN(test_result_roundtrip);
 	RUN(test_rowpool);
+	RUN(test_arr_npy_companion);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

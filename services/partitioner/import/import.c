@@ -9,6 +9,7 @@
 
 #include "csv.h"
 #include "err.h"
+#include "import_bin.h"
 #include "import_hetero.h"
 #include "log.h"
 #include "ogb.h"
@@ -99,7 +100,8 @@ static int import_plain(const struct pt_import_opts *o, const char *raw, const c
 
 int pt_import_ogb(const struct pt_import_opts *o, struct pt_graph *g, char *split_name, size_t len)
 {
-	char raw[4096], split[4096];
+	char raw[4096], split[4096], bin[4200];
+	const char *layout;
 	struct stat st;
 	int rc;
 
@@ -108,10 +110,20 @@ int pt_import_ogb(const struct pt_import_opts *o, struct pt_graph *g, char *spli
 		GNN_ERROR("bad_input", "dir=%s reason=\"not an OGB dataset folder (no raw/ inside)\"", o->dir);
 		return GNN_ENOENT;
 	}
+	snprintf(bin, sizeof(bin), "%s/data.npz", raw);
+	layout = stat(bin, &st) == 0 ? "binary" : pt_csv_exists(raw, "num-node-dict.csv") ? "hetero"
+		 : pt_csv_exists(raw, "num-node-list.csv") ? "csv" : NULL;
+	if (layout == NULL) {
+		GNN_ERROR("bad_input", "dir=%s reason=\"no OGB layout recognised: looked for raw/data.npz (binary), "
+			  "raw/num-node-list.csv[.gz] (CSV) and raw/num-node-dict.csv[.gz] (heterogeneous CSV)\"", o->dir);
+		return GNN_ENOENT;
+	}
 	if ((rc = import_find_split(o->dir, o->split, split, sizeof(split))) != GNN_OK)
 		return rc;
 	snprintf(split_name, len, "%s", strrchr(split, '/') + 1);
-	if (pt_csv_exists(raw, "num-node-dict.csv"))
+	if (strcmp(layout, "binary") == 0)
+		return pt_import_ogb_binary(o, raw, split, g);
+	if (strcmp(layout, "hetero") == 0)
 		return pt_import_hetero(o, raw, split, g);
 	return import_plain(o, raw, split, g);
 }

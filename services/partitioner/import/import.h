@@ -25,8 +25,16 @@
  * relation rev_NAME (dst -> src), appended after the forward ones in their
  * order, as DGL's AddReverse and PyG's ToUndirected do.
  *
+ * or OGB's binary layout (ogbn-papers100M's; recognised by raw/data.npz,
+ * whose arrays ogb_bin.c lists):
+ *
+ *   DIR/raw/data.npz           edge_index, num_nodes_list, num_edges_list, node_feat
+ *   DIR/raw/node_feat.npy      (optional: node_feat unzipped, read in place)
+ *   DIR/raw/node-label.npz     node_label, NaN for an unlabelled node
+ *   DIR/split/NAME/{train,valid,test}.csv.gz   as above
+ *
  * Plain .csv files are read too when the .gz is absent. Every line is
- * validated; errors name the file and line. */
+ * validated; errors name the file and line (the array, for .npz). */
 #ifndef GNN_PART_IMPORT_H
 #define GNN_PART_IMPORT_H
 
@@ -41,6 +49,7 @@ struct pt_import_opts {
 	const char *split;     /* NULL: the only folder under DIR/split */
 	bool keep_directed;    /* false: symmetrise (and add rev_ relations), as DGL/PyG do */
 	int64_t num_classes;   /* 0: max label + 1; else labels must be below it */
+	const char *scratch;   /* a folder for copies of deflated .npz members (unlinked at once) */
 };
 
 /* Fills *g (zeroed by the caller; pt_graph_free releases it, also after an

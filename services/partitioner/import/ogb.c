@@ -11,7 +11,6 @@
 #include "err.h"
 #include "log.h"
 
-#define MAX_LABEL (1 << 20)  /* guards against garbage labels making huge class counts */
 #define MAX_FEAT_DIM (1 << 16)
 
 int pt_ogb_read_count(const char *dir, const char *name, int64_t max, int64_t *out)
@@ -169,7 +168,7 @@ int pt_ogb_read_labels(const char *dir, struct pt_graph *g, int64_t num_classes)
 {
 	uint32_t t = g->schema.label_type;
 	int64_t n = g->type_start[t + 1] - g->type_start[t], max = -1;
-	int64_t bound = num_classes > 0 ? num_classes : MAX_LABEL;
+	int64_t bound = num_classes > 0 ? num_classes : PT_OGB_MAX_LABEL;
 	int32_t *labels = g->labels + g->type_start[t];
 	struct pt_csv c;
 	char *line;

@@ -11,6 +11,10 @@
 
 #include "graph.h"
 
+/* The largest class count taken without --classes: it guards against
+ * garbage labels making huge class counts. */
+#define PT_OGB_MAX_LABEL (1 << 20)
+
 /* Reads a file holding one integer in [0, max] (num-node-list,
  * num-edge-list) into *out. */
 int pt_ogb_read_count(const char *dir, const char *name, int64_t max, int64_t *out);
