@@ -19,6 +19,7 @@
 #include "err.h"
 #include "featnorm.h"
 #include "graph.h"
+#include "gconstruct.h"
 #include "import.h"
 #include "json.h"
 #include "log.h"
@@ -32,7 +33,7 @@
 #define EXIT_USAGE 2
 
 struct config {
-	const char *input, *split, *synthetic, *out, *method, *feature_dtype, *feat_norm;
+	const char *input, *config, *split, *synthetic, *out, *method, *feature_dtype, *feat_norm;
 	const char *edge_split, *edge_split_from, *edge_relation;
 	bool keep_directed, force, no_features;
 	int64_t parts, seed, nodes, edges, feat_dim, classes, metis_max_edges, eval_negatives;
@@ -44,8 +45,11 @@ static enum pt_feat_norm feat_norm;        /* --feat-norm */
 
 static const struct gnn_opt options[] = {
 	{ "input", GNN_OPT_STR, &cfg.input, NULL, 0, 0, NULL,
-	  "dataset folder in OGB's node-property raw layout (raw/, split/), homogeneous or heterogeneous "
-	  "(ogbn-mag's: raw/num-node-dict.csv.gz, raw/relations/...)" },
+	  "dataset folder in OGB's node-property raw layout (raw/, split/): CSV, homogeneous or heterogeneous "
+	  "(ogbn-mag's: raw/num-node-dict.csv.gz, raw/relations/...), or binary (ogbn-papers100M's: raw/data.npz)" },
+	{ "config", GNN_OPT_STR, &cfg.config, NULL, 0, 0, NULL,
+	  "a graph description instead: GraphStorm-style gconstruct JSON over CSV tables and .npy features "
+	  "(docs/formats.md, \"A graph description\")" },
 	{ "split", GNN_OPT_STR, &cfg.split, NULL, 0, 0, NULL,
 	  "split folder name under INPUT/split (default: the only one)" },
 	{ "keep-directed", GNN_OPT_BOOL, &cfg.keep_directed, NULL, 0, 0, NULL,
@@ -100,20 +104,20 @@ static bool edge_split_on(void)
 
 static int check_config(void)
 {
-	if ((cfg.input == NULL) == (cfg.synthetic == NULL)) {
-		GNN_ERROR("bad_config", "reason=\"give exactly one of --input DIR or --synthetic PRESET\"");
+	if ((cfg.input != NULL) + (cfg.config != NULL) + (cfg.synthetic != NULL) != 1) {
+		GNN_ERROR("bad_config", "reason=\"give exactly one of --input DIR, --config FILE or --synthetic PRESET\"");
 		return GNN_EINVAL;
 	}
 	if (cfg.out == NULL) {
 		GNN_ERROR("bad_config", "reason=\"--out DIR is required\"");
 		return GNN_EINVAL;
 	}
-	if (cfg.input != NULL && (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.no_features)) {
+	if (cfg.synthetic == NULL && (cfg.nodes || cfg.edges || cfg.feat_dim || cfg.no_features)) {
 		GNN_ERROR("bad_config", "reason=\"--nodes/--edges/--feat-dim/--no-features only apply to --synthetic\"");
 		return GNN_EINVAL;
 	}
-	if (cfg.synthetic != NULL && (cfg.split != NULL || cfg.keep_directed)) {
-		GNN_ERROR("bad_config", "reason=\"--split/--keep-directed only apply to --input\"");
+	if ((cfg.synthetic != NULL && (cfg.split != NULL || cfg.keep_directed)) || (cfg.config != NULL && cfg.split != NULL)) {
+		GNN_ERROR("bad_config", "reason=\"--split only applies to --input, --keep-directed to --input and --config\"");
 		return GNN_EINVAL;
 	}
 	if (cfg.edge_split != NULL && cfg.edge_split_from != NULL) {
@@ -244,6 +248,14 @@ static int load_graph(const struct pt_synth_params *sp, struct pt_graph *g, json
 {
 	int rc;
 
+	if (cfg.config != NULL) {
+		struct pt_import_opts io = { .keep_directed = cfg.keep_directed, .num_classes = cfg.classes, .scratch = tmp };
+
+		rc = pt_import_gconstruct(&io, cfg.config, (uint64_t)cfg.seed, g);
+		json_object_set_new(meta, "source", json_pack("{s:s, s:s, s:s}", "kind", "gconstruct", "path", cfg.config,
+							      "node_ids", "node-ids"));
+		return rc;
+	}
 	if (cfg.input != NULL) {
 		struct pt_import_opts io = { .dir = cfg.input, .split = cfg.split, .keep_directed = cfg.keep_directed,
 					     .num_classes = cfg.classes, .scratch = tmp };

@@ -89,3 +89,48 @@ serve_two() {
 	HTTP=$(sed -n 's/.* http_port=\([0-9]*\) .*/\1/p' <<<"$line")
 	STORE0=tcp://127.0.0.1:$pa
 }
+
+# numpy_python: prints the first of python3 and /usr/bin/python3 that
+# imports NumPy (Debian's python3-numpy; python3 may be a shim without it).
+numpy_python() {
+	local p
+	for p in python3 /usr/bin/python3; do
+		"$p" -c 'import numpy' 2>/dev/null && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# same_partitions A B: two gnn-partition outputs hold the same files, byte
+# for byte, and meta.json says the same but for the source and the cost
+# (B may hold more: node-ids/).
+same_partitions() {
+	local f
+	(cd "$1" && find . -type f ! -name meta.json | sort) >"$WORK/same.files"
+	[ -s "$WORK/same.files" ] || return 1
+	while read -r f; do cmp -s "$1/$f" "$2/$f" || { echo "# differs: $f"; return 1; }; done <"$WORK/same.files"
+	[ "$(jq -c 'del(.memory, .timing_seconds, .source)' "$1/meta.json")" = \
+		"$(jq -c 'del(.memory, .timing_seconds, .source)' "$2/meta.json" 2>/dev/null)" ]
+}
+
+# trains_alike NAME WHAT SOURCE-A SOURCE-B GNN-LOCAL-FLAGS...: gnn-local on
+# two sources (each one "--flag value", e.g. "--partition-dir D") with the
+# same flags ends both runs with exit 0 and the same test_acc and
+# params_crc. WHAT names the two.
+trains_alike() {
+	local name=$1 what=$2 a=$3 b=$4 r1 r2 s1 s2 c1 c2
+	shift 4
+	# shellcheck disable=SC2086 # each source is a flag and its value
+	timeout 400 "$BIN/gnn-local" $a --workdir "$WORK/$name-a" "$@" >/dev/null 2>&1
+	r1=$?
+	# shellcheck disable=SC2086
+	timeout 400 "$BIN/gnn-local" $b --workdir "$WORK/$name-b" "$@" >/dev/null 2>&1
+	r2=$?
+	s1=$(grep ' summary ' "$WORK/$name-a/logs/trainer-0.log" 2>/dev/null | tail -n 1 | sed 's/.* summary //')
+	s2=$(grep ' summary ' "$WORK/$name-b/logs/trainer-0.log" 2>/dev/null | tail -n 1 | sed 's/.* summary //')
+	echo "# $name: $s1"
+	echo "# $name: $s2"
+	c1=$(grep -o 'params_crc=[0-9a-f]* ' <<<"$s1 " | head -n 1)$(grep -o 'test_acc=[0-9.]*' <<<"$s1")
+	c2=$(grep -o 'params_crc=[0-9a-f]* ' <<<"$s2 " | head -n 1)$(grep -o 'test_acc=[0-9.]*' <<<"$s2")
+	check "$name" "$what: exit 0 ($r1, $r2), the same test_acc and params_crc" \
+		bash -c "[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ -n '$c1' ] && [ '$c1' = '$c2' ]"
+}

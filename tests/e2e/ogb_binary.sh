@@ -14,10 +14,7 @@ CORA=$DATASETS/cora
 TESTS="binary_savez binary_savez_compressed binary_unzipped_features binary_extra_array_logged binary_trains_like_csv
 	binary_bad_truncated binary_bad_dtype binary_bad_shape binary_bad_edge binary_bad_label binary_bad_split
 	binary_bad_too_many_nodes binary_not_recognised"
-PY=
-for p in python3 /usr/bin/python3; do
-	"$p" -c 'import numpy' 2>/dev/null && { PY=$p; break; }
-done
+PY=$(numpy_python)
 if ! have_cora || [ -z "$PY" ]; then
 	for t in $TESTS; do
 		skip "$t" "$(have_cora || echo "no Cora at $DATASETS/cora (CI has it)")$(have_cora && echo "no python3 with NumPy (python3-numpy)")"
@@ -27,14 +24,6 @@ fi
 CONV=$ROOT/tests/tools/ogb_to_binary.py
 
 "$P" --input "$CORA" --parts 2 --out "$WORK/csv" 2>/dev/null >/dev/null
-# same_parts NAME DIR: DIR's partitions equal the CSV import's, file by file.
-same_parts() {
-	(cd "$WORK/csv" && find . -type f ! -name meta.json | sort) >"$WORK/files"
-	[ -s "$WORK/files" ] || return 1
-	[ "$(cd "$2" && find . -type f ! -name meta.json | sort)" = "$(cat "$WORK/files")" ] || return 1
-	while read -r f; do cmp -s "$WORK/csv/$f" "$2/$f" || return 1; done <"$WORK/files"
-	[ "$(jq -c 'del(.memory, .timing_seconds, .source)' "$WORK/csv/meta.json")" = "$(jq -c 'del(.memory, .timing_seconds, .source)' "$2/meta.json")" ]
-}
 for v in savez:--extra savez_compressed:--compressed unzipped_features:--unzip-features; do
 	name=${v%%:*} flag=${v#*:}
 	"$PY" "$CONV" "$CORA" "$WORK/bin-$name" $flag
@@ -45,8 +34,10 @@ for v in savez:--extra savez_compressed:--compressed unzipped_features:--unzip-f
 	savez_compressed) t=binary_savez_compressed ;;
 	*) t=binary_unzipped_features ;;
 	esac
-	check "$t" "data.npz by np.$name: exit 0 ($rc), partitions identical to the CSV layout's, layout=binary logged" \
-		bash -c "[ $rc -eq 0 ] && grep -q 'import_start .*layout=binary' '$WORK/err-$name' && $(declare -f same_parts); WORK='$WORK' same_parts x '$WORK/p-$name'"
+	same=true
+	same_partitions "$WORK/csv" "$WORK/p-$name" || same=false
+	check "$t" "data.npz by np.$name: exit 0 ($rc), partitions identical to the CSV layout's ($same), layout=binary logged" \
+		bash -c "[ $rc -eq 0 ] && $same && grep -q 'import_start .*layout=binary' '$WORK/err-$name'"
 done
 check binary_extra_array_logged "an array it does not read (node_year) is named in an INFO line; the compressed one is inflated once, logged" \
 	bash -c "grep -q 'npz_member_ignored .*member=node_year' '$WORK/err-savez' && grep -q 'npz_inflate .*member=node_feat' '$WORK/err-savez_compressed' &&
@@ -58,18 +49,8 @@ if [ "${GNN_SAN:-0}" = 1 ]; then
 else
 	MODEL=(--parts 2 --samplers 1 --trainers 1 --fanouts 10,25 --eval-fanouts -1,-1 --hidden 64 --lr 0.003
 		--epochs 15 --seed 1 --no-infer --ready-timeout-s 60 --timeout-s 300 --stop-timeout-s 10)
-	sum() { grep ' summary ' "$1" | tail -n 1 | sed 's/.* summary //'; }
-	kv() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p" | head -n 1; }
-	timeout 400 "$L" --dataset "$CORA" --workdir "$WORK/tc" "${MODEL[@]}" >/dev/null 2>&1
-	rc1=$?
-	timeout 400 "$L" --dataset "$WORK/bin-savez_compressed" --workdir "$WORK/tb" "${MODEL[@]}" >/dev/null 2>&1
-	rc2=$?
-	s1=$(sum "$WORK/tc/logs/trainer-0.log") s2=$(sum "$WORK/tb/logs/trainer-0.log")
-	echo "# cora csv: $s1"
-	echo "# cora binary: $s2"
-	check binary_trains_like_csv "gnn-local on both layouts: exit 0 ($rc1, $rc2), the same test_acc and params_crc" \
-		bash -c "[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n '$(kv params_crc "$s1")' ] &&
-			 [ '$(kv params_crc "$s1")' = '$(kv params_crc "$s2")' ] && [ '$(kv test_acc "$s1")' = '$(kv test_acc "$s2")' ]"
+	trains_alike binary_trains_like_csv "gnn-local on Cora's CSV layout and its np.savez_compressed conversion" \
+		"--dataset $CORA" "--dataset $WORK/bin-savez_compressed" "${MODEL[@]}"
 fi
 
 # ---- bad input: the file and the array named, nothing written --------------

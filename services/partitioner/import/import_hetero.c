@@ -312,42 +312,6 @@ static int read_relations(const char *raw, const struct pt_graph *g, struct pt_o
 	return GNN_OK;
 }
 
-/* Stores every edge's reverse: a relation from a type to itself gets it
- * in place; any other gets a relation rev_NAME (dst -> src), appended after
- * the forward ones in their order. */
-static int add_reverses(struct pt_graph *g, struct pt_ogb_edges *e)
-{
-	struct gnn_schema *s = &g->schema;
-	uint32_t forward = s->num_rels;
-	uint16_t rev[GNN_MAX_RELS];
-	int64_t m = e->m;
-	int rc;
-
-	for (uint32_t r = 0; r < forward; r++) {
-		struct gnn_rel *fw = &s->rels[r], *bw = &s->rels[s->num_rels];
-
-		if (fw->src == fw->dst) {
-			rev[r] = (uint16_t)r;
-			continue;
-		}
-		/* parse_triplet checked that rev_NAME fits and that there is room */
-		memcpy(bw->name, "rev_", 4);
-		memcpy(bw->name + 4, fw->name, strlen(fw->name) + 1);
-		bw->src = fw->dst;
-		bw->dst = fw->src;
-		rev[r] = (uint16_t)s->num_rels++;
-	}
-	if ((rc = pt_ogb_edges_reserve(e, m)) != GNN_OK)
-		return rc;
-	for (int64_t i = 0; i < m; i++) {
-		e->src[m + i] = e->dst[i];
-		e->dst[m + i] = e->src[i];
-		e->rel[m + i] = rev[e->rel[i]];
-	}
-	e->m = 2 * m;
-	return GNN_OK;
-}
-
 /* Every subfolder of dir must be named after a node type (dir may be
  * absent: no type has such data). */
 static int check_type_folders(const char *dir, const struct pt_graph *g)
@@ -501,7 +465,7 @@ int pt_import_hetero(const struct pt_import_opts *o, const char *raw, const char
 	if ((rc = read_relations(raw, g, &e)) != GNN_OK)
 		goto out_edges;
 	input = e.m;
-	if (!o->keep_directed && (rc = add_reverses(g, &e)) != GNN_OK)
+	if (!o->keep_directed && (rc = pt_ogb_add_reverses(g, &e)) != GNN_OK)
 		goto out_edges;
 	if (gnn_schema_check(&g->schema, why, sizeof(why)) != GNN_OK) {
 		GNN_ERROR("bad_input", "file=%s/triplet-type-list.csv.gz reason=\"%s\"", raw, why);

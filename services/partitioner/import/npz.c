@@ -1,6 +1,7 @@
 #include "npz.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,5 +335,68 @@ int pt_nparr_row_f32(struct pt_nparr *a, uint64_t row, float *out)
 	if ((rc = pt_nparr_read(a, row * a->h.cols, a->h.cols, a->row)) != GNN_OK)
 		return rc;
 	gnn_npy_to_f32(a->row, a->h.type, a->h.cols, out);
+	return GNN_OK;
+}
+
+/* ---- feature rows of a graph's types ------------------------------------------------------- */
+
+/* g->feat_ctx: each type's array (NULL: the type's rows are in g->feat,
+ * or it has none) and the archives they are members of. */
+struct npfeat {
+	struct pt_nparr *arr[GNN_MAX_TYPES];
+	struct pt_npz *z[GNN_MAX_TYPES];
+};
+
+static int npfeat_row(const struct pt_graph *g, int64_t node, float *out)
+{
+	struct npfeat *f = g->feat_ctx;
+	uint32_t t = pt_graph_node_type(g, node);
+	struct pt_nparr *a = f->arr[t];
+	int64_t row = node - g->type_start[t];
+	int rc;
+
+	if (a == NULL)
+		return GNN_EINTERNAL;
+	if ((rc = pt_nparr_row_f32(a, (uint64_t)row, out)) != GNN_OK)
+		return rc;
+	for (uint64_t j = 0; j < a->h.cols; j++)
+		if (!isfinite(out[j])) {
+			GNN_ERROR("bad_input", "file=%s row=%" PRId64 " column=%" PRIu64 " reason=\"not a finite number\"",
+				  a->where, row, j);
+			return GNN_EFORMAT;
+		}
+	return GNN_OK;
+}
+
+static void npfeat_free(void *ctx)
+{
+	struct npfeat *f = ctx;
+
+	for (int t = 0; f != NULL && t < GNN_MAX_TYPES; t++) {
+		pt_nparr_close(f->arr[t]);
+		pt_npz_close(f->z[t]);
+	}
+	free(f);
+}
+
+int pt_npfeat_attach(struct pt_graph *g, uint32_t t, struct pt_nparr *a, struct pt_npz *z)
+{
+	struct npfeat *f = g->feat_ctx;
+
+	if (f == NULL || g->feat_row != npfeat_row) {
+		if (g->feat_ctx != NULL || (f = calloc(1, sizeof(*f))) == NULL) {
+			pt_nparr_close(a);
+			pt_npz_close(z);
+			return g->feat_ctx != NULL ? GNN_EINTERNAL : GNN_ENOMEM;
+		}
+		g->feat_row = npfeat_row;
+		g->feat_ctx = f;
+		g->feat_free = npfeat_free;
+	}
+	pt_nparr_close(f->arr[t]);
+	pt_npz_close(f->z[t]);
+	f->arr[t] = a;
+	f->z[t] = z;
+	g->schema.types[t].feat_dim = (uint32_t)a->h.cols;
 	return GNN_OK;
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph.h"
 #include "npy.h"
 
 struct pt_npz;    /* an open .npz archive */
@@ -56,5 +57,12 @@ int pt_nparr_read(struct pt_nparr *a, uint64_t first, uint64_t n, void *out);
 int pt_nparr_rows(struct pt_nparr *a, const char *scratch);
 /* Row row (cols elements) as floats into out. */
 int pt_nparr_row_f32(struct pt_nparr *a, uint64_t row, float *out);
+
+/* Makes a's rows type t's feature rows (row i: the type's node i) through
+ * g->feat_row, reading them as the partitions are written; sets the type's
+ * feat_dim. Takes a, and z when not NULL (the archive a is a member of),
+ * also on error: pt_graph_free releases them. a must be 2-D floats with
+ * the type's node count of rows, prepared by pt_nparr_rows. */
+int pt_npfeat_attach(struct pt_graph *g, uint32_t t, struct pt_nparr *a, struct pt_npz *z);
 
 #endif

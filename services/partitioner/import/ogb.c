@@ -337,3 +337,36 @@ int pt_ogb_read_splits(const char *dir, struct pt_graph *g)
 		return rc;
 	return read_split_list(dir, "test.csv", GNN_SPLIT_TEST, g);
 }
+
+int pt_ogb_add_reverses(struct pt_graph *g, struct pt_ogb_edges *e)
+{
+	struct gnn_schema *s = &g->schema;
+	uint32_t forward = s->num_rels;
+	uint16_t rev[GNN_MAX_RELS];
+	int64_t m = e->m;
+	int rc;
+
+	for (uint32_t r = 0; r < forward; r++) {
+		struct gnn_rel *fw = &s->rels[r], *bw = &s->rels[s->num_rels];
+
+		if (fw->src == fw->dst) {
+			rev[r] = (uint16_t)r;
+			continue;
+		}
+		/* the caller checked that rev_NAME fits and that there is room */
+		memcpy(bw->name, "rev_", 4);
+		memcpy(bw->name + 4, fw->name, strlen(fw->name) + 1);
+		bw->src = fw->dst;
+		bw->dst = fw->src;
+		rev[r] = (uint16_t)s->num_rels++;
+	}
+	if ((rc = pt_ogb_edges_reserve(e, m)) != GNN_OK)
+		return rc;
+	for (int64_t i = 0; i < m; i++) {
+		e->src[m + i] = e->dst[i];
+		e->dst[m + i] = e->src[i];
+		e->rel[m + i] = rev[e->rel[i]];
+	}
+	e->m = 2 * m;
+	return GNN_OK;
+}

@@ -41,6 +41,13 @@ void pt_ogb_edges_free(struct pt_ogb_edges *e);
  * hint >= 0 is num-edge-list's count, which the file must match. */
 int pt_ogb_read_edges(const char *dir, const struct pt_graph *g, uint32_t r, int64_t hint, struct pt_ogb_edges *e);
 
+/* Stores every edge's reverse (e is typed): a relation from a type to
+ * itself gets it in place; any other gets a relation rev_NAME (dst -> src),
+ * appended after the forward ones in their order, as DGL's AddReverse and
+ * PyG's ToUndirected do. The caller checked that each rev_NAME fits
+ * GNN_NAME_MAX and that g->schema has room for them. */
+int pt_ogb_add_reverses(struct pt_graph *g, struct pt_ogb_edges *e);
+
 /* Reads the label type's labels (one a line, an integer class or "nan" for
  * none) from DIR/node-label.csv into g->labels (allocated by the caller,
  * num_nodes entries) at the type's rows, and sets g->num_classes: num_classes,

@@ -29,38 +29,6 @@
 
 #define CHUNK (1u << 20) /* elements per streamed read */
 
-/* The feature rows' source: g->feat_ctx. */
-struct bin_feat {
-	struct pt_npz *z;       /* data.npz, while arr is its member */
-	struct pt_nparr *arr;
-};
-
-static int bin_feat_row(const struct pt_graph *g, int64_t node, float *out)
-{
-	struct bin_feat *f = g->feat_ctx;
-	const struct gnn_npy_header *h = pt_nparr_header(f->arr);
-	int rc = pt_nparr_row_f32(f->arr, (uint64_t)node, out);
-
-	for (uint64_t j = 0; rc == GNN_OK && j < h->cols; j++)
-		if (!isfinite(out[j])) {
-			GNN_ERROR("bad_input", "file=%s row=%" PRId64 " column=%" PRIu64 " reason=\"not a finite number\"",
-				  pt_nparr_where(f->arr), node, j);
-			rc = GNN_EFORMAT;
-		}
-	return rc;
-}
-
-static void bin_feat_free(void *ctx)
-{
-	struct bin_feat *f = ctx;
-
-	if (f != NULL) {
-		pt_nparr_close(f->arr);
-		pt_npz_close(f->z);
-	}
-	free(f);
-}
-
 static int bad(const struct pt_nparr *a, const char *why)
 {
 	GNN_ERROR("bad_input", "file=%s reason=\"%s\"", pt_nparr_where(a), why);
@@ -234,13 +202,14 @@ static int open_features(struct pt_npz **zp, const char *raw, const struct pt_im
 {
 	struct pt_npz *z = *zp;
 	struct pt_nparr *a = NULL;
-	struct bin_feat *f;
 	char path[4200], why[200];
 	struct stat st;
+	bool member;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/node_feat.npy", raw);
-	if (stat(path, &st) == 0)
+	member = stat(path, &st) != 0;
+	if (!member)
 		rc = pt_nparr_file(path, &a);
 	else if ((rc = pt_nparr_member(z, "node_feat", true, &a)) == GNN_ENOENT) {
 		GNN_INFO("no_features", "file=%s note=\"no node_feat: the nodes have no input features\"", pt_npz_path(z));
@@ -257,19 +226,14 @@ static int open_features(struct pt_npz **zp, const char *raw, const struct pt_im
 		pt_nparr_close(a);
 		return rc;
 	}
-	if ((rc = pt_nparr_rows(a, o->scratch)) != GNN_OK || (f = calloc(1, sizeof(*f))) == NULL) {
+	if ((rc = pt_nparr_rows(a, o->scratch)) != GNN_OK) {
 		pt_nparr_close(a);
-		return rc != GNN_OK ? rc : GNN_ENOMEM;
+		return rc;
 	}
-	f->arr = a;
-	if (stat(path, &st) != 0) { /* the member */
-		f->z = z;
+	if (member) /* the rows' source keeps the archive open (attach takes it) */
 		*zp = NULL;
-	}
-	g->feat_row = bin_feat_row;
-	g->feat_ctx = f;
-	g->feat_free = bin_feat_free;
-	g->schema.types[0].feat_dim = (uint32_t)h->cols;
+	if ((rc = pt_npfeat_attach(g, 0, a, member ? z : NULL)) != GNN_OK)
+		return rc;
 	g->feat_dim = (int32_t)h->cols;
 	GNN_INFO("features", "file=%s dtype=%s rows=%" PRIu64 " dim=%" PRIu64 " read=by_row", pt_nparr_where(a),
 		 gnn_npy_type_name(h->type), h->rows, h->cols);
