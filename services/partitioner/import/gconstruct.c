@@ -162,7 +162,7 @@ struct gc {
 
 static int bad_key(const struct gc *c, const char *where, const char *key, const char *why)
 {
-	GNN_ERROR("bad_config", "file=%s key=%s%s%s reason=\"%s\"", c->path, where, *where ? "." : "", key, why);
+	GNN_ERROR("bad_config", "file=%s key=%s%s%s reason=\"%s\"", c->path, where, *where && *key ? "." : "", key, why);
 	return GNN_EINVAL;
 }
 
@@ -176,7 +176,6 @@ static int keys_known(const struct gc *c, const json_t *obj, const char *where, 
 		{ "out_dtype", "not supported: features are stored as --feature-dtype says" },
 		{ "mask_field_names", "not supported: split membership is the split, not mask columns" },
 		{ "label_stats_type", "not supported" },
-		{ "node_id_col_type", "not supported: IDs are strings (an integer is its digits)" },
 	};
 	const char *key;
 	json_t *v;
@@ -191,7 +190,7 @@ static int keys_known(const struct gc *c, const json_t *obj, const char *where, 
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 			if (strcmp(known[k].key, key) == 0)
 				return bad_key(c, where, key, known[k].why);
-		if (strcmp(where, "") != 0 && strncmp(where, "edges[", 6) == 0 && (strcmp(key, "features") == 0 || strcmp(key, "labels") == 0))
+		if (strncmp(where, "edges[", 6) == 0 && (strcmp(key, "features") == 0 || strcmp(key, "labels") == 0))
 			return bad_key(c, where, key, strcmp(key, "features") == 0 ? "edge features are not supported"
 				       : "edge labels are not supported: link prediction holds edges out with --edge-split");
 		return bad_key(c, where, key, "unknown key (docs/formats.md lists the ones taken)");
