@@ -812,4 +812,22 @@ if have_cora; then
 else
 	skip job_waits_for_dataset "no Cora at $DATASETS/cora"
 fi
+# dataset.source=gconstruct: the Job waits for the description, then
+# partitions it (docs/formats.md's example, renamed into place).
+job_render "$WORK/jobgc" --set dataset.source=gconstruct --set dataset.gconstruct.config=datasets/mine/graph.json \
+	--set dataset.gconstruct.waitSeconds=60
+job_run jobgc >"$WORK/job7.log" &
+jobpid=$!
+wait_for 10 grep -q 'waiting_for_dataset file=.*/datasets/mine/graph.json' "$WORK/job7.log"
+mkdir -p "$WORK/jobdata/datasets/.incoming"
+for f in user.csv follows.tsv likes.csv graph.json; do
+	awk -v f="$f" '$0 == "<!-- gconstruct-example: " f " -->" { on = 1; next }
+		on && /^```/ { if (++fence == 2) exit; next } on && fence == 1' "$ROOT/docs/formats.md" >"$WORK/jobdata/datasets/.incoming/$f"
+done
+mv "$WORK/jobdata/datasets/.incoming" "$WORK/jobdata/datasets/mine"
+wait $jobpid; rc=$?
+OUT=$(sed -n 's/^GNN_OUT=//p' "$WORK/jobgc.env")
+check job_gconstruct "dataset.source=gconstruct: waits for the JSON, then partitions it (11 nodes, source gconstruct, node-ids kept), output named after its folder (got $rc, $OUT)" \
+	bash -c "[ $rc = 0 ] && [ \"\$(jq -c '[.num_nodes, .source.kind]' '$OUT/meta.json')\" = '[11,\"gconstruct\"]' ] &&
+		 [ -f '$OUT/node-ids/user.txt' ] && case '$OUT' in */partitions/mine-*) true ;; *) false ;; esac"
 echo "  (chart.sh: $((SECONDS - t_start))s)"

@@ -54,6 +54,8 @@ a fresh folder instead of a stale or mismatched one.
 {{- .Values.dataset.name -}}
 {{- else if eq .Values.dataset.source "synthetic" -}}
 {{- printf "synthetic-%s" .Values.dataset.synthetic.preset -}}
+{{- else if eq .Values.dataset.source "gconstruct" -}}
+{{- base (dir .Values.dataset.gconstruct.config) -}}
 {{- else -}}
 {{- base (trimSuffix "/" .Values.dataset.ogb.path) -}}
 {{- end -}}
@@ -110,6 +112,19 @@ or negatives is a folder of its own */}}
 {{- if .featDim }}
 - name: GNN_FEAT_DIM
   value: {{ int64 .featDim | quote }}
+{{- end }}
+{{- if .classes }}
+- name: GNN_CLASSES
+  value: {{ int64 .classes | quote }}
+{{- end }}
+{{- end }}
+{{- else if eq .Values.dataset.source "gconstruct" }}
+- name: GNN_CONFIG
+  value: {{ printf "%s/%s" .Values.storage.data.mountPath .Values.dataset.gconstruct.config | quote }}
+{{- with .Values.dataset.gconstruct }}
+{{- if .keepDirected }}
+- name: GNN_KEEP_DIRECTED
+  value: "1"
 {{- end }}
 {{- if .classes }}
 - name: GNN_CLASSES
