@@ -11,7 +11,8 @@
 #               trainer step, the epoch split, inference against sampled
 #               evaluation (small, products), products and mag end to end,
 #               products link prediction (its training bounded to 10 minutes),
-#               and distributed sampling throughput against in-process sampling
+#               distributed sampling throughput against in-process sampling,
+#               and importing a 10M-node graph from NumPy against CSV (bench-import)
 #   make bench-products  ogbn-products scale end to end: partition, one epoch,
 #               validation, the test accuracy by inference; time and memory
 #               (tests/bench_products.sh; GNN_BENCH_BUSY=2 beside a busy machine)
@@ -22,6 +23,11 @@
 #               split, GraphSAGE 15,10 on 2 stores, 2 samplers, 2 trainers, inference's
 #               AUC/AP/MRR/Hits; time per stage and memory per process (tests/bench_link.sh;
 #               a products epoch takes hours on 2 cores: GNN_BENCH_TRAIN_BUDGET_S=600 bounds it)
+#   make bench-import  a random 10M-node graph in OGB's binary layout (NumPy: data.npz,
+#               node_feat.npy) against its CSV layout: partition time, peak RSS, the
+#               same bytes out; then 5.1 GB of .npy features partitioned in a memory
+#               cgroup limited to a quarter of that (root, cgroup v1; else SKIP).
+#               12 GB of scratch under $TMPDIR, 4 minutes (tests/bench_import.sh)
 #   make test-cluster  the Helm chart on a real Kubernetes (tests/cluster/run.sh)
 #   make test-net  network faults between emulated hosts (namespaces; root):
 #               partitions, a lost node, packet loss (tests/net/netfaults.sh)
@@ -94,7 +100,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-net clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-import bench-net clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -168,6 +174,7 @@ bench: deps
 	@tests/bench.sh $(BUILD)
 	@tests/bench_sampling.sh $(BUILD)
 	@tests/bench_tls.sh $(BUILD)
+	@tests/bench_import.sh $(BUILD)
 
 bench-products: deps
 	@$(MAKE) --no-print-directory all
@@ -180,6 +187,10 @@ bench-mag: deps
 bench-link: deps
 	@$(MAKE) --no-print-directory all
 	@tests/bench_link.sh $(BUILD)
+
+bench-import: deps
+	@$(MAKE) --no-print-directory all
+	@tests/bench_import.sh $(BUILD)
 
 # The cost model's check point (docs/scale.md, "ogbn-papers100M: a cost
 # model"): not in make test (root, namespaces, about 5 minutes).
