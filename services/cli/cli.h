@@ -19,6 +19,7 @@ struct cli_config {
 	const char *store, *sampler;      /* nng URLs */
 	const char *nodes, *seeds;        /* ID lists: "1,2,3", or @FILE / @- */
 	const char *fanouts, *fanout, *split, *type;
+	const char *ids_file;             /* --ids-file: --nodes are the user's IDs, looked up in it */
 	const char *pairs, *exclude, *candidate_type;  /* score, topk */
 	int64_t seed, limit, page, timeout_ms, retries;
 	int64_t node, k;                  /* topk */
@@ -35,6 +36,16 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * ("--nodes"). *ids is malloc'd, the caller frees it; written only on
  * success. Returns GNN_EINVAL (error printed), GNN_EIO or GNN_ENOMEM. */
 int cli_parse_ids(const char *text, const char *what, int64_t **ids, uint32_t *n);
+
+/* --ids-file: a list of the user's node IDs (comma-separated; "@FILE" one
+ * a line, commas allowed) looked up in ids_file, a graph description's
+ * node-ids/TYPE.txt (line i: the type's node i). *ids gets their line
+ * numbers (the original IDs, 0-based) and *names copies of them, in the
+ * list's order, both the caller's (free, cli_free_names). An ID not in the
+ * file is an error (GNN_EINVAL, printed). */
+int cli_parse_names(const char *text, const char *what, const char *ids_file, int64_t **ids, char ***names,
+		    uint32_t *n);
+void cli_free_names(char **names, uint32_t n);
 
 /* The same for a list of node pairs u:v ("1:2,3:4"; at most
  * GNN_PROTO_MAX_LINK_PAIRS): *ids holds 2 *n IDs, u then v. */
@@ -70,8 +81,9 @@ json_t *cli_sample_json(uint64_t seed, const int32_t *fanouts, const int64_t *id
 json_t *cli_minibatch_json(const struct gnn_minibatch_req *req, const struct gnn_minibatch *mb,
 			   const struct gnn_schema *schema);
 /* {"params_crc", "top_k", "predictions": [{"node", "original_id", "class",
- * "top": [{"class", "prob"}, ...]}, ...]} for ids[r->n]. */
-json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r);
+ * "top": [{"class", "prob"}, ...]}, ...]} for ids[r->n], each with "id",
+ * the user's, when names (--ids-file) is not NULL. */
+json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r, char *const *names);
 
 /* LINK replies: {"params_crc", "decoder": {"kind", "dim", "hidden"},
  * "scores": [{"src", "dst", "score", "prob"}, ...]} for pairs[2 r->n], and

@@ -32,6 +32,7 @@ struct job {
 	struct gnn_info info;         /* with the INFO handshake: the target's (its layout a copy, owned) */
 	int64_t *ids;                 /* the command's ID list (pairs: 2 n IDs), owned; NULL: none given */
 	uint32_t n;                   /* its IDs (pairs: its pairs) */
+	char **names;                 /* --ids-file: the user's IDs of ids, owned; else NULL */
 	int64_t *looked_up;           /* --type: the global IDs of ids, owned */
 	const int64_t *global;        /* ids as global IDs: looked_up, or ids itself */
 	struct gnn_wbuf req;          /* the request being built (request()) */
@@ -107,6 +108,12 @@ static int parse_id_list(enum id_list list, struct job *j)
 
 	switch (list) {
 	case NODES:
+		if (c->ids_file != NULL && c->type == NULL) {
+			cli_error("--ids-file needs --type: the node type whose IDs it lists");
+			return GNN_EINVAL;
+		}
+		if (c->ids_file != NULL)
+			return cli_parse_names(c->nodes, "--nodes", c->ids_file, &j->ids, &j->names, &j->n);
 		return cli_parse_ids(c->nodes, "--nodes", &j->ids, &j->n);
 	case SEEDS:
 		return cli_parse_ids(c->seeds, "--seeds", &j->ids, &j->n);
@@ -225,6 +232,7 @@ static void job_free(struct job *j)
 	gnn_wbuf_free(&j->req);
 	gnn_layout_free(&j->info.layout);
 	gnn_client_close(j->cl);
+	cli_free_names(j->names, j->n);
 	free(j->ids);
 	free(j->looked_up);
 }
@@ -599,7 +607,7 @@ static int predict_body(struct job *j, json_t **out)
 	j->owned = r.owned;
 	if ((rc = checked(j, rc, r.n == j->n, "the reply does not hold one prediction per requested node")) != GNN_OK)
 		return rc;
-	*out = cli_predict_json(j->global, &r);
+	*out = cli_predict_json(j->global, &r, j->names);
 	return GNN_OK;
 }
 

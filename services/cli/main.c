@@ -68,14 +68,17 @@ static const struct gnn_opt minibatch_rows[] = {
 };
 #define TYPE_ROW { "type", GNN_OPT_STR, &cfg.type, NULL, 0, 0, NULL, \
 		   "the node type (e.g. paper): --nodes are then original IDs of that type, as in the input files" }
+#define IDS_FILE_ROW { "ids-file", GNN_OPT_STR, &cfg.ids_file, NULL, 0, 0, NULL, \
+		       "with --type: --nodes are the IDs as your tables give them (comma-separated, or @FILE one a " \
+		       "line), looked up in this file: the partition output's node-ids/TYPE.txt (gnn-partition --config)" }
 static const struct gnn_opt predict_rows[] = {
 	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
 	  "graph store's nng URL, e.g. tcp://graphstore-0.graphstore:7000 (nodes it owns)" },
 	{ "sampler", GNN_OPT_STR, &cfg.sampler, NULL, 0, 0, NULL,
 	  "instead of --store: a sampler's nng URL, e.g. tcp://sampler:7100 (any nodes)" },
-	NODES_ROW, TYPE_ROW, { NULL },
+	NODES_ROW, TYPE_ROW, IDS_FILE_ROW, { NULL },
 };
-static const struct gnn_opt lookup_rows[] = { STORE_OR_SAMPLER_ROWS, NODES_ROW, TYPE_ROW, { NULL } };
+static const struct gnn_opt lookup_rows[] = { STORE_OR_SAMPLER_ROWS, NODES_ROW, TYPE_ROW, IDS_FILE_ROW, { NULL } };
 static const struct gnn_opt embedding_rows[] = {
 	{ "store", GNN_OPT_STR, &cfg.store, NULL, 0, 0, NULL,
 	  "the graph store that holds the nodes, e.g. tcp://graphstore-0.graphstore:7000" },

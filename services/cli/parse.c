@@ -227,6 +227,147 @@ int cli_parse_pairs(const char *text, const char *what, int64_t **ids, uint32_t 
 	return parse_list(text, what, true, GNN_PROTO_MAX_LINK_PAIRS, ids, n);
 }
 
+/* A wanted name and where it stands in the list given. */
+struct wanted {
+	const char *name;
+	uint32_t at;
+};
+
+static int wanted_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct wanted *)a)->name, ((const struct wanted *)b)->name);
+}
+
+/* The names of text: a line each after "@", else comma-separated; cut
+ * in place in buf (owned, text's copy) into w. */
+static int split_name_list(char *buf, bool lines, const char *what, struct wanted **w, uint32_t *n)
+{
+	size_t cap = 0, count = 0;
+
+	*w = NULL;
+	for (char *p = buf, *next; p != NULL; p = next) {
+		char *end = strchr(p, lines ? '\n' : ',');
+
+		next = end != NULL ? end + 1 : NULL;
+		if (end != NULL)
+			*end = '\0';
+		if (lines && *p != '\0' && p[strlen(p) - 1] == '\r')
+			p[strlen(p) - 1] = '\0';
+		if (*p == '\0' && lines)
+			continue;
+		if (*p == '\0') {
+			cli_error("%s: an empty ID in the list", what);
+			return GNN_EINVAL;
+		}
+		if (count == GNN_PROTO_MAX_IDS) {
+			cli_error("%s: more than %d IDs; the protocol takes at most that many per request", what, GNN_PROTO_MAX_IDS);
+			return GNN_EINVAL;
+		}
+		if (count == cap) {
+			struct wanted *g = realloc(*w, (cap = cap ? cap * 2 : 64) * sizeof(**w));
+
+			if (g == NULL)
+				return GNN_ENOMEM;
+			*w = g;
+		}
+		(*w)[count] = (struct wanted){ p, (uint32_t)count };
+		count++;
+	}
+	if (count == 0) {
+		cli_error("%s: no IDs given", what);
+		return GNN_EINVAL;
+	}
+	*n = (uint32_t)count;
+	return GNN_OK;
+}
+
+void cli_free_names(char **names, uint32_t n)
+{
+	for (uint32_t k = 0; names != NULL && k < n; k++)
+		free(names[k]);
+	free(names);
+}
+
+int cli_parse_names(const char *text, const char *what, const char *ids_file, int64_t **ids, char ***names,
+		    uint32_t *n)
+{
+	struct wanted *w = NULL;
+	char *buf = NULL, *line = NULL;
+	size_t cap = 0;
+	int64_t *out = NULL, i = 0;
+	uint32_t count = 0, found = 0;
+	bool lines = text != NULL && text[0] == '@';
+	FILE *f = NULL;
+	ssize_t len;
+	int rc;
+
+	if (text == NULL) {
+		cli_error("%s is required (the IDs as in %s, comma-separated, or @FILE one a line)", what, ids_file);
+		return GNN_EINVAL;
+	}
+	if ((rc = list_text(&text, what, &buf)) != GNN_OK)
+		return rc;
+	if (!lines && (buf = strdup(text)) == NULL)
+		return GNN_ENOMEM;
+	if ((rc = split_name_list(buf, lines, what, &w, &count)) != GNN_OK)
+		goto out;
+	qsort(w, count, sizeof(*w), wanted_cmp);
+	if ((out = malloc(count * sizeof(*out))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < count; k++)
+		out[k] = -1;
+	if ((f = fopen(ids_file, "r")) == NULL) {
+		cli_error("--ids-file %s: cannot open: %s", ids_file, strerror(errno));
+		rc = GNN_EIO;
+		goto out;
+	}
+	for (; found < count && (len = getline(&line, &cap, f)) > 0; i++) {
+		struct wanted key = { line, 0 }, *hit;
+
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		/* the first of equal names; each of them gets this line */
+		for (hit = bsearch(&key, w, count, sizeof(*w), wanted_cmp); hit != NULL && hit > w && strcmp(hit[-1].name, line) == 0;)
+			hit--;
+		for (; hit != NULL && hit < w + count && strcmp(hit->name, line) == 0; hit++)
+			if (out[hit->at] < 0) {
+				out[hit->at] = i;
+				found++;
+			}
+	}
+	for (uint32_t k = 0; k < count && found < count; k++)
+		if (out[w[k].at] < 0) {
+			cli_error("%s: \"%s\" is not in %s", what, w[k].name, ids_file);
+			rc = GNN_EINVAL;
+			goto out;
+		}
+	if ((*names = calloc(count, sizeof(**names))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k < count; k++)
+		if (((*names)[w[k].at] = strdup(w[k].name)) == NULL)
+			rc = GNN_ENOMEM;
+	if (rc != GNN_OK) {
+		cli_free_names(*names, count);
+		*names = NULL;
+		goto out;
+	}
+	*ids = out;
+	*n = count;
+	out = NULL;
+out:
+	if (f != NULL)
+		fclose(f);
+	free(line);
+	free(out);
+	free(w);
+	free(buf);
+	return rc;
+}
+
 int cli_parse_fanouts(const char *what, const char *text, bool one_layer, const struct gnn_schema *s,
 		      int32_t out[GNN_PROTO_MAX_LAYERS * GNN_PROTO_MAX_RELS], uint32_t *n)
 {
@@ -490,7 +631,7 @@ out_fail:
 	return NULL;
 }
 
-json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r)
+json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r, char *const *names)
 {
 	json_t *doc, *list = json_array();
 	char crc[9];
@@ -502,8 +643,12 @@ json_t *cli_predict_json(const int64_t *ids, const struct gnn_predict_resp *r)
 		for (uint32_t j = 0; top != NULL && j < r->k; j++)
 			json_array_append_new(top, json_pack("{s:i, s:f}", "class", r->classes[(size_t)i * r->k + j], "prob",
 							     (double)r->probs[(size_t)i * r->k + j]));
-		json_array_append_new(list, json_pack("{s:I, s:I, s:i, s:o}", "node", (json_int_t)ids[i], "original_id",
-						      (json_int_t)r->orig_ids[i], "class", r->pred[i], "top", top));
+		json_t *p = json_pack("{s:I, s:I, s:i, s:o}", "node", (json_int_t)ids[i], "original_id",
+				      (json_int_t)r->orig_ids[i], "class", r->pred[i], "top", top);
+
+		if (p != NULL && names != NULL)
+			json_object_set_new(p, "id", json_string(names[i]));
+		json_array_append_new(list, p);
 	}
 	doc = json_pack("{s:s, s:i, s:o}", "params_crc", crc, "top_k", (int)r->k, "predictions", list);
 	return doc;

@@ -944,6 +944,62 @@ out:
 	return rc;
 }
 
+/* DIR/node-id.txt: the user's ID of each prediction row, when the
+ * partitions came from a graph description (DATA/node-ids/TYPE.txt, line i
+ * the type's node i). A partition's rows of a type follow the input's
+ * order (docs/formats.md, "Node IDs"), so one forward pass of that file
+ * finds them; no file of IDs, nothing to do. */
+static int write_user_ids(const struct infer *in, const struct gnn_part *part, int64_t first, int64_t end,
+			  const char *dir)
+{
+	const char *type = in->meta.layout.schema->types[in->meta.layout.schema->label_type].name;
+	const int64_t *orig = (const int64_t *)in->node_map.data + part->node_start;
+	char src[PATH_MAX + 96], dst[PATH_MAX + 32], *line = NULL;
+	size_t cap = 0;
+	int64_t at = -1;
+	FILE *f, *o = NULL;
+	int rc = GNN_OK;
+
+	snprintf(src, sizeof(src), "%s/node-ids/%s.txt", ic.data, type);
+	if ((f = fopen(src, "r")) == NULL) {
+		if (errno == ENOENT)
+			return GNN_OK;
+		GNN_ERROR("open_failed", "file=%s error=\"%s\"", src, strerror(errno));
+		return GNN_EIO;
+	}
+	snprintf(dst, sizeof(dst), "%s/node-id.txt", dir);
+	if ((o = fopen(dst, "w")) == NULL) {
+		GNN_ERROR("output_unwritable", "file=%s error=\"%s\"", dst, strerror(errno));
+		rc = GNN_EIO;
+		goto out;
+	}
+	for (int64_t v = first; v < end && rc == GNN_OK; v++) {
+		ssize_t len = 0;
+
+		if (orig[v] <= at) {
+			GNN_ERROR("bad_partition", "file=%s reason=\"the partition's %s nodes are not in the input's order\"", src, type);
+			rc = GNN_EFORMAT;
+			break;
+		}
+		while (at < orig[v] && (len = getline(&line, &cap, f)) > 0)
+			at++;
+		if (at < orig[v]) {
+			GNN_ERROR("bad_partition", "file=%s lines=%" PRId64 " reason=\"fewer IDs than %s nodes\"", src, at + 1, type);
+			rc = GNN_EFORMAT;
+		} else if (fputs(line, o) == EOF) {
+			rc = GNN_EIO;
+		}
+	}
+out:
+	free(line);
+	fclose(f);
+	if (o != NULL && (ferror(o) | fclose(o)) && rc == GNN_OK) {
+		GNN_ERROR("output_unwritable", "file=%s error=\"write failed\"", dst);
+		rc = GNN_EIO;
+	}
+	return rc;
+}
+
 /* Predictions of partition p's label-type nodes (all of them with one
  * type), then with --embeddings every node's last hidden layer. */
 static int last_layer_part(struct infer *in, uint32_t p)
@@ -971,7 +1027,8 @@ static int last_layer_part(struct infer *in, uint32_t p)
 		    (rc = emit_batch(in, part, v, nb, &o)) != GNN_OK)
 			goto out;
 	}
-	if ((o.w[OUT_EMB] != NULL && (rc = write_embeddings(in, part, budget, o.w[OUT_EMB])) != GNN_OK) ||
+	if ((rc = write_user_ids(in, part, first, end, tmp)) != GNN_OK ||
+	    (o.w[OUT_EMB] != NULL && (rc = write_embeddings(in, part, budget, o.w[OUT_EMB])) != GNN_OK) ||
 	    (o.w[OUT_EMB] != NULL && in->emb != NULL && (rc = write_input_embeddings(in, part, tmp)) != GNN_OK) ||
 	    (rc = finish_part(in, tmp, p, &o)) != GNN_OK)
 		goto out;

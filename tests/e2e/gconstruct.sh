@@ -28,6 +28,42 @@ check gconstruct_ids_kept "node-ids/TYPE.txt keep the users' IDs in order, quote
 	bash -c "[ \"\$(tr '\n' '|' <'$WORK/small/node-ids/user.txt')\" = 'alice|bob|carol, jr|dave|erin|frank|grace|heidi|' ] &&
 		 [ \"\$(tr '\n' '|' <'$WORK/small/node-ids/item.txt')\" = 'i9|i7|i3|' ]"
 
+# Predictions name the users by their own IDs: part-<p>/node-id.txt, row by
+# row beside orig-id (whose row i is node-ids/user.txt's line orig-id + 1).
+timeout 200 "$L" --partition-dir "$WORK/small" --workdir "$WORK/small-run" --parts 2 --samplers 1 --trainers 1 \
+	--model rgcn --epochs 3 --ready-timeout-s 60 --timeout-s 120 --stop-timeout-s 10 >/dev/null 2>&1
+rc=$?
+ids_ok=true rows=0
+for d in "$WORK/small-run/predictions"/part-*; do
+	od -An -t d8 -j 64 -w8 "$d/orig-id.arr" | tr -d ' ' >"$WORK/orig.txt"
+	[ "$(wc -l <"$WORK/orig.txt")" = "$(wc -l <"$d/node-id.txt")" ] || ids_ok=false
+	awk -v names="$d/node-id.txt" 'NR == FNR { id[NR - 1] = $0; next }
+		{ if ((getline name <names) <= 0 || name != id[$1]) exit 1 }' \
+		"$WORK/small/node-ids/user.txt" "$WORK/orig.txt" || ids_ok=false
+	rows=$((rows + $(wc -l <"$d/node-id.txt")))
+done
+check gconstruct_predictions_name_ids "gnn-local on the example: exit 0 ($rc), node-id.txt gives each prediction row the user's own ID ($ids_ok, $rows rows of 8)" \
+	bash -c "[ $rc -eq 0 ] && $ids_ok && [ $rows -eq 8 ]"
+
+# gnn-cli predict by the user's IDs (--ids-file node-ids/user.txt), through
+# a sampler in front of the two graph stores serving those predictions.
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+for p in 0 1; do cp -r "$WORK/small-run/predictions" "$WORK/gcpred$p"; done
+if serve_two gc "$WORK/small" "$WORK/gcpred"; then
+	printf 'carol, jr\nheidi\n' >"$WORK/names.txt"
+	q=$(timeout 60 "$BIN/gnn-cli" predict --sampler "$URL" --type user --ids-file "$WORK/small/node-ids/user.txt" \
+		--nodes @"$WORK/names.txt" --json 2>&1 | jq -c '[.predictions[] | .id, .original_id]' 2>&1)
+	timeout 60 "$BIN/gnn-cli" predict --sampler "$URL" --type user --ids-file "$WORK/small/node-ids/user.txt" \
+		--nodes alice,zoe >/dev/null 2>"$WORK/cli.err"
+	rc=$?
+	check gconstruct_cli_by_user_ids "gnn-cli predict --ids-file: \"carol, jr\" and heidi answered as users 2 and 7 (got $q); zoe refused naming the file (exit $rc)" \
+		bash -c "[ '$q' = '[\"carol, jr\",2,\"heidi\",7]' ] && [ $rc -ne 0 ] && grep -q '\"zoe\" is not in .*user.txt' '$WORK/cli.err'"
+else
+	fail gconstruct_cli_by_user_ids "sampler not ready: $(tail -n 3 "$WORK/gc.log")"
+fi
+for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+
 # ---- refusals: the key or the file and line named, nothing written ---------
 bad() {  # NAME MESSAGE JQ-EDIT-OF-graph.json [FILE-EDIT]
 	local name=$1 msg=$2

@@ -620,7 +620,8 @@ int tr_samplers_nodes(struct tr_samplers *s, uint8_t split, int64_t **ids, size_
 			}
 		}
 		if (rc == GNN_OK) {
-			memcpy(v + cnt, r.ids, (size_t)r.n * sizeof(*v));
+			if (r.n > 0) /* a partition without such nodes answers none: v may still be NULL */
+				memcpy(v + cnt, r.ids, (size_t)r.n * sizeof(*v));
 			cnt += r.n;
 			cursor = r.next_cursor;
 		}
