@@ -9,11 +9,9 @@
 # node; 8 classes, 30% of the nodes unlabelled (NaN), the labelled split
 # 60/20/20) in both layouts from the same arrays, with GNN_BENCH_IMPORT_DIM
 # (16) features a node. Both are partitioned with the same flags (--parts
-# GNN_BENCH_IMPORT_PARTS (4), --method GNN_BENCH_IMPORT_METHOD (random: with
-# metis, the training-node balancing after METIS (partition.c's
-# balance_train) rescans every node and edge for each node it moves; on
-# this graph it had to move ~29,000 and had moved 3,857 20 minutes after
-# METIS started).
+# GNN_BENCH_IMPORT_PARTS (4), --method GNN_BENCH_IMPORT_METHOD (random: the
+# partitioner's own work is then the same for both layouts and small; METIS
+# takes 127 s on the binary layout here, docs/partitioning.md).
 # Printed for each: wall time, the import's time (meta.json's load), CPU
 # time, peak RSS (meta.json's VmHWM and /usr/bin/time -v's, both counting
 # mapped file pages), the peak anonymous and file-backed RSS (sampled
