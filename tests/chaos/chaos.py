@@ -10,7 +10,9 @@ params_crc (the last time that epoch ran: a resumed epoch runs again), keep
 every trainer's log free of silences longer than 15 s, and have no process
 exit that the scenario did not cause (no crash loop). It prints one
 PASS/FAIL line per scenario and a `time NAME extra_s=.. gap_s=..` line:
-the wall time beyond the undisturbed run's, and the longest silence.
+the wall time beyond the undisturbed run's, and the longest silence. A
+freeze that lands after the run has finished tested nothing: that
+scenario runs once more (a `# RETRY` line), and the second run counts.
 
 Usage: chaos.py [SCENARIO...]  (default: all; GNN_BUILD = the build dir;
 GNN_CHAOS_KEEP=1 keeps the logs)
@@ -83,11 +85,12 @@ CERTS = {}
 
 
 class Scenario:
-    def __init__(self, work, partdir, name, hosts=None, extra_args=()):
+    def __init__(self, work, partdir, name, hosts=None, extra_args=(), subdir=None):
         """hosts: cluster.py's Cluster option (tests/net: a host per process);
-        extra_args: trainer flags beyond TRAIN, OVERRIDES and the family's."""
+        extra_args: trainer flags beyond TRAIN, OVERRIDES and the family's;
+        subdir: its folder under work (default: name)."""
         self.name = name
-        self.dir = os.path.join(work, name)
+        self.dir = os.path.join(work, subdir or name)
         fam = FAMILIES.get(family(name), NO_FAMILY)
         over = OVERRIDES.get(name, []) + fam.args + (["--data=" + partdir] if fam.partition else [])
         args = [a for a in TRAIN if a.split("=")[0] not in [o.split("=")[0] for o in over]] + over
@@ -195,7 +198,16 @@ def reference(c, t):
             "t": t}
 
 
-def run(s, fault, base, prefix="chaos_"):
+# A freeze that landed after the run had finished tested nothing: not a
+# result, so main() runs the scenario once more (the run takes 1-4 s, and
+# waiting for both samplers to be in use can take longer on a busy machine).
+BEHIND = "the trainers had finished before the fault landed (the harness fell behind)"
+
+
+def run(s, fault, base, prefix="chaos_", retry_behind=False):
+    """Runs scenario s: PASS or FAIL. With retry_behind, a run whose faults
+    include BEHIND (nothing else it found counts then) says RETRY instead
+    and sets s.behind."""
     t0 = time.time()
     why = []
     try:
@@ -213,7 +225,10 @@ def run(s, fault, base, prefix="chaos_"):
         why.append("scenario error: %r" % e)
     finally:
         s.c.stop()
-    if why:
+    s.behind = retry_behind and BEHIND in why
+    if s.behind:
+        print("# RETRY %s%s: %s" % (prefix, s.name, BEHIND), flush=True)
+    elif why:
         print("FAIL %s%s: %s (logs: %s)" % (prefix, s.name, "; ".join(why), s.dir), flush=True)
         for t in s.c.trainers:
             print("  -- last lines of %s:" % t)
@@ -365,7 +380,7 @@ def freeze(name, seconds, who=None, event=None, text=""):
             def after(s):
                 done = [log_time(ln) for ln in s.c.lines("trainer-0", "summary")]
                 if done and done[0] is not None and done[0] < t_freeze:
-                    return ["the trainers had finished before the fault landed (the harness fell behind)"]
+                    return [BEHIND]
                 events = event if isinstance(event, tuple) else (event,)
                 if any(text in ln for t in whose for e in events for ln in s.c.lines(t, e)):
                     return []
@@ -538,7 +553,11 @@ def main():
             bases[b] = reference(base_s.c, t)
             print("time %s total_s=%.1f" % (b, t), flush=True)
         for n in names:
-            ok, _ = run(Scenario(work, parts.get(family(n), parts[None]), n), SCENARIOS[n], bases[base_of(n)])
+            s = Scenario(work, parts.get(family(n), parts[None]), n)
+            ok, _ = run(s, SCENARIOS[n], bases[base_of(n)], retry_behind=True)
+            if s.behind:
+                s = Scenario(work, parts.get(family(n), parts[None]), n, subdir=n + "-again")
+                ok, _ = run(s, SCENARIOS[n], bases[base_of(n)])
             keep |= not ok
         return 0
     finally:
