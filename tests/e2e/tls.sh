@@ -27,6 +27,9 @@
 #     wildcard name covers one left-most label, as libnng's engine did.
 # The certificates are made here with openssl (ECDSA P-256, valid 2 days).
 . "$(dirname "$0")/lib.bash"
+# The GnuTLS engine under test (the default is libnng's: libcommon/tls.h);
+# a --tls-engine flag below still overrides it.
+export GNN_TLS_ENGINE=gnutls
 if ! command -v openssl >/dev/null; then
 	skip tls "openssl is not installed (make deps installs it)"
 	exit 0
