@@ -699,11 +699,11 @@ pod_ready() {
 	[ "$(kc get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
-# What a stalled run's pods were saying: the last lines of each trainer's
-# and sampler's log (CI keeps only this script's output).
+# What a stalled run's pods were saying: the last lines of each trainer's,
+# sampler's and graph store's log (CI keeps only this script's output).
 pods_tail() {
 	local p
-	for p in $(kc get pods -l 'app.kubernetes.io/component in (trainer,sampler)' -o name 2>/dev/null); do
+	for p in $(kc get pods -l 'app.kubernetes.io/component in (trainer,sampler,graphstore)' -o name 2>/dev/null); do
 		echo "--- last lines of ${p#pod/}:" >&2
 		kc logs "$p" --tail=25 2>&1 | cut -c1-400 >&2
 	done
