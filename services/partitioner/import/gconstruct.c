@@ -1107,7 +1107,7 @@ int pt_import_gconstruct(const struct pt_import_opts *o, const char *path, uint6
 {
 	struct gc c = { .path = path, .label_node = -1 };
 	struct pt_ogb_edges e = { .typed = true };
-	char why[256], types[1024], rels[2048];
+	char types[1024], rels[2048];
 	const struct node_desc *ld;
 	int64_t input;
 	int rc;
@@ -1121,18 +1121,8 @@ int pt_import_gconstruct(const struct pt_import_opts *o, const char *path, uint6
 	    (rc = globalise(&c, g, &e)) != GNN_OK)
 		goto out;
 	input = e.m;
-	if (!o->keep_directed && (rc = pt_ogb_add_reverses(g, &e)) != GNN_OK)
+	if ((rc = pt_ogb_build_typed(g, &e, o->keep_directed, path)) != GNN_OK)
 		goto out;
-	if (gnn_schema_check(&g->schema, why, sizeof(why)) != GNN_OK) {
-		GNN_ERROR("bad_config", "file=%s reason=\"%s\"", path, why);
-		rc = GNN_EINVAL;
-		goto out;
-	}
-	rc = pt_graph_build_csr(g, g->num_nodes, e.src, e.dst, e.rel, e.m, false);
-	memset(&e, 0, sizeof(e)); /* pt_graph_build_csr freed the arrays */
-	if (rc != GNN_OK)
-		goto out;
-	g->symmetric = !o->keep_directed;
 	ld = &c.node[c.label_node];
 	if ((rc = set_labels(&c, o->num_classes, g)) != GNN_OK)
 		goto out;

@@ -454,7 +454,7 @@ out:
 int pt_import_hetero(const struct pt_import_opts *o, const char *raw, const char *split, struct pt_graph *g)
 {
 	struct pt_ogb_edges e = { .typed = true };
-	char why[256], types[1024], rels[2048];
+	char file[4200], types[1024], rels[2048];
 	int64_t input;
 	int rc;
 
@@ -465,18 +465,9 @@ int pt_import_hetero(const struct pt_import_opts *o, const char *raw, const char
 	if ((rc = read_relations(raw, g, &e)) != GNN_OK)
 		goto out_edges;
 	input = e.m;
-	if (!o->keep_directed && (rc = pt_ogb_add_reverses(g, &e)) != GNN_OK)
-		goto out_edges;
-	if (gnn_schema_check(&g->schema, why, sizeof(why)) != GNN_OK) {
-		GNN_ERROR("bad_input", "file=%s/triplet-type-list.csv.gz reason=\"%s\"", raw, why);
-		rc = GNN_EFORMAT;
-		goto out_edges;
-	}
-	rc = pt_graph_build_csr(g, g->num_nodes, e.src, e.dst, e.rel, e.m, false);
-	memset(&e, 0, sizeof(e));  /* pt_graph_build_csr freed the arrays */
-	if (rc != GNN_OK)
+	snprintf(file, sizeof(file), "%s/triplet-type-list.csv.gz", raw);
+	if ((rc = pt_ogb_build_typed(g, &e, o->keep_directed, file)) != GNN_OK)
 		return rc;
-	g->symmetric = !o->keep_directed;  /* each edge's reverse is in its relation or rev_ */
 	if ((rc = read_labels(raw, g, o->num_classes)) != GNN_OK || (rc = read_features(raw, g)) != GNN_OK ||
 	    (rc = read_split(split, g)) != GNN_OK)
 		return rc;

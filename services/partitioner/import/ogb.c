@@ -370,3 +370,24 @@ int pt_ogb_add_reverses(struct pt_graph *g, struct pt_ogb_edges *e)
 	e->m = 2 * m;
 	return GNN_OK;
 }
+
+int pt_ogb_build_typed(struct pt_graph *g, struct pt_ogb_edges *e, bool keep_directed, const char *file)
+{
+	char why[256];
+	int rc;
+
+	if (!keep_directed && (rc = pt_ogb_add_reverses(g, e)) != GNN_OK)
+		goto fail;
+	if (gnn_schema_check(&g->schema, why, sizeof(why)) != GNN_OK) {
+		GNN_ERROR("bad_input", "file=%s reason=\"%s\"", file, why);
+		rc = GNN_EFORMAT;
+		goto fail;
+	}
+	rc = pt_graph_build_csr(g, g->num_nodes, e->src, e->dst, e->rel, e->m, false);
+	memset(e, 0, sizeof(*e)); /* pt_graph_build_csr freed the arrays */
+	g->symmetric = !keep_directed; /* each edge's reverse is in its relation or rev_ */
+	return rc;
+fail:
+	pt_ogb_edges_free(e);
+	return rc;
+}

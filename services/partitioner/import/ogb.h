@@ -48,6 +48,12 @@ int pt_ogb_read_edges(const char *dir, const struct pt_graph *g, uint32_t r, int
  * GNN_NAME_MAX and that g->schema has room for them. */
 int pt_ogb_add_reverses(struct pt_graph *g, struct pt_ogb_edges *e);
 
+/* The typed edges e into g's CSR: every edge's reverse added unless
+ * keep_directed (pt_ogb_add_reverses), the schema checked (an error names
+ * file), then pt_graph_build_csr, which takes e's arrays (e is zeroed,
+ * also on error); g->symmetric set. */
+int pt_ogb_build_typed(struct pt_graph *g, struct pt_ogb_edges *e, bool keep_directed, const char *file);
+
 /* Reads the label type's labels (one a line, an integer class or "nan" for
  * none) from DIR/node-label.csv into g->labels (allocated by the caller,
  * num_nodes entries) at the type's rows, and sets g->num_classes: num_classes,
