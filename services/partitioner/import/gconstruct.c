@@ -1006,9 +1006,9 @@ static int attach_npy(struct gc *c, const struct node_desc *d, const char *scrat
 	if (!gnn_npy_type_float(h->type) || h->ndim != 2 || h->rows != (uint64_t)n || h->cols == 0 || h->cols > 65536) {
 		snprintf(why, sizeof(why), "expected (%" PRId64 ", D) floats, one row per %s node in its files' order, got %s (%" PRIu64 ", %" PRIu64 ")",
 			 n, g->schema.types[d->type].name, gnn_npy_type_name(h->type), h->rows, h->cols);
-		GNN_ERROR("bad_input", "file=%s reason=\"%s\"", path, why);
+		rc = pt_nparr_fail(a, why);
 		pt_nparr_close(a);
-		return GNN_EFORMAT;
+		return rc;
 	}
 	if ((rc = pt_nparr_rows(a, scratch)) != GNN_OK) {
 		pt_nparr_close(a);

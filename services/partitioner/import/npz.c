@@ -39,7 +39,7 @@ struct pt_nparr {
 	size_t map_len;
 };
 
-static int fail(const struct pt_nparr *a, const char *why)
+int pt_nparr_fail(const struct pt_nparr *a, const char *why)
 {
 	GNN_ERROR("bad_input", "file=%s reason=\"%s\"", a->where, why);
 	return GNN_EFORMAT;
@@ -118,7 +118,7 @@ static int zread(struct pt_nparr *a, void *buf, uint64_t bytes)
 		if (k <= 0) {
 			snprintf(why, sizeof(why), "%s", k == 0 ? "member ends early (truncated)"
 								: zip_error_strerror(zip_file_get_error(a->f)));
-			return fail(a, why);
+			return pt_nparr_fail(a, why);
 		}
 		bytes -= (uint64_t)k;
 		if (buf != NULL)
@@ -140,13 +140,13 @@ static int member_start(struct pt_nparr *a, bool parse)
 		zip_fclose(a->f);
 	if ((a->f = zip_fopen_index(a->z->zip, (zip_uint64_t)a->index, 0)) == NULL) {
 		snprintf(why, sizeof(why), "cannot read: %s", zip_error_strerror(zip_get_error(a->z->zip)));
-		return fail(a, why);
+		return pt_nparr_fail(a, why);
 	}
 	a->pos = 0;
 	if (!parse) /* the header's length is known: skip it */
 		return zread(a, NULL, a->h.data_off);
 	if (zip_stat_index(a->z->zip, (zip_uint64_t)a->index, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
-		return fail(a, "cannot stat the member");
+		return pt_nparr_fail(a, "cannot stat the member");
 	got = st.size < GNN_NPY_PREAMBLE ? (size_t)st.size : GNN_NPY_PREAMBLE;
 	if ((rc = zread(a, head, got)) != GNN_OK)
 		return rc;
@@ -156,12 +156,12 @@ static int member_start(struct pt_nparr *a, bool parse)
 	if (need > got && need <= sizeof(head) && need <= st.size)
 		got = need;
 	if (gnn_npy_parse(head, got, &a->h, why, sizeof(why)) != GNN_OK)
-		return fail(a, why);
+		return pt_nparr_fail(a, why);
 	if (st.size - a->h.data_off != a->h.count * a->h.elem) {
 		snprintf(why, sizeof(why), "its shape (%" PRIu64 " x %" PRIu64 " %s) needs %" PRIu64 " data bytes, the member has %" PRIu64,
 			 a->h.rows, a->h.cols, gnn_npy_type_name(a->h.type), a->h.count * a->h.elem,
 			 (uint64_t)st.size - a->h.data_off);
-		return fail(a, why);
+		return pt_nparr_fail(a, why);
 	}
 	a->src = st.valid & ZIP_STAT_COMP_METHOD && st.comp_method == ZIP_CM_STORE ? NPARR_STORED : NPARR_DEFLATED;
 	return GNN_OK;
@@ -241,14 +241,14 @@ int pt_nparr_read(struct pt_nparr *a, uint64_t first, uint64_t n, void *out)
 	int rc;
 
 	if (first > a->h.count || n > a->h.count - first)
-		return fail(a, "read beyond the array (a bug)");
+		return pt_nparr_fail(a, "read beyond the array (a bug)");
 	if (a->src == NPARR_MAPPED) {
 		memcpy(out, a->data + first * a->h.elem, n * a->h.elem);
 		return GNN_OK;
 	}
 	if (first != a->pos && a->src == NPARR_STORED) {
 		if (zip_fseek(a->f, (zip_int64_t)(a->h.data_off + first * a->h.elem), SEEK_SET) != 0)
-			return fail(a, zip_error_strerror(zip_file_get_error(a->f)));
+			return pt_nparr_fail(a, zip_error_strerror(zip_file_get_error(a->f)));
 		a->pos = first;
 	}
 	if (first < a->pos && (rc = member_start(a, false)) != GNN_OK)
@@ -286,7 +286,7 @@ static int member_to_scratch(struct pt_nparr *a, const char *scratch)
 
 		if ((rc = pt_nparr_read(a, i, n, buf)) == GNN_OK && write(fd, buf, n * a->h.elem) != (ssize_t)(n * a->h.elem)) {
 			snprintf(why, sizeof(why), "writing its copy in %s: %s", scratch, strerror(errno));
-			(void)fail(a, why);
+			(void)pt_nparr_fail(a, why);
 			rc = GNN_EIO;
 		}
 	}
@@ -294,7 +294,7 @@ static int member_to_scratch(struct pt_nparr *a, const char *scratch)
 		a->map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
 		if (a->map == MAP_FAILED) {
 			a->map = NULL;
-			(void)fail(a, "cannot map its scratch copy");
+			(void)pt_nparr_fail(a, "cannot map its scratch copy");
 			rc = GNN_EIO;
 		}
 	}
@@ -325,13 +325,13 @@ int pt_nparr_row_f32(struct pt_nparr *a, uint64_t row, float *out)
 	int rc;
 
 	if (row >= a->h.rows)
-		return fail(a, "row beyond the array (a bug)");
+		return pt_nparr_fail(a, "row beyond the array (a bug)");
 	if (a->src == NPARR_MAPPED) {
 		gnn_npy_to_f32(a->data + row * a->h.cols * a->h.elem, a->h.type, a->h.cols, out);
 		return GNN_OK;
 	}
 	if (a->row == NULL)
-		return fail(a, "rows read before pt_nparr_rows (a bug)");
+		return pt_nparr_fail(a, "rows read before pt_nparr_rows (a bug)");
 	if ((rc = pt_nparr_read(a, row * a->h.cols, a->h.cols, a->row)) != GNN_OK)
 		return rc;
 	gnn_npy_to_f32(a->row, a->h.type, a->h.cols, out);

@@ -45,6 +45,8 @@ void pt_nparr_close(struct pt_nparr *a);
 const struct gnn_npy_header *pt_nparr_header(const struct pt_nparr *a);
 /* "FILE" or "FILE member NAME", for messages. */
 const char *pt_nparr_where(const struct pt_nparr *a);
+/* Logs why against a's file and member; returns GNN_EFORMAT. */
+int pt_nparr_fail(const struct pt_nparr *a, const char *why);
 
 /* Reads n elements from element first on (raw, in the array's type) into
  * out. Reading on from where the last read ended is cheapest; a deflated

@@ -29,12 +29,6 @@
 
 #define CHUNK (1u << 20) /* elements per streamed read */
 
-static int bad(const struct pt_nparr *a, const char *why)
-{
-	GNN_ERROR("bad_input", "file=%s reason=\"%s\"", pt_nparr_where(a), why);
-	return GNN_EFORMAT;
-}
-
 static bool is_int(enum gnn_npy_type t)
 {
 	return t != GNN_NPY_BOOL && !gnn_npy_type_float(t);
@@ -53,16 +47,16 @@ static int read_count(struct pt_npz *z, const char *name, int64_t max, int64_t *
 		return rc;
 	const struct gnn_npy_header *h = pt_nparr_header(a);
 	if (!is_int(h->type))
-		rc = bad(a, "not an integer array");
+		rc = pt_nparr_fail(a, "not an integer array");
 	else if (h->count != 1) {
 		snprintf(why, sizeof(why), "%" PRIu64 " graphs: gnn-dist reads one graph (a node-property dataset)",
 			 h->count);
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 	} else if ((rc = pt_nparr_read(a, 0, 1, raw)) == GNN_OK &&
 		   (!gnn_npy_get_i64(raw, h->type, 0, &v) || v < 0 || v > max)) {
 		snprintf(why, sizeof(why), "count out of range [0, %" PRId64 "]%s", max,
 			 max == INT32_MAX ? " (METIS 5.1's 32-bit IDs)" : "");
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 	}
 	pt_nparr_close(a);
 	*out = v;
@@ -89,7 +83,7 @@ static int read_id_row(struct pt_nparr *a, uint64_t row, int64_t n, int32_t *ids
 			if (!gnn_npy_get_i64(buf, h->type, j, &v) || v < 0 || v >= n) {
 				snprintf(why, sizeof(why), "edge %" PRIu64 ": %s node %" PRId64 " does not exist (%" PRId64 " nodes)",
 					 i + j, row == 0 ? "source" : "destination", v, n);
-				return bad(a, why);
+				return pt_nparr_fail(a, why);
 			}
 			ids[i + j] = (int32_t)v;
 		}
@@ -111,16 +105,16 @@ static int read_edges(struct pt_npz *z, int64_t n, int64_t hint, struct pt_ogb_e
 	if (!is_int(h->type) || h->ndim != 2 || h->rows != 2) {
 		snprintf(why, sizeof(why), "expected a (2, E) integer array, got %s with %d dimension(s) of %" PRIu64,
 			 gnn_npy_type_name(h->type), h->ndim, h->rows);
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 		goto out;
 	}
 	if (h->cols > INT32_MAX) {
-		rc = bad(a, "more than 2147483647 edges");
+		rc = pt_nparr_fail(a, "more than 2147483647 edges");
 		goto out;
 	}
 	if (hint >= 0 && (uint64_t)hint != h->cols) {
 		snprintf(why, sizeof(why), "%" PRIu64 " edges, num_edges_list says %" PRId64, h->cols, hint);
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 		goto out;
 	}
 	if ((rc = pt_ogb_edges_reserve(e, (int64_t)h->cols)) != GNN_OK || (buf = malloc((size_t)CHUNK * h->elem)) == NULL) {
@@ -154,7 +148,7 @@ static int read_labels(const char *raw, struct pt_graph *g, int64_t num_classes)
 	if (h->type == GNN_NPY_BOOL || h->rows != (uint64_t)n || h->cols != 1) {
 		snprintf(why, sizeof(why), "expected (%" PRId64 ", 1) or (%" PRId64 ",) numbers, got %s (%" PRIu64 ", %" PRIu64 ")",
 			 n, n, gnn_npy_type_name(h->type), h->rows, h->cols);
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 		goto out;
 	}
 	if ((buf = malloc((size_t)CHUNK * h->elem)) == NULL) {
@@ -176,7 +170,7 @@ static int read_labels(const char *raw, struct pt_graph *g, int64_t num_classes)
 			if (x != floor(x) || x < 0 || x >= (double)bound) {
 				snprintf(why, sizeof(why), "node %" PRIu64 ": label %g out of range: an integer in [0, %" PRId64 ") or NaN",
 					 i + j, x, bound);
-				rc = bad(a, why);
+				rc = pt_nparr_fail(a, why);
 				break;
 			}
 			g->labels[i + j] = (int32_t)x;
@@ -185,7 +179,7 @@ static int read_labels(const char *raw, struct pt_graph *g, int64_t num_classes)
 		}
 	}
 	if (rc == GNN_OK && max < 0)
-		rc = bad(a, "no labelled node");
+		rc = pt_nparr_fail(a, "no labelled node");
 	if (rc == GNN_OK)
 		g->num_classes = (int32_t)(num_classes > 0 ? num_classes : max + 1);
 out:
@@ -222,7 +216,7 @@ static int open_features(struct pt_npz **zp, const char *raw, const struct pt_im
 	    h->cols > 65536) {
 		snprintf(why, sizeof(why), "expected (%" PRId64 ", D) floats with 1 <= D <= 65536, got %s (%" PRIu64 ", %" PRIu64 ")",
 			 g->num_nodes, gnn_npy_type_name(h->type), h->rows, h->cols);
-		rc = bad(a, why);
+		rc = pt_nparr_fail(a, why);
 		pt_nparr_close(a);
 		return rc;
 	}
