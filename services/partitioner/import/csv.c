@@ -13,15 +13,28 @@
 
 int pt_csv_open(struct pt_csv *c, const char *dir, const char *name)
 {
+	char path[sizeof(c->path)];
 	struct stat st;
 
+	/* NAME.gz, else NAME when it exists (neither: the error names NAME.gz) */
+	snprintf(path, sizeof(path), "%s/%s.gz", dir, name);
+	if (stat(path, &st) != 0) {
+		char plain[sizeof(c->path)];
+
+		snprintf(plain, sizeof(plain), "%s/%s", dir, name);
+		if (stat(plain, &st) == 0)
+			memcpy(path, plain, sizeof(path));
+	}
+	return pt_csv_open_path(c, path);
+}
+
+int pt_csv_open_path(struct pt_csv *c, const char *path)
+{
 	memset(c, 0, sizeof(*c));
-	snprintf(c->path, sizeof(c->path), "%s/%s.gz", dir, name);
-	if (stat(c->path, &st) != 0)
-		snprintf(c->path, sizeof(c->path), "%s/%s", dir, name);
+	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->gz = gzopen(c->path, "rb");
 	if (c->gz == NULL) {
-		GNN_ERROR("open_failed", "file=%s.gz error=\"%s\"", c->path, strerror(errno ? errno : ENOENT));
+		GNN_ERROR("open_failed", "file=%s error=\"%s\"", c->path, strerror(errno ? errno : ENOENT));
 		return errno == ENOENT ? GNN_ENOENT : GNN_EIO;
 	}
 	gzbuffer(c->gz, 1 << 18);

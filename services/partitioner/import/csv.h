@@ -22,6 +22,8 @@ struct pt_csv {
 /* Opens DIR/NAME.gz, else DIR/NAME without .gz. GNN_ENOENT (logged) when
  * neither exists. pt_csv_close releases it. */
 int pt_csv_open(struct pt_csv *c, const char *dir, const char *name);
+/* Opens exactly path (gzip or plain, as zlib finds it). */
+int pt_csv_open_path(struct pt_csv *c, const char *path);
 void pt_csv_close(struct pt_csv *c);
 
 /* Logs why (the error's detail) against the file and its current line;

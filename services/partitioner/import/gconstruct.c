@@ -354,17 +354,11 @@ static void table_close(struct table *t)
 
 static int table_open(struct table *t, const char *path, char sep)
 {
-	char dir[4200], *slash, *line;
+	char *line;
 	int rc, n;
 
 	memset(t, 0, sizeof(*t));
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	*slash = '\0';
-	/* pt_csv_open prefers NAME.gz: a path ending in .gz names that file */
-	if (strlen(slash + 1) > 3 && strcmp(slash + 1 + strlen(slash + 1) - 3, ".gz") == 0)
-		slash[1 + strlen(slash + 1) - 3] = '\0';
-	if ((rc = pt_csv_open(&t->csv, dir, slash + 1)) != GNN_OK)
+	if ((rc = pt_csv_open_path(&t->csv, path)) != GNN_OK)
 		return rc;
 	t->sep = sep;
 	if ((rc = pt_csv_next(&t->csv, &line)) != 1) {
@@ -945,7 +939,7 @@ static int split_by_pct(const struct node_desc *d, uint64_t seed, struct pt_grap
 static int split_by_files(struct gc *c, const struct node_desc *d, struct pt_graph *g)
 {
 	static const uint8_t code[3] = { GNN_SPLIT_TRAIN, GNN_SPLIT_VALID, GNN_SPLIT_TEST };
-	char path[4200], dir[4200], *slash, *line, why[300];
+	char path[4200], *line, why[300];
 	int rc = GNN_OK;
 
 	for (int k = 0; k < 3 && rc == GNN_OK; k++) {
@@ -954,12 +948,7 @@ static int split_by_files(struct gc *c, const struct node_desc *d, struct pt_gra
 		if (d->split_file[k] == NULL)
 			continue;
 		resolve(c, d->split_file[k], path, sizeof(path));
-		snprintf(dir, sizeof(dir), "%s", path);
-		slash = strrchr(dir, '/');
-		*slash = '\0';
-		if (strlen(slash + 1) > 3 && strcmp(slash + 1 + strlen(slash + 1) - 3, ".gz") == 0)
-			slash[1 + strlen(slash + 1) - 3] = '\0';
-		if ((rc = pt_csv_open(&f, dir, slash + 1)) != GNN_OK)
+		if ((rc = pt_csv_open_path(&f, path)) != GNN_OK)
 			return rc;
 		while ((rc = pt_csv_next(&f, &line)) == 1) {
 			int64_t i;
