@@ -28,12 +28,9 @@ struct gnn_tls_paths {
 	const char *ca, *cert, *key, *engine;
 };
 
-/* The engines --tls-engine takes (gnn-local passes its own on), and the
- * default: libnng's own while the GnuTLS engine is suspected of a stall
- * when a peer vanishes (on a cluster, a graph store answered no one for
- * 139 s after samplers were scaled down; not reproduced on libnng's). */
+/* The engines --tls-engine takes (gnn-local passes its own on), and the default. */
 #define GNN_TLS_ENGINES "gnutls|mbedtls"
-#define GNN_TLS_ENGINE_DEFAULT "mbedtls"
+#define GNN_TLS_ENGINE_DEFAULT "gnutls"
 
 /* The option rows of the data-plane domain (--tls-ca, --tls-cert,
  * --tls-key; GNN_TLS_CA ...) into a struct gnn_tls_paths p. */

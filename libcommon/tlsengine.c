@@ -26,6 +26,9 @@
  * is larger (bounded holding; the SP transports read exact lengths). */
 #define RECV_HOLD (4u << 20)
 #define ERR_LEN 256
+/* Records without data GnuTLS may take in a row in one receive (key
+ * updates, empty records) before the peer is taken for a flood. */
+#define MAX_EMPTY_RECORDS 1024
 
 /* A connection's life: the handshake, then records both ways; FAILED
  * keeps the error that ended it, CLOSED follows a close (close_notify
@@ -51,6 +54,7 @@ struct nng_tls_engine_conn {
 	enum conn_state state;
 	int err;          /* CONN_FAILED: the nng error */
 	int io_err;       /* an nng error of the lower layer, seen by pull or flush */
+	bool starved;     /* the last pull found nng's buffer empty: a TCP receive is pending */
 	bool client, verified;
 	const char *name;        /* client: the server's expected name (the config's) */
 	unsigned verify_status;  /* client: GnuTLS's verdict on the server's certificate */
@@ -221,6 +225,7 @@ static ssize_t pull(gnutls_transport_ptr_t p, void *data, size_t len)
 	size_t n = len;
 	int rv = nng_tls_engine_recv(c->tls, data, &n);
 
+	c->starved = rv == NNG_EAGAIN;
 	if (rv == 0)
 		return (ssize_t)n;
 	if (rv != NNG_EAGAIN)
@@ -467,6 +472,19 @@ static void log_refusal(struct nng_tls_engine_conn *c, int rv)
 	gnutls_free(why.data);
 }
 
+/* Whether GnuTLS's rv asks to be called again although the wire may hold
+ * more: GnuTLS also says AGAIN after a record it took without data for
+ * the caller (a TLS 1.3 key update, which it sends by itself after 2^24
+ * records; an empty record; a short read). The bytes behind that record
+ * may already sit in nng's buffer, where no TCP callback will announce
+ * them: waiting then stalls the link for good (seen on a cluster, every
+ * call to a graph store timing out). Only a pull that found nng's buffer
+ * empty (c->starved: a TCP receive is pending) means wait. */
+static bool call_again(struct nng_tls_engine_conn *c, int rv)
+{
+	return (rv == GNUTLS_E_AGAIN || rv == GNUTLS_E_INTERRUPTED) && !c->starved;
+}
+
 /* Drives the handshake: 0 once it is done and its last flight is in nng's
  * buffer, NNG_EAGAIN while it waits for the wire, else the error. */
 static int conn_handshake(nng_tls_engine_conn *c)
@@ -485,7 +503,14 @@ static int conn_handshake(nng_tls_engine_conn *c)
 	case CONN_HANDSHAKE:
 		break;
 	}
-	rv = gnutls_handshake(c->s);
+	for (int n = 0; n == 0 || call_again(c, rv); n++) {
+		if (n == MAX_EMPTY_RECORDS) {
+			rv = GNUTLS_E_TOO_MANY_HANDSHAKE_PACKETS;
+			break;
+		}
+		c->starved = false;
+		rv = gnutls_handshake(c->s);
+	}
 	if ((err = flush(c)) != 0)
 		return fail(c, err);
 	if (rv == GNUTLS_E_AGAIN || rv == GNUTLS_E_INTERRUPTED)
@@ -547,21 +572,29 @@ static int conn_send(nng_tls_engine_conn *c, const uint8_t *buf, size_t *szp)
 static int conn_recv(nng_tls_engine_conn *c, uint8_t *buf, size_t *szp)
 {
 	size_t want = *szp, got = c->recv_got;
-	int rv;
+	int rv, empty = 0;
 
 	if ((rv = conn_handshake(c)) != 0 && !(rv == NNG_EAGAIN && c->state == CONN_OPEN))
 		return rv;
 	if (want > RECV_HOLD)
 		want = RECV_HOLD;
 	while (got < want) {
-		ssize_t k = gnutls_record_recv(c->s, buf + got, want - got);
+		ssize_t k;
 
+		c->starved = false;
+		k = gnutls_record_recv(c->s, buf + got, want - got);
 		if (k > 0) {
 			got += (size_t)k;
+			empty = 0;
 			continue;
 		}
-		if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED)
-			break;
+		if (call_again(c, (int)k) && ++empty <= MAX_EMPTY_RECORDS)
+			continue;
+		if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED) {
+			if (c->starved)
+				break;
+			k = GNUTLS_E_TOO_MANY_EMPTY_PACKETS;
+		}
 		rv = k == 0 ? fail(c, NNG_ECLOSED) : abort_conn(c, (int)k);
 		if (got == 0)
 			return rv;

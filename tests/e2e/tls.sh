@@ -20,16 +20,14 @@
 #   - the engine (gnutls by default) and the suites in the links line, the
 #     negotiated suite in /metrics; misbehaving peers (tests/tools/tlspeer.py:
 #     a ClientHello cut short, garbage after the handshake, an expired client
-#     certificate) are turned away and the store serves on; a server
-#     certificate naming an IP address only is served to a dialer of that
-#     address (gnutls; libnng's mbed TLS refuses it), and libnng's engine
+#     certificate) are turned away and the store serves on; a client's
+#     TLS 1.3 key updates do not stall its link (tests/tools/tlskeyupdate);
+#     a server certificate naming an IP address only is served to a dialer
+#     of that address (gnutls; libnng's mbed TLS refuses it), and libnng's engine
 #     (--tls-engine mbedtls, TLS 1.2) still reaches a gnutls store; a
 #     wildcard name covers one left-most label, as libnng's engine did.
 # The certificates are made here with openssl (ECDSA P-256, valid 2 days).
 . "$(dirname "$0")/lib.bash"
-# The GnuTLS engine under test (the default is libnng's: libcommon/tls.h);
-# a --tls-engine flag below still overrides it.
-export GNN_TLS_ENGINE=gnutls
 if ! command -v openssl >/dev/null; then
 	skip tls "openssl is not installed (make deps installs it)"
 	exit 0
@@ -207,6 +205,16 @@ ok3=$(info 20000 --store "$g0" $(tls client data))
 check tls_misbehaving_peers "a store turns away a ClientHello cut short ($pe_trunc), garbage after the handshake ($pe_garbage: the connection closed), an expired client certificate ($pe_expired) and another CA's, sent regardless ($pe_other), accepts a valid one ($pe_valid), and answers gnn-cli after ($ok3)" \
 	bash -c "[ '$pe_valid' = accepted ] && [ '$pe_trunc' = sent ] && [ '$pe_garbage' = closed ] &&
 		[ '$pe_expired' = refused ] && [ '$pe_other' = refused ] && [ '$ok3' = 0 ] && kill -0 ${PIDS[0]}"
+# A TLS 1.3 key update (any peer may send one; GnuTLS does after 2^24
+# records on a connection) arriving in one read with the request behind
+# it: the engine must go on to the request rather than wait for the wire
+# (it did, and the link stalled for good: every call to that store timed
+# out). tlskeyupdate: a request, then one after a key update, then one
+# after an update the store must answer in kind.
+ku=$(timeout 60 "$BUILD/tests/tlskeyupdate" "$p0port" "$C/data.crt" "$C/client.crt" "$C/client.key" 2>&1)
+ku_after=$(info 20000 --store "$g0" $(tls client data))
+check tls_key_update "a store answers the requests that follow a client's TLS 1.3 key updates on one connection ($ku), and gnn-cli after ($ku_after)" \
+	bash -c "[ '$ku' = replies=3 ] && [ '$ku_after' = 0 ]"
 # shellcheck disable=SC2046
 store 0 "$WORK/ip.log" $(tls ipsrv data)
 wait_for 30 grep -q " ready part=" "$WORK/ip.log"
