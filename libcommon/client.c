@@ -282,7 +282,7 @@ static bool ended_early(struct gnn_call *call, struct pending *p, int rv, bool c
 {
 	if (rv != 0 && atomic_load(&call->client->aborted))
 		abandoned(call, p);
-	else if (conn_lost && call->client->failover)
+	else if (conn_lost && (call->client->failover || call->failover))
 		unavailable(call, p, what);
 	else
 		return false;
@@ -292,6 +292,11 @@ static bool ended_early(struct gnn_call *call, struct pending *p, int rv, bool c
 static int call_timeout_ms(const struct gnn_call *call)
 {
 	return call->timeout_ms > 0 ? call->timeout_ms : call->client->timeout_ms;
+}
+
+static int call_retries(const struct gnn_call *call)
+{
+	return call->failover ? 0 : call->client->retries;
 }
 
 /* Starts the send of every active call, each bounded by its client's
@@ -310,7 +315,7 @@ static void start_sends(struct gnn_call *calls, struct pending *p, size_t n)
 			continue;
 		}
 		redial_if_stuck(calls[i].client);
-		if (calls[i].client->failover && !gnn_client_connected(calls[i].client)) {
+		if ((calls[i].client->failover || calls[i].failover) && !gnn_client_connected(calls[i].client)) {
 			unavailable(&calls[i], &p[i], "is not connected");
 			continue;
 		}
@@ -428,13 +433,13 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 			continue;
 		}
 		p[i].active = true;
-		if (calls[i].client->retries > max_retries)
-			max_retries = calls[i].client->retries;
+		if (call_retries(&calls[i]) > max_retries)
+			max_retries = call_retries(&calls[i]);
 	}
 	for (int round = 0; round <= max_retries; round++) {
 		attempt(calls, p, n);
 		for (size_t i = 0; i < n; i++)  /* a call that timed out tries again */
-			if (p[i].active && round >= calls[i].client->retries)
+			if (p[i].active && round >= call_retries(&calls[i]))
 				p[i].active = false;
 	}
 	for (size_t i = 0; i < n; i++) {

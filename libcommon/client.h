@@ -93,6 +93,8 @@ struct gnn_call {
 	struct gnn_client *client;
 	const struct gnn_wbuf *req;
 	int timeout_ms;            /* per attempt; 0: the client's */
+	bool failover;             /* this call alone, as a failover client's, and one attempt: the
+				    * caller has other peers (a graph store's replicas) */
 	nng_msg *reply;
 	int rc;
 	int attempts;

@@ -25,8 +25,10 @@
 
 struct gnn_multicall {
 	size_t n;                 /* calls in the batch */
-	struct gnn_call *call;    /* [n]: client, req and timeout_ms as added; rc, reply,
-				   * attempts and err as the call's last run left them */
+	struct gnn_call *call;    /* [n]: client, req and timeout_ms as added (client,
+				   * timeout_ms and failover may change before a run: a
+				   * call sent on to another replica); rc, reply, attempts
+				   * and err as the call's last run left them */
 	struct gnn_wbuf *req;     /* [n]: the requests */
 	bool *done;               /* [n]: answered and accepted: not sent again */
 	size_t cap, inited;       /* room, and request buffers initialised (kept across batches) */
@@ -35,9 +37,9 @@ struct gnn_multicall {
 void gnn_multicall_init(struct gnn_multicall *f);
 
 /* Appends a call to client c (borrowed: it must outlive the batch) with
- * an attempt timeout of timeout_ms (0: the client's; f->call[i].timeout_ms
- * may change until the run): *req is its request buffer, empty, for the
- * caller to encode into (valid until the next add). GNN_ENOMEM. */
+ * an attempt timeout of timeout_ms (0: the client's): *req is its request
+ * buffer, empty, for the caller to encode into (valid until the next
+ * add). GNN_ENOMEM. */
 int gnn_multicall_add(struct gnn_multicall *f, struct gnn_client *c, int timeout_ms, struct gnn_wbuf **req);
 
 /* What a run does with call i's result c: c->rc, c->attempts and c->err

@@ -42,7 +42,7 @@
 struct loc_config {
 	const char *dataset, *split, *synthetic, *partition_dir, *workdir, *checkpoint_dir, *feature_dtype;
 	const char *feat_norm;  /* gnn-partition --feat-norm */
-	int64_t parts, samplers, trainers;
+	int64_t parts, samplers, trainers, graphstore_replicas;
 	/* The model table's options (modelcfg.h): those given, or set by the
 	 * link defaults, are passed to the trainers (mc.given); the others
 	 * hold the trainer's defaults, so reading any of them is safe. */
@@ -93,9 +93,10 @@ struct loc_run {
 	char dataset[PATH_MAX];   /* absolute --dataset, "" for --synthetic */
 	char ckptdir[PATH_MAX], ckptdir_baseline[PATH_MAX];
 	int parts;
+	int stores;                      /* graph stores: parts x --graphstore-replicas */
 	struct loc_procs procs;
 	char *store_urls, *sampler_urls; /* comma-separated nng URLs (owned) */
-	int *sampler_http, *store_http;  /* HTTP ports (owned), [samplers] and [parts] */
+	int *sampler_http, *store_http;  /* HTTP ports (owned), [samplers] and [stores] */
 	struct loc_proc *failed;         /* the component whose failure ended the run */
 	const char *failure;             /* what went wrong, for the report */
 	double t_start, t_partition, t_ready;

@@ -49,7 +49,7 @@ void loc_report_result(const struct loc_run *r)
 	else
 		printf("graph          %s, %d partitions in %s\n", cfg->dataset ? r->dataset : "(given)", r->parts,
 		       r->partdir);
-	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->parts,
+	printf("components     %d graph stores, %lld samplers, %lld trainers on 127.0.0.1\n", r->stores,
 	       (long long)cfg->samplers, (long long)cfg->trainers);
 	if (cfg->tls)
 		printf("tls            mutual on every link and HTTPS; throwaway certificates (valid %d days) in %s\n",

@@ -13,24 +13,25 @@
 #define WAIT_LOG_PERIOD_S 10.0
 #define READYZ_TIMEOUT_MS 1000
 
-/* graphstore-p: partition p of the output, served on ports[p] (nng) and
- * ports[P + p] (HTTP). ports: [store nng | store http | sampler nng |
+/* graphstore-i: partition i mod P of the output (store i is replica
+ * i / P of it), served on ports[i] (nng) and ports[N + i] (HTTP), N the
+ * number of stores. ports: [store nng | store http | sampler nng |
  * sampler http]. */
-static int start_store(struct loc_run *r, size_t p, const int *ports)
+static int start_store(struct loc_run *r, size_t i, const int *ports)
 {
 	const struct loc_config *cfg = r->cfg;
-	size_t P = (size_t)r->parts;
+	size_t N = (size_t)r->stores, p = i % (size_t)r->parts;
 	struct loc_argv a = { 0 };
 	char name[LOC_NAME_MAX];
 	int rc;
 
-	snprintf(name, sizeof(name), "graphstore-%zu", p);
+	snprintf(name, sizeof(name), "graphstore-%zu", i);
 	/* --wait-data 0: the partition output is complete already. */
 	if ((rc = loc_argv_add(&a, "gnn-graphstore")) || (rc = loc_argv_add(&a, "--data=%s", r->partdir)) ||
 	    (rc = loc_argv_add(&a, "--part=%zu", p)) ||
-	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[p])) ||
+	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[i])) ||
 	    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
-	    (rc = loc_argv_add(&a, "--http-port=%d", ports[P + p])) ||
+	    (rc = loc_argv_add(&a, "--http-port=%d", ports[N + i])) ||
 	    (rc = loc_argv_add(&a, "--wait-data=0")) ||
 	    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)))
 		goto free_argv;
@@ -40,12 +41,12 @@ free_argv:
 	return rc;
 }
 
-/* sampler-s over every graph store, on ports[2P + s] (nng) and
- * ports[2P + S + s] (HTTP); ports as start_store's. */
+/* sampler-s over every graph store, on ports[2N + s] (nng) and
+ * ports[2N + S + s] (HTTP); ports as start_store's. */
 static int start_sampler(struct loc_run *r, size_t s, const int *ports)
 {
 	const struct loc_config *cfg = r->cfg;
-	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers;
+	size_t P = (size_t)r->stores, S = (size_t)cfg->samplers;
 	struct loc_argv a = { 0 };
 	char name[LOC_NAME_MAX];
 	int rc;
@@ -73,8 +74,12 @@ free_argv:
 int loc_services_start(struct loc_run *r)
 {
 	const struct loc_config *cfg = r->cfg;
-	size_t P = (size_t)r->parts, S = (size_t)cfg->samplers;
-	int *ports = calloc(2 * (P + S), sizeof(*ports));
+	size_t P, S = (size_t)cfg->samplers;
+	int *ports;
+
+	r->stores = r->parts * (int)cfg->graphstore_replicas;
+	P = (size_t)r->stores;
+	ports = calloc(2 * (P + S), sizeof(*ports));
 	int rc = GNN_ENOMEM;
 
 	r->store_http = calloc(P, sizeof(*r->store_http));
@@ -127,7 +132,7 @@ static void clean_reason(char *s)
  * HTTP port; returns how many. */
 static size_t list_pending(const struct loc_run *r, struct pending *w)
 {
-	size_t P = (size_t)r->parts, S = (size_t)r->cfg->samplers, n = 0, ns = 0, nm = 0;
+	size_t P = (size_t)r->stores, S = (size_t)r->cfg->samplers, n = 0, ns = 0, nm = 0;
 
 	for (size_t i = 0; i < r->procs.n; i++) {
 		struct loc_proc *p = r->procs.v[i];
@@ -204,7 +209,7 @@ static void log_pending(struct loc_run *r, const struct pending *w, size_t n, do
 int loc_services_wait_ready(struct loc_run *r)
 {
 	const struct loc_config *cfg = r->cfg;
-	struct pending *w = calloc((size_t)r->parts + (size_t)cfg->samplers, sizeof(*w));
+	struct pending *w = calloc((size_t)r->stores + (size_t)cfg->samplers, sizeof(*w));
 	double t0 = gnn_now(), next_log = t0 + WAIT_LOG_PERIOD_S;
 	size_t n;
 	int rc = GNN_OK;
@@ -232,7 +237,7 @@ int loc_services_wait_ready(struct loc_run *r)
 			goto free_pending;
 	}
 	r->t_ready = gnn_now() - t0;
-	GNN_INFO("services_ready", "graphstores=%d samplers=%lld seconds=%.1f", r->parts, (long long)cfg->samplers,
+	GNN_INFO("services_ready", "graphstores=%d samplers=%lld seconds=%.1f", r->stores, (long long)cfg->samplers,
 		 r->t_ready);
 free_pending:
 	free(w);

@@ -36,7 +36,7 @@
 
 struct config {
 	const char *graphstores, *pattern, *listen, *http_addr;
-	int64_t count, http_port, workers, timeout_ms, retries, wait_stores, check_interval_ms,
+	int64_t count, http_port, workers, timeout_ms, retries, replica_timeout_ms, wait_stores, check_interval_ms,
 		check_timeout_ms, ids_per_call, store_down_grace_s, graph_changed_exit_s, build_budget_mb,
 		admission_wait_s, store_min_mb_per_s;
 	struct gnn_tls_paths tls;
@@ -64,6 +64,10 @@ static const struct gnn_opt options[] = {
 	  "timeout of one attempt of a graph store call" },
 	{ "retries", GNN_OPT_INT, &cfg.retries, "2", 0, 100, NULL,
 	  "extra attempts of a graph store call that timed out" },
+	{ "replica-timeout-ms", GNN_OPT_INT, &cfg.replica_timeout_ms, "500", 1, 600000, NULL,
+	  "with several graph stores for a partition (replicas), a call's first attempt on each waits this long "
+	  "(plus the bytes term of --store-min-mb-per-s), then the call goes to another replica; once every "
+	  "replica had it, attempts wait --timeout-ms" },
 	{ "wait-stores", GNN_OPT_INT, &cfg.wait_stores, "600", 0, 86400, NULL,
 	  "seconds to wait at start-up until every graph store answers" },
 	{ "check-interval-ms", GNN_OPT_INT, &cfg.check_interval_ms, "1000", 100, 600000, NULL,
@@ -122,7 +126,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	struct sampler *sm = ctx;
 	struct smp_stores_opts so = {
 		.urls = (const char *const *)sm->urls, .n = sm->nurls, .timeout_ms = (int)cfg.timeout_ms,
-		.retries = (int)cfg.retries, .check_interval_ms = (int)cfg.check_interval_ms,
+		.retries = (int)cfg.retries, .replica_timeout_ms = (int)cfg.replica_timeout_ms,
+		.check_interval_ms = (int)cfg.check_interval_ms,
 		.check_timeout_ms = (int)cfg.check_timeout_ms, .down_grace_s = (double)cfg.store_down_grace_s,
 		.changed_exit_s = (double)cfg.graph_changed_exit_s,
 		.min_bytes_per_s = (double)cfg.store_min_mb_per_s * 1048576.0, .metrics = reg };

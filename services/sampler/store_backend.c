@@ -17,6 +17,7 @@
 #include "client.h"
 #include "err.h"
 #include "multicall.h"
+#include "replica.h"
 #include "http.h"
 #include "log.h"
 #include "storeid.h"
@@ -34,7 +35,10 @@ struct store {
 	_Atomic double down_since;    /* written by the check thread */
 	struct gnn_info info;         /* from its first INFO (its layout an owned copy, gnn_layout_dup) */
 	bool answered;
-	struct gnn_counter *requests, *errors, *retries;
+	uint32_t replica;             /* its rank among its partition's stores (check_layout) */
+	struct gnn_replica rep;       /* its calls in flight, and whether to avoid it (replica.h) */
+	struct gnn_counter *requests, *errors, *retries, *failovers;
+	struct gnn_gauge *up;
 	/* Another connection to the store, never used for calls: its closing
 	 * is how a restart of the store's process shows at once, even when no
 	 * call is in flight (the INFO check only looks every interval). */
@@ -54,11 +58,13 @@ struct store {
 struct smp_stores {
 	struct store *st;
 	size_t n;
-	int check_interval_ms, timeout_ms;
+	int check_interval_ms, timeout_ms, retries, replica_timeout_ms;
 	double min_bytes_per_s;
 	double down_grace_s;
 	struct gnn_layout layout;
-	uint32_t *part_store;         /* [num_parts]: index of the store serving it */
+	/* Partition p's stores (its replicas): rep[rep_first[p] .. rep_first[p+1]) */
+	uint32_t *rep_first, *rep;
+	atomic_uint next_pick;        /* rotates the choice among equally good replicas */
 	atomic_bool connected;
 	atomic_uint_fast64_t next_req_id;
 	double changed_exit_s;        /* for the texts only: main exits */
@@ -123,7 +129,8 @@ static void watch_redial_if_stuck(struct store *st)
 static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 {
 	static const char *const label[] = { "graphstore" };
-	struct gnn_counter *req, *err, *retry;
+	struct gnn_counter *req, *err, *retry, *fail;
+	struct gnn_gauge *up;
 	int rc;
 
 	if ((rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_requests_total",
@@ -133,6 +140,12 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 				      label, 1, &err)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_retries_total",
 				      "Extra attempts of calls to a graph store after a timeout", label, 1, &retry)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_sampler_graphstore_failovers_total",
+				      "Calls sent on to another replica of the store's partition after this store "
+				      "timed out or lost its connection", label, 1, &fail)) ||
+	    (rc = gnn_metrics_gauge(reg, "gnn_sampler_graphstore_up",
+				    "1 while the store answers (its last INFO check, or a verified data answer "
+				    "since), by store", label, 1, &up)) ||
 	    (rc = gnn_metrics_gauge(reg, "gnn_sampler_graphstores_ready",
 				    "Graph stores up: they answered their last INFO check, or a verified data answer since", NULL, 0, &s->ready_gauge)))
 		return rc;
@@ -141,7 +154,9 @@ static int register_metrics(struct smp_stores *s, struct gnn_metrics *reg)
 
 		if ((rc = gnn_counter_labels(req, &name, 1, &s->st[i].requests)) ||
 		    (rc = gnn_counter_labels(err, &name, 1, &s->st[i].errors)) ||
-		    (rc = gnn_counter_labels(retry, &name, 1, &s->st[i].retries)))
+		    (rc = gnn_counter_labels(retry, &name, 1, &s->st[i].retries)) ||
+		    (rc = gnn_counter_labels(fail, &name, 1, &s->st[i].failovers)) ||
+		    (rc = gnn_gauge_labels(up, &name, 1, &s->st[i].up)))
 			return rc;
 	}
 	return GNN_OK;
@@ -192,6 +207,8 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	s->n = o->n;
 	s->check_interval_ms = o->check_interval_ms;
 	s->timeout_ms = o->timeout_ms;
+	s->retries = o->retries;
+	s->replica_timeout_ms = o->replica_timeout_ms > 0 ? o->replica_timeout_ms : o->timeout_ms;
 	s->min_bytes_per_s = o->min_bytes_per_s;
 	s->down_grace_s = o->down_grace_s;
 	s->changed_exit_s = o->changed_exit_s;
@@ -251,7 +268,8 @@ void smp_stores_close(struct smp_stores *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->st);
-	free(s->part_store);
+	free(s->rep_first);
+	free(s->rep);
 	free(s);
 }
 
@@ -381,24 +399,12 @@ static const char *layout_differs(const struct gnn_layout *il, const struct gnn_
 	return NULL;
 }
 
-/* Every store's answer describes the same graph, and together they serve
- * each partition exactly once. */
-static int check_layout(struct smp_stores *s)
+/* Every store's answer describes the same graph (a sampler's answer for
+ * the whole graph is refused). */
+static int check_answers(const struct smp_stores *s)
 {
-	const struct gnn_info *ref = &s->st[0].info;
-	const struct gnn_layout *rl = &ref->layout;
+	const struct gnn_layout *rl = &s->st[0].info.layout;
 
-	if (rl->num_parts != s->n) {
-		GNN_ERROR("graphstores_mismatch", "configured=%zu num_parts=%" PRIu32 " reason=\"the graph has %" PRIu32
-			  " partitions but %zu graph stores are configured: give one URL per partition\"",
-			  s->n, rl->num_parts, rl->num_parts, s->n);
-		return GNN_EINVAL;
-	}
-	s->part_store = malloc(s->n * sizeof(*s->part_store));
-	if (s->part_store == NULL)
-		return GNN_ENOMEM;
-	for (size_t p = 0; p < s->n; p++)
-		s->part_store[p] = UINT32_MAX;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct store *st = &s->st[i];
 		const struct gnn_info *in = &st->info;
@@ -419,17 +425,81 @@ static int check_layout(struct smp_stores *s)
 				  st->name, st->url, field, il->graph_id, rl->graph_id, st->name, s->st[0].name, field);
 			return GNN_EINVAL;
 		}
-		if (s->part_store[in->part_id] != UINT32_MAX) {
-			const struct store *other = &s->st[s->part_store[in->part_id]];
+	}
+	return GNN_OK;
+}
 
-			GNN_ERROR("graphstores_mismatch", "store=%s url=%s other=%s other_url=%s part=%" PRIu32
-				  " reason=\"two graph stores serve partition %" PRIu32 "; each must serve its own\"",
-				  st->name, st->url, other->name, other->url, in->part_id, in->part_id);
+/* Fills s->rep_first and s->rep from the answers: partition p's stores in
+ * list order. Every partition needs one; with exactly one store per
+ * partition configured, two on the same one is a mistake (the old rule),
+ * with more they are replicas. */
+static int group_replicas(struct smp_stores *s)
+{
+	uint32_t P = s->st[0].info.layout.num_parts;
+	uint32_t *fill = calloc(P + 1, sizeof(*fill));
+
+	s->rep_first = calloc(P + 1, sizeof(*s->rep_first));
+	s->rep = malloc(s->n * sizeof(*s->rep));
+	if (fill == NULL || s->rep_first == NULL || s->rep == NULL) {
+		free(fill);
+		return GNN_ENOMEM;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		s->rep_first[s->st[i].info.part_id + 1]++;
+	for (uint32_t p = 0; p < P; p++) {
+		uint32_t k = s->rep_first[p + 1];
+
+		if (k == 0 || k > GNN_MAX_REPLICAS || (k > 1 && s->n == P)) {
+			const struct store *a = NULL, *b = NULL;
+
+			for (size_t i = 0; i < s->n; i++) {
+				if (s->st[i].info.part_id != p)
+					continue;
+				if (a == NULL)
+					a = &s->st[i];
+				else if (b == NULL)
+					b = &s->st[i];
+			}
+			if (k > 1 && s->n == P)
+				GNN_ERROR("graphstores_mismatch", "store=%s url=%s other=%s other_url=%s part=%" PRIu32
+					  " reason=\"two graph stores serve partition %" PRIu32 " and none another: give "
+					  "each partition a store (replicas: the same number of stores for each)\"",
+					  b->name, b->url, a->name, a->url, p, p);
+			else if (k == 0)
+				GNN_ERROR("graphstores_mismatch", "configured=%zu num_parts=%" PRIu32 " part=%" PRIu32
+					  " reason=\"no graph store serves partition %" PRIu32 " of %" PRIu32 ": give at "
+					  "least one URL per partition\"", s->n, P, p, p, P);
+			else
+				GNN_ERROR("graphstores_mismatch", "part=%" PRIu32 " stores=%" PRIu32 " reason=\"at most "
+					  "%d graph stores may serve one partition\"", p, k, GNN_MAX_REPLICAS);
+			free(fill);
 			return GNN_EINVAL;
 		}
-		s->part_store[in->part_id] = (uint32_t)i;
+		s->rep_first[p + 1] += s->rep_first[p];
 	}
-	s->layout = ref->layout;
+	for (size_t i = 0; i < s->n; i++) {
+		uint32_t p = s->st[i].info.part_id;
+
+		s->st[i].replica = fill[p];
+		s->rep[s->rep_first[p] + fill[p]++] = (uint32_t)i;
+	}
+	free(fill);
+	return GNN_OK;
+}
+
+/* Every store's answer describes the same graph, and together they serve
+ * each partition, once or as replicas (whose calls fail over: stores_run). */
+static int check_layout(struct smp_stores *s)
+{
+	int rc;
+
+	if ((rc = check_answers(s)) != GNN_OK || (rc = group_replicas(s)) != GNN_OK)
+		return rc;
+	if (s->n > s->st[0].info.layout.num_parts)
+		GNN_INFO("graphstore_replicas", "stores=%zu num_parts=%" PRIu32 " note=\"calls go to the replica "
+			 "with the fewest in flight; a timeout or a lost connection sends them to another at "
+			 "once\"", s->n, s->st[0].info.layout.num_parts);
+	s->layout = s->st[0].info.layout;
 	return GNN_OK;
 }
 
@@ -447,6 +517,14 @@ static size_t count_state(const struct smp_stores *s, int state)
 	for (size_t i = 0; i < s->n; i++)
 		k += atomic_load(&s->st[i].state) == state;
 	return k;
+}
+
+/* The stores' states into /metrics: how many are up, and each one. */
+static void publish_up(const struct smp_stores *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		gnn_gauge_set(s->st[i].up, atomic_load(&s->st[i].state) == ST_UP);
+	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
 }
 
 /* One INFO round to the stores that have not answered yet (want, res:
@@ -476,7 +554,7 @@ static size_t connect_round(struct smp_stores *s, bool *want, struct probe *res)
 			 st->info.layout.num_nodes, st->info.layout.feat_dim);
 	}
 	probes_free(res, s->n);
-	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	publish_up(s);
 	return left;
 }
 
@@ -607,7 +685,7 @@ static void back_up(struct smp_stores *s, struct store *st, int from)
 		return;
 	GNN_INFO("graphstore_reachable_again", "store=%s url=%s down_s=%.1f", st->name, st->url,
 		 from == ST_DOWN ? gnn_now() - st->down_since : 0.0);
-	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	publish_up(s);
 }
 
 static void check_once(struct smp_stores *s)
@@ -653,7 +731,7 @@ static void check_once(struct smp_stores *s)
 				 res[i].err);
 	}
 	probes_free(res, s->n);
-	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	publish_up(s);
 out:
 	free(res);
 	free(want);
@@ -730,8 +808,12 @@ bool smp_stores_ready(void *ctx, char *why, size_t why_len)
 	}
 	if (!stores_layout_known(s, why, why_len))
 		return false;
-	for (size_t i = 0; i < s->n; i++)
-		missing |= store_missing(s, &s->st[i]);
+	/* a partition is missing when all its replicas are */
+	for (uint32_t p = 0; p < s->layout.num_parts && !missing; p++) {
+		missing = true;
+		for (uint32_t k = s->rep_first[p]; k < s->rep_first[p + 1]; k++)
+			missing &= store_missing(s, &s->st[s->rep[k]]);
+	}
 	if (!missing)
 		return true;
 	list_stores(s, ST_UP, true, list, sizeof(list));
@@ -751,13 +833,18 @@ static void stores_describe(void *ctx, uint32_t part, char *buf, size_t size)
 {
 	const struct smp_stores *s = ctx;
 	const struct store *st;
+	uint32_t k;
 
-	if (s->part_store == NULL || part >= s->layout.num_parts) {
+	if (s->rep_first == NULL || part >= s->layout.num_parts) {
 		snprintf(buf, size, "partition %" PRIu32, part);
 		return;
 	}
-	st = &s->st[s->part_store[part]];
-	snprintf(buf, size, "%s (%s)", st->name, st->url);
+	st = &s->st[s->rep[s->rep_first[part]]];
+	k = s->rep_first[part + 1] - s->rep_first[part];
+	if (k == 1)
+		snprintf(buf, size, "%s (%s)", st->name, st->url);
+	else
+		snprintf(buf, size, "%s (%s) and %" PRIu32 " other replicas", st->name, st->url, k - 1);
 }
 
 /* The client's error text without the store name it starts with (the
@@ -1041,27 +1128,28 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
 	}
 }
 
-/* Deadlines that grow with the work: a store answers the calls of one
- * batch (a layer's sampling, or all the input features of a minibatch,
- * tens of calls each) in some order, so the last answer comes after all
- * of them. Each call to a store therefore gets --timeout-ms plus the
- * bytes the whole batch asks of that store at --store-min-mb-per-s. */
-static void set_deadlines(const struct smp_stores *s, const struct smp_call *calls, struct gnn_call *gc, size_t n)
+/* The pause between rounds of a call over replicas none of which is
+ * connected. */
+#define NONE_UP_PAUSE_MS 100
+
+/* Partition part's store for a call (gnn_replica_pick): those down or
+ * unconnected come after the others, those this call tried (bits of
+ * tried, by replica rank) last. One store: that one. */
+static uint32_t pick_store(struct smp_stores *s, uint32_t part, uint64_t tried)
 {
-	double *bytes = calloc(s->n, sizeof(*bytes));
+	uint32_t lo = s->rep_first[part], k = s->rep_first[part + 1] - lo;
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+	bool usable[GNN_MAX_REPLICAS];
 
-	if (bytes == NULL || !(s->min_bytes_per_s > 0)) {
-		free(bytes);
-		return;   /* the clients' flat timeout */
-	}
-	for (size_t i = 0; i < n; i++)
-		bytes[s->part_store[calls[i].part]] += answer_bytes(s, &calls[i]);
-	for (size_t i = 0; i < n; i++) {
-		double ms = s->timeout_ms + 1000.0 * bytes[s->part_store[calls[i].part]] / s->min_bytes_per_s;
+	if (k == 1)
+		return s->rep[lo];
+	for (uint32_t j = 0; j < k; j++) {
+		struct store *st = &s->st[s->rep[lo + j]];
 
-		gc[i].timeout_ms = ms < 3600000 ? (int)ms : 3600000;
+		reps[j] = &st->rep;
+		usable[j] = atomic_load(&st->state) == ST_UP && gnn_client_connected(st->data);
 	}
-	free(bytes);
+	return s->rep[lo + gnn_replica_pick(reps, usable, k, tried, &s->next_pick)];
 }
 
 /* One run of the backend: its calls, the stores they go to, and the
@@ -1069,29 +1157,83 @@ static void set_deadlines(const struct smp_stores *s, const struct smp_call *cal
 struct run {
 	struct smp_stores *s;
 	struct smp_call *calls;
-	bool *used;               /* [s->n]: the stores called */
+	struct gnn_multicall *f;
+	uint32_t *store;          /* [n]: the store each call goes to now */
+	uint64_t *tried;          /* [n]: the replicas each call went to (bits by rank) */
+	int *sent;                /* [n]: times each call was sent */
+	double *extra_ms;         /* [n]: each call's deadline beyond the flat one (set_deadlines) */
+	bool *used;               /* [s->n]: the stores whose answers the run keeps */
+	bool moved;               /* a call failed over: run again */
+	bool none_up;             /* ... to a partition none of whose stores is connected */
+	double t0;                /* when the run began */
 	int rc;
 	char *why;
 	size_t why_len;
 };
 
+/* Call i's attempt timeout, for its next send: a replicated partition's
+ * first send to each replica waits --replica-timeout-ms (a frozen or
+ * vanished replica costs that, not --timeout-ms), later ones the flat
+ * timeout; both plus the call's bytes term. */
+static void deadline(const struct run *r, size_t i)
+{
+	const struct smp_stores *s = r->s;
+	uint32_t part = r->calls[i].part, k = s->rep_first[part + 1] - s->rep_first[part];
+	double ms = (k > 1 && r->sent[i] <= (int)k ? s->replica_timeout_ms : s->timeout_ms) + r->extra_ms[i];
+
+	r->f->call[i].timeout_ms = ms < 3600000 ? (int)ms : 3600000;
+}
+
+/* Deadlines that grow with the work: a store answers the calls of one
+ * batch (a layer's sampling, or all the input features of a minibatch,
+ * tens of calls each) in some order, so the last answer comes after all
+ * of them. Each call to a store therefore gets its flat timeout plus the
+ * bytes the whole batch asks of that store at --store-min-mb-per-s. */
+static void set_deadlines(const struct run *r, size_t n)
+{
+	const struct smp_stores *s = r->s;
+	double *bytes = s->min_bytes_per_s > 0 ? calloc(s->n, sizeof(*bytes)) : NULL;
+
+	for (size_t i = 0; bytes != NULL && i < n; i++)
+		bytes[r->store[i]] += answer_bytes(s, &r->calls[i]);
+	for (size_t i = 0; i < n; i++) {
+		r->extra_ms[i] = bytes != NULL ? 1000.0 * bytes[r->store[i]] / s->min_bytes_per_s : 0;
+		deadline(r, i);
+	}
+	free(bytes);
+}
+
+/* Call i goes to store st (its client, counted in flight). */
+static void send_to(struct run *r, size_t i, uint32_t st)
+{
+	struct store *to = &r->s->st[st];
+
+	r->store[i] = st;
+	r->tried[i] |= 1ull << to->replica;
+	r->sent[i]++;
+	r->f->call[i].client = to->data;
+	/* a replicated partition's call ends at a lost connection or a
+	 * timeout, for fail_over to send it to another replica */
+	r->f->call[i].failover = r->s->rep_first[r->calls[i].part + 1] - r->s->rep_first[r->calls[i].part] > 1;
+}
+
 /* Adds every call to f, encoded for its partition's store. */
-static int add_calls(struct run *r, struct gnn_multicall *f, size_t n)
+static int add_calls(struct run *r, size_t n)
 {
 	struct smp_stores *s = r->s;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct smp_call *c = &r->calls[i];
 		struct gnn_wbuf *req;
+		uint32_t st = c->part < s->layout.num_parts ? pick_store(s, c->part, 0) : 0;
 
-		if (c->part >= s->layout.num_parts ||
-		    gnn_multicall_add(f, s->st[s->part_store[c->part]].data, 0, &req) != GNN_OK ||
+		if (c->part >= s->layout.num_parts || gnn_multicall_add(r->f, s->st[st].data, 0, &req) != GNN_OK ||
 		    encode_call(s, req, atomic_fetch_add(&s->next_req_id, 1), c) != GNN_OK) {
 			snprintf(r->why, r->why_len, "cannot encode a %s request for partition %" PRIu32,
 				 gnn_msg_name(c->type), c->part);
 			return GNN_ENOMEM;
 		}
-		r->used[s->part_store[c->part]] = true;
+		send_to(r, i, st);
 	}
 	return GNN_OK;
 }
@@ -1123,7 +1265,7 @@ static int call_failed(const struct store *st, const struct smp_call *c, const s
 	if (crc == GNN_ECLOSED)
 		snprintf(why, why_len, "this sampler is stopping: the %s call to graph store %s was abandoned",
 			 gnn_msg_name(c->type), st->name);
-	else if (crc == GNN_ETIMEDOUT)
+	else if (crc == GNN_ETIMEDOUT || crc == GNN_EUNAVAIL)
 		snprintf(why, why_len, "graph store %s (%s) unavailable: %s call failed after %d attempts: %s",
 			 st->name, st->url, gnn_msg_name(c->type), gc->attempts, client_detail(st, gc->err));
 	else
@@ -1132,15 +1274,58 @@ static int call_failed(const struct store *st, const struct smp_call *c, const s
 	return crc == GNN_ETIMEDOUT || crc == GNN_ECLOSED ? GNN_EUNAVAIL : crc;
 }
 
+/* Whether no store of partition part is connected. */
+static bool none_connected(const struct smp_stores *s, uint32_t part)
+{
+	for (uint32_t k = s->rep_first[part]; k < s->rep_first[part + 1]; k++)
+		if (gnn_client_connected(s->st[s->rep[k]].data))
+			return false;
+	return true;
+}
+
+/* Whether call i, failed with crc at store st, goes on to another replica
+ * of its partition (then sent there: r->moved). A replica gets the call
+ * again only once all have had it, within (--retries + 1) rounds; while
+ * none of them is connected (all restarting), a call goes round them
+ * (stores_run pauses between rounds) for as long as one store would be
+ * waited for: --timeout-ms x (--retries + 1). */
+static bool fail_over(struct run *r, size_t i, struct store *st, int crc)
+{
+	struct smp_stores *s = r->s;
+	uint32_t part = r->calls[i].part, k = s->rep_first[part + 1] - s->rep_first[part], to;
+	bool none_up;
+
+	if (k < 2 || (crc != GNN_ETIMEDOUT && crc != GNN_EUNAVAIL))
+		return false;
+	none_up = none_connected(s, part);
+	if (r->sent[i] >= (s->retries + 1) * (int)k &&
+	    (!none_up || gnn_now() - r->t0 > s->timeout_ms * (s->retries + 1) / 1000.0))
+		return false;
+	r->none_up |= none_up;
+	if (__builtin_popcountll(r->tried[i]) >= (int)k)
+		r->tried[i] = 0;  /* the next round */
+	gnn_replica_avoid(&st->rep);
+	gnn_counter_inc(st->failovers);
+	to = pick_store(s, part, r->tried[i] | 1ull << st->replica);
+	GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "store=%s to=%s op=%s part=%" PRIu32 " reason=\"%s\"", st->name,
+			 s->st[to].name, gnn_msg_name(r->calls[i].type), part, gnn_errname(crc));
+	send_to(r, i, to);
+	deadline(r, i);
+	r->moved = true;
+	return true;
+}
+
 /* Call i's result (gnn_multicall_answer_fn): counted for its store, its
- * answer kept and decoded, the run's first failure reported. */
+ * answer kept and decoded, the run's first failure reported, or the call
+ * sent on to another replica. */
 static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 {
 	struct run *r = ctx;
 	struct smp_call *c = &r->calls[i];
-	struct store *st = &r->s->st[r->s->part_store[c->part]];
+	struct store *st = &r->s->st[r->store[i]];
 	int crc = gc->rc;
 
+	gnn_replica_end(&st->rep);
 	gnn_counter_inc(st->requests);
 	if (gc->attempts > 1)
 		gnn_counter_add(st->retries, gc->attempts - 1);
@@ -1149,9 +1334,13 @@ static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 		atomic_fetch_add(&st->suspect, 1);
 	if (gc->reply != NULL)
 		crc = keep_answer(r->s, c, gc, crc);
-	if (crc == GNN_OK)
+	if (crc == GNN_OK) {
+		r->used[r->store[i]] = true;
 		return GNN_OK;
+	}
 	gnn_counter_inc(st->errors);
+	if (fail_over(r, i, st, crc))
+		return crc;
 	if (r->rc == GNN_OK)  /* the first failure is the one reported */
 		r->rc = call_failed(st, c, gc, crc, r->why, r->why_len);
 	return crc;
@@ -1160,8 +1349,11 @@ static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
-	struct run r = { .s = s, .calls = calls, .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
 	struct gnn_multicall f;
+	struct run r = { .s = s, .calls = calls, .f = &f, .store = calloc(n, sizeof(*r.store)),
+			 .tried = calloc(n, sizeof(*r.tried)), .sent = calloc(n, sizeof(*r.sent)),
+			 .extra_ms = calloc(n, sizeof(*r.extra_ms)),
+			 .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
 
 	gnn_multicall_init(&f);
 	for (size_t i = 0; i < n; i++)
@@ -1171,20 +1363,32 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 		r.rc = GNN_EUNAVAIL;
 		goto out;
 	}
-	if (r.used == NULL) {
+	if (r.used == NULL || (n > 0 && (r.store == NULL || r.tried == NULL || r.sent == NULL || r.extra_ms == NULL))) {
 		snprintf(why, why_len, "out of memory");
 		r.rc = GNN_ENOMEM;
 		goto out;
 	}
-	if ((r.rc = add_calls(&r, &f, n)) != GNN_OK)
+	if ((r.rc = add_calls(&r, n)) != GNN_OK)
 		goto out;
-	set_deadlines(s, calls, f.call, n);
-	/* No connection now: the one the answers come over may reach a new
-	 * process. */
-	for (size_t i = 0; i < s->n; i++)
-		if (r.used[i] && !gnn_client_connected(s->st[i].data))
-			atomic_fetch_add(&s->st[i].suspect, 1);
-	gnn_multicall_run(&f, take_call, &r);
+	set_deadlines(&r, n);
+	r.t0 = gnn_now();
+	do {
+		if (r.none_up)  /* every store of a partition restarting: not a busy loop */
+			sleep_ms(NONE_UP_PAUSE_MS);
+		r.moved = r.none_up = false;
+		for (size_t i = 0; i < n; i++) {
+			struct store *st = &s->st[r.store[i]];
+
+			if (f.done[i])
+				continue;
+			/* No connection now: the one the answers come over may
+			 * reach a new process. */
+			if (!gnn_client_connected(st->data))
+				atomic_fetch_add(&st->suspect, 1);
+			gnn_replica_begin(&st->rep);  /* take_call ends it */
+		}
+		gnn_multicall_run(&f, take_call, &r);
+	} while (r.moved && r.rc == GNN_OK);
 	/* Answers are trusted only from a store known to serve this graph,
 	 * and none once a store changed (the minibatch would mix graphs). */
 	if (r.rc == GNN_OK)
@@ -1193,6 +1397,10 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 		r.rc = GNN_EUNAVAIL;
 out:
 	gnn_multicall_free(&f);
+	free(r.store);
+	free(r.tried);
+	free(r.sent);
+	free(r.extra_ms);
 	free(r.used);
 	return r.rc;
 }

@@ -21,6 +21,8 @@ struct smp_stores_opts {
 	int timeout_ms;            /* per attempt of a data call, plus: */
 	double min_bytes_per_s;    /* the bytes a minibatch's calls ask of the store at this rate (0: flat) */
 	int retries;               /* extra attempts after a timeout */
+	int replica_timeout_ms;    /* a replicated partition's first attempt on each replica, plus the
+				    * bytes term (0: timeout_ms) */
 	int check_interval_ms;     /* background INFO to every store */
 	int check_timeout_ms;      /* timeout of one INFO (no retries) */
 	double down_grace_s;       /* a store down this long makes smp_stores_ready false */
@@ -40,9 +42,11 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out);
 
 /* Waits up to wait_s seconds until every store has answered INFO, logging
  * every ~10 s which ones it still waits for, then checks the layout: one
- * graph_id and shape everywhere, num_parts equal to the number of stores,
- * each partition served by exactly one store (an answer for the whole
- * graph, part_id == num_parts, is a sampler's and refused). Returns GNN_OK (the layout
+ * graph_id and shape everywhere, each partition served by a store, or by
+ * several (replicas: calls go to the one with the fewest in flight, and
+ * on to another at a timeout or a lost connection), never two on one
+ * partition when there are as many stores as partitions (an answer for
+ * the whole graph, part_id == num_parts, is a sampler's and refused). Returns GNN_OK (the layout
  * is then fixed), GNN_ETIMEDOUT (the log names the missing stores),
  * GNN_EINVAL (inconsistent stores; the log says how) or GNN_ECLOSED when
  * stop() became true. */

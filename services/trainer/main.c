@@ -100,7 +100,9 @@ static const struct gnn_opt own_options[] = {
 	{ "cache-presample", GNN_OPT_INT, &opt.cache_presample, "16", 1, 65535, NULL,
 	  "minibatches of the training seeds sampled at start to rank the nodes for the cache" },
 	{ "graphstores", GNN_OPT_LIST, &opt.graphstores, NULL, 0, 0, NULL,
-	  "with --embed-dim or --features-from stores: graph store URLs, one per partition in partition order" },
+	  "with --embed-dim or --features-from stores: graph store URLs, one per partition in partition order, or R "
+	  "per partition (replicas: store i serves partition i mod P): feature rows from any replica, embeddings "
+	  "from the first" },
 	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
 	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
 	  "every partition" },

@@ -79,6 +79,12 @@ OVERRIDES = {
 }
 
 
+# The scenarios named replicas_* run REPLICAS graph stores per partition
+# (graphstore-i serves partition i mod 2), judged against the undisturbed
+# run of one store each: the same parameters, and a bound on the pause
+# between two epochs (docs/reliability.md, "Graph store replicas").
+REPLICAS = 2
+
 # The scenarios named tls_* run with mutual TLS on every link, the ring on
 # a CA of its own (docs/security.md); the math is the plain run's.
 CERTS = {}
@@ -96,7 +102,8 @@ class Scenario:
         args = [a for a in TRAIN if a.split("=")[0] not in [o.split("=")[0] for o in over]] + over
         args += list(extra_args)
         self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"),
-                         tls=CERTS["tls"] if name.startswith("tls_") else None, hosts=hosts)
+                         tls=CERTS["tls"] if name.startswith("tls_") else None, hosts=hosts,
+                         replicas=REPLICAS if name.startswith("replicas_") else 1)
         self.notes = []
         self.allowed_exits = set()   # components whose own exits are part of the scenario
         self.frozen = set()          # trainers frozen on purpose: their silence is not judged
@@ -106,8 +113,9 @@ class Scenario:
 
 
 def family(name):
-    """The FAMILIES key of a scenario (PREFIX_*) or of its family's
-    undisturbed run (undisturbed_PREFIX), or None."""
+    """The FAMILIES key of a scenario (PREFIX_*, or replicas_PREFIX_*) or
+    of its family's undisturbed run (undisturbed_PREFIX), or None."""
+    name = name[len("replicas_"):] if name.startswith("replicas_") else name
     return next((f for f in FAMILIES if name.startswith(f + "_") or name == "undisturbed_" + f), None)
 
 
@@ -137,6 +145,52 @@ def longest_gap(c, name):
             last = len(times)
     times = times[:last]
     return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+
+
+def epoch_pause(c, name):
+    """The longest time between two consecutive epoch lines of name's log."""
+    times = [log_time(ln) for ln in c.lines(name, "epoch")]
+    times = [t for t in times if t is not None]
+    return max((b - a for a, b in zip(times, times[1:])), default=0.0)
+
+
+def replica_lost(how, limit_s=None):
+    """One replica of partition 1 (graphstore-1) killed (restarted by the
+    supervisor) or frozen (SIGSTOP: its connections stay open, as when its
+    host vanishes) from epoch 10 on: the samplers go on with the other
+    replica, no pause between two epochs over limit_s. "kill_both": both
+    of its replicas killed, and the run heals as with one store when they
+    are back (the suite's usual bounds only)."""
+    def fault(s):
+        s.epoch(10)
+        t_fault = time.time()
+        if how.startswith("kill"):
+            s.c.kill("graphstore-1")
+            if how == "kill_both":
+                s.c.kill("graphstore-3")  # partition 1's other store (3 mod 2)
+        else:
+            s.c.freeze("graphstore-1")
+            s.c.wait("every trainer's summary", s.c.finished, RUN_LIMIT_S)
+            s.c.thaw("graphstore-1")
+
+        def after(s):
+            done = [log_time(ln) for ln in s.c.lines("trainer-0", "summary")]
+            if done and done[0] is not None and done[0] < t_fault:
+                return [BEHIND]
+            pause = max(epoch_pause(s.c, t) for t in s.c.trainers)
+            fo = sum(metric_sum(s.c.metrics(m), "gnn_sampler_graphstore_failovers_total")
+                     for m in s.c.procs if m.startswith("sampler-"))
+            s.notes.append("pause_s=%.2f failovers=%d" % (pause, fo))
+            return ["a pause of %.2f s between two epochs (at most %.1f s with a replica left)" %
+                    (pause, limit_s)] if limit_s is not None and pause > limit_s else []
+        s.after = after
+    return fault
+
+
+def metric_sum(text, name):
+    """The sum of a metric's samples in a /metrics text (0 when absent)."""
+    return sum(float(ln.rsplit(" ", 1)[1]) for ln in (text or "").splitlines()
+               if ln.startswith(name + "{") or ln.startswith(name + " "))
 
 
 def judge(s, base, t_run):
@@ -484,6 +538,14 @@ SCENARIOS = {
     # the store loses the rows the link steps pushed: the resumed run
     # writes the checkpoint's back, its best rows (the test's) too
     "link_embed_kill_graphstore": kill_store,
+    # two stores per partition: one killed, the other serves on
+    "replicas_kill_graphstore": replica_lost("kill", 1.0),
+    "replicas_graphstore_frozen": replica_lost("freeze", 2.0),
+    # both of partition 1's stores killed: waited for, as one store is
+    "replicas_kill_both_graphstores": replica_lost("kill_both"),
+    # the trainers' own FEAT calls spread and fail over too
+    "replicas_stores_kill_graphstore": replica_lost("kill", 1.0),
+    "replicas_stores_graphstore_frozen": replica_lost("freeze", 2.0),
 }
 
 
@@ -523,7 +585,8 @@ class Inotify:
 # how long the others wait, which an ASan build's slowness blurs, on paths
 # (waiting, hedging, the ring's heartbeat) whose memory the unit tests
 # check under ASan. `make asan` (GNN_SAN=1) leaves them to `make test`.
-TIMING = ("graphstore_frozen_30s", "sampler_frozen_20s", "trainer_frozen_20s", "stores_graphstore_frozen_30s")
+TIMING = ("graphstore_frozen_30s", "sampler_frozen_20s", "trainer_frozen_20s", "stores_graphstore_frozen_30s",
+          "replicas_graphstore_frozen", "replicas_stores_graphstore_frozen")
 
 
 def main():

@@ -129,14 +129,18 @@ class Proc:
 
 
 class Cluster:
-    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None, hosts=None):
-        """tls: make_certs()'s answer, every link mutual TLS; None: plain.
+    def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None, hosts=None,
+                 replicas=1):
+        """replicas: graph stores per partition, graphstore-i serving
+        partition i mod parts (gnn-local --graphstore-replicas).
+        tls: make_certs()'s answer, every link mutual TLS; None: plain.
         hosts: None, every process on 127.0.0.1; or an emulated network
         (tests/net/hosts.py's Hosts): each process in a network namespace
         of its own, started through `ip netns exec`, listening on its own
         address (hosts.add(name)) on the same two ports as the others."""
         self.work, self.partdir, self.ckpt, self.tls, self.hosts = work, partdir, ckpt, tls, hosts
-        names = ["graphstore-%d" % i for i in range(parts)] + ["sampler-%d" % i for i in range(samplers)] + \
+        names = ["graphstore-%d" % i for i in range(parts * replicas)] + \
+            ["sampler-%d" % i for i in range(samplers)] + \
             ["trainer-%d" % i for i in range(trainers)]
         os.makedirs(os.path.join(work, "logs"), exist_ok=True)
         if hosts is not None:
@@ -160,7 +164,7 @@ class Cluster:
             own = ["--listen=tcp://%s:%d" % (addr[n], port[n][0]), "--http-addr=" + addr[n],
                    "--http-port=%d" % port[n][1]]
             if n.startswith("graphstore-"):
-                argv = [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % i] + own + \
+                argv = [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % (i % parts)] + own + \
                     ["--wait-data=0", "--workers=2"] + data
             elif n.startswith("sampler-"):
                 argv = [BIN + "/gnn-sampler", "--graphstores=" + stores] + own + \

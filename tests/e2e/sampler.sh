@@ -195,11 +195,17 @@ else
 		fail $t "sampler not ready: $(tail -n 3 "$WORK/tiny.log")"
 	done
 fi
-# The same store listed twice: a clear refusal.
+# The same store listed twice, as many stores as partitions: a clear
+# refusal (not replicas).
 sampler dup --graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pa" --wait-stores 10
 wait "$PID_dup"; rc=$?
 check duplicate_partition_refused "one store listed twice: exit 1, 'two graph stores serve partition 0'" \
 	bash -c "[ $rc -eq 1 ] && grep -q 'two graph stores serve partition 0' '$WORK/dup.log'"
+# More stores than partitions are replicas, but every partition needs one.
+sampler nopart --graphstores "tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pa,tcp://127.0.0.1:$pa" --wait-stores 10
+wait "$PID_nopart"; rc=$?
+check missing_partition_refused "three stores all on partition 0: exit 1, 'no graph store serves partition 1 of 2'" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'no graph store serves partition 1 of 2' '$WORK/nopart.log'"
 kill -TERM "$PID_tiny" "$PID_ta" "$PID_tb" 2>/dev/null
 wait "$PID_tiny"; rc=$?
 check sigterm_clean_exit "SIGTERM while serving: exit 0" bash -c "[ $rc -eq 0 ] && grep -q 'stopped exit=0' '$WORK/tiny.log'"

@@ -16,7 +16,8 @@
 //   ports      every port a binary listens on (--listen, --http-port or its
 //              default) is a declared containerPort of the same name, and
 //              every declared containerPort is listened on
-//   services   every Service selects a workload's pods, names ports they
+//   services   every Service selects a workload's pods (or several
+//              StatefulSets of one binary: graph store replicas), names ports they
 //              declare, and (headless: clients dial pod addresses) uses the
 //              container's port number
 //   probes     HTTP probes and prometheus.io annotations hit the HTTP port
@@ -260,17 +261,24 @@ for (const w of workloads) {
 for (const s of services) {
 	const sel = s.spec.selector;
 	const pods = workloads.filter((w) => w.kind !== "Pod" && selects(sel, w.labels));
-	if (pods.length !== 1) { report("services", `Service/${s.metadata.name} selects ${pods.length} workloads`); continue; }
-	const w = pods[0];
+	// several workloads only as StatefulSets of one binary sharing the
+	// Service (graph store replicas: graphstore, graphstore-r1, ...)
+	const bins = new Set(pods.map((w) => w.pod.containers[0].command && w.pod.containers[0].command[0]));
+	if (pods.length === 0 || (pods.length > 1 && (bins.size !== 1 || !pods.every((w) => w.kind === "StatefulSet")))) {
+		report("services", `Service/${s.metadata.name} selects ${pods.length} workloads`);
+		continue;
+	}
 	if (s.spec.clusterIP !== "None") report("services", `Service/${s.metadata.name} is not headless`);
-	if (w.kind === "StatefulSet" && w.obj.spec.serviceName !== s.metadata.name)
-		report("services", `StatefulSet/${w.name} has serviceName ${w.obj.spec.serviceName}, its Service is ${s.metadata.name}`);
-	for (const sp of s.spec.ports) {
-		const cp = w.pod.containers.flatMap((c) => c.ports || [])
-			.find((p) => (typeof sp.targetPort === "string" ? p.name === sp.targetPort : p.containerPort === (sp.targetPort || sp.port)));
-		if (!cp) report("services", `Service/${s.metadata.name} port ${sp.name}: ${w.name} declares no port ${sp.targetPort}`);
-		else if (cp.containerPort !== sp.port)
-			report("services", `Service/${s.metadata.name} port ${sp.name}=${sp.port}: headless, so clients dial the pod's ${cp.containerPort}`);
+	for (const w of pods) {
+		if (w.kind === "StatefulSet" && w.obj.spec.serviceName !== s.metadata.name)
+			report("services", `StatefulSet/${w.name} has serviceName ${w.obj.spec.serviceName}, its Service is ${s.metadata.name}`);
+		for (const sp of s.spec.ports) {
+			const cp = w.pod.containers.flatMap((c) => c.ports || [])
+				.find((p) => (typeof sp.targetPort === "string" ? p.name === sp.targetPort : p.containerPort === (sp.targetPort || sp.port)));
+			if (!cp) report("services", `Service/${s.metadata.name} port ${sp.name}: ${w.name} declares no port ${sp.targetPort}`);
+			else if (cp.containerPort !== sp.port)
+				report("services", `Service/${s.metadata.name} port ${sp.name}=${sp.port}: headless, so clients dial the pod's ${cp.containerPort}`);
+		}
 	}
 }
 

@@ -281,6 +281,42 @@ podAffinity:
         topologyKey: kubernetes.io/hostname
 {{- end -}}
 
+{{/* An added graph store's preference for a node without another store of
+its ordinal (the same partition, in another StatefulSet): matchLabelKeys
+adds the pod's own index label to the selector (the label and the key:
+Kubernetes 1.28, 1.31). An older API server refuses the key, so there the
+preference is for a node without any other store: it spreads them all
+(root). */}}
+{{- define "gnn-dist.apartFromReplicas" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        labelSelector:
+          matchLabels:
+            {{- include "gnn-dist.selectorLabels" (dict "root" . "component" "graphstore") | nindent 12 }}
+        {{- if semverCompare ">=1.31-0" .Capabilities.KubeVersion.Version }}
+        matchLabelKeys:
+          - apps.kubernetes.io/pod-index
+        {{- end }}
+        topologyKey: kubernetes.io/hostname
+{{- end -}}
+
+{{/* The samplers' --graphstores with replicas: every partition's first
+store (graphstore-<p>), then each further replica's (graphstore-r<k>-<p>),
+partition by partition (root). */}}
+{{- define "gnn-dist.graphstoreList" -}}
+{{- $n := include "gnn-dist.name" (dict "root" . "component" "graphstore") -}}
+{{- $urls := list -}}
+{{- range $r := until (int .Values.graphstore.replicasPerPartition) -}}
+{{- range $p := until (int $.Values.partition.parts) -}}
+{{- $pod := ternary (printf "%s-%d" $n $p) (printf "%s-r%d-%d" $n $r $p) (eq $r 0) -}}
+{{- $urls = append $urls (printf "tcp://%s.%s:%d" $pod $n (int64 $.Values.graphstore.port)) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $urls -}}
+{{- end -}}
+
 {{/* Pod annotations: Prometheus' scrape convention, then the user's. */}}
 {{- define "gnn-dist.podAnnotations" -}}
 {{- if and .root.Values.metrics.podAnnotations .httpPort }}

@@ -113,13 +113,24 @@ static int register_metrics(struct tr_emb *e)
 	return GNN_OK;
 }
 
+/* One store per partition, or replicas listed partition by partition
+ * (store i serves i mod P): the embeddings live in each partition's first,
+ * stores 0..P-1, which alone take the updates. */
 static int check_stores(const struct tr_emb *e)
 {
-	if (e->o.stores == NULL || tr_stores_count(e->o.stores) == e->P)
+	size_t n = e->o.stores != NULL ? tr_stores_count(e->o.stores) : 0;
+
+	if (e->o.stores == NULL || n == e->P)
 		return GNN_OK;   /* offline, or one per partition */
+	if (n > e->P && n % e->P == 0) {
+		GNN_INFO("graphstore_replicas", "what=embeddings stores=%zu num_parts=%" PRIu32 " used=%" PRIu32
+			 " note=\"the embeddings live in each partition's first store; its replicas hold none\"", n,
+			 e->P, e->P);
+		return GNN_OK;
+	}
 	GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"learnable "
-		  "embeddings need one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
-		  tr_stores_count(e->o.stores), e->P);
+		  "embeddings need one graph store URL per partition, or the same number for each (replicas, "
+		  "partition by partition) (--graphstores or --graphstore-pattern)\"", n, e->P);
 	return GNN_EINVAL;
 }
 

@@ -15,6 +15,7 @@
 #include "err.h"
 #include "hash.h"
 #include "multicall.h"
+#include "replica.h"
 #include "log.h"
 #include "storeid.h"
 #include "sys.h"
@@ -31,6 +32,7 @@ struct store {
 	struct gnn_client *c;    /* tr_stores' */
 	pthread_mutex_t mu;      /* one INFO check at a time */
 	atomic_uint verified;    /* gnn_client_connections when its graph was last checked; 0: never */
+	struct gnn_replica rep;  /* its calls in flight, and whether to avoid it (replica.h) */
 };
 
 enum { SRC_CACHE, SRC_STORE, SRC_COUNT };
@@ -38,11 +40,12 @@ enum { SRC_CACHE, SRC_STORE, SRC_COUNT };
 struct tr_feats {
 	struct tr_feats_opts o;
 	const struct gnn_layout *g;
-	uint32_t T, P;
+	uint32_t T, P, R;              /* types, partitions, stores per partition */
 	uint32_t dim[GNN_MAX_TYPES];
 	enum gnn_dtype dtype;          /* the stores' rows' (the graph's), and the cache's */
 	size_t elem;                   /* its bytes per element */
-	struct store *st;              /* [P] */
+	struct store *st;              /* [P x R]: store i serves partition i mod P */
+	atomic_uint next_pick;         /* rotates the choice among equally good replicas */
 	struct range *ranges;          /* [nranges] */
 	size_t nranges;
 	/* the cache: built once (slot set), read-only afterwards */
@@ -105,10 +108,12 @@ int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, str
 	int rc = GNN_ENOMEM;
 
 	*out = NULL;
-	if (tr_stores_count(o->stores) != g->num_parts) {
+	if (g->num_parts == 0 || tr_stores_count(o->stores) % g->num_parts != 0 ||
+	    tr_stores_count(o->stores) / g->num_parts > GNN_MAX_REPLICAS || tr_stores_count(o->stores) == 0) {
 		GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"--features-from "
-			  "stores needs one graph store URL per partition (--graphstores or --graphstore-pattern)\"",
-			  tr_stores_count(o->stores), g->num_parts);
+			  "stores needs one graph store URL per partition, or the same number for each (replicas, "
+			  "partition by partition, at most %d) (--graphstores or --graphstore-pattern)\"",
+			  tr_stores_count(o->stores), g->num_parts, GNN_MAX_REPLICAS);
 		return GNN_EINVAL;
 	}
 	if ((f = calloc(1, sizeof(*f))) == NULL)
@@ -117,12 +122,13 @@ int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, str
 	f->g = g;
 	f->T = g->schema->num_types;
 	f->P = g->num_parts;
+	f->R = (uint32_t)(tr_stores_count(o->stores) / f->P);
 	f->dtype = g->feat_dtype;
 	f->elem = gnn_dtype_size(f->dtype);
 	for (uint32_t t = 0; t < f->T; t++)
 		f->dim[t] = g->schema->types[t].feat_dim;
 	atomic_init(&f->req_id, gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull);
-	if ((f->st = calloc(f->P, sizeof(*f->st))) == NULL ||
+	if ((f->st = calloc((size_t)f->P * f->R, sizeof(*f->st))) == NULL ||
 	    (f->ranges = calloc((size_t)f->P * f->T, sizeof(*f->ranges))) == NULL)
 		goto fail;
 	for (uint32_t p = 0; p < f->P; p++)
@@ -133,10 +139,14 @@ int tr_feats_open(const struct tr_feats_opts *o, const struct gnn_layout *g, str
 				*r = (struct range){ .p = p, .t = t };
 				gnn_layout_type_range(g, p, t, &r->b, &r->e);
 			}
-	for (uint32_t p = 0; p < f->P; p++) {
-		pthread_mutex_init(&f->st[p].mu, NULL);
-		f->st[p].c = tr_stores_client(o->stores, p);
+	for (uint32_t i = 0; i < f->P * f->R; i++) {
+		pthread_mutex_init(&f->st[i].mu, NULL);
+		f->st[i].c = tr_stores_client(o->stores, i);
 	}
+	if (f->R > 1)
+		GNN_INFO("graphstore_replicas", "what=features stores=%" PRIu32 " num_parts=%" PRIu32 " note=\"each "
+			 "row call goes to the replica with the fewest in flight, and on to another at a timeout or a "
+			 "lost connection\"", f->P * f->R, f->P);
 	if ((rc = register_metrics(f)) != GNN_OK)
 		goto fail;
 	*out = f;
@@ -150,8 +160,8 @@ void tr_feats_close(struct tr_feats *f)
 {
 	if (f == NULL)
 		return;
-	for (uint32_t p = 0; f->st != NULL && p < f->P; p++)
-		pthread_mutex_destroy(&f->st[p].mu);
+	for (uint32_t i = 0; f->st != NULL && i < f->P * f->R; i++)
+		pthread_mutex_destroy(&f->st[i].mu);
 	free(f->st);
 	free(f->ranges);
 	free(f->counts);
@@ -163,11 +173,12 @@ void tr_feats_close(struct tr_feats *f)
 
 /* ---- the stores' graph ---- */
 
-/* Store p serves partition p of the samplers' graph: checked by INFO
- * whenever its connection came up since the last check. */
-static int verify(struct tr_feats *f, uint32_t p, char *why, size_t why_len)
+/* Store i serves partition i mod P of the samplers' graph: checked by
+ * INFO whenever its connection came up since the last check. */
+static int verify(struct tr_feats *f, uint32_t i, char *why, size_t why_len)
 {
-	struct store *st = &f->st[p];
+	struct store *st = &f->st[i];
+	uint32_t p = i % f->P;
 	struct gnn_wbuf w;
 	struct gnn_info info = { 0 };
 	nng_msg *reply = NULL;
@@ -247,8 +258,9 @@ static int add_calls(struct tr_feats *f, uint32_t p, uint32_t t, const int64_t *
 	return GNN_OK;
 }
 
-/* Copies call k's answer into place, after checking its shape. */
-static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, char *why, size_t why_len)
+/* Copies call k's answer (from c) into place, after checking its shape. */
+static int scatter(struct tr_feats *f, const struct fcall *k, const struct gnn_client *c, nng_msg *reply,
+		   char *why, size_t why_len)
 {
 	struct gnn_feat_resp r;
 	const void *pl;
@@ -257,7 +269,7 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 
 	if ((rc = gnn_reply_payload(reply, GNN_MSG_FEAT_RESP, &pl, &len)) != GNN_OK ||
 	    (rc = gnn_decode_feat_resp(pl, len, &r)) != GNN_OK || r.n != k->n || r.dim != d || r.dtype != f->dtype) {
-		snprintf(why, why_len, "%s: bad FEAT answer (%s)", gnn_client_name(f->st[k->p].c),
+		snprintf(why, why_len, "%s: bad FEAT answer (%s)", gnn_client_name(c),
 			 rc != GNN_OK ? gnn_strerror(rc) : "wrong shape or dtype");
 		return rc != GNN_OK ? rc : GNN_EPROTO;
 	}
@@ -272,32 +284,85 @@ static int scatter(struct tr_feats *f, const struct fcall *k, nng_msg *reply, ch
 	return GNN_OK;
 }
 
+/* Partition p's store for a call (gnn_replica_pick over stores p, p + P,
+ * ...): the unconnected after the others, those the call tried (bits of
+ * tried, by replica rank) last. */
+static uint32_t pick_store(struct tr_feats *f, uint32_t p, uint64_t tried)
+{
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+	bool usable[GNN_MAX_REPLICAS];
+
+	if (f->R == 1)
+		return p;
+	for (uint32_t r = 0; r < f->R; r++) {
+		reps[r] = &f->st[p + r * f->P].rep;
+		usable[r] = gnn_client_connected(f->st[p + r * f->P].c);
+	}
+	return p + (uint32_t)gnn_replica_pick(reps, usable, f->R, tried, &f->next_pick) * f->P;
+}
+
 /* One wave's calls and what became of them. */
 struct wave {
 	struct tr_feats *f;
+	struct gnn_multicall *batch;
 	const struct fcall *fc;
+	uint32_t store[MAX_CALLS];  /* the store each call goes to now */
+	uint64_t tried[MAX_CALLS];  /* the replicas each call went to (bits by rank) */
 	unsigned conn[MAX_CALLS];   /* each call's store's connections when it was sent */
+	bool moved;                 /* a call went on to a connected replica: no pause */
 	double deadline, logged;
 	int rc;                     /* the first failure that ends the wave */
 	char *why;
 	size_t why_len;
 };
 
+/* Call i goes to store st: its client, one attempt that a lost connection
+ * ends at once when the partition has other replicas. */
+static void send_to(struct wave *w, size_t i, uint32_t st)
+{
+	w->store[i] = st;
+	w->tried[i] |= 1ull << (st / w->f->P);
+	w->batch->call[i].client = w->f->st[st].c;
+	w->batch->call[i].failover = w->f->R > 1;
+}
+
+/* Call i, refused by its store (eunavail, silent, connection lost), goes
+ * on to another replica of its partition, every one once before any
+ * again. */
+static void fail_over(struct wave *w, size_t i)
+{
+	struct tr_feats *f = w->f;
+	uint32_t from = w->store[i], to;
+
+	if (f->R == 1)
+		return;
+	gnn_replica_avoid(&f->st[from].rep);
+	if (__builtin_popcountll(w->tried[i]) >= (int)f->R)
+		w->tried[i] = 0;
+	to = pick_store(f, w->fc[i].p, w->tried[i] | 1ull << (from / f->P));
+	GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "what=features store=%s to=%s part=%" PRIu32,
+			gnn_client_name(f->st[from].c), gnn_client_name(f->st[to].c), w->fc[i].p);
+	send_to(w, i, to);
+	w->moved |= gnn_client_connected(f->st[to].c);
+}
+
 /* Call i's result (gnn_multicall_answer_fn): the rows copied into place once
  * the store is known to serve the graph (checked again when its
  * connection came up meanwhile). A store answering eunavail, or silent for
  * an attempt's (short) timeout, is refused until the deadline (the call
- * runs again); any other failure ends the wave. */
+ * runs again, on another replica if there is one); any other failure ends
+ * the wave. */
 static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 {
 	struct wave *w = ctx;
 	const struct fcall *k = &w->fc[i];
 	int crc = c->rc;
 
+	gnn_replica_end(&w->f->st[w->store[i]].rep);
 	if (crc == GNN_OK && gnn_client_connections(c->client) != w->conn[i])
-		crc = verify(w->f, k->p, w->why, w->why_len);
+		crc = verify(w->f, w->store[i], w->why, w->why_len);
 	if (crc == GNN_OK)
-		crc = scatter(w->f, k, c->reply, w->why, w->why_len);
+		crc = scatter(w->f, k, c->client, c->reply, w->why, w->why_len);
 	if (crc == GNN_OK)
 		return GNN_OK;
 	if ((crc == GNN_EUNAVAIL || crc == GNN_ETIMEDOUT) && gnn_now() < w->deadline && w->rc == GNN_OK) {
@@ -306,6 +371,7 @@ static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 					 c->err[0] ? c->err : gnn_strerror(crc));
 			w->logged = gnn_now();
 		}
+		fail_over(w, i);
 	} else if (w->rc == GNN_OK) {
 		w->rc = crc;
 		if (w->why[0] == '\0')
@@ -316,35 +382,50 @@ static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 }
 
 /* One wave of at most MAX_CALLS calls: every store it uses checked
- * before, the calls, then take_rows; the calls refused are sent again
- * after RETRY_MS until they are answered or the deadline ends the wave:
- * each attempt after a silent one dials a new connection. */
+ * before, the calls, then take_rows; the calls refused are sent again,
+ * at once when they went on to a connected replica, else after RETRY_MS,
+ * until they are answered or the deadline ends the wave: each attempt
+ * after a silent one dials a new connection. */
 static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double deadline, char *why,
 		    size_t why_len)
 {
-	struct wave w = { .f = f, .fc = fc, .deadline = deadline, .why = why, .why_len = why_len };
 	struct gnn_multicall batch;
+	struct wave w = { .f = f, .batch = &batch, .fc = fc, .deadline = deadline, .why = why, .why_len = why_len };
 	struct gnn_wbuf *req;
 
 	gnn_multicall_init(&batch);
-	for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
-		if ((w.rc = gnn_multicall_add(&batch, f->st[fc[i].p].c, tr_stores_rows_timeout_ms(f->o.stores,
-					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK)
-			w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
-						  fc[i].n);
+	for (size_t i = 0; i < n && w.rc == GNN_OK; i++) {
+		uint32_t st = pick_store(f, fc[i].p, 0);
+
+		if ((w.rc = gnn_multicall_add(&batch, f->st[st].c, tr_stores_rows_timeout_ms(f->o.stores,
+					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK &&
+		    (w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
+					       fc[i].n)) == GNN_OK)
+			send_to(&w, i, st);
+	}
 	while (w.rc == GNN_OK) {
 		int rc;
 
 		for (size_t i = 0; i < n && w.rc == GNN_OK; i++)
-			if (!batch.done[i] && (w.rc = verify(f, fc[i].p, why, why_len)) == GNN_OK)
-				w.conn[i] = gnn_client_connections(f->st[fc[i].p].c);
-		if (w.rc != GNN_OK || (rc = gnn_multicall_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
+			if (!batch.done[i] && (w.rc = verify(f, w.store[i], why, why_len)) == GNN_OK)
+				w.conn[i] = gnn_client_connections(f->st[w.store[i]].c);
+		if (w.rc != GNN_OK)
 			break;
-		if (rc == GNN_ENOMEM) {  /* nothing was sent: take_rows keeps the others */
+		for (size_t i = 0; i < n; i++)
+			if (!batch.done[i])
+				gnn_replica_begin(&f->st[w.store[i]].rep);  /* take_rows ends it */
+		w.moved = false;
+		if ((rc = gnn_multicall_run(&batch, take_rows, &w)) == GNN_OK || w.rc != GNN_OK)
+			break;
+		if (rc == GNN_ENOMEM) {  /* nothing was sent, nor taken */
+			for (size_t i = 0; i < n; i++)
+				if (!batch.done[i])
+					gnn_replica_end(&f->st[w.store[i]].rep);
 			w.rc = rc;
 			break;
 		}
-		nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
+		if (!w.moved)
+			nanosleep(&(struct timespec){ 0, RETRY_MS * 1000000L }, NULL);
 	}
 	gnn_multicall_free(&batch);
 	return w.rc;
