@@ -46,16 +46,16 @@ free_argv:
 static int start_sampler(struct loc_run *r, size_t s, const int *ports)
 {
 	const struct loc_config *cfg = r->cfg;
-	size_t P = (size_t)r->stores, S = (size_t)cfg->samplers;
+	size_t N = (size_t)r->stores, S = (size_t)cfg->samplers;
 	struct loc_argv a = { 0 };
 	char name[LOC_NAME_MAX];
 	int rc;
 
 	snprintf(name, sizeof(name), "sampler-%zu", s);
 	if ((rc = loc_argv_add(&a, "gnn-sampler")) || (rc = loc_argv_add(&a, "--graphstores=%s", r->store_urls)) ||
-	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[2 * P + s])) ||
+	    (rc = loc_argv_add(&a, "--listen=tcp://127.0.0.1:%d", ports[2 * N + s])) ||
 	    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
-	    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * P + S + s])) ||
+	    (rc = loc_argv_add(&a, "--http-port=%d", ports[2 * N + S + s])) ||
 	    (rc = loc_argv_add(&a, "--wait-stores=%lld", (long long)cfg->ready_timeout_s)) ||
 	    (rc = loc_argv_add_opt(&a, "workers", cfg->sampler_workers, 1)) ||
 	    (rc = loc_argv_add_opt(&a, "timeout-ms", cfg->store_timeout_ms, 1)) ||
@@ -74,31 +74,29 @@ free_argv:
 int loc_services_start(struct loc_run *r)
 {
 	const struct loc_config *cfg = r->cfg;
-	size_t P, S = (size_t)cfg->samplers;
-	int *ports;
-
-	r->stores = r->parts * (int)cfg->graphstore_replicas;
-	P = (size_t)r->stores;
-	ports = calloc(2 * (P + S), sizeof(*ports));
+	size_t N = (size_t)r->parts * (size_t)cfg->graphstore_replicas, S = (size_t)cfg->samplers;
+	int *ports = calloc(2 * (N + S), sizeof(*ports));
 	int rc = GNN_ENOMEM;
 
-	r->store_http = calloc(P, sizeof(*r->store_http));
+	r->stores = (int)N;
+
+	r->store_http = calloc(N, sizeof(*r->store_http));
 	r->sampler_http = calloc(S, sizeof(*r->sampler_http));
 	if (ports == NULL || r->store_http == NULL || r->sampler_http == NULL)
 		goto free_ports;
 	/* ports: [store nng | store http | sampler nng | sampler http] */
-	if ((rc = loc_free_ports(ports, 2 * (P + S))) != GNN_OK)
+	if ((rc = loc_free_ports(ports, 2 * (N + S))) != GNN_OK)
 		goto free_ports;
-	memcpy(r->store_http, ports + P, P * sizeof(*ports));
-	memcpy(r->sampler_http, ports + 2 * P + S, S * sizeof(*ports));
-	r->store_urls = loc_url_list(r->dial_host, ports, P);
-	r->sampler_urls = loc_url_list(r->dial_host, ports + 2 * P, S);
+	memcpy(r->store_http, ports + N, N * sizeof(*ports));
+	memcpy(r->sampler_http, ports + 2 * N + S, S * sizeof(*ports));
+	r->store_urls = loc_url_list(r->dial_host, ports, N);
+	r->sampler_urls = loc_url_list(r->dial_host, ports + 2 * N, S);
 	if (r->store_urls == NULL || r->sampler_urls == NULL) {
 		rc = GNN_ENOMEM;
 		goto free_ports;
 	}
-	for (size_t p = 0; p < P && rc == GNN_OK; p++)
-		rc = start_store(r, p, ports);
+	for (size_t i = 0; i < N && rc == GNN_OK; i++)
+		rc = start_store(r, i, ports);
 	for (size_t s = 0; s < S && rc == GNN_OK; s++)
 		rc = start_sampler(r, s, ports);
 	if (rc == GNN_OK)
@@ -128,16 +126,16 @@ static void clean_reason(char *s)
 		s[n - 1] = '\0';
 }
 
-/* Every graph store and sampler of r into w (room for P + S), with its
+/* Every graph store and sampler of r into w (room for N + S), with its
  * HTTP port; returns how many. */
 static size_t list_pending(const struct loc_run *r, struct pending *w)
 {
-	size_t P = (size_t)r->stores, S = (size_t)r->cfg->samplers, n = 0, ns = 0, nm = 0;
+	size_t N = (size_t)r->stores, S = (size_t)r->cfg->samplers, n = 0, ns = 0, nm = 0;
 
 	for (size_t i = 0; i < r->procs.n; i++) {
 		struct loc_proc *p = r->procs.v[i];
 
-		if (p->role == LOC_ROLE_STORE && ns < P)
+		if (p->role == LOC_ROLE_STORE && ns < N)
 			w[n++] = (struct pending){ .proc = p, .port = r->store_http[ns++] };
 		else if (p->role == LOC_ROLE_SAMPLER && nm < S)
 			w[n++] = (struct pending){ .proc = p, .port = r->sampler_http[nm++] };

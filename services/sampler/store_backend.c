@@ -1307,8 +1307,8 @@ static bool fail_over(struct run *r, size_t i, struct store *st, int crc)
 	gnn_replica_avoid(&st->rep);
 	gnn_counter_inc(st->failovers);
 	to = pick_store(s, part, r->tried[i] | 1ull << st->replica);
-	GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "store=%s to=%s op=%s part=%" PRIu32 " reason=\"%s\"", st->name,
-			 s->st[to].name, gnn_msg_name(r->calls[i].type), part, gnn_errname(crc));
+	GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "store=%s to=%s op=%s part=%" PRIu32 " reason=\"%s\"",
+			st->name, s->st[to].name, gnn_msg_name(r->calls[i].type), part, gnn_errname(crc));
 	send_to(r, i, to);
 	deadline(r, i);
 	r->moved = true;
