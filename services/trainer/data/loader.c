@@ -211,15 +211,35 @@ static struct latency *latency_of(struct tr_loader *l, const char *what)
 	return k;
 }
 
+/* How long the current job's head request may take before it is hedged:
+ * its kind's estimate, or, while that kind has too few answers (an
+ * evaluation runs a step or two an epoch, the test job one), HEDGE_FACTOR
+ * times the largest estimate of another kind (its minibatches are larger,
+ * so later); 0 while no kind has one. Without this a sampler that froze
+ * under an evaluation's request held it for the request's whole timeout
+ * chain (seen in the chaos suite's sampler_frozen_20s). */
+static double hedge_after(const struct tr_loader *l)
+{
+	double other = 0;
+
+	if (l->lat->hedge_after > 0)
+		return l->lat->hedge_after;
+	for (int i = 0; i < LAT_KINDS; i++)
+		if (l->kinds[i].hedge_after > other)
+			other = l->kinds[i].hedge_after;
+	return HEDGE_FACTOR * other;
+}
+
 /* The step at the head of the line, when it should be hedged now. */
 static bool hedge_due(struct tr_loader *l)
 {
 	struct slot *s;
+	double after;
 
-	if (!l->active || l->consumed >= l->steps || l->consumed >= l->next_claim || !(l->lat->hedge_after > 0))
+	if (!l->active || l->consumed >= l->steps || l->consumed >= l->next_claim || !((after = hedge_after(l)) > 0))
 		return false;
 	s = &l->slots[l->consumed % l->o.depth];
-	return s->state == SLOT_FETCHING && !s->hedged && gnn_now() - s->started >= l->lat->hedge_after &&
+	return s->state == SLOT_FETCHING && !s->hedged && gnn_now() - s->started >= after &&
 	       tr_samplers_live(l->o.samplers) >= 2;
 }
 
@@ -285,7 +305,7 @@ static uint64_t claim(struct tr_loader *l, bool hedge, uint64_t *hint)
 		if (gnn_now() - l->hedge_logged >= 10) {
 			GNN_INFO("minibatch_hedged", "what=%s step=%" PRIu64 " waited_s=%.1f hedge_after_s=%.2f "
 				 "reason=\"much slower than the others: sent again to another replica\"",
-				 l->job.what, k, gnn_now() - s->started, l->lat->hedge_after);
+				 l->job.what, k, gnn_now() - s->started, hedge_after(l));
 			l->hedge_logged = gnn_now();
 		}
 	} else {
