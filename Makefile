@@ -100,7 +100,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-import bench-net clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-import bench-net bench-replicas clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -175,6 +175,7 @@ bench: deps
 	@tests/bench_sampling.sh $(BUILD)
 	@tests/bench_tls.sh $(BUILD)
 	@tests/bench_import.sh $(BUILD)
+	@GNN_BUILD=$(BUILD) timeout --kill-after=10 600 python3 tests/net/replica_bench.py
 
 bench-products: deps
 	@$(MAKE) --no-print-directory all
@@ -197,6 +198,13 @@ bench-import: deps
 bench-net: deps
 	@$(MAKE) --no-print-directory all
 	@GNN_BUILD=$(BUILD) timeout --kill-after=10 900 python3 tests/net/costcheck.py
+
+# Graph store replicas for throughput (docs/reliability.md, "Graph store
+# replicas"): R = 2 against R = 1 with each store's link capped; root,
+# namespaces (a SKIP line without), about 1 minute. Part of make bench.
+bench-replicas: deps
+	@$(MAKE) --no-print-directory all
+	@GNN_BUILD=$(BUILD) timeout --kill-after=10 600 python3 tests/net/replica_bench.py
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------
 # make images       builds $(IMAGE):$(IMAGE_TAG) from docker/Dockerfile

@@ -223,7 +223,15 @@ struct pending {
 	bool unanswered; /* this attempt's reply did not come within its timeout */
 	unsigned pipe; /* the connection it went out on (0: not known) */
 	double sent_at, send_deadline;
+	double done_at; /* when its aio last completed (aio_done; read after nng_aio_wait) */
 };
+
+/* The aio's callback: the time of its completion, as the calls are waited
+ * for in order (an answer's time is its own, not its wait's). */
+static void aio_done(void *arg)
+{
+	((struct pending *)arg)->done_at = gnn_now();
+}
 
 /* A send waits for a connection in slices of this length, so that a dialer
  * stuck on a vanished address is restarted within the attempt. */
@@ -382,6 +390,7 @@ static void reply_done(struct gnn_call *call, struct pending *p)
 		return;
 	}
 	atomic_store(&call->client->last_reply, gnn_now());
+	call->answer_s = p->done_at - p->sent_at;
 	take_reply(call, nng_aio_get_msg(p->aio), p->req_id);
 	p->active = false;  /* answered: an error reply is final, not retried */
 }
@@ -420,6 +429,7 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 		calls[i].reply = NULL;
 		calls[i].rc = GNN_ENOMEM;
 		calls[i].attempts = 0;
+		calls[i].answer_s = 0;
 		calls[i].err[0] = '\0';
 		if (calls[i].req->len < GNN_PROTO_HDR_BYTES || calls[i].req->failed) {
 			calls[i].rc = GNN_EINVAL;
@@ -427,7 +437,7 @@ int gnn_client_call_all(struct gnn_call *calls, size_t n)
 		}
 		memcpy(&p[i].req_id, calls[i].req->buf + 8, 8);
 		if (nng_ctx_open(&p[i].ctx, calls[i].client->sock) != 0 ||
-		    nng_aio_alloc(&p[i].aio, NULL, NULL) != 0) {
+		    nng_aio_alloc(&p[i].aio, aio_done, &p[i]) != 0) {
 			if (atomic_load(&calls[i].client->aborted))
 				abandoned(&calls[i], &p[i]);
 			continue;

@@ -98,6 +98,7 @@ struct gnn_call {
 	nng_msg *reply;
 	int rc;
 	int attempts;
+	double answer_s;           /* answered: seconds from its request out to the reply */
 	char err[256];
 };
 

@@ -22,7 +22,7 @@ size_t gnn_replica_pick(struct gnn_replica *const *reps, const bool *usable, siz
 
 		if ((usable != NULL && !usable[i]) || now < atomic_load(&reps[i]->avoid_until))
 			score += 1LL << 32;
-		if (i < 64 && (tried >> i & 1))
+		if (tried >> i & 1)
 			score += 1LL << 48;
 		if (score < best_score) {
 			best_score = score;
@@ -37,9 +37,34 @@ void gnn_replica_begin(struct gnn_replica *r)
 	atomic_fetch_add(&r->inflight, 1);
 }
 
-void gnn_replica_end(struct gnn_replica *r)
+/* slow_s loses this fraction at each answer: a burst of slow answers
+ * weighs for a few hundred answers, not for good. */
+#define SLOW_DECAY (1.0 / 64)
+
+void gnn_replica_end(struct gnn_replica *r, double answer_s)
 {
 	atomic_fetch_sub(&r->inflight, 1);
+	if (answer_s > 0) {
+		double old = atomic_load(&r->slow_s), now = old * (1 - SLOW_DECAY);
+
+		/* (a lost race loses one sample of a statistic) */
+		atomic_compare_exchange_strong(&r->slow_s, &old, answer_s > now ? answer_s : now);
+	}
+}
+
+int gnn_replica_timeout_ms(struct gnn_replica *const *reps, size_t k, int cap_ms)
+{
+	double slow = 0, ms;
+
+	for (size_t i = 0; i < k; i++)
+		if (atomic_load(&reps[i]->slow_s) > slow)
+			slow = atomic_load(&reps[i]->slow_s);
+	if (!(slow > 0))
+		return cap_ms;
+	ms = GNN_REPLICA_SLOW_FACTOR * slow * 1000.0;
+	if (ms < GNN_REPLICA_MIN_TIMEOUT_MS)
+		ms = GNN_REPLICA_MIN_TIMEOUT_MS;
+	return ms < cap_ms ? (int)ms : cap_ms;
 }
 
 void gnn_replica_avoid(struct gnn_replica *r)

@@ -65,9 +65,10 @@ static const struct gnn_opt options[] = {
 	{ "retries", GNN_OPT_INT, &cfg.retries, "2", 0, 100, NULL,
 	  "extra attempts of a graph store call that timed out" },
 	{ "replica-timeout-ms", GNN_OPT_INT, &cfg.replica_timeout_ms, "500", 1, 600000, NULL,
-	  "with several graph stores for a partition (replicas), a call's first attempt on each waits this long "
-	  "(plus the bytes term of --store-min-mb-per-s), then the call goes to another replica; once every "
-	  "replica had it, attempts wait --timeout-ms" },
+	  "with several graph stores for a partition (replicas), a call's first attempt on each waits 8 times "
+	  "their recent slowest answer, at least 100 ms and at most this long (plus the bytes term of "
+	  "--store-min-mb-per-s), then the call goes to another replica; once every replica had it, attempts "
+	  "wait --timeout-ms" },
 	{ "wait-stores", GNN_OPT_INT, &cfg.wait_stores, "600", 0, 86400, NULL,
 	  "seconds to wait at start-up until every graph store answers" },
 	{ "check-interval-ms", GNN_OPT_INT, &cfg.check_interval_ms, "1000", 100, 600000, NULL,

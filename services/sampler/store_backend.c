@@ -323,9 +323,13 @@ static int take_info(void *ctx, size_t k, struct gnn_call *c)
 	return r->rc;
 }
 
+static bool replicated(const struct smp_stores *s, const struct store *st);
+static int replica_timeout_ms(struct smp_stores *s, uint32_t part);
+
 /* Sends INFO to every store with want[i] set, in parallel, through the
  * check clients (or the data clients, with data), and decodes the answers
- * into res[i]. */
+ * into res[i]. With data, a replicated partition's store gets one short
+ * attempt, as its data calls (the caller has other replicas). */
 static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
 {
 	size_t *store = calloc(s->n, sizeof(*store));
@@ -344,6 +348,10 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 		if (gnn_multicall_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
 			break;
 		store[f.n - 1] = i;
+		if (data && replicated(s, &s->st[i])) {
+			f.call[f.n - 1].failover = true;
+			f.call[f.n - 1].timeout_ms = replica_timeout_ms(s, s->st[i].info.part_id);
+		}
 		gnn_encode_info_req(req, atomic_fetch_add(&s->next_req_id, 1));
 	}
 	gnn_multicall_run(&f, take_info, &(struct probe_run){ .res = res, .store = store });
@@ -558,17 +566,21 @@ static size_t connect_round(struct smp_stores *s, bool *want, struct probe *res)
 	return left;
 }
 
-/* The watch connections dial alongside the others (milliseconds): being
- * ready means a restart of any store from now on is seen. A store whose
- * watch does not connect within a second is still served (the other
- * signals and the check remain). */
-static void await_watches(const struct smp_stores *s)
+/* The watch and data connections dial alongside the check ones: being
+ * ready means a restart of any store from now on is seen, and that a
+ * replica's calls do not find it unconnected (a data client that dialled
+ * before its store listened retries after a backoff of up to 2 s). A
+ * store still unconnected after LINKS_WAIT_S is served all the same (the
+ * other signals and the check remain; calls wait for its connection). */
+#define LINKS_WAIT_S 2.5
+
+static void await_links(const struct smp_stores *s)
 {
-	for (double w0 = gnn_now(); gnn_now() - w0 < 1.0; sleep_ms(10)) {
+	for (double w0 = gnn_now(); gnn_now() - w0 < LINKS_WAIT_S; sleep_ms(10)) {
 		size_t up = 0;
 
 		for (size_t i = 0; i < s->n; i++)
-			up += atomic_load(&s->st[i].watch_pipe) != 0;
+			up += atomic_load(&s->st[i].watch_pipe) != 0 && gnn_client_connected(s->st[i].data);
 		if (up == s->n)
 			break;
 	}
@@ -621,7 +633,7 @@ int smp_stores_connect(struct smp_stores *s, double wait_s, bool (*stop)(void))
 	GNN_INFO("waiting_for_graphstores", "stores=%zu timeout_s=%.0f", s->n, wait_s);
 	if ((rc = await_stores(s, wait_s, stop, t0)) != GNN_OK || (rc = check_layout(s)) != GNN_OK)
 		return rc;
-	await_watches(s);
+	await_links(s);
 	atomic_store(&s->connected, true);
 	GNN_INFO("graphstores_ready", "stores=%zu nodes=%" PRId64 " feat_dim=%" PRIu32 " feat_dtype=%s classes=%" PRIu32
 		 " waited_s=%.1f", s->n, s->layout.num_nodes, s->layout.feat_dim, gnn_dtype_name(s->layout.feat_dtype),
@@ -1041,8 +1053,10 @@ static int decode_answer(const struct smp_stores *s, struct smp_call *c, struct 
  * sign of a restart since it was last verified gets an INFO through its
  * data client (the connection its answers came over), in parallel. The
  * same graph clears the sign; another latches the change. GNN_EUNAVAIL,
- * with err naming the store, when a store changed or did not answer. */
-static int verify_stores(struct smp_stores *s, bool *used, char *why, size_t why_len)
+ * with err naming the store, when a store changed, or did not answer and
+ * has no other replica; lost[i]: store i did not answer and has (its
+ * answers go to another replica). */
+static int verify_stores(struct smp_stores *s, bool *used, bool *lost, char *why, size_t why_len)
 {
 	unsigned *gen;
 	struct probe *res;
@@ -1074,7 +1088,9 @@ static int verify_stores(struct smp_stores *s, bool *used, char *why, size_t why
 
 		if (!used[i])
 			continue;
-		if (res[i].rc != GNN_OK) {
+		if (res[i].rc != GNN_OK && replicated(s, st)) {
+			lost[i] = true;
+		} else if (res[i].rc != GNN_OK) {
 			if (rc == GNN_OK)
 				snprintf(why, why_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
 					 "serves after a sign of a restart: %s", st->name, st->url,
@@ -1132,6 +1148,14 @@ static double answer_bytes(const struct smp_stores *s, const struct smp_call *c)
  * connected. */
 #define NONE_UP_PAUSE_MS 100
 
+/* Whether st's partition has other stores. */
+static bool replicated(const struct smp_stores *s, const struct store *st)
+{
+	uint32_t p = st->info.part_id;
+
+	return p < s->layout.num_parts && s->rep_first[p + 1] - s->rep_first[p] > 1;
+}
+
 /* Partition part's store for a call (gnn_replica_pick): those down or
  * unconnected come after the others, those this call tried (bits of
  * tried, by replica rank) last. One store: that one. */
@@ -1163,6 +1187,7 @@ struct run {
 	int *sent;                /* [n]: times each call was sent */
 	double *extra_ms;         /* [n]: each call's deadline beyond the flat one (set_deadlines) */
 	bool *used;               /* [s->n]: the stores whose answers the run keeps */
+	bool *lost;               /* [s->n]: ... that verify_stores found gone (redo_lost) */
 	bool moved;               /* a call failed over: run again */
 	bool none_up;             /* ... to a partition none of whose stores is connected */
 	double t0;                /* when the run began */
@@ -1171,15 +1196,27 @@ struct run {
 	size_t why_len;
 };
 
+/* A replicated partition's first attempt on each replica: a few times its
+ * stores' recent slowest answer, at most --replica-timeout-ms. */
+static int replica_timeout_ms(struct smp_stores *s, uint32_t part)
+{
+	uint32_t lo = s->rep_first[part], k = s->rep_first[part + 1] - lo;
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+
+	for (uint32_t j = 0; j < k; j++)
+		reps[j] = &s->st[s->rep[lo + j]].rep;
+	return gnn_replica_timeout_ms(reps, k, s->replica_timeout_ms);
+}
+
 /* Call i's attempt timeout, for its next send: a replicated partition's
- * first send to each replica waits --replica-timeout-ms (a frozen or
+ * first send to each replica waits replica_timeout_ms (a frozen or
  * vanished replica costs that, not --timeout-ms), later ones the flat
  * timeout; both plus the call's bytes term. */
 static void deadline(const struct run *r, size_t i)
 {
 	const struct smp_stores *s = r->s;
 	uint32_t part = r->calls[i].part, k = s->rep_first[part + 1] - s->rep_first[part];
-	double ms = (k > 1 && r->sent[i] <= (int)k ? s->replica_timeout_ms : s->timeout_ms) + r->extra_ms[i];
+	double ms = (k > 1 && r->sent[i] <= (int)k ? replica_timeout_ms(r->s, part) : s->timeout_ms) + r->extra_ms[i];
 
 	r->f->call[i].timeout_ms = ms < 3600000 ? (int)ms : 3600000;
 }
@@ -1325,7 +1362,7 @@ static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 	struct store *st = &r->s->st[r->store[i]];
 	int crc = gc->rc;
 
-	gnn_replica_end(&st->rep);
+	gnn_replica_end(&st->rep, gc->rc == GNN_OK ? gc->answer_s : 0);
 	gnn_counter_inc(st->requests);
 	if (gc->attempts > 1)
 		gnn_counter_add(st->retries, gc->attempts - 1);
@@ -1346,6 +1383,72 @@ static int take_call(void *ctx, size_t i, struct gnn_call *gc)
 	return crc;
 }
 
+/* Sends the run's calls not answered yet, and those that failed over,
+ * until every one is answered or one failed for good (r->rc). */
+static void run_rounds(struct run *r, size_t n)
+{
+	struct smp_stores *s = r->s;
+
+	do {
+		if (r->none_up)  /* every store of a partition restarting: not a busy loop */
+			sleep_ms(NONE_UP_PAUSE_MS);
+		r->moved = r->none_up = false;
+		for (size_t i = 0; i < n; i++) {
+			struct store *st = &s->st[r->store[i]];
+
+			if (r->f->done[i])
+				continue;
+			/* No connection now: the one the answers come over may
+			 * reach a new process. */
+			if (!gnn_client_connected(st->data))
+				atomic_fetch_add(&st->suspect, 1);
+			gnn_replica_begin(&st->rep);  /* take_call ends it */
+		}
+		gnn_multicall_run(r->f, take_call, r);
+	} while (r->moved && r->rc == GNN_OK);
+}
+
+/* A call's kept answer, freed. */
+static void release_call(struct smp_call *c)
+{
+	struct held *h = c->keep;
+
+	if (h == NULL)
+		return;
+	gnn_proto_release(h->owned);
+	nng_msg_free(h->msg);
+	free(h);
+	c->keep = NULL;
+}
+
+/* The calls answered by a store that verify_stores found gone (lost[])
+ * go to another replica, their answers dropped (the store may have
+ * restarted with another graph since): true when some were sent again. */
+static bool redo_lost(struct run *r, size_t n)
+{
+	const bool *lost = r->lost;
+	bool again = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct store *st = &r->s->st[r->store[i]];
+
+		if (!lost[r->store[i]])
+			continue;
+		r->used[r->store[i]] = false;
+		release_call(&r->calls[i]);
+		r->f->done[i] = false;
+		if (!fail_over(r, i, st, GNN_EUNAVAIL)) {
+			snprintf(r->why, r->why_len, "graph store %s (%s) unavailable: no INFO confirms which graph it "
+				 "serves after a sign of a restart, and no other replica took its calls", st->name,
+				 st->url);
+			r->rc = GNN_EUNAVAIL;
+			return false;
+		}
+		again = true;
+	}
+	return again;
+}
+
 static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, size_t why_len)
 {
 	struct smp_stores *s = ctx;
@@ -1353,7 +1456,8 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 	struct run r = { .s = s, .calls = calls, .f = &f, .store = calloc(n, sizeof(*r.store)),
 			 .tried = calloc(n, sizeof(*r.tried)), .sent = calloc(n, sizeof(*r.sent)),
 			 .extra_ms = calloc(n, sizeof(*r.extra_ms)),
-			 .used = calloc(s->n, sizeof(bool)), .why = why, .why_len = why_len };
+			 .used = calloc(s->n, sizeof(bool)), .lost = calloc(s->n, sizeof(bool)), .why = why,
+			 .why_len = why_len };
 
 	gnn_multicall_init(&f);
 	for (size_t i = 0; i < n; i++)
@@ -1363,7 +1467,7 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 		r.rc = GNN_EUNAVAIL;
 		goto out;
 	}
-	if (r.used == NULL || (n > 0 && (r.store == NULL || r.tried == NULL || r.sent == NULL || r.extra_ms == NULL))) {
+	if (r.used == NULL || r.lost == NULL || (n > 0 && (r.store == NULL || r.tried == NULL || r.sent == NULL || r.extra_ms == NULL))) {
 		snprintf(why, why_len, "out of memory");
 		r.rc = GNN_ENOMEM;
 		goto out;
@@ -1373,26 +1477,16 @@ static int stores_run(void *ctx, struct smp_call *calls, size_t n, char *why, si
 	set_deadlines(&r, n);
 	r.t0 = gnn_now();
 	do {
-		if (r.none_up)  /* every store of a partition restarting: not a busy loop */
-			sleep_ms(NONE_UP_PAUSE_MS);
-		r.moved = r.none_up = false;
-		for (size_t i = 0; i < n; i++) {
-			struct store *st = &s->st[r.store[i]];
-
-			if (f.done[i])
-				continue;
-			/* No connection now: the one the answers come over may
-			 * reach a new process. */
-			if (!gnn_client_connected(st->data))
-				atomic_fetch_add(&st->suspect, 1);
-			gnn_replica_begin(&st->rep);  /* take_call ends it */
+		run_rounds(&r, n);
+		/* Answers are trusted only from a store known to serve this
+		 * graph, and none once a store changed (the minibatch would
+		 * mix graphs); a replica gone since it answered has its calls
+		 * done again by another. */
+		if (r.rc == GNN_OK) {
+			memset(r.lost, 0, s->n * sizeof(bool));
+			r.rc = verify_stores(s, r.used, r.lost, why, why_len);
 		}
-		gnn_multicall_run(&f, take_call, &r);
-	} while (r.moved && r.rc == GNN_OK);
-	/* Answers are trusted only from a store known to serve this graph,
-	 * and none once a store changed (the minibatch would mix graphs). */
-	if (r.rc == GNN_OK)
-		r.rc = verify_stores(s, r.used, why, why_len);
+	} while (r.rc == GNN_OK && redo_lost(&r, n));
 	if (r.rc == GNN_OK && !stores_layout_known(s, why, why_len))
 		r.rc = GNN_EUNAVAIL;
 out:
@@ -1402,22 +1496,15 @@ out:
 	free(r.sent);
 	free(r.extra_ms);
 	free(r.used);
+	free(r.lost);
 	return r.rc;
 }
 
 static void stores_release(void *ctx, struct smp_call *calls, size_t n)
 {
 	(void)ctx;
-	for (size_t i = 0; i < n; i++) {
-		struct held *h = calls[i].keep;
-
-		if (h == NULL)
-			continue;
-		gnn_proto_release(h->owned);
-		nng_msg_free(h->msg);
-		free(h);
-		calls[i].keep = NULL;
-	}
+	for (size_t i = 0; i < n; i++)
+		release_call(&calls[i]);
 }
 
 void smp_stores_backend(struct smp_stores *s, struct smp_backend *be)

@@ -21,8 +21,8 @@ struct smp_stores_opts {
 	int timeout_ms;            /* per attempt of a data call, plus: */
 	double min_bytes_per_s;    /* the bytes a minibatch's calls ask of the store at this rate (0: flat) */
 	int retries;               /* extra attempts after a timeout */
-	int replica_timeout_ms;    /* a replicated partition's first attempt on each replica, plus the
-				    * bytes term (0: timeout_ms) */
+	int replica_timeout_ms;    /* at most, a replicated partition's first attempt on each replica
+				    * (gnn_replica_timeout_ms), plus the bytes term (0: timeout_ms) */
 	int check_interval_ms;     /* background INFO to every store */
 	int check_timeout_ms;      /* timeout of one INFO (no retries) */
 	double down_grace_s;       /* a store down this long makes smp_stores_ready false */

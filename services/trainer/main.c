@@ -41,7 +41,7 @@ struct options {
 		*graphstore_pattern, *features_from, *cache_ratio, *data;
 	int64_t cache_presample;
 	int64_t rank, world, http_port, prefetch, threads, timeout_ms, retries, peer_timeout_s, wait_s,
-		resolve_interval_s, store_timeout_ms, store_min_mb_per_s;
+		resolve_interval_s, store_timeout_ms, store_min_mb_per_s, replica_timeout_ms;
 	double log_interval_s, checkpoint_interval_s, peer_silence_s;
 	struct gnn_tls_paths tls;
 	struct gnn_tls_paths ring_tls;
@@ -83,6 +83,10 @@ static const struct gnn_opt own_options[] = {
 	  "dropped and the call tried again, for --timeout-ms x (--retries + 1) in all" },
 	{ "store-min-mb-per-s", GNN_OPT_INT, &opt.store_min_mb_per_s, "20", 1, 1048576, NULL,
 	  "the rate in --store-timeout-ms: a call for more rows may take longer" },
+	{ "replica-timeout-ms", GNN_OPT_INT, &opt.replica_timeout_ms, "500", 1, 600000, NULL,
+	  "with --features-from stores and several graph stores for a partition (replicas), a row call's first "
+	  "attempt on each waits 8 times their recent slowest answer, at least 100 ms and at most this long "
+	  "(plus the bytes term), then the call goes to another replica" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,
 	  "longest wait for a peer inside an all-reduce" },
 	{ "peer-silence-s", GNN_OPT_FLOAT, &opt.peer_silence_s, "10", 0, 3600, NULL,
@@ -477,7 +481,8 @@ static int wait_samplers(void *ctx, int http_port)
 		rc = tr_stores_open(t->store_urls, t->nstores,
 				    &(struct tr_stores_opts){ .timeout_ms = (int)opt.timeout_ms, .retries = (int)opt.retries,
 							      .rows_timeout_ms = (int)opt.store_timeout_ms,
-							      .rows_min_bytes_per_s = (double)opt.store_min_mb_per_s * 1e6 },
+							      .rows_min_bytes_per_s = (double)opt.store_min_mb_per_s * 1e6,
+							      .replica_timeout_ms = (int)opt.replica_timeout_ms },
 				    &t->stores);
 	if (rc == GNN_OK && (rc = open_embeddings(t)) == GNN_OK && (rc = open_features(t)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);

@@ -543,12 +543,12 @@ SCENARIOS = {
     # writes the checkpoint's back, its best rows (the test's) too
     "link_embed_kill_graphstore": kill_store,
     # two stores per partition: one killed, the other serves on
-    "replicas_kill_graphstore": replica_lost("kill", 2.0),
+    "replicas_kill_graphstore": replica_lost("kill", 1.0),
     "replicas_graphstore_frozen": replica_lost("freeze", 2.0),
     # both of partition 1's stores killed: waited for, as one store is
     "replicas_kill_both_graphstores": replica_lost("kill_both"),
     # the trainers' own FEAT calls spread and fail over too
-    "replicas_stores_kill_graphstore": replica_lost("kill", 2.0),
+    "replicas_stores_kill_graphstore": replica_lost("kill", 1.0),
     "replicas_stores_graphstore_frozen": replica_lost("freeze", 2.0),
 }
 

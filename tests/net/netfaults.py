@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
-from chaos import Scenario, chosen, partition_tiny, reference, remove_work, run  # noqa: E402
+from chaos import Scenario, chosen, epoch_pause, partition_tiny, reference, remove_work, run  # noqa: E402
 from cluster import kv, log_time  # noqa: E402
 import hosts as hostlib  # noqa: E402
 
@@ -237,6 +237,43 @@ def trainer_vanished(s):
     s.after = after
 
 
+REPLICA_PAUSE_S = 2.0
+
+
+def replica_gone(how):
+    """(issue 39) R = 2 (the chaos suite's replicas_* runs): graphstore-1,
+    one of partition 1's two stores, cut off from epoch 10 on, its
+    connections open and silent: its host vanishes (link down: no FIN, no
+    RST) until the run ends ("vanished"), or every packet to and from it
+    is dropped for PARTITION_S or until the run ends, which comes first
+    (a few seconds: "partitioned_30s"). The samplers and
+    trainers go on with graphstore-3: no pause between two epochs over
+    REPLICA_PAUSE_S, the undisturbed parameters (chaos.judge)."""
+    def fault(s):
+        c, h, n = s.c, s.c.hosts, "graphstore-1"
+        s.epoch(10)
+        t_cut = time.time()
+        if how == "vanished":
+            h.link(n, False)
+            c.wait("every trainer's summary", c.finished, 300)
+            h.link(n, True)
+        else:
+            h.isolate(n)
+            c.wait("every trainer's summary", c.finished, PARTITION_S)
+            h.heal(n)
+
+        def after(s):
+            done = [log_time(ln) for ln in c.lines("trainer-0", "summary")]
+            if done and done[0] is not None and done[0] < t_cut:
+                return ["the run ended before the fault (epoch 10 too late: make the run longer)"]
+            pause = max(epoch_pause(c, t) for t in c.trainers)
+            s.notes.append("pause_s=%.2f" % pause)
+            return [] if pause <= REPLICA_PAUSE_S else \
+                ["a pause of %.2f s between two epochs (at most %.1f s with a replica left)" % (pause, REPLICA_PAUSE_S)]
+        s.after = after
+    return fault
+
+
 def minibatch_bytes(c):
     """Bytes per minibatch the samplers sent (their `traffic` lines at stop)."""
     sent = reqs = 0
@@ -289,6 +326,10 @@ SCENARIOS = {
     "bandwidth_100mbit": bandwidth(100),
     # where the bytes, not the computing, set the pace (0.4 s an epoch)
     "bandwidth_20mbit": bandwidth(20),
+    # two stores per partition (chaos' REPLICAS): one cut off, no pause
+    "replicas_graphstore_vanished": replica_gone("vanished"),
+    "replicas_stores_graphstore_vanished": replica_gone("vanished"),
+    "replicas_graphstore_partitioned_30s": replica_gone("partitioned_30s"),
 }
 BY_NAME = ("graphstore_vanished_moved", "trainer_vanished_moved", "stores_graphstore_vanished_moved")
 # Throughput cost against the undisturbed run is printed for these.

@@ -25,6 +25,7 @@
 #include "part.h"
 #include "peers.h"
 #include "proto.h"
+#include "replica.h"
 #include "sys.h"
 #include "testlib.h"
 
@@ -659,6 +660,40 @@ static void test_hash(void)
 	CHECK(gnn_unit64(UINT64_MAX) < 1.0 && gnn_unit64(0) == 0.0);
 }
 
+/* A partition's replicas: the fewest in flight first, the avoided and the
+ * tried after the others; the first attempt's timeout follows the slowest
+ * recent answer, within its floor and cap. */
+static void test_replica(void)
+{
+	struct gnn_replica a = { 0 }, b = { 0 }, c = { 0 };
+	struct gnn_replica *reps[] = { &a, &b, &c };
+	bool usable[] = { true, true, true };
+	atomic_uint next = 0;
+
+	CHECK(gnn_replica_timeout_ms(reps, 3, 500) == 500);  /* no answer yet: the cap */
+	gnn_replica_begin(&a);
+	gnn_replica_begin(&c);
+	CHECK(gnn_replica_pick(reps, usable, 3, 0, &next) == 1);
+	CHECK(gnn_replica_pick(reps, usable, 3, 1u << 1, &next) != 1);   /* b tried */
+	usable[1] = false;
+	CHECK(gnn_replica_pick(reps, usable, 3, 0, &next) != 1);
+	usable[1] = true;
+	gnn_replica_avoid(&b);
+	CHECK(gnn_replica_pick(reps, usable, 3, 0, &next) != 1);
+	CHECK(gnn_replica_pick(reps, usable, 3, 1u << 0 | 1u << 2, &next) == 1);  /* all else tried */
+	gnn_replica_end(&a, 0.002);
+	CHECK(gnn_replica_timeout_ms(reps, 3, 500) == GNN_REPLICA_MIN_TIMEOUT_MS);
+	gnn_replica_end(&c, 0.040);
+	CHECK(gnn_replica_timeout_ms(reps, 3, 500) == 8 * 40);
+	CHECK(gnn_replica_timeout_ms(reps, 3, 200) == 200);
+	for (int i = 0; i < 2000; i++) {  /* the slow answer fades */
+		gnn_replica_begin(&c);
+		gnn_replica_end(&c, 0.001);
+	}
+	CHECK(gnn_replica_timeout_ms(reps, 3, 500) == GNN_REPLICA_MIN_TIMEOUT_MS);
+	CHECK(atomic_load(&a.inflight) == 0 && atomic_load(&c.inflight) == 0);
+}
+
 static void test_log_limit(void)
 {
 	const char *path = tmp_path("log.txt");
@@ -810,6 +845,7 @@ int main(void)
 	RUN(test_sys);
 	RUN(test_peers);
 	RUN(test_log_limit);
+	RUN(test_replica);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }

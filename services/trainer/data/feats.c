@@ -284,6 +284,12 @@ static int scatter(struct tr_feats *f, const struct fcall *k, const struct gnn_c
 	return GNN_OK;
 }
 
+/* The bytes of call k's answer. */
+static double fcall_bytes(const struct tr_feats *f, const struct fcall *k)
+{
+	return (double)k->n * f->dim[k->t] * f->elem;
+}
+
 /* Partition p's store for a call (gnn_replica_pick over stores p, p + P,
  * ...): the unconnected after the others, those the call tried (bits of
  * tried, by replica rank) last. */
@@ -308,6 +314,7 @@ struct wave {
 	const struct fcall *fc;
 	uint32_t store[MAX_CALLS];  /* the store each call goes to now */
 	uint64_t tried[MAX_CALLS];  /* the replicas each call went to (bits by rank) */
+	uint32_t sent[MAX_CALLS];   /* times each call was sent */
 	unsigned conn[MAX_CALLS];   /* each call's store's connections when it was sent */
 	bool moved;                 /* a call went on to a connected replica: no pause */
 	double deadline, logged;
@@ -317,13 +324,26 @@ struct wave {
 };
 
 /* Call i goes to store st: its client, one attempt that a lost connection
- * ends at once when the partition has other replicas. */
+ * ends at once when the partition has other replicas. Its first attempt
+ * on each replica waits gnn_replica_timeout_ms (a frozen or vanished
+ * replica costs that), later ones the rows timeout; both plus the bytes
+ * term. */
 static void send_to(struct wave *w, size_t i, uint32_t st)
 {
+	struct tr_feats *f = w->f;
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+	int base_ms = 0;
+
 	w->store[i] = st;
-	w->tried[i] |= 1ull << (st / w->f->P);
-	w->batch->call[i].client = w->f->st[st].c;
-	w->batch->call[i].failover = w->f->R > 1;
+	w->tried[i] |= 1ull << (st / f->P);
+	w->batch->call[i].client = f->st[st].c;
+	w->batch->call[i].failover = f->R > 1;
+	if (f->R > 1 && ++w->sent[i] <= f->R) {
+		for (uint32_t r = 0; r < f->R; r++)
+			reps[r] = &f->st[w->fc[i].p + r * f->P].rep;
+		base_ms = gnn_replica_timeout_ms(reps, f->R, tr_stores_replica_timeout_ms(f->o.stores));
+	}
+	w->batch->call[i].timeout_ms = tr_stores_rows_timeout_ms(f->o.stores, fcall_bytes(f, &w->fc[i]), base_ms);
 }
 
 /* Call i, refused by its store (eunavail, silent, connection lost), goes
@@ -358,7 +378,7 @@ static int take_rows(void *ctx, size_t i, struct gnn_call *c)
 	const struct fcall *k = &w->fc[i];
 	int crc = c->rc;
 
-	gnn_replica_end(&w->f->st[w->store[i]].rep);
+	gnn_replica_end(&w->f->st[w->store[i]].rep, crc == GNN_OK ? c->answer_s : 0);
 	if (crc == GNN_OK && gnn_client_connections(c->client) != w->conn[i])
 		crc = verify(w->f, w->store[i], w->why, w->why_len);
 	if (crc == GNN_OK)
@@ -397,8 +417,7 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 	for (size_t i = 0; i < n && w.rc == GNN_OK; i++) {
 		uint32_t st = pick_store(f, fc[i].p, 0);
 
-		if ((w.rc = gnn_multicall_add(&batch, f->st[st].c, tr_stores_rows_timeout_ms(f->o.stores,
-					   (double)fc[i].n * f->dim[fc[i].t] * f->elem), &req)) == GNN_OK &&
+		if ((w.rc = gnn_multicall_add(&batch, f->st[st].c, 0, &req)) == GNN_OK &&
 		    (w.rc = gnn_encode_ids_req(req, GNN_MSG_FEAT_REQ, atomic_fetch_add(&f->req_id, 1), fc[i].ids,
 					       fc[i].n)) == GNN_OK)
 			send_to(&w, i, st);
@@ -420,7 +439,7 @@ static int run_wave(struct tr_feats *f, const struct fcall *fc, size_t n, double
 		if (rc == GNN_ENOMEM) {  /* nothing was sent, nor taken */
 			for (size_t i = 0; i < n; i++)
 				if (!batch.done[i])
-					gnn_replica_end(&f->st[w.store[i]].rep);
+					gnn_replica_end(&f->st[w.store[i]].rep, 0);
 			w.rc = rc;
 			break;
 		}

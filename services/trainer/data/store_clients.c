@@ -106,9 +106,14 @@ int tr_stores_retries(const struct tr_stores *s)
 	return s->o.retries;
 }
 
-int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes)
+int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes, int base_ms)
 {
-	double ms = s->o.rows_timeout_ms + bytes / s->o.rows_min_bytes_per_s * 1000.0;
+	double ms = (base_ms > 0 ? base_ms : s->o.rows_timeout_ms) + bytes / s->o.rows_min_bytes_per_s * 1000.0;
 
 	return ms < s->o.timeout_ms ? (int)ms : s->o.timeout_ms;
+}
+
+int tr_stores_replica_timeout_ms(const struct tr_stores *s)
+{
+	return s->o.replica_timeout_ms > 0 ? s->o.replica_timeout_ms : s->o.rows_timeout_ms;
 }

@@ -22,6 +22,9 @@ struct tr_stores_opts {
 	 * deleted pod can stay open without an answer ever coming. */
 	int rows_timeout_ms;
 	double rows_min_bytes_per_s;
+	/* With replicas, a row call's first attempt on each one: at most this
+	 * (gnn_replica_timeout_ms), plus the bytes term; 0: rows_timeout_ms. */
+	int replica_timeout_ms;
 };
 
 /* Dials urls[0..n) (borrowed; store p serves partition p) without
@@ -37,7 +40,10 @@ struct gnn_client *tr_stores_client(const struct tr_stores *s, uint32_t p);
 /* A call's timeout and retries, as opened. */
 int tr_stores_timeout_ms(const struct tr_stores *s);
 int tr_stores_retries(const struct tr_stores *s);
-/* The attempt timeout of a feature-row call whose reply is `bytes` long. */
-int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes);
+/* The attempt timeout of a feature-row call whose reply is `bytes` long:
+ * base_ms (0: rows_timeout_ms) plus the bytes term, within the call timeout. */
+int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes, int base_ms);
+/* replica_timeout_ms as opened (rows_timeout_ms when that was 0). */
+int tr_stores_replica_timeout_ms(const struct tr_stores *s);
 
 #endif
