@@ -1180,7 +1180,7 @@ int gnn_encode_emb_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb
 	put_u64(w, (uint64_t)in->first);
 	put_u32(w, in->dim);
 	put_u32(w, 0);
-	if (in->op == GNN_EMB_INIT) {
+	if (in->op == GNN_EMB_INIT || in->op == GNN_EMB_JOIN) {
 		const struct gnn_emb_cfg *c = &in->cfg;
 
 		put_u32(w, c->num_types);
@@ -1274,7 +1274,7 @@ int gnn_decode_emb_req(const void *payload, size_t len, struct gnn_emb_req *out)
 	    v.dim > GNN_PROTO_MAX_FEAT_DIM || (v.op == GNN_EMB_PUSH && (v.world == 0 || v.world > 65536 ||
 	    v.rank >= v.world)) || v.first < 0)
 		return rd_fail(&v.owned, GNN_ERANGE);
-	if (v.op == GNN_EMB_INIT && (rc = get_emb_cfg(&r, &v.cfg)) != GNN_OK)
+	if ((v.op == GNN_EMB_INIT || v.op == GNN_EMB_JOIN) && (rc = get_emb_cfg(&r, &v.cfg)) != GNN_OK)
 		return rd_fail(&v.owned, rc);
 	if (emb_has_ids(v.op))
 		v.ids = take(&r, v.n, 8);

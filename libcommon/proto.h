@@ -440,6 +440,11 @@ enum gnn_emb_op {
 	GNN_EMB_WRITE = 5,   /* the same rows written (data: n x dim); then the store is at version step */
 	GNN_EMB_BEST = 6,    /* BEST = ROWS, every type (a new best validation accuracy) */
 	GNN_EMB_STATUS = 7,  /* nothing: the reply's gen, version and cfg_hash */
+	GNN_EMB_JOIN = 8,    /* a replica catching up (docs/embeddings.md, "Replicas"): INIT's, and
+			      * then, until READY, PULL, READ and BEST refused (GNN_ESTALE), PUSHes
+			      * for version step kept but not applied, WRITEs of version step keep them */
+	GNN_EMB_READY = 9,   /* the end of a JOIN's WRITEs: served, and the pushes kept applied
+			      * once complete; GNN_ESTALE when not joining */
 	GNN_EMB_OP_END
 };
 /* The arrays of one embedded type; each has one row per node, dim floats

@@ -41,15 +41,20 @@ void gnn_replica_begin(struct gnn_replica *r)
  * weighs for a few hundred answers, not for good. */
 #define SLOW_DECAY (1.0 / 64)
 
-void gnn_replica_end(struct gnn_replica *r, double answer_s)
+void gnn_replica_observe(struct gnn_replica *r, double answer_s)
 {
-	atomic_fetch_sub(&r->inflight, 1);
 	if (answer_s > 0) {
 		double old = atomic_load(&r->slow_s), now = old * (1 - SLOW_DECAY);
 
 		/* (a lost race loses one sample of a statistic) */
 		atomic_compare_exchange_strong(&r->slow_s, &old, answer_s > now ? answer_s : now);
 	}
+}
+
+void gnn_replica_end(struct gnn_replica *r, double answer_s)
+{
+	atomic_fetch_sub(&r->inflight, 1);
+	gnn_replica_observe(r, answer_s);
 }
 
 int gnn_replica_timeout_ms(struct gnn_replica *const *reps, size_t k, int cap_ms)

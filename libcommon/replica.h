@@ -44,6 +44,9 @@ size_t gnn_replica_pick(struct gnn_replica *const *reps, const bool *usable, siz
  * the seconds from its request out to its answer, 0 when none came). */
 void gnn_replica_begin(struct gnn_replica *r);
 void gnn_replica_end(struct gnn_replica *r, double answer_s);
+/* An answer of answer_s seconds from r (0: none), for
+ * gnn_replica_timeout_ms, without counting calls in flight. */
+void gnn_replica_observe(struct gnn_replica *r, double answer_s);
 
 /* The attempt timeout of a call's first try on each of the k replicas in
  * reps (borrowed): GNN_REPLICA_SLOW_FACTOR x their largest slow_s, within

@@ -26,6 +26,7 @@ static const char *const array_names[GNN_EMB_ARRAYS] = {
 static const char *const op_names[GNN_EMB_OP_END] = {
 	[GNN_EMB_INIT] = "INIT", [GNN_EMB_PULL] = "PULL", [GNN_EMB_PUSH] = "PUSH", [GNN_EMB_READ] = "READ",
 	[GNN_EMB_WRITE] = "WRITE", [GNN_EMB_BEST] = "BEST", [GNN_EMB_STATUS] = "STATUS",
+	[GNN_EMB_JOIN] = "JOIN", [GNN_EMB_READY] = "READY",
 };
 
 /* One node type's rows and state in this partition. */
@@ -51,6 +52,7 @@ struct gs_emb {
 	struct gs_emb_metrics m;
 	/* all below under lock */
 	bool init;
+	bool joining;                 /* JOIN until READY: being filled from a replica, not served */
 	uint64_t gen, version, cfg_hash;
 	struct gnn_emb_cfg cfg;
 	struct emb_type types[GNN_MAX_TYPES];
@@ -145,7 +147,7 @@ static void drop(struct gs_emb *e)
 	clear_pending(e);
 	for (uint32_t t = 0; t < GNN_MAX_TYPES; t++)
 		free_type(&e->types[t]);
-	e->init = false;
+	e->init = e->joining = false;
 	e->gen = e->version = e->cfg_hash = 0;
 	e->nemb = 0;
 	gnn_gauge_set(e->m.rows, 0);
@@ -291,10 +293,11 @@ static int op_init(struct gs_emb *e, struct call *c)
 	e->version = c->req->step;
 	e->cfg_hash = cfg->hash;
 	e->init = true;
+	e->joining = c->req->op == GNN_EMB_JOIN;
 	gnn_gauge_set(e->m.rows, (double)rows);
 	gnn_gauge_set(e->m.bytes, (double)bytes);
-	GNN_INFO("embeddings_init", "part=%u gen=%llu version=%llu types=%s optimizer=%s rows=%llu bytes=%llu seconds=%.3f",
-		 c->part, (unsigned long long)e->gen, (unsigned long long)e->version, desc,
+	GNN_INFO("embeddings_init", "part=%u op=%s gen=%llu version=%llu types=%s optimizer=%s rows=%llu bytes=%llu seconds=%.3f",
+		 c->part, op_names[c->req->op], (unsigned long long)e->gen, (unsigned long long)e->version, desc,
 		 cfg->optimizer == GNN_EMB_ADAM ? "adam" : "adagrad", (unsigned long long)rows,
 		 (unsigned long long)bytes, gnn_now() - t0);
 	return GNN_OK;
@@ -349,7 +352,13 @@ static int check_state(struct gs_emb *e, struct call *c)
 	if (q->gen != e->gen)
 		return refuse(c, GNN_ESTALE, "%s of generation %llu, but graph store %u holds generation %llu: another INIT replaced the state; resume from the checkpoint",
 			      op_names[q->op], (unsigned long long)q->gen, c->part, (unsigned long long)e->gen);
-	if (q->op != GNN_EMB_BEST && e->types[q->node_type].dim == 0)
+	if (e->joining && (q->op == GNN_EMB_PULL || q->op == GNN_EMB_READ || q->op == GNN_EMB_BEST))
+		return refuse(c, GNN_ESTALE, "graph store %u is catching up from a replica (JOIN at version %llu): ask another",
+			      c->part, (unsigned long long)e->version);
+	if (q->op == GNN_EMB_READY && !e->joining)
+		return refuse(c, GNN_ESTALE, "READY, but graph store %u is not joining (it restarted or was set up since the JOIN)",
+			      c->part);
+	if (q->op != GNN_EMB_BEST && q->op != GNN_EMB_READY && e->types[q->node_type].dim == 0)
 		return refuse(c, GNN_EINVAL, "node type %s has no embeddings (its INIT width is 0)",
 			      sc->types[q->node_type].name);
 	return GNN_OK;
@@ -537,6 +546,19 @@ out:
 	return rc;
 }
 
+/* Every rank pushed for the pending update: applied, the next version. */
+static int apply_complete(struct gs_emb *e, struct call *c)
+{
+	int rc = apply(e);
+
+	if (rc != GNN_OK)
+		return refuse(c, rc, "graph store %u cannot allocate the scratch memory to apply update %llu; the last push is not stored: retry it",
+			      c->part, (unsigned long long)e->version);
+	e->version++;
+	clear_pending(e);
+	return GNN_OK;
+}
+
 static int op_push(struct gs_emb *e, struct call *c)
 {
 	const struct gnn_emb_req *q = c->req;
@@ -574,17 +596,13 @@ static int op_push(struct gs_emb *e, struct call *c)
 	s->grad = (const float *)(s->ids + q->n);
 	s->n = q->n;
 	s->filled = true;
-	if (++e->filled == e->nemb * e->world) {
-		if ((rc = apply(e)) != GNN_OK) {
-			/* not stored, so that its retry finds the slot free */
-			free(s->ids);
-			*s = (struct emb_slot){ 0 };
-			e->filled--;
-			return refuse(c, rc, "graph store %u cannot allocate the scratch memory to apply update %llu; this last push is not stored: retry it",
-				      c->part, (unsigned long long)e->version);
-		}
-		e->version++;
-		clear_pending(e);
+	/* a joining store applies at READY, once its rows are all written */
+	if (++e->filled == e->nemb * e->world && !e->joining && (rc = apply_complete(e, c)) != GNN_OK) {
+		/* not stored, so that its retry finds the slot free */
+		free(s->ids);
+		*s = (struct emb_slot){ 0 };
+		e->filled--;
+		return rc;
 	}
 	gnn_counter_add(e->m.rows_pushed, q->n);
 	gnn_counter_add(e->m.bytes_in, (double)q->n * q->dim * 4);
@@ -644,12 +662,34 @@ static int op_write(struct gs_emb *e, struct call *c)
 	if (q->dim != w && !(q->n == 0 && q->dim == 0))
 		return refuse(c, GNN_EINVAL, "WRITE of %u-wide rows into %s of type %s, which is %u wide", q->dim,
 			      array_names[q->array], c->l->schema->types[q->node_type].name, w);
+	if (e->joining && q->step != e->version)
+		return refuse(c, GNN_ESTALE, "WRITE of version %llu, but graph store %u joins at version %llu",
+			      (unsigned long long)q->step, c->part, (unsigned long long)e->version);
 	if (q->n > 0)
 		memcpy((uint32_t *)ty->arr[q->array] + (size_t)(q->first - ty->first) * w, q->data, (size_t)q->n * w * 4);
-	/* a restored state: pushes of the one it replaces must not mix in */
+	/* a restored state: pushes of the one it replaces must not mix in
+	 * (a joining store's are of the very version it is given) */
 	e->version = q->step;
-	clear_pending(e);
+	if (!e->joining)
+		clear_pending(e);
 	gnn_counter_add(e->m.bytes_in, (double)q->n * w * 4);
+	return GNN_OK;
+}
+
+/* The JOIN's rows are all written: served from now on, and the update
+ * whose pushes all came meanwhile applied. */
+static int op_ready(struct gs_emb *e, struct call *c)
+{
+	int rc;
+
+	e->joining = false;
+	if (e->slots != NULL && e->filled == e->nemb * e->world && (rc = apply_complete(e, c)) != GNN_OK) {
+		e->joining = true;  /* its retry applies it */
+		return rc;
+	}
+	GNN_INFO("embeddings_joined", "part=%u gen=%llu version=%llu pending_pushes=%u reason=\"the rows of a replica are "
+		 "written: served again\"", c->part, (unsigned long long)e->gen, (unsigned long long)e->version,
+		 e->filled);
 	return GNN_OK;
 }
 
@@ -667,7 +707,7 @@ static int dispatch(struct gs_emb *e, struct call *c)
 {
 	int rc;
 
-	if (c->req->op == GNN_EMB_INIT)
+	if (c->req->op == GNN_EMB_INIT || c->req->op == GNN_EMB_JOIN)
 		return op_init(e, c);
 	if (c->req->op == GNN_EMB_STATUS)
 		return GNN_OK;
@@ -682,6 +722,8 @@ static int dispatch(struct gs_emb *e, struct call *c)
 		return op_read(e, c);
 	case GNN_EMB_WRITE:
 		return op_write(e, c);
+	case GNN_EMB_READY:
+		return op_ready(e, c);
 	default:
 		op_best(e);
 		return GNN_OK;
@@ -696,7 +738,8 @@ int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, u
 	int rc;
 
 	why[0] = '\0';
-	if (req->op != GNN_EMB_INIT && req->op != GNN_EMB_STATUS && (rc = check_ids(&c)) != GNN_OK)
+	if (req->op != GNN_EMB_INIT && req->op != GNN_EMB_JOIN && req->op != GNN_EMB_STATUS &&
+	    req->op != GNN_EMB_READY && (rc = check_ids(&c)) != GNN_OK)
 		return rc;
 	/* a push's copy is made before the lock: the lock guards the state only */
 	if (req->op == GNN_EMB_PUSH) {

@@ -84,7 +84,7 @@ static const struct gnn_opt own_options[] = {
 	{ "store-min-mb-per-s", GNN_OPT_INT, &opt.store_min_mb_per_s, "20", 1, 1048576, NULL,
 	  "the rate in --store-timeout-ms: a call for more rows may take longer" },
 	{ "replica-timeout-ms", GNN_OPT_INT, &opt.replica_timeout_ms, "500", 1, 600000, NULL,
-	  "with --features-from stores and several graph stores for a partition (replicas), a row call's first "
+	  "with several graph stores for a partition (replicas), a feature-row or embedding call's first "
 	  "attempt on each waits 8 times their recent slowest answer, at least 100 ms and at most this long "
 	  "(plus the bytes term), then the call goes to another replica" },
 	{ "peer-timeout-s", GNN_OPT_INT, &opt.peer_timeout_s, "300", 1, 86400, NULL,

@@ -53,6 +53,9 @@ FAMILIES = {
     # learnable embeddings for the tiny graph's nodes beside their
     # features (docs/embeddings.md)
     "embed": Family(["--embed-dim=8", "--embed-types=node"], True, []),
+    # the same, 100 epochs: time for a killed replica of its embeddings
+    # to come back and catch up before the run ends (about 5 s)
+    "embed100": Family(["--embed-dim=8", "--embed-types=node", "--epochs=100"], True, []),
     # feature rows read by the trainers straight from the graph stores,
     # 30% of the nodes from their cache (docs/scale.md, "Feature
     # movement"): the same bytes as the samplers'
@@ -161,7 +164,13 @@ def replica_lost(how, limit_s=None):
     replica, no pause between two epochs over limit_s (the plain build's
     bound; under ASan, GNN_SAN=1, it is only printed). "kill_both": both
     of its replicas killed, and the run heals as with one store when they
-    are back (the suite's usual bounds only)."""
+    are back (the suite's usual bounds only).
+
+    With learnable embeddings (the embed100 family) no trainer may go back
+    to a checkpoint (a `resumed` line after the fault) while a replica of
+    each partition lives, and a killed replica must catch up from the
+    other (its `embeddings_joined`) before the run ends; with both killed
+    the trainers resume from the checkpoint, as with one store."""
     def fault(s):
         s.epoch(10)
         t_fault = time.time()
@@ -182,11 +191,22 @@ def replica_lost(how, limit_s=None):
             fo = sum(metric_sum(s.c.metrics(m), "gnn_sampler_graphstore_failovers_total")
                      for m in s.c.procs if m.startswith("sampler-"))
             s.notes.append("pause_s=%.2f failovers=%d" % (pause, fo))
+            why = []
+            if (family(s.name) or "").startswith("embed"):
+                back = [t for t in s.c.trainers
+                        if any((log_time(ln) or 0) >= t_fault for ln in s.c.lines(t, "resumed"))]
+                if back and how != "kill_both":
+                    why.append("%s went back to a checkpoint with a replica of each partition alive" %
+                               ",".join(back))
+                if how == "kill" and not s.c.lines("graphstore-1", "embeddings_joined"):
+                    why.append("the restarted graphstore-1 never caught up (no embeddings_joined)")
             # a bound on time: the plain build's (ASan's runs are slower,
             # 1.05 s once for a kill); the parameters are judged in both
             timed = limit_s is not None and os.environ.get("GNN_SAN") != "1"
-            return ["a pause of %.2f s between two epochs (at most %.1f s with a replica left)" %
-                    (pause, limit_s)] if timed and pause > limit_s else []
+            if timed and pause > limit_s:
+                why.append("a pause of %.2f s between two epochs (at most %.1f s with a replica left)" %
+                           (pause, limit_s))
+            return why
         s.after = after
     return fault
 
@@ -550,6 +570,11 @@ SCENARIOS = {
     # the trainers' own FEAT calls spread and fail over too
     "replicas_stores_kill_graphstore": replica_lost("kill", 1.0),
     "replicas_stores_graphstore_frozen": replica_lost("freeze", 2.0),
+    # learnable embeddings on both replicas: no trainer back to a
+    # checkpoint, the killed one catches up once back
+    "replicas_embed100_kill_graphstore": replica_lost("kill", 1.0),
+    "replicas_embed100_graphstore_frozen": replica_lost("freeze", 2.0),
+    "replicas_embed100_kill_both_graphstores": replica_lost("kill_both"),
 }
 
 
@@ -590,7 +615,7 @@ class Inotify:
 # (waiting, hedging, the ring's heartbeat) whose memory the unit tests
 # check under ASan. `make asan` (GNN_SAN=1) leaves them to `make test`.
 TIMING = ("graphstore_frozen_30s", "sampler_frozen_20s", "trainer_frozen_20s", "stores_graphstore_frozen_30s",
-          "replicas_graphstore_frozen", "replicas_stores_graphstore_frozen")
+          "replicas_graphstore_frozen", "replicas_stores_graphstore_frozen", "replicas_embed100_graphstore_frozen")
 
 
 def main():

@@ -1364,6 +1364,64 @@ out:
 	emb_close(&x);
 }
 
+/* A replica catching up: JOIN, the update's pushes kept while its rows
+ * are written (PULL refused meanwhile), READY applies them: the state of
+ * a store that had it all along. */
+static void test_emb_join(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42), other = emb_cfg(GNN_EMB_ADAM, 1234);
+	static const uint32_t n[2] = { 3, 4 };
+	static const int64_t first[2] = { 0, 3 };
+	uint32_t saved[2][GNN_EMB_ARRAYS][12], after[2][GNN_EMB_ARRAYS][12], back[12];
+	const uint64_t g2 = EMB_GEN + 1, v = EMB_STEP + 1;
+	struct emb_fix x;
+	bool ok = true;
+
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP))
+		goto out;
+	for (uint32_t t = 0; ok && t < 2; t++)
+		for (uint32_t a = 0; ok && a < GNN_EMB_ARRAYS; a++)
+			ok = emb_read(&x, EMB_GEN, t, a, first[t], n[t], saved[t][a]);
+	if (!ok || !emb_update(&x, update_b, 2, 1, EMB_GEN, v))
+		goto out;
+	for (uint32_t t = 0; ok && t < 2; t++)
+		for (uint32_t a = 0; ok && a < GNN_EMB_ARRAYS; a++)
+			ok = emb_read(&x, EMB_GEN, t, a, first[t], n[t], after[t][a]);
+	/* the store restarts and joins at version v, from another seed */
+	if (!ok || !emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_JOIN, .gen = g2, .step = v, .cfg = other }, g2, v))
+		goto out;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_PULL, .node_type = 0, .array = GNN_EMB_ROWS, .gen = g2,
+					       .step = v, .n = 1, .ids = (const int64_t[]){ 0 } },
+		    GNN_ESTALE, "catching up");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_BEST, .gen = g2 }, GNN_ESTALE, "catching up");
+	/* every push of update v comes before the rows: kept, not applied */
+	for (int k = 0; k < 2; k++)
+		if (!emb_push(&x, &update_b[k], 1, g2, v, v))
+			goto out;
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_WRITE, .node_type = 0, .array = GNN_EMB_ROWS, .gen = g2,
+					       .step = v + 1, .first = 0, .n = 1, .dim = 3, .data = saved[0][0] },
+		    GNN_ESTALE, "joins at version");
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
+			struct gnn_emb_req q = { .op = GNN_EMB_WRITE, .node_type = t, .array = a, .gen = g2, .step = v,
+						 .first = first[t], .n = n[t],
+						 .dim = a == GNN_EMB_STEPS ? 1 : t == 0 ? 3 : 2, .data = saved[t][a] };
+
+			if (!emb_ok(&x, &q, g2, v))
+				goto out;
+		}
+	if (!emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READY, .gen = g2 }, g2, v + 1))
+		goto out;
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+			if (emb_read(&x, g2, t, a, first[t], n[t], back))
+				CHECK(memcmp(back, after[t][a], n[t] * (a == GNN_EMB_STEPS ? 1 : t == 0 ? 3 : 2) * 4) == 0);
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_READY, .gen = g2 }, GNN_ESTALE, "not joining");
+out:
+	emb_close(&x);
+}
+
 /* Wrong types, IDs, widths, ranges and arrays get the right codes, and
  * a refused push stores nothing. */
 static void test_emb_bad_input(void)
@@ -1593,6 +1651,7 @@ int main(void)
 	RUN(test_emb_lazy_adam);
 	RUN(test_emb_stale);
 	RUN(test_emb_read_write);
+	RUN(test_emb_join);
 	RUN(test_emb_bad_input);
 	RUN(test_emb_concurrent);
 	gnn_rm_rf(tmpdir);

@@ -16,6 +16,7 @@
 #include "multicall.h"
 #include "hash.h"
 #include "log.h"
+#include "replica.h"
 #include "sys.h"
 
 /* Rows per READ or WRITE call: about 8 MiB of them. */
@@ -28,10 +29,32 @@ static const char *const array_names[GNN_EMB_ARRAYS] = {
 
 enum { OP_PULL, OP_PUSH, OP_COUNT };
 
+/* A store's embeddings as rank 0 sees them (replicas, docs/embeddings.md):
+ * in step with the others, out (refused or missed an update: a JOIN no
+ * sooner than retry_at), or joining (rows to copy at join_version). */
+enum { REP_IN, REP_OUT, REP_JOINING };
+
+/* A store that refused a JOIN, or whose copy failed, is tried again this
+ * much later. */
+#define JOIN_RETRY_S 0.25
+
+struct emb_store {
+	int state;
+	double retry_at;
+	uint64_t join_version;
+	struct gnn_replica pick;     /* a pull or read: which replica (avoid after a failure) */
+};
+
 struct tr_emb {
 	struct tr_emb_opts o;
 	const struct gnn_layout *g;
 	uint32_t T, P, K;                   /* types, partitions, embedded types */
+	uint32_t R;                         /* stores per partition: store p + r P, each a replica */
+	struct emb_store *st;               /* [P x R] */
+	atomic_uint next_pick;
+	bool rank0;                         /* set up the stores (tr_emb_setup) and heals replicas */
+	uint32_t *cs;                       /* [batch calls]: each call's store */
+	size_t cs_cap;
 	uint32_t dim[GNN_MAX_TYPES];        /* a type's embedding width, 0: none */
 	uint32_t width[GNN_MAX_TYPES];      /* its input rows' width, as the model sees it */
 	uint32_t col[GNN_MAX_TYPES];        /* the embedding's first column in them */
@@ -114,18 +137,19 @@ static int register_metrics(struct tr_emb *e)
 }
 
 /* One store per partition, or replicas listed partition by partition
- * (store i serves i mod P): the embeddings live in each partition's first,
- * stores 0..P-1, which alone take the updates. */
-static int check_stores(const struct tr_emb *e)
+ * (store i serves i mod P): every replica holds the embeddings and takes
+ * every update (docs/embeddings.md, "Replicas"). */
+static int check_stores(struct tr_emb *e)
 {
 	size_t n = e->o.stores != NULL ? tr_stores_count(e->o.stores) : 0;
 
+	e->R = 1;
 	if (e->o.stores == NULL || n == e->P)
 		return GNN_OK;   /* offline, or one per partition */
-	if (n > e->P && n % e->P == 0) {
-		GNN_INFO("graphstore_replicas", "what=embeddings stores=%zu num_parts=%" PRIu32 " used=%" PRIu32
-			 " note=\"the embeddings live in each partition's first store; its replicas hold none\"", n,
-			 e->P, e->P);
+	if (n > e->P && n % e->P == 0 && n / e->P <= GNN_MAX_REPLICAS) {
+		e->R = (uint32_t)(n / e->P);
+		GNN_INFO("graphstore_replicas", "what=embeddings stores=%zu num_parts=%" PRIu32 " note=\"every "
+			 "replica applies every update; a restarted one catches up from another\"", n, e->P);
 		return GNN_OK;
 	}
 	GNN_ERROR("bad_config", "option=graphstores urls=%zu partitions=%" PRIu32 " reason=\"learnable "
@@ -170,6 +194,10 @@ int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct 
 			goto fail;
 	if ((rc = register_metrics(e)) != GNN_OK || (rc = check_stores(e)) != GNN_OK)
 		goto fail;
+	if ((e->st = calloc((size_t)e->P * e->R, sizeof(*e->st))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto fail;
+	}
 	e->req_id = gnn_draw64((uint64_t)time(NULL), (uint64_t)getpid()) & 0xffffffffull;
 	*out = e;
 	return GNN_OK;
@@ -183,6 +211,8 @@ void tr_emb_close(struct tr_emb *e)
 	if (e == NULL)
 		return;
 	gnn_multicall_free(&e->batch);
+	free(e->st);
+	free(e->cs);
 	free(e->at);
 	for (uint32_t t = 0; t < e->T; t++) {
 		free(e->m[t].src);
@@ -229,16 +259,30 @@ void tr_emb_describe(const struct tr_emb *e, char *buf, size_t cap)
 /* ---- calls ---- */
 
 /* Where one operation's answers go, and whether its first failure was
- * logged. */
+ * logged. quiet: failures are the caller's to judge (replicas). */
 struct emb_run {
+	struct tr_emb *e;
 	const char *what;
 	struct gnn_emb_resp *resp;   /* [calls] or NULL: replies only checked */
-	bool logged;
+	bool logged, quiet;
 };
 
+/* A failed call, logged naming its store (GNN_ESTALE as a WARN: the
+ * trainers then resume, nothing is lost). */
+static void log_failure(const char *what, const struct gnn_call *c, int crc)
+{
+	if (crc == GNN_ECLOSED)
+		;   /* stopping: not worth a line per call */
+	else if (crc == GNN_ESTALE)
+		GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", what, gnn_client_name(c->client),
+			 c->err[0] ? c->err : "stale reply");
+	else
+		GNN_ERROR("embeddings_call_failed", "op=%s store=%s code=%s reason=\"%s\"", what,
+			  gnn_client_name(c->client), gnn_errname(crc), c->err[0] ? c->err : gnn_strerror(crc));
+}
+
 /* Call i's answer, decoded into resp[i] (gnn_multicall_answer_fn); the first
- * failure logged naming the store (GNN_ESTALE as a WARN: the trainers
- * then resume, nothing is lost). */
+ * failure logged unless quiet. */
 static int take_emb(void *ctx, size_t i, struct gnn_call *c)
 {
 	struct emb_run *r = ctx;
@@ -249,26 +293,24 @@ static int take_emb(void *ctx, size_t i, struct gnn_call *c)
 	if (crc == GNN_OK && (crc = gnn_reply_payload(c->reply, GNN_MSG_EMB_RESP, &pl, &len)) == GNN_OK &&
 	    r->resp != NULL)
 		crc = gnn_decode_emb_resp(pl, len, &r->resp[i]);
-	if (crc == GNN_OK || r->logged)
-		return crc;
-	r->logged = true;
-	if (crc == GNN_ECLOSED)
-		;   /* stopping: not worth a line per call */
-	else if (crc == GNN_ESTALE)
-		GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", r->what, gnn_client_name(c->client),
-			 c->err[0] ? c->err : "stale reply");
-	else
-		GNN_ERROR("embeddings_call_failed", "op=%s store=%s code=%s reason=\"%s\"", r->what,
-			  gnn_client_name(c->client), gnn_errname(crc), c->err[0] ? c->err : gnn_strerror(crc));
+	if (r->e->R > 1)
+		gnn_replica_observe(&r->e->st[r->e->cs[i]].pick, crc == GNN_OK ? c->answer_s : 0);
+	if (crc != GNN_OK && !r->logged && !r->quiet) {
+		r->logged = true;
+		log_failure(r->what, c, crc);
+	}
+	c->rc = crc;
 	return crc;
 }
 
 /* Runs the calls of e->batch and decodes reply i into resp[i] (may be
- * NULL: replies only checked). Returns the first failure, logged. The
+ * NULL: replies only checked). Returns the first failure, logged with one
+ * store per partition; with replicas the caller judges (judge_all). The
  * replies stay until free_replies. */
 static int run_calls(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
 {
-	return gnn_multicall_run(&e->batch, take_emb, &(struct emb_run){ .what = what, .resp = resp });
+	return gnn_multicall_run(&e->batch, take_emb, &(struct emb_run){ .e = e, .what = what, .resp = resp,
+									   .quiet = e->R > 1 });
 }
 
 /* Empties e->batch, with the decoded answers in resp (may be NULL). */
@@ -279,60 +321,311 @@ static void free_replies(struct tr_emb *e, struct gnn_emb_resp *resp)
 	gnn_multicall_clear(&e->batch);
 }
 
-/* The next call of e->batch: req to store p. */
-static int put_call(struct tr_emb *e, uint32_t p, const struct gnn_emb_req *req, int timeout_ms)
+/* The attempt timeout of a call of `bytes` to a replica of partition p:
+ * a few times the replicas' recent slowest answer (gnn_replica_timeout_ms,
+ * at most the trainer's --replica-timeout-ms), plus the bytes term. */
+static int replica_timeout_ms(struct tr_emb *e, uint32_t p, double bytes)
+{
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+
+	for (uint32_t r = 0; r < e->R; r++)
+		reps[r] = &e->st[p + r * e->P].pick;
+	return tr_stores_rows_timeout_ms(e->o.stores, bytes,
+					 gnn_replica_timeout_ms(reps, e->R, tr_stores_replica_timeout_ms(e->o.stores)));
+}
+
+/* The next call of e->batch: req to store s (of partition s mod P). With
+ * replicas, one attempt that fails at once when s is not connected, and
+ * timeout_ms 0 means replica_timeout_ms. */
+static int put_call(struct tr_emb *e, uint32_t s, const struct gnn_emb_req *req, int timeout_ms)
 {
 	struct gnn_wbuf *w;
+	size_t i = e->batch.n;
 	int rc;
 
-	if ((rc = gnn_multicall_add(&e->batch, tr_stores_client(e->o.stores, p), timeout_ms, &w)) != GNN_OK)
+	if (i == e->cs_cap) {
+		size_t cap = e->cs_cap ? 2 * e->cs_cap : 64;
+		uint32_t *cs = realloc(e->cs, cap * sizeof(*cs));
+
+		if (cs == NULL)
+			return GNN_ENOMEM;
+		e->cs = cs;
+		e->cs_cap = cap;
+	}
+	if (e->R > 1 && timeout_ms == 0)
+		timeout_ms = replica_timeout_ms(e, s % e->P, (double)req->n * (req->dim ? req->dim : 64) * 4);
+	if ((rc = gnn_multicall_add(&e->batch, tr_stores_client(e->o.stores, s), timeout_ms, &w)) != GNN_OK)
 		return rc;
+	e->cs[i] = s;
+	e->batch.call[i].failover = e->R > 1;
 	return gnn_encode_emb_req(w, ++e->req_id, req);
 }
 
-/* The same request to every store, one call each. */
+/* ---- replicas ---- */
+
+static const char *store_name(const struct tr_emb *e, uint32_t s)
+{
+	return gnn_client_name(tr_stores_client(e->o.stores, s));
+}
+
+/* Rank 0: store s leaves the set in step (it refused or missed an update). */
+static void set_out(struct tr_emb *e, uint32_t s, const char *why)
+{
+	if (e->st[s].state != REP_OUT)
+		GNN_WARN("embeddings_replica_out", "store=%s reason=\"%s\" note=\"the others of its partition serve; "
+			 "it catches up from one of them\"", store_name(e, s), why);
+	e->st[s].state = REP_OUT;
+	e->st[s].retry_at = gnn_now() + JOIN_RETRY_S;
+}
+
+/* Partition p's store for a pull or read (gnn_replica_pick): those failed
+ * lately and, on rank 0, those not in step come last; tried: bits by
+ * replica rank. */
+static uint32_t pick_store(struct tr_emb *e, uint32_t p, uint64_t tried)
+{
+	struct gnn_replica *reps[GNN_MAX_REPLICAS];
+	bool usable[GNN_MAX_REPLICAS];
+
+	if (e->R == 1)
+		return p;
+	for (uint32_t r = 0; r < e->R; r++) {
+		reps[r] = &e->st[p + r * e->P].pick;
+		usable[r] = e->st[p + r * e->P].state == REP_IN;
+	}
+	return p + (uint32_t)gnn_replica_pick(reps, usable, e->R, tried, &e->next_pick) * e->P;
+}
+
+/* A failure that says nothing of a replica's state: it may answer later. */
+static bool unreachable(int rc)
+{
+	return rc == GNN_EUNAVAIL || rc == GNN_ETIMEDOUT;
+}
+
+/* While every replica of a partition is unreachable (all restarting),
+ * calls go round them every NONE_UP_MS for as long as one store is waited
+ * for: --timeout-ms x (--retries + 1); then as with one store (a
+ * restarted store's GNN_ESTALE sends the ranks back to the checkpoint). */
+#define NONE_UP_MS 100
+
+static double none_up_deadline(const struct tr_emb *e)
+{
+	return gnn_now() + tr_stores_timeout_ms(e->o.stores) * (tr_stores_retries(e->o.stores) + 1) / 1000.0;
+}
+
+static void pause_round(void)
+{
+	nanosleep(&(struct timespec){ 0, NONE_UP_MS * 1000000L }, NULL);
+}
+
+/* Runs e->batch, each call on one replica: one that fails goes on to
+ * another replica of its partition, each once a round, and round after
+ * round while they are all unreachable (none_up_deadline). The first call
+ * that failed on all, logged, is the result. */
+static int run_failover(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
+{
+	struct emb_run run = { .e = e, .what = what, .resp = resp, .quiet = e->R > 1 };
+	double deadline = none_up_deadline(e);
+	uint64_t *tried = NULL;
+	int rc;
+
+	if (e->R > 1 && (tried = calloc(e->batch.n + 1, sizeof(*tried))) == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; tried != NULL && i < e->batch.n; i++)
+		tried[i] = 1ull << (e->cs[i] / e->P);
+	for (;;) {
+		bool moved = false, round = false;
+
+		if ((rc = gnn_multicall_run(&e->batch, take_emb, &run)) == GNN_OK || tried == NULL ||
+		    rc == GNN_ENOMEM || rc == GNN_ECLOSED)
+			break;
+		for (size_t i = 0; i < e->batch.n; i++) {
+			uint32_t s = e->cs[i], p = s % e->P;
+
+			if (e->batch.done[i])
+				continue;
+			gnn_replica_avoid(&e->st[s].pick);
+			if (__builtin_popcountll(tried[i]) >= (int)e->R && unreachable(e->batch.call[i].rc) &&
+			    gnn_now() < deadline) {
+				tried[i] = 0;   /* the next round */
+				round = true;
+			}
+			if (__builtin_popcountll(tried[i]) >= (int)e->R) {
+				if (!run.logged) {
+					run.logged = true;
+					log_failure(what, &e->batch.call[i], e->batch.call[i].rc);
+				}
+				continue;
+			}
+			GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "what=embeddings op=%s store=%s reason=\"%s\"",
+					what, store_name(e, s), gnn_errname(e->batch.call[i].rc));
+			e->cs[i] = s = pick_store(e, p, tried[i]);
+			tried[i] |= 1ull << (s / e->P);
+			e->batch.call[i].client = tr_stores_client(e->o.stores, s);
+			moved = true;
+		}
+		if (!moved)
+			break;
+		if (round)
+			pause_round();
+	}
+	free(tried);
+	return rc;
+}
+
+/* Partition p's failed call to report: a refusal (GNN_ESTALE: a store
+ * restarted, and the ranks resume from the checkpoint) before a silence
+ * (which ends the trainer); SIZE_MAX: none failed. */
+static size_t failed_call(const struct tr_emb *e, uint32_t p)
+{
+	size_t k = SIZE_MAX;
+
+	for (size_t i = 0; i < e->batch.n; i++)
+		if (e->cs[i] % e->P == p && !e->batch.done[i] && (k == SIZE_MAX || e->batch.call[i].rc == GNN_ESTALE))
+			k = i;
+	return k;
+}
+
+/* After e->batch ran on every store of each partition (a push, BEST,
+ * INIT, a restore's WRITE): GNN_OK when every partition has a store all
+ * of whose calls succeeded; rank 0 takes the others out of step. Else the
+ * first failure, logged. */
+static int judge_all(struct tr_emb *e, const char *what, int rc)
+{
+	bool *failed;
+	int first = GNN_OK;
+
+	if (e->R == 1 || rc == GNN_OK || rc == GNN_ENOMEM || rc == GNN_ECLOSED)
+		return rc;
+	if ((failed = calloc((size_t)e->P * e->R, sizeof(*failed))) == NULL)
+		return GNN_ENOMEM;
+	for (size_t i = 0; i < e->batch.n; i++)
+		failed[e->cs[i]] |= !e->batch.done[i];
+	for (uint32_t p = 0; p < e->P && first == GNN_OK; p++) {
+		bool any = false;
+		size_t k;
+
+		for (uint32_t r = 0; r < e->R; r++)
+			any |= !failed[p + r * e->P] && e->st[p + r * e->P].state != REP_OUT;
+		if (!any && (k = failed_call(e, p)) != SIZE_MAX) {
+			first = e->batch.call[k].rc;
+			log_failure(what, &e->batch.call[k], first);
+		}
+	}
+	for (size_t i = 0; e->rank0 && first == GNN_OK && i < e->batch.n; i++)
+		if (!e->batch.done[i] && e->st[e->cs[i]].state == REP_IN)
+			set_out(e, e->cs[i], e->batch.call[i].err[0] ? e->batch.call[i].err
+								  : gnn_strerror(e->batch.call[i].rc));
+	free(failed);
+	return first;
+}
+
+/* Whether a partition has calls in e->batch, none of its stores took all
+ * of them, and every failure was unreachable (not a refusal). */
+static bool partition_down(const struct tr_emb *e)
+{
+	for (uint32_t p = 0; p < e->P; p++) {
+		bool calls = false, refused = false, whole = false;
+
+		for (uint32_t r = 0; r < e->R; r++) {
+			uint32_t s = p + r * e->P;
+			bool mine = false, all = true;
+
+			for (size_t i = 0; i < e->batch.n; i++)
+				if (e->cs[i] == s) {
+					mine = true;
+					all &= e->batch.done[i];
+					refused |= !e->batch.done[i] && !unreachable(e->batch.call[i].rc);
+				}
+			calls |= mine;
+			whole |= mine && all;
+		}
+		if (calls && !whole && !refused)
+			return true;
+	}
+	return false;
+}
+
+/* Runs e->batch, sent to several stores of each partition (a push, BEST,
+ * INIT, a restore's WRITE), then judge_all; again, the calls that failed,
+ * every NONE_UP_MS while a partition has none of its stores reachable
+ * (none_up_deadline). */
+static int run_all(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
+{
+	double deadline = none_up_deadline(e);
+	int rc;
+
+	while ((rc = run_calls(e, what, resp)) != GNN_OK && e->R > 1 && rc != GNN_ENOMEM && rc != GNN_ECLOSED &&
+	       partition_down(e) && gnn_now() < deadline)
+		pause_round();
+	return judge_all(e, what, rc);
+}
+
+/* The same request to every store in step (every store with replicas:
+ * those out refuse it), one call each. */
 static int call_every_store(struct tr_emb *e, const struct gnn_emb_req *req, const char *what, int timeout_ms,
 			    struct gnn_emb_resp *resp)
 {
 	int rc = GNN_OK;
 
-	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
-		rc = put_call(e, p, req, timeout_ms);
+	for (uint32_t s = 0; s < e->P * e->R && rc == GNN_OK; s++)
+		if (e->st[s].state != REP_OUT || req->op == GNN_EMB_BEST)
+			rc = put_call(e, s, req, timeout_ms);
 	if (rc == GNN_OK)
-		rc = run_calls(e, what, resp);
+		rc = run_all(e, what, resp);
 	free_replies(e, resp);
 	return rc;
 }
 
 /* ---- start and resume ---- */
 
-/* Every store answers STATUS, within wait_s (a store still loading its
- * partition answers EUNAVAIL). */
+/* Every partition has a store that answers STATUS, within wait_s (a store
+ * still loading its partition answers EUNAVAIL); with replicas, those
+ * that did not answer once the others did for JOIN_WAIT_S are out (they
+ * catch up later). */
+#define JOIN_WAIT_S 5.0
+
 static int wait_stores(struct tr_emb *e)
 {
-	double t0 = gnn_now(), logged = -1e9;
+	double t0 = gnn_now(), logged = -1e9, covered = 0;
 	struct gnn_emb_req st = { .op = GNN_EMB_STATUS };
+	uint32_t n = e->P * e->R;
 
 	for (;;) {
 		int rc = GNN_OK;
+		uint32_t parts = 0, up = 0;
 
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
-			rc = put_call(e, p, &st, 2000);
-		if (rc == GNN_OK && (rc = gnn_multicall_run(&e->batch, NULL, NULL)) == GNN_OK) {
-			free_replies(e, NULL);
-			return GNN_OK;
+		for (uint32_t s = 0; s < n && rc == GNN_OK; s++)
+			rc = put_call(e, s, &st, 2000);
+		if (rc == GNN_OK)
+			rc = gnn_multicall_run(&e->batch, NULL, NULL);
+		for (uint32_t p = 0; p < e->P && rc != GNN_ENOMEM; p++) {
+			bool any = false;
+
+			for (uint32_t r = 0; r < e->R; r++) {
+				uint32_t s = p + r * e->P;
+
+				e->st[s].state = e->batch.n == n && e->batch.done[s] ? REP_IN : REP_OUT;
+				e->st[s].retry_at = 0;
+				any |= e->st[s].state == REP_IN;
+				up += e->st[s].state == REP_IN;
+			}
+			parts += any;
 		}
 		free_replies(e, NULL);
 		if (rc == GNN_ENOMEM || rc == GNN_ECLOSED || gnn_stop_requested())
 			return rc == GNN_ENOMEM ? rc : GNN_ECLOSED;
+		if (parts == e->P && covered == 0)
+			covered = gnn_now();
+		if (up == n || (parts == e->P && gnn_now() - covered >= JOIN_WAIT_S))
+			return GNN_OK;
 		if (gnn_now() - t0 >= e->o.wait_s) {
 			GNN_ERROR("graphstores_timeout", "waited_s=%.0f reason=\"the graph stores holding the "
 				  "embeddings did not all answer\"", gnn_now() - t0);
 			return GNN_ETIMEDOUT;
 		}
 		if (gnn_now() - logged >= 10) {
-			GNN_INFO("waiting_for_graphstores", "what=embeddings stores=%" PRIu32 " code=%s", e->P,
-				 gnn_errname(rc));
+			GNN_INFO("waiting_for_graphstores", "what=embeddings stores=%" PRIu32 " up=%" PRIu32 " code=%s",
+				 n, up, gnn_errname(rc));
 			logged = gnn_now();
 		}
 		nanosleep(&(struct timespec){ 0, 250 * 1000000L }, NULL);
@@ -352,6 +645,17 @@ static uint32_t array_cols(const struct tr_emb *e, uint32_t t, uint32_t a)
 static void shard_path(const struct tr_emb *e, const char *dir, uint32_t t, uint32_t a, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/emb-%s-%s.arr", dir, e->g->schema->types[t].name, array_names[a]);
+}
+
+/* rq (a WRITE) to every store of partition p in step. */
+static int write_replicas(struct tr_emb *e, uint32_t p, const struct gnn_emb_req *rq)
+{
+	int rc = GNN_OK;
+
+	for (uint32_t r = 0; r < e->R && rc == GNN_OK; r++)
+		if (e->st[p + r * e->P].state == REP_IN)
+			rc = put_call(e, p + r * e->P, rq, 0);
+	return rc == GNN_OK ? run_all(e, "write", NULL) : rc;
 }
 
 /* One array of type t between the stores and its checkpoint file in dir,
@@ -385,11 +689,13 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 
 			if (!save && row + (uint64_t)n > arr.info.rows)
 				rc = GNN_EFORMAT;   /* tr_emb_check_ckpt checked the shape: the file changed */
-			else if ((rc = put_call(e, p, &rq, 0)) == GNN_OK &&
-				 (rc = run_calls(e, save ? "read" : "write", &resp)) == GNN_OK && save)
+			else if (save && (rc = put_call(e, pick_store(e, p, 0), &rq, 0)) == GNN_OK &&
+				 (rc = run_failover(e, "read", &resp)) == GNN_OK)
 				rc = resp.n != (uint32_t)n || resp.dim != cols ? GNN_EPROTO
 									       : gnn_arr_writer_append(w, resp.data, (uint64_t)n);
-			free_replies(e, &resp);
+			else if (!save)
+				rc = write_replicas(e, p, &rq);
+			free_replies(e, save ? &resp : NULL);
 		}
 	}
 	if (!save) {
@@ -409,18 +715,25 @@ void tr_emb_expect(struct tr_emb *e, uint64_t gen)
 	e->version = 0;
 }
 
+/* What INIT and JOIN set the stores up with. */
+static struct gnn_emb_cfg init_cfg(const struct tr_emb *e)
+{
+	struct gnn_emb_cfg cfg = { .num_types = e->T, .optimizer = e->o.optimizer, .lr = e->o.lr, .beta1 = 0.9f,
+				   .beta2 = 0.999f, .eps = e->o.optimizer == GNN_EMB_ADAM ? 1e-8f : 1e-10f,
+				   .seed = e->o.seed, .hash = tr_emb_hash(e) };
+
+	memcpy(cfg.dim, e->dim, sizeof(e->dim[0]) * e->T);
+	return cfg;
+}
+
 int tr_emb_setup(struct tr_emb *e, uint64_t gen, const char *ckpt_dir)
 {
-	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = gen };
+	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = gen, .cfg = init_cfg(e) };
 	double t0 = gnn_now();
 	char desc[512];
 	int rc;
 
-	init.cfg = (struct gnn_emb_cfg){ .num_types = e->T, .optimizer = e->o.optimizer, .lr = e->o.lr,
-					 .beta1 = 0.9f, .beta2 = 0.999f,
-					 .eps = e->o.optimizer == GNN_EMB_ADAM ? 1e-8f : 1e-10f, .seed = e->o.seed,
-					 .hash = tr_emb_hash(e) };
-	memcpy(init.cfg.dim, e->dim, sizeof(e->dim[0]) * e->T);
+	e->rank0 = true;
 	if ((rc = wait_stores(e)) != GNN_OK)
 		return rc;
 	/* INIT fills every row from the seed: generous for a big shard */
@@ -481,6 +794,124 @@ int tr_emb_save(void *ctx, const char *dir)
 			if (has_array(e, a))
 				rc = copy_array(e, t, a, dir, true, e->gen, e->version);
 	return rc;
+}
+
+/* ---- replicas catching up ---- */
+
+/* Rank 0, before its push of version v: each store out of step (and
+ * due) whose partition has one in step gets a JOIN at v + 1. Every other
+ * rank pushes v + 1 only after the all-reduce that follows this rank's
+ * push of v, so the joining store receives all of update v + 1; it
+ * serves nothing until finish_joins wrote the rows of v + 1 into it. */
+static void start_joins(struct tr_emb *e)
+{
+	struct gnn_emb_req join = { .op = GNN_EMB_JOIN, .gen = e->gen, .step = e->version + 1, .cfg = init_cfg(e) };
+	double now = gnn_now();
+	int rc = GNN_OK;
+
+	for (uint32_t s = 0; s < e->P * e->R && rc == GNN_OK; s++)
+		if (e->st[s].state == REP_OUT && now >= e->st[s].retry_at &&
+		    e->st[pick_store(e, s % e->P, 1ull << (s / e->P))].state == REP_IN)
+			rc = put_call(e, s, &join, tr_stores_timeout_ms(e->o.stores) * 4);
+	if (rc == GNN_OK && e->batch.n > 0)
+		run_calls(e, "join", NULL);
+	for (size_t i = 0; i < e->batch.n; i++) {
+		struct emb_store *x = &e->st[e->cs[i]];
+
+		if (!e->batch.done[i]) {
+			x->retry_at = now + JOIN_RETRY_S;
+			GNN_LOG_LIMITED(GNN_LOG_INFO, "embeddings_join_failed", "store=%s reason=\"%s\"",
+					store_name(e, e->cs[i]), e->batch.call[i].err[0] ? e->batch.call[i].err
+										    : gnn_strerror(e->batch.call[i].rc));
+			continue;
+		}
+		x->state = REP_JOINING;
+		x->join_version = join.step;
+		GNN_INFO("embeddings_replica_joining", "store=%s version=%" PRIu64, store_name(e, e->cs[i]), join.step);
+	}
+	free_replies(e, NULL);
+}
+
+/* Rows [v, v + n) of array a of type t: READ from a store in step of
+ * partition p, then WRITE into store x at the version rank 0 expects. */
+static int copy_chunk(struct tr_emb *e, uint32_t p, uint32_t x, uint32_t t, uint32_t a, int64_t v, uint32_t n)
+{
+	struct gnn_emb_req rq = { .op = GNN_EMB_READ, .node_type = t, .array = a, .gen = e->gen, .step = e->version,
+				  .first = v, .n = n };
+	struct gnn_emb_resp resp = { 0 };
+	int rc;
+
+	if ((rc = put_call(e, pick_store(e, p, 1ull << (x / e->P)), &rq, 0)) == GNN_OK &&
+	    (rc = run_failover(e, "read", &resp)) == GNN_OK) {
+		struct gnn_emb_req wq = { .op = GNN_EMB_WRITE, .node_type = t, .array = a, .gen = e->gen,
+					  .step = e->version, .first = v, .n = n, .dim = array_cols(e, t, a),
+					  .data = resp.data };
+
+		/* (the WRITE is encoded, the rows copied, when it is put) */
+		if (resp.n != n || resp.dim != wq.dim)
+			rc = GNN_EPROTO;
+		else if ((rc = put_call(e, x, &wq, 0)) == GNN_OK)
+			rc = run_calls(e, "write", NULL);
+	}
+	gnn_proto_release(resp.owned);
+	free_replies(e, NULL);
+	return rc;
+}
+
+/* Store x's rows and state, every array of every embedded type, copied
+ * from the others of its partition, then READY. */
+static int copy_store(struct tr_emb *e, uint32_t x, double *rows)
+{
+	uint32_t p = x % e->P;
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++) {
+			uint32_t chunk = CHUNK_BYTES / (array_cols(e, t, a) * 4);
+			int64_t lo, hi;
+
+			if (!has_array(e, a))
+				continue;
+			gnn_layout_type_range(e->g, p, t, &lo, &hi);
+			for (int64_t v = lo, n; v < hi && rc == GNN_OK; v += n) {
+				n = hi - v < (int64_t)chunk ? hi - v : (int64_t)chunk;
+				rc = copy_chunk(e, p, x, t, a, v, (uint32_t)n);
+			}
+			*rows += (double)(hi - lo);
+		}
+	if (rc == GNN_OK) {
+		struct gnn_emb_req ready = { .op = GNN_EMB_READY, .gen = e->gen };
+
+		if ((rc = put_call(e, x, &ready, 0)) == GNN_OK)
+			rc = run_calls(e, "ready", NULL);
+		free_replies(e, NULL);
+	}
+	return rc;
+}
+
+/* Rank 0, at the version its JOINs named (the all-reduce after its push
+ * returned: every store in step is there, and stays until its next
+ * push): each joining store gets its rows, and is in step again. */
+static void finish_joins(struct tr_emb *e)
+{
+	for (uint32_t x = 0; x < e->P * e->R; x++) {
+		double t0 = gnn_now(), rows = 0;
+		int rc;
+
+		if (e->st[x].state != REP_JOINING)
+			continue;
+		if (e->st[x].join_version != e->version) {
+			set_out(e, x, "its JOIN was for another version");
+			continue;
+		}
+		if ((rc = copy_store(e, x, &rows)) != GNN_OK) {
+			set_out(e, x, gnn_strerror(rc));
+			continue;
+		}
+		e->st[x].state = REP_IN;
+		GNN_INFO("embeddings_replica_in", "store=%s version=%" PRIu64 " rows=%.0f seconds=%.2f reason=\"caught "
+			 "up from a replica: in step again\"", store_name(e, x), e->version, rows, gnn_now() - t0);
+	}
 }
 
 /* ---- steps ---- */
@@ -601,6 +1032,8 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 	struct gnn_emb_resp *rs = NULL;
 	int rc = GNN_OK;
 
+	if (e->rank0 && e->R > 1)
+		finish_joins(e);
 	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL)
 		return GNN_ENOMEM;
 	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
@@ -614,11 +1047,11 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 						  .step = e->version, .n = hi - lo, .ids = e->m[t].pid + lo };
 
 			if (hi > lo)
-				rc = put_call(e, p, &rq, 0);
+				rc = put_call(e, pick_store(e, p, 0), &rq, 0);
 		}
 	}
 	if (rc == GNN_OK)
-		rc = run_calls(e, "pull", rs);
+		rc = run_failover(e, "pull", rs);
 	/* Assemble each type's rows: features (concat), then the embedding. */
 	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
 		if (e->dim[t] > 0)
@@ -638,6 +1071,10 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uin
 	size_t gcap = 0;
 	int rc = GNN_OK;
 
+	e->rank0 = rank == 0;
+	if (e->rank0 && e->R > 1)
+		start_joins(e);
+
 	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
 		uint32_t d = e->dim[t];
 
@@ -649,20 +1086,20 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uin
 		for (uint32_t q = 0; q < e->m[t].n; q++)
 			memcpy(g + (size_t)q * d, dh + (size_t)e->m[t].src[e->m[t].perm[q]] * ld + e->col[t],
 			       d * sizeof(float));
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+		for (uint32_t s = 0; s < e->P * e->R && rc == GNN_OK; s++) {
+			uint32_t p = s % e->P, lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
 			struct gnn_emb_req rq = { .op = GNN_EMB_PUSH, .node_type = t, .rank = rank, .world = world,
 						  .gen = e->gen, .step = e->version, .n = hi - lo, .dim = d,
 						  .ids = e->m[t].pid + lo, .data = g + (size_t)lo * d };
 
-			rc = put_call(e, p, &rq, 0);
+			rc = put_call(e, s, &rq, 0);
 		}
 		rows += e->m[t].n;
 		gnn_counter_add(e->bytes[OP_PUSH], (double)e->m[t].n * d * 4);
 	}
 	free(g);
 	if (rc == GNN_OK)
-		rc = run_calls(e, "push", NULL);
+		rc = run_all(e, "push", NULL);
 	free_replies(e, NULL);
 	e->version++;
 	gnn_counter_add(e->rows[OP_PUSH], rows);

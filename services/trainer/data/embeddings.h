@@ -17,7 +17,12 @@
  * array, partitions concatenated in global ID order) a chunk at a time:
  * no process ever holds a whole table. A store that restarted or was
  * restored answers GNN_ESTALE; the training loop then rejoins the ring and
- * every rank resumes from the checkpoint. Not thread-safe: one per rank. */
+ * every rank resumes from the checkpoint. With replicas (several stores
+ * per partition) every rank pushes to all of them and pulls from one in
+ * step; rank 0 has a replica that fell behind catch up from another
+ * (EMB JOIN, its arrays copied, READY), and only a partition without any
+ * replica in step sends the ranks back to the checkpoint
+ * (docs/embeddings.md, "Replicas"). Not thread-safe: one per rank. */
 #ifndef TR_EMB_H
 #define TR_EMB_H
 
