@@ -482,7 +482,8 @@ static int wait_samplers(void *ctx, int http_port)
 				    &(struct tr_stores_opts){ .timeout_ms = (int)opt.timeout_ms, .retries = (int)opt.retries,
 							      .rows_timeout_ms = (int)opt.store_timeout_ms,
 							      .rows_min_bytes_per_s = (double)opt.store_min_mb_per_s * 1e6,
-							      .replica_timeout_ms = (int)opt.replica_timeout_ms },
+							      .replica_timeout_ms = (int)opt.replica_timeout_ms,
+							      .metrics = t->reg },
 				    &t->stores);
 	if (rc == GNN_OK && (rc = open_embeddings(t)) == GNN_OK && (rc = open_features(t)) == GNN_OK)
 		atomic_store(&state, ST_PEERS);

@@ -190,8 +190,12 @@ def replica_lost(how, limit_s=None):
             pause = max(epoch_pause(s.c, t) for t in s.c.trainers)
             fo = sum(metric_sum(s.c.metrics(m), "gnn_sampler_graphstore_failovers_total")
                      for m in s.c.procs if m.startswith("sampler-"))
-            s.notes.append("pause_s=%.2f failovers=%d" % (pause, fo))
+            tfo = sum(metric_sum(s.c.metrics(t), "gnn_trainer_graphstore_failovers_total") for t in s.c.trainers)
+            s.notes.append("pause_s=%.2f failovers=%d trainer_failovers=%d" % (pause, fo, tfo))
             why = []
+            # the trainers' own calls to the stores (rows, embeddings) moved too
+            if how == "freeze" and family(s.name) in ("stores", "embed100") and tfo < 1:
+                why.append("no trainer counted a failover (gnn_trainer_graphstore_failovers_total)")
             if (family(s.name) or "").startswith("embed"):
                 back = [t for t in s.c.trainers
                         if any((log_time(ln) or 0) >= t_fault for ln in s.c.lines(t, "resumed"))]

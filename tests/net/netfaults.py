@@ -338,6 +338,7 @@ SCENARIOS = {
     # the embed100 family's own undisturbed run): no rank back to a
     # checkpoint either
     "replicas_embed100_graphstore_vanished": replica_gone("vanished"),
+    "replicas_embed100_graphstore_partitioned_30s": replica_gone("partitioned_30s"),
 }
 BY_NAME = ("graphstore_vanished_moved", "trainer_vanished_moved", "stores_graphstore_vanished_moved")
 # Throughput cost against the undisturbed run is printed for these.

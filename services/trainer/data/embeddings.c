@@ -43,6 +43,7 @@ struct emb_store {
 	double retry_at;
 	uint64_t join_version;
 	struct gnn_replica pick;     /* a pull or read: which replica (avoid after a failure) */
+	atomic_uint next;            /* store p's (p < P): rotates partition p's pulls over its replicas */
 };
 
 struct tr_emb {
@@ -51,7 +52,6 @@ struct tr_emb {
 	uint32_t T, P, K;                   /* types, partitions, embedded types */
 	uint32_t R;                         /* stores per partition: store p + r P, each a replica */
 	struct emb_store *st;               /* [P x R] */
-	atomic_uint next_pick;
 	bool rank0;                         /* set up the stores (tr_emb_setup) and heals replicas */
 	uint32_t *cs;                       /* [batch calls]: each call's store */
 	size_t cs_cap;
@@ -392,7 +392,7 @@ static uint32_t pick_store(struct tr_emb *e, uint32_t p, uint64_t tried)
 		reps[r] = &e->st[p + r * e->P].pick;
 		usable[r] = e->st[p + r * e->P].state == REP_IN;
 	}
-	return p + (uint32_t)gnn_replica_pick(reps, usable, e->R, tried, &e->next_pick) * e->P;
+	return p + (uint32_t)gnn_replica_pick(reps, usable, e->R, tried, &e->st[p].next) * e->P;
 }
 
 /* A failure that says nothing of a replica's state: it may answer later. */
@@ -458,6 +458,7 @@ static int run_failover(struct tr_emb *e, const char *what, struct gnn_emb_resp 
 			}
 			GNN_LOG_LIMITED(GNN_LOG_INFO, "graphstore_failover", "what=embeddings op=%s store=%s reason=\"%s\"",
 					what, store_name(e, s), gnn_errname(e->batch.call[i].rc));
+			tr_stores_failed_over(e->o.stores, s);
 			e->cs[i] = s = pick_store(e, p, tried[i]);
 			tried[i] |= 1ull << (s / e->P);
 			e->batch.call[i].client = tr_stores_client(e->o.stores, s);

@@ -357,6 +357,7 @@ static void fail_over(struct wave *w, size_t i)
 	if (f->R == 1)
 		return;
 	gnn_replica_avoid(&f->st[from].rep);
+	tr_stores_failed_over(f->o.stores, from);
 	if (__builtin_popcountll(w->tried[i]) >= (int)f->R)
 		w->tried[i] = 0;
 	to = pick_store(f, w->fc[i].p, w->tried[i] | 1ull << (from / f->P));

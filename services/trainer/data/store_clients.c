@@ -14,6 +14,7 @@
 
 struct tr_stores {
 	struct gnn_client **c;   /* [n] */
+	struct gnn_counter **failovers;  /* [n]; NULL without metrics */
 	size_t n;
 	struct tr_stores_opts o;
 	pthread_t watcher;
@@ -35,6 +36,33 @@ static void *watch_stop(void *arg)
 	return NULL;
 }
 
+/* gnn_trainer_graphstore_failovers_total{graphstore="graphstore-i"}, one
+ * series per store (the names the logs use). */
+static int register_failovers(struct tr_stores *s)
+{
+	static const char *const label[] = { "graphstore" };
+	struct gnn_counter *fam;
+	int rc;
+
+	if (s->o.metrics == NULL)
+		return GNN_OK;
+	if ((s->failovers = calloc(s->n > 0 ? s->n : 1, sizeof(*s->failovers))) == NULL)
+		return GNN_ENOMEM;
+	if ((rc = gnn_metrics_counter(s->o.metrics, "gnn_trainer_graphstore_failovers_total",
+				      "Feature-row and embedding calls moved from a graph store to another replica of "
+				      "its partition, by the store moved from", label, 1, &fam)) != GNN_OK)
+		return rc;
+	for (size_t i = 0; i < s->n; i++) {
+		char name[32];
+		const char *v = name;
+
+		snprintf(name, sizeof(name), "graphstore-%zu", i);
+		if ((rc = gnn_counter_labels(fam, &v, 1, &s->failovers[i])) != GNN_OK)
+			return rc;
+	}
+	return GNN_OK;
+}
+
 int tr_stores_open(char *const *urls, size_t n, const struct tr_stores_opts *o, struct tr_stores **out)
 {
 	struct tr_stores *s;
@@ -45,6 +73,8 @@ int tr_stores_open(char *const *urls, size_t n, const struct tr_stores_opts *o, 
 		goto fail;
 	s->n = n;
 	s->o = *o;
+	if ((rc = register_failovers(s)) != GNN_OK)
+		goto fail;
 	for (size_t p = 0; p < n; p++) {
 		char name[32];
 		struct gnn_client_opts co = { .url = urls[p], .name = name, .timeout_ms = o->timeout_ms,
@@ -83,6 +113,7 @@ void tr_stores_close(struct tr_stores *s)
 	for (size_t p = 0; s->c != NULL && p < s->n; p++)
 		gnn_client_close(s->c[p]);
 	free(s->c);
+	free(s->failovers);
 	free(s);
 }
 
@@ -111,6 +142,12 @@ int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes, int base_
 	double ms = (base_ms > 0 ? base_ms : s->o.rows_timeout_ms) + bytes / s->o.rows_min_bytes_per_s * 1000.0;
 
 	return ms < s->o.timeout_ms ? (int)ms : s->o.timeout_ms;
+}
+
+void tr_stores_failed_over(const struct tr_stores *s, uint32_t i)
+{
+	if (s->failovers != NULL && i < s->n)
+		gnn_counter_inc(s->failovers[i]);
 }
 
 int tr_stores_replica_timeout_ms(const struct tr_stores *s)

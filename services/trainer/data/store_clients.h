@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "metrics.h"
 
 struct tr_stores;
 
@@ -25,6 +26,7 @@ struct tr_stores_opts {
 	/* With replicas, a row call's first attempt on each one: at most this
 	 * (gnn_replica_timeout_ms), plus the bytes term; 0: rows_timeout_ms. */
 	int replica_timeout_ms;
+	struct gnn_metrics *metrics;    /* borrowed, may be NULL: gnn_trainer_graphstore_failovers_total */
 };
 
 /* Dials urls[0..n) (borrowed; store p serves partition p) without
@@ -45,5 +47,8 @@ int tr_stores_retries(const struct tr_stores *s);
 int tr_stores_rows_timeout_ms(const struct tr_stores *s, double bytes, int base_ms);
 /* replica_timeout_ms as opened (rows_timeout_ms when that was 0). */
 int tr_stores_replica_timeout_ms(const struct tr_stores *s);
+/* A call of store i's (feature rows, embeddings) went on to another
+ * replica: counted by the store it left. */
+void tr_stores_failed_over(const struct tr_stores *s, uint32_t i);
 
 #endif
