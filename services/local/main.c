@@ -51,8 +51,8 @@ static const struct gnn_opt own_options[] = {
 	  "partitions = graph stores (default 2; with --partition-dir, its count)" },
 	{ "graphstore-replicas", GNN_OPT_INT, &cfg.graphstore_replicas, "1", 1, 64, NULL,
 	  "graph stores per partition: the samplers and the trainers' feature rows spread their calls over a "
-	  "partition's and go on to another when one fails; learnable embeddings live in the first "
-	  "(docs/reliability.md, \"Graph store replicas\")" },
+	  "partition's and go on to another when one fails; learnable embeddings live on every one, and a "
+	  "restarted one catches up from another (docs/reliability.md, \"Graph store replicas\")" },
 	{ "samplers", GNN_OPT_INT, &cfg.samplers, "1", 1, 256, NULL, "sampler processes" },
 	{ "trainers", GNN_OPT_INT, &cfg.trainers, "1", 1, 256, NULL, "trainer processes (ranks)" },
 	{ "workdir", GNN_OPT_STR, &cfg.workdir, "gnn-local-work", 0, 0, NULL,
