@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct gnn_arr_writer {
 	enum gnn_dtype dtype;
 	uint64_t cols, rows;
 	uint32_t crc;
+	bool no_sync;     /* gnn_arr_writer_no_sync: finish does not fsync */
 };
 
 /* zlib's crc32 takes a uInt length: feed it in chunks. */
@@ -208,6 +210,11 @@ static int npy_finish(struct gnn_arr_writer *w)
 	return GNN_OK;
 }
 
+void gnn_arr_writer_no_sync(struct gnn_arr_writer *w)
+{
+	w->no_sync = true;
+}
+
 int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info)
 {
 	unsigned char h[GNN_ARR_HEADER_BYTES];
@@ -227,7 +234,7 @@ int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info)
 	header_encode(h, &in);
 	if (fflush(w->f) != 0 || fseek(w->f, 0, SEEK_SET) != 0 ||
 	    fwrite(h, 1, sizeof(h), w->f) != sizeof(h) || fflush(w->f) != 0 ||
-	    fsync(fileno(w->f)) != 0)
+	    (!w->no_sync && fsync(fileno(w->f)) != 0))
 		goto out_error;
 	if (fclose(w->f) != 0) {
 		w->f = NULL;
@@ -279,6 +286,71 @@ void gnn_arr_writer_abort(struct gnn_arr_writer *w)
 	free(w->tmp);
 	free(w->path);
 	free(w);
+}
+
+static int shared_tmp(const char *path, char *tmp, size_t cap)
+{
+	if (snprintf(tmp, cap, "%s.tmp", path) >= (int)cap) {
+		GNN_ERROR("write_failed", "file=%s reason=\"path too long\"", path);
+		return GNN_EINVAL;
+	}
+	return GNN_OK;
+}
+
+int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols)
+{
+	static const unsigned char zero[GNN_ARR_HEADER_BYTES];
+	uint64_t size = GNN_ARR_HEADER_BYTES + rows * cols * gnn_dtype_size(dt);
+	char tmp[PATH_MAX];
+	int fd, rc;
+
+	if (gnn_dtype_size(dt) == 0 || cols == 0)
+		return GNN_EINVAL;
+	if ((rc = shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
+		return rc;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
+	    pwrite(fd, zero, sizeof(zero), 0) != (ssize_t)sizeof(zero) || ftruncate(fd, (off_t)size) != 0) {
+		GNN_ERROR("write_failed", "file=%s error=\"%s\"", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		return GNN_EIO;
+	}
+	close(fd);
+	return GNN_OK;
+}
+
+int gnn_arr_shared_seal(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols, uint32_t data_crc32)
+{
+	struct gnn_arr_info in = { .dtype = dt, .rows = rows, .cols = cols, .data_crc32 = data_crc32 };
+	unsigned char h[GNN_ARR_HEADER_BYTES];
+	char tmp[PATH_MAX];
+	int fd, rc;
+
+	if ((rc = shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
+		return rc;
+	header_encode(h, &in);
+	if ((fd = open(tmp, O_WRONLY | O_CLOEXEC)) < 0)
+		goto fail;
+	if (pwrite(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0)
+		goto fail;
+	return GNN_OK;
+fail:
+	GNN_ERROR("write_failed", "file=%s error=\"%s\"", tmp, strerror(errno));
+	unlink(tmp);
+	return GNN_EIO;
+}
+
+void gnn_arr_shared_abort(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	if (shared_tmp(path, tmp, sizeof(tmp)) == GNN_OK)
+		unlink(tmp);
 }
 
 int gnn_arr_write(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols,

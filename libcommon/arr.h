@@ -55,6 +55,10 @@ int gnn_arr_writer_open(const char *path, enum gnn_dtype dt, uint64_t cols,
  * GNN_EIO (logged) when the file cannot be created; w stays usable (for
  * the .arr alone) on error. */
 int gnn_arr_writer_also_npy(struct gnn_arr_writer *w, const char *npy_path);
+/* finish then renames without fsync: the file is whole to every reader
+ * but not yet durable, for a caller that fsyncs a whole folder of them
+ * later, off its critical path (the trainer's checkpoints). The .arr only. */
+void gnn_arr_writer_no_sync(struct gnn_arr_writer *w);
 /* Appends rows full rows from data (rows * cols elements). */
 int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t rows);
 /* Writes the header, flushes, fsyncs and renames to path (the .npy first,
@@ -63,6 +67,18 @@ int gnn_arr_writer_append(struct gnn_arr_writer *w, const void *data, uint64_t r
 int gnn_arr_writer_finish(struct gnn_arr_writer *w, struct gnn_arr_info *info);
 /* Removes the temporary file and frees w. Safe on NULL. */
 void gnn_arr_writer_abort(struct gnn_arr_writer *w);
+
+/* An array that several processes fill at once, each its own rows in
+ * place (the graph stores' checkpoint shards): create makes "<path>.tmp"
+ * of the final size with a zero header; a writer pwrites row r at
+ * GNN_ARR_HEADER_BYTES + r * cols * element size and reports its rows'
+ * CRC-32; seal writes the header with the data's CRC-32 (the writers',
+ * combined in row order by crc32_combine) and renames to path, without
+ * fsync (gnn_arr_writer_no_sync's contract). abort removes "<path>.tmp".
+ * Errors logged: GNN_EIO, GNN_EINVAL. */
+int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols);
+int gnn_arr_shared_seal(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols, uint32_t data_crc32);
+void gnn_arr_shared_abort(const char *path);
 
 /* Writes a whole array from memory (open + append + finish). */
 int gnn_arr_write(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols,

@@ -1200,6 +1200,10 @@ int gnn_encode_emb_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb
 		gnn_wbuf_put(w, in->data, (size_t)in->n * in->dim * 4);
 		pad8(w, start);
 	}
+	if (in->op == GNN_EMB_SAVE) {
+		gnn_wbuf_put(w, in->data, in->n);
+		pad8(w, start);
+	}
 	return finish(w, start);
 }
 
@@ -1282,6 +1286,14 @@ int gnn_decode_emb_req(const void *payload, size_t len, struct gnn_emb_req *out)
 		if (v.dim == 0 && v.n > 0)
 			return rd_fail(&v.owned, GNN_ERANGE);
 		v.data = take(&r, (uint64_t)v.n * v.dim, 4);
+		skip8(&r);
+	}
+	if (v.op == GNN_EMB_SAVE) {
+		if (v.n == 0 || v.n >= 4096)
+			return rd_fail(&v.owned, GNN_ERANGE);
+		v.data = take(&r, v.n, 1);
+		if (v.data != NULL && memchr(v.data, 0, v.n) != NULL)
+			return rd_fail(&v.owned, GNN_EPROTO);
 		skip8(&r);
 	}
 	if ((rc = rd_done(&r, &v.owned)) != GNN_OK)

@@ -445,6 +445,12 @@ enum gnn_emb_op {
 			      * for version step kept but not applied, WRITEs of version step keep them */
 	GNN_EMB_READY = 9,   /* the end of a JOIN's WRITEs: served, and the pushes kept applied
 			      * once complete; GNN_ESTALE when not joining */
+	GNN_EMB_SAVE = 10,   /* all this store's rows of array of node_type written by the store
+			      * into the file data names (n bytes, a path the store can open: an
+			      * existing "emb-*.arr.tmp" in a ".tmp-epoch-*" folder, gnn_arr_shared_create's)
+			      * at row first (arr.h's layout), version must be step; the reply's
+			      * data: one word, the CRC-32 of the bytes written (n = dim = 1).
+			      * GNN_ENOENT: the store cannot open it (not on its file system) */
 	GNN_EMB_OP_END
 };
 /* The arrays of one embedded type; each has one row per node, dim floats
@@ -473,7 +479,8 @@ struct gnn_emb_req {
 	uint32_t n;                         /* IDs (PULL, PUSH) or rows (READ, WRITE) */
 	uint32_t dim;                       /* PUSH, WRITE: words per row of data */
 	const int64_t *ids;                 /* PULL, PUSH: [n]; NULL otherwise */
-	const void *data;                   /* PUSH, WRITE: [n * dim] 4-byte words; NULL otherwise */
+	const void *data;                   /* PUSH, WRITE: [n * dim] 4-byte words; SAVE: n bytes
+					     * of a path (< 4096, no NUL); NULL otherwise */
 	struct gnn_emb_cfg cfg;             /* INIT */
 	void *owned;
 };

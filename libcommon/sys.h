@@ -70,6 +70,13 @@ bool gnn_exiting(void);
  * one heap instead of mapping and faulting them in anew (sys.c says why
  * and what it cost). Call before any thread starts. */
 void gnn_keep_heap(void);
+/* Zeroed memory for a large table that lives long and is read and
+ * written at random rows (the graph stores' embeddings): its own mapping,
+ * with transparent huge pages asked for (MADV_HUGEPAGE; sys.c says why).
+ * NULL for 0 bytes or when it cannot be mapped. The caller owns it and
+ * gives it back with gnn_big_free(p, the same bytes); NULL is fine. */
+void *gnn_big_alloc(size_t bytes);
+void gnn_big_free(void *p, size_t bytes);
 /* The signal that arrived (the last one), 0 when none. */
 int gnn_stop_signal(void);
 /* A bound on shutdown: grace_s seconds after the first stop signal a

@@ -9,7 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <zlib.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
+#include "arr.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
@@ -27,7 +35,7 @@ static const char *const array_names[GNN_EMB_ARRAYS] = {
 static const char *const op_names[GNN_EMB_OP_END] = {
 	[GNN_EMB_INIT] = "INIT", [GNN_EMB_PULL] = "PULL", [GNN_EMB_PUSH] = "PUSH", [GNN_EMB_READ] = "READ",
 	[GNN_EMB_WRITE] = "WRITE", [GNN_EMB_BEST] = "BEST", [GNN_EMB_STATUS] = "STATUS",
-	[GNN_EMB_JOIN] = "JOIN", [GNN_EMB_READY] = "READY",
+	[GNN_EMB_JOIN] = "JOIN", [GNN_EMB_READY] = "READY", [GNN_EMB_SAVE] = "SAVE",
 };
 
 /* One node type's rows and state in this partition. */
@@ -137,8 +145,8 @@ static void clear_pending(struct gs_emb *e)
 static void free_type(struct emb_type *ty)
 {
 	for (int a = 0; a < GNN_EMB_ARRAYS; a++)
-		free(ty->arr[a]);
-	free(ty->touch);
+		gnn_big_free(ty->arr[a], ty->arr_bytes[a]);
+	gnn_big_free(ty->touch, ty->touch_bytes);
 	memset(ty, 0, sizeof(*ty));
 }
 
@@ -164,18 +172,21 @@ void gs_emb_free(struct gs_emb *e)
 	free(e);
 }
 
-/* Makes *p a block of bytes (NULL for 0), keeping the one it has when its
- * size *have is that already: an INIT of the same shapes allocates nothing. */
-static bool ensure(void **p, size_t *have, size_t bytes)
+/* Makes *p a block of bytes (NULL for 0; gnn_big_alloc's, for tables of
+ * up to gigabytes read at random rows), keeping the one it has when its
+ * size *have is that already: an INIT of the same shapes allocates nothing.
+ * *fresh: true when the block is new, so all zero. */
+static bool ensure(void **p, size_t *have, size_t bytes, bool *fresh)
 {
+	*fresh = *have != bytes;
 	if (*have == bytes)
 		return true;
-	free(*p);
+	gnn_big_free(*p, *have);
 	*p = NULL;
 	*have = 0;
 	if (bytes == 0)
 		return true;
-	if ((*p = malloc(bytes)) == NULL)
+	if ((*p = gnn_big_alloc(bytes)) == NULL)
 		return false;
 	*have = bytes;
 	return true;
@@ -192,6 +203,7 @@ struct init_span {
 	uint32_t t;
 	struct emb_type *ty;
 	int64_t lo, hi;
+	bool zeroed;   /* the optimizer's state is zero already (new pages) */
 };
 
 static void *fill_span(void *arg)
@@ -210,7 +222,9 @@ static void *fill_span(void *arg)
 	}
 	memcpy((float *)ty->arr[GNN_EMB_BEST_ROWS] + (size_t)sp->lo * d, rows + (size_t)sp->lo * d,
 	       (size_t)(sp->hi - sp->lo) * d * 4);
-	for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS; a++)
+	/* new pages stay untouched until an update writes them: faulting
+	 * them in here was a third of INIT's time at ogbn-mag's size */
+	for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS && !sp->zeroed; a++)
 		if (ty->arr[a] != NULL)
 			memset((uint32_t *)ty->arr[a] + (size_t)sp->lo * width(ty, a), 0,
 			       (size_t)(sp->hi - sp->lo) * width(ty, a) * 4);
@@ -222,7 +236,7 @@ static void *fill_span(void *arg)
 #define INIT_THREADS 16
 #define INIT_SPAN_ROWS 16384
 
-static void init_rows(const struct gnn_emb_cfg *cfg, uint32_t t, struct emb_type *ty)
+static void init_rows(const struct gnn_emb_cfg *cfg, uint32_t t, struct emb_type *ty, bool zeroed)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int64_t k = ty->n / INIT_SPAN_ROWS + 1;
@@ -235,7 +249,7 @@ static void init_rows(const struct gnn_emb_cfg *cfg, uint32_t t, struct emb_type
 	if (k > INIT_THREADS)
 		k = INIT_THREADS;
 	for (int64_t i = 0; i < k; i++)
-		sp[i] = (struct init_span){ .cfg = cfg, .t = t, .ty = ty, .lo = ty->n * i / k,
+		sp[i] = (struct init_span){ .cfg = cfg, .t = t, .ty = ty, .zeroed = zeroed, .lo = ty->n * i / k,
 					    .hi = ty->n * (i + 1) / k };
 	/* span 0 on this thread; one whose thread does not start, too */
 	for (int64_t i = 1; i < k; i++)
@@ -282,8 +296,8 @@ static bool init_type(const struct call *c, uint32_t t, struct emb_type *ty)
 {
 	const struct gnn_emb_cfg *cfg = &c->req->cfg;
 	int64_t b = 0, end = 0;
+	bool fresh, zeroed = true;
 	void *touch;
-	bool ok;
 
 	if (t < c->l->schema->num_types && cfg->dim[t] > 0)
 		gnn_layout_type_range(c->l, c->part, t, &b, &end);
@@ -293,19 +307,20 @@ static bool init_type(const struct call *c, uint32_t t, struct emb_type *ty)
 	for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
 		size_t want = has_array(cfg->optimizer, a) ? (size_t)ty->n * width(ty, a) * 4 : 0;
 
-		if (!ensure(&ty->arr[a], &ty->arr_bytes[a], want))
+		if (!ensure(&ty->arr[a], &ty->arr_bytes[a], want, &fresh))
 			return false;
+		if (a >= GNN_EMB_STATE1 && a <= GNN_EMB_STEPS && want > 0)
+			zeroed = zeroed && fresh;
 	}
 	touch = ty->touch;
-	ok = ensure(&touch, &ty->touch_bytes, (size_t)ty->n * sizeof(*ty->touch));
-	ty->touch = touch;
-	if (!ok)
+	if (!ensure(&touch, &ty->touch_bytes, (size_t)ty->n * sizeof(*ty->touch), &fresh))
 		return false;
-	if (ty->n > 0)
+	ty->touch = touch;
+	if (!fresh && ty->n > 0)
 		memset(ty->touch, 0, ty->touch_bytes);
 	if (ty->dim == 0 || ty->n == 0)
 		return true;
-	init_rows(cfg, t, ty);
+	init_rows(cfg, t, ty, zeroed);
 	return true;
 }
 
@@ -401,7 +416,8 @@ static int check_state(struct gs_emb *e, struct call *c)
 	if (q->gen != e->gen)
 		return refuse(c, GNN_ESTALE, "%s of generation %llu, but graph store %u holds generation %llu: another INIT replaced the state; resume from the checkpoint",
 			      op_names[q->op], (unsigned long long)q->gen, c->part, (unsigned long long)e->gen);
-	if (e->joining && (q->op == GNN_EMB_PULL || q->op == GNN_EMB_READ || q->op == GNN_EMB_BEST))
+	if (e->joining && (q->op == GNN_EMB_PULL || q->op == GNN_EMB_READ || q->op == GNN_EMB_BEST ||
+			   q->op == GNN_EMB_SAVE))
 		return refuse(c, GNN_ESTALE, "graph store %u is catching up from a replica (JOIN at version %llu): ask another",
 			      c->part, (unsigned long long)e->version);
 	if (q->op == GNN_EMB_READY && !e->joining)
@@ -509,24 +525,71 @@ static int number_rows(struct gs_emb *e, int64_t **list, uint32_t **cnt, float *
 	return GNN_ENOMEM;
 }
 
+/* Adam on columns [j0, dim) of one row, one column at a time: the
+ * reference for the vector path below, and its tail. c1, c2: the bias
+ * corrections of the row's step count. */
+static void adam_cols(const struct gnn_emb_cfg *cfg, float *w, float *m, float *v, const float *g, uint32_t j0,
+		      uint32_t dim, double c1, double c2)
+{
+	float b1 = cfg->beta1, b2 = cfg->beta2, a1 = 1.0f - b1, a2 = 1.0f - b2;
+	double lr = cfg->lr, eps = cfg->eps;
+
+	for (uint32_t j = j0; j < dim; j++) {
+		m[j] = b1 * m[j] + a1 * g[j];
+		v[j] = b2 * v[j] + a2 * g[j] * g[j];
+		w[j] -= (float)(lr * (m[j] / c1) / (sqrt(v[j] / c2) + eps));
+	}
+}
+
+/* The same, four columns at a time, operation for operation (float
+ * moments, the step in double, each step IEEE-rounded as the scalar one
+ * is, no contraction), so rows are bit-identical on every CPU: the sqrt
+ * and divisions in double were 18% of a store's CPU at ogbn-mag's size. */
+#if defined(__x86_64__)
+__attribute__((target("avx"))) static void adam_cols_avx(const struct gnn_emb_cfg *cfg, float *w, float *m,
+							   float *v, const float *g, uint32_t dim, double c1,
+							   double c2)
+{
+	float b1 = cfg->beta1, b2 = cfg->beta2, a1 = 1.0f - b1, a2 = 1.0f - b2;
+	__m128 vb1 = _mm_set1_ps(b1), vb2 = _mm_set1_ps(b2), va1 = _mm_set1_ps(a1), va2 = _mm_set1_ps(a2);
+	__m256d vlr = _mm256_set1_pd((double)cfg->lr), veps = _mm256_set1_pd((double)cfg->eps);
+	__m256d vc1 = _mm256_set1_pd(c1), vc2 = _mm256_set1_pd(c2);
+	uint32_t j = 0;
+
+	for (; j + 4 <= dim; j += 4) {
+		__m128 gj = _mm_loadu_ps(g + j);
+		__m128 mj = _mm_add_ps(_mm_mul_ps(vb1, _mm_loadu_ps(m + j)), _mm_mul_ps(va1, gj));
+		__m128 vj = _mm_add_ps(_mm_mul_ps(vb2, _mm_loadu_ps(v + j)), _mm_mul_ps(_mm_mul_ps(va2, gj), gj));
+		__m256d num = _mm256_mul_pd(vlr, _mm256_div_pd(_mm256_cvtps_pd(mj), vc1));
+		__m256d den = _mm256_add_pd(_mm256_sqrt_pd(_mm256_div_pd(_mm256_cvtps_pd(vj), vc2)), veps);
+
+		_mm_storeu_ps(m + j, mj);
+		_mm_storeu_ps(v + j, vj);
+		_mm_storeu_ps(w + j, _mm_sub_ps(_mm_loadu_ps(w + j), _mm256_cvtpd_ps(_mm256_div_pd(num, den))));
+	}
+	adam_cols(cfg, w, m, v, g, j, dim, c1, c2);
+}
+#endif
+
 static void adam_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int64_t row, const float *g)
 {
 	size_t at = (size_t)row * ty->dim;
 	float *w = (float *)ty->arr[GNN_EMB_ROWS] + at, *m = (float *)ty->arr[GNN_EMB_STATE1] + at;
 	float *v = (float *)ty->arr[GNN_EMB_STATE2] + at;
 	uint32_t *steps = ty->arr[GNN_EMB_STEPS];
-	float b1 = cfg->beta1, b2 = cfg->beta2, a1 = 1.0f - b1, a2 = 1.0f - b2;
-	double lr = cfg->lr, eps = cfg->eps, c1, c2;
+	double c1, c2;
 
 	if (steps[row] < UINT32_MAX)  /* b^k is 0 in double long before */
 		steps[row]++;
-	c1 = 1.0 - pow((double)b1, (double)steps[row]);
-	c2 = 1.0 - pow((double)b2, (double)steps[row]);
-	for (uint32_t j = 0; j < ty->dim; j++) {
-		m[j] = b1 * m[j] + a1 * g[j];
-		v[j] = b2 * v[j] + a2 * g[j] * g[j];
-		w[j] -= (float)(lr * (m[j] / c1) / (sqrt(v[j] / c2) + eps));
+	c1 = 1.0 - pow((double)cfg->beta1, (double)steps[row]);
+	c2 = 1.0 - pow((double)cfg->beta2, (double)steps[row]);
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx")) {
+		adam_cols_avx(cfg, w, m, v, g, ty->dim, c1, c2);
+		return;
 	}
+#endif
+	adam_cols(cfg, w, m, v, g, 0, ty->dim, c1, c2);
 }
 
 static void adagrad_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int64_t row, const float *g)
@@ -539,6 +602,32 @@ static void adagrad_row(const struct gnn_emb_cfg *cfg, struct emb_type *ty, int6
 		s[j] += g[j] * g[j];
 		w[j] -= lr * g[j] / (sqrtf(s[j]) + eps);
 	}
+}
+
+/* acc += g, and g /= n, column by column: SSE's operations are the
+ * scalar ones, four at a time, so the sums are the same bit for bit. */
+static void add_cols(float *acc, const float *g, uint32_t dim)
+{
+	uint32_t j = 0;
+
+#if defined(__x86_64__)
+	for (; j + 4 <= dim; j += 4)
+		_mm_storeu_ps(acc + j, _mm_add_ps(_mm_loadu_ps(acc + j), _mm_loadu_ps(g + j)));
+#endif
+	for (; j < dim; j++)
+		acc[j] += g[j];
+}
+
+static void div_cols(float *g, float n, uint32_t dim)
+{
+	uint32_t j = 0;
+
+#if defined(__x86_64__)
+	for (__m128 vn = _mm_set1_ps(n); j + 4 <= dim; j += 4)
+		_mm_storeu_ps(g + j, _mm_div_ps(_mm_loadu_ps(g + j), vn));
+#endif
+	for (; j < dim; j++)
+		g[j] /= n;
 }
 
 /* Applies the pending update (emb_table.h's rule), all of it or, on
@@ -567,8 +656,7 @@ static int apply(struct gs_emb *e)
 				float *acc = sum + (size_t)(ty->touch[s->ids[i] - ty->first] - 1) * dim;
 				const float *g = s->grad + (size_t)i * dim;
 
-				for (uint32_t j = 0; j < dim; j++)
-					acc[j] += g[j];
+				add_cols(acc, g, dim);
 			}
 			occurrences += s->n;
 		}
@@ -576,8 +664,7 @@ static int apply(struct gs_emb *e)
 			float *g = sum + (size_t)i * dim;
 			int64_t row = list[start + i];
 
-			for (uint32_t j = 0; j < dim; j++)
-				g[j] /= (float)cnt[start + i];
+			div_cols(g, (float)cnt[start + i], dim);
 			if (e->cfg.optimizer == GNN_EMB_ADAM)
 				adam_row(&e->cfg, ty, row, g);
 			else
@@ -725,6 +812,97 @@ static int op_write(struct gs_emb *e, struct call *c)
 	return GNN_OK;
 }
 
+/* SAVE's path, copied into buf: a file gnn_arr_shared_create made for
+ * a checkpoint and nothing else the store could be made to write over:
+ * absolute, no "." or ".." part, "emb-*.arr.tmp" in a ".tmp-epoch-*" folder. */
+static int check_save_path(struct call *c, char *buf, size_t cap)
+{
+	const struct gnn_emb_req *q = c->req;
+	const char *base, *parent;
+	size_t n = q->n, blen;
+
+	if (n >= cap)
+		return refuse(c, GNN_ERANGE, "SAVE's path is %zu bytes; at most %zu", n, cap - 1);
+	memcpy(buf, q->data, n);
+	buf[n] = '\0';
+	base = strrchr(buf, '/');
+	if (buf[0] != '/' || strstr(buf, "/./") != NULL || strstr(buf, "/../") != NULL || strstr(buf, "//") != NULL ||
+	    base == NULL || base == buf)
+		return refuse(c, GNN_EINVAL, "SAVE's path %s is not an absolute path without \".\" and \"..\" parts", buf);
+	base++;
+	blen = strlen(base);
+	for (parent = base - 1; parent > buf && parent[-1] != '/'; parent--)
+		;
+	if (strncmp(base, "emb-", 4) != 0 || blen < 12 || strcmp(base + blen - 8, ".arr.tmp") != 0 ||
+	    strncmp(parent, ".tmp-epoch-", 11) != 0)
+		return refuse(c, GNN_EINVAL, "SAVE writes an emb-*.arr.tmp file of a .tmp-epoch-* checkpoint folder, not %s",
+			      buf);
+	return GNN_OK;
+}
+
+/* bytes of p at offset off of fd, and their CRC-32 into *crc. */
+static int write_rows(int fd, const unsigned char *p, size_t bytes, off_t off, uint32_t *crc)
+{
+	uLong sum = crc32(0L, Z_NULL, 0);
+
+	while (bytes > 0) {
+		size_t chunk = bytes < ((size_t)1 << 26) ? bytes : ((size_t)1 << 26);
+		ssize_t k = pwrite(fd, p, chunk, off);
+
+		if (k <= 0)
+			return k < 0 ? errno : EIO;
+		sum = crc32(sum, p, (uInt)k);
+		p += k;
+		off += k;
+		bytes -= (size_t)k;
+	}
+	*crc = (uint32_t)sum;
+	return 0;
+}
+
+/* SAVE: the store writes its rows of one array into the checkpoint's
+ * file itself, in place (docs/graphstore.md): no rows cross the network,
+ * and every store writes at once. Under the lock, so the rows are one
+ * version's. */
+static int op_save(struct gs_emb *e, struct call *c)
+{
+	const struct gnn_emb_req *q = c->req;
+	const struct emb_type *ty = &e->types[q->node_type];
+	uint32_t w = width(ty, q->array), crc = 0;
+	size_t bytes = (size_t)ty->n * w * 4;
+	off_t off = GNN_ARR_HEADER_BYTES + (off_t)q->first * w * 4;
+	char path[4096];
+	struct stat st;
+	int fd, rc, err;
+
+	if (!has_array(e->cfg.optimizer, q->array))
+		return refuse(c, GNN_EINVAL, "%s exists with Adam only; these embeddings use Adagrad", array_names[q->array]);
+	if (q->step != e->version)
+		return refuse(c, GNN_ESTALE, "SAVE of version %llu, but graph store %u is at version %llu (generation %llu)",
+			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
+			      (unsigned long long)e->gen);
+	if ((rc = check_save_path(c, path, sizeof(path))) != GNN_OK)
+		return rc;
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return refuse(c, errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM ? GNN_ENOENT : GNN_EIO,
+			      "graph store %u cannot open %s: %s", c->part, path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < off + (off_t)bytes) {
+		close(fd);
+		return refuse(c, GNN_EINVAL, "%s is not a file with room for rows [%lld, %lld) of %u words at its row %lld",
+			      path, (long long)ty->first, (long long)(ty->first + ty->n), w, (long long)q->first);
+	}
+	err = write_rows(fd, ty->arr[q->array], bytes, off, &crc);
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	if (err != 0)
+		return refuse(c, GNN_EIO, "graph store %u cannot write %s: %s", c->part, path, strerror(err));
+	if ((rc = alloc_rows(c, 1, 1)) != GNN_OK)
+		return rc;
+	memcpy(c->rows, &crc, 4);
+	gnn_counter_add(e->m.bytes_saved, (double)bytes);
+	return GNN_OK;
+}
+
 /* The JOIN's rows are all written: served from now on, and the update
  * whose pushes all came meanwhile applied. */
 static int op_ready(struct gs_emb *e, struct call *c)
@@ -773,6 +951,8 @@ static int dispatch(struct gs_emb *e, struct call *c)
 		return op_write(e, c);
 	case GNN_EMB_READY:
 		return op_ready(e, c);
+	case GNN_EMB_SAVE:
+		return op_save(e, c);
 	default:
 		op_best(e);
 		return GNN_OK;

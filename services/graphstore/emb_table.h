@@ -63,6 +63,7 @@ struct gs_emb_metrics {
 	struct gnn_counter *rows_pushed;     /* gradient rows accepted by PUSH (ignored repeats not counted) */
 	struct gnn_counter *bytes_in;        /* row bytes received: PUSH and WRITE data */
 	struct gnn_counter *bytes_out;       /* row bytes answered: PULL and READ */
+	struct gnn_counter *bytes_saved;     /* row bytes written into checkpoint files: SAVE */
 	struct gnn_counter *update_seconds;  /* time spent applying updates */
 	struct gnn_counter *updates;         /* updates applied */
 	struct gnn_gauge *rows;              /* rows held, every embedded type */

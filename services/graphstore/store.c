@@ -43,6 +43,9 @@ static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *
 				      direction, 1, &bytes)) ||
 	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "in" }, 1, &m->bytes_in)) ||
 	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "out" }, 1, &m->bytes_out)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_saved_bytes_total",
+				      "Embedding row bytes this store wrote into checkpoint files itself (EMB SAVE)",
+				      NULL, 0, &m->bytes_saved)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_update_seconds_total",
 				      "Seconds spent applying sparse embedding updates", NULL, 0, &m->update_seconds)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_updates_total",

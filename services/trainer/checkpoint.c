@@ -3,9 +3,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "err.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "sys.h"
 
 /* 2: state.json and result.json carry a checksum (gnn_json_save_checked);
@@ -159,17 +162,15 @@ static json_t *state_json(const struct tr_ckpt *c)
 	return st;
 }
 
-/* Writes c as DIR/epoch-<epoch> through a temporary folder. */
-static int write_one(const char *dir, const struct tr_ckpt *c, const char *final)
+/* c's files into the temporary folder tmp (created; removed on error).
+ * The embeddings' shards are not fsynced here: commit does it. */
+static int write_files(const struct tr_ckpt *c, const char *tmp)
 {
-	char tmp[PATH_MAX], file[PATH_MAX + 16];
+	char file[PATH_MAX + 16];
 	struct tr_ckpt *mc = (struct tr_ckpt *)c;
 	json_t *st = NULL;
 	int rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%06" PRIu32 "-%d", dir, c->epoch, c->step,
-		     (int)getpid()) >= (int)sizeof(tmp))
-		return GNN_EINVAL;
 	gnn_rm_rf(tmp);
 	if ((rc = gnn_mkdir_p(tmp)) != GNN_OK)
 		goto fail;
@@ -184,7 +185,49 @@ static int write_one(const char *dir, const struct tr_ckpt *c, const char *final
 	rc = GNN_ENOMEM;
 	if ((st = state_json(c)) == NULL || (rc = gnn_json_save_checked(file, st)) != GNN_OK)
 		goto fail;
-	if ((rc = gnn_fsync_dir(tmp)) != GNN_OK)
+fail:
+	json_decref(st);
+	if (rc != GNN_OK)
+		gnn_rm_rf(tmp);
+	return rc;
+}
+
+/* Every file of folder tmp on the disk, then the folder itself. */
+static int sync_folder(const char *tmp)
+{
+	char file[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d = opendir(tmp);
+	int rc = GNN_OK;
+
+	if (d == NULL) {
+		GNN_ERROR("checkpoint_failed", "path=%s error=\"opendir: %s\"", tmp, strerror(errno));
+		return GNN_EIO;
+	}
+	while (rc == GNN_OK && (de = readdir(d)) != NULL) {
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", tmp, de->d_name);
+		if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+			GNN_ERROR("checkpoint_failed", "file=%s error=\"fsync: %s\"", file, strerror(errno));
+			rc = GNN_EIO;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+	return rc == GNN_OK ? gnn_fsync_dir(tmp) : rc;
+}
+
+/* The written folder tmp made durable and renamed to final, older
+ * checkpoints pruned: a checkpoint is complete or absent. */
+static int commit(const char *dir, const char *tmp, const char *final)
+{
+	int rc = sync_folder(tmp);
+
+	if (rc != GNN_OK)
 		goto fail;
 	gnn_rm_rf(final);       /* an older run's same position (restarted before the next) */
 	if (rename(tmp, final) != 0) {
@@ -192,11 +235,12 @@ static int write_one(const char *dir, const struct tr_ckpt *c, const char *final
 		rc = GNN_EIO;
 		goto fail;
 	}
-	rc = gnn_fsync_dir(dir);
+	if ((rc = gnn_fsync_dir(dir)) != GNN_OK)
+		goto fail;
+	prune(dir, KEEP);       /* older ones are never resumed from */
+	return GNN_OK;
 fail:
-	json_decref(st);
-	if (rc != GNN_OK)
-		gnn_rm_rf(tmp);
+	gnn_rm_rf(tmp);
 	return rc;
 }
 
@@ -205,31 +249,94 @@ static bool peer_failure(int rc)
 	return rc == GNN_ESTALE || rc == GNN_ETIMEDOUT || rc == GNN_EUNAVAIL || rc == GNN_ECLOSED || rc == GNN_EPROTO;
 }
 
-int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len)
+/* The commit of the last save, on a thread of its own (one at a time;
+ * only rank 0's training thread saves, loads and flushes). */
+enum commit_state { COMMIT_IDLE, COMMIT_RUNNING };
+
+static struct {
+	enum commit_state state;
+	pthread_t thread;
+	char dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
+	uint32_t epoch, step;
+	double t0, write_s;
+	struct gnn_counter *failures;
+	int rc;                       /* the commit's, read after the join */
+} pending;
+
+static void *commit_thread(void *arg)
 {
-	char final[PATH_MAX], name[40];
+	double t1 = gnn_now();
+
+	(void)arg;
+	pending.rc = commit(pending.dir, pending.tmp, pending.final);
+	if (pending.rc == GNN_OK) {
+		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " step=%" PRIu32 " path=%s seconds=%.2f write_s=%.2f "
+			 "sync_s=%.2f", pending.epoch, pending.step, pending.final, gnn_now() - pending.t0,
+			 pending.write_s, gnn_now() - t1);
+	} else {
+		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", pending.final,
+			  gnn_errname(pending.rc), gnn_strerror(pending.rc));
+		gnn_counter_inc(pending.failures);
+	}
+	return NULL;
+}
+
+int tr_ckpt_flush(void)
+{
+	double t0 = gnn_now();
+
+	if (pending.state == COMMIT_IDLE)
+		return GNN_OK;
+	pthread_join(pending.thread, NULL);
+	pending.state = COMMIT_IDLE;
+	if (gnn_now() - t0 >= 1.0)
+		GNN_INFO("checkpoint_waited", "path=%s seconds=%.2f reason=\"the commit before had not finished\"",
+			 pending.final, gnn_now() - t0);
+	return pending.rc;
+}
+
+int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, struct gnn_counter *failures, char *path,
+		 size_t path_len)
+{
+	char final[PATH_MAX], tmp[PATH_MAX], name[40];
+	double t0 = gnn_now();
 	size_t gone;
 	int rc;
 
+	tr_ckpt_flush();
 	pos_name(pos_of(c->epoch, c->step), name, sizeof(name));
-	if (snprintf(final, sizeof(final), "%s/%s", dir, name) >= (int)sizeof(final))
+	if (snprintf(final, sizeof(final), "%s/%s", dir, name) >= (int)sizeof(final) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%06" PRIu32 "-%d", dir, c->epoch, c->step,
+		     (int)getpid()) >= (int)sizeof(tmp))
 		return GNN_EINVAL;
-	rc = write_one(dir, c, final);
+	rc = write_files(c, tmp);
 	/* A full volume: writing needs room for KEEP + 1; make do with 2 (not
 	 * when the graph stores failed the embeddings' part: room is not it). */
 	if (rc != GNN_OK && !peer_failure(rc) && (gone = prune(dir, 1)) > 0) {
 		GNN_WARN("checkpoint_retry", "path=%s removed=%zu reason=\"the write failed: kept only the newest "
 			 "checkpoint to make room and trying once more\"", final, gone);
-		rc = write_one(dir, c, final);
+		rc = write_files(c, tmp);
 	}
 	if (rc != GNN_OK) {
 		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", final,
 			  gnn_errname(rc), gnn_strerror(rc));
+		gnn_counter_inc(failures);
 		return rc;
 	}
+	snprintf(pending.dir, sizeof(pending.dir), "%s", dir);
+	snprintf(pending.tmp, sizeof(pending.tmp), "%s", tmp);
+	snprintf(pending.final, sizeof(pending.final), "%s", final);
+	pending.epoch = c->epoch;
+	pending.step = c->step;
+	pending.t0 = t0;
+	pending.write_s = gnn_now() - t0;
+	pending.failures = failures;
+	if (pthread_create(&pending.thread, NULL, commit_thread, NULL) == 0)
+		pending.state = COMMIT_RUNNING;
+	else
+		commit_thread(NULL);   /* no thread: commit here */
 	if (path != NULL)
 		snprintf(path, path_len, "%s", final);
-	prune(dir, KEEP);       /* older ones are never resumed from */
 	return GNN_OK;
 }
 
@@ -349,6 +456,7 @@ int tr_ckpt_load_latest(const char *dir, const struct tr_ckpt_extra *extra, stru
 
 	*found = false;
 	memset(out, 0, sizeof(*out));
+	tr_ckpt_flush();   /* the newest may be committing */
 	/* only rank 0 writes here, and this is rank 0 */
 	gnn_remove_stale(dir, ".tmp-epoch-", "", "left by a checkpoint write that did not finish");
 	gnn_remove_stale(dir, "", ".tmp", "left by a checkpoint write that did not finish");

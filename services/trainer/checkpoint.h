@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics.h"
 #include "modelcfg.h"
 #include "result.h"
 
@@ -57,12 +58,25 @@ struct tr_ckpt {
 };
 
 /* Writes c as DIR/epoch-<c->epoch>[-step-<c->step>] (creating DIR) and
- * prunes older ones.
+ * prunes older ones. The files are written here, into the temporary
+ * folder; the rest (the commit: fsync of every file, the rename, pruning)
+ * runs on a thread while the caller goes on, because a disk takes seconds
+ * to sync the gigabytes of learnable embeddings' shards (docs/training.md,
+ * "Checkpoints"). One commit at a time: a save first waits for the one
+ * before. The commit logs INFO checkpoint_saved, or ERROR
+ * checkpoint_failed and counts failures (may be NULL).
  * When the write fails (a full volume: it needs room for three), only the
  * newest checkpoint is kept and the write tried once more. *path (may be
- * NULL) gets the folder's path. Logs and returns GNN_EIO etc.; the caller
- * may go on training. */
-int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, char *path, size_t path_len);
+ * NULL) gets the folder's final path. Returns the write's error (logged,
+ * counted: GNN_EIO etc.); the caller may go on training. */
+int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, struct gnn_counter *failures, char *path,
+		 size_t path_len);
+
+/* Waits for the commit in flight, if any: GNN_OK, or its error (logged
+ * already). Call it before anything depends on the last checkpoint being
+ * on the disk (result.json, the process's end); tr_ckpt_load_latest and
+ * tr_ckpt_save call it. */
+int tr_ckpt_flush(void);
 
 /* Loads the newest intact checkpoint of DIR (extra's files checked too,
  * when extra is not NULL), after removing the temporary

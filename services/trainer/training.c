@@ -841,7 +841,6 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 {
 	const struct tr_config *c = r->c;
 	double t0 = gnn_now();
-	char path[4096];
 
 	if (c->checkpoint_dir == NULL || c->rank != 0)
 		return;
@@ -855,11 +854,7 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 
 	if (r->e->emb != NULL)
 		ck.extra = &extra;
-	if (tr_ckpt_save(c->checkpoint_dir, &ck, path, sizeof(path)) == GNN_OK)
-		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " step=%" PRIu32 " path=%s seconds=%.2f", epochs_done,
-			 step, path, gnn_now() - t0);
-	else
-		gnn_counter_inc(r->m.ckpt_failures);
+	tr_ckpt_save(c->checkpoint_dir, &ck, r->m.ckpt_failures, NULL, 0);   /* logs and counts */
 	r->ckpt_at = gnn_now();
 	add_phase(r, PH_CHECKPOINT, gnn_now() - t0);
 }
@@ -1383,8 +1378,10 @@ static int test_and_result(struct run *r, uint64_t eval_seed, double t_train, st
 	gnn_gauge_set(r->m.finished, 1);
 	gnn_gauge_set(r->m.progress, 1);
 	gnn_gauge_set(r->m.eta, 0);
-	/* Not fatal: a restart evaluates the last checkpoint again. */
-	if (c->rank == 0 && c->checkpoint_dir != NULL && (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK) {
+	/* Not fatal: a restart evaluates the last checkpoint again. The
+	 * result names a finished run: its last checkpoint is on the disk. */
+	if (c->rank == 0 && c->checkpoint_dir != NULL &&
+	    ((rc = tr_ckpt_flush()) != GNN_OK || (rc = gnn_result_save(c->checkpoint_dir, out)) != GNN_OK)) {
 		GNN_ERROR("result_not_saved", "dir=%s code=%s", c->checkpoint_dir, gnn_errname(rc));
 		gnn_counter_inc(r->m.ckpt_failures);
 	}
@@ -1414,6 +1411,7 @@ int tr_train(const struct tr_config *c, const struct tr_env *env, struct gnn_res
 	if ((rc = train_epochs(&r, eval_seed)) == GNN_OK)
 		rc = test_and_result(&r, eval_seed, t_train, out);
 out:
+	tr_ckpt_flush();   /* a checkpoint being committed reaches the disk before the caller goes on */
 	run_free(&r);
 	return rc;
 }

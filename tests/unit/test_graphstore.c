@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "arr.h"
 #include "cli.h"
@@ -1227,6 +1228,112 @@ out:
 	emb_close(&x);
 }
 
+/* Rows wider than the store's vector path (11 columns: two blocks of 4
+ * and a tail of 3) come out bit for bit as the scalar rule's, step after
+ * step, for gradients of very different sizes. */
+static void test_emb_adam_wide(void)
+{
+	struct gnn_emb_cfg cfg = { .num_types = 2, .dim = { 11, 0 }, .optimizer = GNN_EMB_ADAM, .lr = 0.05f,
+				   .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-6f, .seed = 9, .hash = 0x1234 };
+	static const int64_t ids[] = { 2, 0, 2 };  /* node 2 twice: its mean */
+	float w[2][11], m[2][11] = { { 0 } }, v[2][11] = { { 0 } }, g[33];
+	struct emb_fix x;
+
+	for (uint32_t i = 0; i < 2; i++)
+		for (uint32_t j = 0; j < 11; j++)
+			w[i][j] = emb_init_value(9, 0, ids[i], j);
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, 0))
+		goto out;
+	for (uint32_t s = 0; s < 5; s++) {
+		double c1 = 1.0 - pow((double)cfg.beta1, (double)(s + 1));
+		double c2 = 1.0 - pow((double)cfg.beta2, (double)(s + 1));
+		struct gnn_emb_req q = { .op = GNN_EMB_PUSH, .world = 1, .gen = EMB_GEN, .step = s, .n = 3, .dim = 11,
+					 .ids = ids, .data = g };
+
+		for (uint32_t k = 0; k < 33; k++)
+			g[k] = (float)sin(1.0 + s * 22 + k) * (k % 3 == 0 ? 10.0f : k % 3 == 1 ? 1e-3f : 1e-7f);
+		if (!emb_ok(&x, &q, EMB_GEN, s + 1))
+			goto out;
+		for (uint32_t i = 0; i < 2; i++)
+			for (uint32_t j = 0; j < 11; j++) {
+				float gj = i == 0 ? (g[j] + g[22 + j]) / 2.0f : g[11 + j];
+
+				m[i][j] = cfg.beta1 * m[i][j] + (1.0f - cfg.beta1) * gj;
+				v[i][j] = cfg.beta2 * v[i][j] + (1.0f - cfg.beta2) * gj * gj;
+				w[i][j] -= (float)((double)cfg.lr * (m[i][j] / c1) / (sqrt(v[i][j] / c2) + (double)cfg.eps));
+			}
+	}
+	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .gen = EMB_GEN, .step = 5, .n = 2, .ids = ids };  /* 2, 0 */
+
+	if (emb_ok(&x, &pull, EMB_GEN, 5) && CHECK(x.r.n == 2 && x.r.dim == 11))
+		CHECK(memcmp(x.r.data, w, sizeof(w)) == 0);
+	/* the moments too: a float rounding of theirs rarely shows in w */
+	for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STATE2; a++) {
+		struct gnn_emb_req rd = { .op = GNN_EMB_READ, .array = a, .gen = EMB_GEN, .step = 5, .first = 0, .n = 3 };
+		float (*want)[11] = a == GNN_EMB_STATE1 ? m : v;
+
+		if (emb_ok(&x, &rd, EMB_GEN, 5) && CHECK(x.r.n == 3 && x.r.dim == 11))
+			CHECK(memcmp((const float *)x.r.data + 2 * 11, want[0], sizeof(want[0])) == 0 &&
+			      memcmp(x.r.data, want[1], sizeof(want[1])) == 0);
+	}
+out:
+	emb_close(&x);
+}
+
+/* SAVE writes the store's rows of an array into a shared array file at
+ * the row given, with their CRC-32 (the trainer combines them, arr.h);
+ * paths other than a checkpoint's shard file are refused. */
+static void test_emb_save(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	char dir[512], path[600], tmp[610], bad[600];
+	uint32_t want[12], crc;
+	struct gnn_arr arr = { 0 };
+	struct emb_fix x;
+
+	snprintf(dir, sizeof(dir), "%s/ck/.tmp-epoch-000001-000000-1", tmpdir);
+	snprintf(path, sizeof(path), "%s/emb-paper-state1.arr", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	struct gnn_emb_req q = { .op = GNN_EMB_SAVE, .node_type = 1, .array = GNN_EMB_STATE1, .gen = EMB_GEN,
+				 .step = EMB_STEP + 1, .first = 2, .n = (uint32_t)strlen(tmp), .data = tmp };
+
+	if (!emb_open(&x, typed_dir, 0) || !CHECK(gnn_mkdir_p(dir) == GNN_OK) ||
+	    !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) || !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP) ||
+	    !emb_read(&x, EMB_GEN, 1, GNN_EMB_STATE1, 3, 4, want))
+		goto out;
+	emb_refused(&x, &q, GNN_ENOENT, "cannot open");   /* not created yet: not on this store's file system */
+	/* 2 rows of another partition first, then this store's 4 papers */
+	if (!CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 6, 2) == GNN_OK) || !emb_ok(&x, &q, EMB_GEN, EMB_STEP + 1) ||
+	    !CHECK(x.r.n == 1 && x.r.dim == 1))
+		goto out;
+	memcpy(&crc, x.r.data, 4);
+	CHECK(crc == (uint32_t)crc32(0, (const unsigned char *)want, 32));
+	if (CHECK(gnn_arr_shared_seal(path, GNN_DT_F32, 6, 2,
+				      (uint32_t)crc32_combine(crc32(0, (const unsigned char *)(float[4]){ 0 }, 16), crc, 32)) ==
+		  GNN_OK) &&
+	    CHECK(gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &arr) == GNN_OK))
+		CHECK(arr.info.rows == 6 && memcmp((const float *)arr.data + 4, want, 32) == 0);
+	gnn_arr_close(&arr);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_saved_bytes_total") == 32);
+	/* another version, a file too small for the rows, paths it must not write */
+	q.step = EMB_STEP;
+	emb_refused(&x, &q, GNN_ESTALE, "SAVE of version 5, but graph store 0 is at version 6");
+	q.step = EMB_STEP + 1;
+	if (CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 5, 2) == GNN_OK))
+		emb_refused(&x, &q, GNN_EINVAL, "with room for rows [3, 7)");
+	gnn_arr_shared_abort(path);
+	const char *refused[] = { "%s/ck/.tmp-epoch-1/../state.json", "%s/ck/epoch-000001/emb-paper-rows.arr.tmp",
+				  "%s/ck/.tmp-epoch-1/params.arr.tmp", "ck/.tmp-epoch-1/emb-paper-rows.arr.tmp" };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(bad, sizeof(bad), refused[i], tmpdir);
+		q.n = (uint32_t)strlen(bad);
+		q.data = bad;
+		emb_refused(&x, &q, GNN_EINVAL, "SAVE");
+	}
+out:
+	emb_close(&x);
+}
+
 /* Stale requests get GNN_ESTALE; repeated pushes and the retry of an
  * applied one are acknowledged and change nothing. */
 static void test_emb_stale(void)
@@ -1649,6 +1756,8 @@ int main(void)
 	RUN(test_emb_init_pull);
 	RUN(test_emb_push_order);
 	RUN(test_emb_lazy_adam);
+	RUN(test_emb_adam_wide);
+	RUN(test_emb_save);
 	RUN(test_emb_stale);
 	RUN(test_emb_read_write);
 	RUN(test_emb_join);

@@ -987,6 +987,17 @@ static void test_emb_req_refused(void)
 	emb_req_refused(&wr, 44, 0x80000000u, 0, GNN_ERANGE, "first < 0");
 	emb_req_refused(&wr, 48, 0, 0, GNN_ERANGE, "WRITE of 2 rows of 0 words");
 
+	/* SAVE: a path of n bytes, no NUL in it, under 4096 */
+	struct gnn_emb_req save = { .op = GNN_EMB_SAVE, .node_type = 1, .first = 3, .n = 9, .data = "/x/y.tmp\0" };
+
+	save.n = 8;
+	emb_req_refused(&save, -1, 0, 0, GNN_OK, "save");
+	save.n = 9;
+	emb_req_refused(&save, -1, 0, 0, GNN_EPROTO, "SAVE path with a NUL");
+	save.n = 0;
+	emb_req_refused(&save, -1, 0, 0, GNN_ERANGE, "SAVE without a path");
+	save.n = 8;
+	emb_req_refused(&save, 20, 4096, 0, GNN_ERANGE, "SAVE path of 4096 bytes");
 	emb_req_refused(&push, 12, 2, 0, GNN_ERANGE, "PUSH rank == world");
 	emb_req_refused(&push, 12, 5, 0, GNN_ERANGE, "PUSH rank > world");
 	in = push;

@@ -100,6 +100,14 @@ static void test_model_hash(void)
 	CHECK(tr_model_hash(&c, &g) != tr_model_hash(&other, &g));
 }
 
+/* tr_ckpt_save and its commit (a thread), waited for. */
+static int save_ck(const char *dir, const struct tr_ckpt *c, char *where, size_t len)
+{
+	int rc = tr_ckpt_save(dir, c, NULL, where, len);
+
+	return rc != GNN_OK ? rc : tr_ckpt_flush();
+}
+
 static void test_ckpt_roundtrip_and_prune(void)
 {
 	enum { N = 1000 };
@@ -119,7 +127,7 @@ static void test_ckpt_roundtrip_and_prune(void)
 	for (uint32_t e = 1; e <= 4; e++) {
 		c.epoch = e;
 		p[0] = (float)e;
-		CHECK(tr_ckpt_save(dir, &c, where, sizeof(where)) == GNN_OK);
+		CHECK(save_ck(dir, &c, where, sizeof(where)) == GNN_OK);
 	}
 	CHECK(strstr(where, "epoch-000004") != NULL);
 	CHECK(access(path("ck/epoch-000001"), F_OK) != 0);   /* only the two newest stay */
@@ -171,7 +179,7 @@ static bool replace_text(const char *file, const char *from, const char *to)
 static void save_epochs(const char *dir, struct tr_ckpt *c, uint32_t from, uint32_t to)
 {
 	for (c->epoch = from; c->epoch <= to; c->epoch++)
-		CHECK(tr_ckpt_save(dir, c, NULL, 0) == GNN_OK);
+		CHECK(save_ck(dir, c, NULL, 0) == GNN_OK);
 }
 
 static void test_ckpt_damaged_falls_back(void)
@@ -239,9 +247,9 @@ static void test_ckpt_mid_epoch(void)
 	bool found;
 
 	c.epoch = 3;
-	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(save_ck(path("mid"), &c, NULL, 0) == GNN_OK);
 	c.step = 12;
-	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(save_ck(path("mid"), &c, NULL, 0) == GNN_OK);
 	CHECK(access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
 	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 3 &&
 	      got.step == 12 && got.world == 2 && got.batch == 64 && got.partial[0] == c.partial[0] &&
@@ -250,13 +258,13 @@ static void test_ckpt_mid_epoch(void)
 	/* epoch 4's end is newer than epoch 3 + 12 steps; two are kept */
 	c.epoch = 4;
 	c.step = 0;
-	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(save_ck(path("mid"), &c, NULL, 0) == GNN_OK);
 	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
 	tr_ckpt_free(&got);
 	CHECK(access(path("mid/epoch-000003"), F_OK) != 0 && access(path("mid/epoch-000003-step-000012"), F_OK) == 0);
 	/* a step that is not the folder's: damaged, the one before is used */
 	c.step = 2;
-	CHECK(tr_ckpt_save(path("mid"), &c, NULL, 0) == GNN_OK);
+	CHECK(save_ck(path("mid"), &c, NULL, 0) == GNN_OK);
 	CHECK(replace_text(path("mid/epoch-000004-step-000002/state.json"), "\"step\": 2", "\"step\": 3"));
 	CHECK(tr_ckpt_load_latest(path("mid"), NULL, &got, &found) == GNN_OK && found && got.epoch == 4 && got.step == 0);
 	tr_ckpt_free(&got);

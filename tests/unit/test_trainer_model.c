@@ -2280,7 +2280,15 @@ static void gat_check_reference(const struct tr_model_cfg *c, const struct gnn_m
 	}
 	for (size_t i = 0; i < mb->num_seeds * C; i++)
 		z[i] = h[i];
-	CHECK(fabs(ref_loss(z, mb->labels, mb->num_seeds, C) - loss) < 1e-9);
+	/* equal up to float rounding: the layer-wise path multiplies matrices
+	 * of other shapes, and OpenBLAS sums them in an order of the shape and
+	 * the CPU (2.2e-9 apart on an AMD EPYC, equal on the Intel CPUs before) */
+	{
+		double infer_loss = ref_loss(z, mb->labels, mb->num_seeds, C);
+
+		if (!CHECK(fabs(infer_loss - loss) < 1e-6))
+			printf("  %s: the layer-wise inference's loss %.12f, the forward's %.12f\n", c->model, infer_loss, loss);
+	}
 	free(h);
 	free(z);
 	tr_model_free(m);

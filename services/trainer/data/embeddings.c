@@ -1,7 +1,9 @@
 /* embeddings.c - see embeddings.h. */
 #include "embeddings.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "arr.h"
 #include "client.h"
@@ -78,6 +81,8 @@ struct tr_emb {
 	uint64_t req_id;
 	uint64_t gen, version;               /* where this rank expects the stores: set up, then one
 					      * version per step pushed */
+	bool stream_saves;                   /* a store could not reach the checkpoint folder: the
+					      * rows come through this rank (copy_array) */
 };
 
 /* ---- set-up ---- */
@@ -271,8 +276,8 @@ struct emb_run {
  * trainers then resume, nothing is lost). */
 static void log_failure(const char *what, const struct gnn_call *c, int crc)
 {
-	if (crc == GNN_ECLOSED)
-		;   /* stopping: not worth a line per call */
+	if (crc == GNN_ECLOSED || (crc == GNN_ENOENT && strcmp(what, "save") == 0))
+		;   /* stopping: not worth a line per call; a SAVE elsewhere: tr_emb_save says it */
 	else if (crc == GNN_ESTALE)
 		GNN_WARN("embeddings_stale", "op=%s store=%s reason=\"%s\"", what, gnn_client_name(c->client),
 			 c->err[0] ? c->err : "stale reply");
@@ -677,6 +682,8 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 	shard_path(e, dir, t, a, path, sizeof(path));
 	if ((rc = save ? gnn_arr_writer_open(path, dt, cols, &w) : gnn_arr_open(path, dt, 0, &arr)) != GNN_OK)
 		return rc;
+	if (save)   /* the checkpoint's commit syncs the folder, off the ranks' path (checkpoint.h) */
+		gnn_arr_writer_no_sync(w);
 	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
 		int64_t lo, hi;
 
@@ -708,6 +715,72 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 		return rc;
 	}
 	return gnn_arr_writer_finish(w, NULL);
+}
+
+/* One array of type t written by the stores themselves into its file of
+ * dir, every partition at once (EMB SAVE): no row crosses the network or
+ * this rank. GNN_ENOENT when a store cannot open the file (the folder is
+ * not on its file system): the caller streams the array instead. */
+static int save_direct(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir)
+{
+	uint32_t cols = array_cols(e, t, a);
+	enum gnn_dtype dt = a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32;
+	struct gnn_emb_resp *rs = NULL;
+	char path[4200], tmp[4210];
+	uint64_t rows = 0, *lens = NULL;
+	size_t k = 0;
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int rc;
+
+	shard_path(e, dir, t, a, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((rs = calloc(e->P, sizeof(*rs))) == NULL || (lens = calloc(e->P, sizeof(*lens))) == NULL) {
+		free(rs);
+		return GNN_ENOMEM;
+	}
+	for (uint32_t p = 0; p < e->P; p++) {
+		int64_t lo, hi;
+
+		gnn_layout_type_range(e->g, p, t, &lo, &hi);
+		rows += (uint64_t)(hi - lo);
+	}
+	if ((rc = gnn_arr_shared_create(path, dt, rows, cols)) != GNN_OK)
+		goto out;
+	rows = 0;
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+		int64_t lo, hi;
+		struct gnn_emb_req rq = { .op = GNN_EMB_SAVE, .node_type = t, .array = a, .gen = e->gen,
+					  .step = e->version, .first = (int64_t)rows, .n = (uint32_t)strlen(tmp),
+					  .data = tmp };
+
+		gnn_layout_type_range(e->g, p, t, &lo, &hi);
+		if (hi == lo)
+			continue;
+		lens[k++] = (uint64_t)(hi - lo) * cols * 4;
+		rows += (uint64_t)(hi - lo);
+		rc = put_call(e, pick_store(e, p, 0), &rq,
+			      tr_stores_rows_timeout_ms(e->o.stores, (double)lens[k - 1], tr_stores_timeout_ms(e->o.stores)));
+	}
+	if (rc == GNN_OK)
+		rc = run_failover(e, "save", rs);
+	for (size_t i = 0; rc == GNN_OK && i < k; i++) {
+		uint32_t part;
+
+		if (rs[i].n != 1 || rs[i].dim != 1) {
+			rc = GNN_EPROTO;
+			break;
+		}
+		memcpy(&part, rs[i].data, 4);
+		crc = crc32_combine(crc, part, (z_off_t)lens[i]);
+	}
+	free_replies(e, rs);
+	rc = rc == GNN_OK ? gnn_arr_shared_seal(path, dt, rows, cols, (uint32_t)crc) : rc;
+	if (rc != GNN_OK)
+		gnn_arr_shared_abort(path);
+out:
+	free(rs);
+	free(lens);
+	return rc;
 }
 
 void tr_emb_expect(struct tr_emb *e, uint64_t gen)
@@ -788,12 +861,27 @@ int tr_emb_check_ckpt(void *ctx, const char *cdir)
 int tr_emb_save(void *ctx, const char *dir)
 {
 	struct tr_emb *e = ctx;
+	char abs[PATH_MAX];
 	int rc = GNN_OK;
 
+	/* the stores open the files by this rank's absolute path */
+	if (!e->stream_saves && realpath(dir, abs) == NULL) {
+		GNN_ERROR("checkpoint_failed", "path=%s error=\"realpath: %s\"", dir, strerror(errno));
+		return GNN_EIO;
+	}
 	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
-		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
-			if (has_array(e, a))
-				rc = copy_array(e, t, a, dir, true, e->gen, e->version);
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++) {
+			if (!has_array(e, a))
+				continue;
+			if (!e->stream_saves && (rc = save_direct(e, t, a, abs)) != GNN_ENOENT)
+				continue;
+			if (!e->stream_saves)
+				GNN_INFO("embeddings_save_streamed", "reason=\"a graph store cannot open the checkpoint "
+					 "folder %s (not on its file system): the rows come through this trainer, which "
+					 "takes longer\"", abs);
+			e->stream_saves = true;
+			rc = copy_array(e, t, a, dir, true, e->gen, e->version);
+		}
 	return rc;
 }
 
