@@ -19,8 +19,11 @@
 #     paper) against the features-only baseline's;
 #   - then R-GCN again with learnable embeddings for the three featureless
 #     types (docs/embeddings.md): its epoch split (embed_s: pulling rows and
-#     pushing gradients, the stores' sparse update included), every
-#     process's memory, and its test accuracy against the run without.
+#     pushing gradients, the stores' sparse update included), its epoch
+#     over the one without (embed_epoch_ratio), its checkpoints (how many,
+#     within epochs; the seconds the ranks waited for each, and the sync
+#     that ran beside training), each store's INIT, every process's
+#     memory, and its test accuracy against the run without.
 # Exits non-zero only when a run fails.
 # Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_MODEL (rgcn; rgat), GNN_BENCH_EPOCHS
 # (1), GNN_BENCH_FANOUTS (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
@@ -86,6 +89,7 @@ mem_watch_stop
 T0=$WORK/run/logs/trainer-0.log
 epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
 echo "epoch $(epoch_split <<<"$epoch")"
+plain_epoch_s=$(grep -o 'epoch_s=[0-9.]*' <<<"$epoch" | cut -d= -f2)
 steps=$(kv steps <<<"$epoch")
 train_s=$(grep -o ' training [0-9.]* s' "$WORK/local.out" | head -n 1 | awk '{ print $2 }')
 awk -v c="$(kv compute_s <<<"$epoch")" -v cpu="$(kv compute_cpu_s <<<"$epoch")" -v n="$steps" -v b="$bench_ms" -v t="$THREADS" 'BEGIN {
@@ -115,8 +119,17 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
 	echo "embed $(grep -o 'embeddings types=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
 	echo "embed_epoch $(epoch_split <<<"$epoch")"
-	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, a, "="); s += a[2]; n++ } }
-		END { if (n) printf "embed_checkpoints count=%d seconds_each=%.1f\n", n, s / n }'
+	# the epoch against the run without (target <= 1.3), and what its
+	# checkpoints cost the ranks: write_s waited for, sync_s beside training
+	emb_epoch_s=$(grep -o 'epoch_s=[0-9.]*' <<<"$epoch" | cut -d= -f2)
+	awk -v a="$emb_epoch_s" -v b="$plain_epoch_s" 'BEGIN { if (b > 0) printf "embed_epoch_ratio with=%.1f without=%.1f ratio=%.2f\n", a, b, a / b }'
+	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "=");
+			if (a[1] == "seconds") s += a[2]; if (a[1] == "write_s") w += a[2]; if (a[1] == "sync_s") y += a[2];
+			if (a[1] == "step" && a[2] != "0") mid++ }; n++ }
+		END { if (n) printf "embed_checkpoints count=%d within_epochs=%d seconds_each=%.1f waited_each=%.1f synced_each=%.1f\n", n, mid, s / n, w / n, y / n }'
+	grep -h 'embeddings_init' "$WORK"/run-emb/logs/graphstore-*.log | grep -o 'part=[0-9]* .*seconds=[0-9.]*' |
+		sed 's/ op=.*seconds=/ seconds=/; s/^/embed_store_init /'
+	grep -h 'embeddings_save_streamed' "$T0" | head -n 1 | sed 's/.*embeddings_save_streamed/embed_checkpoint_streamed/' || true
 	du -sm "$(ls -d "$WORK/run-emb/checkpoints"/epoch-* | tail -n 1)" | awk '{ print "embed_checkpoint_mb=" $1 }'
 	a=$(sed -n "s/^test_acc $NAME=\([0-9.]*\).*/\1/p" "$WORK/local.out")
 	b=$(sed -n "s/^test_acc $NAME=\([0-9.]*\).*/\1/p" "$WORK/local-emb.out")

@@ -870,7 +870,7 @@ static int op_save(struct gs_emb *e, struct call *c)
 	const struct emb_type *ty = &e->types[q->node_type];
 	uint32_t w = width(ty, q->array), crc = 0;
 	size_t bytes = (size_t)ty->n * w * 4;
-	off_t off = GNN_ARR_HEADER_BYTES + (off_t)q->first * w * 4;
+	off_t off;
 	char path[4096];
 	struct stat st;
 	int fd, rc, err;
@@ -881,8 +881,11 @@ static int op_save(struct gs_emb *e, struct call *c)
 		return refuse(c, GNN_ESTALE, "SAVE of version %llu, but graph store %u is at version %llu (generation %llu)",
 			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
 			      (unsigned long long)e->gen);
+	if (q->first > ((int64_t)1 << 40))   /* so the offset below cannot overflow */
+		return refuse(c, GNN_ERANGE, "SAVE at file row %lld: beyond any array's", (long long)q->first);
 	if ((rc = check_save_path(c, path, sizeof(path))) != GNN_OK)
 		return rc;
+	off = GNN_ARR_HEADER_BYTES + (off_t)q->first * w * 4;
 	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return refuse(c, errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM ? GNN_ENOENT : GNN_EIO,
 			      "graph store %u cannot open %s: %s", c->part, path, strerror(errno));

@@ -276,7 +276,8 @@ static void *commit_thread(void *arg)
 	} else {
 		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", pending.final,
 			  gnn_errname(pending.rc), gnn_strerror(pending.rc));
-		gnn_counter_inc(pending.failures);
+		if (pending.failures != NULL)
+			gnn_counter_inc(pending.failures);
 	}
 	return NULL;
 }
@@ -320,7 +321,8 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, struct gnn_counter *f
 	if (rc != GNN_OK) {
 		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", final,
 			  gnn_errname(rc), gnn_strerror(rc));
-		gnn_counter_inc(failures);
+		if (failures != NULL)
+			gnn_counter_inc(failures);
 		return rc;
 	}
 	snprintf(pending.dir, sizeof(pending.dir), "%s", dir);
