@@ -698,7 +698,7 @@ static void check_emb_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 	struct gnn_wbuf w;
 	struct gnn_hdr h2;
 	const void *p2;
-	uint64_t words;
+	uint64_t bytes;
 
 	(void)h;
 	memset(&v, FILL, sizeof(v));
@@ -713,16 +713,20 @@ static void check_emb_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 		broken("emb_req", "accepted a bad INIT configuration");
 	if (emb_op_has_data(v.op) && v.n > 0 && v.dim == 0)
 		broken("emb_req", "accepted rows of data without words");
-	words = emb_op_has_data(v.op) ? (uint64_t)v.n * v.dim : 0;
-	if ((!emb_op_has_ids(v.op) && v.ids != NULL) || (!emb_op_has_data(v.op) && v.data != NULL) ||
-	    (emb_op_has_ids(v.op) && v.n > 0 && v.ids == NULL) || (words > 0 && v.data == NULL))
+	/* the data's bytes: rows of 4-byte words, or SAVE's path */
+	bytes = emb_op_has_data(v.op) ? (uint64_t)v.n * v.dim * 4 : v.op == GNN_EMB_SAVE ? v.n : 0;
+	if ((!emb_op_has_ids(v.op) && v.ids != NULL) ||
+	    (!emb_op_has_data(v.op) && v.op != GNN_EMB_SAVE && v.data != NULL) ||
+	    (emb_op_has_ids(v.op) && v.n > 0 && v.ids == NULL) || (bytes > 0 && v.data == NULL))
 		broken("emb_req", "ids or data set for an op without them, or missing");
+	if (v.op == GNN_EMB_SAVE && (v.n == 0 || v.n >= 4096 || memchr(v.data, 0, v.n) != NULL))
+		broken("emb_req", "accepted a SAVE path that is empty, 4096 bytes or more, or holds a NUL");
 	check_array_at("emb_req", v.ids, v.ids ? (uint64_t)v.n * 8 : 0, p, len);
-	check_array_at("emb_req", v.data, words * 4, p, len);
+	check_array_at("emb_req", v.data, bytes, p, len);
 	if (v.ids != NULL)
 		touch_i64(v.ids, v.n);
 	if (v.data != NULL)
-		touch_i32(v.data, words);
+		touch_u8(v.data, bytes);
 	gnn_wbuf_init(&w);
 	p2 = reopen("emb_req", gnn_encode_emb_req(&w, FUZZ_REQ_ID, &v), &w, GNN_MSG_EMB_REQ, &h2);
 	if (h2.len != len)
@@ -733,7 +737,7 @@ static void check_emb_req(const struct gnn_hdr *h, const uint8_t *p, size_t len)
 	    v2.world != v.world || v2.gen != v.gen || v2.step != v.step || v2.first != v.first || v2.n != v.n ||
 	    v2.dim != v.dim || (v2.ids == NULL) != (v.ids == NULL) || (v2.data == NULL) != (v.data == NULL) ||
 	    (v.ids != NULL && !same(v2.ids, v.ids, (size_t)v.n * 8)) ||
-	    (v.data != NULL && !same(v2.data, v.data, words * 4)) ||
+	    (v.data != NULL && !same(v2.data, v.data, bytes)) ||
 	    (v.op == GNN_EMB_INIT && !same_emb_cfg(&v2.cfg, &v.cfg)))
 		broken("emb_req", "round trip: a field, the IDs, the data or the configuration differ");
 	gnn_proto_release(v2.owned);

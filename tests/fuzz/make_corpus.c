@@ -186,6 +186,9 @@ static void emit_emb(struct gnn_wbuf *w)
 				     .first = 1000, .n = 2, .dim = 3, .data = grad };
 	struct gnn_emb_req write_steps = { .op = GNN_EMB_WRITE, .node_type = 1, .array = GNN_EMB_STEPS, .gen = 1,
 					   .step = 5, .first = 1000, .n = 3, .dim = 1, .data = steps };
+	static const char save_path[] = "/ck/.tmp-epoch-000001-000000-7/emb-author-rows.arr.tmp";
+	struct gnn_emb_req save = { .op = GNN_EMB_SAVE, .node_type = 1, .array = GNN_EMB_STATE2, .gen = 1, .step = 5,
+				    .first = 1000, .n = sizeof(save_path) - 1, .data = save_path };
 	struct gnn_emb_req best = { .op = GNN_EMB_BEST, .gen = 1, .step = 9 };
 	struct gnn_emb_req status = { .op = GNN_EMB_STATUS };
 	struct gnn_emb_resp rows = { .gen = 1, .version = 3, .cfg_hash = 0x0123456789abcdefull, .n = 3, .dim = 3,
@@ -196,6 +199,7 @@ static void emit_emb(struct gnn_wbuf *w)
 	emit("emb_req", "emb_req-init", gnn_encode_emb_req(w, 20, &init), w);
 	emit("emb_req", "emb_req-init-adagrad", gnn_encode_emb_req(w, 20, &adagrad), w);
 	emit("emb_req", "emb_req-pull", gnn_encode_emb_req(w, 20, &pull), w);
+	emit("emb_req", "emb_req-save", gnn_encode_emb_req(w, 20, &save), w);
 	emit("emb_req", "emb_req-pull-best", gnn_encode_emb_req(w, 20, &pull_best), w);
 	emit("emb_req", "emb_req-push", gnn_encode_emb_req(w, 20, &push), w);
 	emit("emb_req", "emb_req-push-empty", gnn_encode_emb_req(w, 20, &push_empty), w);
