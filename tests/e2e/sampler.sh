@@ -375,7 +375,8 @@ else
 fi
 v() { awk -v k="$1" '$1 == k { print $2 }' "$WORK/metrics"; }
 echo "metrics: minibatches=$(v gnn_sampler_minibatches_total) edges=$(v gnn_sampler_sampled_edges_total) feature_bytes=$(v gnn_sampler_feature_bytes_total) errors_gs1=$(v 'gnn_sampler_graphstore_errors_total{graphstore="graphstore-1"}') retries_gs1=$(v 'gnn_sampler_graphstore_retries_total{graphstore="graphstore-1"}') ready=$(v gnn_sampler_graphstores_ready)"
-check cora_metrics_counted "minibatches, edges, feature bytes, per-store requests/errors/retries and ready stores counted" \
+# (the values in the line: a FAIL line is all that CI keeps of a flake)
+check cora_metrics_counted "minibatches, edges, feature bytes, per-store requests/errors/retries and ready stores counted ($(v gnn_sampler_minibatches_total) minibatches, $(v 'gnn_sampler_graphstore_requests_total{graphstore="graphstore-0"}') requests to graphstore-0, $(v 'gnn_sampler_graphstore_errors_total{graphstore="graphstore-1"}') errors and $(v 'gnn_sampler_graphstore_retries_total{graphstore="graphstore-1"}') retries of graphstore-1, $(v gnn_sampler_graphstores_ready) ready, $(v gnn_sampler_minibatch_seconds_count) timed)" \
 	awk -v mb="$(v gnn_sampler_minibatches_total)" -v e="$(v gnn_sampler_sampled_edges_total)" \
 		-v fb="$(v gnn_sampler_feature_bytes_total)" -v r0="$(v 'gnn_sampler_graphstore_requests_total{graphstore="graphstore-0"}')" \
 		-v e1="$(v 'gnn_sampler_graphstore_errors_total{graphstore="graphstore-1"}')" \
