@@ -80,6 +80,10 @@ struct smp_stores {
 	bool thread_started, stopping;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* publish_up's count and set, one thread at a time: a count taken
+	 * before another thread's store came up, set after that thread's
+	 * own, left the gauge one short until the next check round */
+	pthread_mutex_t publish;
 };
 
 /* Follows the watch connection; each one that closes is a sign that the
@@ -221,6 +225,13 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 		free(s);
 		return GNN_ENOMEM;
 	}
+	if (pthread_mutex_init(&s->publish, NULL) != 0) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		free(s->st);
+		free(s);
+		return GNN_ENOMEM;
+	}
 	for (size_t i = 0; i < o->n; i++)
 		if ((rc = store_open(&s->st[i], i, o)) != GNN_OK)
 			goto out_fail;
@@ -267,6 +278,7 @@ void smp_stores_close(struct smp_stores *s)
 	}
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->publish);
 	free(s->st);
 	free(s->rep_first);
 	free(s->rep);
@@ -528,11 +540,13 @@ static size_t count_state(const struct smp_stores *s, int state)
 }
 
 /* The stores' states into /metrics: how many are up, and each one. */
-static void publish_up(const struct smp_stores *s)
+static void publish_up(struct smp_stores *s)
 {
+	pthread_mutex_lock(&s->publish);
 	for (size_t i = 0; i < s->n; i++)
 		gnn_gauge_set(s->st[i].up, atomic_load(&s->st[i].state) == ST_UP);
 	gnn_gauge_set(s->ready_gauge, (double)count_state(s, ST_UP));
+	pthread_mutex_unlock(&s->publish);
 }
 
 /* One INFO round to the stores that have not answered yet (want, res:
