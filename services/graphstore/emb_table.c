@@ -222,8 +222,8 @@ static void *fill_span(void *arg)
 	}
 	memcpy((float *)ty->arr[GNN_EMB_BEST_ROWS] + (size_t)sp->lo * d, rows + (size_t)sp->lo * d,
 	       (size_t)(sp->hi - sp->lo) * d * 4);
-	/* new pages stay untouched until an update writes them: INIT at
-	 * ogbn-mag's size went from 2.9-3.1 s to 2.1-2.2 s without this */
+	/* new pages stay untouched until an update writes them: not zeroing
+	 * them took INIT at ogbn-mag's size from 2.9-3.1 s to 2.1-2.2 s */
 	for (uint32_t a = GNN_EMB_STATE1; a <= GNN_EMB_STEPS && !sp->zeroed; a++)
 		if (ty->arr[a] != NULL)
 			memset((uint32_t *)ty->arr[a] + (size_t)sp->lo * width(ty, a), 0,

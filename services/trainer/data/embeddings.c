@@ -738,15 +738,9 @@ static int save_direct(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir
 		free(rs);
 		return GNN_ENOMEM;
 	}
-	for (uint32_t p = 0; p < e->P; p++) {
-		int64_t lo, hi;
-
-		gnn_layout_type_range(e->g, p, t, &lo, &hi);
-		rows += (uint64_t)(hi - lo);
-	}
-	if ((rc = gnn_arr_shared_create(path, dt, rows, cols)) != GNN_OK)
+	/* every node of the type, the partitions' in order (tr_emb_check_ckpt's shape) */
+	if ((rc = gnn_arr_shared_create(path, dt, (uint64_t)e->g->schema->types[t].num_nodes, cols)) != GNN_OK)
 		goto out;
-	rows = 0;
 	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
 		int64_t lo, hi;
 		struct gnn_emb_req rq = { .op = GNN_EMB_SAVE, .node_type = t, .array = a, .gen = e->gen,
