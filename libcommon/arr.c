@@ -320,6 +320,29 @@ int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, ui
 	return GNN_OK;
 }
 
+int gnn_arr_shared_write(int fd, uint64_t row, uint64_t rows, size_t row_bytes, const void *data, uint32_t *crc)
+{
+	const unsigned char *p = data;
+	uint64_t bytes = rows * row_bytes;
+	off_t off = (off_t)(GNN_ARR_HEADER_BYTES + row * row_bytes);
+	uLong sum = crc32(0L, Z_NULL, 0);
+
+	while (bytes > 0) {
+		/* (crc32 takes a uInt) */
+		size_t chunk = bytes < ((uint64_t)1 << 26) ? (size_t)bytes : ((size_t)1 << 26);
+		ssize_t k = pwrite(fd, p, chunk, off);
+
+		if (k <= 0)
+			return k < 0 ? errno : EIO;
+		sum = crc32(sum, p, (uInt)k);
+		p += k;
+		off += k;
+		bytes -= (uint64_t)k;
+	}
+	*crc = (uint32_t)sum;
+	return 0;
+}
+
 int gnn_arr_shared_seal(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols, uint32_t data_crc32)
 {
 	struct gnn_arr_info in = { .dtype = dt, .rows = rows, .cols = cols, .data_crc32 = data_crc32 };

@@ -77,6 +77,11 @@ void gnn_arr_writer_abort(struct gnn_arr_writer *w);
  * fsync (gnn_arr_writer_no_sync's contract). abort removes "<path>.tmp".
  * Errors logged: GNN_EIO, GNN_EINVAL. */
 int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols);
+/* A writer's rows [row, row + rows) of row_bytes each, from data, into
+ * the created file open as fd; their CRC-32 into *crc. Returns 0 or the
+ * errno of the failed write (EIO for one that wrote nothing), which the
+ * writer reports to whoever seals the file. Logs nothing. */
+int gnn_arr_shared_write(int fd, uint64_t row, uint64_t rows, size_t row_bytes, const void *data, uint32_t *crc);
 int gnn_arr_shared_seal(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols, uint32_t data_crc32);
 void gnn_arr_shared_abort(const char *path);
 

@@ -445,12 +445,15 @@ enum gnn_emb_op {
 			      * for version step kept but not applied, WRITEs of version step keep them */
 	GNN_EMB_READY = 9,   /* the end of a JOIN's WRITEs: served, and the pushes kept applied
 			      * once complete; GNN_ESTALE when not joining */
-	GNN_EMB_SAVE = 10,   /* all this store's rows of array of node_type written by the store
-			      * into the file data names (n bytes, a path the store can open: an
-			      * existing "emb-*.arr.tmp" in a ".tmp-epoch-*" folder, gnn_arr_shared_create's)
-			      * at row first (arr.h's layout), version must be step; the reply's
-			      * data: one word, the CRC-32 of the bytes written (n = dim = 1).
-			      * GNN_ENOENT: the store cannot open it (not on its file system) */
+	GNN_EMB_SAVE = 10,   /* every row and state of this store written by the store into the
+			      * checkpoint folder data names (n bytes: an absolute ".tmp-epoch-*"
+			      * folder the store can open) at version step: into the files
+			      * embfile.h names, which must exist (the trainer made them:
+			      * gnn_arr_shared_create, an empty emb-part-PPPP.snap), from a
+			      * copy taken now, by a thread that ends with the record in
+			      * emb-part-PPPP.snap; the reply (nothing) comes once the copy is
+			      * taken. node_type and first unused (0). GNN_ENOENT: the store
+			      * cannot open them (not on its file system) */
 	GNN_EMB_OP_END
 };
 /* The arrays of one embedded type; each has one row per node, dim floats

@@ -120,15 +120,23 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	echo "embed $(grep -o 'embeddings types=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
 	echo "embed_epoch $(epoch_split <<<"$epoch")"
 	# the epoch against the run without (target <= 1.3), and what its
-	# checkpoints cost the ranks: write_s waited for, sync_s beside training
+	# checkpoints cost the ranks: write_s waited for (plus any
+	# checkpoint_waited, a commit not done by the next save); shards_s the
+	# stores' writers and sync_s the fsyncs, both beside training
 	emb_epoch_s=$(grep -o 'epoch_s=[0-9.]*' <<<"$epoch" | cut -d= -f2)
 	awk -v a="$emb_epoch_s" -v b="$plain_epoch_s" 'BEGIN { if (b > 0) printf "embed_epoch_ratio with=%.1f without=%.1f ratio=%.2f\n", a, b, a / b }'
-	grep -h 'checkpoint_saved' "$T0" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "=");
+	grep -h 'checkpoint_saved\|checkpoint_waited' "$T0" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "=");
+			if ($0 ~ /checkpoint_waited/) { if (a[1] == "seconds") q += a[2]; continue }
 			if (a[1] == "seconds") s += a[2]; if (a[1] == "write_s") w += a[2]; if (a[1] == "sync_s") y += a[2];
-			if (a[1] == "step" && a[2] != "0") mid++ }; n++ }
-		END { if (n) printf "embed_checkpoints count=%d within_epochs=%d seconds_each=%.1f waited_each=%.1f synced_each=%.1f\n", n, mid, s / n, w / n, y / n }'
+			if (a[1] == "shards_s") h += a[2]; if (a[1] == "step" && a[2] != "0") mid++ }; if ($0 !~ /checkpoint_waited/) n++ }
+		END { if (n) printf "embed_checkpoints count=%d within_epochs=%d seconds_each=%.1f waited_each=%.2f shards_each=%.1f synced_each=%.1f flush_waited=%.1f\n", n, mid, s / n, w / n, h / n, y / n, q }'
 	grep -h 'embeddings_init' "$WORK"/run-emb/logs/graphstore-*.log | grep -o 'part=[0-9]* .*seconds=[0-9.]*' |
 		sed 's/ op=.*seconds=/ seconds=/; s/^/embed_store_init /'
+	# copy_s: the stores' copy under their lock, which the ranks wait for
+	grep -h 'embeddings_snapshot_written' "$WORK"/run-emb/logs/graphstore-*.log | awk '{ for (i = 1; i <= NF; i++) {
+			split($i, a, "="); if (a[1] == "seconds") s += a[2]; if (a[1] == "bytes") b += a[2]
+			if (a[1] == "copy_s") { c += a[2]; if (a[2] > m) m = a[2] } }; n++ }
+		END { if (n) printf "embed_store_snapshots count=%d copy_s_each=%.2f copy_s_max=%.2f seconds_each=%.1f mb_each=%.0f\n", n, c / n, m, s / n, b / n / 1048576 }'
 	grep -h 'embeddings_save_streamed' "$T0" | head -n 1 | sed 's/.*embeddings_save_streamed/embed_checkpoint_streamed/' || true
 	du -sm "$(ls -d "$WORK/run-emb/checkpoints"/epoch-* | tail -n 1)" | awk '{ print "embed_checkpoint_mb=" $1 }'
 	a=$(sed -n "s/^test_acc $NAME=\([0-9.]*\).*/\1/p" "$WORK/local.out")

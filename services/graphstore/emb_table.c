@@ -18,6 +18,8 @@
 #endif
 
 #include "arr.h"
+#include "emb_snap.h"
+#include "embfile.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
@@ -59,6 +61,7 @@ struct emb_slot {
 struct gs_emb {
 	pthread_mutex_t lock;
 	struct gs_emb_metrics m;
+	struct gs_snap *snap;         /* SAVE's writer */
 	/* all below under lock */
 	bool init;
 	bool joining;                 /* JOIN until READY: being filled from a replica, not served */
@@ -127,6 +130,11 @@ int gs_emb_new(const struct gs_emb_metrics *m, struct gs_emb **out)
 		free(e);
 		return GNN_ENOMEM;
 	}
+	if (gs_snap_new(m->bytes_saved, &e->snap) != GNN_OK) {
+		pthread_mutex_destroy(&e->lock);
+		free(e);
+		return GNN_ENOMEM;
+	}
 	e->m = *m;
 	*out = e;
 	return GNN_OK;
@@ -167,6 +175,7 @@ void gs_emb_free(struct gs_emb *e)
 {
 	if (e == NULL)
 		return;
+	gs_snap_free(e->snap);
 	drop(e);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
@@ -324,6 +333,18 @@ static bool init_type(const struct call *c, uint32_t t, struct emb_type *ty)
 	return true;
 }
 
+/* What a SAVE copies: every array of every embedded type. */
+static size_t snapshot_bytes(const struct gs_emb *e)
+{
+	size_t b = 0;
+
+	for (uint32_t k = 0; k < e->nemb; k++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+			if (has_array(e->cfg.optimizer, a))
+				b += e->types[e->emb_types[k]].arr_bytes[a];
+	return b;
+}
+
 static int op_init(struct gs_emb *e, struct call *c)
 {
 	const struct gnn_emb_cfg *cfg = &c->req->cfg;
@@ -360,6 +381,7 @@ static int op_init(struct gs_emb *e, struct call *c)
 	e->joining = c->req->op == GNN_EMB_JOIN;
 	gnn_gauge_set(e->m.rows, (double)rows);
 	gnn_gauge_set(e->m.bytes, (double)bytes);
+	gs_snap_reserve(e->snap, c->part, snapshot_bytes(e));
 	GNN_INFO("embeddings_init", "part=%u op=%s gen=%llu version=%llu types=%s optimizer=%s rows=%llu bytes=%llu seconds=%.3f",
 		 c->part, op_names[c->req->op], (unsigned long long)e->gen, (unsigned long long)e->version, desc,
 		 cfg->optimizer == GNN_EMB_ADAM ? "adam" : "adagrad", (unsigned long long)rows,
@@ -423,7 +445,8 @@ static int check_state(struct gs_emb *e, struct call *c)
 	if (q->op == GNN_EMB_READY && !e->joining)
 		return refuse(c, GNN_ESTALE, "READY, but graph store %u is not joining (it restarted or was set up since the JOIN)",
 			      c->part);
-	if (q->op != GNN_EMB_BEST && q->op != GNN_EMB_READY && e->types[q->node_type].dim == 0)
+	if (q->op != GNN_EMB_BEST && q->op != GNN_EMB_READY && q->op != GNN_EMB_SAVE &&
+	    e->types[q->node_type].dim == 0)
 		return refuse(c, GNN_EINVAL, "node type %s has no embeddings (its INIT width is 0)",
 			      sc->types[q->node_type].name);
 	return GNN_OK;
@@ -813,98 +836,102 @@ static int op_write(struct gs_emb *e, struct call *c)
 	return GNN_OK;
 }
 
-/* SAVE's path, copied into buf: a file gnn_arr_shared_create made for
- * a checkpoint and nothing else the store could be made to write over:
- * absolute, no "." or ".." part, "emb-*.arr.tmp" in a ".tmp-epoch-*" folder. */
-static int check_save_path(struct call *c, char *buf, size_t cap)
+/* SAVE's folder, copied into buf: a checkpoint being written and
+ * nothing else the store could be made to write into: absolute, no "."
+ * or ".." part, a ".tmp-epoch-*" folder. */
+static int check_save_dir(struct call *c, char *buf, size_t cap)
 {
 	const struct gnn_emb_req *q = c->req;
-	const char *base, *parent;
-	size_t n = q->n, blen;
+	const char *base;
+	size_t n = q->n;
 
 	if (n >= cap)
-		return refuse(c, GNN_ERANGE, "SAVE's path is %zu bytes; at most %zu", n, cap - 1);
+		return refuse(c, GNN_ERANGE, "SAVE's folder is %zu bytes; at most %zu", n, cap - 1);
 	memcpy(buf, q->data, n);
 	buf[n] = '\0';
 	base = strrchr(buf, '/');
 	if (buf[0] != '/' || strstr(buf, "/./") != NULL || strstr(buf, "/../") != NULL || strstr(buf, "//") != NULL ||
 	    base == NULL || base == buf)
-		return refuse(c, GNN_EINVAL, "SAVE's path %s is not an absolute path without \".\" and \"..\" parts", buf);
-	base++;
-	blen = strlen(base);
-	for (parent = base - 1; parent > buf && parent[-1] != '/'; parent--)
-		;
-	if (strncmp(base, "emb-", 4) != 0 || blen < 12 || strcmp(base + blen - 8, ".arr.tmp") != 0 ||
-	    strncmp(parent, ".tmp-epoch-", 11) != 0)
-		return refuse(c, GNN_EINVAL, "SAVE writes an emb-*.arr.tmp file of a .tmp-epoch-* checkpoint folder, not %s",
+		return refuse(c, GNN_EINVAL, "SAVE's folder %s is not an absolute path without \".\" and \"..\" parts",
 			      buf);
+	if (strncmp(base + 1, ".tmp-epoch-", 11) != 0)
+		return refuse(c, GNN_EINVAL, "SAVE writes into a .tmp-epoch-* checkpoint folder, not %s", buf);
 	return GNN_OK;
 }
 
-/* bytes of p at offset off of fd, and their CRC-32 into *crc. */
-static int write_rows(int fd, const unsigned char *p, size_t bytes, off_t off, uint32_t *crc)
+/* An existing file of the checkpoint, for writing: never created, never
+ * through a link (what the trainer created is all the store writes). */
+static int open_existing(struct call *c, const char *path, int *fd)
 {
-	uLong sum = crc32(0L, Z_NULL, 0);
-
-	while (bytes > 0) {
-		size_t chunk = bytes < ((size_t)1 << 26) ? bytes : ((size_t)1 << 26);
-		ssize_t k = pwrite(fd, p, chunk, off);
-
-		if (k <= 0)
-			return k < 0 ? errno : EIO;
-		sum = crc32(sum, p, (uInt)k);
-		p += k;
-		off += k;
-		bytes -= (size_t)k;
-	}
-	*crc = (uint32_t)sum;
-	return 0;
+	if ((*fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0)
+		return GNN_OK;
+	return refuse(c, errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM ? GNN_ENOENT : GNN_EIO,
+		      "graph store %u cannot open %s: %s", c->part, path, strerror(errno));
 }
 
-/* SAVE: the store writes its rows of one array into the checkpoint's
- * file itself, in place (docs/graphstore.md): no rows cross the network,
- * and every store writes at once. Under the lock, so the rows are one
- * version's. */
+/* Region i of job: array a of type t into its file in dir, checked to
+ * be a file with room for this partition's rows at their file row. */
+static int add_region(struct gs_emb *e, struct call *c, const char *dir, uint32_t t, uint32_t a,
+		      struct gs_snap_job *job)
+{
+	const struct emb_type *ty = &e->types[t];
+	struct gs_snap_region *r = &job->r[job->n];
+	uint64_t row = gnn_emb_file_row(c->l, c->part, t);
+	char path[4200];
+	struct stat st;
+	int rc;
+
+	*r = (struct gs_snap_region){ .fd = -1, .data = ty->arr[a], .row_bytes = (size_t)width(ty, a) * 4,
+				      .rec = { .type = t, .array = a, .row = row, .rows = (uint64_t)ty->n } };
+	if (gnn_emb_file(path, sizeof(path) - 4, dir, c->l->schema->types[t].name, a) != GNN_OK)
+		return refuse(c, GNN_ERANGE, "SAVE's folder %s is too long for its files", dir);
+	strcat(path, ".tmp");
+	if ((rc = open_existing(c, path, &r->fd)) != GNN_OK)
+		return rc;
+	job->n++;
+	if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < GNN_ARR_HEADER_BYTES + (row + r->rec.rows) * r->row_bytes)
+		return refuse(c, GNN_EINVAL, "%s is not a file with room for rows [%llu, %llu) of %zu bytes", path,
+			      (unsigned long long)row, (unsigned long long)(row + r->rec.rows), r->row_bytes);
+	return GNN_OK;
+}
+
+/* SAVE: the store writes all its rows and state into the checkpoint's
+ * files itself (docs/graphstore.md): no rows cross the network, every
+ * store writes at once, and from a copy taken here, under the lock
+ * (emb_snap.h), so the rows are this version's while the store goes on
+ * with the next. */
 static int op_save(struct gs_emb *e, struct call *c)
 {
 	const struct gnn_emb_req *q = c->req;
-	const struct emb_type *ty = &e->types[q->node_type];
-	uint32_t w = width(ty, q->array), crc = 0;
-	size_t bytes = (size_t)ty->n * w * 4;
-	off_t off;
-	char path[4096];
-	struct stat st;
-	int fd, rc, err;
+	struct gs_snap_job *job;
+	char dir[4096], path[4200];
+	int rc = GNN_OK;
 
-	if (!has_array(e->cfg.optimizer, q->array))
-		return refuse(c, GNN_EINVAL, "%s exists with Adam only; these embeddings use Adagrad", array_names[q->array]);
 	if (q->step != e->version)
 		return refuse(c, GNN_ESTALE, "SAVE of version %llu, but graph store %u is at version %llu (generation %llu)",
 			      (unsigned long long)q->step, c->part, (unsigned long long)e->version,
 			      (unsigned long long)e->gen);
-	if (q->first > ((int64_t)1 << 40))   /* so the offset below cannot overflow */
-		return refuse(c, GNN_ERANGE, "SAVE at file row %lld: beyond any array's", (long long)q->first);
-	if ((rc = check_save_path(c, path, sizeof(path))) != GNN_OK)
+	if ((rc = check_save_dir(c, dir, sizeof(dir))) != GNN_OK)
 		return rc;
-	off = GNN_ARR_HEADER_BYTES + (off_t)q->first * w * 4;
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return refuse(c, errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM ? GNN_ENOENT : GNN_EIO,
-			      "graph store %u cannot open %s: %s", c->part, path, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < off + (off_t)bytes) {
-		close(fd);
-		return refuse(c, GNN_EINVAL, "%s is not a file with room for rows [%lld, %lld) of %u words at its row %lld",
-			      path, (long long)ty->first, (long long)(ty->first + ty->n), w, (long long)q->first);
-	}
-	err = write_rows(fd, ty->arr[q->array], bytes, off, &crc);
-	if (close(fd) != 0 && err == 0)
-		err = errno;
-	if (err != 0)
-		return refuse(c, GNN_EIO, "graph store %u cannot write %s: %s", c->part, path, strerror(err));
-	if ((rc = alloc_rows(c, 1, 1)) != GNN_OK)
-		return rc;
-	memcpy(c->rows, &crc, 4);
-	gnn_counter_add(e->m.bytes_saved, (double)bytes);
-	return GNN_OK;
+	if ((job = calloc(1, sizeof(*job))) == NULL)
+		return refuse(c, GNN_ENOMEM, "graph store %u cannot allocate a snapshot's %zu bytes", c->part,
+			      sizeof(*job));
+	*job = (struct gs_snap_job){ .rec_fd = -1, .gen = e->gen, .version = e->version, .part = c->part };
+	for (uint32_t k = 0; k < e->nemb && rc == GNN_OK; k++)
+		for (uint32_t a = 0; e->types[e->emb_types[k]].n > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
+			if (has_array(e->cfg.optimizer, a))
+				rc = add_region(e, c, dir, e->emb_types[k], a, job);
+	if (rc == GNN_OK && gnn_emb_snap_file(path, sizeof(path), dir, c->part) == GNN_OK)
+		rc = open_existing(c, path, &job->rec_fd);
+	if (rc == GNN_OK && (rc = gs_snap_start(e->snap, job)) != GNN_OK)
+		rc = refuse(c, rc, "graph store %u cannot take the snapshot (logged)", c->part);
+	for (size_t i = 0; i < job->n; i++)   /* (gs_snap_start took them, if it was called) */
+		close(job->r[i].fd);
+	if (job->rec_fd >= 0)
+		close(job->rec_fd);
+	free(job);
+	return rc;
 }
 
 /* The JOIN's rows are all written: served from now on, and the update

@@ -260,19 +260,26 @@ static struct {
 	uint32_t epoch, step;
 	double t0, write_s;
 	struct gnn_counter *failures;
+	struct tr_ckpt_extra extra;   /* the save's (finish NULL: none) */
 	int rc;                       /* the commit's, read after the join */
 } pending;
 
 static void *commit_thread(void *arg)
 {
-	double t1 = gnn_now();
+	double t1 = gnn_now(), t2;
 
 	(void)arg;
-	pending.rc = commit(pending.dir, pending.tmp, pending.final);
+	pending.rc = pending.extra.finish != NULL ? pending.extra.finish(pending.extra.ctx, pending.tmp)
+						  : GNN_OK;
+	t2 = gnn_now();
+	if (pending.rc == GNN_OK)
+		pending.rc = commit(pending.dir, pending.tmp, pending.final);
+	else
+		gnn_rm_rf(pending.tmp);
 	if (pending.rc == GNN_OK) {
 		GNN_INFO("checkpoint_saved", "epoch=%" PRIu32 " step=%" PRIu32 " path=%s seconds=%.2f write_s=%.2f "
-			 "sync_s=%.2f", pending.epoch, pending.step, pending.final, gnn_now() - pending.t0,
-			 pending.write_s, gnn_now() - t1);
+			 "shards_s=%.2f sync_s=%.2f", pending.epoch, pending.step, pending.final, gnn_now() - pending.t0,
+			 pending.write_s, t2 - t1, gnn_now() - t2);
 	} else {
 		GNN_ERROR("checkpoint_failed", "path=%s code=%s reason=\"%s (see the line before)\"", pending.final,
 			  gnn_errname(pending.rc), gnn_strerror(pending.rc));
@@ -333,6 +340,7 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, struct gnn_counter *f
 	pending.t0 = t0;
 	pending.write_s = gnn_now() - t0;
 	pending.failures = failures;
+	pending.extra = c->extra != NULL ? *c->extra : (struct tr_ckpt_extra){ 0 };
 	if (pthread_create(&pending.thread, NULL, commit_thread, NULL) == 0)
 		pending.state = COMMIT_RUNNING;
 	else

@@ -24,12 +24,16 @@
 #include "result.h"
 
 /* More files of a checkpoint, owned by another module (the embedding
- * shards, embeddings.h): save writes them into the folder being written (before
- * it is renamed, so that a checkpoint has them all or is absent), check
- * verifies them in a folder being loaded (an error: the folder is damaged
- * and the one before it is used). */
+ * shards, embeddings.h): save writes them into the folder being written
+ * (before it is renamed, so that a checkpoint has them all or is absent),
+ * or starts their writing by other processes; finish (may be NULL), on
+ * the commit's thread, waits for that writing before the folder is
+ * synced (an error: the checkpoint is dropped); check verifies them in a
+ * folder being loaded (an error: the folder is damaged and the one before
+ * it is used). */
 struct tr_ckpt_extra {
 	int (*save)(void *ctx, const char *dir);
+	int (*finish)(void *ctx, const char *dir);
 	int (*check)(void *ctx, const char *dir);
 	void *ctx;
 };

@@ -850,7 +850,7 @@ static void save_checkpoint(struct run *r, uint32_t epochs_done, uint32_t step, 
 			      .best_val_acc = r->best_val, .best_epoch = r->best_epoch, .num_params = r->np,
 			      .params = r->params, .adam_m = r->adam.m, .adam_v = r->adam.v,
 			      .best = r->best, .has_config = true, .config = c->mcfg };
-	struct tr_ckpt_extra extra = { .save = tr_emb_save, .ctx = r->e->emb };
+	struct tr_ckpt_extra extra = { .save = tr_emb_save, .finish = tr_emb_finish, .ctx = r->e->emb };
 
 	if (r->e->emb != NULL)
 		ck.extra = &extra;
@@ -872,8 +872,10 @@ static int maybe_checkpoint(struct run *r, uint32_t epoch, uint32_t done, const 
 	double due, t0 = gnn_now();
 	int rc;
 
+	/* none in the last twentieth of an epoch: its own checkpoint comes
+	 * soon, and would wait for this one's commit */
 	if (c->checkpoint_dir == NULL || !(c->checkpoint_interval_s > 0) || done % SYNC_STEPS != 0 ||
-	    done >= r->steps)
+	    done >= r->steps || r->steps - done < r->steps / 20)
 		return GNN_OK;
 	due = c->rank == 0 && gnn_now() - r->ckpt_at >= c->checkpoint_interval_s;
 	if ((rc = tr_ring_allreduce_f64(r->e->ring, &due, 1)) != GNN_OK || !(due > 0))

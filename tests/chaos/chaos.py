@@ -19,6 +19,7 @@ GNN_CHAOS_KEEP=1 keeps the logs)
 """
 import collections
 import ctypes
+import fcntl
 import os
 import random
 import shutil
@@ -388,6 +389,54 @@ def kill_trainer0_writing(s):
         ["a temporary checkpoint folder was left"]
 
 
+def locked_snapshot(ck):
+    """A snapshot record whose graph store's writer is at work (it holds
+    the record's lock), or None."""
+    for d in [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")]:
+        try:
+            with open(os.path.join(ck, d, "emb-part-0000.snap"), "rb") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return os.path.join(d, "emb-part-0000.snap")
+        except OSError:
+            pass
+    return None
+
+
+def kill_store_in_snapshot(s):
+    """graphstore-0 killed while it writes its rows into a checkpoint:
+    restarted once with a stalled writer (the test's slow disk,
+    GNN_FAULT_SNAPSHOT_STALL_S), then killed again while that writer
+    waits. Rank 0's commit sees the writer gone (its lock released) and
+    drops the checkpoint at once, rather than waiting out its deadline
+    (two minutes here); the ranks resume from the one before."""
+    s.epoch(8)
+    ck = s.c.ckpt
+    s.c.procs["graphstore-0"].env_once = {"GNN_FAULT_SNAPSHOT_STALL_S": "60"}
+    s.c.kill("graphstore-0")
+    found = []
+
+    def stalled():
+        found.extend(x for x in [locked_snapshot(ck)] if x)
+        return bool(found)
+    if s.c.wait("a stalled snapshot of graphstore-0", stalled, 60):
+        s.c.sleep(1.0)   # the lock comes before the SAVE's answer; the writer waits 60 s
+        s.c.kill("graphstore-0")
+    s.notes.append("killed_in_snapshot=%s" % ("yes" if found else "no"))
+
+    def after(s):
+        why = []
+        if not found:
+            why.append("no stalled snapshot of graphstore-0 was seen")
+        if [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")]:
+            why.append("a temporary checkpoint folder was left")
+        if not any("writer" in ln for ln in s.c.lines("trainer-0", "checkpoint_failed")):
+            why.append("rank 0 did not say the store's writer was gone")
+        return why
+    s.after = after
+
+
 def kill_after_mid_epoch_checkpoint(s):
     """Both trainers killed right after a checkpoint within an epoch, so
     they resume from the middle of that epoch (tried up to 5 times: an
@@ -548,6 +597,8 @@ SCENARIOS = {
     "embed_kill_trainer": kill_trainer,
     # killed while it streams the stores' rows into the checkpoint
     "embed_kill_trainer0_in_checkpoint_write": kill_trainer0_writing,
+    # killed while it writes its rows into a checkpoint
+    "embed_kill_graphstore_in_snapshot": kill_store_in_snapshot,
     # the trainers' own FEAT calls: a store killed (restarted by the
     # supervisor) or frozen under them, the same parameters at the end
     "stores_kill_graphstore": kill_store,
@@ -606,9 +657,9 @@ class Inotify:
                 nlen = int.from_bytes(buf[off + 12:off + 16], "little")
                 name = buf[off + 16:off + 16 + nlen].rstrip(b"\0").decode(errors="replace")
                 if name.startswith(prefix):
-                    return True
+                    return name
                 off += 16 + nlen
-        return False
+        return None
 
     def close(self):
         os.close(self.fd)

@@ -114,11 +114,14 @@ class Proc:
         self.exits = []             # (status, injected) per exit seen
         self.injected = 0           # kills by the scenario not yet matched to an exit
         self.frozen = False
+        self.env_once = None        # more environment for the next start only (a fault's)
 
     def start(self):
+        env = dict(os.environ, **self.env_once) if self.env_once else None
+        self.env_once = None
         with open(self.log, "ab") as f:
             self.popen = subprocess.Popen(self.argv, stdout=f, stderr=f, stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
+                                          start_new_session=True, env=env)
         self.down_since = None
 
     def alive(self):

@@ -16,6 +16,7 @@
 #include "arr.h"
 #include "npy.h"
 #include "buf.h"
+#include "embfile.h"
 #include "err.h"
 #include "fanouts.h"
 #include "hash.h"
@@ -519,6 +520,49 @@ static void test_meta(void)
 	gnn_log_set_level(GNN_LOG_INFO);
 }
 
+/* A snapshot record round-trips; a torn one (being written), a flipped
+ * byte or another file fails to decode; a shared array's rows written at
+ * their file row give the CRC-32 of their bytes. */
+static void test_emb_snap_record(void)
+{
+	struct gnn_emb_snap s = { .gen = 0x1122334455667788ull, .version = 99, .part = 3, .n = 2 }, got;
+	static uint8_t buf[GNN_EMB_SNAP_BYTES];
+	const float rows[6] = { 1, 2, 3, 4, 5, 6 };
+	struct gnn_arr arr = { 0 };
+	char path[600], name[700];
+	uint32_t crc = 0;
+	size_t len;
+	int fd;
+
+	s.e[0] = (struct gnn_emb_snap_entry){ .type = 1, .array = GNN_EMB_STATE2, .row = 40, .rows = 7, .crc = 0xdeadbeef };
+	s.e[1] = (struct gnn_emb_snap_entry){ .type = 2, .array = GNN_EMB_STEPS, .row = 0, .rows = 5, .err = 28 };
+	len = gnn_emb_snap_encode(&s, buf);
+	CHECK(len == 36 + 2 * 32);
+	CHECK(gnn_emb_snap_decode(buf, len, &got) == GNN_OK && got.gen == s.gen && got.version == 99 && got.part == 3 &&
+	      got.n == 2 && memcmp(&got.e[0], &s.e[0], sizeof(s.e[0])) == 0 && got.e[1].err == 28 && got.e[1].rows == 5);
+	CHECK(gnn_emb_snap_decode(buf, len - 1, &got) == GNN_EFORMAT);   /* torn */
+	CHECK(gnn_emb_snap_decode(buf, 0, &got) == GNN_EFORMAT);         /* not yet written */
+	buf[50] ^= 1;
+	CHECK(gnn_emb_snap_decode(buf, len, &got) == GNN_EFORMAT);       /* damaged */
+	CHECK(gnn_emb_file(name, sizeof(name), "/ck/.tmp-epoch-1", "author", GNN_EMB_STATE1) == GNN_OK &&
+	      strcmp(name, "/ck/.tmp-epoch-1/emb-author-state1.arr") == 0);
+	CHECK(gnn_emb_snap_file(name, sizeof(name), "/ck", 7) == GNN_OK && strcmp(name, "/ck/emb-part-0007.snap") == 0);
+	CHECK(gnn_emb_file(name, 10, "/ck", "author", GNN_EMB_ROWS) == GNN_ERANGE);
+	/* rows 1..2 of a 4 x 3 array, by a writer of those rows */
+	snprintf(path, sizeof(path), "%s/shared.arr", tmpdir);
+	snprintf(name, sizeof(name), "%s.tmp", path);
+	if (!CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 4, 3) == GNN_OK) || !CHECK((fd = open(name, O_WRONLY)) >= 0))
+		return;
+	CHECK(gnn_arr_shared_write(fd, 1, 2, 12, rows, &crc) == 0 && crc == (uint32_t)crc32(0, (const void *)rows, 24));
+	close(fd);
+	crc = (uint32_t)crc32_combine(crc32_combine(crc32(0, (const uint8_t[12]){ 0 }, 12), crc, 24),
+				      crc32(0, (const uint8_t[12]){ 0 }, 12), 12);
+	if (CHECK(gnn_arr_shared_seal(path, GNN_DT_F32, 4, 3, crc) == GNN_OK) &&
+	    CHECK(gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &arr) == GNN_OK))
+		CHECK(memcmp((const float *)arr.data + 3, rows, 24) == 0);
+	gnn_arr_close(&arr);
+}
+
 static void test_sys(void)
 {
 	CHECK(gnn_mkdir_p(tmp_path("d1/d2/d3")) == GNN_OK);
@@ -837,6 +881,7 @@ int main(void)
 	RUN(test_arr_roundtrip);
 	RUN(test_arr_rejects);
 	RUN(test_arr_writer_abort);
+	RUN(test_emb_snap_record);
 	RUN(test_npy);
 	RUN(test_json);
 	RUN(test_json_checked);

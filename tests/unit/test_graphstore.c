@@ -8,6 +8,7 @@
  *   0 <- 1 2 3 4 5     3 <- 0 1
  *   1 <- 0             4 <- 5
  *   2 <- (none)        5 <- 0 1 2 3 4 */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -15,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "arr.h"
 #include "cli.h"
+#include "embfile.h"
 #include "err.h"
 #include "hash.h"
 #include "json.h"
@@ -1280,50 +1283,115 @@ out:
 	emb_close(&x);
 }
 
-/* SAVE writes the store's rows of an array into a shared array file at
- * the row given, with their CRC-32 (the trainer combines them, arr.h);
- * paths other than a checkpoint's shard file are refused. */
+/* SAVE: a forked child writes every array of the store into the
+ * checkpoint's files as they were at the SAVE, while the store goes on
+ * (an update applied right after it does not reach the files), then its
+ * record; and what SAVE refuses. */
+#define SAVE_FILES 10   /* 2 types x 5 arrays (Adam) */
+
+static bool save_files(const struct emb_fix *x, const char *dir, bool make)
+{
+	const struct gnn_schema *sc = x->f.s.meta.layout.schema;
+	char path[700];
+	int fd;
+
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++) {
+			if (!CHECK(gnn_emb_file(path, sizeof(path), dir, sc->types[t].name, a) == GNN_OK))
+				return false;
+			if (!make)
+				gnn_arr_shared_abort(path);
+			else if (!CHECK(gnn_arr_shared_create(path, a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32,
+							      t == 0 ? 3 : 4, a == GNN_EMB_STEPS ? 1 : 2 + (t == 0)) == GNN_OK))
+				return false;
+		}
+	if (!CHECK(gnn_emb_snap_file(path, sizeof(path), dir, 0) == GNN_OK))
+		return false;
+	unlink(path);
+	if (make && !CHECK((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)) >= 0))
+		return false;
+	if (make)
+		close(fd);
+	return true;
+}
+
+/* The child's record, once whole (30 s at most). */
+static bool save_record(const char *dir, struct gnn_emb_snap *r)
+{
+	uint8_t buf[GNN_EMB_SNAP_BYTES + 1];
+	char path[700];
+
+	gnn_emb_snap_file(path, sizeof(path), dir, 0);
+	for (int i = 0; i < 3000; i++) {
+		int fd = open(path, O_RDONLY);
+		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (len > 0 && gnn_emb_snap_decode(buf, (size_t)len, r) == GNN_OK)
+			return true;
+		usleep(10000);
+	}
+	return CHECK(false);
+}
+
 static void test_emb_save(void)
 {
 	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
-	char dir[512], path[600], tmp[610], bad[600];
-	uint32_t want[12], crc;
-	struct gnn_arr arr = { 0 };
+	char dir[512], bad[600], path[700];
+	uint32_t want[2][GNN_EMB_ARRAYS][12];
+	struct gnn_emb_snap r;
 	struct emb_fix x;
 
 	snprintf(dir, sizeof(dir), "%s/ck/.tmp-epoch-000001-000000-1", tmpdir);
-	snprintf(path, sizeof(path), "%s/emb-paper-state1.arr", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	struct gnn_emb_req q = { .op = GNN_EMB_SAVE, .node_type = 1, .array = GNN_EMB_STATE1, .gen = EMB_GEN,
-				 .step = EMB_STEP + 1, .first = 2, .n = (uint32_t)strlen(tmp), .data = tmp };
+	struct gnn_emb_req q = { .op = GNN_EMB_SAVE, .gen = EMB_GEN, .step = EMB_STEP + 1, .n = (uint32_t)strlen(dir),
+				 .data = dir };
 
 	if (!emb_open(&x, typed_dir, 0) || !CHECK(gnn_mkdir_p(dir) == GNN_OK) ||
-	    !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) || !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP) ||
-	    !emb_read(&x, EMB_GEN, 1, GNN_EMB_STATE1, 3, 4, want))
+	    !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) || !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP))
 		goto out;
-	emb_refused(&x, &q, GNN_ENOENT, "cannot open");   /* not created yet: not on this store's file system */
-	/* 2 rows of another partition first, then this store's 4 papers */
-	if (!CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 6, 2) == GNN_OK) || !emb_ok(&x, &q, EMB_GEN, EMB_STEP + 1) ||
-	    !CHECK(x.r.n == 1 && x.r.dim == 1))
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+			if (!emb_read(&x, EMB_GEN, t, a, t == 0 ? 0 : 3, t == 0 ? 3 : 4, want[t][a]))
+				goto out;
+	emb_refused(&x, &q, GNN_ENOENT, "cannot open");   /* not created: not on this store's file system */
+	/* the update right after the SAVE changes rows the child must not see */
+	if (!save_files(&x, dir, true) || !emb_ok(&x, &q, EMB_GEN, EMB_STEP + 1) ||
+	    !emb_update(&x, update_b, 2, 1, EMB_GEN, EMB_STEP + 1) || !save_record(dir, &r) ||
+	    !CHECK(r.gen == EMB_GEN && r.version == EMB_STEP + 1 && r.part == 0 && r.n == SAVE_FILES))
 		goto out;
-	memcpy(&crc, x.r.data, 4);
-	CHECK(crc == (uint32_t)crc32(0, (const unsigned char *)want, 32));
-	if (CHECK(gnn_arr_shared_seal(path, GNN_DT_F32, 6, 2,
-				      (uint32_t)crc32_combine(crc32(0, (const unsigned char *)(float[4]){ 0 }, 16), crc, 32)) ==
-		  GNN_OK) &&
-	    CHECK(gnn_arr_open(path, GNN_DT_F32, GNN_ARR_VERIFY, &arr) == GNN_OK))
-		CHECK(arr.info.rows == 6 && memcmp((const float *)arr.data + 4, want, 32) == 0);
-	gnn_arr_close(&arr);
-	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_saved_bytes_total") == 32);
-	/* another version, a file too small for the rows, paths it must not write */
-	q.step = EMB_STEP;
-	emb_refused(&x, &q, GNN_ESTALE, "SAVE of version 5, but graph store 0 is at version 6");
+	for (uint32_t i = 0; i < r.n; i++) {
+		const struct gnn_emb_snap_entry *e = &r.e[i];
+		uint32_t cols = e->array == GNN_EMB_STEPS ? 1 : e->type == 0 ? 3 : 2;
+		struct gnn_arr arr = { 0 };
+
+		if (!CHECK(e->err == 0 && e->type < 2 && e->array < GNN_EMB_ARRAYS && e->row == 0 &&
+			   e->rows == (e->type == 0 ? 3u : 4u)))
+			continue;
+		gnn_emb_file(path, sizeof(path), dir, x.f.s.meta.layout.schema->types[e->type].name, e->array);
+		if (CHECK(gnn_arr_shared_seal(path, e->array == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32, e->rows, cols,
+					      e->crc) == GNN_OK) &&
+		    CHECK(gnn_arr_open(path, e->array == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32, GNN_ARR_VERIFY, &arr) ==
+			  GNN_OK))
+			CHECK(memcmp(arr.data, want[e->type][e->array], e->rows * cols * 4) == 0);
+		gnn_arr_close(&arr);
+	}
+	/* the store's thread counts the bytes once the child exited */
+	for (int i = 0; i < 500 && metric(x.f.reg, "gnn_graphstore_embedding_saved_bytes_total") != 300; i++)
+		usleep(10000);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_saved_bytes_total") == 300);
+	/* another version; a file too small for the rows; folders it must not write into */
 	q.step = EMB_STEP + 1;
-	if (CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 5, 2) == GNN_OK))
-		emb_refused(&x, &q, GNN_EINVAL, "with room for rows [3, 7)");
-	gnn_arr_shared_abort(path);
-	const char *refused[] = { "%s/ck/.tmp-epoch-1/../state.json", "%s/ck/epoch-000001/emb-paper-rows.arr.tmp",
-				  "%s/ck/.tmp-epoch-1/params.arr.tmp", "ck/.tmp-epoch-1/emb-paper-rows.arr.tmp" };
+	emb_refused(&x, &q, GNN_ESTALE, "SAVE of version 6, but graph store 0 is at version 7");
+	q.step = EMB_STEP + 2;
+	if (save_files(&x, dir, true)) {
+		gnn_emb_file(path, sizeof(path), dir, x.f.s.meta.layout.schema->types[1].name, GNN_EMB_STATE2);
+		CHECK(gnn_arr_shared_create(path, GNN_DT_F32, 3, 2) == GNN_OK);
+		emb_refused(&x, &q, GNN_EINVAL, "with room for rows [0, 4)");
+	}
+	save_files(&x, dir, false);
+	const char *refused[] = { "%s/ck/.tmp-epoch-1/..", "%s/ck/epoch-000001", "%s/ck/.tmp-epoch-1/../x",
+				  "ck/.tmp-epoch-1", "%s//ck/.tmp-epoch-1" };
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		snprintf(bad, sizeof(bad), refused[i], tmpdir);
 		q.n = (uint32_t)strlen(bad);
@@ -1331,6 +1399,46 @@ static void test_emb_save(void)
 		emb_refused(&x, &q, GNN_EINVAL, "SAVE");
 	}
 out:
+	emb_close(&x);
+}
+
+/* The child holds a lock on its record's file until it exits: the
+ * trainer tells a writer at work (stalled here by the test's fault) from
+ * one gone. */
+static void test_emb_save_locked(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	char dir[512], path[700];
+	struct gnn_emb_snap r;
+	struct emb_fix x;
+	bool opened;
+	int fd = -1;
+
+	snprintf(dir, sizeof(dir), "%s/ck/.tmp-epoch-000002-000000-1", tmpdir);
+	struct gnn_emb_req q = { .op = GNN_EMB_SAVE, .gen = EMB_GEN, .step = EMB_STEP, .n = (uint32_t)strlen(dir),
+				 .data = dir };
+
+	setenv("GNN_FAULT_SNAPSHOT_STALL_S", "1", 1);
+	opened = emb_open(&x, typed_dir, 0);
+	unsetenv("GNN_FAULT_SNAPSHOT_STALL_S");
+	if (!opened || !CHECK(gnn_mkdir_p(dir) == GNN_OK) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !save_files(&x, dir, true) || !emb_ok(&x, &q, EMB_GEN, EMB_STEP))
+		goto out;
+	gnn_emb_snap_file(path, sizeof(path), dir, 0);
+	if (!CHECK((fd = open(path, O_RDONLY)) >= 0))
+		goto out;
+	CHECK(flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK);   /* stalled: at work */
+	if (save_record(dir, &r)) {
+		bool free_now = false;
+
+		for (int i = 0; i < 500 && !(free_now = flock(fd, LOCK_SH | LOCK_NB) == 0); i++)
+			usleep(10000);
+		CHECK(free_now && r.n == SAVE_FILES && r.version == EMB_STEP);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	save_files(&x, dir, false);
 	emb_close(&x);
 }
 
@@ -1758,6 +1866,7 @@ int main(void)
 	RUN(test_emb_lazy_adam);
 	RUN(test_emb_adam_wide);
 	RUN(test_emb_save);
+	RUN(test_emb_save_locked);
 	RUN(test_emb_stale);
 	RUN(test_emb_read_write);
 	RUN(test_emb_join);

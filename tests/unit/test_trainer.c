@@ -1,5 +1,7 @@
 /* test_trainer.c - the trainer's checkpoints, result file, derived seeds,
  * row-buffer pool, and the .npy twins of the inference's arrays. */
+#include <dirent.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "layout.h"
 #include "loader.h"
 #include "log.h"
+#include "metrics.h"
 #include "npy.h"
 #include "rowpool.h"
 #include "sys.h"
@@ -141,6 +144,74 @@ static void test_ckpt_roundtrip_and_prune(void)
 	CHECK(memcmp(got.adam_m, m, sizeof(m)) == 0 && memcmp(got.adam_v, v, sizeof(v)) == 0 &&
 	      memcmp(got.best, b, sizeof(b)) == 0);
 	tr_ckpt_free(&got);
+}
+
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/* An extra whose finish (the commit's thread) waits until released,
+ * like the wait for the graph stores' snapshot records. */
+static atomic_int finish_release;   /* 0: waiting, 1: finish succeeds, 2: it fails */
+static atomic_int finish_calls;
+
+static int extra_save(void *ctx, const char *dir)
+{
+	(void)ctx;
+	(void)dir;
+	return GNN_OK;
+}
+
+static int extra_finish(void *ctx, const char *dir)
+{
+	(void)ctx;
+	(void)dir;
+	atomic_fetch_add(&finish_calls, 1);
+	for (int i = 0; i < 5000 && atomic_load(&finish_release) == 0; i++)
+		usleep(1000);
+	return atomic_load(&finish_release) == 1 ? GNN_OK : GNN_EIO;
+}
+
+/* The commit waits for the extra's finish before the rename: while it
+ * waits the checkpoint is absent, the caller goes on; a failed finish
+ * leaves no checkpoint and no folder behind, counted. */
+static void test_ckpt_finish(void)
+{
+	enum { N = 16 };
+	static float p[N];
+	struct tr_ckpt_extra x = { .save = extra_save, .finish = extra_finish };
+	struct tr_ckpt c = { .epoch = 1, .num_params = N, .params = p, .adam_m = p, .adam_v = p, .best = p,
+			     .extra = &x };
+	struct gnn_counter *failures = NULL;
+	struct gnn_metrics *reg = NULL;
+
+	if (!CHECK(gnn_metrics_new(&reg) == GNN_OK) ||
+	    !CHECK(gnn_metrics_counter(reg, "f_total", "failures", NULL, 0, &failures) == GNN_OK))
+		goto out;
+	atomic_store(&finish_release, 0);
+	CHECK(tr_ckpt_save(path("fin"), &c, failures, NULL, 0) == GNN_OK);
+	usleep(50000);
+	CHECK(atomic_load(&finish_calls) == 1 && access(path("fin/epoch-000001"), F_OK) != 0);
+	atomic_store(&finish_release, 1);
+	CHECK(tr_ckpt_flush() == GNN_OK && access(path("fin/epoch-000001/state.json"), F_OK) == 0);
+	c.epoch = 2;
+	atomic_store(&finish_release, 2);
+	CHECK(tr_ckpt_save(path("fin"), &c, failures, NULL, 0) == GNN_OK);
+	CHECK(tr_ckpt_flush() == GNN_EIO && access(path("fin/epoch-000002"), F_OK) != 0);
+	CHECK(gnn_counter_value(failures) == 1 && atomic_load(&finish_calls) == 2);
+	CHECK(entries(path("fin")) == 1);   /* epoch 1 only: no temporary folder left */
+	CHECK(tr_ckpt_flush() == GNN_OK);   /* nothing pending */
+out:
+	gnn_metrics_free(reg);
 }
 
 /* Overwrites the byte at offset (from the end when negative) of a file. */
@@ -442,6 +513,7 @@ int main(void)
 	RUN(test_layers_from_fanouts);
 	RUN(test_model_hash);
 	RUN(test_ckpt_roundtrip_and_prune);
+	RUN(test_ckpt_finish);
 	RUN(test_ckpt_damaged_falls_back);
 	RUN(test_ckpt_mid_epoch);
 	RUN(test_result_roundtrip);

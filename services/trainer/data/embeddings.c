@@ -2,6 +2,7 @@
 #include "embeddings.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -9,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "arr.h"
 #include "client.h"
+#include "embfile.h"
 #include "err.h"
 #include "multicall.h"
 #include "hash.h"
@@ -24,11 +27,6 @@
 
 /* Rows per READ or WRITE call: about 8 MiB of them. */
 #define CHUNK_BYTES (8u << 20)
-
-static const char *const array_names[GNN_EMB_ARRAYS] = {
-	[GNN_EMB_ROWS] = "rows", [GNN_EMB_STATE1] = "state1", [GNN_EMB_STATE2] = "state2",
-	[GNN_EMB_STEPS] = "steps", [GNN_EMB_BEST_ROWS] = "best",
-};
 
 enum { OP_PULL, OP_PUSH, OP_COUNT };
 
@@ -83,6 +81,15 @@ struct tr_emb {
 					      * version per step pushed */
 	bool stream_saves;                   /* a store could not reach the checkpoint folder: the
 					      * rows come through this rank (copy_array) */
+	/* The stores' snapshot that tr_emb_save asked for and tr_emb_finish
+	 * waits for (the commit's thread: the training thread leaves it alone
+	 * until the next save, which waits for that commit) */
+	struct {
+		enum { SNAP_NONE, SNAP_ASKED } state;
+		char dir[PATH_MAX];
+		uint64_t gen, version;
+		double wait_s;              /* how long the records may take */
+	} snap;
 };
 
 /* ---- set-up ---- */
@@ -650,7 +657,8 @@ static uint32_t array_cols(const struct tr_emb *e, uint32_t t, uint32_t a)
 
 static void shard_path(const struct tr_emb *e, const char *dir, uint32_t t, uint32_t a, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s/emb-%s-%s.arr", dir, e->g->schema->types[t].name, array_names[a]);
+	if (gnn_emb_file(buf, cap, dir, e->g->schema->types[t].name, a) != GNN_OK)
+		buf[0] = '\0';   /* (cap is PATH_MAX-sized: a longer dir fails to open) */
 }
 
 /* rq (a WRITE) to every store of partition p in step. */
@@ -717,64 +725,77 @@ static int copy_array(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir,
 	return gnn_arr_writer_finish(w, NULL);
 }
 
-/* One array of type t written by the stores themselves into its file of
- * dir, every partition at once (EMB SAVE): no row crosses the network or
- * this rank. GNN_ENOENT when a store cannot open the file (the folder is
- * not on its file system): the caller streams the array instead. */
-static int save_direct(struct tr_emb *e, uint32_t t, uint32_t a, const char *dir)
+/* The files a snapshot fills, removed (after a refusal). */
+static void remove_snap_files(struct tr_emb *e, const char *dir)
 {
-	uint32_t cols = array_cols(e, t, a);
-	enum gnn_dtype dt = a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32;
-	struct gnn_emb_resp *rs = NULL;
-	char path[4200], tmp[4210];
-	uint64_t rows = 0, *lens = NULL;
-	size_t k = 0;
-	uLong crc = crc32(0L, Z_NULL, 0);
-	int rc;
+	char path[PATH_MAX + 64];
 
-	shard_path(e, dir, t, a, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((rs = calloc(e->P, sizeof(*rs))) == NULL || (lens = calloc(e->P, sizeof(*lens))) == NULL) {
-		free(rs);
-		return GNN_ENOMEM;
-	}
-	/* every node of the type, the partitions' in order (tr_emb_check_ckpt's shape) */
-	if ((rc = gnn_arr_shared_create(path, dt, (uint64_t)e->g->schema->types[t].num_nodes, cols)) != GNN_OK)
-		goto out;
-	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-		int64_t lo, hi;
-		struct gnn_emb_req rq = { .op = GNN_EMB_SAVE, .node_type = t, .array = a, .gen = e->gen,
-					  .step = e->version, .first = (int64_t)rows, .n = (uint32_t)strlen(tmp),
-					  .data = tmp };
+	for (uint32_t p = 0; p < e->P; p++)
+		if (gnn_emb_snap_file(path, sizeof(path), dir, p) == GNN_OK)
+			unlink(path);
+	for (uint32_t t = 0; t < e->T; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS; a++)
+			if (has_array(e, a)) {
+				shard_path(e, dir, t, a, path, sizeof(path));
+				gnn_arr_shared_abort(path);
+			}
+}
 
-		gnn_layout_type_range(e->g, p, t, &lo, &hi);
-		if (hi == lo)
-			continue;
-		lens[k++] = (uint64_t)(hi - lo) * cols * 4;
-		rows += (uint64_t)(hi - lo);
-		rc = put_call(e, pick_store(e, p, 0), &rq,
-			      tr_stores_rows_timeout_ms(e->o.stores, (double)lens[k - 1], tr_stores_timeout_ms(e->o.stores)));
-	}
-	if (rc == GNN_OK)
-		rc = run_failover(e, "save", rs);
-	for (size_t i = 0; rc == GNN_OK && i < k; i++) {
-		uint32_t part;
+/* Disks write at least this fast: how long a snapshot may take. */
+#define SNAP_MIN_BYTES_PER_S (16.0 * (1 << 20))
 
-		if (rs[i].n != 1 || rs[i].dim != 1) {
-			rc = GNN_EPROTO;
-			break;
+/* Every array written by the stores themselves into folder dir (EMB
+ * SAVE): each partition's store at once, from a copy, while
+ * training goes on (no row crosses the network or this rank). This
+ * creates the files and asks; tr_emb_finish waits for the stores'
+ * records. GNN_ENOENT when a store cannot open the files (the folder is
+ * not on its file system): the caller streams the arrays instead. */
+static int save_direct(struct tr_emb *e, const char *dir)
+{
+	struct gnn_emb_req rq = { .op = GNN_EMB_SAVE, .gen = e->gen, .step = e->version, .n = (uint32_t)strlen(dir),
+				  .data = dir };
+	char path[PATH_MAX + 64];
+	double bytes = 0;
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++) {
+			uint64_t rows = (uint64_t)e->g->schema->types[t].num_nodes;
+
+			if (!has_array(e, a))
+				continue;
+			shard_path(e, dir, t, a, path, sizeof(path));
+			bytes += (double)rows * array_cols(e, t, a) * 4;
+			rc = gnn_arr_shared_create(path, a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32, rows,
+						   array_cols(e, t, a));
 		}
-		memcpy(&part, rs[i].data, 4);
-		crc = crc32_combine(crc, part, (z_off_t)lens[i]);
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+		int fd = -1;
+
+		if (gnn_emb_snap_file(path, sizeof(path), dir, p) != GNN_OK ||
+		    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+			GNN_ERROR("checkpoint_failed", "file=%s error=\"%s\"", path, strerror(errno));
+			rc = GNN_EIO;
+		}
+		if (fd >= 0)
+			close(fd);
 	}
-	free_replies(e, rs);
-	rc = rc == GNN_OK ? gnn_arr_shared_seal(path, dt, rows, cols, (uint32_t)crc) : rc;
-	if (rc != GNN_OK)
-		gnn_arr_shared_abort(path);
-out:
-	free(rs);
-	free(lens);
-	return rc;
+	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
+		rc = put_call(e, pick_store(e, p, 0), &rq, 0);
+	if (rc == GNN_OK)
+		rc = run_failover(e, "save", NULL);
+	free_replies(e, NULL);
+	if (rc != GNN_OK) {
+		remove_snap_files(e, dir);
+		return rc;
+	}
+	snprintf(e->snap.dir, sizeof(e->snap.dir), "%s", dir);
+	e->snap.gen = e->gen;
+	e->snap.version = e->version;
+	/* the biggest partition may hold most rows: all of them, at the least rate */
+	e->snap.wait_s = tr_stores_timeout_ms(e->o.stores) * 4 / 1000.0 + bytes / SNAP_MIN_BYTES_PER_S;
+	e->snap.state = SNAP_ASKED;
+	return GNN_OK;
 }
 
 void tr_emb_expect(struct tr_emb *e, uint64_t gen)
@@ -863,19 +884,176 @@ int tr_emb_save(void *ctx, const char *dir)
 		GNN_ERROR("checkpoint_failed", "path=%s error=\"realpath: %s\"", dir, strerror(errno));
 		return GNN_EIO;
 	}
+	e->snap.state = SNAP_NONE;
+	if (!e->stream_saves && (rc = save_direct(e, abs)) != GNN_ENOENT)
+		return rc;
+	if (!e->stream_saves)
+		GNN_INFO("embeddings_save_streamed", "reason=\"a graph store cannot open the checkpoint folder %s (not "
+			 "on its file system): the rows come through this trainer, which takes longer\"", abs);
+	e->stream_saves = true;
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++)
+			if (has_array(e, a))
+				rc = copy_array(e, t, a, dir, true, e->gen, e->version);
+	return rc;
+}
+
+/* Partition p's record from its file: GNN_OK, GNN_ENOENT (not whole:
+ * not yet written, or being written), or an error (logged). Each
+ * array's CRC into crc[t * GNN_EMB_ARRAYS + a]. */
+static int parse_record(struct tr_emb *e, uint32_t p, int fd, const char *path, uint32_t *crc)
+{
+	uint8_t buf[GNN_EMB_SNAP_BYTES + 1];
+	struct gnn_emb_snap r;
+	uint32_t want = 0;
+	ssize_t len = pread(fd, buf, sizeof(buf), 0);
+
+	if (len <= 0 || gnn_emb_snap_decode(buf, (size_t)len, &r) != GNN_OK)
+		return GNN_ENOENT;
+	if (r.gen != e->snap.gen || r.version != e->snap.version || r.part != p) {
+		GNN_ERROR("checkpoint_failed", "file=%s gen=%016" PRIx64 " version=%" PRIu64 " part=%" PRIu32
+			  " reason=\"the record is of another snapshot than version %" PRIu64 "'s\"", path, r.gen,
+			  r.version, r.part, e->snap.version);
+		return GNN_EFORMAT;
+	}
+	for (uint32_t i = 0; i < r.n; i++) {
+		const struct gnn_emb_snap_entry *x = &r.e[i];
+		int64_t lo, hi;
+
+		if (x->err != 0) {
+			GNN_ERROR("checkpoint_failed", "part=%" PRIu32 " type=%" PRIu32 " array=%" PRIu32 " error=\"%s\" "
+				  "reason=\"the graph store could not write its rows into the checkpoint\"", p, x->type,
+				  x->array, strerror(x->err));
+			return GNN_EIO;
+		}
+		if (x->type >= e->T || e->dim[x->type] == 0 || x->array >= GNN_EMB_ARRAYS || !has_array(e, x->array))
+			break;
+		gnn_layout_type_range(e->g, p, x->type, &lo, &hi);
+		if (x->row != gnn_emb_file_row(e->g, p, x->type) || x->rows != (uint64_t)(hi - lo))
+			break;
+		crc[x->type * GNN_EMB_ARRAYS + x->array] = x->crc;
+		want++;
+	}
+	for (uint32_t t = 0; t < e->T; t++)
+		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS; a++) {
+			int64_t lo, hi;
+
+			gnn_layout_type_range(e->g, p, t, &lo, &hi);
+			want -= has_array(e, a) && hi > lo;
+		}
+	if (want != 0) {
+		GNN_ERROR("checkpoint_failed", "file=%s entries=%" PRIu32 " reason=\"the record does not name this "
+			  "partition's arrays and rows\"", path, r.n);
+		return GNN_EFORMAT;
+	}
+	return GNN_OK;
+}
+
+/* Partition p's record, once whole (then the file is removed: no part
+ * of the checkpoint): GNN_OK, GNN_ENOENT (not yet), or an error. The
+ * store's writer holds a lock on the file until it exits (emb_snap.h):
+ * a record that is not whole in a file nobody locks will never be. */
+static int read_record(struct tr_emb *e, uint32_t p, uint32_t *crc)
+{
+	char path[PATH_MAX + 64];
+	int fd, rc;
+
+	if (gnn_emb_snap_file(path, sizeof(path), e->snap.dir, p) != GNN_OK ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		GNN_ERROR("checkpoint_failed", "file=%s error=\"%s\"", path, strerror(errno));
+		return GNN_EIO;
+	}
+	if ((rc = parse_record(e, p, fd, path, crc)) == GNN_ENOENT && flock(fd, LOCK_SH | LOCK_NB) == 0 &&
+	    (rc = parse_record(e, p, fd, path, crc)) == GNN_ENOENT) {   /* (again: it may have just finished) */
+		GNN_ERROR("checkpoint_failed", "part=%" PRIu32 " file=%s reason=\"the graph store's writer of its rows "
+			  "is gone before it finished (the store stopped or restarted)\"", p, path);
+		rc = GNN_EUNAVAIL;
+	}
+	close(fd);
+	if (rc == GNN_OK)
+		unlink(path);
+	return rc;
+}
+
+/* Every array's CRC over the partitions, in file row order, into its
+ * header: the file is whole. crc is [P][T * GNN_EMB_ARRAYS]. */
+static int seal_arrays(struct tr_emb *e, const uint32_t *crc)
+{
+	char path[PATH_MAX + 64];
+	int rc = GNN_OK;
+
 	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
 		for (uint32_t a = 0; e->dim[t] > 0 && a < GNN_EMB_ARRAYS && rc == GNN_OK; a++) {
+			uint32_t cols = array_cols(e, t, a);
+			uLong sum = crc32(0L, Z_NULL, 0);
+
 			if (!has_array(e, a))
 				continue;
-			if (!e->stream_saves && (rc = save_direct(e, t, a, abs)) != GNN_ENOENT)
-				continue;
-			if (!e->stream_saves)
-				GNN_INFO("embeddings_save_streamed", "reason=\"a graph store cannot open the checkpoint "
-					 "folder %s (not on its file system): the rows come through this trainer, which "
-					 "takes longer\"", abs);
-			e->stream_saves = true;
-			rc = copy_array(e, t, a, dir, true, e->gen, e->version);
+			for (uint32_t p = 0; p < e->P; p++) {
+				int64_t lo, hi;
+
+				gnn_layout_type_range(e->g, p, t, &lo, &hi);
+				if (hi > lo)
+					sum = crc32_combine(sum, crc[(size_t)p * e->T * GNN_EMB_ARRAYS + t * GNN_EMB_ARRAYS + a],
+							    (z_off_t)((uint64_t)(hi - lo) * cols * 4));
+			}
+			shard_path(e, e->snap.dir, t, a, path, sizeof(path));
+			rc = gnn_arr_shared_seal(path, a == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32,
+						 (uint64_t)e->g->schema->types[t].num_nodes, cols, (uint32_t)sum);
 		}
+	return rc;
+}
+
+/* How often the commit looks for the records, and logs that it waits. */
+#define SNAP_POLL_MS 20
+#define SNAP_LOG_S 10.0
+
+int tr_emb_finish(void *ctx, const char *dir)
+{
+	struct tr_emb *e = ctx;
+	double t0 = gnn_now(), logged = t0, give_up = t0 + e->snap.wait_s;
+	uint32_t left = e->P, *crc = NULL;
+	bool *done = NULL;
+	int rc = GNN_OK;
+
+	(void)dir;   /* e->snap.dir: the same folder, absolute */
+	if (e->snap.state != SNAP_ASKED)
+		return GNN_OK;
+	e->snap.state = SNAP_NONE;
+	if ((done = calloc(e->P, sizeof(*done))) == NULL ||
+	    (crc = calloc((size_t)e->P * e->T * GNN_EMB_ARRAYS, sizeof(*crc))) == NULL) {
+		rc = GNN_ENOMEM;
+		goto out;
+	}
+	while (left > 0) {
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++)
+			if (!done[p] && (rc = read_record(e, p, crc + (size_t)p * e->T * GNN_EMB_ARRAYS)) == GNN_OK) {
+				done[p] = true;
+				left--;
+			} else if (rc == GNN_ENOENT) {
+				rc = GNN_OK;
+			}
+		if (rc != GNN_OK || left == 0)
+			break;
+		if (gnn_now() >= give_up) {
+			GNN_ERROR("checkpoint_failed", "path=%s parts_left=%" PRIu32 " seconds=%.1f reason=\"graph stores "
+				  "did not write their rows in time (a disk too slow, or a writer stuck)\"", e->snap.dir,
+				  left, gnn_now() - t0);
+			rc = GNN_ETIMEDOUT;
+			break;
+		}
+		if (gnn_now() - logged >= SNAP_LOG_S) {
+			logged = gnn_now();
+			GNN_INFO("checkpoint_waiting", "path=%s parts_left=%" PRIu32 " seconds=%.1f reason=\"graph stores "
+				 "are writing their embedding rows\"", e->snap.dir, left, logged - t0);
+		}
+		nanosleep(&(struct timespec){ 0, SNAP_POLL_MS * 1000000L }, NULL);
+	}
+	if (rc == GNN_OK)
+		rc = seal_arrays(e, crc);
+out:
+	free(done);
+	free(crc);
 	return rc;
 }
 

@@ -81,11 +81,22 @@ void tr_emb_expect(struct tr_emb *e, uint64_t gen);
  * shape the graph's and the options', its CRC intact (reads them whole).
  * GNN_EFORMAT / GNN_ECHECKSUM / GNN_ENOENT, logged naming the file. */
 int tr_emb_check_ckpt(void *e, const char *cdir);
-/* Rank 0: streams every store's rows and state into folder dir (a
- * checkpoint being written): the version after this rank's last push (or
- * set-up), which every store must still be at (GNN_ESTALE otherwise):
- * call it between steps. */
+/* Rank 0: every store's rows and state into folder dir (a checkpoint
+ * being written): the version after this rank's last push (or set-up),
+ * which every store must still be at (GNN_ESTALE otherwise): call it
+ * between steps. Where the stores reach dir, each partition's store
+ * writes its rows itself, from a copy, while training goes on
+ * (EMB SAVE), and tr_emb_finish waits for them; where they do not, the
+ * rows are streamed through this rank here (logged once). */
 int tr_emb_save(void *e, const char *dir);
+/* The commit's part (checkpoint.h's finish, on the commit's thread):
+ * waits for every partition's record of the snapshot tr_emb_save asked
+ * for (logging every 10 s; at most about a slow disk's time for the
+ * bytes; not at all for a store whose writer is gone, which its lock on
+ * the record tells), then writes the arrays' headers. GNN_OK at once
+ * when the rows were streamed. GNN_EIO, GNN_EFORMAT, GNN_EUNAVAIL (a
+ * store's failure or end, logged), GNN_ETIMEDOUT. */
+int tr_emb_finish(void *e, const char *dir);
 
 /* Fills mb's embedded types (their input rows become the rows of
  * tr_emb_model_schema; the pointers are e's until the next call) with the
