@@ -146,13 +146,13 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-/* Stops the writer in flight, if any, or waits for the reserve, and
- * joins the thread: IDLE after. */
+/* Stops the writer or the reserve in flight, if any, and joins the
+ * thread: IDLE after. */
 static void stop(struct gs_snap *s)
 {
 	if (s->state == SNAP_IDLE)
 		return;
-	atomic_store(&s->stop, s->state == SNAP_WRITING);
+	atomic_store(&s->stop, true);
 	pthread_join(s->thread, NULL);
 	atomic_store(&s->stop, false);
 	s->state = SNAP_IDLE;
@@ -179,10 +179,13 @@ static void *reserve(void *arg)
 
 	if (!ensure_copy(s, s->reserve_bytes))
 		return NULL;   /* (the snapshot tries again, and says it) */
-	for (size_t i = 0; i < s->copy_bytes; i += 4096)   /* faulted in now, not under a lock */
+	/* faulted in now, not under a lock (a start or INIT that stops this
+	 * leaves the rest to the copy) */
+	for (size_t i = 0; i < s->copy_bytes && !atomic_load(&s->stop); i += 4096)
 		s->copy[i] = 0;
-	GNN_INFO("embeddings_snapshot_reserved", "part=%" PRIu32 " bytes=%zu seconds=%.2f reason=\"the copy a "
-		 "checkpoint's snapshot takes, mapped ahead\"", s->reserve_part, s->copy_bytes, gnn_now() - t0);
+	GNN_INFO("embeddings_snapshot_reserved", "part=%" PRIu32 " bytes=%zu seconds=%.2f whole=%s reason=\"the "
+		 "copy a checkpoint's snapshot takes, mapped ahead\"", s->reserve_part, s->copy_bytes, gnn_now() - t0,
+		 atomic_load(&s->stop) ? "no" : "yes");
 	return NULL;
 }
 

@@ -24,7 +24,7 @@
  *
  * State: IDLE -> WRITING (start; the writer runs, then ends) or RESERVING
  * (reserve; the buffer is mapped) -> IDLE (the next start or reserve, or
- * free, joins that thread, stopping a writer first). */
+ * free, stops that thread and joins it). */
 #ifndef GS_EMB_SNAP_H
 #define GS_EMB_SNAP_H
 

@@ -42,7 +42,8 @@
  *
  * Thread-safe: one mutex serialises the requests (the update runs under
  * it, before the last push is answered, so a PULL of the next version
- * never sees a half-applied update). */
+ * never sees a half-applied update). SAVE copies every array under it
+ * and has a thread write the copy into the checkpoint (emb_snap.h). */
 #ifndef GS_EMB_H
 #define GS_EMB_H
 

@@ -12,17 +12,22 @@
  * embeddings (concat).
  *
  * Rank 0 sets the stores up at every start and resume (INIT under a new
- * generation, then the checkpoint's rows written back), and streams them
- * into each checkpoint folder (emb-TYPE-ARRAY.arr, one file per type and
- * array, partitions concatenated in global ID order) a chunk at a time:
- * no process ever holds a whole table. A store that restarted or was
+ * generation, then the checkpoint's rows written back), and has their
+ * rows put into each checkpoint folder (emb-TYPE-ARRAY.arr, one file per
+ * type and array, partitions concatenated in global ID order: embfile.h):
+ * written by the stores themselves, from a copy, beside training, where
+ * they reach the folder; else streamed through rank 0 a chunk at a time.
+ * No process ever holds a whole table. A store that restarted or was
  * restored answers GNN_ESTALE; the training loop then rejoins the ring and
  * every rank resumes from the checkpoint. With replicas (several stores
  * per partition) every rank pushes to all of them and pulls from one in
  * step; rank 0 has a replica that fell behind catch up from another
  * (EMB JOIN, its arrays copied, READY), and only a partition without any
  * replica in step sends the ranks back to the checkpoint
- * (docs/embeddings.md, "Replicas"). Not thread-safe: one per rank. */
+ * (docs/embeddings.md, "Replicas"). Not thread-safe: one per rank, used
+ * by one thread, but for tr_emb_finish, which rank 0's checkpoint commit
+ * runs on its own thread beside the others: it reads only what the save
+ * before it set, and the next save waits for it. */
 #ifndef TR_EMB_H
 #define TR_EMB_H
 
