@@ -288,7 +288,7 @@ void gnn_arr_writer_abort(struct gnn_arr_writer *w)
 	free(w);
 }
 
-static int shared_tmp(const char *path, char *tmp, size_t cap)
+int gnn_arr_shared_tmp(const char *path, char *tmp, size_t cap)
 {
 	if (snprintf(tmp, cap, "%s.tmp", path) >= (int)cap) {
 		GNN_ERROR("write_failed", "file=%s reason=\"path too long\"", path);
@@ -306,7 +306,7 @@ int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, ui
 
 	if (gnn_dtype_size(dt) == 0 || cols == 0)
 		return GNN_EINVAL;
-	if ((rc = shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
+	if ((rc = gnn_arr_shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
 		return rc;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
 	    pwrite(fd, zero, sizeof(zero), 0) != (ssize_t)sizeof(zero) || ftruncate(fd, (off_t)size) != 0) {
@@ -350,7 +350,7 @@ int gnn_arr_shared_seal(const char *path, enum gnn_dtype dt, uint64_t rows, uint
 	char tmp[PATH_MAX];
 	int fd, rc;
 
-	if ((rc = shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
+	if ((rc = gnn_arr_shared_tmp(path, tmp, sizeof(tmp))) != GNN_OK)
 		return rc;
 	header_encode(h, &in);
 	if ((fd = open(tmp, O_WRONLY | O_CLOEXEC)) < 0)
@@ -372,7 +372,7 @@ void gnn_arr_shared_abort(const char *path)
 {
 	char tmp[PATH_MAX];
 
-	if (shared_tmp(path, tmp, sizeof(tmp)) == GNN_OK)
+	if (gnn_arr_shared_tmp(path, tmp, sizeof(tmp)) == GNN_OK)
 		unlink(tmp);
 }
 

@@ -77,6 +77,9 @@ void gnn_arr_writer_abort(struct gnn_arr_writer *w);
  * fsync (gnn_arr_writer_no_sync's contract). abort removes "<path>.tmp".
  * Errors logged: GNN_EIO, GNN_EINVAL. */
 int gnn_arr_shared_create(const char *path, enum gnn_dtype dt, uint64_t rows, uint64_t cols);
+/* "<path>.tmp", the file the writers open, into tmp (cap bytes).
+ * GNN_EINVAL (logged) when it does not fit. */
+int gnn_arr_shared_tmp(const char *path, char *tmp, size_t cap);
 /* A writer's rows [row, row + rows) of row_bytes each, from data, into
  * the created file open as fd; their CRC-32 into *crc. Returns 0 or the
  * errno of the failed write (EIO for one that wrote nothing), which the

@@ -11,16 +11,16 @@
  * from one gone with its store. One snapshot at a time: a newer one stops
  * the one in flight (its checkpoint was given up).
  *
- * The buffer is kept for the next snapshot: a copy into it takes a
- * tenth of a second for 1.2 GB on the 2-core test machine, while
- * mapping it anew took 3.8-5.7 s there (the kernel finding huge pages in
- * memory full of the checkpoints' page cache), which the ranks would
- * wait for; so the buffer is even mapped ahead, once the tables are set
- * up (gs_snap_reserve). The store's memory is twice its tables' then, as
- * it is at every snapshot's peak anyway. (A fork's copy-on-write snapshot, tried
- * first, copied pages one by one under the stores' random updates: 1.5
- * million page faults a store in an epoch, which took twice as long;
- * docs/embeddings.md.)
+ * The buffer is kept for the next snapshot: a copy into it took
+ * 0.11-0.31 s for 1.2 GB on the 2-core test machine, while mapping it
+ * anew took 3.8-5.7 s there (the kernel finding huge pages in a memory
+ * full of the checkpoints' page cache), which the ranks would wait for;
+ * so it is even mapped ahead, once the tables are set up
+ * (gs_snap_reserve). The store's memory is twice its tables' then, as it
+ * is at every snapshot's peak anyway. (A fork's copy-on-write snapshot,
+ * tried first, copied pages one by one under the stores' random
+ * updates: 1.5 million page faults a store in an epoch, which took
+ * twice as long; docs/embeddings.md.)
  *
  * State: IDLE -> WRITING (start; the writer runs, then ends) or RESERVING
  * (reserve; the buffer is mapped) -> IDLE (the next start or reserve, or

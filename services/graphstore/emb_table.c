@@ -877,15 +877,15 @@ static int add_region(struct gs_emb *e, struct call *c, const char *dir, uint32_
 	const struct emb_type *ty = &e->types[t];
 	struct gs_snap_region *r = &job->r[job->n];
 	uint64_t row = gnn_emb_file_row(c->l, c->part, t);
-	char path[4200];
+	char file[4200], path[4210];
 	struct stat st;
 	int rc;
 
 	*r = (struct gs_snap_region){ .fd = -1, .data = ty->arr[a], .row_bytes = (size_t)width(ty, a) * 4,
 				      .rec = { .type = t, .array = a, .row = row, .rows = (uint64_t)ty->n } };
-	if (gnn_emb_file(path, sizeof(path) - 4, dir, c->l->schema->types[t].name, a) != GNN_OK)
+	if (gnn_emb_file(file, sizeof(file), dir, c->l->schema->types[t].name, a) != GNN_OK ||
+	    gnn_arr_shared_tmp(file, path, sizeof(path)) != GNN_OK)
 		return refuse(c, GNN_ERANGE, "SAVE's folder %s is too long for its files", dir);
-	strcat(path, ".tmp");
 	if ((rc = open_existing(c, path, &r->fd)) != GNN_OK)
 		return rc;
 	job->n++;

@@ -431,8 +431,11 @@ def kill_store_in_snapshot(s):
             why.append("no stalled snapshot of graphstore-0 was seen")
         if [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")]:
             why.append("a temporary checkpoint folder was left")
-        if not any("writer" in ln for ln in s.c.lines("trainer-0", "checkpoint_failed")):
+        failed = s.c.lines("trainer-0", "checkpoint_failed")
+        if not any("is gone" in ln for ln in failed):
             why.append("rank 0 did not say the store's writer was gone")
+        if any("in time" in ln for ln in failed):
+            why.append("rank 0 waited for a record until its deadline")
         return why
     s.after = after
 

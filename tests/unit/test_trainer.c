@@ -176,7 +176,7 @@ static int extra_finish(void *ctx, const char *dir)
 	(void)ctx;
 	(void)dir;
 	atomic_fetch_add(&finish_calls, 1);
-	for (int i = 0; i < 5000 && atomic_load(&finish_release) == 0; i++)
+	for (int i = 0; i < 60000 && atomic_load(&finish_release) == 0; i++)
 		usleep(1000);
 	return atomic_load(&finish_release) == 1 ? GNN_OK : GNN_EIO;
 }
@@ -199,7 +199,9 @@ static void test_ckpt_finish(void)
 		goto out;
 	atomic_store(&finish_release, 0);
 	CHECK(tr_ckpt_save(path("fin"), &c, failures, NULL, 0) == GNN_OK);
-	usleep(50000);
+	/* (the commit's thread may start late on a busy machine) */
+	for (int i = 0; i < 5000 && atomic_load(&finish_calls) == 0; i++)
+		usleep(1000);
 	CHECK(atomic_load(&finish_calls) == 1 && access(path("fin/epoch-000001"), F_OK) != 0);
 	atomic_store(&finish_release, 1);
 	CHECK(tr_ckpt_flush() == GNN_OK && access(path("fin/epoch-000001/state.json"), F_OK) == 0);

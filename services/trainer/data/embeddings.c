@@ -74,7 +74,7 @@ struct tr_emb {
 	struct gnn_multicall batch;            /* one operation's calls to the stores (memory kept) */
 	uint32_t *at;                       /* [P]: index_type's scratch */
 	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
-	int64_t *first;                     /* [P * T]: type t's rows before partition p's */
+	int64_t *first;                     /* [P * T]: gnn_emb_file_row(p, t), for tr_emb_best_row */
 	struct gnn_counter *rows[OP_COUNT], *bytes[OP_COUNT], *seconds[OP_COUNT];
 	uint64_t req_id;
 	uint64_t gen, version;               /* where this rank expects the stores: set up, then one
@@ -1392,17 +1392,11 @@ int tr_emb_map_best(struct tr_emb *e, const char *cdir)
 		return GNN_ENOMEM;
 	for (uint32_t t = 0; t < e->T; t++) {
 		char path[4200];
-		int64_t n = 0;
 
 		if (e->dim[t] == 0)
 			continue;
-		for (uint32_t p = 0; p < e->P; p++) {
-			int64_t lo, hi;
-
-			gnn_layout_type_range(e->g, p, t, &lo, &hi);
-			e->first[(size_t)p * e->T + t] = n;
-			n += hi - lo;
-		}
+		for (uint32_t p = 0; p < e->P; p++)
+			e->first[(size_t)p * e->T + t] = (int64_t)gnn_emb_file_row(e->g, p, t);
 		shard_path(e, cdir, t, GNN_EMB_BEST_ROWS, path, sizeof(path));
 		if ((rc = gnn_arr_open(path, GNN_DT_F32, 0, &e->best[t])) != GNN_OK)
 			return rc;
