@@ -58,7 +58,7 @@ struct store {
 struct smp_stores {
 	struct store *st;
 	size_t n;
-	int check_interval_ms, timeout_ms, retries, replica_timeout_ms;
+	int check_interval_ms, check_timeout_ms, timeout_ms, retries, replica_timeout_ms;
 	double min_bytes_per_s;
 	double down_grace_s;
 	struct gnn_layout layout;
@@ -210,6 +210,7 @@ int smp_stores_open(const struct smp_stores_opts *o, struct smp_stores **out)
 	}
 	s->n = o->n;
 	s->check_interval_ms = o->check_interval_ms;
+	s->check_timeout_ms = o->check_timeout_ms;
 	s->timeout_ms = o->timeout_ms;
 	s->retries = o->retries;
 	s->replica_timeout_ms = o->replica_timeout_ms > 0 ? o->replica_timeout_ms : o->timeout_ms;
@@ -338,11 +339,16 @@ static int take_info(void *ctx, size_t k, struct gnn_call *c)
 static bool replicated(const struct smp_stores *s, const struct store *st);
 static int replica_timeout_ms(struct smp_stores *s, uint32_t part);
 
-/* Sends INFO to every store with want[i] set, in parallel, through the
- * check clients (or the data clients, with data), and decodes the answers
- * into res[i]. With data, a replicated partition's store gets one short
- * attempt, as its data calls (the caller has other replicas). */
-static void probe_stores(struct smp_stores *s, const bool *want, bool data, struct probe *res)
+/* The connection an INFO probe goes over. */
+enum probe_via {
+	VIA_CHECK,      /* the check client: the check's timeout, no retry */
+	VIA_DATA,       /* the data client, as its calls (a replica: one short attempt) */
+	VIA_DATA_ONCE,  /* the data client, one attempt of the check's timeout */
+};
+
+/* Sends INFO to every store with want[i] set, in parallel, over via, and
+ * decodes the answers into res[i]. */
+static void probe_stores(struct smp_stores *s, const bool *want, enum probe_via via, struct probe *res)
 {
 	size_t *store = calloc(s->n, sizeof(*store));
 	struct gnn_multicall f;
@@ -355,14 +361,20 @@ static void probe_stores(struct smp_stores *s, const bool *want, bool data, stru
 	}
 	gnn_multicall_init(&f);
 	for (size_t i = 0; store != NULL && i < s->n; i++) {
+		struct gnn_call *c;
+
 		if (!want[i])
 			continue;
-		if (gnn_multicall_add(&f, data ? s->st[i].data : s->st[i].check, 0, &req) != GNN_OK)
+		if (gnn_multicall_add(&f, via == VIA_CHECK ? s->st[i].check : s->st[i].data, 0, &req) != GNN_OK)
 			break;
 		store[f.n - 1] = i;
-		if (data && replicated(s, &s->st[i])) {
-			f.call[f.n - 1].failover = true;
-			f.call[f.n - 1].timeout_ms = replica_timeout_ms(s, s->st[i].info.part_id);
+		c = &f.call[f.n - 1];
+		if (via == VIA_DATA_ONCE) {
+			c->failover = true;
+			c->timeout_ms = s->check_timeout_ms;
+		} else if (via == VIA_DATA && replicated(s, &s->st[i])) {
+			c->failover = true;
+			c->timeout_ms = replica_timeout_ms(s, s->st[i].info.part_id);
 		}
 		gnn_encode_info_req(req, atomic_fetch_add(&s->next_req_id, 1));
 	}
@@ -558,7 +570,7 @@ static size_t connect_round(struct smp_stores *s, bool *want, struct probe *res)
 
 	for (size_t i = 0; i < s->n; i++)
 		want[i] = !s->st[i].answered;
-	probe_stores(s, want, false, res);
+	probe_stores(s, want, VIA_CHECK, res);
 	for (size_t i = 0; i < s->n; i++) {
 		struct store *st = &s->st[i];
 
@@ -714,6 +726,34 @@ static void back_up(struct smp_stores *s, struct store *st, int from)
 	publish_up(s);
 }
 
+/* A store up by now whose check failed is asked again, once, over its
+ * data connection; its answer stands for the check's (res, want: scratch
+ * of s->n). The check's own connection redials a restarted store with a
+ * backoff of up to 2 s, by when its data connection may have answered
+ * (verify_stores): a check that failed on the missing connection, or one
+ * sent before the store came back, would set the store down again, until
+ * a later check found the connection up. */
+static void confirm_failures(struct smp_stores *s, bool *want, struct probe *res)
+{
+	struct probe *again;
+	bool any = false;
+
+	for (size_t i = 0; i < s->n; i++) {
+		want[i] = res[i].rc != GNN_OK && atomic_load(&s->st[i].state) == ST_UP;
+		any |= want[i];
+	}
+	if (!any || (again = calloc(s->n, sizeof(*again))) == NULL)
+		return;
+	probe_stores(s, want, VIA_DATA_ONCE, again);
+	for (size_t i = 0; i < s->n; i++)
+		if (want[i] && again[i].rc == GNN_OK) {
+			res[i] = again[i];  /* res[i] failed: owned nothing */
+			again[i].own = false;
+		}
+	probes_free(again, s->n);
+	free(again);
+}
+
 static void check_once(struct smp_stores *s)
 {
 	struct probe *res = calloc(s->n, sizeof(*res));
@@ -725,7 +765,8 @@ static void check_once(struct smp_stores *s)
 		want[i] = true;
 		watch_redial_if_stuck(&s->st[i]);
 	}
-	probe_stores(s, want, false, res);
+	probe_stores(s, want, VIA_CHECK, res);
+	confirm_failures(s, want, res);
 	for (size_t i = 0; i < s->n; i++) {
 		struct store *st = &s->st[i];
 		const struct gnn_info *in = &res[i].info;
@@ -1096,7 +1137,7 @@ static int verify_stores(struct smp_stores *s, bool *used, bool *lost, char *why
 	}
 	if (!any)
 		goto out;
-	probe_stores(s, used, true, res);
+	probe_stores(s, used, VIA_DATA, res);
 	for (size_t i = 0; i < s->n; i++) {
 		struct store *st = &s->st[i];
 
