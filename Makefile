@@ -36,6 +36,9 @@
 #               bandwidth cap (tests/net/costcheck.py; root; about 5 minutes)
 BUILD ?= build
 .DEFAULT_GOAL := all
+# The builds that test, demo and bench targets start use every core, unless
+# make was given -j itself (deferred: MAKEFLAGS has -j only in recipes).
+JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 CC ?= cc
 OPENBLAS_PC := /usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
 
@@ -142,21 +145,21 @@ test_services = $(or $(TEST_SVC_$(1)),$(filter $(SERVICES),$(word 2,$(subst _, ,
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(foreach s,$(call test_services,$(notdir $*)),$(call svc_includes,$(s))) -Itests/unit
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/run.sh $(BUILD)
 
 # The network-fault scenarios, once, on the plain build (tests/net).
 test-net: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/net/netfaults.sh
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT="-O1 -g" all
+	@$(MAKE) --no-print-directory $(JOBS) BUILD=build-asan SAN=1 OPT="-O1 -g" all
 	@GNN_SAN=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run.sh build-asan
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/demo.sh $(BUILD)
 
 bench: deps
@@ -170,7 +173,7 @@ bench: deps
 		  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
 		echo "make bench: apt-get failed for:$$missing (the PyTorch comparison will be skipped)" >&2; \
 	fi
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench.sh $(BUILD)
 	@tests/bench_sampling.sh $(BUILD)
 	@tests/bench_tls.sh $(BUILD)
@@ -178,32 +181,32 @@ bench: deps
 	@GNN_BUILD=$(BUILD) timeout --kill-after=10 600 python3 tests/net/replica_bench.py
 
 bench-products: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench_products.sh $(BUILD)
 
 bench-mag: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench_mag.sh $(BUILD)
 
 bench-link: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench_link.sh $(BUILD)
 
 bench-import: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench_import.sh $(BUILD)
 
 # The cost model's check point (docs/scale.md, "ogbn-papers100M: a cost
 # model"): not in make test (root, namespaces, about 5 minutes).
 bench-net: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@GNN_BUILD=$(BUILD) timeout --kill-after=10 900 python3 tests/net/costcheck.py
 
 # Graph store replicas for throughput (docs/reliability.md, "Graph store
 # replicas"): R = 2 against R = 1 with each store's link capped; root,
 # namespaces (a SKIP line without), about 1 minute. Part of make bench.
 bench-replicas: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(JOBS) all
 	@GNN_BUILD=$(BUILD) timeout --kill-after=10 600 python3 tests/net/replica_bench.py
 
 # ---- container image (docker/, charts/gnn-dist; docker/README.md) ----------

@@ -304,9 +304,11 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
  * again and resumes from the last checkpoint in this process: no exit, so
  * no container restart back-off, and the replaced peer is waited for like
  * at start-up. Gives up (GNN_ETIMEDOUT) when the ring has not been up for
- * wait_s; a failure outside the ring (the samplers) is returned at once. */
+ * wait_s; a failure outside the ring (the samplers) is returned at once.
+ * *close_stuck: the run finished, but its ring's sockets could not be
+ * closed (nng's close deadlock), so this rank's ring port may stay taken. */
 static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *ro, struct tr_env *env,
-			 struct ring_metrics *m, struct gnn_result *res, bool *finished_before)
+			 struct ring_metrics *m, struct gnn_result *res, bool *finished_before, bool *close_stuck)
 {
 	double up_at = gnn_now(), backoff = 0.5, logged_at = -1e9;
 	uint64_t hash = tr_config_hash(c, env->graph);
@@ -340,6 +342,13 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 			env->ring = NULL;
 			if (gnn_stop_requested())
 				return GNN_ECLOSED; /* exiting anyway: the sockets go with the process */
+			if (rc == GNN_OK) {
+				/* the result is here: report it, no ring is needed again */
+				*close_stuck = true;
+				GNN_WARN("ring_close_stuck_finished", "reason=\"the finished ring's sockets could not be "
+					 "closed (close_stuck above): the result stands\"");
+				return GNN_OK;
+			}
 			GNN_ERROR("ring_unusable", "reason=\"the old ring's sockets could not be closed: exiting so that "
 				  "a restarted process forms the ring again\"");
 			return GNN_EIO;
@@ -364,8 +373,12 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 
 /* --on-finish serve: /metrics and /readyz stay up, and the ring URL
  * answers a rank that restarts with the result (it would otherwise wait
- * for a ring that never forms again). */
-static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, const struct gnn_result *res)
+ * for a ring that never forms again). GNN_EIO when the ring's close hung
+ * (ring_stuck) and its port cannot be served: a peer that restarts would
+ * find the dead ring's socket there, so this process exits for a restart
+ * that serves the result on a free port. */
+static int serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, const struct gnn_result *res,
+			       bool ring_stuck)
 {
 	const struct timespec tick = { 0, 100 * 1000000L };
 	struct tr_ring_server *srv = NULL;
@@ -373,11 +386,18 @@ static void serve_until_stopped(const struct tr_ring_opts *ro, uint64_t hash, co
 
 	GNN_INFO("serving_result", "reason=\"--on-finish serve: /metrics and /readyz stay up until SIGTERM\"");
 	result_pack(res, v);
-	if (ro->world > 1 && tr_ring_serve_result(ro, hash, v, sizeof(v), &srv) != GNN_OK)
+	if (ro->world > 1 && tr_ring_serve_result(ro, hash, v, sizeof(v), &srv) != GNN_OK) {
+		if (ring_stuck) {
+			GNN_ERROR("result_not_served", "reason=\"the stuck ring holds this rank's port: exiting so that "
+				  "a restart serves the result\"");
+			return GNN_EIO;
+		}
 		GNN_WARN("result_not_served", "reason=\"a rank that restarts now waits for --wait-s and fails\"");
+	}
 	while (!gnn_stop_requested())
 		nanosleep(&tick, NULL);
 	tr_ring_serve_close(srv);
+	return GNN_OK;
 }
 
 /* What the hooks share. */
@@ -500,21 +520,19 @@ static int serve(void *ctx)
 				   .metrics = t->reg, .stop = gnn_stop_requested, .tls = t->ring_tls };
 	struct tr_env env = { .samplers = t->samplers, .emb = t->emb, .feats = t->feats, .graph = &t->graph, .metrics = t->reg,
 			      .stop = gnn_stop_requested };
-	bool finished_before = false;
+	bool finished_before = false, ring_stuck = false;
 	struct gnn_result res;
 	uint64_t hash = tr_config_hash(&t->c, &t->graph);
 	int rc;
 
-	if ((rc = train_in_ring(&t->c, &ro, &env, &t->rm, &res, &finished_before)) != GNN_OK)
+	if ((rc = train_in_ring(&t->c, &ro, &env, &t->rm, &res, &finished_before, &ring_stuck)) != GNN_OK)
 		return rc;
 	/* Nothing to sample any more: stop resolving and probing replicas. */
 	tr_samplers_close(t->samplers);
 	t->samplers = NULL;
 	atomic_store(&state, ST_FINISHED);
 	log_summary(&t->c, &res);
-	if (strcmp(opt.on_finish, "serve") == 0)
-		serve_until_stopped(&ro, hash, &res);
-	return GNN_OK;
+	return strcmp(opt.on_finish, "serve") == 0 ? serve_until_stopped(&ro, hash, &res, ring_stuck) : GNN_OK;
 }
 
 static void stop(void *ctx, int status)

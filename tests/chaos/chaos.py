@@ -294,6 +294,8 @@ def run(s, fault, base, prefix="chaos_", retry_behind=False):
     t0 = time.time()
     why = []
     try:
+        for name, env in getattr(fault, "env_once", {}).items():   # a fault present from the start
+            s.c.procs[name].env_once = env
         s.c.start()
         fault(s)
         if not s.c.wait("every trainer's summary", s.c.finished, RUN_LIMIT_S):
@@ -578,6 +580,35 @@ def restart_after_finish(s):
     s.after = after
 
 
+def ring_close_stuck_at_finish(s):
+    """trainer-1's ring close hangs at the end of the run (injected for its
+    first start: GNN_FAULT_RING_CLOSE_STUCK, the sockets left open as nng
+    1.5.2's close deadlock leaves them). It still reports the result; its
+    ring port held, it exits for a restart, which finds the run finished
+    through trainer-0's stand-in and serves the result itself."""
+    s.allowed_exits.add("trainer-1")
+    s.c.wait("trainer-1 restarted and every trainer's summary",
+             lambda: s.c.text("trainer-1").count(" config ") > 1 and s.c.finished(), RUN_LIMIT_S)
+
+    def after(s):
+        c, why = s.c, []
+        first = c.text("trainer-1").split(" config ")[1] if c.text("trainer-1").count(" config ") > 1 else ""
+        for event in ("fault_injected", "ring_close_stuck_finished", " summary ", "result_not_served"):
+            if event not in first:
+                why.append("trainer-1's first incarnation did not log %s" % event.strip())
+        if [st for st, injected in c.procs["trainer-1"].exits if not injected] != [1]:
+            why.append("trainer-1 did not exit once with status 1 (exits: %s)" % c.procs["trainer-1"].exits)
+        if not c.lines("trainer-1", "already_finished"):
+            why.append("the restarted trainer-1 did not find the run finished")
+        elif c.readyz("trainer-1") != 200:
+            why.append("the restarted trainer-1's /readyz is not 200")
+        return why
+    s.after = after
+
+
+ring_close_stuck_at_finish.env_once = {"trainer-1": {"GNN_FAULT_RING_CLOSE_STUCK": "1"}}
+
+
 SCENARIOS = {
     "kill_graphstore": kill_store,
     "kill_sampler": kill_sampler,
@@ -594,6 +625,7 @@ SCENARIOS = {
     "trainer_frozen_20s": freeze("trainer-1", 20, "trainer-0", "peer_silent", "op=allreduce"),
     "corrupt_newest_checkpoint": corrupt_newest,
     "trainer_restarted_after_finish": restart_after_finish,
+    "trainer_ring_close_stuck_at_finish": ring_close_stuck_at_finish,
     # the graph store loses its rows and optimizer state: every trainer
     # resumes from the checkpoint, whose embeddings rank 0 writes back
     "embed_kill_graphstore": kill_store,

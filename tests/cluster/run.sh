@@ -708,9 +708,15 @@ sts_ready() {  # STATEFULSET N: exactly N ready pods
 # sampler's and graph store's log (CI keeps only this script's output).
 pods_tail() {
 	local p
+	local restarts
 	for p in $(kc get pods -l 'app.kubernetes.io/component in (trainer,sampler,graphstore)' -o name 2>/dev/null); do
-		echo "--- last lines of ${p#pod/}:" >&2
+		restarts=$(kc get "$p" -o jsonpath='{.status.containerStatuses[0].restartCount}' 2>/dev/null)
+		echo "--- last lines of ${p#pod/} (restarts: ${restarts:-?}):" >&2
 		kc logs "$p" --tail=25 2>&1 | cut -c1-400 >&2
+		if [ "${restarts:-0}" != 0 ]; then
+			echo "--- last lines of ${p#pod/}'s previous container:" >&2
+			kc logs "$p" --previous --tail=25 2>&1 | cut -c1-400 >&2
+		fi
 	done
 }
 # day2 NAME RECOVERED-COMMAND [finished] [total=S] -- OPERATION...: runs
@@ -779,13 +785,17 @@ day2_operations() {
 	day2 upgrade_epochs_n_plus_5 "kubectl -n $NS rollout status statefulset/trainer --timeout=10s" -- \
 		helm upgrade "$REL" "$CHART" -n "$NS" "${IMAGE_SET[@]}" --reuse-values --set trainer.epochs=$target
 	wait_until 300 "the continued run's summary" bash -c "kubectl -n $NS logs trainer-0 -c trainer | grep -q ' summary .* epochs=$target '"
+	# trainer-1's too: a rank whose ring close hung at the end exits for a
+	# restart when that holds its port (docs/reliability.md), and reports
+	# the run again once restarted
+	wait_until 120 "trainer-1's summary" bash -c "kubectl -n $NS logs trainer-1 -c trainer | grep -q ' summary .* epochs=$target '"
 	s0=$(summary_of trainer-0)
 	s1=$(summary_of trainer-1)
 	e_final=$(kv epochs "$s0")
 	check day2_one_finished_run "the run ends at epochs=$target on both ranks with equal params_crc, its log ending with the summary (got: $s0 / $s1)" \
 		bash -c "[ '$e_final' = $target ] && [ '$(kv epochs "$s1")' = $target ] && [ -n '$(kv params_crc "$s0")' ] &&
 			 [ '$(kv params_crc "$s0")' = '$(kv params_crc "$s1")' ] &&
-			 [ -z \"\$(kubectl -n $NS logs trainer-0 -c trainer | sed -n '/ summary /,\$p' | tail -n +2 | grep -v ' serving_result \| result_serving ')\" ]"
+			 [ -z \"\$(kubectl -n $NS logs trainer-0 -c trainer | sed -n '/ summary /,\$p' | tail -n +2 | grep -v ' serving_result \| result_serving ')\" ]" || pods_tail
 	FINAL=$s0
 	row "finished run after the operations" "$s0"
 }

@@ -139,9 +139,11 @@ uint64_t tr_ring_bytes(const struct tr_ring *r);
  * that rank is gone) for its acknowledgement, while acknowledging the
  * previous rank's. So every rank should close its ring at the end, at about
  * the same time; a ring that failed closes at once. If nng_close itself
- * hangs (an nng 1.5.2 bug) it gives up after 5 s (1.5 s once stop() is set,
- * within the stop watchdog's grace), logs `close_stuck` and leaves the
- * sockets and r allocated. */
+ * hangs (an nng 1.5.2 bug) it gives up after 5 s (once stop() is set, what
+ * is left of the 2.5 s closing budget, within the stop watchdog's grace),
+ * logs `close_stuck` and leaves the sockets and r allocated (reachable).
+ * GNN_FAULT_RING_CLOSE_STUCK=1 in the environment makes every close act so
+ * (a test's fault). */
 /* false when nng could not close the sockets (its close deadlock): the
  * listener stays bound, so this process cannot form a ring again. */
 bool tr_ring_close(struct tr_ring *r);

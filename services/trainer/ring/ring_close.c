@@ -230,6 +230,41 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
+/* GNN_FAULT_RING_CLOSE_STUCK=1 (docs/reliability.md, "Injected faults"):
+ * every close of this process's rings acts as nng 1.5.2's close deadlock
+ * does, leaving the sockets open (the listener bound). Read once. */
+static bool fault_close_stuck(void)
+{
+	static _Atomic int on = -1;   /* -1: not read yet */
+	const char *v;
+	int want = atomic_load(&on);
+
+	if (want >= 0)
+		return want;
+	v = getenv("GNN_FAULT_RING_CLOSE_STUCK");
+	want = v != NULL && strcmp(v, "1") == 0;
+	if (v != NULL && !want)
+		GNN_WARN("bad_config", "env=GNN_FAULT_RING_CLOSE_STUCK value=%s reason=\"1 or unset: ignored\"", v);
+	if (want)
+		GNN_WARN("fault_injected", "env=GNN_FAULT_RING_CLOSE_STUCK reason=\"every ring close leaves its sockets "
+			 "open, as nng's close deadlock does\"");
+	atomic_store(&on, want);
+	return want;
+}
+
+/* Rings whose close hung: kept reachable, as nng may still call their
+ * pipe callbacks (and a leak checker would report them otherwise). */
+static pthread_mutex_t abandoned_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct tr_ring *abandoned;
+
+static void abandon(struct tr_ring *r)
+{
+	pthread_mutex_lock(&abandoned_mu);
+	r->next_abandoned = abandoned;
+	abandoned = r;
+	pthread_mutex_unlock(&abandoned_mu);
+}
+
 /* Closes the ring's sockets within GNN_CLOSE_LIMIT_S (once stop() is set,
  * the process is about to exit: within what is left of its closing budget,
  * gnn_close_limit); false when nng_close hung (the sockets and everything
@@ -241,6 +276,11 @@ static bool close_sockets(struct tr_ring *r)
 	nng_socket socks[2];
 	size_t n = 0;
 
+	if (fault_close_stuck()) {
+		GNN_ERROR("close_stuck", "what=ring injected=1 error=\"GNN_FAULT_RING_CLOSE_STUCK: the sockets stay "
+			  "open\"");
+		return false;
+	}
 	if (r->in.open)
 		socks[n++] = r->in.sock;
 	if (r->out.open)
@@ -271,8 +311,10 @@ bool tr_ring_close(struct tr_ring *r)
 			ring_drop_msg(r->aio[i]);
 		}
 	ring_beat_stop(r);  /* before the sockets it sends on */
-	if ((r->in.open || r->out.open) && !close_sockets(r))
-		return false; /* r stays: nng may still call ring_pipe_cb with it */
+	if ((r->in.open || r->out.open) && !close_sockets(r)) {
+		abandon(r);   /* r stays: nng may still call ring_pipe_cb with it */
+		return false;
+	}
 	for (int i = 0; i < A_COUNT; i++)
 		if (r->aio[i] != NULL)
 			nng_aio_free(r->aio[i]);

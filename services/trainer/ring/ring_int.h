@@ -100,6 +100,7 @@ struct tr_ring {
 	size_t peer_result_len;
 	uint32_t peer_result_from;
 	bool other_run_logged;       /* a finished rank of another configuration: said once */
+	struct tr_ring *next_abandoned;  /* ring_close.c's list of rings whose close hung */
 };
 
 static inline const char *url_of(const struct tr_ring *r, uint32_t rank)
