@@ -230,6 +230,8 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
+#define REDIAL_NEVER_MS (3600 * 1000)
+
 /* GNN_FAULT_RING_CLOSE_STUCK=1 (docs/reliability.md, "Injected faults"):
  * every close of this process's rings acts as nng 1.5.2's close deadlock
  * does, leaving the sockets open (the listener bound). Read once. */
@@ -288,10 +290,23 @@ static bool close_sockets(struct tr_ring *r)
 	return gnn_close_bounded(socks, n, limit_s, "ring");
 }
 
+/* No redial from here on. nng 1.5.2's close can deadlock on a connection
+ * being set up (nanomsg/nng#1543), and at a run's end the next rank
+ * closes and at once listens again, with its stand-in, on the port our
+ * dialer would redial within 100 ms (a TLS handshake each time). */
+static void stop_redialling(struct tr_ring *r)
+{
+	if (nng_dialer_id(r->dialer) <= 0)
+		return;
+	nng_dialer_set_ms(r->dialer, NNG_OPT_RECONNMAXT, REDIAL_NEVER_MS);
+	nng_dialer_set_ms(r->dialer, NNG_OPT_RECONNMINT, REDIAL_NEVER_MS);
+}
+
 bool tr_ring_close(struct tr_ring *r)
 {
 	if (r == NULL)
 		return true;
+	stop_redialling(r);
 	if (r->world > 1 && r->connected && r->failed == GNN_OK && r->aio[A_SEND] != NULL &&
 	    !(r->stop != NULL && r->stop()))
 		flush(r);
