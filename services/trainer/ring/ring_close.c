@@ -230,8 +230,6 @@ static void flush(struct tr_ring *r)
 	bye_cancel(&b);
 }
 
-#define REDIAL_NEVER_MS (3600 * 1000)
-
 /* GNN_FAULT_RING_CLOSE_STUCK=1 (docs/reliability.md, "Injected faults"):
  * every close of this process's rings acts as nng 1.5.2's close deadlock
  * does, leaving the sockets open (the listener bound). Read once. */
@@ -294,6 +292,8 @@ static bool close_sockets(struct tr_ring *r)
  * being set up (nanomsg/nng#1543), and at a run's end the next rank
  * closes and at once listens again, with its stand-in, on the port our
  * dialer would redial within 100 ms (a TLS handshake each time). */
+#define REDIAL_NEVER_MS (3600 * 1000)
+
 static void stop_redialling(struct tr_ring *r)
 {
 	if (nng_dialer_id(r->dialer) <= 0)
