@@ -305,10 +305,10 @@ static int take_peer_result(const struct tr_config *c, const struct tr_env *env,
  * no container restart back-off, and the replaced peer is waited for like
  * at start-up. Gives up (GNN_ETIMEDOUT) when the ring has not been up for
  * wait_s; a failure outside the ring (the samplers) is returned at once.
- * *close_stuck: the run finished, but its ring's sockets could not be
+ * *ring_stuck: the run finished, but its ring's sockets could not be
  * closed (nng's close deadlock), so this rank's ring port may stay taken. */
 static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *ro, struct tr_env *env,
-			 struct ring_metrics *m, struct gnn_result *res, bool *finished_before, bool *close_stuck)
+			 struct ring_metrics *m, struct gnn_result *res, bool *finished_before, bool *ring_stuck)
 {
 	double up_at = gnn_now(), backoff = 0.5, logged_at = -1e9;
 	uint64_t hash = tr_config_hash(c, env->graph);
@@ -344,7 +344,7 @@ static int train_in_ring(const struct tr_config *c, const struct tr_ring_opts *r
 				return GNN_ECLOSED; /* exiting anyway: the sockets go with the process */
 			if (rc == GNN_OK) {
 				/* the result is here: report it, no ring is needed again */
-				*close_stuck = true;
+				*ring_stuck = true;
 				GNN_WARN("ring_close_stuck_finished", "reason=\"the finished ring's sockets could not be "
 					 "closed (close_stuck above): the result stands\"");
 				return GNN_OK;
