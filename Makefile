@@ -3,8 +3,8 @@
 #   make test   deps + build + every test; last line "N passed, N failed"
 #   make asan   the same tests on an AddressSanitizer + UBSan build (build-asan/),
 #               less the chart's and the alerts' (helm, no C code), the fuzz targets
-#               (sanitizer builds in either pass) and the chaos suite's four freeze
-#               scenarios (timing), which only make test runs (GNN_SAN=1)
+#               (sanitizer builds in either pass) and the chaos suite's seven timing
+#               scenarios and seven repeats (ASAN_REPEATS), which only make test runs (GNN_SAN=1)
 #   make demo   the whole system via gnn-local on the synthetic `small` graph: GraphSAGE
 #               against a features-only baseline (docs/local.md)
 #   make bench  partitioner time and peak memory at ogbn-products scale, the

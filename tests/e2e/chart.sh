@@ -282,6 +282,42 @@ check embed_render_checked "the 4x3x4 set with embeddings: check_chart.cjs $(gre
 		grep -qx 'NetworkPolicy/graphstore from sampler,trainer' '$WORK/e-scale' && grep -qx 'NetworkPolicy/sampler from trainer' '$WORK/e-scale' &&
 		grep -qx 'NetworkPolicy/graphstore from sampler' '$WORK/e-off'"
 
+# storage.checkpoints.graphstoresWrite: with embeddings, every graph store
+# (each replica's StatefulSet too) mounts the existing checkpoint claim at
+# the trainers' path, where SAVE names the folder; without embeddings none
+# does; without existingClaim helm refuses it. The render passes the checker.
+claims_of() {  # claims_of FILE: KIND/NAME MOUNTPATH=CLAIM of every claim a workload mounts
+	node -e '
+const path = require("path"), fs = require("fs");
+const YAML = require(path.join(process.argv[1], "node_modules", "yaml"));
+for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))) {
+	const o = d.toJS();
+	const t = o && o.spec && (o.spec.template || (o.spec.jobTemplate && o.spec.jobTemplate.spec.template));
+	if (!t) continue;
+	const vols = {};
+	for (const v of t.spec.volumes || []) if (v.persistentVolumeClaim) vols[v.name] = v.persistentVolumeClaim.claimName;
+	for (const c of t.spec.containers) for (const m of c.volumeMounts || [])
+		if (vols[m.name]) console.log(o.kind + "/" + o.metadata.name + " " + m.mountPath + "=" + vols[m.name] + (m.readOnly ? ":ro" : ""));
+}' "$TOOLDIR" "$1" | sort
+}
+GSW=(--set storage.checkpoints.existingClaim=ck --set storage.checkpoints.graphstoresWrite=true --set graphstore.replicasPerPartition=2)
+"$H" template gnn-dist "$CHART" "${EMB[@]}" "${GSW[@]}" >"$WORK/gsw.yaml" 2>"$WORK/err"
+$CHECK "$WORK/gsw.yaml" >"$WORK/check-gsw" 2>&1
+claims_of "$WORK/gsw.yaml" | grep '^StatefulSet/graphstore' >"$WORK/gsw"
+"$H" template gnn-dist "$CHART" "${GSW[@]}" 2>"$WORK/err" | claims_of /dev/stdin | grep '^StatefulSet/graphstore' >"$WORK/gsw-noemb"
+"$H" template gnn-dist "$CHART" "${EMB[@]}" --set storage.checkpoints.graphstoresWrite=true >/dev/null 2>"$WORK/gsw-bad.err"
+rc=$?
+cat >"$WORK/gsw-want" <<'EOF2'
+StatefulSet/graphstore /checkpoints=ck
+StatefulSet/graphstore /data=gnn-data:ro
+StatefulSet/graphstore-r1 /checkpoints=ck
+StatefulSet/graphstore-r1 /data=gnn-data:ro
+EOF2
+check embed_graphstores_write_checkpoints "graphstoresWrite with existingClaim ck and 2 replicas: both stores' StatefulSets mount ck at /checkpoints ($(diff "$WORK/gsw-want" "$WORK/gsw" | grep '^[<>]' | head -n 3 | tr '\n' ' ')), none without embeddings ($(grep checkpoints "$WORK/gsw-noemb" | tr '\n' ' ')), refused without existingClaim (got $rc: $(head -c 120 "$WORK/gsw-bad.err")), check_chart.cjs $(grep -E '^bad|Error' "$WORK/check-gsw" | head -n 2 | tr '\n' ' ')" \
+	bash -c "cmp -s '$WORK/gsw-want' '$WORK/gsw' && [ -s '$WORK/gsw-noemb' ] && ! grep -q checkpoints '$WORK/gsw-noemb' &&
+		[ $rc -ne 0 ] && grep -q 'graphstoresWrite needs storage.checkpoints.existingClaim' '$WORK/gsw-bad.err' &&
+		! grep -q -E '^bad|Error' '$WORK/check-gsw'"
+
 # ---- feature rows from the graph stores (trainer.features, docs/scale.md) -------------------------
 # By default the rows come from the stores with a cache of 0.2 of the
 # nodes; from: sampler gives no --features-from (the e-off render above has

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Helm chart as rendered, run without a cluster: `helm template` with
 # tests/k8s/run-values.yaml (synthetic `tiny`, 2 partitions, 2 samplers,
-# 2 trainers, 8 epochs), and every pod it describes (the partitioner Job,
+# 2 trainers, 8 epochs, 8-wide learnable embeddings on a checkpoint claim
+# the trainers share with the graph stores), and every pod it describes (the partitioner Job,
 # graphstore-0/1, two sampler replicas, trainer-0/1, the inference Job,
 # later the helm test pod)
 # run as a local process with the container's command, args and environment
@@ -234,6 +235,15 @@ run_dir=$(sed -n 's/.*--checkpoint-dir=\([^ ]*\).*/\1/p' "$WORK/rendered.yaml" |
 report=$(find "$WORK/vol" -path "*checkpoints*/${run_dir##*/}/result.json" | head -n 1)
 check report_on_claim "result.json of the run is on the checkpoint claim and names the test accuracy" \
 	bash -c "[ -s '$report' ] && grep -q test_acc '$report'"
+
+# The graph stores mount the trainers' checkpoint claim
+# (storage.checkpoints.graphstoresWrite) and write their embedding rows
+# into each checkpoint themselves: no rank reads them through the stores.
+snaps=$(cat "$WORK/logs"/graphstore-*.log 2>/dev/null | grep -c ' embeddings_snapshot_written ')
+streamed=$(cat "$WORK/logs"/trainer-*.log 2>/dev/null | grep -c ' embeddings_save_streamed ')
+ckrows=$(find "$WORK/vol" -path "*checkpoints*/${run_dir##*/}/epoch-*/emb-node-rows.arr" | head -n 1)
+check graphstores_write_checkpoints "the graph stores wrote their rows into the checkpoints ($snaps embeddings_snapshot_written, $streamed embeddings_save_streamed, rows file: ${ckrows:-none})" \
+	bash -c "[ $snaps -ge 2 ] && [ $streamed = 0 ] && [ -s '$ckrows' ]"
 
 # The inference Job waited for that report, then predicted every node; the
 # graph stores serve the predictions, and a sampler routes a lookup.
