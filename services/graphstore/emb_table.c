@@ -19,6 +19,7 @@
 
 #include "arr.h"
 #include "emb_snap.h"
+#include "emb_wal.h"
 #include "embfile.h"
 #include "err.h"
 #include "hash.h"
@@ -63,6 +64,8 @@ struct gs_emb {
 	struct gs_emb_metrics m;
 	struct gs_snap *snap;         /* SAVE's writer */
 	/* all below under lock */
+	struct gs_wal *wal;           /* the log of changes (emb_wal.h); NULL: none */
+	bool replaying;               /* its records are being applied: not logged again */
 	bool init;
 	bool joining;                 /* JOIN until READY: being filled from a replica, not served */
 	uint64_t gen, version, cfg_hash;
@@ -176,6 +179,7 @@ void gs_emb_free(struct gs_emb *e)
 	if (e == NULL)
 		return;
 	gs_snap_free(e->snap);
+	gs_wal_free(e->wal);
 	drop(e);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
@@ -990,6 +994,156 @@ static int dispatch(struct gs_emb *e, struct call *c)
 	}
 }
 
+/* ---- the log of changes (emb_wal.h) ---- */
+
+/* A SAVE's snapshot is the start of a new segment: the state's
+ * configuration at this version, the folder, and the pushes pending. */
+static void log_save(struct gs_emb *e, const struct call *c)
+{
+	struct gnn_emb_req init = { .op = GNN_EMB_INIT, .gen = e->gen, .step = e->version, .cfg = e->cfg };
+
+	if (gs_wal_begin(e->wal, &init, c->req) != GNN_OK || e->slots == NULL)
+		return;
+	for (uint32_t k = 0; k < e->nemb; k++)
+		for (uint32_t r = 0; r < e->world; r++) {
+			const struct emb_slot *sl = &e->slots[(size_t)k * e->world + r];
+			struct gnn_emb_req push = { .op = GNN_EMB_PUSH, .node_type = e->emb_types[k], .rank = r,
+						    .world = e->world, .gen = e->gen, .step = e->version, .n = sl->n,
+						    .dim = sl->n > 0 ? e->types[e->emb_types[k]].dim : 0,
+						    .ids = sl->ids, .data = sl->grad };
+
+			if (sl->filled && gs_wal_append(e->wal, &push, true) != GNN_OK)
+				return;
+		}
+}
+
+/* Under the lock, after request c was answered rc: what changed the
+ * state goes into the log before the answer goes out. */
+static void log_change(struct gs_emb *e, const struct call *c, int rc)
+{
+	switch (c->req->op) {
+	case GNN_EMB_INIT:
+	case GNN_EMB_JOIN:
+		/* (a refused one leaves the log as it was: the trainers INIT again) */
+		if (rc == GNN_OK)
+			gs_wal_begin(e->wal, c->req, NULL);
+		break;
+	case GNN_EMB_SAVE:
+		if (rc == GNN_OK)
+			log_save(e, c);
+		else if (rc == GNN_ENOENT)
+			gs_wal_off(e->wal, "the store cannot write into the checkpoints (rank 0 streams its rows), so "
+				   "its log could never be cut");
+		break;
+	case GNN_EMB_PUSH:
+	case GNN_EMB_WRITE:
+	case GNN_EMB_BEST:
+	case GNN_EMB_READY:
+		if (rc == GNN_OK)
+			gs_wal_append(e->wal, c->req, false);
+		break;
+	default:
+		break;
+	}
+}
+
+/* A checkpoint's rows and state of this partition, read into the arrays
+ * an INIT of its configuration made (the committed folder's files, as
+ * the store's snapshot wrote them: embfile.h). */
+static int load_base(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, const char *dir)
+{
+	for (uint32_t k = 0; k < e->nemb; k++) {
+		uint32_t t = e->emb_types[k];
+		struct emb_type *ty = &e->types[t];
+		uint64_t row = gnn_emb_file_row(l, part, t);
+
+		for (uint32_t a = 0; ty->n > 0 && a < GNN_EMB_ARRAYS; a++) {
+			size_t rb = (size_t)width(ty, a) * 4, want = (size_t)ty->n * rb;
+			off_t off = (off_t)(GNN_ARR_HEADER_BYTES + row * rb);
+			char path[4200];
+			struct stat st;
+			int fd;
+
+			if (!has_array(e->cfg.optimizer, a))
+				continue;
+			if (gnn_emb_file(path, sizeof(path), dir, l->schema->types[t].name, a) != GNN_OK)
+				return GNN_ERANGE;
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+			    (uint64_t)st.st_size < (uint64_t)off + want) {
+				GNN_WARN("embeddings_wal_base_missing", "part=%u file=%s error=\"%s\"", part, path,
+					 fd < 0 ? strerror(errno) : "too short for this partition's rows");
+				if (fd >= 0)
+					close(fd);
+				return GNN_ENOENT;
+			}
+			for (size_t got = 0; got < want;) {
+				ssize_t n = pread(fd, (char *)ty->arr[a] + got, want - got, off + (off_t)got);
+
+				if (n <= 0 && !(n < 0 && errno == EINTR)) {
+					close(fd);
+					return GNN_EIO;
+				}
+				got += n > 0 ? (size_t)n : 0;
+			}
+			close(fd);
+		}
+	}
+	return GNN_OK;
+}
+
+struct replay {
+	struct gs_emb *e;
+	const struct gnn_layout *l;
+	uint32_t part;
+	struct gnn_wbuf scratch;
+};
+
+static int replay_one(void *ctx, const struct gnn_emb_req *q, const char *committed)
+{
+	struct replay *rp = ctx;
+	char why[GNN_PROTO_MAX_ERROR_TEXT];
+	int rc;
+
+	if (committed != NULL)
+		return load_base(rp->e, rp->l, rp->part, committed);
+	rp->scratch.len = 0;
+	rc = gs_emb_answer(rp->e, rp->l, rp->part, 0, q, &rp->scratch, why, sizeof(why));
+	if (rc != GNN_OK)
+		GNN_WARN("embeddings_wal_record_refused", "part=%u op=%s code=%s reason=\"%s\"", rp->part,
+			 q->op < GNN_EMB_OP_END ? op_names[q->op] : "?", gnn_errname(rc), why);
+	return rc;
+}
+
+int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l, uint32_t part)
+{
+	struct replay rp = { .e = e, .l = l, .part = part };
+	double t0 = gnn_now();
+	uint64_t records;
+	bool found;
+	int rc;
+
+	if ((rc = gs_wal_open(dir, part, e->m.bytes_logged, &e->wal)) != GNN_OK)
+		return rc;
+	gnn_wbuf_init(&rp.scratch);
+	e->replaying = true;
+	rc = gs_wal_replay(e->wal, replay_one, &rp, &records, &found);
+	e->replaying = false;
+	gnn_wbuf_free(&rp.scratch);
+	if (rc != GNN_OK) {
+		pthread_mutex_lock(&e->lock);
+		drop(e);
+		pthread_mutex_unlock(&e->lock);
+		gs_wal_off(e->wal, "its replay failed");
+		return GNN_OK;
+	}
+	if (found)
+		GNN_INFO("embeddings_recovered", "part=%u gen=%llu version=%llu pending_pushes=%u records=%llu seconds=%.3f "
+			 "reason=\"the rows, optimizer state and pending pushes as before the restart, from the log in %s\"",
+			 part, (unsigned long long)e->gen, (unsigned long long)e->version, e->filled,
+			 (unsigned long long)records, gnn_now() - t0, dir);
+	return GNN_OK;
+}
+
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
 		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len)
 {
@@ -1015,6 +1169,8 @@ int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, u
 	}
 	pthread_mutex_lock(&e->lock);
 	rc = dispatch(e, &c);
+	if (gs_wal_on(e->wal) && !e->replaying)
+		log_change(e, &c, rc);
 	r.gen = e->gen;
 	r.version = e->version;
 	r.cfg_hash = e->cfg_hash;

@@ -43,7 +43,10 @@
  * Thread-safe: one mutex serialises the requests (the update runs under
  * it, before the last push is answered, so a PULL of the next version
  * never sees a half-applied update). SAVE copies every array under it
- * and has a thread write the copy into the checkpoint (emb_snap.h). */
+ * and has a thread write the copy into the checkpoint (emb_snap.h).
+ * With a log of changes (gs_emb_recover, emb_wal.h) every request that
+ * changed the state is appended to it under the mutex too, before its
+ * answer. */
 #ifndef GS_EMB_H
 #define GS_EMB_H
 
@@ -65,6 +68,7 @@ struct gs_emb_metrics {
 	struct gnn_counter *bytes_in;        /* row bytes received: PUSH and WRITE data */
 	struct gnn_counter *bytes_out;       /* row bytes answered: PULL and READ */
 	struct gnn_counter *bytes_saved;     /* row bytes written into checkpoint files: SAVE */
+	struct gnn_counter *bytes_logged;    /* bytes appended to the log of changes (emb_wal.h) */
 	struct gnn_counter *update_seconds;  /* time spent applying updates */
 	struct gnn_counter *updates;         /* updates applied */
 	struct gnn_gauge *rows;              /* rows held, every embedded type */
@@ -92,5 +96,15 @@ void gs_emb_free(struct gs_emb *e);
  * (naming the bytes). */
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
 		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len);
+
+/* Opens the log of changes of partition part in dir (emb_wal.h; made
+ * when missing) and replays it: a store killed comes back with the rows,
+ * optimizer state, version and pending pushes it had (INFO
+ * embeddings_recovered). Called once, after the partition is loaded and
+ * before any request; l borrowed as for gs_emb_answer. A log that cannot
+ * be replayed is removed (WARN): the store starts without rows, as
+ * without a log. GNN_OK, or gs_wal_open's code (the folder cannot be
+ * made or written). */
+int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l, uint32_t part);
 
 #endif

@@ -25,7 +25,7 @@
 #include "sys.h"
 
 struct config {
-	const char *data, *listen, *http_addr, *predictions;
+	const char *data, *listen, *http_addr, *predictions, *emb_wal_dir;
 	int64_t part, http_port, workers, wait_data;
 	struct gnn_tls_paths tls;
 };
@@ -50,6 +50,10 @@ static const struct gnn_opt options[] = {
 	  "request worker threads (0: one per CPU the process may use: its affinity and cgroup CPU limit)" },
 	{ "wait-data", GNN_OPT_INT, &cfg.wait_data, "600", 0, 86400, NULL,
 	  "seconds to wait for DATA/meta.json to appear (0: do not wait)" },
+	{ "emb-wal-dir", GNN_OPT_STR, &cfg.emb_wal_dir, NULL, 0, 0, NULL,
+	  "folder of the learnable embeddings' log of changes: a restarted store replays it and comes back "
+	  "with its rows, so no trainer goes back to a checkpoint (docs/embeddings.md; needs the checkpoints "
+	  "on a file system the store writes, and room for about two checkpoint intervals of pushes)" },
 	GNN_TLS_OPTIONS(cfg.tls),
 	{ NULL },
 };
@@ -90,6 +94,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
 	struct gnn_server_opts so = { .name = "graphstore", .listen = cfg.listen, .workers = (int)cfg.workers,
 				      .metrics = reg, .handler = gs_handle, .ctx = &gs->store };
 	int rc = gs_store_init(&gs->store, cfg.data, cfg.predictions, (int32_t)cfg.part, reg);
+
+	gs->store.emb_wal_dir = cfg.emb_wal_dir;
 
 	return rc != GNN_OK ? rc : gnn_server_start(&so, &gs->server);
 }

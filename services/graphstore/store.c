@@ -46,6 +46,9 @@ static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_saved_bytes_total",
 				      "Embedding row bytes this store wrote into checkpoint files itself (EMB SAVE)",
 				      NULL, 0, &m->bytes_saved)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_log_bytes_total",
+				      "Bytes appended to the embeddings' log of changes (--emb-wal-dir)", NULL, 0,
+				      &m->bytes_logged)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_update_seconds_total",
 				      "Seconds spent applying sparse embedding updates", NULL, 0, &m->update_seconds)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_updates_total",
@@ -207,6 +210,14 @@ int gs_store_load(struct gs_store *s)
 	lt = meta.schema->label_type;
 	if ((rc = gs_preds_new(s->preds_dir, p, part.type_start[lt], part.type_start[lt + 1] - part.type_start[lt],
 			       part.num_nodes, &s->preds)) != GNN_OK) {
+		gnn_part_close(&part);
+		gnn_arr_close(&s->node_map);
+		goto out_fail;
+	}
+	/* a restarted store gets its embeddings back before any request */
+	if (s->emb_wal_dir != NULL && (rc = gs_emb_recover(s->emb, s->emb_wal_dir, &meta.layout, (uint32_t)p)) != GNN_OK) {
+		gs_preds_free(s->preds);
+		s->preds = NULL;
 		gnn_part_close(&part);
 		gnn_arr_close(&s->node_map);
 		goto out_fail;

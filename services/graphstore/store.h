@@ -40,6 +40,7 @@ struct gs_store {
 	struct gnn_arr node_map;    /* node-map.arr (every node's original ID), for LOOKUP */
 	struct gs_preds *preds;     /* this partition's predictions (preds.h), from READY on */
 	struct gs_emb *emb;         /* the trainers' learnable embeddings (emb_table.h), from init to close */
+	const char *emb_wal_dir;    /* their log of changes (gs_emb_recover at load); NULL: none (borrowed) */
 	uint64_t mapped_bytes;      /* the partition's files, headers included */
 	double load_seconds;
 

@@ -75,6 +75,9 @@ static const struct gnn_opt own_options[] = {
 	  "gnn-trainer --threads (not given: the CPUs divided among the trainers)" },
 	{ "store-workers", GNN_OPT_INT, &cfg.store_workers, "0", 0, 1024, NULL,
 	  "gnn-graphstore --workers (0: its default)" },
+	{ "store-emb-log", GNN_OPT_BOOL, &cfg.store_emb_log, NULL, 0, 0, NULL,
+	  "gnn-graphstore --emb-wal-dir WORKDIR/emb-log/graphstore-<i>: each store logs its embeddings' changes "
+	  "(gnn-local restarts no store, so this only shows the log's cost; docs/embeddings.md)" },
 	{ "sampler-workers", GNN_OPT_INT, &cfg.sampler_workers, "0", 0, 1024, NULL,
 	  "gnn-sampler --workers (0: its default)" },
 	{ "store-timeout-ms", GNN_OPT_INT, &cfg.store_timeout_ms, "0", 0, 600000, NULL,

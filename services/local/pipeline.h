@@ -50,7 +50,7 @@ struct loc_config {
 	int64_t prefetch, threads;   /* gnn-trainer's (-1: not given) */
 	const char *features_from, *cache_ratio, *tls_engine;
 	int64_t cache_presample;
-	bool baseline, fresh, no_infer, no_features, tls;
+	bool baseline, fresh, no_infer, no_features, tls, store_emb_log;
 	int64_t timeout_s, ready_timeout_s, stop_timeout_s, store_workers, sampler_workers;
 	int64_t store_timeout_ms, store_retries, store_min_mb_per_s, build_budget_mb, admission_wait_s;
 	int64_t sampler_timeout_ms, sampler_retries, peer_timeout_s;

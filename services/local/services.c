@@ -33,7 +33,8 @@ static int start_store(struct loc_run *r, size_t i, const int *ports)
 	    (rc = loc_argv_add(&a, "--http-addr=127.0.0.1")) ||
 	    (rc = loc_argv_add(&a, "--http-port=%d", ports[N + i])) ||
 	    (rc = loc_argv_add(&a, "--wait-data=0")) ||
-	    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)))
+	    (rc = loc_argv_add_opt(&a, "workers", cfg->store_workers, 1)) || (rc = loc_tls_args(r, &a, false)) ||
+	    (cfg->store_emb_log && (rc = loc_argv_add(&a, "--emb-wal-dir=%s/emb-log/%s", r->workdir, name))))
 		goto free_argv;
 	rc = loc_proc_start(&r->procs, name, LOC_ROLE_STORE, &a, NULL);
 free_argv:

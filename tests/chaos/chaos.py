@@ -20,6 +20,7 @@ GNN_CHAOS_KEEP=1 keeps the logs)
 import collections
 import ctypes
 import fcntl
+import json
 import os
 import random
 import shutil
@@ -54,6 +55,9 @@ FAMILIES = {
     # learnable embeddings for the tiny graph's nodes beside their
     # features (docs/embeddings.md)
     "embed": Family(["--embed-dim=8", "--embed-types=node"], True, []),
+    # the same, each graph store logging its embeddings' changes
+    # (--emb-wal-dir): a restarted store comes back with its rows
+    "embwal": Family(["--embed-dim=8", "--embed-types=node"], True, []),
     # the same, 100 epochs: time for a killed replica of its embeddings
     # to come back and catch up before the run ends (about 5 s)
     "embed100": Family(["--embed-dim=8", "--embed-types=node", "--epochs=100"], True, []),
@@ -107,7 +111,8 @@ class Scenario:
         args += list(extra_args)
         self.c = Cluster(self.dir, partdir, 2, 2, 2, args, os.path.join(self.dir, "ckpt"),
                          tls=CERTS["tls"] if name.startswith("tls_") else None, hosts=hosts,
-                         replicas=REPLICAS if name.startswith("replicas_") else 1)
+                         replicas=REPLICAS if name.startswith("replicas_") else 1,
+                         emb_wal=family(name) == "embwal")
         self.notes = []
         self.allowed_exits = set()   # components whose own exits are part of the scenario
         self.frozen = set()          # trainers frozen on purpose: their silence is not judged
@@ -329,6 +334,47 @@ def run(s, fault, base, prefix="chaos_", retry_behind=False):
 def kill_store(s):
     s.epoch(10)
     s.c.kill("graphstore-1")
+
+
+def kill_store_logged(s):
+    """graphstore-1 killed mid-epoch, its embeddings' log kept: restarted,
+    it replays the log and comes back with the rows, optimizer state and
+    pending pushes it had, so no trainer goes back to a checkpoint (no
+    `resumed` line after the kill), and the run ends as undisturbed."""
+    s.epoch(10)
+    t_fault = time.time()
+    s.c.kill("graphstore-1")
+
+    def after(s):
+        why = []
+        back = [t for t in s.c.trainers if any((log_time(ln) or 0) >= t_fault for ln in s.c.lines(t, "resumed"))]
+        if back:
+            why.append("%s went back to a checkpoint although graphstore-1 kept its log" % ",".join(back))
+        rec = s.c.lines("graphstore-1", "embeddings_recovered")
+        if not rec:
+            why.append("the restarted graphstore-1 did not recover its embeddings (no embeddings_recovered)")
+        else:
+            s.notes.append("recovered_records=%s recover_s=%s" % (kv(rec[-1], "records"), kv(rec[-1], "seconds")))
+        # gnn-cli reads the rows the restarted store holds: the graph's
+        # last node's (partition 1's), by its original ID (node-map.arr,
+        # an int64 per global ID after the 64-byte header)
+        listen = next(a.split("=", 1)[1] for a in s.c.procs["graphstore-1"].argv if a.startswith("--listen="))
+        with open(os.path.join(s.c.partdir, "meta.json")) as f:
+            last = json.load(f)["num_nodes"] - 1
+        with open(os.path.join(s.c.partdir, "node-map.arr"), "rb") as f:
+            f.seek(64 + 8 * last)
+            orig = int.from_bytes(f.read(8), "little", signed=True)
+        cli = subprocess.run([BIN + "/gnn-cli", "embedding", "--store", listen, "--type", "node", "--nodes", str(orig)],
+                             capture_output=True, text=True, timeout=60)
+        try:
+            rows = json.loads(cli.stdout)["rows"]
+        except (ValueError, KeyError, TypeError):
+            rows = None
+        if cli.returncode != 0 or not rows or len(rows[0]) != 8:
+            why.append("gnn-cli embedding on the restarted graphstore-1: status %d, %s" %
+                       (cli.returncode, (cli.stderr or cli.stdout).strip()[:200]))
+        return why
+    s.after = after
 
 
 def kill_sampler(s):
@@ -634,6 +680,8 @@ SCENARIOS = {
     "embed_kill_trainer0_in_checkpoint_write": kill_trainer0_writing,
     # killed while it writes its rows into a checkpoint
     "embed_kill_graphstore_in_snapshot": kill_store_in_snapshot,
+    # the killed store replays its log of changes: nobody goes back
+    "embwal_kill_graphstore": kill_store_logged,
     # the trainers' own FEAT calls: a store killed (restarted by the
     # supervisor) or frozen under them, the same parameters at the end
     "stores_kill_graphstore": kill_store,

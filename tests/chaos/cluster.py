@@ -133,9 +133,11 @@ class Proc:
 
 class Cluster:
     def __init__(self, work, partdir, parts, samplers, trainers, train_args, ckpt, tls=None, hosts=None,
-                 replicas=1):
+                 replicas=1, emb_wal=False):
         """replicas: graph stores per partition, graphstore-i serving
         partition i mod parts (gnn-local --graphstore-replicas).
+        emb_wal: each graph store logs its embeddings' changes in
+        WORK/wal/NAME (--emb-wal-dir), kept across its restarts.
         tls: make_certs()'s answer, every link mutual TLS; None: plain.
         hosts: None, every process on 127.0.0.1; or an emulated network
         (tests/net/hosts.py's Hosts): each process in a network namespace
@@ -168,7 +170,8 @@ class Cluster:
                    "--http-port=%d" % port[n][1]]
             if n.startswith("graphstore-"):
                 argv = [BIN + "/gnn-graphstore", "--data=" + partdir, "--part=%d" % (i % parts)] + own + \
-                    ["--wait-data=0", "--workers=2"] + data
+                    ["--wait-data=0", "--workers=2"] + data + \
+                    (["--emb-wal-dir=" + os.path.join(work, "wal", n)] if emb_wal else [])
             elif n.startswith("sampler-"):
                 argv = [BIN + "/gnn-sampler", "--graphstores=" + stores] + own + \
                     ["--wait-stores=600", "--workers=2"] + SAMPLER_ARGS + data

@@ -284,8 +284,10 @@ check embed_render_checked "the 4x3x4 set with embeddings: check_chart.cjs $(gre
 
 # storage.checkpoints.graphstoresWrite: with embeddings, every graph store
 # (each replica's StatefulSet too) mounts the existing checkpoint claim at
-# the trainers' path, where SAVE names the folder; without embeddings none
-# does; without existingClaim helm refuses it. The render passes the checker.
+# the trainers' path, where SAVE names the folder, and with
+# graphstore.embeddingLog.enabled logs its embeddings' changes
+# (--emb-wal-dir, not by default); without embeddings none does; without
+# existingClaim helm refuses it. The render passes the checker.
 claims_of() {  # claims_of FILE: KIND/NAME MOUNTPATH=CLAIM of every claim a workload mounts
 	node -e '
 const path = require("path"), fs = require("fs");
@@ -301,10 +303,14 @@ for (const d of YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8"))
 }' "$TOOLDIR" "$1" | sort
 }
 GSW=(--set storage.checkpoints.existingClaim=ck --set storage.checkpoints.graphstoresWrite=true --set graphstore.replicasPerPartition=2)
-"$H" template gnn-dist "$CHART" "${EMB[@]}" "${GSW[@]}" >"$WORK/gsw.yaml" 2>"$WORK/err"
+LOG=(--set graphstore.embeddingLog.enabled=true)
+"$H" template gnn-dist "$CHART" "${EMB[@]}" "${GSW[@]}" "${LOG[@]}" >"$WORK/gsw.yaml" 2>"$WORK/err"
 $CHECK "$WORK/gsw.yaml" >"$WORK/check-gsw" 2>&1
 claims_of "$WORK/gsw.yaml" | grep '^StatefulSet/graphstore' >"$WORK/gsw"
-"$H" template gnn-dist "$CHART" "${GSW[@]}" 2>"$WORK/err" | claims_of /dev/stdin | grep '^StatefulSet/graphstore' >"$WORK/gsw-noemb"
+args_of "$WORK/gsw.yaml" | grep -c '^StatefulSet/graphstore[-r1]* --emb-wal-dir=/emb-log$' >"$WORK/gsw-log"
+"$H" template gnn-dist "$CHART" "${EMB[@]}" "${GSW[@]}" 2>"$WORK/err" |
+	args_of /dev/stdin | grep -c -- '--emb-wal-dir' >"$WORK/gsw-nolog"
+"$H" template gnn-dist "$CHART" "${GSW[@]}" "${LOG[@]}" 2>"$WORK/err" | claims_of /dev/stdin | grep '^StatefulSet/graphstore' >"$WORK/gsw-noemb"
 "$H" template gnn-dist "$CHART" "${EMB[@]}" --set storage.checkpoints.graphstoresWrite=true >/dev/null 2>"$WORK/gsw-bad.err"
 rc=$?
 cat >"$WORK/gsw-want" <<'EOF2'
@@ -313,8 +319,9 @@ StatefulSet/graphstore /data=gnn-data:ro
 StatefulSet/graphstore-r1 /checkpoints=ck
 StatefulSet/graphstore-r1 /data=gnn-data:ro
 EOF2
-check embed_graphstores_write_checkpoints "graphstoresWrite with existingClaim ck and 2 replicas: both stores' StatefulSets mount ck at /checkpoints ($(diff "$WORK/gsw-want" "$WORK/gsw" | grep '^[<>]' | head -n 3 | tr '\n' ' ')), none without embeddings ($(grep checkpoints "$WORK/gsw-noemb" | tr '\n' ' ')), refused without existingClaim (got $rc: $(head -c 120 "$WORK/gsw-bad.err")), check_chart.cjs $(grep -E '^bad|Error' "$WORK/check-gsw" | head -n 2 | tr '\n' ' ')" \
+check embed_graphstores_write_checkpoints "graphstoresWrite with existingClaim ck and 2 replicas: both stores' StatefulSets mount ck at /checkpoints ($(diff "$WORK/gsw-want" "$WORK/gsw" | grep '^[<>]' | head -n 3 | tr '\n' ' ')) and, with graphstore.embeddingLog.enabled, log their embeddings (--emb-wal-dir: $(cat "$WORK/gsw-log") of 2; by default $(cat "$WORK/gsw-nolog")), none without embeddings ($(grep checkpoints "$WORK/gsw-noemb" | tr '\n' ' ')), refused without existingClaim (got $rc: $(head -c 120 "$WORK/gsw-bad.err")), check_chart.cjs $(grep -E '^bad|Error' "$WORK/check-gsw" | head -n 2 | tr '\n' ' ')" \
 	bash -c "cmp -s '$WORK/gsw-want' '$WORK/gsw' && [ -s '$WORK/gsw-noemb' ] && ! grep -q checkpoints '$WORK/gsw-noemb' &&
+		[ \$(cat '$WORK/gsw-log') = 2 ] && [ \$(cat '$WORK/gsw-nolog') = 0 ] &&
 		[ $rc -ne 0 ] && grep -q 'graphstoresWrite needs storage.checkpoints.existingClaim' '$WORK/gsw-bad.err' &&
 		! grep -q -E '^bad|Error' '$WORK/check-gsw'"
 

@@ -8,6 +8,7 @@
  *   0 <- 1 2 3 4 5     3 <- 0 1
  *   1 <- 0             4 <- 5
  *   2 <- (none)        5 <- 0 1 2 3 4 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -985,14 +986,22 @@ struct emb_fix {
 	uint64_t id;
 };
 
-static bool emb_open(struct emb_fix *x, const char *dir, int32_t p)
+/* A store of partition p of dir; wal: its embeddings' log (NULL: none). */
+static bool emb_open_wal(struct emb_fix *x, const char *dir, int32_t p, const char *wal)
 {
 	memset(x, 0, sizeof(*x));
 	gnn_wbuf_init(&x->req);
 	gnn_wbuf_init(&x->rep);
-	return CHECK(gnn_metrics_new(&x->f.reg) == GNN_OK) &&
-	       CHECK(gs_store_init(&x->f.s, dir, "/nonexistent/predictions", p, x->f.reg) == GNN_OK) &&
-	       CHECK(gs_store_load(&x->f.s) == GNN_OK);
+	if (!CHECK(gnn_metrics_new(&x->f.reg) == GNN_OK) ||
+	    !CHECK(gs_store_init(&x->f.s, dir, "/nonexistent/predictions", p, x->f.reg) == GNN_OK))
+		return false;
+	x->f.s.emb_wal_dir = wal;
+	return CHECK(gs_store_load(&x->f.s) == GNN_OK);
+}
+
+static bool emb_open(struct emb_fix *x, const char *dir, int32_t p)
+{
+	return emb_open_wal(x, dir, p, NULL);
 }
 
 static void emb_close(struct emb_fix *x)
@@ -1400,6 +1409,153 @@ static void test_emb_save(void)
 	}
 out:
 	emb_close(&x);
+}
+
+/* ---- the embeddings' log (services/graphstore/emb_wal.h) ---- */
+
+typedef uint32_t emb_words[2][GNN_EMB_ARRAYS][12];
+
+/* Every array of both types (READ), after a STATUS that must say version. */
+static bool emb_state(struct emb_fix *x, uint64_t version, emb_words out)
+{
+	struct gnn_emb_req st = { .op = GNN_EMB_STATUS, .gen = EMB_GEN };
+
+	memset(out, 0, sizeof(emb_words));
+	if (!emb_ok(x, &st, EMB_GEN, version))
+		return false;
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t a = 0; a < GNN_EMB_ARRAYS; a++)
+			if (!emb_read(x, EMB_GEN, t, a, t == 0 ? 0 : 3, t == 0 ? 3 : 4, out[t][a]))
+				return false;
+	return true;
+}
+
+/* SAVE into tmp (its files made first), then commit it as the trainer
+ * does: the record awaited, every file sealed, the folder renamed. */
+static bool emb_save_commit(struct emb_fix *x, const char *tmp, const char *final, uint64_t version)
+{
+	struct gnn_emb_req q = { .op = GNN_EMB_SAVE, .gen = EMB_GEN, .step = version, .n = (uint32_t)strlen(tmp),
+				 .data = tmp };
+	struct gnn_emb_snap r;
+	char path[700];
+
+	if (!CHECK(gnn_mkdir_p(tmp) == GNN_OK) || !save_files(x, tmp, true) || !emb_ok(x, &q, EMB_GEN, version))
+		return false;
+	if (final == NULL)
+		return true;
+	if (!save_record(tmp, &r))
+		return false;
+	for (uint32_t i = 0; i < r.n; i++) {
+		const struct gnn_emb_snap_entry *e = &r.e[i];
+
+		gnn_emb_file(path, sizeof(path), tmp, x->f.s.meta.layout.schema->types[e->type].name, e->array);
+		if (!CHECK(gnn_arr_shared_seal(path, e->array == GNN_EMB_STEPS ? GNN_DT_I32 : GNN_DT_F32, e->rows,
+					       e->array == GNN_EMB_STEPS ? 1 : e->type == 0 ? 3 : 2, e->crc) == GNN_OK))
+			return false;
+	}
+	return CHECK(rename(tmp, final) == 0);
+}
+
+/* The log's segments of partition 0 in dir; the newest's path in last. */
+static int wal_segments(const char *dir, char *last, size_t cap)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (strncmp(names[i]->d_name, "emb-wal-0000-", 13) == 0) {
+			k++;
+			snprintf(last, cap, "%s/%s", dir, names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	return k;
+}
+
+static bool file_append(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+	bool ok = fd >= 0 && write(fd, p, n) == (ssize_t)n;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A store opened again on its log has the rows, optimizer state, version
+ * and pending pushes it had: from the generation's INIT, then from a
+ * committed checkpoint (the segment before it removed at the next SAVE),
+ * and the same rows as a store that never stopped. A record cut short at
+ * the log's end is dropped; a damaged log is dropped whole, and the store
+ * starts without rows, as without a log. */
+static void test_emb_wal(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	struct gnn_emb_req best = { .op = GNN_EMB_BEST, .gen = EMB_GEN };
+	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .gen = EMB_GEN, .step = EMB_STEP + 3, .n = 1,
+				    .ids = (const int64_t[]){ 0 } };
+	char wal[512], ck1[512], ck1f[512], ck2[512], seg[800];
+	emb_words want, got, ref;
+	struct emb_fix x, z;
+	struct stat st;
+	uint8_t torn[32] = { 200 };
+	off_t size;
+	int fd;
+
+	snprintf(wal, sizeof(wal), "%s/wal", tmpdir);
+	snprintf(ck1, sizeof(ck1), "%s/wck/.tmp-epoch-000001-000000-1", tmpdir);
+	snprintf(ck1f, sizeof(ck1f), "%s/wck/epoch-000001", tmpdir);
+	snprintf(ck2, sizeof(ck2), "%s/wck/.tmp-epoch-000001-000004-1", tmpdir);
+	/* the reference: a store without a log, never stopped */
+	if (!emb_open(&z, typed_dir, 0) || !emb_init(&z, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_update(&z, update_a, 4, 2, EMB_GEN, EMB_STEP) || !emb_ok(&z, &best, EMB_GEN, EMB_STEP + 1) ||
+	    !emb_update(&z, update_b, 2, 1, EMB_GEN, EMB_STEP + 1) || !emb_state(&z, EMB_STEP + 2, ref))
+		goto out_z;
+	/* 1. from the INIT: a pending push comes back */
+	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP) || !emb_ok(&x, &best, EMB_GEN, EMB_STEP + 1) ||
+	    !emb_push(&x, &update_b[0], 1, EMB_GEN, EMB_STEP + 1, EMB_STEP + 1) || !emb_state(&x, EMB_STEP + 1, want))
+		goto out;
+	emb_close(&x);
+	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_state(&x, EMB_STEP + 1, got) ||
+	    !CHECK(memcmp(got, want, sizeof(got)) == 0) ||
+	    !emb_push(&x, &update_b[1], 1, EMB_GEN, EMB_STEP + 1, EMB_STEP + 2) || !emb_state(&x, EMB_STEP + 2, got) ||
+	    !CHECK(memcmp(got, ref, sizeof(got)) == 0))
+		goto out;
+	/* 2. from a committed checkpoint: the INIT's segment goes at the SAVE after it */
+	if (!emb_save_commit(&x, ck1, ck1f, EMB_STEP + 2) || !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP + 2) ||
+	    !emb_save_commit(&x, ck2, NULL, EMB_STEP + 3) || !CHECK(wal_segments(wal, seg, sizeof(seg)) == 2) ||
+	    !emb_push(&x, &update_b[0], 1, EMB_GEN, EMB_STEP + 3, EMB_STEP + 3) || !emb_state(&x, EMB_STEP + 3, want))
+		goto out;
+	emb_close(&x);
+	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_state(&x, EMB_STEP + 3, got) ||
+	    !CHECK(memcmp(got, want, sizeof(got)) == 0))
+		goto out;
+	emb_close(&x);
+	/* 3. a record cut short at the end: dropped, the file cut back */
+	if (!CHECK(wal_segments(wal, seg, sizeof(seg)) == 2) || !CHECK(stat(seg, &st) == 0) ||
+	    !CHECK(file_append(seg, torn, sizeof(torn))))
+		goto out_z;
+	size = st.st_size;
+	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_state(&x, EMB_STEP + 3, got) ||
+	    !CHECK(memcmp(got, want, sizeof(got)) == 0) || !CHECK(stat(seg, &st) == 0 && st.st_size == size))
+		goto out;
+	emb_close(&x);
+	/* 4. a damaged record: the log goes, the store has no rows */
+	if (!CHECK((fd = open(seg, O_RDWR)) >= 0))
+		goto out_z;
+	CHECK(pwrite(fd, "\xff\xff", 2, size - 4) == 2);
+	close(fd);
+	if (emb_open_wal(&x, typed_dir, 0, wal)) {
+		emb_refused(&x, &pull, GNN_ESTALE, "no embeddings here");
+		CHECK(wal_segments(wal, seg, sizeof(seg)) == 0);
+	}
+out:
+	emb_close(&x);
+out_z:
+	emb_close(&z);
 }
 
 /* The child holds a lock on its record's file until it exits: the
@@ -1867,6 +2023,7 @@ int main(void)
 	RUN(test_emb_adam_wide);
 	RUN(test_emb_save);
 	RUN(test_emb_save_locked);
+	RUN(test_emb_wal);
 	RUN(test_emb_stale);
 	RUN(test_emb_read_write);
 	RUN(test_emb_join);

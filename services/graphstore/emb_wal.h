@@ -1,0 +1,85 @@
+/* emb_wal.h - a graph store's log of the changes to its embeddings
+ * (--emb-wal-dir), so that a store killed and started again comes back
+ * with the rows, optimizer state and pending pushes it had, and no
+ * trainer goes back to a checkpoint (docs/embeddings.md, "A graph store's
+ * restart").
+ *
+ * The log is a sequence of segments, DIR/emb-wal-PPPP-SSSSSSSSSS.log (P
+ * the partition, S a sequence number). Each is a file header and records;
+ * a record is an EMB request message as the store accepted it (libcommon/
+ * proto.h), appended under the embeddings' lock before the request is
+ * answered: what a trainer was told is in the page cache when the store
+ * dies (no fsync: a lost machine loses the log, and the trainers resume
+ * from their checkpoint as without one).
+ *
+ * A segment's first records (flagged "header") say where its state
+ * starts:
+ *   - an INIT (a new generation): the state is the INIT's, then the
+ *     records that follow;
+ *   - an INIT (the configuration, generation and version), a SAVE (the
+ *     checkpoint folder the store's snapshot of that version went into)
+ *     and the pushes pending at the snapshot: the state is the committed
+ *     checkpoint's rows, when that checkpoint was committed.
+ * A SAVE starts a new segment; the segments before the newest one whose
+ * start can be had are removed then. So the log holds about two
+ * checkpoint intervals of pushes.
+ *
+ * Replay picks the newest segment whose start can be had and hands its
+ * header and every later change, in order, to the caller. A record cut
+ * short at the end of the last segment (the store died in its write, so
+ * never answered it) ends the replay; damage anywhere else fails it.
+ *
+ * Not thread-safe: the caller serialises (the embeddings' lock). */
+#ifndef GS_EMB_WAL_H
+#define GS_EMB_WAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "proto.h"
+
+struct gs_wal;
+
+/* Partition part's log in dir, made when missing, counting the bytes it
+ * appends into bytes (borrowed; NULL: none). *out is the caller's:
+ * gs_wal_free. GNN_EIO or GNN_ERANGE, logged. */
+int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struct gs_wal **out);
+/* Closes the log, leaving its files. Safe on NULL. */
+void gs_wal_free(struct gs_wal *w);
+
+/* Whether the log is on (not turned off by gs_wal_off or a failed write). */
+bool gs_wal_on(const struct gs_wal *w);
+/* Removes every segment and logs no more (WARN embeddings_wal_off with
+ * why): a restart then finds no log, as without one. */
+void gs_wal_off(struct gs_wal *w, const char *why);
+
+/* Starts a new segment (removing every segment when init is an INIT of
+ * a new generation, save NULL) whose header is init, then save when not
+ * NULL. With save, the segments before the newest one whose start is a
+ * generation's INIT or a committed checkpoint are removed. GNN_EIO (the
+ * log is then off). */
+int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct gnn_emb_req *save);
+/* Appends q (borrowed), as a header record or a change. GNN_EIO (the log
+ * is then off). */
+int gs_wal_append(struct gs_wal *w, const struct gnn_emb_req *q, bool header);
+
+/* One record to apply: q (decoded, borrowed for the call), or, for the
+ * SAVE that starts a segment, the committed checkpoint folder to read the
+ * rows from (committed; q is that SAVE). Returns GNN_OK or a code that
+ * ends the replay. */
+typedef int (*gs_wal_apply_fn)(void *ctx, const struct gnn_emb_req *q, const char *committed);
+
+/* Replays the log through fn (above); *records: how many were applied;
+ * *found: whether there was anything to replay. GNN_OK (also with no log),
+ * fn's code, or GNN_ECHECKSUM for a damaged log (logged). */
+int gs_wal_replay(struct gs_wal *w, gs_wal_apply_fn fn, void *ctx, uint64_t *records, bool *found);
+
+/* The committed name of a checkpoint folder SAVE wrote into
+ * (DIR/.tmp-epoch-E-S-PID -> DIR/epoch-E or DIR/epoch-E-step-S, as the
+ * trainer names them: services/trainer/checkpoint.c). GNN_EINVAL when
+ * the name is not such a folder's, GNN_ERANGE when buf is too small. */
+int gs_wal_committed_name(const char *tmp, char *buf, size_t cap);
+
+#endif
