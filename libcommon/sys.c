@@ -245,6 +245,20 @@ int gnn_fsync_dir(const char *dir)
 	return rc;
 }
 
+int gnn_pread_all(int fd, void *buf, size_t n, off_t off)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t k = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return GNN_EIO;
+		got += (size_t)k;
+	}
+	return GNN_OK;
+}
+
 static void on_signal(int sig)
 {
 	stop_flag = sig;

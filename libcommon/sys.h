@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Seconds on a monotonic clock (for durations). */
@@ -53,6 +54,9 @@ int gnn_rm_rf(const char *path);
 void gnn_remove_stale(const char *dir, const char *prefix, const char *suffix, const char *why);
 /* fsyncs a directory so a rename inside it is durable. */
 int gnn_fsync_dir(const char *dir);
+/* Reads exactly n bytes of fd at off into buf (retrying short reads and
+ * EINTR). GNN_EIO on an error or the file's end before n bytes. */
+int gnn_pread_all(int fd, void *buf, size_t n, off_t off);
 
 /* Installs SIGTERM/SIGINT handlers that set the stop flag, and ignores
  * SIGPIPE (peers closing sockets must not kill a service). */

@@ -18,6 +18,7 @@
 #endif
 
 #include "arr.h"
+#include "ckptname.h"
 #include "emb_snap.h"
 #include "emb_wal.h"
 #include "embfile.h"
@@ -858,8 +859,8 @@ static int check_save_dir(struct call *c, char *buf, size_t cap)
 	    base == NULL || base == buf)
 		return refuse(c, GNN_EINVAL, "SAVE's folder %s is not an absolute path without \".\" and \"..\" parts",
 			      buf);
-	if (strncmp(base + 1, ".tmp-epoch-", 11) != 0)
-		return refuse(c, GNN_EINVAL, "SAVE writes into a .tmp-epoch-* checkpoint folder, not %s", buf);
+	if (strncmp(base + 1, GNN_CKPT_TMP_PREFIX, strlen(GNN_CKPT_TMP_PREFIX)) != 0)
+		return refuse(c, GNN_EINVAL, "SAVE writes into a " GNN_CKPT_TMP_PREFIX "* checkpoint folder, not %s", buf);
 	return GNN_OK;
 }
 
@@ -1062,7 +1063,7 @@ static int load_base(struct gs_emb *e, const struct gnn_layout *l, uint32_t part
 			off_t off = (off_t)(GNN_ARR_HEADER_BYTES + row * rb);
 			char path[4200];
 			struct stat st;
-			int fd;
+			int fd, rc;
 
 			if (!has_array(e->cfg.optimizer, a))
 				continue;
@@ -1076,16 +1077,10 @@ static int load_base(struct gs_emb *e, const struct gnn_layout *l, uint32_t part
 					close(fd);
 				return GNN_ENOENT;
 			}
-			for (size_t got = 0; got < want;) {
-				ssize_t n = pread(fd, (char *)ty->arr[a] + got, want - got, off + (off_t)got);
-
-				if (n <= 0 && !(n < 0 && errno == EINTR)) {
-					close(fd);
-					return GNN_EIO;
-				}
-				got += n > 0 ? (size_t)n : 0;
-			}
+			rc = gnn_pread_all(fd, ty->arr[a], want, off);
 			close(fd);
+			if (rc != GNN_OK)
+				return rc;
 		}
 	}
 	return GNN_OK;

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "buf.h"
+#include "ckptname.h"
 #include "err.h"
 #include "log.h"
 #include "sys.h"
@@ -61,13 +62,9 @@ static void drop_seg(struct gs_wal *w, size_t i)
 	w->n--;
 }
 
-void gs_wal_off(struct gs_wal *w, const char *why)
+/* Every segment removed, none open for appending. */
+static void drop_all(struct gs_wal *w)
 {
-	if (!w->on)
-		return;
-	GNN_WARN("embeddings_wal_off", "part=%" PRIu32 " dir=%s reason=\"%s; a restart of this store sends the "
-		 "trainers back to their checkpoint\"", w->part, w->dir, why);
-	w->on = false;
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -75,25 +72,19 @@ void gs_wal_off(struct gs_wal *w, const char *why)
 		drop_seg(w, w->n - 1);
 }
 
+void gs_wal_off(struct gs_wal *w, const char *why)
+{
+	if (!w->on)
+		return;
+	GNN_WARN("embeddings_wal_off", "part=%" PRIu32 " dir=%s reason=\"%s; a restart of this store sends the "
+		 "trainers back to their checkpoint\"", w->part, w->dir, why);
+	w->on = false;
+	drop_all(w);
+}
+
 bool gs_wal_on(const struct gs_wal *w)
 {
 	return w != NULL && w->on;
-}
-
-int gs_wal_committed_name(const char *tmp, char *buf, size_t cap)
-{
-	const char *base = strrchr(tmp, '/');
-	unsigned ep, st;
-	int pid, used = 0, n;
-
-	if (base == NULL || sscanf(base + 1, ".tmp-epoch-%6u-%6u-%d%n", &ep, &st, &pid, &used) != 3 ||
-	    base[1 + used] != '\0')
-		return GNN_EINVAL;
-	if (st == 0)
-		n = snprintf(buf, cap, "%.*s/epoch-%06u", (int)(base - tmp), tmp, ep);
-	else
-		n = snprintf(buf, cap, "%.*s/epoch-%06u-step-%06u", (int)(base - tmp), tmp, ep, st);
-	return n < 0 || (size_t)n >= cap ? GNN_ERANGE : GNN_OK;
 }
 
 /* Whether segment s's start can be had: a generation's INIT, or a
@@ -106,25 +97,11 @@ static bool start_available(const struct seg *s, char *committed, size_t cap)
 		return false;
 	if (s->base == NULL)
 		return true;
-	return gs_wal_committed_name(s->base, committed, cap) == GNN_OK && stat(committed, &st) == 0 &&
+	return gnn_ckpt_committed_path(s->base, committed, cap) == GNN_OK && stat(committed, &st) == 0 &&
 	       S_ISDIR(st.st_mode);
 }
 
 /* ---- reading ---- */
-
-static int pread_all(int fd, void *buf, size_t n, off_t off)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t k = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return GNN_EIO;
-		got += (size_t)k;
-	}
-	return GNN_OK;
-}
 
 /* Record at *off of fd (size bytes) into *msg (grown as needed): GNN_OK,
  * GNN_ENOENT at the file's end, GNN_EFORMAT for a record cut short by
@@ -139,7 +116,7 @@ static int read_record(int fd, off_t size, off_t *off, uint8_t **msg, size_t *ca
 		return GNN_ENOENT;
 	if (size - *off < REC_HDR_BYTES)
 		return GNN_EFORMAT;
-	if (pread_all(fd, h, sizeof(h), *off) != GNN_OK)
+	if (gnn_pread_all(fd, h, sizeof(h), *off) != GNN_OK)
 		return GNN_EIO;
 	memcpy(len, h, 4);
 	memcpy(flags, h + 4, 4);
@@ -156,7 +133,7 @@ static int read_record(int fd, off_t size, off_t *off, uint8_t **msg, size_t *ca
 		*msg = p;
 		*cap = *len;
 	}
-	if (pread_all(fd, *msg, *len, *off + REC_HDR_BYTES) != GNN_OK)
+	if (gnn_pread_all(fd, *msg, *len, *off + REC_HDR_BYTES) != GNN_OK)
 		return GNN_EIO;
 	if (crc32(crc32(0, h + 4, 4), *msg, *len) != crc)
 		return GNN_ECHECKSUM;
@@ -192,7 +169,7 @@ static int open_segment(const struct gs_wal *w, uint64_t seq, int flags, int *fd
 	seg_path(w, seq, path, sizeof(path));
 	if ((*fd = open(path, flags | O_CLOEXEC)) < 0)
 		return GNN_EIO;
-	if (pread_all(*fd, magic, sizeof(magic), 0) != GNN_OK || memcmp(magic, FILE_MAGIC, 8) != 0 ||
+	if (gnn_pread_all(*fd, magic, sizeof(magic), 0) != GNN_OK || memcmp(magic, FILE_MAGIC, 8) != 0 ||
 	    (memcpy(&part, magic + 8, 4), part != w->part)) {
 		close(*fd);
 		*fd = -1;
@@ -352,8 +329,9 @@ int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struc
 	/* a log that cannot be read is no log: the store starts without its
 	 * rows, as without one, and logs afresh from the next INIT */
 	if ((rc = scan(w)) != GNN_OK) {
-		gs_wal_off(w, "its segments cannot be read");
-		w->on = true;
+		GNN_WARN("embeddings_wal_unreadable", "dir=%s code=%s reason=\"its segments cannot be read: removed, the "
+			 "store starts without rows\"", dir, gnn_errname(rc));
+		drop_all(w);
 	}
 	*out = w;
 	return GNN_OK;
@@ -436,8 +414,7 @@ int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct 
 	if (!w->on)
 		return GNN_OK;
 	if (save == NULL)
-		while (w->n > 0)
-			drop_seg(w, w->n - 1);
+		drop_all(w);
 	else if ((s.base = strndup(save->data, save->n)) == NULL) {
 		gs_wal_off(w, "no memory for a segment");
 		return GNN_EIO;

@@ -58,7 +58,8 @@ void gs_wal_off(struct gs_wal *w, const char *why);
 /* Starts a new segment (removing every segment when init is an INIT of
  * a new generation, save NULL) whose header is init, then save when not
  * NULL. With save, the segments before the newest one whose start is a
- * generation's INIT or a committed checkpoint are removed. GNN_EIO (the
+ * generation's INIT or a committed checkpoint (libcommon/ckptname.h) are
+ * removed. GNN_EIO (the
  * log is then off). */
 int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct gnn_emb_req *save);
 /* Appends q (borrowed), as a header record or a change. GNN_EIO (the log
@@ -75,11 +76,5 @@ typedef int (*gs_wal_apply_fn)(void *ctx, const struct gnn_emb_req *q, const cha
  * *found: whether there was anything to replay. GNN_OK (also with no log),
  * fn's code, or GNN_ECHECKSUM for a damaged log (logged). */
 int gs_wal_replay(struct gs_wal *w, gs_wal_apply_fn fn, void *ctx, uint64_t *records, bool *found);
-
-/* The committed name of a checkpoint folder SAVE wrote into
- * (DIR/.tmp-epoch-E-S-PID -> DIR/epoch-E or DIR/epoch-E-step-S, as the
- * trainer names them: services/trainer/checkpoint.c). GNN_EINVAL when
- * the name is not such a folder's, GNN_ERANGE when buf is too small. */
-int gs_wal_committed_name(const char *tmp, char *buf, size_t cap);
 
 #endif

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "arr.h"
+#include "ckptname.h"
 #include "err.h"
 #include "json.h"
 #include "log.h"
@@ -44,10 +45,7 @@ static uint64_t pos_of(uint32_t epoch, uint32_t step)
 
 static void pos_name(uint64_t pos, char *buf, size_t len)
 {
-	if ((uint32_t)pos == 0)
-		snprintf(buf, len, "epoch-%06" PRIu32, (uint32_t)(pos >> 32));
-	else
-		snprintf(buf, len, "epoch-%06" PRIu32 "-step-%06" PRIu32, (uint32_t)(pos >> 32), (uint32_t)pos);
+	gnn_ckpt_name((uint32_t)(pos >> 32), (uint32_t)pos, buf, len);
 }
 
 /* "epoch-NNNNNN" or "epoch-NNNNNN-step-SSSSSS" (S > 0), exactly. */
@@ -314,8 +312,7 @@ int tr_ckpt_save(const char *dir, const struct tr_ckpt *c, struct gnn_counter *f
 	tr_ckpt_flush();
 	pos_name(pos_of(c->epoch, c->step), name, sizeof(name));
 	if (snprintf(final, sizeof(final), "%s/%s", dir, name) >= (int)sizeof(final) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.tmp-epoch-%06" PRIu32 "-%06" PRIu32 "-%d", dir, c->epoch, c->step,
-		     (int)getpid()) >= (int)sizeof(tmp))
+	    gnn_ckpt_tmp_path(dir, c->epoch, c->step, (int)getpid(), tmp, sizeof(tmp)) != GNN_OK)
 		return GNN_EINVAL;
 	rc = write_files(c, tmp);
 	/* A full volume: writing needs room for KEEP + 1; make do with 2 (not
@@ -468,7 +465,7 @@ int tr_ckpt_load_latest(const char *dir, const struct tr_ckpt_extra *extra, stru
 	memset(out, 0, sizeof(*out));
 	tr_ckpt_flush();   /* the newest may be committing */
 	/* only rank 0 writes here, and this is rank 0 */
-	gnn_remove_stale(dir, ".tmp-epoch-", "", "left by a checkpoint write that did not finish");
+	gnn_remove_stale(dir, GNN_CKPT_TMP_PREFIX, "", "left by a checkpoint write that did not finish");
 	gnn_remove_stale(dir, "", ".tmp", "left by a checkpoint write that did not finish");
 	if ((rc = list_positions(dir, &eps, &n)) != GNN_OK) {
 		GNN_ERROR("checkpoint_unreadable", "dir=%s code=%s", dir, gnn_errname(rc));

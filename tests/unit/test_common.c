@@ -16,6 +16,7 @@
 #include "arr.h"
 #include "npy.h"
 #include "buf.h"
+#include "ckptname.h"
 #include "embfile.h"
 #include "err.h"
 #include "fanouts.h"
@@ -864,6 +865,30 @@ static void test_edge_split_reader(void)
 	}
 }
 
+/* Checkpoint folder names (ckptname.h): the trainer's temporary folder
+ * maps to the committed name it is renamed to; nothing else maps. */
+static void test_ckpt_names(void)
+{
+	char tmp[128], out[128];
+
+	gnn_ckpt_name(3, 0, out, sizeof(out));
+	CHECK(strcmp(out, "epoch-000003") == 0);
+	gnn_ckpt_name(3, 17, out, sizeof(out));
+	CHECK(strcmp(out, "epoch-000003-step-000017") == 0);
+	CHECK(gnn_ckpt_tmp_path("/ck/run", 3, 17, 42, tmp, sizeof(tmp)) == GNN_OK &&
+	      strcmp(tmp, "/ck/run/.tmp-epoch-000003-000017-42") == 0);
+	CHECK(gnn_ckpt_committed_path(tmp, out, sizeof(out)) == GNN_OK &&
+	      strcmp(out, "/ck/run/epoch-000003-step-000017") == 0);
+	CHECK(gnn_ckpt_tmp_path("/ck/run", 4, 0, 42, tmp, sizeof(tmp)) == GNN_OK &&
+	      gnn_ckpt_committed_path(tmp, out, sizeof(out)) == GNN_OK && strcmp(out, "/ck/run/epoch-000004") == 0);
+	CHECK(gnn_ckpt_committed_path(tmp, out, 10) == GNN_ERANGE);
+	CHECK(gnn_ckpt_tmp_path("/ck/run", 4, 0, 42, tmp, 12) == GNN_ERANGE);
+	const char *bad[] = { "/ck/run/epoch-000004", "/ck/run/.tmp-epoch-000004-000000-42x", "tmp-epoch-1-2-3",
+			      "/ck/.tmp-epoch-x-1-2" };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		CHECK(gnn_ckpt_committed_path(bad[k], out, sizeof(out)) == GNN_EINVAL);
+}
+
 int main(void)
 {
 	gnn_log_init("test_common");
@@ -891,6 +916,7 @@ int main(void)
 	RUN(test_peers);
 	RUN(test_log_limit);
 	RUN(test_replica);
+	RUN(test_ckpt_names);
 	gnn_rm_rf(tmpdir);
 	return t_done();
 }
