@@ -1162,7 +1162,7 @@ int gnn_decode_minibatch_resp(const void *payload, size_t len, struct gnn_miniba
 
 /* ---- EMB ---- */
 
-static bool emb_has_ids(uint32_t op) { return op == GNN_EMB_PULL || op == GNN_EMB_PUSH; }
+static bool emb_has_ids(uint32_t op) { return op == GNN_EMB_PULL || op == GNN_EMB_PUSH || op == GNN_EMB_DELTA; }
 static bool emb_has_data(uint32_t op) { return op == GNN_EMB_PUSH || op == GNN_EMB_WRITE; }
 
 int gnn_encode_emb_req(struct gnn_wbuf *w, uint64_t req_id, const struct gnn_emb_req *in)
@@ -1331,7 +1331,7 @@ int gnn_decode_emb_resp(const void *payload, size_t len, struct gnn_emb_resp *ou
 	v.dim = get_u32(&r);
 	if (r.bad)
 		return rd_fail(&v.owned, GNN_EPROTO);
-	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM + 1)   /* + 1: DELTA's index */
 		return rd_fail(&v.owned, GNN_ERANGE);
 	v.data = take(&r, (uint64_t)v.n * v.dim, 4);
 	skip8(&r);

@@ -454,6 +454,13 @@ enum gnn_emb_op {
 			      * emb-part-PPPP.snap; the reply (nothing) comes once the copy is
 			      * taken. node_type and first unused (0). GNN_ENOENT: the store
 			      * cannot open them (not on its file system) */
+	GNN_EMB_DELTA = 11,  /* the ROWS of ids (node_type's, as PULL) that changed after version
+			      * `first` (when an earlier PULL read them), at version step (the
+			      * store's): the reply's n rows are dim + 1 words each, the ID's
+			      * index in ids (a uint32, ascending) then the row; every row when
+			      * the store cannot tell (its state was set whole since `first`).
+			      * The trainers pull the next minibatch's rows while a step
+			      * computes, and then only what that step's update changed */
 	GNN_EMB_OP_END
 };
 /* The arrays of one embedded type; each has one row per node, dim floats
@@ -478,17 +485,17 @@ struct gnn_emb_req {
 	uint32_t array;                     /* PULL (ROWS or BEST_ROWS), READ, WRITE */
 	uint32_t rank, world;               /* PUSH: rank < world <= 65536 */
 	uint64_t gen, step;
-	int64_t first;                      /* READ, WRITE: the first row's global ID */
-	uint32_t n;                         /* IDs (PULL, PUSH) or rows (READ, WRITE) */
+	int64_t first;                      /* READ, WRITE: the first row's global ID; DELTA: a version */
+	uint32_t n;                         /* IDs (PULL, PUSH, DELTA) or rows (READ, WRITE) */
 	uint32_t dim;                       /* PUSH, WRITE: words per row of data */
-	const int64_t *ids;                 /* PULL, PUSH: [n]; NULL otherwise */
+	const int64_t *ids;                 /* PULL, PUSH, DELTA: [n]; NULL otherwise */
 	const void *data;                   /* PUSH, WRITE: [n * dim] 4-byte words; SAVE: n bytes
 					     * of a path (< 4096, no NUL); NULL otherwise */
 	struct gnn_emb_cfg cfg;             /* INIT */
 	void *owned;
 };
-/* The encoder writes what in->op uses (cfg for INIT, ids for PULL and
- * PUSH, data for PUSH and WRITE). The decoder checks op, the limits
+/* The encoder writes what in->op uses (cfg for INIT, ids for PULL,
+ * PUSH and DELTA, data for PUSH and WRITE). The decoder checks op, the limits
  * (n <= GNN_PROTO_MAX_IDS, dim <= GNN_PROTO_MAX_FEAT_DIM, the array and
  * type indexes, INIT's cfg as documented there) and that the payload is
  * exactly what op carries: GNN_EPROTO or GNN_ERANGE otherwise. */

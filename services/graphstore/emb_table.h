@@ -11,15 +11,17 @@
  *   STATE2     n x dim floats   Adam's v (Adam only)
  *   STEPS      n uint32         Adam's per-row step count (Adam only)
  *
- * and, as scratch for the updates, one uint32 per row. Bytes per row:
- * 16 dim + 8 with Adam, 12 dim + 4 with Adagrad.
+ * and, as scratch for the updates, one uint32 per row, and the version
+ * the last update took the row to (a uint64: DELTA). Bytes per row:
+ * 16 dim + 16 with Adam, 12 dim + 12 with Adagrad.
  *
  * State: (gen, version, cfg_hash), all 0 and no rows until an INIT;
  * INIT sets gen and version (= its step), PUSH advances version by one
  * per update applied, WRITE sets it. Every request but INIT and STATUS
  * needs an INIT'ed store of the request's gen (GNN_ESTALE otherwise: the
  * store restarted or another INIT replaced the state, and the trainers
- * resume from their checkpoint); PULL and READ also need step == version.
+ * resume from their checkpoint); PULL, DELTA and READ also need step ==
+ * version.
  *
  * The update rule. Update `version` is applied when every embedded type
  * has one PUSH from every rank 0..world-1 (world is the update's first
@@ -64,9 +66,10 @@ struct gs_emb;
  * its registry, none NULL). */
 struct gs_emb_metrics {
 	struct gnn_counter *rows_pulled;     /* rows answered to PULL */
+	struct gnn_counter *rows_refreshed;  /* rows answered to DELTA */
 	struct gnn_counter *rows_pushed;     /* gradient rows accepted by PUSH (ignored repeats not counted) */
 	struct gnn_counter *bytes_in;        /* row bytes received: PUSH and WRITE data */
-	struct gnn_counter *bytes_out;       /* row bytes answered: PULL and READ */
+	struct gnn_counter *bytes_out;       /* row bytes answered: PULL, DELTA and READ */
 	struct gnn_counter *bytes_saved;     /* row bytes written into checkpoint files: SAVE */
 	struct gnn_counter *bytes_logged;    /* bytes appended to the log of changes (emb_wal.h) */
 	struct gnn_counter *update_seconds;  /* time spent applying updates */

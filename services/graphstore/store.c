@@ -35,11 +35,14 @@ static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *
 
 	if ((rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_rows_pulled_total",
 				      "Embedding rows returned by EMB PULL requests", NULL, 0, &m->rows_pulled)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_rows_refreshed_total",
+				      "Embedding rows returned by EMB DELTA requests: the rows of a minibatch pulled "
+				      "ahead that the last update changed", NULL, 0, &m->rows_refreshed)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_rows_pushed_total",
 				      "Embedding gradient rows accepted by EMB PUSH requests (ignored repeats not counted)",
 				      NULL, 0, &m->rows_pushed)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_bytes_total",
-				      "Embedding row bytes received (in: PUSH, WRITE) and returned (out: PULL, READ)",
+				      "Embedding row bytes received (in: PUSH, WRITE) and returned (out: PULL, DELTA, READ)",
 				      direction, 1, &bytes)) ||
 	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "in" }, 1, &m->bytes_in)) ||
 	    (rc = gnn_counter_labels(bytes, (const char *const[]){ "out" }, 1, &m->bytes_out)) ||

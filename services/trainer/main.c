@@ -38,7 +38,7 @@
 
 struct options {
 	const char *peers, *peer_pattern, *listen, *samplers, *http_addr, *checkpoint_dir, *on_finish, *graphstores,
-		*graphstore_pattern, *features_from, *cache_ratio, *data;
+		*graphstore_pattern, *features_from, *cache_ratio, *data, *embed_prefetch;
 	int64_t cache_presample;
 	int64_t rank, world, http_port, prefetch, threads, timeout_ms, retries, peer_timeout_s, wait_s,
 		resolve_interval_s, store_timeout_ms, store_min_mb_per_s, replica_timeout_ms;
@@ -110,6 +110,10 @@ static const struct gnn_opt own_options[] = {
 	{ "graphstore-pattern", GNN_OPT_STR, &opt.graphstore_pattern, NULL, 0, 0, NULL,
 	  "instead of --graphstores: a URL with one %d, e.g. tcp://graphstore-%d.graphstore:7000, expanded for "
 	  "every partition" },
+	{ "embed-prefetch", GNN_OPT_STR, &opt.embed_prefetch, "off", 0, 0, "on|off",
+	  "with --embed-dim: pull the next minibatch's embedding rows on a thread while the step computes, then "
+	  "only those the step's update changed (the same rows; docs/embeddings.md: for a trainer with cores to "
+	  "spare; on 2 shared cores it made the epoch slower); off: every step pulls its rows when it starts" },
 	{ "data", GNN_OPT_STR, &opt.data, NULL, 0, 0, NULL,
 	  "--task link: the partition output the samplers serve (gnn-partition --edge-split): its held-out pairs "
 	  "and training edges are read from here" },
@@ -453,7 +457,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
  * the embeddings, one per partition. */
 static int open_embeddings(struct trainer *t)
 {
-	struct tr_emb_opts eo = { .stores = t->stores, .wait_s = (double)opt.wait_s, .metrics = t->reg };
+	struct tr_emb_opts eo = { .stores = t->stores, .wait_s = (double)opt.wait_s, .metrics = t->reg,
+				  .prefetch = strcmp(opt.embed_prefetch, "on") == 0 };
 	char desc[512];
 	int rc;
 

@@ -944,9 +944,32 @@ static int epoch_job(struct run *r, uint32_t epoch, uint32_t first, struct tr_jo
 	return GNN_OK;
 }
 
+/* With embeddings, the next minibatch if it is there (into *next), its
+ * rows pulled beside the step (tr_emb_prefetch). */
+static void prefetch_next(struct run *r, struct tr_batch **next)
+{
+	if (r->e->emb == NULL || next == NULL || !tr_loader_poll(r->loader, next))
+		return;
+	if (tr_emb_prefetch(r->e->emb, &(*next)->mb) != GNN_OK)
+		GNN_WARN("embeddings_prefetch_not_started", "reason=\"no thread could start: the rows are pulled when "
+			 "the step starts\"");
+}
+
+/* The minibatch taken ahead (NULL: none), given back. */
+static void drop_next(struct run *r, struct tr_batch *next)
+{
+	if (next == NULL)
+		return;
+	if (r->e->emb != NULL)
+		tr_emb_prefetch_drop(r->e->emb);
+	tr_batch_free(next);
+}
+
 /* Step k's forward and backward on minibatch b (freed): its embedding
- * rows, the minibatch checks, the gradient into r->grads. */
-static int compute_step(struct run *r, struct tr_batch *b, uint32_t epoch, uint32_t k, struct tr_step_stats *st)
+ * rows, the minibatch checks, the gradient into r->grads; next (NULL:
+ * none) may get the next minibatch (prefetch_next). */
+static int compute_step(struct run *r, struct tr_batch *b, uint32_t epoch, uint32_t k, struct tr_step_stats *st,
+			struct tr_batch **next)
 {
 	const struct tr_config *c = r->c;
 	uint64_t dropout_seed = gnn_draw64(gnn_draw64(c->seed ^ 0x64726f70ull, r->global_step), c->rank);
@@ -957,6 +980,7 @@ static int compute_step(struct run *r, struct tr_batch *b, uint32_t epoch, uint3
 	add_phase(r, PH_EMBED, gnn_now() - t0);
 	if (rc != GNN_OK)
 		goto out;
+	prefetch_next(r, next);
 	t0 = gnn_now();
 	c0 = gnn_thread_cpu_s();
 	if ((rc = tr_model_check(r->model, &b->mb, !c->link, why, sizeof(why))) != GNN_OK) {
@@ -1005,6 +1029,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 {
 	const struct tr_config *c = r->c;
 	double t_epoch = gnn_now(), last_log = t_epoch;
+	struct tr_batch *next = NULL;   /* taken ahead: its rows are being pulled */
 	struct tr_job job;
 	int rc;
 
@@ -1012,13 +1037,15 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 		return rc;
 	for (uint32_t k = first; k < r->steps; k++) {
 		struct tr_step_stats st;
-		struct tr_batch *b;
-		double waited, done, eta_s, el;
+		struct tr_batch *b = next;
+		double waited = 0, done, eta_s, el;
 
-		if ((rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
+		next = NULL;
+		if (b == NULL && (rc = tr_loader_next(r->loader, &b, &waited)) != GNN_OK)
 			break;
 		add_phase(r, PH_WAIT, waited);
-		if ((rc = compute_step(r, b, epoch, k, &st)) != GNN_OK || (rc = apply_step(r)) != GNN_OK)
+		if ((rc = compute_step(r, b, epoch, k, &st, k + 1 < r->steps ? &next : NULL)) != GNN_OK ||
+		    (rc = apply_step(r)) != GNN_OK)
 			break;
 		sums->loss += st.loss * st.labelled;
 		sums->labelled += st.labelled;
@@ -1038,6 +1065,7 @@ static int train_epoch(struct run *r, uint32_t epoch, uint32_t first, struct epo
 			 el > 0 ? (double)(k + 1 - first) * c->batch / el : 0.0, done, eta_s);
 		last_log = gnn_now();
 	}
+	drop_next(r, next);
 	tr_loader_end(r->loader);
 	*seconds = gnn_now() - t_epoch;
 	return rc;
@@ -1078,7 +1106,9 @@ static int setup(struct run *r)
 	int rc;
 
 	tr_config_model(c, r->e->graph, r->e->emb, &r->mschema, &mc);
-	mc.input_grad = r->e->emb != NULL;   /* the embeddings' rows learn */
+	for (uint32_t t = 0; r->e->emb != NULL && t < r->mschema.num_types; t++)
+		if (tr_emb_dim(r->e->emb, t) > 0)   /* the embeddings' rows learn */
+			mc.input_grad |= (uint64_t)1 << t;
 	if ((rc = register_metrics(&r->m, r->e->metrics)) != GNN_OK || (rc = tr_model_new(&mc, &r->model)) != GNN_OK)
 		return rc;
 	if ((rc = model_metrics(&r->m, r->e->metrics, r->model)) != GNN_OK)

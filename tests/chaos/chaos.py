@@ -53,12 +53,14 @@ MAX_GAP_S = 15.0
 Family = collections.namedtuple("Family", "args own_base partition")
 FAMILIES = {
     # learnable embeddings for the tiny graph's nodes beside their
-    # features (docs/embeddings.md)
-    "embed": Family(["--embed-dim=8", "--embed-types=node"], True, []),
-    # the same, each graph store logging its embeddings' changes
-    # (--emb-wal-dir): a restarted store comes back with its rows. Judged
-    # against the embed family's undisturbed run (SAME_MATH): the log
-    # changes nothing in the math
+    # features (docs/embeddings.md), each minibatch's rows pulled during
+    # the step before (--embed-prefetch, off by default): its kills hit
+    # the prefetch too
+    "embed": Family(["--embed-dim=8", "--embed-types=node", "--embed-prefetch=on"], True, []),
+    # the same without the prefetch, each graph store logging its
+    # embeddings' changes (--emb-wal-dir): a restarted store comes back
+    # with its rows. Judged against the embed family's undisturbed run
+    # (SAME_MATH): neither the log nor the prefetch changes the math
     "embwal": Family(["--embed-dim=8", "--embed-types=node"], True, []),
     # the same, 100 epochs: time for a killed replica of its embeddings
     # to come back and catch up before the run ends (about 5 s)

@@ -9,7 +9,8 @@
 #     GraphSAGE on embeddings alone learns to well above chance (5 classes);
 #   - served: one graph store, a sampler and a trainer started by hand;
 #     after training, gnn-cli embedding reads an author's best row from the
-#     store, equal to that row of the last checkpoint's shard;
+#     store, equal to that row of the last checkpoint's shard, and the
+#     store's counters show the rows pulled ahead (DELTA);
 #   - the run continued from its checkpoint dir with another --embed-dim is
 #     refused (the embeddings are part of the model);
 #   - bad configurations exit 2 saying why: --embed-dim without the graph
@@ -116,7 +117,7 @@ if [ $served = 0 ]; then
 else
 	SMP=tcp://127.0.0.1:$(port_of "$WORK/ssmp.log")
 	timeout 120 "$BIN/gnn-trainer" --samplers "$SMP" --graphstores "$ST" --model rgcn --layers 2 --fanouts 5,5 \
-		--hidden 16 --epochs 3 --batch-size 256 --embed-dim 8 --checkpoint-dir "$WORK/served/ckpt" --http-port 0 \
+		--hidden 16 --epochs 3 --batch-size 256 --embed-dim 8 --embed-prefetch on --checkpoint-dir "$WORK/served/ckpt" --http-port 0 \
 		--http-addr 127.0.0.1 >/dev/null 2>"$WORK/str.log"
 	rc=$?
 	"$CLI" embedding --store "$ST" --type author --nodes 0,5 --best >"$WORK/emb.json" 2>"$WORK/cli.err"
@@ -135,6 +136,14 @@ got = [[struct.unpack('<f', struct.pack('<f', x))[0] for x in r] for r in doc['r
 print('yes' if want == got and doc['type'] == 'author' and doc['dim'] == 8 and doc['array'] == 'best' else 'no')" 2>&1)
 	check embed_cli_best_row "trainer exit 0, gnn-cli embedding --best: authors 0 and 5's rows, equal to the last checkpoint's best shard (got $rc $rc2 $same; $(head -c 200 "$WORK/cli.err"))" \
 		bash -c "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ '$same' = yes ]"
+	# the next minibatch's rows are pulled during the step before, then
+	# only those its update changed (EMB DELTA): the store's counters
+	HP=$(sed -n 's/.* ready .* http_port=\([0-9]*\).*/\1/p' "$WORK/sgs.log" | head -n 1)
+	curl -s --max-time 10 "http://127.0.0.1:$HP/metrics" >"$WORK/sgs.metrics"
+	pulled=$(awk '$1 == "gnn_graphstore_embedding_rows_pulled_total" { print $2 }' "$WORK/sgs.metrics")
+	refreshed=$(awk '$1 == "gnn_graphstore_embedding_rows_refreshed_total" { print $2 }' "$WORK/sgs.metrics")
+	check embed_rows_prefetched "the store answered the changed rows of minibatches pulled ahead (DELTA), fewer than the rows it answered PULLs with (got pulled=${pulled:-?} refreshed=${refreshed:-?})" \
+		awk -v p="$pulled" -v r="$refreshed" 'BEGIN { exit !(p != "" && r != "" && r > 0 && r < p) }'
 	"$CLI" embedding --store "$ST" --type paper --nodes 0 >/dev/null 2>"$WORK/cli2.err"
 	rc=$?
 	check embed_cli_refuses_unembedded "gnn-cli embedding of a paper (no embedding): non-zero, naming it (got $rc)" \

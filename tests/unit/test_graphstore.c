@@ -1147,8 +1147,8 @@ static void test_emb_init_pull(void)
 	ref_init(&ref, &cfg);
 	CHECK(rows_equal(rows, ref.w) && rows_equal(best, ref.w));
 	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows") == 7);
-	/* authors 3 x (16 x 3 + 8), papers 4 x (16 x 2 + 8) */
-	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * 56 + 4 * 40);
+	/* authors 3 x (16 x 3 + 16), papers 4 x (16 x 2 + 16) */
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * 64 + 4 * 48);
 	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows_pulled_total") == 14);
 	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_bytes_total{direction=\"out\"}") == 2 * (9 + 8) * 4);
 	/* another seed, then this one again: the formula's rows, not the last state's */
@@ -1236,6 +1236,68 @@ static void test_emb_lazy_adam(void)
 		CHECK(steps[0] == 2 && steps[1] == 0 && steps[2] == 1 && steps[3] == 0);
 	if (emb_read(&x, EMB_GEN, 0, GNN_EMB_STATE1, 0, 3, m))
 		CHECK(memcmp(m, ref.m[0], 36) == 0 && m[6] == 0 && m[7] == 0 && m[8] == 0);
+out:
+	emb_close(&x);
+}
+
+/* DELTA of type t's ids from version `from` at version step must answer
+ * the rows at indexes want[nw] (ascending), each as rows (a PULL's) has it. */
+static void emb_delta_is(struct emb_fix *x, uint32_t t, const int64_t *ids, uint32_t n, uint64_t from, uint64_t step,
+			 const uint32_t *want, uint32_t nw, float rows[EMB_NODES][3])
+{
+	struct gnn_emb_req q = { .op = GNN_EMB_DELTA, .node_type = t, .gen = EMB_GEN, .step = step,
+				 .first = (int64_t)from, .n = n, .ids = ids };
+	uint32_t d = t == 0 ? 3 : 2;
+	const uint32_t *w;
+
+	if (!emb_ok(x, &q, EMB_GEN, step) || !CHECK(x->r.n == nw) || nw == 0 || !CHECK(x->r.dim == d + 1))
+		return;
+	w = x->r.data;
+	for (uint32_t k = 0; k < nw; k++, w += d + 1)
+		CHECK(w[0] == want[k] && memcmp(w + 1, rows[ids[want[k]]], d * 4) == 0);
+}
+
+/* DELTA: of the IDs asked, the rows updates changed since a version, each
+ * after its index, as they are now; every row once a WRITE set them;
+ * refused at another version than the store's. */
+static void test_emb_delta(void)
+{
+	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
+	static const int64_t authors[] = { 2, 0, 1 }, papers[] = { 6, 3, 5, 4 };
+	float rows[EMB_NODES][3];
+	struct emb_fix x;
+
+	if (!emb_open(&x, typed_dir, 0) || !emb_init(&x, &cfg, EMB_GEN, EMB_STEP) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_ROWS, rows))
+		goto out;
+	emb_delta_is(&x, 0, authors, 3, EMB_STEP, EMB_STEP, NULL, 0, rows);
+	/* update A: authors 0 and 1, papers 3 and 5 */
+	if (!emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows))
+		goto out;
+	emb_delta_is(&x, 0, authors, 3, EMB_STEP, EMB_STEP + 1, (const uint32_t[]){ 1, 2 }, 2, rows);
+	emb_delta_is(&x, 1, papers, 4, EMB_STEP, EMB_STEP + 1, (const uint32_t[]){ 1, 2 }, 2, rows);
+	/* update B: author 1, paper 3; from before A: both updates' rows */
+	if (!emb_update(&x, update_b, 2, 1, EMB_GEN, EMB_STEP + 1) ||
+	    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 2, GNN_EMB_ROWS, rows))
+		goto out;
+	emb_delta_is(&x, 0, authors, 3, EMB_STEP + 1, EMB_STEP + 2, (const uint32_t[]){ 2 }, 1, rows);
+	emb_delta_is(&x, 1, papers, 4, EMB_STEP + 1, EMB_STEP + 2, (const uint32_t[]){ 1 }, 1, rows);
+	emb_delta_is(&x, 0, authors, 3, EMB_STEP, EMB_STEP + 2, (const uint32_t[]){ 1, 2 }, 2, rows);
+	CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows_refreshed_total") == 8);
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_DELTA, .gen = EMB_GEN, .step = EMB_STEP + 1,
+					       .first = EMB_STEP, .n = 3, .ids = authors },
+		    GNN_ESTALE, "DELTA from version 5 to 6, but graph store 0 is at version 7");
+	emb_refused(&x, &(struct gnn_emb_req){ .op = GNN_EMB_DELTA, .gen = EMB_GEN, .step = EMB_STEP + 2,
+					       .first = EMB_STEP + 3, .n = 3, .ids = authors },
+		    GNN_ESTALE, "DELTA from version 8 to 7");
+	/* a WRITE of the authors' rows (the same values): the store cannot
+	 * tell what changed, so every row of either type, from any version */
+	emb_ok(&x, &(struct gnn_emb_req){ .op = GNN_EMB_WRITE, .node_type = 0, .array = GNN_EMB_ROWS, .gen = EMB_GEN,
+					  .step = EMB_STEP + 2, .first = 0, .n = 3, .dim = 3, .data = rows[0] },
+	       EMB_GEN, EMB_STEP + 2);
+	emb_delta_is(&x, 0, authors, 3, EMB_STEP + 2, EMB_STEP + 2, (const uint32_t[]){ 0, 1, 2 }, 3, rows);
+	emb_delta_is(&x, 1, papers, 4, EMB_STEP + 2, EMB_STEP + 2, (const uint32_t[]){ 0, 1, 2, 3 }, 4, rows);
 out:
 	emb_close(&x);
 }
@@ -1854,7 +1916,7 @@ static void test_emb_bad_input(void)
 						       .ids = (const int64_t[]){ 3 } },
 			    GNN_EINVAL, "node type paper has no embeddings");
 		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_rows") == 3);
-		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * (12 * 3 + 4));
+		CHECK(metric(x.f.reg, "gnn_graphstore_embedding_state_bytes") == 3 * (12 * 3 + 12));
 	}
 	emb_close(&x);
 	/* the two-partition graph: nodes of partition 1 and outside the graph */
@@ -2020,6 +2082,7 @@ int main(void)
 	RUN(test_emb_init_pull);
 	RUN(test_emb_push_order);
 	RUN(test_emb_lazy_adam);
+	RUN(test_emb_delta);
 	RUN(test_emb_adam_wide);
 	RUN(test_emb_save);
 	RUN(test_emb_save_locked);

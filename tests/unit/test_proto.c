@@ -861,6 +861,12 @@ static void test_emb_req(void)
 		      out.world == 3 && out.n == 3 && out.dim == 3 && out.ids[1] == 5 &&
 		      memcmp(out.data, grad, sizeof(grad)) == 0);
 
+	in = (struct gnn_emb_req){ .op = GNN_EMB_DELTA, .node_type = 2, .gen = 7, .step = 42, .first = 41, .n = 3,
+				   .ids = ids };
+	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
+		CHECK(len == 56 + 24 && out.op == GNN_EMB_DELTA && out.step == 42 && out.first == 41 && out.n == 3 &&
+		      out.ids[0] == 12 && out.ids[2] == 40 && out.data == NULL);
+
 	in = (struct gnn_emb_req){ .op = GNN_EMB_READ, .node_type = 1, .array = GNN_EMB_STEPS, .gen = 7,
 				   .first = 1000, .n = 5 };
 	if (CHECK(emb_req_round(&in, &out, &len) == GNN_OK))
@@ -1085,7 +1091,7 @@ static void test_emb_resp(void)
 	check_robust(&w, (decode_fn)gnn_decode_emb_resp, sizeof(out));
 	/* over the limits: n and dim patched in */
 	if ((p = open_msg(&w, &h)) != NULL && (copy = malloc(h.len)) != NULL) {
-		uint32_t big = GNN_PROTO_MAX_IDS + 1, wide = GNN_PROTO_MAX_FEAT_DIM + 1;
+		uint32_t big = GNN_PROTO_MAX_IDS + 1, wide = GNN_PROTO_MAX_FEAT_DIM + 2;   /* + 1: DELTA's index */
 
 		memcpy(copy, p, h.len);
 		memcpy(copy + 24, &big, 4);

@@ -317,7 +317,7 @@ static void test_input_grad(void)
 		size_t ld = 0, checked = 0;
 
 		cfg.model = models[k];
-		cfg.input_grad = true;
+		cfg.input_grad = 1;   /* its one type */
 		make_mb(&t, 3, SIZES, cfg.in_dim, cfg.num_classes, 4, 300 + (uint64_t)k);
 		if (!CHECK(tr_model_new(&cfg, &m) == GNN_OK))
 			return;
@@ -352,7 +352,7 @@ static void test_input_grad(void)
 		CHECK(checked > 0 && worst < FD_TOL);
 		tr_model_free(m);
 		free(t.feat);
-		cfg.input_grad = false;
+		cfg.input_grad = 0;
 		if (CHECK(tr_model_new(&cfg, &m) == GNN_OK)) {
 			make_mb(&t, 3, SIZES, cfg.in_dim, cfg.num_classes, 4, 300 + (uint64_t)k);
 			tr_model_init(m, 5);
@@ -1888,6 +1888,34 @@ static double feat_central(struct tr_model *m, const struct gnn_minibatch *mb, f
 	return (lp - lm) / (2.0 * h);
 }
 
+/* A model asking for type ty's input gradient alone (m0's parameters,
+ * cfg c otherwise) gives its rows as all_g (ld_all wide, every type's)
+ * has them, in a row as wide as the type. */
+static void same_type_grad(struct tr_model *m0, const struct tr_model_cfg *c, const struct gnn_minibatch *mb,
+			   const uint8_t *types, const float *all_g, size_t ld_all, uint32_t ty)
+{
+	struct tr_model_cfg c1 = *c;
+	struct tr_model *m;
+	struct tr_step_stats st;
+	const float *dh;
+	size_t ld = 0, rows = 0;
+
+	c1.input_grad = (uint64_t)1 << ty;
+	if (!CHECK(tr_model_new(&c1, &m) == GNN_OK))
+		return;
+	memcpy(tr_model_params(m), tr_model_params(m0), tr_model_num_params(m) * sizeof(float));
+	CHECK(tr_model_train_step(m, mb, 11, &st) == GNN_OK);
+	dh = tr_model_input_grad(m, &ld);
+	if (CHECK(dh != NULL && ld == TFEAT[ty]))
+		for (size_t i = 0; i < mb->blocks[0].num_src; i++)
+			if (types[i] == ty) {
+				rows++;
+				CHECK(memcmp(dh + i * ld, all_g + i * ld_all, ld * sizeof(float)) == 0);
+			}
+	CHECK(rows > 0);
+	tr_model_free(m);
+}
+
 /* With input_grad (learnable embeddings) the gradient of the raw input
  * rows, through the projection and the input dropout, against finite
  * differences of the loss in the feature values. */
@@ -1902,7 +1930,7 @@ static void test_encoder_input_grad(void)
 	float *g;
 	double worst = 0;
 
-	c.input_grad = true;
+	c.input_grad = ~(uint64_t)0;
 	make_schema(&typed_schema, TR);
 	make_typed(&t, 3, TSIZES, TR, c.num_classes, 3, 520);
 	if (!CHECK(tr_model_new(&c, &m) == GNN_OK))
@@ -1931,6 +1959,7 @@ static void test_encoder_input_grad(void)
 	}
 	printf("  encoder input_grad checked=%zu max_rel_err=%.2e tolerance=%.0e\n", checked, worst, FD_TOL);
 	CHECK(checked > 10 && worst < FD_TOL);
+	same_type_grad(m, &c, &t.mb, t.types, g, ld, 2);
 	free(g);
 out:
 	tr_model_free(m);

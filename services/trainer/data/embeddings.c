@@ -28,7 +28,7 @@
 /* Rows per READ or WRITE call: about 8 MiB of them. */
 #define CHUNK_BYTES (8u << 20)
 
-enum { OP_PULL, OP_PUSH, OP_COUNT };
+enum { OP_PULL, OP_PUSH, OP_PREFETCH, OP_REFRESH, OP_COUNT };
 
 /* A store's embeddings as rank 0 sees them (replicas, docs/embeddings.md):
  * in step with the others, out (refused or missed an update: a JOIN no
@@ -47,6 +47,27 @@ struct emb_store {
 	atomic_uint next;            /* store p's (p < P): rotates partition p's pulls over its replicas */
 };
 
+/* One minibatch's embedded types: per type, its input nodes in source
+ * order (src: their index among the sources; ids), their order grouped by
+ * partition (perm, with part p's at [pstart[p], pstart[p + 1])), which
+ * pull and push both use, and the input rows the model reads. */
+struct emb_mb {
+	struct {
+		uint32_t n;
+		int32_t *src, *perm;
+		int64_t *ids, *pid;         /* pid: ids in perm order */
+		uint32_t *pstart;           /* [P + 1] */
+		float *rows;                /* n x width */
+		size_t cap, rows_cap;
+	} m[GNN_MAX_TYPES];
+	uint32_t *at;                       /* [P]: index_type's scratch */
+};
+
+/* The next minibatch's rows, pulled on a thread while the step before
+ * computes (tr_emb_prefetch): idle; pulling (the thread runs); pulled
+ * (joined: rc says how it went). */
+enum { PF_IDLE, PF_PULLING, PF_PULLED };
+
 struct tr_emb {
 	struct tr_emb_opts o;
 	const struct gnn_layout *g;
@@ -56,27 +77,25 @@ struct tr_emb {
 	bool rank0;                         /* set up the stores (tr_emb_setup) and heals replicas */
 	uint32_t *cs;                       /* [batch calls]: each call's store */
 	size_t cs_cap;
+	atomic_uint_fast64_t req_id;
 	uint32_t dim[GNN_MAX_TYPES];        /* a type's embedding width, 0: none */
 	uint32_t width[GNN_MAX_TYPES];      /* its input rows' width, as the model sees it */
 	uint32_t col[GNN_MAX_TYPES];        /* the embedding's first column in them */
-	/* The minibatch last attached: per embedded type, its input nodes in
-	 * source order (src: their index among the sources; ids), and their
-	 * order grouped by partition (perm, with part p's at [pstart[p],
-	 * pstart[p + 1])), which pull and push both use. */
+	struct emb_mb mbs[2];
+	struct emb_mb *cur;                 /* the minibatch last attached (pushed from) */
+	struct emb_mb *next;                /* the prefetch's */
+	struct gnn_multicall batch;         /* one operation's calls to the stores (memory kept) */
 	struct {
-		uint32_t n;
-		int32_t *src, *perm;
-		int64_t *ids, *pid;         /* pid: ids in perm order */
-		uint32_t *pstart;           /* [P + 1] */
-		float *rows;                /* n x width, what the model reads */
-		size_t cap, rows_cap;
-	} m[GNN_MAX_TYPES];
-	struct gnn_multicall batch;            /* one operation's calls to the stores (memory kept) */
-	uint32_t *at;                       /* [P]: index_type's scratch */
+		int state;                  /* PF_* */
+		pthread_t thread;
+		const struct gnn_minibatch *mb;
+		uint64_t gen, version;      /* the rows', as pulled */
+		int rc;
+		struct gnn_multicall batch; /* the thread's calls */
+	} pf;
 	struct gnn_arr best[GNN_MAX_TYPES]; /* tr_emb_map_best's */
 	int64_t *first;                     /* [P * T]: gnn_emb_file_row(p, t), for tr_emb_best_row */
 	struct gnn_counter *rows[OP_COUNT], *bytes[OP_COUNT], *seconds[OP_COUNT];
-	uint64_t req_id;
 	uint64_t gen, version;               /* where this rank expects the stores: set up, then one
 					      * version per step pushed */
 	bool stream_saves;                   /* a store could not reach the checkpoint folder: the
@@ -122,14 +141,16 @@ static int pick_types(struct tr_emb *e)
 static int register_metrics(struct tr_emb *e)
 {
 	static const char *const op_label[] = { "op" };
-	static const char *const ops[OP_COUNT] = { "pull", "push" };
+	static const char *const ops[OP_COUNT] = { "pull", "push", "prefetch", "refresh" };
 	struct gnn_counter *fam[3];
 	const char *names[3] = { "gnn_trainer_embedding_rows_total", "gnn_trainer_embedding_bytes_total",
 				 "gnn_trainer_embedding_seconds_total" };
 	const char *help[3] = {
-		"Embedding rows pulled from (op=pull) and gradient rows pushed to (op=push) the graph stores",
+		"Embedding rows pulled from (op=pull: the step waits; op=prefetch: the next minibatch's, beside "
+		"the step; op=refresh: those of them the step's update changed) and gradient rows pushed to "
+		"(op=push) the graph stores",
 		"Bytes of those rows", "Seconds spent pulling rows and pushing gradients (op=push includes the "
-		"graph stores' sparse update of the last rank to push)" };
+		"graph stores' sparse update of the last rank to push; op=prefetch is beside the step)" };
 	int rc;
 
 	if (e->o.metrics == NULL)
@@ -199,11 +220,16 @@ int tr_emb_open(const struct tr_emb_opts *o, const struct gnn_layout *g, struct 
 	}
 	rc = GNN_ENOMEM;
 	gnn_multicall_init(&e->batch);
-	if ((e->at = calloc(e->P, sizeof(uint32_t))) == NULL)
-		goto fail;
-	for (uint32_t t = 0; t < e->T; t++)
-		if (e->dim[t] > 0 && (e->m[t].pstart = calloc(e->P + 1, sizeof(uint32_t))) == NULL)
+	gnn_multicall_init(&e->pf.batch);
+	e->cur = &e->mbs[0];
+	e->next = &e->mbs[1];
+	for (int k = 0; k < 2; k++) {
+		if ((e->mbs[k].at = calloc(e->P, sizeof(uint32_t))) == NULL)
 			goto fail;
+		for (uint32_t t = 0; t < e->T; t++)
+			if (e->dim[t] > 0 && (e->mbs[k].m[t].pstart = calloc(e->P + 1, sizeof(uint32_t))) == NULL)
+				goto fail;
+	}
 	if ((rc = register_metrics(e)) != GNN_OK || (rc = check_stores(e)) != GNN_OK)
 		goto fail;
 	if ((e->st = calloc((size_t)e->P * e->R, sizeof(*e->st))) == NULL) {
@@ -222,20 +248,25 @@ void tr_emb_close(struct tr_emb *e)
 {
 	if (e == NULL)
 		return;
+	tr_emb_prefetch_drop(e);
 	gnn_multicall_free(&e->batch);
+	gnn_multicall_free(&e->pf.batch);
 	free(e->st);
 	free(e->cs);
-	free(e->at);
-	for (uint32_t t = 0; t < e->T; t++) {
-		free(e->m[t].src);
-		free(e->m[t].perm);
-		free(e->m[t].ids);
-		free(e->m[t].pid);
-		free(e->m[t].pstart);
-		free(e->m[t].rows);
+	for (int k = 0; k < 2; k++) {
+		free(e->mbs[k].at);
+		for (uint32_t t = 0; t < e->T; t++) {
+			free(e->mbs[k].m[t].src);
+			free(e->mbs[k].m[t].perm);
+			free(e->mbs[k].m[t].ids);
+			free(e->mbs[k].m[t].pid);
+			free(e->mbs[k].m[t].pstart);
+			free(e->mbs[k].m[t].rows);
+		}
+	}
+	for (uint32_t t = 0; t < e->T; t++)
 		if (e->best[t].map != NULL)
 			gnn_arr_close(&e->best[t]);
-	}
 	free(e->first);
 	free(e);
 }
@@ -1192,32 +1223,32 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
 	return GNN_OK;
 }
 
-/* Type t's input nodes of mb, and their order grouped by partition. */
-static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t t)
+/* Type t's input nodes of mb into b, and their order grouped by partition. */
+static int index_type(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb, uint32_t t)
 {
 	const struct gnn_block *b0 = &mb->blocks[0];
-	uint32_t n = mb->type_rows[t], k = 0, *ps = e->m[t].pstart;
+	uint32_t n = mb->type_rows[t], k = 0, *ps = b->m[t].pstart;
 	size_t cap = n < 1024 ? 1024 : n + n / 2;
 
 	/* the four index arrays share one capacity */
-	if (n > e->m[t].cap) {
-		void *src = realloc(e->m[t].src, cap * sizeof(int32_t)), *perm, *ids, *pid;
+	if (n > b->m[t].cap) {
+		void *src = realloc(b->m[t].src, cap * sizeof(int32_t)), *perm, *ids, *pid;
 
 		if (src != NULL)
-			e->m[t].src = src;
-		perm = src == NULL ? NULL : realloc(e->m[t].perm, cap * sizeof(int32_t));
+			b->m[t].src = src;
+		perm = src == NULL ? NULL : realloc(b->m[t].perm, cap * sizeof(int32_t));
 		if (perm != NULL)
-			e->m[t].perm = perm;
-		ids = perm == NULL ? NULL : realloc(e->m[t].ids, cap * sizeof(int64_t));
+			b->m[t].perm = perm;
+		ids = perm == NULL ? NULL : realloc(b->m[t].ids, cap * sizeof(int64_t));
 		if (ids != NULL)
-			e->m[t].ids = ids;
-		pid = ids == NULL ? NULL : realloc(e->m[t].pid, cap * sizeof(int64_t));
+			b->m[t].ids = ids;
+		pid = ids == NULL ? NULL : realloc(b->m[t].pid, cap * sizeof(int64_t));
 		if (pid == NULL)
 			return GNN_ENOMEM;
-		e->m[t].pid = pid;
-		e->m[t].cap = cap;
+		b->m[t].pid = pid;
+		b->m[t].cap = cap;
 	}
-	e->m[t].n = n;
+	b->m[t].n = n;
 	memset(ps, 0, (e->P + 1) * sizeof(uint32_t));
 	for (uint32_t i = 0; i < b0->num_src && k < n; i++)
 		if ((e->T > 1 ? mb->src_types[i] : 0) == t) {
@@ -1225,87 +1256,98 @@ static int index_type(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t
 
 			if (p < 0)
 				return GNN_EPROTO;
-			e->m[t].src[k] = (int32_t)i;
-			e->m[t].ids[k++] = b0->src_ids[i];
+			b->m[t].src[k] = (int32_t)i;
+			b->m[t].ids[k++] = b0->src_ids[i];
 			ps[p + 1]++;
 		}
-	memset(e->at, 0, e->P * sizeof(uint32_t));
+	memset(b->at, 0, e->P * sizeof(uint32_t));
 	for (uint32_t p = 0; p < e->P; p++)
 		ps[p + 1] += ps[p];
 	for (uint32_t j = 0; j < n; j++) {
-		uint32_t p = (uint32_t)gnn_layout_owner(e->g, e->m[t].ids[j]), q = ps[p] + e->at[p]++;
+		uint32_t p = (uint32_t)gnn_layout_owner(e->g, b->m[t].ids[j]), q = ps[p] + b->at[p]++;
 
-		e->m[t].perm[q] = (int32_t)j;
-		e->m[t].pid[q] = e->m[t].ids[j];
+		b->m[t].perm[q] = (int32_t)j;
+		b->m[t].pid[q] = b->m[t].ids[j];
 	}
 	return GNN_OK;
 }
 
-/* Type t's input rows of mb, as the model reads them: its features (when
- * the embedding is concatenated to them), then the embedding rows pulled,
- * rs[*i] on (one answer per partition holding some, *i advanced). *rows
- * and *bytes count what was pulled. */
-static int assemble_type(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t t, const struct gnn_emb_resp *rs,
-			 uint32_t *i, double *rows, double *bytes)
+/* The sampler's rows of embedded type t must be the type's features:
+ * tr_model_check sees the assembled ones only. */
+static int check_features(const struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t t)
 {
-	uint32_t n = e->m[t].n, w = e->width[t], f = w - e->dim[t];
+	if (mb->feat_dims[t] == e->g->schema->types[t].feat_dim)
+		return GNN_OK;
+	GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the sampler's feature "
+		  "rows are not the type's\"", e->g->schema->types[t].name, mb->feat_dims[t],
+		  e->g->schema->types[t].feat_dim);
+	return GNN_EPROTO;
+}
+
+/* Type t's input rows of mb into b, as the model reads them: its features
+ * (when the embedding is concatenated to them), then the embedding rows
+ * pulled, rs[*i] on (one answer per partition holding some, *i advanced).
+ * mb itself is left as it is (bind_type). *rows and *bytes count what was
+ * pulled. */
+static int fill_type(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb, uint32_t t,
+		     const struct gnn_emb_resp *rs, uint32_t *i, double *rows, double *bytes)
+{
+	uint32_t n = b->m[t].n, w = e->width[t], f = w - e->dim[t];
 	const float *feat = mb->feat[t];
 	int rc;
 
-	/* the sampler's rows must be the type's features: tr_model_check
-	 * sees the assembled ones only */
-	if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim) {
-		GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the "
-			  "sampler's feature rows are not the type's\"", e->g->schema->types[t].name,
-			  mb->feat_dims[t], e->g->schema->types[t].feat_dim);
-		return GNN_EPROTO;
-	}
-	if ((rc = grow((void **)&e->m[t].rows, &e->m[t].rows_cap, (size_t)n * w + 1, sizeof(float))) != GNN_OK)
+	if ((rc = grow((void **)&b->m[t].rows, &b->m[t].rows_cap, (size_t)n * w + 1, sizeof(float))) != GNN_OK)
 		return rc;
 	for (uint32_t k = 0; feat != NULL && !e->o.replace && k < n; k++)
-		memcpy(e->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
-	for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-		uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+		memcpy(b->m[t].rows + (size_t)k * w, feat + (size_t)k * f, f * sizeof(float));
+	for (uint32_t p = 0; p < e->P; p++) {
+		uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
 		const float *src;
 
 		if (hi == lo)
 			continue;
-		if (rs[*i].n != hi - lo || rs[*i].dim != e->dim[t]) {
-			rc = GNN_EPROTO;
-			break;
-		}
+		if (rs[*i].n != hi - lo || rs[*i].dim != e->dim[t])
+			return GNN_EPROTO;
 		src = rs[(*i)++].data;
 		for (uint32_t q = lo; q < hi; q++)
-			memcpy(e->m[t].rows + (size_t)e->m[t].perm[q] * w + e->col[t],
+			memcpy(b->m[t].rows + (size_t)b->m[t].perm[q] * w + e->col[t],
 			       src + (size_t)(q - lo) * e->dim[t], e->dim[t] * sizeof(float));
 	}
-	mb->feat[t] = e->m[t].rows;
-	mb->feat_dims[t] = w;
-	mb->feat_dtype = GNN_DT_F32;
 	*rows += n;
 	*bytes += (double)n * e->dim[t] * 4;
-	return rc;
+	return GNN_OK;
 }
 
-int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
+/* mb's embedded types read b's rows. */
+static void bind_rows(const struct tr_emb *e, const struct emb_mb *b, struct gnn_minibatch *mb)
 {
-	double t0 = gnn_now(), bytes = 0, rows = 0;
-	struct gnn_emb_resp *rs = NULL;
+	for (uint32_t t = 0; t < e->T; t++)
+		if (e->dim[t] > 0) {
+			mb->feat[t] = b->m[t].rows;
+			mb->feat_dims[t] = e->width[t];
+			mb->feat_dtype = GNN_DT_F32;
+		}
+}
+
+/* mb's rows of array at version into b, from the stores: one PULL per
+ * store and type holding some, through failover (the step waits). */
+static int pull_rows(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb, uint32_t array,
+		     double *rows, double *bytes)
+{
+	struct gnn_emb_resp *rs;
 	int rc = GNN_OK;
 
-	if (e->rank0 && e->R > 1)
-		finish_joins(e);
 	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL)
 		return GNN_ENOMEM;
 	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
 		if (e->dim[t] == 0)
 			continue;
-		if ((rc = index_type(e, mb, t)) != GNN_OK)
+		if ((rc = check_features(e, mb, t)) != GNN_OK || (rc = index_type(e, b, mb, t)) != GNN_OK)
 			break;
 		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
 			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = e->gen,
-						  .step = e->version, .n = hi - lo, .ids = e->m[t].pid + lo };
+						  .step = e->version, .n = hi - lo, .ids = b->m[t].pid + lo };
 
 			if (hi > lo)
 				rc = put_call(e, pick_store(e, p, 0), &rq, 0);
@@ -1313,25 +1355,210 @@ int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
 	}
 	if (rc == GNN_OK)
 		rc = run_failover(e, "pull", rs);
-	/* Assemble each type's rows: features (concat), then the embedding. */
 	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
 		if (e->dim[t] > 0)
-			rc = assemble_type(e, mb, t, rs, &i, &rows, &bytes);
+			rc = fill_type(e, b, mb, t, rs, &i, rows, bytes);
 	free_replies(e, rs);
 	free(rs);
-	gnn_counter_add(e->rows[OP_PULL], rows);
-	gnn_counter_add(e->bytes[OP_PULL], bytes);
-	gnn_counter_add(e->seconds[OP_PULL], gnn_now() - t0);
+	return rc;
+}
+
+/* ---- the next minibatch's rows, beside the step ---- */
+
+/* The prefetch thread: e->pf.mb's rows at e->pf.version into e->next,
+ * one PULL per store and type, on its own calls (one store per
+ * partition: no failover; a failure is left to the full pull that
+ * follows it, which logs it). */
+static void *prefetch_main(void *arg)
+{
+	struct tr_emb *e = arg;
+	const struct gnn_minibatch *mb = e->pf.mb;
+	struct gnn_multicall *mc = &e->pf.batch;
+	struct emb_mb *b = e->next;
+	struct gnn_emb_resp *rs;
+	double t0 = gnn_now(), rows = 0, bytes = 0;
+	int rc = GNN_OK;
+
+	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL) {
+		e->pf.rc = GNN_ENOMEM;
+		return NULL;
+	}
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
+		if (e->dim[t] == 0)
+			continue;
+		if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim || (rc = index_type(e, b, mb, t)) != GNN_OK) {
+			rc = rc != GNN_OK ? rc : GNN_EPROTO;
+			break;
+		}
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
+			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = GNN_EMB_ROWS,
+						  .gen = e->pf.gen, .step = e->pf.version, .n = hi - lo,
+						  .ids = b->m[t].pid + lo };
+			struct gnn_wbuf *w;
+
+			if (hi > lo && (rc = gnn_multicall_add(mc, tr_stores_client(e->o.stores, p), 0, &w)) == GNN_OK)
+				rc = gnn_encode_emb_req(w, ++e->req_id, &rq);
+		}
+	}
+	if (rc == GNN_OK)
+		rc = gnn_multicall_run(mc, take_emb, &(struct emb_run){ .e = e, .what = "prefetch", .resp = rs,
+									.quiet = true });
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
+		if (e->dim[t] > 0)
+			rc = fill_type(e, b, mb, t, rs, &i, &rows, &bytes);
+	for (size_t i = 0; i < mc->n; i++)
+		gnn_proto_release(rs[i].owned);
+	gnn_multicall_clear(mc);
+	free(rs);
+	if (rc == GNN_OK) {
+		gnn_counter_add(e->rows[OP_PREFETCH], rows);
+		gnn_counter_add(e->bytes[OP_PREFETCH], bytes);
+	}
+	gnn_counter_add(e->seconds[OP_PREFETCH], gnn_now() - t0);
+	e->pf.rc = rc;
+	return NULL;
+}
+
+int tr_emb_prefetch(struct tr_emb *e, const struct gnn_minibatch *mb)
+{
+	tr_emb_prefetch_drop(e);
+	/* with replicas a pull may go on to another store, which the
+	 * training thread's failover state decides: not from here */
+	if (!e->o.prefetch || e->R > 1 || e->o.stores == NULL)
+		return GNN_OK;
+	e->pf.mb = mb;
+	e->pf.gen = e->gen;
+	e->pf.version = e->version;
+	e->pf.rc = GNN_OK;
+	if (pthread_create(&e->pf.thread, NULL, prefetch_main, e) != 0)
+		return GNN_ENOMEM;
+	e->pf.state = PF_PULLING;
+	return GNN_OK;
+}
+
+/* Waits for the prefetch thread, if one runs: its rows stay. */
+static void prefetch_join(struct tr_emb *e)
+{
+	if (e->pf.state != PF_PULLING)
+		return;
+	pthread_join(e->pf.thread, NULL);
+	e->pf.state = PF_PULLED;
+}
+
+void tr_emb_prefetch_drop(struct tr_emb *e)
+{
+	prefetch_join(e);
+	e->pf.state = PF_IDLE;
+	e->pf.mb = NULL;
+}
+
+/* The prefetched rows of e->cur brought from e->pf.version to e->version:
+ * one DELTA per store and type holding some, and the rows it answers
+ * written over theirs. */
+static int refresh_rows(struct tr_emb *e, double *rows, double *bytes)
+{
+	struct emb_mb *b = e->cur;
+	struct gnn_emb_resp *rs;
+	int rc = GNN_OK;
+
+	if (e->version == e->pf.version)
+		return GNN_OK;
+	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL)
+		return GNN_ENOMEM;
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t p = 0; e->dim[t] > 0 && p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
+			struct gnn_emb_req rq = { .op = GNN_EMB_DELTA, .node_type = t, .gen = e->gen, .step = e->version,
+						  .first = (int64_t)e->pf.version, .n = hi - lo,
+						  .ids = b->m[t].pid + lo };
+
+			if (hi > lo)
+				rc = put_call(e, p, &rq, 0);
+		}
+	if (rc == GNN_OK)
+		rc = run_failover(e, "refresh", rs);
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
+		for (uint32_t p = 0; e->dim[t] > 0 && p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1], d = e->dim[t], w = e->width[t];
+			const struct gnn_emb_resp *r = &rs[i];
+			const uint32_t *src = r->data;
+
+			if (hi == lo)
+				continue;
+			i++;
+			if (r->n > hi - lo || (r->n > 0 && r->dim != d + 1)) {
+				rc = GNN_EPROTO;
+				break;
+			}
+			for (uint32_t k = 0; k < r->n; k++, src += d + 1) {
+				if (src[0] >= hi - lo) {
+					rc = GNN_EPROTO;
+					break;
+				}
+				memcpy(b->m[t].rows + (size_t)b->m[t].perm[lo + src[0]] * w + e->col[t], src + 1,
+				       d * sizeof(float));
+			}
+			*rows += r->n;
+			*bytes += (double)r->n * (d + 1) * 4;
+		}
+	free_replies(e, rs);
+	free(rs);
+	return rc;
+}
+
+/* The prefetched rows are mb's, of this generation, of the rows (not the
+ * best rows) and of no later version than the stores'. */
+static bool prefetched(struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t array)
+{
+	bool ok;
+
+	prefetch_join(e);
+	ok = e->pf.state == PF_PULLED && e->pf.mb == mb && e->pf.rc == GNN_OK && array == GNN_EMB_ROWS &&
+	     e->pf.gen == e->gen && e->pf.version <= e->version;
+	if (e->pf.state == PF_PULLED && e->pf.mb == mb && e->pf.rc != GNN_OK && e->pf.rc != GNN_ECLOSED)
+		GNN_INFO("embeddings_prefetch_failed", "code=%s note=\"the rows are pulled again\"",
+			 gnn_errname(e->pf.rc));
+	return ok;
+}
+
+int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array)
+{
+	double t0 = gnn_now(), bytes = 0, rows = 0;
+	int rc, op = OP_PULL;
+
+	if (e->rank0 && e->R > 1)
+		finish_joins(e);
+	if (prefetched(e, mb, array)) {
+		struct emb_mb *b = e->cur;
+
+		e->cur = e->next;
+		e->next = b;
+		op = OP_REFRESH;
+		rc = refresh_rows(e, &rows, &bytes);
+	} else {
+		rc = pull_rows(e, e->cur, mb, array, &rows, &bytes);
+	}
+	tr_emb_prefetch_drop(e);
+	if (rc == GNN_OK)
+		bind_rows(e, e->cur, mb);
+	gnn_counter_add(e->rows[op], rows);
+	gnn_counter_add(e->bytes[op], bytes);
+	gnn_counter_add(e->seconds[op], gnn_now() - t0);
 	return rc;
 }
 
 int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uint32_t world)
 {
+	const struct emb_mb *b = e->cur;
 	double t0 = gnn_now(), rows = 0;
 	float *g = NULL;
 	size_t gcap = 0;
 	int rc = GNN_OK;
 
+	/* the update must not overtake the next minibatch's pull: that is
+	 * of this version */
+	prefetch_join(e);
 	e->rank0 = rank == 0;
 	if (e->rank0 && e->R > 1)
 		start_joins(e);
@@ -1341,22 +1568,22 @@ int tr_emb_push(struct tr_emb *e, const float *dh, size_t ld, uint32_t rank, uin
 
 		if (d == 0)
 			continue;
-		if ((rc = grow((void **)&g, &gcap, (size_t)e->m[t].n * d + 1, sizeof(float))) != GNN_OK)
+		if ((rc = grow((void **)&g, &gcap, (size_t)b->m[t].n * d + 1, sizeof(float))) != GNN_OK)
 			break;
 		/* the gradient rows in pull order (grouped by partition) */
-		for (uint32_t q = 0; q < e->m[t].n; q++)
-			memcpy(g + (size_t)q * d, dh + (size_t)e->m[t].src[e->m[t].perm[q]] * ld + e->col[t],
+		for (uint32_t q = 0; q < b->m[t].n; q++)
+			memcpy(g + (size_t)q * d, dh + (size_t)b->m[t].src[b->m[t].perm[q]] * ld + e->col[t],
 			       d * sizeof(float));
 		for (uint32_t s = 0; s < e->P * e->R && rc == GNN_OK; s++) {
-			uint32_t p = s % e->P, lo = e->m[t].pstart[p], hi = e->m[t].pstart[p + 1];
+			uint32_t p = s % e->P, lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
 			struct gnn_emb_req rq = { .op = GNN_EMB_PUSH, .node_type = t, .rank = rank, .world = world,
 						  .gen = e->gen, .step = e->version, .n = hi - lo, .dim = d,
-						  .ids = e->m[t].pid + lo, .data = g + (size_t)lo * d };
+						  .ids = b->m[t].pid + lo, .data = g + (size_t)lo * d };
 
 			rc = put_call(e, s, &rq, 0);
 		}
-		rows += e->m[t].n;
-		gnn_counter_add(e->bytes[OP_PUSH], (double)e->m[t].n * d * 4);
+		rows += b->m[t].n;
+		gnn_counter_add(e->bytes[OP_PUSH], (double)b->m[t].n * d * 4);
 	}
 	free(g);
 	if (rc == GNN_OK)

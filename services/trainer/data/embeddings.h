@@ -6,7 +6,10 @@
  * pass is done, before the dense all-reduce. Every store applies an update
  * once every rank pushed for it, so when the all-reduce returns on any rank
  * every store is at the next version: step s+1 reads exactly what step s
- * wrote, on every rank, whatever the timing. The model sees an embedded
+ * wrote, on every rank, whatever the timing. The next minibatch's rows
+ * are pulled while a step computes (tr_emb_prefetch), and its attach then
+ * reads again only the rows that step's update changed: the same rows, so
+ * the same results, with most of the pull beside the step. The model sees an embedded
  * type as a type with features: its rows are the embeddings (--embed-input
  * replace, or a type without features) or the features followed by the
  * embeddings (concat).
@@ -27,7 +30,9 @@
  * (docs/embeddings.md, "Replicas"). Not thread-safe: one per rank, used
  * by one thread, but for tr_emb_finish, which rank 0's checkpoint commit
  * runs on its own thread beside the others: it reads only what the save
- * before it set, and the next save waits for it. */
+ * before it set, and the next save waits for it; and for the prefetch's
+ * thread, which owns the next minibatch's buffers and calls until the
+ * training thread joins it (attach, push, drop). */
 #ifndef TR_EMB_H
 #define TR_EMB_H
 
@@ -51,6 +56,7 @@ struct tr_emb_opts {
 	float lr;
 	uint64_t seed;
 	struct tr_stores *stores;      /* borrowed: one per partition; NULL: offline */
+	bool prefetch;                 /* tr_emb_prefetch pulls ahead (--embed-prefetch); else it does nothing */
 	double wait_s;                 /* how long rank 0 waits for every store at a (re)start */
 	struct gnn_metrics *metrics;   /* gnn_trainer_embedding_* are registered here */
 };
@@ -109,6 +115,20 @@ int tr_emb_finish(void *e, const char *dir);
  * or GNN_EMB_BEST_ROWS (the test of the best epoch). GNN_ESTALE when a
  * store is not there; other errors name the store. */
 int tr_emb_attach(struct tr_emb *e, struct gnn_minibatch *mb, uint32_t array);
+
+/* Starts pulling mb's rows (GNN_EMB_ROWS, at the version e expects now)
+ * on a thread of their own, for a tr_emb_attach of mb after the next
+ * push: the step computes meanwhile, and that attach then asks only for
+ * the rows the push's update changed (EMB DELTA). mb must stay as it is
+ * until that attach or tr_emb_prefetch_drop. A prefetch that fails, or
+ * an attach of another minibatch, leaves the full pull to that attach.
+ * Nothing is started without o->prefetch or with replicas (their
+ * failover belongs to the training thread). GNN_ENOMEM when no thread
+ * could start. */
+int tr_emb_prefetch(struct tr_emb *e, const struct gnn_minibatch *mb);
+/* Waits for a prefetch still running and forgets its rows: before the
+ * minibatch it reads is freed. */
+void tr_emb_prefetch_drop(struct tr_emb *e);
 
 /* After the backward pass of the minibatch last attached: pushes the
  * gradient of its embedded rows (dh: layer 0's input rows' gradient,

@@ -482,6 +482,24 @@ int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited)
 	return rc;
 }
 
+bool tr_loader_poll(struct tr_loader *l, struct tr_batch **b)
+{
+	struct slot *s;
+
+	*b = NULL;
+	pthread_mutex_lock(&l->mu);
+	if (l->active && l->consumed < l->steps &&
+	    (s = &l->slots[l->consumed % l->o.depth])->state == SLOT_READY && s->rc == GNN_OK) {
+		*b = s->b;
+		s->state = SLOT_FREE;
+		s->b = NULL;
+		l->consumed++;
+		pthread_cond_broadcast(&l->work);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return *b != NULL;
+}
+
 /* Waits (mu held) until no request is out; when stopping, cancels them
  * first: a request to a stuck sampler would hold the exit for its whole
  * timeout chain. */

@@ -89,6 +89,10 @@ int tr_loader_begin(struct tr_loader *l, const struct tr_job *job);
  * (logged with the replicas tried); GNN_ECLOSED when stop() became true;
  * GNN_ERANGE past the last step. */
 int tr_loader_next(struct tr_loader *l, struct tr_batch **b, double *waited);
+/* The next batch, as tr_loader_next gives it, if it is there now (true);
+ * false when it is not, when its request failed (tr_loader_next then says
+ * so) and past the last step. */
+bool tr_loader_poll(struct tr_loader *l, struct tr_batch **b);
 /* Ends the job: drops undelivered batches and the answers still to come
  * (requests still out are not waited for). When stop() is true the
  * requests in flight are abandoned and waited for (tr_samplers_abort: the

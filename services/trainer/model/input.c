@@ -83,6 +83,7 @@ void tr_input_free(struct tr_input *in)
 	free(in->de.p);
 	free(in->dm.p);
 	free(in->dx.p);
+	free(in->dt.p);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -292,30 +293,30 @@ static void project_grads(struct tr_input *in, const struct gnn_minibatch *mb, s
 }
 
 /* With input_grad in project mode: each input node's raw gradient, dE_t
- * W_t^T, row i of dx (the widest type's width). */
+ * W_t^T, row i of dx (the widest wanted type's width), for the types
+ * input_grad names; the other rows are left as they are. */
 static int raw_grads(struct tr_input *in, const struct gnn_minibatch *mb, struct tr_kstats *ks)
 {
 	size_t ns = mb->blocks[0].num_src, D = in->D, ld = 1;
-	struct tr_fbuf tmp = { 0 };
 	int rc = GNN_OK;
 
 	for (uint32_t t = 0; t < in->T; t++)
-		ld = in->feat_dim[t] > ld ? in->feat_dim[t] : ld;
+		if (in->input_grad >> t & 1)
+			ld = in->feat_dim[t] > ld ? in->feat_dim[t] : ld;
 	if ((rc = tr_fbuf_reserve(&in->dx, (ns ? ns : 1) * ld)) != GNN_OK)
 		return rc;
-	memset(in->dx.p, 0, ns * ld * sizeof(float));
 	for (uint32_t t = 0; t < in->T && rc == GNN_OK; t++) {
 		size_t n = in->toff[t + 1] - in->toff[t], f = in->feat_dim[t];
 
-		if (in->vec[t] >= 0 || n == 0 || (rc = tr_fbuf_reserve(&tmp, n * f)) != GNN_OK)
+		if (!(in->input_grad >> t & 1) || in->vec[t] >= 0 || n == 0 ||
+		    (rc = tr_fbuf_reserve(&in->dt, n * f)) != GNN_OK)
 			continue;
 		tr_sgemm(ks, CblasNoTrans, CblasTrans, n, f, D, in->de.p + in->toff[t] * D, D, in->params + in->woff[t],
-			 D, tmp.p, f);
+			 D, in->dt.p, f);
 		for (size_t i = 0; i < ns; i++)
 			if (type_of(in, mb, i) == t)
-				memcpy(in->dx.p + i * ld, tmp.p + (size_t)in->rank.p[i] * f, f * sizeof(float));
+				memcpy(in->dx.p + i * ld, in->dt.p + (size_t)in->rank.p[i] * f, f * sizeof(float));
 	}
-	free(tmp.p);
 	in->dh0 = in->dx.p;
 	in->dh0_ld = ld;
 	return rc;

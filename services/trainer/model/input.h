@@ -39,13 +39,14 @@ struct tr_input {
 	uint32_t nvec;
 	size_t woff[GNN_MAX_TYPES];        /* project: W_t's first float in the slice */
 	size_t vec_off, nparams;           /* the first type vector's; the slice's floats */
-	bool input_grad;                   /* cfg input_grad */
+	uint64_t input_grad;               /* cfg input_grad: the types whose raw gradient is wanted */
 	uint32_t keep_below;               /* dropout (project, training): kept when the draw < this */
 	float keep_scale;
 	float *params, *grads;             /* the bound slices, the model's */
 	struct tr_ibuf rank;               /* each input node's row among its type's features */
 	struct tr_fbuf h0;                 /* the rows, when assembled */
-	struct tr_fbuf e, de, dm, dx;      /* project: per-type rows, their gradient; vector rows' masked dH0; raw grad */
+	struct tr_fbuf e, de, dm, dx, dt;  /* project: per-type rows, their gradient; vector rows' masked dH0;
+					    * raw grad, and one type's of it */
 	size_t toff[GNN_MAX_TYPES + 1];    /* project: each type's first row in e and de */
 	bool dropped;                      /* the last forward applied dropout with key */
 	uint64_t key;
@@ -85,7 +86,8 @@ bool tr_input_wants_grad(const struct tr_input *in, const struct gnn_minibatch *
 int tr_input_backward(struct tr_input *in, const struct gnn_minibatch *mb, const float *dh0,
 		      struct tr_kstats *ks);
 /* The gradient of the raw input rows, one per input node (num_src x *ld,
- * a node's first feat_dim_t floats meaningful; in's, valid until the next
+ * a node's first feat_dim_t floats meaningful for the types of cfg
+ * input_grad, the other types' rows undefined; in's, valid until the next
  * backward), or NULL when there was none. */
 const float *tr_input_grad(const struct tr_input *in, size_t *ld);
 

@@ -66,8 +66,11 @@ struct tr_model_cfg {
 				* matrix per relation (other models: 0) */
 	enum tr_encoder encoder;   /* layer 0's input rows (input.h; tr_encoder_projects) */
 	uint32_t heads;        /* rgat, gat: attention heads of the hidden layers (0: 1) */
-	bool input_grad;       /* the backward pass also gives the gradient of layer 0's input
-				* rows (learnable embeddings, embeddings.h: tr_model_input_grad) */
+	uint64_t input_grad;   /* bit t set: the backward pass also gives the gradient of layer
+				* 0's input rows of node type t (learnable embeddings,
+				* embeddings.h: tr_model_input_grad); 0: none. Only the
+				* types asked for: at ogbn-mag's size the papers' rows,
+				* which learn nothing, were most of that work */
 	/* The last layer's aggregate of each destination v (its X row but
 	 * the bias column) times sqrt(deg(v) + 1), deg(v) its in-degree in
 	 * the block: outputs whose size grows with the node's degree. A dot
