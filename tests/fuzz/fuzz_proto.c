@@ -659,7 +659,7 @@ static void check_array_at(const char *msg, const void *at, uint64_t n, const ui
 
 static bool emb_op_has_ids(uint32_t op)
 {
-	return op == GNN_EMB_PULL || op == GNN_EMB_PUSH;
+	return op == GNN_EMB_PULL || op == GNN_EMB_PUSH || op == GNN_EMB_DELTA;
 }
 
 static bool emb_op_has_data(uint32_t op)
@@ -757,7 +757,7 @@ static void check_emb_resp(const struct gnn_hdr *h, const uint8_t *p, size_t len
 	memset(&v, FILL, sizeof(v));
 	if (!decoded("emb_resp", gnn_decode_emb_resp(p, len, &v), &v, sizeof(v)))
 		return;
-	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM)
+	if (v.n > GNN_PROTO_MAX_IDS || v.dim > GNN_PROTO_MAX_FEAT_DIM + 1)   /* + 1: DELTA's index */
 		broken("emb_resp", "accepted with n or dim out of range");
 	words = (uint64_t)v.n * v.dim;
 	if ((v.data != NULL) != (words > 0))

@@ -180,6 +180,8 @@ static void emit_emb(struct gnn_wbuf *w)
 				    .n = 3, .dim = 3, .ids = ids, .data = grad };
 	struct gnn_emb_req push_empty = { .op = GNN_EMB_PUSH, .node_type = 2, .rank = 0, .world = 4, .gen = 1,
 					  .step = 3, .dim = 8, .ids = ids, .data = grad };
+	struct gnn_emb_req delta = { .op = GNN_EMB_DELTA, .node_type = 1, .gen = 1, .step = 4, .first = 3, .n = 3,
+				     .ids = ids };
 	struct gnn_emb_req read = { .op = GNN_EMB_READ, .node_type = 1, .array = GNN_EMB_STATE1, .gen = 1,
 				    .first = 1000, .n = 64 };
 	struct gnn_emb_req write = { .op = GNN_EMB_WRITE, .node_type = 1, .array = GNN_EMB_ROWS, .gen = 1, .step = 5,
@@ -195,6 +197,9 @@ static void emit_emb(struct gnn_wbuf *w)
 				     .data = grad };
 	struct gnn_emb_resp steps_resp = { .gen = 1, .version = 3, .cfg_hash = 5, .n = 3, .dim = 1, .data = steps };
 	struct gnn_emb_resp bare = { .gen = 1, .version = 4, .cfg_hash = 0x0123456789abcdefull };
+	/* DELTA's rows: the ID's index, then a row of 3 */
+	static const uint32_t changed[8] = { 0, 0x3f800000, 0x40000000, 0x40400000, 2, 0xbf800000, 0, 0x3f000000 };
+	struct gnn_emb_resp delta_resp = { .gen = 1, .version = 4, .cfg_hash = 5, .n = 2, .dim = 4, .data = changed };
 
 	emit("emb_req", "emb_req-init", gnn_encode_emb_req(w, 20, &init), w);
 	emit("emb_req", "emb_req-init-adagrad", gnn_encode_emb_req(w, 20, &adagrad), w);
@@ -202,6 +207,7 @@ static void emit_emb(struct gnn_wbuf *w)
 	emit("emb_req", "emb_req-save", gnn_encode_emb_req(w, 20, &save), w);
 	emit("emb_req", "emb_req-pull-best", gnn_encode_emb_req(w, 20, &pull_best), w);
 	emit("emb_req", "emb_req-push", gnn_encode_emb_req(w, 20, &push), w);
+	emit("emb_req", "emb_req-delta", gnn_encode_emb_req(w, 20, &delta), w);
 	emit("emb_req", "emb_req-push-empty", gnn_encode_emb_req(w, 20, &push_empty), w);
 	emit("emb_req", "emb_req-read", gnn_encode_emb_req(w, 20, &read), w);
 	emit("emb_req", "emb_req-write", gnn_encode_emb_req(w, 20, &write), w);
@@ -211,6 +217,7 @@ static void emit_emb(struct gnn_wbuf *w)
 	emit("emb_resp", "emb_resp-rows", gnn_encode_emb_resp(w, 21, &rows), w);
 	emit("emb_resp", "emb_resp-steps", gnn_encode_emb_resp(w, 21, &steps_resp), w);
 	emit("emb_resp", "emb_resp-bare", gnn_encode_emb_resp(w, 21, &bare), w);
+	emit("emb_resp", "emb_resp-delta", gnn_encode_emb_resp(w, 21, &delta_resp), w);
 }
 
 /* LINK: every op of the request and the reply, by node and by query, dot and mlp. */
