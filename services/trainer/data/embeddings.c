@@ -1273,14 +1273,15 @@ static int index_type(struct tr_emb *e, struct emb_mb *b, const struct gnn_minib
 }
 
 /* The sampler's rows of embedded type t must be the type's features:
- * tr_model_check sees the assembled ones only. */
-static int check_features(const struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t t)
+ * tr_model_check sees the assembled ones only (logged unless quiet). */
+static int check_features(const struct tr_emb *e, const struct gnn_minibatch *mb, uint32_t t, bool quiet)
 {
 	if (mb->feat_dims[t] == e->g->schema->types[t].feat_dim)
 		return GNN_OK;
-	GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the sampler's feature "
-		  "rows are not the type's\"", e->g->schema->types[t].name, mb->feat_dims[t],
-		  e->g->schema->types[t].feat_dim);
+	if (!quiet)
+		GNN_ERROR("bad_minibatch", "type=%s feat_dim=%" PRIu32 " expected=%" PRIu32 " reason=\"the sampler's "
+			  "feature rows are not the type's\"", e->g->schema->types[t].name, mb->feat_dims[t],
+			  e->g->schema->types[t].feat_dim);
 	return GNN_EPROTO;
 }
 
@@ -1329,35 +1330,63 @@ static void bind_rows(const struct tr_emb *e, const struct emb_mb *b, struct gnn
 		}
 }
 
-/* mb's rows of array at version into b, from the stores: one PULL per
- * store and type holding some, through failover (the step waits). */
+/* b indexed for mb, and one PULL of array at (gen, version) per store
+ * and type holding some: into e->batch (put_call: the training thread's,
+ * with failover) or, with mc, into mc, to each partition's one store (the
+ * prefetch's; quiet). */
+static int put_pulls(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb, uint32_t array,
+		     uint64_t gen, uint64_t version, struct gnn_multicall *mc)
+{
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
+		if (e->dim[t] == 0)
+			continue;
+		if ((rc = check_features(e, mb, t, mc != NULL)) != GNN_OK || (rc = index_type(e, b, mb, t)) != GNN_OK)
+			break;
+		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
+			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
+			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = gen,
+						  .step = version, .n = hi - lo, .ids = b->m[t].pid + lo };
+			struct gnn_wbuf *w;
+
+			if (hi == lo)
+				continue;
+			if (mc == NULL)
+				rc = put_call(e, pick_store(e, p, 0), &rq, 0);
+			else if ((rc = gnn_multicall_add(mc, tr_stores_client(e->o.stores, p), 0, &w)) == GNN_OK)
+				rc = gnn_encode_emb_req(w, ++e->req_id, &rq);
+		}
+	}
+	return rc;
+}
+
+/* Every embedded type's rows of mb into b from the answers rs (fill_type). */
+static int fill_rows(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb,
+		     const struct gnn_emb_resp *rs, double *rows, double *bytes)
+{
+	int rc = GNN_OK;
+
+	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
+		if (e->dim[t] > 0)
+			rc = fill_type(e, b, mb, t, rs, &i, rows, bytes);
+	return rc;
+}
+
+/* mb's rows of array at the version e expects into b, from the stores,
+ * through failover (the step waits). */
 static int pull_rows(struct tr_emb *e, struct emb_mb *b, const struct gnn_minibatch *mb, uint32_t array,
 		     double *rows, double *bytes)
 {
 	struct gnn_emb_resp *rs;
-	int rc = GNN_OK;
+	int rc;
 
 	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL)
 		return GNN_ENOMEM;
-	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
-		if (e->dim[t] == 0)
-			continue;
-		if ((rc = check_features(e, mb, t)) != GNN_OK || (rc = index_type(e, b, mb, t)) != GNN_OK)
-			break;
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
-			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = array, .gen = e->gen,
-						  .step = e->version, .n = hi - lo, .ids = b->m[t].pid + lo };
-
-			if (hi > lo)
-				rc = put_call(e, pick_store(e, p, 0), &rq, 0);
-		}
-	}
-	if (rc == GNN_OK)
+	if ((rc = put_pulls(e, b, mb, array, e->gen, e->version, NULL)) == GNN_OK)
 		rc = run_failover(e, "pull", rs);
-	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
-		if (e->dim[t] > 0)
-			rc = fill_type(e, b, mb, t, rs, &i, rows, bytes);
+	if (rc == GNN_OK)
+		rc = fill_rows(e, b, mb, rs, rows, bytes);
 	free_replies(e, rs);
 	free(rs);
 	return rc;
@@ -1377,36 +1406,17 @@ static void *prefetch_main(void *arg)
 	struct emb_mb *b = e->next;
 	struct gnn_emb_resp *rs;
 	double t0 = gnn_now(), rows = 0, bytes = 0;
-	int rc = GNN_OK;
+	int rc;
 
 	if ((rs = calloc((size_t)e->T * e->P, sizeof(*rs))) == NULL) {
 		e->pf.rc = GNN_ENOMEM;
 		return NULL;
 	}
-	for (uint32_t t = 0; t < e->T && rc == GNN_OK; t++) {
-		if (e->dim[t] == 0)
-			continue;
-		if (mb->feat_dims[t] != e->g->schema->types[t].feat_dim || (rc = index_type(e, b, mb, t)) != GNN_OK) {
-			rc = rc != GNN_OK ? rc : GNN_EPROTO;
-			break;
-		}
-		for (uint32_t p = 0; p < e->P && rc == GNN_OK; p++) {
-			uint32_t lo = b->m[t].pstart[p], hi = b->m[t].pstart[p + 1];
-			struct gnn_emb_req rq = { .op = GNN_EMB_PULL, .node_type = t, .array = GNN_EMB_ROWS,
-						  .gen = e->pf.gen, .step = e->pf.version, .n = hi - lo,
-						  .ids = b->m[t].pid + lo };
-			struct gnn_wbuf *w;
-
-			if (hi > lo && (rc = gnn_multicall_add(mc, tr_stores_client(e->o.stores, p), 0, &w)) == GNN_OK)
-				rc = gnn_encode_emb_req(w, ++e->req_id, &rq);
-		}
-	}
-	if (rc == GNN_OK)
+	if ((rc = put_pulls(e, b, mb, GNN_EMB_ROWS, e->pf.gen, e->pf.version, mc)) == GNN_OK)
 		rc = gnn_multicall_run(mc, take_emb, &(struct emb_run){ .e = e, .what = "prefetch", .resp = rs,
 									.quiet = true });
-	for (uint32_t t = 0, i = 0; t < e->T && rc == GNN_OK; t++)
-		if (e->dim[t] > 0)
-			rc = fill_type(e, b, mb, t, rs, &i, &rows, &bytes);
+	if (rc == GNN_OK)
+		rc = fill_rows(e, b, mb, rs, &rows, &bytes);
 	for (size_t i = 0; i < mc->n; i++)
 		gnn_proto_release(rs[i].owned);
 	gnn_multicall_clear(mc);
