@@ -18,7 +18,9 @@
 #   - R-GCN's test accuracy (sampled, and by inference over every test
 #     paper) against the features-only baseline's;
 #   - then R-GCN again with learnable embeddings for the three featureless
-#     types (docs/embeddings.md): its epoch split (embed_s: pulling rows and
+#     types, as wide as the hidden layers (DGL's distributed R-GCN's
+#     layout: the rows enter layer 0 unprojected; docs/embeddings.md): its
+#     epoch split (embed_s: pulling rows and
 #     pushing gradients, the stores' sparse update included), its epoch
 #     over the one without (embed_epoch_ratio), its checkpoints (how many,
 #     within epochs; the seconds the ranks waited for each, and the sync
@@ -27,7 +29,8 @@
 # Exits non-zero only when a run fails.
 # Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_MODEL (rgcn; rgat), GNN_BENCH_EPOCHS
 # (1), GNN_BENCH_FANOUTS (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
-# GNN_BENCH_EMBED_DIM (128; 0: no embedding run).
+# GNN_BENCH_EMBED_DIM (the hidden width; another width is projected to it,
+# as ogbn-mag's OGB reference's 128; 0: no embedding run).
 # Usage: tests/bench_mag.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +39,7 @@ PRESET=${GNN_BENCH_PRESET:-mag}
 EPOCHS=${GNN_BENCH_EPOCHS:-1}
 FANOUTS=${GNN_BENCH_FANOUTS:-5,5}
 HIDDEN=${GNN_BENCH_HIDDEN:-64}
-EMBED_DIM=${GNN_BENCH_EMBED_DIM:-128}
+EMBED_DIM=${GNN_BENCH_EMBED_DIM:-$HIDDEN}
 WORK=$BUILD/bench/$PRESET-e2e
 CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)

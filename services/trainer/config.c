@@ -108,6 +108,9 @@ void tr_config_model(const struct tr_config *c, const struct gnn_layout *g, cons
 	tr_emb_model_schema(emb, mschema);
 	mc->schema = mschema;
 	mc->in_dim = gnn_schema_max_feat_dim(mschema);
+	for (uint32_t t = 0; t < mschema->num_types; t++)
+		if (tr_emb_dim(emb, t) > 0 && tr_emb_dim(emb, t) == mschema->types[t].feat_dim)
+			mc->embed_only |= (uint64_t)1 << t;   /* no features beside the rows */
 }
 
 struct tr_decoder tr_config_decoder(const struct tr_config *c)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Learnable node embeddings end to end (docs/embeddings.md):
 #   - synthetic mag-tiny, R-GCN on 2 trainers: embeddings for the three
-#     featureless types train as well as one vector per type (the gain needs
-#     more test papers: mag-small, README), the inference (which reads the
+#     featureless types, as wide as the hidden layers (so unprojected: the
+#     model's parameter count says so), train as well as one vector per
+#     type (the gain needs more test papers: mag-small, README), the inference (which reads the
 #     best rows from the checkpoint) agrees, every checkpoint holds the
 #     shards, and a damaged shard falls back to the checkpoint before;
 #   - a homogeneous synthetic graph without features (tiny --no-features):
@@ -30,7 +31,7 @@ infer_acc() { jq -r '.accuracy.test' "$1/predictions/summary.json" 2>/dev/null; 
 # ---- mag-tiny: embeddings against one vector per type ------------------------------------
 timeout 300 "$L" "${RGCN[@]}" --epochs 30 --workdir "$WORK/vec" "${LIMITS[@]}" >"$WORK/vec.out" 2>"$WORK/vec.err"
 rc1=$?
-timeout 300 "$L" "${RGCN[@]}" --epochs 30 --embed-dim 32 --workdir "$WORK/emb" "${LIMITS[@]}" >"$WORK/emb.out" 2>"$WORK/emb.err"
+timeout 300 "$L" "${RGCN[@]}" --epochs 30 --embed-dim 64 --workdir "$WORK/emb" "${LIMITS[@]}" >"$WORK/emb.out" 2>"$WORK/emb.err"
 rc2=$?
 a=$(acc rgcn "$WORK/vec.out")
 b=$(acc rgcn "$WORK/emb.out")
@@ -40,13 +41,20 @@ b=$(acc rgcn "$WORK/emb.out")
 # docs/embeddings.md); here R-GCN with embeddings must train as well.
 check mag_tiny_embeddings_train "mag-tiny rgcn: both exit 0, with embeddings test_acc >= 0.70 and within 0.05 of one vector per type (got $rc1 $rc2, ${a:-?} -> ${b:-?})" \
 	awk -v rc1="$rc1" -v rc2="$rc2" -v a="$a" -v b="$b" 'BEGIN { exit !(rc1 == 0 && rc2 == 0 && a != "" && b != "" && b >= 0.70 && b >= a - 0.05) }'
+# rows as wide as --hidden enter layer 0 unprojected (docs/model.md): the
+# model has no W_t, b_t for them and no learnt vector either, so it is
+# one vector per featureless type smaller than the model without
+pv=$(sed -n 's/.* model .* params=\([0-9]*\) .*/\1/p' "$WORK/vec/logs/trainer-0.log" | head -n 1)
+pe=$(sed -n 's/.* model .* params=\([0-9]*\) .*/\1/p' "$WORK/emb/logs/trainer-0.log" | head -n 1)
+check embeddings_unprojected "--embed-dim 64 = --hidden: the model has 3 x 64 parameters fewer than one vector per type's (got ${pv:-?} -> ${pe:-?})" \
+	bash -c "[ -n '$pv' ] && [ -n '$pe' ] && [ \$(( ${pv:-0} - ${pe:-0} )) -eq 192 ]"
 ia=$(infer_acc "$WORK/emb")
 check mag_tiny_embeddings_inference "the inference reads the learned rows: its test accuracy over every test paper is within 0.1 of the sampled one (${ia:-?} vs ${b:-?})" \
 	awk -v a="$ia" -v b="$b" 'BEGIN { d = a - b; exit !(a != "" && a != "null" && b != "" && d < 0.1 && d > -0.1) }'
 # the learned rows exported: per partition, each embedded type's rows and
 # their original IDs, as many as the partition's nodes of that type
 "$BIN/gnn-trainer" infer --data "$WORK/emb/partition" --checkpoint-dir "$WORK/emb/checkpoints" --out "$WORK/emb-out" \
-	--model rgcn --layers 2 --hidden 64 --embed-dim 32 --embeddings --wait-s 60 >/dev/null 2>"$WORK/exp.err"
+	--model rgcn --layers 2 --hidden 64 --embed-dim 64 --embeddings --wait-s 60 >/dev/null 2>"$WORK/exp.err"
 rc=$?
 ok=$(python3 -c "
 import json, struct
@@ -64,12 +72,12 @@ for p in range(2):
         rows, cols = struct.unpack_from('<QQ', d, 16)
         orows = struct.unpack_from('<Q', o, 16)[0]
         n = to[t + 1] - to[t]
-        good &= rows == n and cols == 32 and orows == n
+        good &= rows == n and cols == 64 and orows == n
 print('yes' if good else 'no')" 2>&1)
-check embeddings_exported "infer --embeddings: input-emb-TYPE.arr (32 wide) and its original IDs per partition, a row per node of each featureless type (got $rc $ok; $(tail -c 200 "$WORK/exp.err"))" \
+check embeddings_exported "infer --embeddings: input-emb-TYPE.arr (64 wide) and its original IDs per partition, a row per node of each featureless type (got $rc $ok; $(tail -c 200 "$WORK/exp.err"))" \
 	bash -c "[ $rc -eq 0 ] && [ '$ok' = yes ]"
 check embeddings_logged "the trainers said what they embed, the stores were set up, the epoch line has embed_s" \
-	bash -c "grep -q 'embeddings types=author:32,field_of_study:32,institution:32' '$WORK/emb/logs/trainer-0.log' &&
+	bash -c "grep -q 'embeddings types=author:64,field_of_study:64,institution:64' '$WORK/emb/logs/trainer-0.log' &&
 		 grep -q 'embeddings_ready' '$WORK/emb/logs/trainer-0.log' && grep -q ' embed_s=' '$WORK/emb/logs/trainer-1.log'"
 check embeddings_checkpointed "every checkpoint holds the embedding shards (rows, Adam's state, best)" \
 	bash -c "d=\$(ls -d '$WORK/emb/checkpoints'/epoch-* | tail -n 1); for t in author field_of_study institution; do
@@ -84,7 +92,7 @@ import os
 p = '$newest/emb-author-rows.arr'
 with open(p, 'r+b') as f:
     f.seek(os.path.getsize(p) // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x10]))"
-timeout 300 "$L" "${RGCN[@]}" --epochs 31 --embed-dim 32 --workdir "$WORK/emb" "${LIMITS[@]}" --no-infer \
+timeout 300 "$L" "${RGCN[@]}" --epochs 31 --embed-dim 64 --workdir "$WORK/emb" "${LIMITS[@]}" --no-infer \
 	>"$WORK/emb3.out" 2>"$WORK/emb3.err"
 rc=$?
 check embeddings_damaged_shard_falls_back "a flipped byte in the newest checkpoint's embedding shard: exit 0, checkpoint_fallback from it, resumed from the one before (got $rc)" \

@@ -1916,12 +1916,26 @@ static void same_type_grad(struct tr_model *m0, const struct tr_model_cfg *c, co
 	tr_model_free(m);
 }
 
-/* With input_grad (learnable embeddings) the gradient of the raw input
- * rows, through the projection and the input dropout, against finite
- * differences of the loss in the feature values. */
-static void test_encoder_input_grad(void)
+/* ENC at hidden 3 with type 2's rows (3 wide) an embedding alone: they
+ * enter layer 0 as they are. The slice: W_0 [6 x 3], b_0, the
+ * featureless type's vector. */
+static struct tr_model_cfg enc_direct(void)
 {
 	struct tr_model_cfg c = ENC;
+
+	c.hidden = 3;
+	c.embed_only = (uint64_t)1 << 2;
+	return c;
+}
+#define DIRECT_PARAMS ((6 + 1) * 3 + 3)
+
+/* With input_grad (learnable embeddings) the gradient of the raw input
+ * rows, through the projection (or none: a direct type) and the input
+ * dropout, against finite differences of the loss in the feature
+ * values. */
+static void encoder_input_grad(const struct tr_model_cfg *base)
+{
+	struct tr_model_cfg c = *base;
 	struct ttmb t;
 	struct tr_model *m;
 	struct tr_step_stats st;
@@ -1963,6 +1977,58 @@ static void test_encoder_input_grad(void)
 	free(g);
 out:
 	tr_model_free(m);
+	free_typed(&t);
+}
+
+static void test_encoder_input_grad(void)
+{
+	struct tr_model_cfg d = enc_direct();
+
+	encoder_input_grad(&ENC);
+	encoder_input_grad(&d);
+}
+
+/* A type whose rows are an embedding alone and as wide as the encoder's
+ * enters layer 0 without W_t, b_t: its input row is its feature row, and
+ * every parameter's gradient agrees with finite differences; one of
+ * another width is projected as before. */
+static void test_encoder_direct(void)
+{
+	struct tr_model_cfg d = enc_direct(), w = ENC;
+	struct ttmb t;
+	struct tr_model *m;
+	size_t off[TL + 2], ns = TSIZES[0], rank = 0, rows = 0;
+	float h[3];
+	double worst = 0;
+
+	make_schema(&typed_schema, TR);
+	w.embed_only = (uint64_t)1 << 2;   /* 3 wide, the encoder 5: projected */
+	rgcn_offsets(&w, TR, off);
+	if (CHECK(tr_model_new(&w, &m) == GNN_OK))
+		CHECK(tr_model_num_params(m) == off[3] + ENC_PARAMS);
+	tr_model_free(m);
+	rgcn_offsets(&d, TR, off);
+	make_typed(&t, 3, TSIZES, TR, d.num_classes, 3, 530);
+	if (!CHECK(tr_model_new(&d, &m) == GNN_OK))
+		goto out;
+	CHECK(tr_model_num_params(m) == off[3] + DIRECT_PARAMS);
+	tr_model_init(m, 10);
+	for (size_t i = 0; i < ns; i++)
+		if (t.types[i] == 2) {
+			const float *f = t.feat[2] + rank++ * 3;
+
+			CHECK(tr_model_input_row(m, 2, f, h) == GNN_OK && memcmp(h, f, sizeof(h)) == 0);
+			rows++;
+		}
+	CHECK(rows > 0);
+	tr_model_free(m);
+	for (int k = 0; k < 2; k++) {
+		d.dropout = k ? 0.3f : 0.0f;
+		worst = fmax(worst, typed_gradcheck(&d, TR, 4 + (uint64_t)k, off[3] + DIRECT_PARAMS));
+	}
+	printf("  direct rows: %zu checked as their feature rows; gradcheck largest relative error %.2e\n", rows,
+	       worst);
+out:
 	free_typed(&t);
 }
 
@@ -2438,6 +2504,7 @@ int main(void)
 	RUN(test_encoder_gradcheck);
 	RUN(test_encoder_input_rows);
 	RUN(test_encoder_input_grad);
+	RUN(test_encoder_direct);
 	RUN(test_gat_gradcheck);
 	RUN(test_rgat_gradcheck);
 	RUN(test_rgat_forward_matches_reference);

@@ -26,7 +26,9 @@ void tr_input_setup(struct tr_input *in, const struct tr_model_cfg *cfg)
 	for (uint32_t t = 0; t < in->T; t++) {
 		in->feat_dim[t] = sc->types[t].feat_dim;
 		in->vec[t] = in->feat_dim[t] == 0 ? (int32_t)in->nvec++ : -1;
-		if (in->project && in->feat_dim[t] > 0) {
+		if (in->project && in->feat_dim[t] == in->D && (cfg->embed_only >> t & 1))
+			in->direct |= (uint64_t)1 << t;
+		else if (in->project && in->feat_dim[t] > 0) {
 			in->woff[t] = n;
 			n += ((size_t)in->feat_dim[t] + 1) * in->D;
 		}
@@ -59,6 +61,18 @@ int tr_input_alloc(struct tr_input *in, size_t n, float **params, float **grads,
 	return GNN_OK;
 }
 
+/* Whether type t's rows enter as they are (project mode). */
+static bool is_direct(const struct tr_input *in, uint32_t t)
+{
+	return in->direct >> t & 1;
+}
+
+/* Whether type t has W_t and b_t. */
+static bool is_projected(const struct tr_input *in, uint32_t t)
+{
+	return in->project && in->vec[t] < 0 && !is_direct(in, t);
+}
+
 /* Parameters [i0, i0 + n) of the slice from U(-bound, bound). */
 static void draw(struct tr_input *in, uint64_t key, size_t first, size_t i0, size_t n, double bound)
 {
@@ -68,8 +82,8 @@ static void draw(struct tr_input *in, uint64_t key, size_t first, size_t i0, siz
 
 void tr_input_init(struct tr_input *in, uint64_t key, size_t first)
 {
-	for (uint32_t t = 0; in->project && t < in->T; t++)
-		if (in->vec[t] < 0)
+	for (uint32_t t = 0; t < in->T; t++)
+		if (is_projected(in, t))
 			draw(in, key, first, in->woff[t], ((size_t)in->feat_dim[t] + 1) * in->D,
 			     1.0 / sqrt((double)in->feat_dim[t]));
 	draw(in, key, first, in->vec_off, in->nparams - in->vec_off, 1.0);
@@ -98,7 +112,7 @@ void tr_input_row(const struct tr_input *in, uint32_t t, const float *feat, floa
 		memcpy(out, in->params + in->vec_off + (size_t)in->vec[t] * in->D, in->D * sizeof(float));
 		return;
 	}
-	if (!in->project) {
+	if (!in->project || is_direct(in, t)) {
 		memmove(out, feat, f * sizeof(float));   /* feat may be out (infer's widened row) */
 		memset(out + f, 0, (in->D - f) * sizeof(float));
 		return;
@@ -136,7 +150,7 @@ static void rows_part(void *arg, size_t lo, size_t hi)
 
 		if (in->vec[t] >= 0)
 			tr_input_row(in, t, NULL, c->out + i * D);
-		else if (in->project)
+		else if (is_projected(in, t))
 			memcpy(c->out + i * D, c->src + (in->toff[t] + r) * D, D * sizeof(float));
 		else
 			tr_input_row(in, t, (const float *)c->mb->feat[t] + r * in->feat_dim[t], c->out + i * D);
@@ -182,7 +196,7 @@ static int project_types(struct tr_input *in, const struct gnn_minibatch *mb, st
 		const float *w = in->params + in->woff[t];
 		float *e = in->e.p + in->toff[t] * D;
 
-		if (n == 0)
+		if (n == 0 || !is_projected(in, t))
 			continue;
 		tr_sgemm(ks, CblasNoTrans, CblasNoTrans, n, D, f, mb->feat[t], f, w, D, e, D);
 		for (size_t r = 0; r < n; r++)
@@ -279,7 +293,7 @@ static void project_grads(struct tr_input *in, const struct gnn_minibatch *mb, s
 		float *g = in->grads + in->woff[t];
 		const float *de = in->de.p + in->toff[t] * D;
 
-		if (in->vec[t] >= 0)
+		if (!is_projected(in, t))
 			continue;
 		if (n == 0) {
 			memset(g, 0, (f + 1) * D * sizeof(float));
@@ -293,8 +307,9 @@ static void project_grads(struct tr_input *in, const struct gnn_minibatch *mb, s
 }
 
 /* With input_grad in project mode: each input node's raw gradient, dE_t
- * W_t^T, row i of dx (the widest wanted type's width), for the types
- * input_grad names; the other rows are left as they are. */
+ * W_t^T (a direct type's: dE_t), row i of dx (the widest wanted type's
+ * width), for the types input_grad names; the other rows are left as
+ * they are. */
 static int raw_grads(struct tr_input *in, const struct gnn_minibatch *mb, struct tr_kstats *ks)
 {
 	size_t ns = mb->blocks[0].num_src, D = in->D, ld = 1;
@@ -307,15 +322,19 @@ static int raw_grads(struct tr_input *in, const struct gnn_minibatch *mb, struct
 		return rc;
 	for (uint32_t t = 0; t < in->T && rc == GNN_OK; t++) {
 		size_t n = in->toff[t + 1] - in->toff[t], f = in->feat_dim[t];
+		const float *g = in->de.p + in->toff[t] * D;
 
-		if (!(in->input_grad >> t & 1) || in->vec[t] >= 0 || n == 0 ||
-		    (rc = tr_fbuf_reserve(&in->dt, n * f)) != GNN_OK)
+		if (!(in->input_grad >> t & 1) || in->vec[t] >= 0 || n == 0)
 			continue;
-		tr_sgemm(ks, CblasNoTrans, CblasTrans, n, f, D, in->de.p + in->toff[t] * D, D, in->params + in->woff[t],
-			 D, in->dt.p, f);
+		if (is_projected(in, t)) {
+			if ((rc = tr_fbuf_reserve(&in->dt, n * f)) != GNN_OK)
+				continue;
+			tr_sgemm(ks, CblasNoTrans, CblasTrans, n, f, D, g, D, in->params + in->woff[t], D, in->dt.p, f);
+			g = in->dt.p;
+		}
 		for (size_t i = 0; i < ns; i++)
 			if (type_of(in, mb, i) == t)
-				memcpy(in->dx.p + i * ld, in->dt.p + (size_t)in->rank.p[i] * f, f * sizeof(float));
+				memcpy(in->dx.p + i * ld, g + (size_t)in->rank.p[i] * f, f * sizeof(float));
 	}
 	in->dh0 = in->dx.p;
 	in->dh0_ld = ld;

@@ -11,13 +11,17 @@
  *            have it: every type lands in one space of one width, and a
  *            relation's weight no longer spans thousands of raw columns.
  *
+ * In project mode a type whose rows are a learnable embedding alone, as
+ * wide as D (cfg embed_only), is not projected: its rows enter as they
+ * are (direct), and their gradient is dE_t itself.
+ *
  * A type without features has a learned D-vector in both. In training,
  * project mode applies dropout to the rows (GraphStorm's input dropout).
  * The parameters are a slice of the model's one block (tr_input_bind),
  * laid out as
  *
- *   project: per type with features, in type order, W_t [feat_dim_t x D]
- *            row-major then b_t [D]; then
+ *   project: per type with features but the direct ones, in type
+ *            order, W_t [feat_dim_t x D] row-major then b_t [D]; then
  *   both:    one D-float vector per type without features, in type order.
  *
  * Not thread-safe: one per model. */
@@ -40,6 +44,7 @@ struct tr_input {
 	size_t woff[GNN_MAX_TYPES];        /* project: W_t's first float in the slice */
 	size_t vec_off, nparams;           /* the first type vector's; the slice's floats */
 	uint64_t input_grad;               /* cfg input_grad: the types whose raw gradient is wanted */
+	uint64_t direct;                   /* project: the types whose rows enter as they are */
 	uint32_t keep_below;               /* dropout (project, training): kept when the draw < this */
 	float keep_scale;
 	float *params, *grads;             /* the bound slices, the model's */
@@ -47,7 +52,8 @@ struct tr_input {
 	struct tr_fbuf h0;                 /* the rows, when assembled */
 	struct tr_fbuf e, de, dm, dx, dt;  /* project: per-type rows, their gradient; vector rows' masked dH0;
 					    * raw grad, and one type's of it */
-	size_t toff[GNN_MAX_TYPES + 1];    /* project: each type's first row in e and de */
+	size_t toff[GNN_MAX_TYPES + 1];    /* project: each type's first row in e and de (e's rows of a
+					    * direct type unused) */
 	bool dropped;                      /* the last forward applied dropout with key */
 	uint64_t key;
 	const float *dh0;                  /* after a backward with input_grad: the rows' gradient, or NULL */
@@ -93,7 +99,8 @@ const float *tr_input_grad(const struct tr_input *in, size_t *ld);
 
 /* One node's row (D floats into out, the caller's) for type t from its
  * feature row feat (feat_dim_t floats; NULL exactly for a type without
- * features). feat may be out itself only in pad mode. */
+ * features). feat may be out itself only in pad mode or for a direct
+ * type. */
 void tr_input_row(const struct tr_input *in, uint32_t t, const float *feat, float *out);
 
 #endif

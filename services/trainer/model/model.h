@@ -71,6 +71,13 @@ struct tr_model_cfg {
 				* embeddings.h: tr_model_input_grad); 0: none. Only the
 				* types asked for: at ogbn-mag's size the papers' rows,
 				* which learn nothing, were most of that work */
+	uint64_t embed_only;   /* bit t set: type t's input rows are a learnable embedding
+				* alone (no features beside it). Where the encoder projects
+				* and the rows are as wide as it (hidden), they enter layer
+				* 0 as they are, without W_t and b_t: a linear map of a
+				* free table can learn nothing the table cannot, and at
+				* ogbn-mag's size it was most of the step's extra cost
+				* (DGL's DistEmbedLayer does the same; input.h) */
 	/* The last layer's aggregate of each destination v (its X row but
 	 * the bias column) times sqrt(deg(v) + 1), deg(v) its in-degree in
 	 * the block: outputs whose size grows with the node's degree. A dot
