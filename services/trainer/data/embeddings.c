@@ -1352,10 +1352,19 @@ static int put_pulls(struct tr_emb *e, struct emb_mb *b, const struct gnn_miniba
 
 			if (hi == lo)
 				continue;
-			if (mc == NULL)
+			if (mc == NULL) {
 				rc = put_call(e, pick_store(e, p, 0), &rq, 0);
-			else if ((rc = gnn_multicall_add(mc, tr_stores_client(e->o.stores, p), 0, &w)) == GNN_OK)
-				rc = gnn_encode_emb_req(w, ++e->req_id, &rq);
+				continue;
+			}
+			/* one short attempt, over at once when the connection goes:
+			 * a failed prefetch costs only the full pull, while the step
+			 * that joins it would wait out --timeout-ms x attempts */
+			if ((rc = gnn_multicall_add(mc, tr_stores_client(e->o.stores, p),
+						    tr_stores_rows_timeout_ms(e->o.stores, (double)rq.n * e->dim[t] * 4, 0),
+						    &w)) != GNN_OK)
+				break;
+			mc->call[mc->n - 1].failover = true;
+			rc = gnn_encode_emb_req(w, ++e->req_id, &rq);
 		}
 	}
 	return rc;
@@ -1396,8 +1405,8 @@ static int pull_rows(struct tr_emb *e, struct emb_mb *b, const struct gnn_miniba
 
 /* The prefetch thread: e->pf.mb's rows at e->pf.version into e->next,
  * one PULL per store and type, on its own calls (one store per
- * partition: no failover; a failure is left to the full pull that
- * follows it, which logs it). */
+ * partition, one short attempt each: no failover; a failure is left to
+ * the full pull that follows it, which logs it). */
 static void *prefetch_main(void *arg)
 {
 	struct tr_emb *e = arg;
