@@ -443,10 +443,11 @@ def kill_trainer0_writing(s):
         ["a temporary checkpoint folder was left"]
 
 
-def locked_snapshot(ck):
+def locked_snapshot(ck, old=()):
     """A snapshot record whose graph store's writer is at work (it holds
-    the record's lock), or None."""
-    for d in [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")]:
+    the record's lock), or None; checkpoint folders in old are passed
+    over."""
+    for d in [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-") and n not in old]:
         try:
             with open(os.path.join(ck, d, "emb-part-0000.snap"), "rb") as f:
                 try:
@@ -468,11 +469,15 @@ def kill_store_in_snapshot(s):
     s.epoch(8)
     ck = s.c.ckpt
     s.c.procs["graphstore-0"].env_once = {"GNN_FAULT_SNAPSHOT_STALL_S": "60"}
+    # a snapshot the killed store was writing holds its lock until the
+    # process is gone (an ASan build's exit takes a while): not the
+    # restarted store's stalled one
+    old = set(os.listdir(ck))
     s.c.kill("graphstore-0")
     found = []
 
     def stalled():
-        found.extend(x for x in [locked_snapshot(ck)] if x)
+        found.extend(x for x in [locked_snapshot(ck, old)] if x)
         return bool(found)
     if s.c.wait("a stalled snapshot of graphstore-0", stalled, 60):
         s.c.sleep(1.0)   # the lock comes before the SAVE's answer; the writer waits 60 s
