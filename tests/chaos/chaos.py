@@ -443,11 +443,10 @@ def kill_trainer0_writing(s):
         ["a temporary checkpoint folder was left"]
 
 
-def locked_snapshot(ck, old=()):
+def locked_snapshot(ck):
     """A snapshot record whose graph store's writer is at work (it holds
-    the record's lock), or None; checkpoint folders in old are passed
-    over."""
-    for d in [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-") and n not in old]:
+    the record's lock), or None."""
+    for d in [n for n in os.listdir(ck) if n.startswith(".tmp-epoch-")]:
         try:
             with open(os.path.join(ck, d, "emb-part-0000.snap"), "rb") as f:
                 try:
@@ -457,6 +456,15 @@ def locked_snapshot(ck, old=()):
         except OSError:
             pass
     return None
+
+
+def gone(pid):
+    """Whether process pid has exited (a zombie's files are closed)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
 
 
 def kill_store_in_snapshot(s):
@@ -469,15 +477,16 @@ def kill_store_in_snapshot(s):
     s.epoch(8)
     ck = s.c.ckpt
     s.c.procs["graphstore-0"].env_once = {"GNN_FAULT_SNAPSHOT_STALL_S": "60"}
-    # a snapshot the killed store was writing holds its lock until the
-    # process is gone (an ASan build's exit takes a while): not the
-    # restarted store's stalled one
-    old = set(os.listdir(ck))
+    pid = s.c.procs["graphstore-0"].popen.pid
     s.c.kill("graphstore-0")
+    # a snapshot the killed store was writing stays locked until its
+    # files are closed (an ASan build's exit takes a while): that lock is
+    # not the restarted store's stalled writer
+    s.c.wait("graphstore-0 (pid %d) gone" % pid, lambda: gone(pid), 20)
     found = []
 
     def stalled():
-        found.extend(x for x in [locked_snapshot(ck, old)] if x)
+        found.extend(x for x in [locked_snapshot(ck)] if x)
         return bool(found)
     if s.c.wait("a stalled snapshot of graphstore-0", stalled, 60):
         s.c.sleep(1.0)   # the lock comes before the SAVE's answer; the writer waits 60 s
