@@ -458,15 +458,6 @@ def locked_snapshot(ck):
     return None
 
 
-def gone(pid):
-    """Whether process pid has exited (a zombie's files are closed)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
 def kill_store_in_snapshot(s):
     """graphstore-0 killed while it writes its rows into a checkpoint:
     restarted once with a stalled writer (the test's slow disk,
@@ -477,12 +468,12 @@ def kill_store_in_snapshot(s):
     s.epoch(8)
     ck = s.c.ckpt
     s.c.procs["graphstore-0"].env_once = {"GNN_FAULT_SNAPSHOT_STALL_S": "60"}
-    pid = s.c.procs["graphstore-0"].popen.pid
+    killed = s.c.procs["graphstore-0"].popen
     s.c.kill("graphstore-0")
     # a snapshot the killed store was writing stays locked until its
     # files are closed (an ASan build's exit takes a while): that lock is
     # not the restarted store's stalled writer
-    s.c.wait("graphstore-0 (pid %d) gone" % pid, lambda: gone(pid), 20)
+    s.c.wait("graphstore-0 (pid %d) gone" % killed.pid, lambda: killed.poll() is not None, 20)
     found = []
 
     def stalled():

@@ -2004,9 +2004,10 @@ static void test_encoder_direct(void)
 	make_schema(&typed_schema, TR);
 	w.embed_only = (uint64_t)1 << 2;   /* 3 wide, the encoder 5: projected */
 	rgcn_offsets(&w, TR, off);
-	if (CHECK(tr_model_new(&w, &m) == GNN_OK))
+	if (CHECK(tr_model_new(&w, &m) == GNN_OK)) {
 		CHECK(tr_model_num_params(m) == off[3] + ENC_PARAMS);
-	tr_model_free(m);
+		tr_model_free(m);
+	}
 	rgcn_offsets(&d, TR, off);
 	make_typed(&t, 3, TSIZES, TR, d.num_classes, 3, 530);
 	if (!CHECK(tr_model_new(&d, &m) == GNN_OK))
