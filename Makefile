@@ -19,6 +19,9 @@
 #   make bench-mag  the heterogeneous `mag` preset (ogbn-mag's size) end to end:
 #               partition, R-GCN against the features-only baseline, the step
 #               against gnn-trainer bench --sampler, inference (tests/bench_mag.sh)
+#   make bench-mag-restart  a graph store killed mid-epoch at the same size, with
+#               embeddings and their log: what it costs the run against an undisturbed
+#               one (tests/bench_store_restart.py; about 5 minutes)
 #   make bench-link  link prediction at ogbn-products scale: partition with an edge
 #               split, GraphSAGE 15,10 on 2 stores, 2 samplers, 2 trainers, inference's
 #               AUC/AP/MRR/Hits; time per stage and memory per process (tests/bench_link.sh;
@@ -103,7 +106,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-link bench-import bench-net bench-replicas clean
+.PHONY: all deps test test-net asan demo bench bench-products bench-mag bench-mag-restart bench-link bench-import bench-net bench-replicas clean
 .SECONDARY:
 all: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 
@@ -187,6 +190,10 @@ bench-products: deps
 bench-mag: deps
 	@$(MAKE) --no-print-directory $(JOBS) all
 	@tests/bench_mag.sh $(BUILD)
+
+bench-mag-restart: deps
+	@$(MAKE) --no-print-directory $(JOBS) all
+	@timeout --kill-after=10 3000 python3 tests/bench_store_restart.py $(BUILD)
 
 bench-link: deps
 	@$(MAKE) --no-print-directory $(JOBS) all

@@ -284,6 +284,24 @@ bool gnn_stop_requested(void)
 	return stop_flag != 0;
 }
 
+unsigned gnn_fault_seconds(const char *env, const char *what)
+{
+	const char *v = getenv(env);
+	char *end;
+	unsigned long n;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (*end != '\0' || errno != 0 || n > 3600 || v[0] == '-') {
+		GNN_WARN("bad_config", "env=%s value=%s reason=\"0 to 3600 seconds: ignored\"", env, v);
+		return 0;
+	}
+	GNN_WARN("fault_injected", "env=%s seconds=%lu reason=\"%s (a test's fault)\"", env, n, what);
+	return (unsigned)n;
+}
+
 void gnn_exit_begin(void)
 {
 	atomic_store(&exit_begun, true);

@@ -90,6 +90,11 @@ int gnn_stop_signal(void);
  * gnn-local, which waits for its children. Call once, after
  * gnn_signals_install. */
 int gnn_stop_watchdog(double grace_s);
+/* A test's fault from the environment (docs/reliability.md, "Injected
+ * faults"): the seconds (0 to 3600) that variable env asks for, 0 when it
+ * is unset or bad (a WARN bad_config says so). A value given is logged
+ * (WARN fault_injected, with `what`, which says what the delay does). */
+unsigned gnn_fault_seconds(const char *env, const char *what);
 /* The services' grace: they end within 5 s of SIGTERM (docs/reliability.md). */
 #define GNN_STOP_GRACE_S 4.0
 

@@ -30,7 +30,9 @@
 # Knobs: GNN_BENCH_PRESET (mag), GNN_BENCH_MODEL (rgcn; rgat), GNN_BENCH_EPOCHS
 # (1), GNN_BENCH_FANOUTS (5,5), GNN_BENCH_HIDDEN (64), GNN_BENCH_LOCAL_ARGS (extra gnn-local flags),
 # GNN_BENCH_EMBED_DIM (the hidden width; another width is projected to it,
-# as ogbn-mag's OGB reference's 128; 0: no embedding run).
+# as ogbn-mag's OGB reference's 128; 0: no embedding run), GNN_BENCH_EMBED_LR
+# (0.06, DGL's distributed R-GCN's --sparse-lr for ogbn-mag; gnn-trainer's
+# default is 0.01: docs/embeddings.md, "The embeddings' learning rate").
 # Usage: tests/bench_mag.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +42,7 @@ EPOCHS=${GNN_BENCH_EPOCHS:-1}
 FANOUTS=${GNN_BENCH_FANOUTS:-5,5}
 HIDDEN=${GNN_BENCH_HIDDEN:-64}
 EMBED_DIM=${GNN_BENCH_EMBED_DIM:-$HIDDEN}
+EMBED_LR=${GNN_BENCH_EMBED_LR:-0.06}
 WORK=$BUILD/bench/$PRESET-e2e
 CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
@@ -115,12 +118,12 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	mem_watch_start "$BUILD" "$WORK/rss-emb.samples"
 	# shellcheck disable=SC2086
 	"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" "${MODEL[@]}" \
-		--embed-dim "$EMBED_DIM" --fresh --workdir "$WORK/run-emb" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local-emb.out" 2>&1 ||
+		--embed-dim "$EMBED_DIM" --embed-lr "$EMBED_LR" --fresh --workdir "$WORK/run-emb" ${GNN_BENCH_LOCAL_ARGS:-} >"$WORK/local-emb.out" 2>&1 ||
 		local_failed "bench_mag: gnn-local with embeddings" "$WORK/local-emb.out"
 	mem_watch_stop
 	T0=$WORK/run-emb/logs/trainer-0.log
 	epoch=$(grep ' epoch epoch=' "$T0" | head -n "$EPOCHS" | tail -n 1)
-	echo "embed $(grep -o 'embeddings types=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
+	echo "embed $(grep -o 'embeddings types=.* lr=[^ ]*' "$T0" | head -n 1) $(grep -o 'embeddings_ready .* seconds=[0-9.]*' "$T0" | head -n 1 | grep -o 'seconds=.*' | sed 's/^/setup_/')"
 	echo "embed_epoch $(epoch_split <<<"$epoch")"
 	# the epoch against the run without (target <= 1.3), and what its
 	# checkpoints cost the ranks: write_s waited for (plus any

@@ -40,20 +40,8 @@ struct gs_snap {
  * still writes. */
 static void fault_stall(struct gs_snap *s)
 {
-	const char *v = getenv("GNN_FAULT_SNAPSHOT_STALL_S");
-	char *end;
-	unsigned long n;
-
-	if (v == NULL || *v == '\0')
-		return;
-	n = strtoul(v, &end, 10);
-	if (*end != '\0' || n > 3600) {
-		GNN_WARN("bad_config", "env=GNN_FAULT_SNAPSHOT_STALL_S value=%s reason=\"0 to 3600 seconds: ignored\"", v);
-		return;
-	}
-	s->stall_s = (unsigned)n;
-	GNN_WARN("fault_injected", "env=GNN_FAULT_SNAPSHOT_STALL_S seconds=%u reason=\"every embeddings snapshot "
-		 "waits this long before it writes (a test's fault)\"", s->stall_s);
+	s->stall_s = gnn_fault_seconds("GNN_FAULT_SNAPSHOT_STALL_S",
+				       "every embeddings snapshot waits this long before it writes");
 }
 
 int gs_snap_new(struct gnn_counter *saved, struct gs_snap **out)

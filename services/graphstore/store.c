@@ -178,6 +178,19 @@ static int open_node_map(struct gs_store *s, const struct gnn_meta *m, int32_t p
 	return rc;
 }
 
+/* GNN_FAULT_LOAD_STALL_S (docs/reliability.md, "Injected faults"): a
+ * partition that takes this long to load, so that a test at a small size
+ * meets a restarted store's "still loading" answers as one at ogbn-mag's
+ * size does. */
+static void fault_load_stall(void)
+{
+	unsigned n = gnn_fault_seconds("GNN_FAULT_LOAD_STALL_S", "the store answers \"still loading\" this long "
+				       "before it loads its partition");
+
+	for (unsigned i = 0; i < 10 * n && !gnn_stop_requested(); i++)
+		nanosleep(&(struct timespec){ 0, 100 * 1000000L }, NULL);
+}
+
 int gs_store_load(struct gs_store *s)
 {
 	int32_t p = s->part_id;
@@ -189,6 +202,7 @@ int gs_store_load(struct gs_store *s)
 	int rc;
 
 	atomic_store(&s->state, GS_LOADING);
+	fault_load_stall();
 	if ((rc = gnn_meta_load(s->dir, &meta)) != GNN_OK)
 		goto out_fail;
 	if ((uint32_t)p >= meta.layout.num_parts) {

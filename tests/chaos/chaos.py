@@ -346,9 +346,16 @@ def kill_store_logged(s):
     """graphstore-1 killed mid-epoch, its embeddings' log kept: restarted,
     it replays the log and comes back with the rows, optimizer state and
     pending pushes it had, so no trainer goes back to a checkpoint (no
-    `resumed` line after the kill), and the run ends as undisturbed."""
+    `resumed` line after the kill), and the run ends as undisturbed. The
+    restarted store answers "still loading" for 3 s first (a slow load,
+    GNN_FAULT_LOAD_STALL_S: at ogbn-mag's size a load and replay take
+    about 2 s): the ranks' embedding calls wait through it."""
     s.epoch(10)
+    # within the epoch (about 0.1 s; most of a step is its pull and push),
+    # not at its start, where the trainers wait for their first minibatch
+    s.c.sleep(0.04)
     t_fault = time.time()
+    s.c.procs["graphstore-1"].env_once = {"GNN_FAULT_LOAD_STALL_S": "3"}
     s.c.kill("graphstore-1")
 
     def after(s):

@@ -444,10 +444,12 @@ static bool unreachable(int rc)
 	return rc == GNN_EUNAVAIL || rc == GNN_ETIMEDOUT;
 }
 
-/* While every replica of a partition is unreachable (all restarting),
+/* While every store of a partition is unreachable (restarting: a store
+ * still loading its partition, or replaying its log, answers EUNAVAIL),
  * calls go round them every NONE_UP_MS for as long as one store is waited
- * for: --timeout-ms x (--retries + 1); then as with one store (a
- * restarted store's GNN_ESTALE sends the ranks back to the checkpoint). */
+ * for: --timeout-ms x (--retries + 1); then the call fails (a restarted
+ * store's GNN_ESTALE, a refusal, sends the ranks back to the checkpoint
+ * at once). */
 #define NONE_UP_MS 100
 
 static double none_up_deadline(const struct tr_emb *e)
@@ -460,15 +462,46 @@ static void pause_round(void)
 	nanosleep(&(struct timespec){ 0, NONE_UP_MS * 1000000L }, NULL);
 }
 
+static bool partition_down(const struct tr_emb *e);
+
+/* Whether e->batch's failed calls should go again after pause_round: a
+ * partition has no store that took them all, none refused, and the wait
+ * is within its deadline. The first time, says what it waits for. */
+static bool wait_round(struct tr_emb *e, const char *what, double deadline, bool *said)
+{
+	if (!partition_down(e) || gnn_now() >= deadline)
+		return false;
+	for (size_t i = 0; !*said && i < e->batch.n; i++)
+		if (!e->batch.done[i]) {
+			*said = true;
+			GNN_INFO("embeddings_waiting", "op=%s store=%s timeout_s=%.0f reason=\"%s\"", what,
+				 store_name(e, e->cs[i]), deadline - gnn_now(),
+				 e->batch.call[i].err[0] ? e->batch.call[i].err : gnn_strerror(e->batch.call[i].rc));
+		}
+	pause_round();
+	return true;
+}
+
+/* The first call of e->batch not done, logged (once per run). */
+static void log_first_failure(struct tr_emb *e, struct emb_run *run)
+{
+	for (size_t i = 0; !run->logged && i < e->batch.n; i++)
+		if (!e->batch.done[i]) {
+			run->logged = true;
+			log_failure(run->what, &e->batch.call[i], e->batch.call[i].rc);
+		}
+}
+
 /* Runs e->batch, each call on one replica: one that fails goes on to
  * another replica of its partition, each once a round, and round after
  * round while they are all unreachable (none_up_deadline). The first call
  * that failed on all, logged, is the result. */
 static int run_failover(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
 {
-	struct emb_run run = { .e = e, .what = what, .resp = resp, .quiet = e->R > 1 };
+	struct emb_run run = { .e = e, .what = what, .resp = resp, .quiet = true };
 	double deadline = none_up_deadline(e);
 	uint64_t *tried = NULL;
+	bool said = false;
 	int rc;
 
 	if (e->R > 1 && (tried = calloc(e->batch.n + 1, sizeof(*tried))) == NULL)
@@ -478,9 +511,15 @@ static int run_failover(struct tr_emb *e, const char *what, struct gnn_emb_resp 
 	for (;;) {
 		bool moved = false, round = false;
 
-		if ((rc = gnn_multicall_run(&e->batch, take_emb, &run)) == GNN_OK || tried == NULL ||
-		    rc == GNN_ENOMEM || rc == GNN_ECLOSED)
+		if ((rc = gnn_multicall_run(&e->batch, take_emb, &run)) == GNN_OK || rc == GNN_ENOMEM ||
+		    rc == GNN_ECLOSED)
 			break;
+		if (tried == NULL) {   /* one store a partition: wait while it restarts */
+			if (wait_round(e, what, deadline, &said))
+				continue;
+			log_first_failure(e, &run);
+			break;
+		}
 		for (size_t i = 0; i < e->batch.n; i++) {
 			uint32_t s = e->cs[i], p = s % e->P;
 
@@ -538,7 +577,7 @@ static int judge_all(struct tr_emb *e, const char *what, int rc)
 	bool *failed;
 	int first = GNN_OK;
 
-	if (e->R == 1 || rc == GNN_OK || rc == GNN_ENOMEM || rc == GNN_ECLOSED)
+	if (rc == GNN_OK || rc == GNN_ENOMEM || rc == GNN_ECLOSED)
 		return rc;
 	if ((failed = calloc((size_t)e->P * e->R, sizeof(*failed))) == NULL)
 		return GNN_ENOMEM;
@@ -589,18 +628,20 @@ static bool partition_down(const struct tr_emb *e)
 	return false;
 }
 
-/* Runs e->batch, sent to several stores of each partition (a push, BEST,
- * INIT, a restore's WRITE), then judge_all; again, the calls that failed,
- * every NONE_UP_MS while a partition has none of its stores reachable
- * (none_up_deadline). */
+/* Runs e->batch, sent to every store in step of each partition (a push,
+ * BEST, INIT, a restore's WRITE), then judge_all; again, the calls that
+ * failed, every NONE_UP_MS while a partition has none of its stores
+ * reachable (none_up_deadline). */
 static int run_all(struct tr_emb *e, const char *what, struct gnn_emb_resp *resp)
 {
+	struct emb_run run = { .e = e, .what = what, .resp = resp, .quiet = true };
 	double deadline = none_up_deadline(e);
+	bool said = false;
 	int rc;
 
-	while ((rc = run_calls(e, what, resp)) != GNN_OK && e->R > 1 && rc != GNN_ENOMEM && rc != GNN_ECLOSED &&
-	       partition_down(e) && gnn_now() < deadline)
-		pause_round();
+	while ((rc = gnn_multicall_run(&e->batch, take_emb, &run)) != GNN_OK && rc != GNN_ENOMEM &&
+	       rc != GNN_ECLOSED && wait_round(e, what, deadline, &said))
+		;
 	return judge_all(e, what, rc);
 }
 
