@@ -20,8 +20,8 @@
 #               partition, R-GCN against the features-only baseline, the step
 #               against gnn-trainer bench --sampler, inference (tests/bench_mag.sh)
 #   make bench-mag-restart  a graph store killed mid-epoch at the same size, with
-#               embeddings and their log: what it costs the run against an undisturbed
-#               one (tests/bench_store_restart.py; about 5 minutes)
+#               embeddings, with and without the stores' log: what it costs the run
+#               against an undisturbed one (tests/bench_store_restart.py; about 7 minutes)
 #   make bench-link  link prediction at ogbn-products scale: partition with an edge
 #               split, GraphSAGE 15,10 on 2 stores, 2 samplers, 2 trainers, inference's
 #               AUC/AP/MRR/Hits; time per stage and memory per process (tests/bench_link.sh;
