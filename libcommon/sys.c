@@ -259,6 +259,23 @@ int gnn_pread_all(int fd, void *buf, size_t n, off_t off)
 	return GNN_OK;
 }
 
+int gnn_pwrite_all(int fd, const void *buf, size_t n, off_t off)
+{
+	for (size_t put = 0; put < n;) {
+		ssize_t k = pwrite(fd, (const char *)buf + put, n - put, off + (off_t)put);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return GNN_EIO;
+		}
+		put += (size_t)k;
+	}
+	return GNN_OK;
+}
+
 static void on_signal(int sig)
 {
 	stop_flag = sig;

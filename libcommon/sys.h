@@ -57,6 +57,9 @@ int gnn_fsync_dir(const char *dir);
 /* Reads exactly n bytes of fd at off into buf (retrying short reads and
  * EINTR). GNN_EIO on an error or the file's end before n bytes. */
 int gnn_pread_all(int fd, void *buf, size_t n, off_t off);
+/* Writes exactly n bytes of buf to fd at off (retrying short writes and
+ * EINTR). GNN_EIO on an error, errno set. */
+int gnn_pwrite_all(int fd, const void *buf, size_t n, off_t off);
 
 /* Installs SIGTERM/SIGINT handlers that set the stop flag, and ignores
  * SIGPIPE (peers closing sockets must not kill a service). */

@@ -1199,7 +1199,7 @@ int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l
 	bool found;
 	int rc;
 
-	if ((rc = gs_wal_open(dir, part, e->m.bytes_logged, &e->wal)) != GNN_OK)
+	if ((rc = gs_wal_open(dir, part, e->m.bytes_logged, e->m.log_seconds, &e->wal)) != GNN_OK)
 		return rc;
 	gnn_wbuf_init(&rp.scratch);
 	e->replaying = true;

@@ -72,6 +72,7 @@ struct gs_emb_metrics {
 	struct gnn_counter *bytes_out;       /* row bytes answered: PULL, DELTA and READ */
 	struct gnn_counter *bytes_saved;     /* row bytes written into checkpoint files: SAVE */
 	struct gnn_counter *bytes_logged;    /* bytes appended to the log of changes (emb_wal.h) */
+	struct gnn_counter *log_seconds;     /* time spent appending them */
 	struct gnn_counter *update_seconds;  /* time spent applying updates */
 	struct gnn_counter *updates;         /* updates applied */
 	struct gnn_gauge *rows;              /* rows held, every embedded type */

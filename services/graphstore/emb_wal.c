@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,9 +19,14 @@
 #include "log.h"
 #include "sys.h"
 
-#define FILE_MAGIC "GNNEWAL1"
-#define FILE_HDR_BYTES 16   /* magic, partition, reserved */
-#define REC_HDR_BYTES 12    /* payload length, flags, CRC-32 of flags and payload */
+#define FILE_MAGIC "GNNEWAL2"
+#define FILE_HDR_BYTES 32   /* magic, partition, reserved: the first record 32-aligned */
+/* A record's header: payload length, flags, the segment's number (8
+ * bytes), the payload's CRC-32, the CRC-32 of those 20 bytes, 8 zero
+ * bytes. Records start at multiples of 32, so a header never spans two
+ * pages (below, append). */
+#define REC_HDR_BYTES 32
+#define REC_ALIGN 32
 #define FLAG_HEADER 1u
 #define FLAG_CKPT 2u        /* on a segment's first record: its start is a checkpoint (a SAVE follows) */
 /* a record is one EMB request message: within the protocol's limit */
@@ -39,10 +43,18 @@ struct gs_wal {
 	uint32_t part;
 	bool on;
 	int fd;                /* the last segment, for appending; -1 before the first INIT */
+	uint64_t seq;          /* fd's segment */
+	off_t off;             /* where fd's next record goes */
+	uint64_t next_seq;     /* the next segment's number: never reused while a file may hold its records */
+	bool spare;            /* a dropped segment's file waits to be reused (spare_path) */
 	struct seg *segs;      /* [n], ascending seq */
 	size_t n, cap;
 	struct gnn_wbuf buf;   /* the encoded record */
-	struct gnn_counter *bytes;
+	struct gnn_counter *bytes, *seconds;
+	/* fd's segment so far, for its log line at its end */
+	uint64_t seg_bytes;
+	double seg_s;
+	bool seg_reused;
 };
 
 static void seg_path(const struct gs_wal *w, uint64_t seq, char *buf, size_t cap)
@@ -50,26 +62,48 @@ static void seg_path(const struct gs_wal *w, uint64_t seq, char *buf, size_t cap
 	snprintf(buf, cap, "%s/emb-wal-%04" PRIu32 "-%010" PRIu64 ".log", w->dir, w->part, seq);
 }
 
-static void drop_seg(struct gs_wal *w, size_t i)
+/* Not a segment's name (scan skips it): the file the next segment reuses. */
+static void spare_path(const struct gs_wal *w, char *buf, size_t cap)
 {
-	char path[PATH_MAX + 64];
+	snprintf(buf, cap, "%s/emb-wal-spare-%04" PRIu32 ".log", w->dir, w->part);
+}
 
-	seg_path(w, w->segs[i].seq, path, sizeof(path));
+static void remove_file(const char *path)
+{
 	if (unlink(path) != 0 && errno != ENOENT)
 		GNN_WARN("embeddings_wal_unlink_failed", "file=%s error=\"%s\"", path, strerror(errno));
+}
+
+/* Segment i goes: its file becomes the spare when reuse and there is
+ * none, else it is removed. */
+static void drop_seg(struct gs_wal *w, size_t i, bool reuse)
+{
+	char path[PATH_MAX + 64], spare[PATH_MAX + 64];
+
+	seg_path(w, w->segs[i].seq, path, sizeof(path));
+	spare_path(w, spare, sizeof(spare));
+	if (reuse && !w->spare && rename(path, spare) == 0)
+		w->spare = true;
+	else
+		remove_file(path);
 	free(w->segs[i].base);
 	memmove(&w->segs[i], &w->segs[i + 1], (w->n - i - 1) * sizeof(*w->segs));
 	w->n--;
 }
 
-/* Every segment removed, none open for appending. */
+/* Every segment and the spare removed, none open for appending. */
 static void drop_all(struct gs_wal *w)
 {
+	char spare[PATH_MAX + 64];
+
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
 	while (w->n > 0)
-		drop_seg(w, w->n - 1);
+		drop_seg(w, w->n - 1, false);
+	spare_path(w, spare, sizeof(spare));
+	remove_file(spare);
+	w->spare = false;
 }
 
 void gs_wal_off(struct gs_wal *w, const char *why)
@@ -103,28 +137,39 @@ static bool start_available(const struct seg *s, char *committed, size_t cap)
 
 /* ---- reading ---- */
 
-/* Record at *off of fd (size bytes) into *msg (grown as needed): GNN_OK,
- * GNN_ENOENT at the file's end, GNN_EFORMAT for a record cut short by
- * the file's end (the store died writing it: an append is cut only at
- * its end), GNN_ECHECKSUM for one that is damaged. */
-static int read_record(int fd, off_t size, off_t *off, uint8_t **msg, size_t *cap, uint32_t *len, uint32_t *flags)
+static off_t next_record(off_t off, uint32_t len)
+{
+	return (off + REC_HDR_BYTES + (off_t)len + REC_ALIGN - 1) & ~(off_t)(REC_ALIGN - 1);
+}
+
+/* Record at *off of segment seq's fd (size bytes) into *msg (grown as
+ * needed), *off then at the next one: GNN_OK; GNN_ENOENT at the
+ * segment's end, where no whole header of this segment is (the file's
+ * end, an older segment's record in a reused file, or the place of a
+ * record the store died writing: its header goes last); GNN_ECHECKSUM
+ * for a record whose header is whole but whose payload is damaged or
+ * missing. */
+static int read_record(int fd, off_t size, uint64_t seq, off_t *off, uint8_t **msg, size_t *cap, uint32_t *len,
+		       uint32_t *flags)
 {
 	uint8_t h[REC_HDR_BYTES];
-	uint32_t crc;
+	uint64_t hseq;
+	uint32_t crc, hcrc;
 
-	if (*off == size)
-		return GNN_ENOENT;
 	if (size - *off < REC_HDR_BYTES)
-		return GNN_EFORMAT;
+		return GNN_ENOENT;
 	if (gnn_pread_all(fd, h, sizeof(h), *off) != GNN_OK)
 		return GNN_EIO;
 	memcpy(len, h, 4);
 	memcpy(flags, h + 4, 4);
-	memcpy(&crc, h + 8, 4);
-	if (*len < 28 || *len > REC_MAX_BYTES || (*flags & ~(FLAG_HEADER | FLAG_CKPT)) != 0)
+	memcpy(&hseq, h + 8, 8);
+	memcpy(&crc, h + 16, 4);
+	memcpy(&hcrc, h + 20, 4);
+	if (hcrc != (uint32_t)crc32(0, h, 20) || hseq != seq)
+		return GNN_ENOENT;
+	if (*len < 28 || *len > REC_MAX_BYTES || (*flags & ~(FLAG_HEADER | FLAG_CKPT)) != 0 ||
+	    size - *off - REC_HDR_BYTES < (off_t)*len)
 		return GNN_ECHECKSUM;
-	if (size - *off - REC_HDR_BYTES < (off_t)*len)
-		return GNN_EFORMAT;
 	if (*len > *cap) {
 		uint8_t *p = realloc(*msg, *len);
 
@@ -135,9 +180,9 @@ static int read_record(int fd, off_t size, off_t *off, uint8_t **msg, size_t *ca
 	}
 	if (gnn_pread_all(fd, *msg, *len, *off + REC_HDR_BYTES) != GNN_OK)
 		return GNN_EIO;
-	if (crc32(crc32(0, h + 4, 4), *msg, *len) != crc)
+	if (crc32(0, *msg, *len) != crc)
 		return GNN_ECHECKSUM;
-	*off += REC_HDR_BYTES + *len;
+	*off = next_record(*off, *len);
 	return GNN_OK;
 }
 
@@ -180,13 +225,13 @@ static int open_segment(const struct gs_wal *w, uint64_t seq, int flags, int *fd
 
 /* The next record as a request (its owned part the caller's to release):
  * read_record's codes, GNN_ECHECKSUM for one that does not decode. */
-static int next_request(int fd, off_t size, off_t *off, uint8_t **msg, size_t *cap, uint32_t *flags,
+static int next_request(int fd, off_t size, uint64_t seq, off_t *off, uint8_t **msg, size_t *cap, uint32_t *flags,
 			struct gnn_emb_req *q)
 {
 	uint32_t len;
 	int rc;
 
-	if ((rc = read_record(fd, size, off, msg, cap, &len, flags)) != GNN_OK)
+	if ((rc = read_record(fd, size, seq, off, msg, cap, &len, flags)) != GNN_OK)
 		return rc;
 	return decode(*msg, len, q) == GNN_OK ? GNN_OK : GNN_ECHECKSUM;
 }
@@ -209,12 +254,12 @@ static int read_start(struct gs_wal *w, uint64_t seq, struct seg *s)
 	if ((rc = open_segment(w, seq, O_RDONLY, &fd)) != GNN_OK)
 		return rc;
 	size = file_size(fd);
-	if (next_request(fd, size, &off, &msg, &cap, &flags, &q) == GNN_OK) {
+	if (next_request(fd, size, seq, &off, &msg, &cap, &flags, &q) == GNN_OK) {
 		ckpt = (flags & FLAG_CKPT) != 0;
 		s->bad = ckpt || !(flags & FLAG_HEADER) || (q.op != GNN_EMB_INIT && q.op != GNN_EMB_JOIN);
 		gnn_proto_release(q.owned);
 	}
-	if (ckpt && next_request(fd, size, &off, &msg, &cap, &flags, &q) == GNN_OK) {
+	if (ckpt && next_request(fd, size, seq, &off, &msg, &cap, &flags, &q) == GNN_OK) {
 		if (q.op == GNN_EMB_SAVE && (flags & FLAG_HEADER))
 			s->bad = (s->base = strndup(q.data, q.n)) == NULL;
 		gnn_proto_release(q.owned);
@@ -300,11 +345,14 @@ static int scan(struct gs_wal *w)
 	closedir(d);
 	if (w->n > 1)
 		qsort(w->segs, w->n, sizeof(*w->segs), cmp_seq);
+	w->next_seq = w->n > 0 ? w->segs[w->n - 1].seq + 1 : 1;
 	return rc;
 }
 
-int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struct gs_wal **out)
+int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struct gnn_counter *seconds,
+		struct gs_wal **out)
 {
+	char spare[PATH_MAX + 64];
 	struct gs_wal *w;
 	int rc;
 
@@ -317,8 +365,10 @@ int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struc
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->part = part;
 	w->bytes = bytes;
+	w->seconds = seconds;
 	w->fd = -1;
 	w->on = true;
+	w->next_seq = 1;
 	gnn_wbuf_init(&w->buf);
 	if (gnn_mkdir_p(dir) != GNN_OK || access(dir, W_OK) != 0) {
 		GNN_ERROR("bad_config", "emb_wal_dir=%s error=\"%s\" reason=\"the embeddings' log folder cannot be made "
@@ -333,6 +383,13 @@ int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struc
 			 "store starts without rows\"", dir, gnn_errname(rc));
 		drop_all(w);
 	}
+	spare_path(w, spare, sizeof(spare));
+	/* a spare may hold records of any number when no segment is left
+	 * to number the next ones after */
+	if (w->n > 0)
+		w->spare = access(spare, F_OK) == 0;
+	else
+		remove_file(spare);
 	*out = w;
 	return GNN_OK;
 }
@@ -354,10 +411,9 @@ void gs_wal_free(struct gs_wal *w)
 
 static int append(struct gs_wal *w, const struct gnn_emb_req *q, uint32_t flags)
 {
-	uint32_t len, crc;
-	uint8_t h[REC_HDR_BYTES];
-	struct iovec iov[2];
-	ssize_t put;
+	uint8_t h[REC_HDR_BYTES] = { 0 };
+	uint32_t len, crc, hcrc;
+	double t0 = gnn_now();
 
 	if (!w->on || w->fd < 0)
 		return GNN_OK;
@@ -367,22 +423,31 @@ static int append(struct gs_wal *w, const struct gnn_emb_req *q, uint32_t flags)
 		return GNN_EIO;
 	}
 	len = (uint32_t)w->buf.len;
-	crc = (uint32_t)crc32(crc32(0, (const uint8_t *)&flags, 4), w->buf.buf, len);
+	crc = (uint32_t)crc32(0, w->buf.buf, len);
 	memcpy(h, &len, 4);
 	memcpy(h + 4, &flags, 4);
-	memcpy(h + 8, &crc, 4);
-	iov[0] = (struct iovec){ h, sizeof(h) };
-	iov[1] = (struct iovec){ w->buf.buf, len };
-	put = writev(w->fd, iov, 2);
-	if (put != (ssize_t)(sizeof(h) + len)) {
+	memcpy(h + 8, &w->seq, 8);
+	memcpy(h + 16, &crc, 4);
+	hcrc = (uint32_t)crc32(0, h, 20);
+	memcpy(h + 20, &hcrc, 4);
+	/* the payload first, its header last: a header in the file says its
+	 * record is whole, also when the store was killed in the write (its
+	 * header, within one page, is copied whole or not at all) */
+	if (gnn_pwrite_all(w->fd, w->buf.buf, len, w->off + REC_HDR_BYTES) != GNN_OK ||
+	    gnn_pwrite_all(w->fd, h, sizeof(h), w->off) != GNN_OK) {
 		char why[160];
 
-		snprintf(why, sizeof(why), "a write failed: %s", put < 0 ? strerror(errno) : "short write");
+		snprintf(why, sizeof(why), "a write failed: %s", strerror(errno));
 		gs_wal_off(w, why);
 		return GNN_EIO;
 	}
+	w->off = next_record(w->off, len);
+	w->seg_bytes += REC_HDR_BYTES + len;
+	w->seg_s += gnn_now() - t0;
 	if (w->bytes != NULL)
-		gnn_counter_add(w->bytes, (double)put);
+		gnn_counter_add(w->bytes, (double)(REC_HDR_BYTES + len));
+	if (w->seconds != NULL)
+		gnn_counter_add(w->seconds, gnn_now() - t0);
 	return GNN_OK;
 }
 
@@ -391,24 +456,54 @@ int gs_wal_append(struct gs_wal *w, const struct gnn_emb_req *q, bool header)
 	return append(w, q, header ? FLAG_HEADER : 0);
 }
 
-/* Removes the segments before the newest one (but the last, just begun)
- * whose start can be had. */
+/* Removes the segments before the newest one whose start can be had,
+ * the first kept as the spare. Called before a SAVE's segment is made,
+ * so that it is that segment's file. */
 static void prune(struct gs_wal *w)
 {
 	char committed[PATH_MAX];
 
-	for (size_t j = w->n - 1; j-- > 0;)
+	for (size_t j = w->n; j-- > 0;)
 		if (start_available(&w->segs[j], committed, sizeof(committed))) {
 			while (j-- > 0)
-				drop_seg(w, 0);
+				drop_seg(w, 0, true);
 			return;
 		}
 }
 
+/* The file of segment seq, its header written, open for writing: the
+ * spare when there is one. Writing over a file's pages in the page cache
+ * took a fraction of the time that growing a new file took (docs/
+ * embeddings.md), and the log's files keep their size. Its records are
+ * of older segments, so they read as this one's end. -1 on an error,
+ * errno set. */
+static int make_segment(struct gs_wal *w, uint64_t seq, bool *reused)
+{
+	char path[PATH_MAX + 64], spare[PATH_MAX + 64];
+	uint8_t hdr[FILE_HDR_BYTES] = { 0 };
+	int fd = -1;
+
+	seg_path(w, seq, path, sizeof(path));
+	spare_path(w, spare, sizeof(spare));
+	if (w->spare && rename(spare, path) == 0)
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	*reused = fd >= 0;
+	w->spare = false;
+	if (fd < 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	memcpy(hdr, FILE_MAGIC, 8);
+	memcpy(hdr + 8, &w->part, 4);
+	if (fd >= 0 && gnn_pwrite_all(fd, hdr, sizeof(hdr), 0) != GNN_OK) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct gnn_emb_req *save)
 {
-	char path[PATH_MAX + 64], hdr[FILE_HDR_BYTES] = FILE_MAGIC;
-	struct seg s = { .seq = w->n > 0 ? w->segs[w->n - 1].seq + 1 : 1 };
+	struct seg s = { 0 };
+	bool reused;
 	int fd, rc;
 
 	if (!w->on)
@@ -418,36 +513,44 @@ int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct 
 	else if ((s.base = strndup(save->data, save->n)) == NULL) {
 		gs_wal_off(w, "no memory for a segment");
 		return GNN_EIO;
+	} else {
+		prune(w);
 	}
-	seg_path(w, s.seq, path, sizeof(path));
-	memcpy(hdr + 8, &w->part, 4);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || add_seg(w, &s) != GNN_OK) {
-		char why[PATH_MAX + 96];
+	s.seq = w->next_seq++;
+	if ((fd = make_segment(w, s.seq, &reused)) < 0 || add_seg(w, &s) != GNN_OK) {
+		const char *err = fd < 0 ? strerror(errno) : "no memory";
+		char why[PATH_MAX + 192], path[PATH_MAX + 64];
 
-		snprintf(why, sizeof(why), "segment %s cannot be made: %s", path, fd < 0 ? strerror(errno) : "write");
+		seg_path(w, s.seq, path, sizeof(path));
+		snprintf(why, sizeof(why), "segment %s cannot be made: %s", path, err);
 		if (fd >= 0)
 			close(fd);
 		free(s.base);
 		gs_wal_off(w, why);
 		return GNN_EIO;
 	}
-	if (w->fd >= 0)
+	if (w->fd >= 0) {
+		GNN_INFO("embeddings_wal_segment", "part=%" PRIu32 " seq=%" PRIu64 " bytes=%" PRIu64 " write_s=%.2f "
+			 "reused=%s", w->part, w->seq, w->seg_bytes, w->seg_s, w->seg_reused ? "true" : "false");
 		close(w->fd);
+	}
 	w->fd = fd;
+	w->seq = s.seq;
+	w->off = FILE_HDR_BYTES;
+	w->seg_bytes = 0;
+	w->seg_s = 0;
+	w->seg_reused = reused;
 	if ((rc = append(w, init, FLAG_HEADER | (save != NULL ? FLAG_CKPT : 0))) != GNN_OK ||
 	    (save != NULL && (rc = append(w, save, FLAG_HEADER)) != GNN_OK))
 		return rc;
-	if (save != NULL)
-		prune(w);
 	return GNN_OK;
 }
 
 /* ---- replay ---- */
 
-/* Segment i's records through fn: its header too when first. *end: the
- * offset after the last whole record. read_record's codes for a record
- * cut short or damaged (at *end), or fn's. */
+/* Segment i's records through fn: its header too when first. *end:
+ * where the record after the last whole one goes. read_record's code for
+ * a damaged record (at *end), or fn's. */
 static int replay_seg(struct gs_wal *w, size_t i, bool first, const char *committed, gs_wal_apply_fn fn, void *ctx,
 		      uint64_t *records, off_t *end)
 {
@@ -464,7 +567,7 @@ static int replay_seg(struct gs_wal *w, size_t i, bool first, const char *commit
 	for (;;) {
 		struct gnn_emb_req q;
 
-		if ((rc = next_request(fd, size, &off, &msg, &cap, &flags, &q)) != GNN_OK)
+		if ((rc = next_request(fd, size, w->segs[i].seq, &off, &msg, &cap, &flags, &q)) != GNN_OK)
 			break;
 		if (first || !(flags & FLAG_HEADER)) {
 			bool load = (flags & FLAG_HEADER) && q.op == GNN_EMB_SAVE;
@@ -484,7 +587,7 @@ static int replay_seg(struct gs_wal *w, size_t i, bool first, const char *commit
 
 int gs_wal_replay(struct gs_wal *w, gs_wal_apply_fn fn, void *ctx, uint64_t *records, bool *found)
 {
-	char committed[PATH_MAX], path[PATH_MAX + 64];
+	char committed[PATH_MAX];
 	size_t j = w->n;
 	off_t end = 0;
 	int rc = GNN_OK;
@@ -507,30 +610,21 @@ int gs_wal_replay(struct gs_wal *w, gs_wal_apply_fn fn, void *ctx, uint64_t *rec
 				 "missing\"", w->part, w->dir, w->segs[i - 1].seq + 1);
 			return GNN_ECHECKSUM;
 		}
-	for (size_t i = j; i < w->n && rc == GNN_OK; i++) {
+	/* a record the store died writing, before its answer, has no header:
+	 * its segment's end */
+	for (size_t i = j; i < w->n && rc == GNN_OK; i++)
 		rc = replay_seg(w, i, i == j, committed, fn, ctx, records, &end);
-		/* the last record of the last segment cut short: the store died
-		 * writing it, before its answer; dropped */
-		if (rc == GNN_EFORMAT && i == w->n - 1) {
-			seg_path(w, w->segs[i].seq, path, sizeof(path));
-			GNN_WARN("embeddings_wal_tail_dropped", "file=%s offset=%lld reason=\"a record cut short at the log's "
-				 "end: the store died writing it, before its answer\"", path, (long long)end);
-			if (truncate(path, end) != 0) {
-				gs_wal_off(w, "its damaged end cannot be cut off");
-				return GNN_OK;
-			}
-			rc = GNN_OK;
-		}
-	}
 	if (rc != GNN_OK) {
 		GNN_WARN("embeddings_wal_replay_failed", "part=%" PRIu32 " dir=%s code=%s records=%" PRIu64, w->part,
 			 w->dir, gnn_errname(rc), *records);
 		return rc;
 	}
 	/* the changes that follow go on the last segment */
-	if ((rc = open_segment(w, w->segs[w->n - 1].seq, O_RDWR | O_APPEND, &w->fd)) != GNN_OK) {
+	if ((rc = open_segment(w, w->segs[w->n - 1].seq, O_RDWR, &w->fd)) != GNN_OK) {
 		gs_wal_off(w, "its last segment cannot be opened for appending");
 		return GNN_OK;
 	}
+	w->seq = w->segs[w->n - 1].seq;
+	w->off = end;
 	return GNN_OK;
 }

@@ -10,7 +10,11 @@
  * proto.h), appended under the embeddings' lock before the request is
  * answered: what a trainer was told is in the page cache when the store
  * dies (no fsync: a lost machine loses the log, and the trainers resume
- * from their checkpoint as without one).
+ * from their checkpoint as without one). A record's header carries its
+ * segment's number and goes into the file after its payload; the first
+ * place without a whole header of the segment is the segment's end. So a
+ * removed segment's file is kept (DIR/emb-wal-spare-PPPP.log) and the
+ * next segment written over it: its older records read as the end.
  *
  * A segment's first records (flagged "header") say where its state
  * starts:
@@ -21,13 +25,14 @@
  *     and the pushes pending at the snapshot: the state is the committed
  *     checkpoint's rows, when that checkpoint was committed.
  * A SAVE starts a new segment; the segments before the newest one whose
- * start can be had are removed then. So the log holds about two
- * checkpoint intervals of pushes.
+ * start can be had are removed first, the first of them kept as the
+ * spare that the new segment is written over. So the log holds about two
+ * checkpoint intervals of pushes, in files of about three.
  *
  * Replay picks the newest segment whose start can be had and hands its
- * header and every later change, in order, to the caller. A record cut
- * short at the end of the last segment (the store died in its write, so
- * never answered it) ends the replay; damage anywhere else fails it.
+ * header and every later change, in order, to the caller. A record the
+ * store died writing (so never answered) has no header yet and ends the
+ * replay; a record with its header but a damaged payload fails it.
  *
  * Not thread-safe: the caller serialises (the embeddings' lock). */
 #ifndef GS_EMB_WAL_H
@@ -43,9 +48,11 @@
 struct gs_wal;
 
 /* Partition part's log in dir, made when missing, counting the bytes it
- * appends into bytes (borrowed; NULL: none). *out is the caller's:
- * gs_wal_free. GNN_EIO or GNN_ERANGE, logged. */
-int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struct gs_wal **out);
+ * appends into bytes and the seconds that took into seconds (borrowed;
+ * NULL: none). *out is the caller's: gs_wal_free. GNN_EIO or GNN_ERANGE,
+ * logged. */
+int gs_wal_open(const char *dir, uint32_t part, struct gnn_counter *bytes, struct gnn_counter *seconds,
+		struct gs_wal **out);
 /* Closes the log, leaving its files. Safe on NULL. */
 void gs_wal_free(struct gs_wal *w);
 
@@ -59,8 +66,8 @@ void gs_wal_off(struct gs_wal *w, const char *why);
  * a new generation, save NULL) whose header is init, then save when not
  * NULL. With save, the segments before the newest one whose start is a
  * generation's INIT or a committed checkpoint (libcommon/ckptname.h) are
- * removed. GNN_EIO (the
- * log is then off). */
+ * removed first, and the new segment written over the first one's file.
+ * GNN_EIO (the log is then off). */
 int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct gnn_emb_req *save);
 /* Appends q (borrowed), as a header record or a change. GNN_EIO (the log
  * is then off). */

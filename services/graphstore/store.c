@@ -52,6 +52,9 @@ static int register_emb_metrics(struct gnn_metrics *reg, struct gs_emb_metrics *
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_log_bytes_total",
 				      "Bytes appended to the embeddings' log of changes (--emb-wal-dir)", NULL, 0,
 				      &m->bytes_logged)) ||
+	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_log_seconds_total",
+				      "Seconds spent appending to the embeddings' log of changes, under the embeddings' lock",
+				      NULL, 0, &m->log_seconds)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_update_seconds_total",
 				      "Seconds spent applying sparse embedding updates", NULL, 0, &m->update_seconds)) ||
 	    (rc = gnn_metrics_counter(reg, "gnn_graphstore_embedding_updates_total",

@@ -1536,40 +1536,31 @@ static int wal_segments(const char *dir, char *last, size_t cap)
 	return k;
 }
 
-static bool file_append(const char *path, const void *p, size_t n)
-{
-	int fd = open(path, O_WRONLY | O_APPEND);
-	bool ok = fd >= 0 && write(fd, p, n) == (ssize_t)n;
-
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
 /* A store opened again on its log has the rows, optimizer state, version
  * and pending pushes it had: from the generation's INIT, then from a
- * committed checkpoint (the segment before it removed at the next SAVE),
- * and the same rows as a store that never stopped. A record cut short at
- * the log's end is dropped; a damaged log is dropped whole, and the store
- * starts without rows, as without a log. */
+ * committed checkpoint (at the SAVE after it, the INIT's segment goes,
+ * its file written over by the new segment), and the same rows as a
+ * store that never stopped. What follows the last record is the log's
+ * end, and written over after a restart; a damaged record drops the log
+ * whole, and the store starts without rows, as without a log. */
 static void test_emb_wal(void)
 {
 	struct gnn_emb_cfg cfg = emb_cfg(GNN_EMB_ADAM, 42);
 	struct gnn_emb_req best = { .op = GNN_EMB_BEST, .gen = EMB_GEN };
 	struct gnn_emb_req pull = { .op = GNN_EMB_PULL, .gen = EMB_GEN, .step = EMB_STEP + 3, .n = 1,
 				    .ids = (const int64_t[]){ 0 } };
-	char wal[512], ck1[512], ck1f[512], ck2[512], seg[800];
+	char wal[512], ck1[512], ck1f[512], ck2[512], seg[800], spare[800];
 	emb_words want, got, ref;
 	struct emb_fix x, z;
 	struct stat st;
-	uint8_t torn[32] = { 200 };
-	off_t size;
+	off_t first;
 	int fd;
 
 	snprintf(wal, sizeof(wal), "%s/wal", tmpdir);
 	snprintf(ck1, sizeof(ck1), "%s/wck/.tmp-epoch-000001-000000-1", tmpdir);
 	snprintf(ck1f, sizeof(ck1f), "%s/wck/epoch-000001", tmpdir);
 	snprintf(ck2, sizeof(ck2), "%s/wck/.tmp-epoch-000001-000004-1", tmpdir);
+	snprintf(spare, sizeof(spare), "%s/emb-wal-spare-0000.log", wal);
 	/* the reference: a store without a log, never stopped */
 	if (!emb_open(&z, typed_dir, 0) || !emb_init(&z, &cfg, EMB_GEN, EMB_STEP) ||
 	    !emb_update(&z, update_a, 4, 2, EMB_GEN, EMB_STEP) || !emb_ok(&z, &best, EMB_GEN, EMB_STEP + 1) ||
@@ -1586,9 +1577,16 @@ static void test_emb_wal(void)
 	    !emb_push(&x, &update_b[1], 1, EMB_GEN, EMB_STEP + 1, EMB_STEP + 2) || !emb_state(&x, EMB_STEP + 2, got) ||
 	    !CHECK(memcmp(got, ref, sizeof(got)) == 0))
 		goto out;
-	/* 2. from a committed checkpoint: the INIT's segment goes at the SAVE after it */
-	if (!emb_save_commit(&x, ck1, ck1f, EMB_STEP + 2) || !emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP + 2) ||
-	    !emb_save_commit(&x, ck2, NULL, EMB_STEP + 3) || !CHECK(wal_segments(wal, seg, sizeof(seg)) == 2) ||
+	/* 2. from a committed checkpoint: the INIT's segment goes at the SAVE
+	 * after it, its file the new segment's, its longer, older records
+	 * that segment's end */
+	snprintf(seg, sizeof(seg), "%s/emb-wal-0000-0000000001.log", wal);
+	if (!emb_save_commit(&x, ck1, ck1f, EMB_STEP + 2) || !CHECK(stat(seg, &st) == 0))
+		goto out;
+	first = st.st_size;
+	if (!emb_update(&x, update_a, 4, 2, EMB_GEN, EMB_STEP + 2) || !emb_save_commit(&x, ck2, NULL, EMB_STEP + 3) ||
+	    !CHECK(wal_segments(wal, seg, sizeof(seg)) == 2) || !CHECK(stat(seg, &st) == 0 && st.st_size == first) ||
+	    !CHECK(access(spare, F_OK) != 0) ||
 	    !emb_push(&x, &update_b[0], 1, EMB_GEN, EMB_STEP + 3, EMB_STEP + 3) || !emb_state(&x, EMB_STEP + 3, want))
 		goto out;
 	emb_close(&x);
@@ -1596,19 +1594,23 @@ static void test_emb_wal(void)
 	    !CHECK(memcmp(got, want, sizeof(got)) == 0))
 		goto out;
 	emb_close(&x);
-	/* 3. a record cut short at the end: dropped, the file cut back */
-	if (!CHECK(wal_segments(wal, seg, sizeof(seg)) == 2) || !CHECK(stat(seg, &st) == 0) ||
-	    !CHECK(file_append(seg, torn, sizeof(torn))))
-		goto out_z;
-	size = st.st_size;
+	/* 3. the file's older records after the last one (as the payload of a
+	 * record the store died writing, before its header) are the log's
+	 * end, and written over after a restart */
 	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_state(&x, EMB_STEP + 3, got) ||
-	    !CHECK(memcmp(got, want, sizeof(got)) == 0) || !CHECK(stat(seg, &st) == 0 && st.st_size == size))
+	    !CHECK(memcmp(got, want, sizeof(got)) == 0) ||
+	    !emb_push(&x, &update_b[1], 1, EMB_GEN, EMB_STEP + 3, EMB_STEP + 4) || !emb_state(&x, EMB_STEP + 4, want))
 		goto out;
 	emb_close(&x);
-	/* 4. a damaged record: the log goes, the store has no rows */
+	if (!emb_open_wal(&x, typed_dir, 0, wal) || !emb_state(&x, EMB_STEP + 4, got) ||
+	    !CHECK(memcmp(got, want, sizeof(got)) == 0))
+		goto out;
+	emb_close(&x);
+	/* 4. a damaged record (the newest segment's first one's payload): the
+	 * log goes, the store has no rows */
 	if (!CHECK((fd = open(seg, O_RDWR)) >= 0))
 		goto out_z;
-	CHECK(pwrite(fd, "\xff\xff", 2, size - 4) == 2);
+	CHECK(pwrite(fd, "\xff\xff", 2, 32 + 32 + 8) == 2);
 	close(fd);
 	if (emb_open_wal(&x, typed_dir, 0, wal)) {
 		emb_refused(&x, &pull, GNN_ESTALE, "no embeddings here");
