@@ -554,25 +554,45 @@ static int op_delta(struct gs_emb *e, struct call *c)
 	return GNN_OK;
 }
 
+/* The scratch of an update: per type, in runs that start at the
+ * occurrences of the types before, the touched rows (list), their
+ * number of occurrences (cnt) and, per occurrence, its row's index in
+ * list (at); then, for the type at hand, each touched row's gradient
+ * (grad), in sum when it was pushed more than once. */
+struct scratch {
+	int64_t *list;
+	uint32_t *cnt, *at;
+	float *sum;
+	const float **grad;
+};
+
+static void free_scratch(struct scratch *x)
+{
+	free(x->list);
+	free(x->cnt);
+	free(x->at);
+	free(x->sum);
+	free(x->grad);
+}
+
 /* Allocates what the update needs and numbers the touched rows of every
  * type (touch), in the order the rule sums them: rank by rank, each push
- * in its order. On GNN_ENOMEM nothing is touched. list and cnt are
- * per-type runs: type k's start at the occurrences of the types before. */
-static int number_rows(struct gs_emb *e, int64_t **list, uint32_t **cnt, float **sum, uint32_t *touched)
+ * in its order. On GNN_ENOMEM nothing is touched. */
+static int number_rows(struct gs_emb *e, struct scratch *x, uint32_t *touched)
 {
-	uint64_t total = 0, off = 0, most = 0;
+	uint64_t total = 0, off = 0, most = 0, most_rows = 0;
 
 	for (size_t i = 0; i < (size_t)e->nemb * e->world; i++)
 		total += e->slots[i].n;
-	*list = malloc(total * sizeof(**list) + 1);
-	*cnt = malloc(total * sizeof(**cnt) + 1);
-	*sum = NULL;
-	if (*list == NULL || *cnt == NULL)
+	*x = (struct scratch){ .list = malloc(total * sizeof(*x->list) + 1),
+			       .cnt = malloc(total * sizeof(*x->cnt) + 1),
+			       .at = malloc(total * sizeof(*x->at) + 1) };
+	if (x->list == NULL || x->cnt == NULL || x->at == NULL)
 		return GNN_ENOMEM;
 	for (uint32_t k = 0; k < e->nemb; k++) {
 		struct emb_type *ty = &e->types[e->emb_types[k]];
-		int64_t *lk = *list + off;
-		uint32_t *ck = *cnt + off, nt = 0;
+		int64_t *lk = x->list + off;
+		uint32_t *ck = x->cnt + off, nt = 0;
 
 		for (uint32_t r = 0; r < e->world; r++) {
 			const struct emb_slot *s = &e->slots[(size_t)k * e->world + r];
@@ -585,21 +605,24 @@ static int number_rows(struct gs_emb *e, int64_t **list, uint32_t **cnt, float *
 					ck[nt] = 0;
 					ty->touch[row] = ++nt;
 				}
+				x->at[off++] = ty->touch[row] - 1;
 				ck[ty->touch[row] - 1]++;
-				off++;
 			}
 		}
 		touched[k] = nt;
 		most = (uint64_t)nt * ty->dim > most ? (uint64_t)nt * ty->dim : most;
+		most_rows = nt > most_rows ? nt : most_rows;
 	}
-	if ((*sum = malloc(most * sizeof(**sum) + 1)) != NULL)
+	x->sum = malloc(most * sizeof(*x->sum) + 1);
+	x->grad = malloc(most_rows * sizeof(*x->grad) + 1);
+	if (x->sum != NULL && x->grad != NULL)
 		return GNN_OK;
 	off = 0;
 	for (uint32_t k = 0; k < e->nemb; k++) {
 		struct emb_type *ty = &e->types[e->emb_types[k]];
 
 		for (uint32_t i = 0; i < touched[k]; i++)
-			ty->touch[(*list)[off + i]] = 0;
+			ty->touch[x->list[off + i]] = 0;
 		for (uint32_t r = 0; r < e->world; r++)
 			off += e->slots[(size_t)k * e->world + r].n;
 	}
@@ -733,44 +756,63 @@ static void prefetch_row(const struct emb_type *ty, uint32_t optimizer, int64_t 
 	__builtin_prefetch(ty->changed + row, 1);
 }
 
+/* Each touched row of type k's gradient into x->grad: the pushed row
+ * itself when it was pushed once, else the sum of its occurrences, from
+ * the first, in x->sum (bit for bit the rule's sum from 0 but, at most,
+ * for the sign of a zero). start: the type's run. */
+static void gather_grads(const struct gs_emb *e, uint32_t k, uint32_t touched, uint64_t start,
+			 const struct scratch *x)
+{
+	uint32_t dim = e->types[e->emb_types[k]].dim;
+	uint64_t o = start;
+
+	memset(x->grad, 0, touched * sizeof(*x->grad));
+	for (uint32_t r = 0; r < e->world; r++) {
+		const struct emb_slot *s = &e->slots[(size_t)k * e->world + r];
+
+		for (uint32_t i = 0; i < s->n; i++, o++) {
+			uint32_t t = x->at[o];
+			const float *g = s->grad + (size_t)i * dim;
+			float *acc = x->sum + (size_t)t * dim;
+
+			if (x->cnt[start + t] == 1) {
+				x->grad[t] = g;
+			} else if (x->grad[t] == NULL) {
+				memcpy(acc, g, dim * sizeof(*acc));
+				x->grad[t] = acc;
+			} else {
+				add_cols(acc, g, dim);
+			}
+		}
+	}
+}
+
 /* Applies the pending update (emb_table.h's rule), all of it or, on
  * GNN_ENOMEM, none of it. */
 static int apply(struct gs_emb *e)
 {
 	double t0 = gnn_now();
-	int64_t *list;
-	uint32_t *cnt, touched[GNN_MAX_TYPES];
-	float *sum;
+	uint32_t touched[GNN_MAX_TYPES];
+	struct scratch x;
 	uint64_t start = 0;
 	int rc;
 
-	if ((rc = number_rows(e, &list, &cnt, &sum, touched)) != GNN_OK)
+	if ((rc = number_rows(e, &x, touched)) != GNN_OK)
 		goto out;
 	for (uint32_t k = 0; k < e->nemb; k++) {
 		struct emb_type *ty = &e->types[e->emb_types[k]];
 		uint32_t dim = ty->dim;
-		uint64_t occurrences = 0;
 
-		memset(sum, 0, (size_t)touched[k] * dim * sizeof(*sum));
-		for (uint32_t r = 0; r < e->world; r++) {
-			const struct emb_slot *s = &e->slots[(size_t)k * e->world + r];
-
-			for (uint32_t i = 0; i < s->n; i++) {
-				float *acc = sum + (size_t)(ty->touch[s->ids[i] - ty->first] - 1) * dim;
-				const float *g = s->grad + (size_t)i * dim;
-
-				add_cols(acc, g, dim);
-			}
-			occurrences += s->n;
-		}
+		gather_grads(e, k, touched[k], start, &x);
 		for (uint32_t i = 0; i < touched[k]; i++) {
-			float *g = sum + (size_t)i * dim;
-			int64_t row = list[start + i];
+			int64_t row = x.list[start + i];
+			uint32_t n = x.cnt[start + i];
+			const float *g = x.grad[i];
 
 			if (i + PREFETCH_ROWS < touched[k])
-				prefetch_row(ty, e->cfg.optimizer, list[start + i + PREFETCH_ROWS]);
-
-			div_cols(g, (float)cnt[start + i], dim);
+				prefetch_row(ty, e->cfg.optimizer, x.list[start + i + PREFETCH_ROWS]);
+			if (n > 1)
+				div_cols(x.sum + (size_t)i * dim, (float)n, dim);
 			if (e->cfg.optimizer == GNN_EMB_ADAM)
 				adam_row(&e->cfg, ty, row, g);
 			else
@@ -778,13 +820,12 @@ static int apply(struct gs_emb *e)
 			ty->touch[row] = 0;
 			ty->changed[row] = e->version + 1;
 		}
-		start += occurrences;
+		for (uint32_t r = 0; r < e->world; r++)
+			start += e->slots[(size_t)k * e->world + r].n;
 	}
 	gnn_counter_inc(e->m.updates);
 out:
-	free(list);
-	free(cnt);
-	free(sum);
+	free_scratch(&x);
 	gnn_counter_add(e->m.update_seconds, gnn_now() - t0);
 	return rc;
 }

@@ -32,8 +32,8 @@
  *   g    = (sum of the gradient rows pushed for the row) / (their number)
  *          (DGL's mean over every occurrence, duplicates within one push
  *          included; the float sum runs in rank order, each push in its
- *          own order, from 0, so the result does not depend on the order
- *          in which the pushes arrived)
+ *          own order, from the first occurrence, so the result does not
+ *          depend on the order in which the pushes arrived)
  *   Adam:    k = ++steps;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g
  *            row -= (float)(lr (m / c1) / (sqrt(v / c2) + eps))
  *            with c1 = 1 - b1^k, c2 = 1 - b2^k and that step in double
