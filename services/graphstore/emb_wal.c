@@ -42,8 +42,7 @@ struct gs_wal {
 	char dir[PATH_MAX];
 	uint32_t part;
 	bool on;
-	int fd;                /* the last segment, for appending; -1 before the first INIT */
-	uint64_t seq;          /* fd's segment */
+	int fd;                /* the last segment (segs[n - 1]), for appending; -1 before the first INIT */
 	off_t off;             /* where fd's next record goes */
 	uint64_t next_seq;     /* the next segment's number: never reused while a file may hold its records */
 	bool spare;            /* a dropped segment's file waits to be reused (spare_path) */
@@ -413,7 +412,7 @@ static int append(struct gs_wal *w, const struct gnn_emb_req *q, uint32_t flags)
 {
 	uint8_t h[REC_HDR_BYTES] = { 0 };
 	uint32_t len, crc, hcrc;
-	double t0 = gnn_now();
+	double t0 = gnn_now(), dt;
 
 	if (!w->on || w->fd < 0)
 		return GNN_OK;
@@ -426,7 +425,7 @@ static int append(struct gs_wal *w, const struct gnn_emb_req *q, uint32_t flags)
 	crc = (uint32_t)crc32(0, w->buf.buf, len);
 	memcpy(h, &len, 4);
 	memcpy(h + 4, &flags, 4);
-	memcpy(h + 8, &w->seq, 8);
+	memcpy(h + 8, &w->segs[w->n - 1].seq, 8);
 	memcpy(h + 16, &crc, 4);
 	hcrc = (uint32_t)crc32(0, h, 20);
 	memcpy(h + 20, &hcrc, 4);
@@ -443,11 +442,12 @@ static int append(struct gs_wal *w, const struct gnn_emb_req *q, uint32_t flags)
 	}
 	w->off = next_record(w->off, len);
 	w->seg_bytes += REC_HDR_BYTES + len;
-	w->seg_s += gnn_now() - t0;
+	dt = gnn_now() - t0;
+	w->seg_s += dt;
 	if (w->bytes != NULL)
 		gnn_counter_add(w->bytes, (double)(REC_HDR_BYTES + len));
 	if (w->seconds != NULL)
-		gnn_counter_add(w->seconds, gnn_now() - t0);
+		gnn_counter_add(w->seconds, dt);
 	return GNN_OK;
 }
 
@@ -516,6 +516,13 @@ int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct 
 	} else {
 		prune(w);
 	}
+	if (w->fd >= 0) {
+		GNN_INFO("embeddings_wal_segment", "part=%" PRIu32 " seq=%" PRIu64 " bytes=%" PRIu64 " write_s=%.2f "
+			 "reused=%s", w->part, w->segs[w->n - 1].seq, w->seg_bytes, w->seg_s,
+			 w->seg_reused ? "true" : "false");
+		close(w->fd);
+		w->fd = -1;
+	}
 	s.seq = w->next_seq++;
 	if ((fd = make_segment(w, s.seq, &reused)) < 0 || add_seg(w, &s) != GNN_OK) {
 		const char *err = fd < 0 ? strerror(errno) : "no memory";
@@ -529,13 +536,7 @@ int gs_wal_begin(struct gs_wal *w, const struct gnn_emb_req *init, const struct 
 		gs_wal_off(w, why);
 		return GNN_EIO;
 	}
-	if (w->fd >= 0) {
-		GNN_INFO("embeddings_wal_segment", "part=%" PRIu32 " seq=%" PRIu64 " bytes=%" PRIu64 " write_s=%.2f "
-			 "reused=%s", w->part, w->seq, w->seg_bytes, w->seg_s, w->seg_reused ? "true" : "false");
-		close(w->fd);
-	}
 	w->fd = fd;
-	w->seq = s.seq;
 	w->off = FILE_HDR_BYTES;
 	w->seg_bytes = 0;
 	w->seg_s = 0;
@@ -624,7 +625,6 @@ int gs_wal_replay(struct gs_wal *w, gs_wal_apply_fn fn, void *ctx, uint64_t *rec
 		gs_wal_off(w, "its last segment cannot be opened for appending");
 		return GNN_OK;
 	}
-	w->seq = w->segs[w->n - 1].seq;
 	w->off = end;
 	return GNN_OK;
 }
