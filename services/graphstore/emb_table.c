@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -82,6 +83,8 @@ struct gs_emb {
 	/* the pending update (of version): world is its first push's */
 	uint32_t world, filled;
 	struct emb_slot *slots;       /* [nemb x world], type-major; NULL while nothing is pending */
+	atomic_bool due;              /* its last push was answered, so gs_emb_settle applies it (a hint:
+				       * every request applies a complete update first anyway) */
 };
 
 /* What one request carries through the checks. */
@@ -830,16 +833,36 @@ out:
 	return rc;
 }
 
-/* Every rank pushed for the pending update: applied, the next version. */
-static int apply_complete(struct gs_emb *e, struct call *c)
+/* Every rank pushed for the pending update, and the store is not joining. */
+static bool complete(const struct gs_emb *e)
 {
-	int rc = apply(e);
+	return e->slots != NULL && e->filled == e->nemb * e->world && !e->joining;
+}
 
-	if (rc != GNN_OK)
-		return refuse(c, rc, "graph store %u cannot allocate the scratch memory to apply update %llu; the last push is not stored: retry it",
-			      c->part, (unsigned long long)e->version);
+/* A complete update applied: the next version. Nothing else sees the
+ * state between its last push and this (emb_table.h, "The update's
+ * time"). GNN_ENOMEM: not applied, still complete. */
+static int settle(struct gs_emb *e)
+{
+	int rc;
+
+	if (!complete(e))
+		return GNN_OK;
+	if ((rc = apply(e)) != GNN_OK)
+		return rc;
 	e->version++;
 	clear_pending(e);
+	return GNN_OK;
+}
+
+/* settle, or c refused with why. */
+static int apply_complete(struct gs_emb *e, struct call *c)
+{
+	int rc = settle(e);
+
+	if (rc != GNN_OK)
+		return refuse(c, rc, "graph store %u cannot allocate the scratch memory to apply update %llu; its pushes are kept: ask again",
+			      c->part, (unsigned long long)e->version);
 	return GNN_OK;
 }
 
@@ -849,7 +872,6 @@ static int op_push(struct gs_emb *e, struct call *c)
 	const struct gnn_schema *sc = c->l->schema;
 	const struct emb_type *ty = &e->types[q->node_type];
 	struct emb_slot *s;
-	int rc;
 
 	if (q->step != e->version) {
 		/* the retry of a push whose update is applied: its answer was lost */
@@ -880,14 +902,10 @@ static int op_push(struct gs_emb *e, struct call *c)
 	s->grad = (const float *)(s->ids + q->n);
 	s->n = q->n;
 	s->filled = true;
-	/* a joining store applies at READY, once its rows are all written */
-	if (++e->filled == e->nemb * e->world && !e->joining && (rc = apply_complete(e, c)) != GNN_OK) {
-		/* not stored, so that its retry finds the slot free */
-		free(s->ids);
-		*s = (struct emb_slot){ 0 };
-		e->filled--;
-		return rc;
-	}
+	/* the last one is answered before the update is applied (settle); a
+	 * joining store applies at READY, once its rows are all written */
+	if (++e->filled == e->nemb * e->world && !e->replaying)
+		atomic_store(&e->due, true);
 	gnn_counter_add(e->m.rows_pushed, q->n);
 	gnn_counter_add(e->m.bytes_in, (double)q->n * q->dim * 4);
 	return GNN_OK;
@@ -1067,7 +1085,7 @@ static int op_ready(struct gs_emb *e, struct call *c)
 
 	e->joining = false;
 	e->whole = e->version + 1;
-	if (e->slots != NULL && e->filled == e->nemb * e->world && (rc = apply_complete(e, c)) != GNN_OK) {
+	if ((rc = apply_complete(e, c)) != GNN_OK) {
 		e->joining = true;  /* its retry applies it */
 		return rc;
 	}
@@ -1254,6 +1272,10 @@ int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l
 		gs_wal_off(e->wal, "its replay failed");
 		return GNN_OK;
 	}
+	/* a complete update, applied now (no request runs yet); without the
+	 * memory for it, by the first request */
+	if (settle(e) != GNN_OK)
+		atomic_store(&e->due, true);
 	e->whole = e->version + 1;   /* a DELTA from before the restart: every row, to be safe */
 	if (found)
 		GNN_INFO("embeddings_recovered", "part=%u gen=%llu version=%llu pending_pushes=%u records=%llu seconds=%.3f "
@@ -1261,6 +1283,21 @@ int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l
 			 part, (unsigned long long)e->gen, (unsigned long long)e->version, e->filled,
 			 (unsigned long long)records, gnn_now() - t0, dir);
 	return GNN_OK;
+}
+
+void gs_emb_settle(struct gs_emb *e)
+{
+	static struct gnn_log_limit lim = GNN_LOG_LIMIT_INIT;
+	int rc;
+
+	if (!atomic_exchange(&e->due, false))
+		return;
+	pthread_mutex_lock(&e->lock);
+	if ((rc = settle(e)) != GNN_OK)
+		gnn_log_write_limited(&lim, GNN_LOG_WARN, "embeddings_update_deferred",
+				      "version=%llu code=%s reason=\"no memory for the update's scratch: the next request "
+				      "applies it\"", (unsigned long long)e->version, gnn_errname(rc));
+	pthread_mutex_unlock(&e->lock);
 }
 
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
@@ -1287,11 +1324,13 @@ int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, u
 		}
 	}
 	pthread_mutex_lock(&e->lock);
-	rc = dispatch(e, &c);
+	/* an INIT replaces the state, a complete update with it */
+	if (req->op == GNN_EMB_INIT || req->op == GNN_EMB_JOIN || (rc = apply_complete(e, &c)) == GNN_OK)
+		rc = dispatch(e, &c);
 	if (gs_wal_on(e->wal) && !e->replaying)
 		log_change(e, &c, rc);
 	r.gen = e->gen;
-	r.version = e->version;
+	r.version = e->version + complete(e);  /* what any later request sees */
 	r.cfg_hash = e->cfg_hash;
 	pthread_mutex_unlock(&e->lock);
 	/* the rows were copied under the lock; the reply is built outside it */

@@ -42,10 +42,17 @@
  * every other operation in float, in this order (the unit tests recompute
  * it bit for bit). One thread, rows in a fixed order: deterministic.
  *
- * Thread-safe: one mutex serialises the requests (the update runs under
- * it, before the last push is answered, so a PULL of the next version
- * never sees a half-applied update). SAVE copies every array under it
- * and has a thread write the copy into the checkpoint (emb_snap.h).
+ * The update's time. The last push of an update is answered first
+ * (its reply's version already the next one); the update is applied
+ * under the mutex right after, by gs_emb_settle on the thread that
+ * answered it, or by whichever request takes the mutex before that:
+ * every request (but INIT) first applies a complete update. So nothing
+ * sees the state between the last push and the update, and the ranks'
+ * all-reduce runs beside the update instead of after it.
+ *
+ * Thread-safe: one mutex serialises the requests and the update. SAVE
+ * copies every array under it and has a thread write the copy into the
+ * checkpoint (emb_snap.h).
  * With a log of changes (gs_emb_recover, emb_wal.h) every request that
  * changed the state is appended to it under the mutex too, before its
  * answer. */
@@ -100,6 +107,13 @@ void gs_emb_free(struct gs_emb *e);
  * (naming the bytes). */
 int gs_emb_answer(struct gs_emb *e, const struct gnn_layout *l, uint32_t part, uint64_t req_id,
 		  const struct gnn_emb_req *req, struct gnn_wbuf *w, char *why, size_t why_len);
+
+/* After any reply (the server's after_reply, on its worker's thread):
+ * applies the update whose last push was just answered, if no request
+ * did; cheap otherwise (one atomic). Without the memory for the update's
+ * scratch it logs a rate-limited WARN and leaves the update to the next
+ * request. */
+void gs_emb_settle(struct gs_emb *e);
 
 /* Opens the log of changes of partition part in dir (emb_wal.h; made
  * when missing) and replays it: a store killed comes back with the rows,

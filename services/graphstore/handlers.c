@@ -366,6 +366,14 @@ static int on_emb(struct gs_store *s, const struct gnn_hdr *h, const void *paylo
 	return rc;
 }
 
+void gs_after_reply(void *ctx)
+{
+	const struct gs_store *s = ctx;
+
+	if (s->emb != NULL)
+		gs_emb_settle(s->emb);
+}
+
 int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len, struct gnn_wbuf *out)
 {
 	struct gs_store *s = ctx;

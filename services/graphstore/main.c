@@ -92,7 +92,8 @@ static int start(void *ctx, struct gnn_metrics *reg)
 {
 	struct graphstore *gs = ctx;
 	struct gnn_server_opts so = { .name = "graphstore", .listen = cfg.listen, .workers = (int)cfg.workers,
-				      .metrics = reg, .handler = gs_handle, .ctx = &gs->store };
+				      .metrics = reg, .handler = gs_handle, .after_reply = gs_after_reply,
+				      .ctx = &gs->store };
 	int rc = gs_store_init(&gs->store, cfg.data, cfg.predictions, (int32_t)cfg.part, reg);
 
 	gs->store.emb_wal_dir = cfg.emb_wal_dir;

@@ -7,7 +7,8 @@
  *   gs_store_init    registers the metrics; state WAITING (not ready)
  *   gs_wait_data     waits, with a timeout, for DIR/meta.json to appear
  *   gs_store_load    maps and verifies the partition; state READY
- *   gs_handle        answers requests (any thread) once READY
+ *   gs_handle        answers requests (any thread) once READY;
+ *                    gs_after_reply after each reply
  *   gs_store_close   STOPPING, then unmaps; call after the server stopped
  *
  * The state is one atomic, so the HTTP ready probe and the request workers
@@ -95,5 +96,8 @@ bool gs_ready(void *ctx, char *why, size_t why_len);
  * node and the owned range, a request before READY GNN_EUNAVAIL. */
 int gs_handle(void *ctx, const struct gnn_hdr *h, const void *payload, size_t len,
 	      struct gnn_wbuf *out);
+/* The server's after_reply (ctx is the store): the embeddings' update
+ * whose last push was just answered (gs_emb_settle). */
+void gs_after_reply(void *ctx);
 
 #endif

@@ -1165,7 +1165,7 @@ out:
 
 /* Two ranks' pushes in either arrival order give the same rows bit for
  * bit, the reference's (Adam, then Adagrad); the update waits for the
- * last push. */
+ * last push, and is applied after its answer. */
 static void test_emb_push_order(void)
 {
 	static const uint32_t optims[2] = { GNN_EMB_ADAM, GNN_EMB_ADAGRAD };
@@ -1188,9 +1188,17 @@ static void test_emb_push_order(void)
 			    !emb_push(&x, &u[1], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
 			    !emb_push(&x, &u[2], 2, EMB_GEN, EMB_STEP, EMB_STEP) ||
 			    !emb_pull_all(&x, EMB_GEN, EMB_STEP, GNN_EMB_ROWS, before) ||
-			    !emb_push(&x, &u[3], 2, EMB_GEN, EMB_STEP, EMB_STEP + 1) ||
-			    !emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows[order]))
+			    !emb_push(&x, &u[3], 2, EMB_GEN, EMB_STEP, EMB_STEP + 1))
 				goto next;
+			/* answered first, applied after: by the hook after the
+			 * answer, or else by the next request */
+			CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == order);
+			if (order == 0)
+				gs_after_reply(&x.f.s);
+			CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == order + (order == 0));
+			if (!emb_pull_all(&x, EMB_GEN, EMB_STEP + 1, GNN_EMB_ROWS, rows[order]))
+				goto next;
+			CHECK(metric(x.f.reg, "gnn_graphstore_embedding_updates_total") == order + 1);
 			ref_init(&ref, &cfg);
 			CHECK(rows_equal(before, ref.w));  /* three of four pushes: nothing applied */
 		}
