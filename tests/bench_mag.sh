@@ -22,7 +22,11 @@
 #     layout: the rows enter layer 0 unprojected; docs/embeddings.md): its
 #     epoch split (embed_s: pulling rows and
 #     pushing gradients, the stores' sparse update included), its epoch
-#     over the one without (embed_epoch_ratio), its checkpoints (how many,
+#     over the one without (embed_epoch_ratio: one pair of runs is
+#     within the machine's noise, so GNN_BENCH_ROUNDS - 1 more pairs of
+#     epochs follow, alternated and without inference, each round's
+#     ratio printed as embed_epoch_round, and the ratio of the rounds'
+#     sums as embed_epoch_ratio_rounds), its checkpoints (how many,
 #     within epochs; the seconds the ranks waited for each, and the sync
 #     that ran beside training), each store's INIT, every process's
 #     memory, and its test accuracy against the run without.
@@ -32,7 +36,8 @@
 # GNN_BENCH_EMBED_DIM (the hidden width; another width is projected to it,
 # as ogbn-mag's OGB reference's 128; 0: no embedding run), GNN_BENCH_EMBED_LR
 # (0.06, DGL's distributed R-GCN's --sparse-lr for ogbn-mag; gnn-trainer's
-# default is 0.01: docs/embeddings.md, "The embeddings' learning rate").
+# default is 0.01: docs/embeddings.md, "The embeddings' learning rate"),
+# GNN_BENCH_ROUNDS (3: pairs of epochs with and without embeddings).
 # Usage: tests/bench_mag.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +48,7 @@ FANOUTS=${GNN_BENCH_FANOUTS:-5,5}
 HIDDEN=${GNN_BENCH_HIDDEN:-64}
 EMBED_DIM=${GNN_BENCH_EMBED_DIM:-$HIDDEN}
 EMBED_LR=${GNN_BENCH_EMBED_LR:-0.06}
+ROUNDS=${GNN_BENCH_ROUNDS:-3}
 WORK=$BUILD/bench/$PRESET-e2e
 CPUS=$(nproc)
 THREADS=$((CPUS / 2 > 0 ? CPUS / 2 : 1))   # gnn-local's share per trainer (2 trainers)
@@ -51,7 +57,7 @@ MODEL=(--model "$NAME" --fanouts "$FANOUTS" --hidden "$HIDDEN" --lr 0.01)
 mkdir -p "$WORK"
 # (old logs too: a service started in the background truncates its log
 # only once it runs, and wait_log must not read the last run's port)
-rm -rf "$WORK/run" "$WORK/run-emb" "$WORK/partition" "$WORK"/bench-*.log "$WORK"/step-bench.*
+rm -rf "$WORK/run" "$WORK/run-emb" "$WORK"/run-round-* "$WORK/partition" "$WORK"/bench-*.log "$WORK"/step-bench.*
 # shellcheck source=tests/bench_lib.bash
 . "$ROOT/tests/bench_lib.bash"
 trap bench_cleanup EXIT
@@ -152,5 +158,24 @@ if [ "$EMBED_DIM" -gt 0 ]; then
 	echo "embed_accuracy sampled_with=$b sampled_without=$a inference_with=$ib inference_without=$ia"
 	mem_local_pids "$WORK/local-emb.out" >"$WORK/pids-emb"
 	mem_table "$WORK/pids-emb" "$WORK/rss-emb.samples" | sed 's/^memory /embed_memory /'
+	sum_with=$emb_epoch_s sum_without=$plain_epoch_s
+	for ((r = 2; r <= ROUNDS; r++)); do
+		for kind in without with; do
+			w=$WORK/run-round-$r-$kind
+			extra=()
+			[ "$kind" = with ] && extra=(--embed-dim "$EMBED_DIM" --embed-lr "$EMBED_LR")
+			"$BUILD/bin/gnn-local" --partition-dir "$WORK/partition" --samplers 2 --trainers 2 --epochs "$EPOCHS" \
+				"${MODEL[@]}" "${extra[@]}" --no-infer --fresh --workdir "$w" ${GNN_BENCH_LOCAL_ARGS:-} \
+				>"$w.out" 2>&1 || local_failed "bench_mag: gnn-local, round $r $kind embeddings" "$w.out"
+			rm -rf "$w/checkpoints"
+		done
+		a=$(grep ' epoch epoch=' "$WORK/run-round-$r-with/logs/trainer-0.log" | head -n "$EPOCHS" | tail -n 1 | kv epoch_s)
+		b=$(grep ' epoch epoch=' "$WORK/run-round-$r-without/logs/trainer-0.log" | head -n "$EPOCHS" | tail -n 1 | kv epoch_s)
+		awk -v r="$r" -v a="$a" -v b="$b" 'BEGIN { printf "embed_epoch_round round=%d with=%.1f without=%.1f ratio=%.2f\n", r, a, b, a / b }'
+		sum_with=$(awk -v s="$sum_with" -v a="$a" 'BEGIN { print s + a }')
+		sum_without=$(awk -v s="$sum_without" -v b="$b" 'BEGIN { print s + b }')
+	done
+	awk -v a="$sum_with" -v b="$sum_without" -v n="$ROUNDS" 'BEGIN {
+		if (b > 0) printf "embed_epoch_ratio_rounds rounds=%d with=%.1f without=%.1f ratio=%.2f\n", n, a, b, a / b }'
 fi
 awk -v a="$t_start" -v b="$t_end" -v c="$(date +%s.%N)" 'BEGIN { printf "total seconds=%.0f without_embeddings_s=%.0f\n", c - a, b - a }'

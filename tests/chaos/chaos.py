@@ -327,8 +327,16 @@ def run(s, fault, base, prefix="chaos_", retry_behind=False):
     elif why:
         print("FAIL %s%s: %s (logs: %s)" % (prefix, s.name, "; ".join(why), s.dir), flush=True)
         for t in s.c.trainers:
+            lines = s.c.text(t).splitlines()
+            # an earlier incarnation's exit says why in an ERROR line,
+            # which the last lines (of the last incarnation) do not show
+            errors = [ln for ln in lines[:-8] if " ERROR " in ln][-8:]
+            if errors:
+                print("  -- ERROR lines of %s before its last lines:" % t)
+                for ln in errors:
+                    print("    " + ln[:300])
             print("  -- last lines of %s:" % t)
-            for ln in s.c.text(t).splitlines()[-8:]:
+            for ln in lines[-8:]:
                 print("    " + ln[:300])
     else:
         print("PASS %s%s" % (prefix, s.name), flush=True)
