@@ -1273,9 +1273,8 @@ int gs_emb_recover(struct gs_emb *e, const char *dir, const struct gnn_layout *l
 		return GNN_OK;
 	}
 	/* a complete update, applied now (no request runs yet); without the
-	 * memory for it, by the first request */
-	if (settle(e) != GNN_OK)
-		atomic_store(&e->due, true);
+	 * memory for it, the first request applies it (gs_emb_answer) */
+	(void)settle(e);
 	e->whole = e->version + 1;   /* a DELTA from before the restart: every row, to be safe */
 	if (found)
 		GNN_INFO("embeddings_recovered", "part=%u gen=%llu version=%llu pending_pushes=%u records=%llu seconds=%.3f "
